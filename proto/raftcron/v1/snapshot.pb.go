@@ -29,6 +29,7 @@ type SnapshotHeader struct {
 	FormatVersion  uint32                 `protobuf:"varint,1,opt,name=format_version,json=formatVersion,proto3" json:"format_version,omitempty"`
 	FencingCounter uint64                 `protobuf:"varint,2,opt,name=fencing_counter,json=fencingCounter,proto3" json:"fencing_counter,omitempty"`
 	JobCount       uint64                 `protobuf:"varint,3,opt,name=job_count,json=jobCount,proto3" json:"job_count,omitempty"`
+	TombstoneCount uint64                 `protobuf:"varint,4,opt,name=tombstone_count,json=tombstoneCount,proto3" json:"tombstone_count,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -84,11 +85,19 @@ func (x *SnapshotHeader) GetJobCount() uint64 {
 	return 0
 }
 
+func (x *SnapshotHeader) GetTombstoneCount() uint64 {
+	if x != nil {
+		return x.TombstoneCount
+	}
+	return 0
+}
+
 type SnapshotRecord struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Record:
 	//
 	//	*SnapshotRecord_Job
+	//	*SnapshotRecord_Tombstone
 	Record        isSnapshotRecord_Record `protobuf_oneof:"record"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -140,6 +149,15 @@ func (x *SnapshotRecord) GetJob() *Job {
 	return nil
 }
 
+func (x *SnapshotRecord) GetTombstone() *Tombstone {
+	if x != nil {
+		if x, ok := x.Record.(*SnapshotRecord_Tombstone); ok {
+			return x.Tombstone
+		}
+	}
+	return nil
+}
+
 type isSnapshotRecord_Record interface {
 	isSnapshotRecord_Record()
 }
@@ -148,20 +166,87 @@ type SnapshotRecord_Job struct {
 	Job *Job `protobuf:"bytes,1,opt,name=job,proto3,oneof"`
 }
 
+type SnapshotRecord_Tombstone struct {
+	Tombstone *Tombstone `protobuf:"bytes,2,opt,name=tombstone,proto3,oneof"`
+}
+
 func (*SnapshotRecord_Job) isSnapshotRecord_Record() {}
+
+func (*SnapshotRecord_Tombstone) isSnapshotRecord_Record() {}
+
+// Tombstone remembers a deleted job's last generation, so that a job
+// re-created under the same name never repeats a slot identity.
+type Tombstone struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Generation    uint64                 `protobuf:"varint,2,opt,name=generation,proto3" json:"generation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Tombstone) Reset() {
+	*x = Tombstone{}
+	mi := &file_raftcron_v1_snapshot_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Tombstone) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Tombstone) ProtoMessage() {}
+
+func (x *Tombstone) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_snapshot_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Tombstone.ProtoReflect.Descriptor instead.
+func (*Tombstone) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_snapshot_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Tombstone) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Tombstone) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
 
 var File_raftcron_v1_snapshot_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_snapshot_proto_rawDesc = "" +
 	"\n" +
-	"\x1araftcron/v1/snapshot.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/job.proto\"}\n" +
+	"\x1araftcron/v1/snapshot.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/job.proto\"\xa6\x01\n" +
 	"\x0eSnapshotHeader\x12%\n" +
 	"\x0eformat_version\x18\x01 \x01(\rR\rformatVersion\x12'\n" +
 	"\x0ffencing_counter\x18\x02 \x01(\x04R\x0efencingCounter\x12\x1b\n" +
-	"\tjob_count\x18\x03 \x01(\x04R\bjobCount\"@\n" +
+	"\tjob_count\x18\x03 \x01(\x04R\bjobCount\x12'\n" +
+	"\x0ftombstone_count\x18\x04 \x01(\x04R\x0etombstoneCount\"x\n" +
 	"\x0eSnapshotRecord\x12$\n" +
-	"\x03job\x18\x01 \x01(\v2\x10.raftcron.v1.JobH\x00R\x03jobB\b\n" +
-	"\x06recordB;Z9github.com/raftcron/raftcron/proto/raftcron/v1;raftcronv1b\x06proto3"
+	"\x03job\x18\x01 \x01(\v2\x10.raftcron.v1.JobH\x00R\x03job\x126\n" +
+	"\ttombstone\x18\x02 \x01(\v2\x16.raftcron.v1.TombstoneH\x00R\ttombstoneB\b\n" +
+	"\x06record\"?\n" +
+	"\tTombstone\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x02 \x01(\x04R\n" +
+	"generationB;Z9github.com/raftcron/raftcron/proto/raftcron/v1;raftcronv1b\x06proto3"
 
 var (
 	file_raftcron_v1_snapshot_proto_rawDescOnce sync.Once
@@ -175,19 +260,21 @@ func file_raftcron_v1_snapshot_proto_rawDescGZIP() []byte {
 	return file_raftcron_v1_snapshot_proto_rawDescData
 }
 
-var file_raftcron_v1_snapshot_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_raftcron_v1_snapshot_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
 var file_raftcron_v1_snapshot_proto_goTypes = []any{
 	(*SnapshotHeader)(nil), // 0: raftcron.v1.SnapshotHeader
 	(*SnapshotRecord)(nil), // 1: raftcron.v1.SnapshotRecord
-	(*Job)(nil),            // 2: raftcron.v1.Job
+	(*Tombstone)(nil),      // 2: raftcron.v1.Tombstone
+	(*Job)(nil),            // 3: raftcron.v1.Job
 }
 var file_raftcron_v1_snapshot_proto_depIdxs = []int32{
-	2, // 0: raftcron.v1.SnapshotRecord.job:type_name -> raftcron.v1.Job
-	1, // [1:1] is the sub-list for method output_type
-	1, // [1:1] is the sub-list for method input_type
-	1, // [1:1] is the sub-list for extension type_name
-	1, // [1:1] is the sub-list for extension extendee
-	0, // [0:1] is the sub-list for field type_name
+	3, // 0: raftcron.v1.SnapshotRecord.job:type_name -> raftcron.v1.Job
+	2, // 1: raftcron.v1.SnapshotRecord.tombstone:type_name -> raftcron.v1.Tombstone
+	2, // [2:2] is the sub-list for method output_type
+	2, // [2:2] is the sub-list for method input_type
+	2, // [2:2] is the sub-list for extension type_name
+	2, // [2:2] is the sub-list for extension extendee
+	0, // [0:2] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_snapshot_proto_init() }
@@ -198,6 +285,7 @@ func file_raftcron_v1_snapshot_proto_init() {
 	file_raftcron_v1_job_proto_init()
 	file_raftcron_v1_snapshot_proto_msgTypes[1].OneofWrappers = []any{
 		(*SnapshotRecord_Job)(nil),
+		(*SnapshotRecord_Tombstone)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -205,7 +293,7 @@ func file_raftcron_v1_snapshot_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_raftcron_v1_snapshot_proto_rawDesc), len(file_raftcron_v1_snapshot_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   2,
+			NumMessages:   3,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
