@@ -1,0 +1,141 @@
+package api
+
+import (
+	"context"
+	"errors"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/raftcron/raftcron/cluster"
+	"github.com/raftcron/raftcron/fsm"
+	"github.com/raftcron/raftcron/jobspec"
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// The ErrorInfo a client sees when no leader is known: it should retry,
+// optionally against the leader address in the metadata.
+const (
+	ErrorDomain           = "raftcron.io"
+	ReasonNotLeader       = "NOT_LEADER"
+	MetadataLeaderID      = "leader_id"
+	MetadataLeaderAddress = "leader_address"
+)
+
+// statusOf maps an error from the Store, the Registry or the Cluster to the
+// gRPC status the client sees. It is the one place where that mapping lives.
+func statusOf(err error) error {
+	if err == nil {
+		return nil
+	}
+	var noLeader *cluster.NoLeaderError
+	switch {
+	case errors.As(err, &noLeader):
+		return notLeader(err.Error(), noLeader.LeaderID, noLeader.LeaderAddr)
+	case errors.Is(err, cluster.ErrNoLeader):
+		return notLeader(err.Error(), "", "")
+	case errors.Is(err, cluster.ErrIndeterminate):
+		return status.Error(codes.Unavailable, "leadership changed while committing; the outcome is unknown "+
+			"(the change may still be applied): read the current state before retrying: "+err.Error())
+	case errors.Is(err, cluster.ErrNotLeader):
+		return status.Error(codes.Unavailable, err.Error()+": retry")
+	case errors.Is(err, cluster.ErrShutdown):
+		return status.Error(codes.Unavailable, err.Error())
+	case errors.Is(err, cluster.ErrNotFound), errors.Is(err, fsm.ErrNotFound):
+		return status.Error(codes.NotFound, err.Error())
+	case errors.Is(err, cluster.ErrServerExists), errors.Is(err, fsm.ErrAlreadyExists):
+		return status.Error(codes.AlreadyExists, err.Error())
+	case errors.Is(err, fsm.ErrVersionMismatch):
+		return status.Error(codes.FailedPrecondition, err.Error())
+	case errors.Is(err, cluster.ErrInvalidConfig):
+		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, err.Error())
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, err.Error())
+	}
+	// A status that came back from the leader through forwarding already
+	// says what happened.
+	if s, ok := status.FromError(err); ok && s.Code() != codes.Unknown {
+		return s.Err()
+	}
+	return status.Error(codes.Internal, err.Error())
+}
+
+// resultStatus maps a CommandResult that is not OK to a gRPC status.
+func resultStatus(res *pb.CommandResult) error {
+	msg := res.GetMessage()
+	switch res.GetCode() {
+	case pb.ResultCode_RESULT_CODE_NOT_FOUND:
+		return status.Error(codes.NotFound, orDefault(msg, fsm.ErrNotFound.Error()))
+	case pb.ResultCode_RESULT_CODE_ALREADY_EXISTS:
+		return status.Error(codes.AlreadyExists, orDefault(msg, fsm.ErrAlreadyExists.Error()))
+	case pb.ResultCode_RESULT_CODE_VERSION_MISMATCH:
+		return status.Error(codes.FailedPrecondition, orDefault(msg, fsm.ErrVersionMismatch.Error()))
+	case pb.ResultCode_RESULT_CODE_INVALID:
+		// Validation runs before proposing, so this is a rule only the
+		// state can check; it is still about the caller's input.
+		return status.Error(codes.InvalidArgument, orDefault(msg, "invalid command"))
+	default:
+		// MALFORMED or an unknown code: the command this server built was
+		// broken, which is a bug here, not in the request.
+		return status.Errorf(codes.Internal, "command failed with %v: %s", res.GetCode(), msg)
+	}
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func notLeader(msg, leaderID, leaderAddr string) error {
+	st := status.New(codes.Unavailable, msg)
+	st, err := st.WithDetails(&errdetails.ErrorInfo{
+		Reason: ReasonNotLeader,
+		Domain: ErrorDomain,
+		Metadata: map[string]string{
+			MetadataLeaderID:      leaderID,
+			MetadataLeaderAddress: leaderAddr,
+		},
+	})
+	if err != nil { // only fails if the detail cannot be marshalled
+		return status.Error(codes.Unavailable, msg)
+	}
+	return st.Err()
+}
+
+// invalidArgument turns a validation error into InvalidArgument with a
+// BadRequest detail listing each violated field. field names the request
+// field for errors that do not carry their own.
+func invalidArgument(err error, field string) error {
+	var violations []*errdetails.BadRequest_FieldViolation
+	var ve *jobspec.ValidationError
+	if errors.As(err, &ve) {
+		for _, v := range ve.Violations {
+			violations = append(violations, &errdetails.BadRequest_FieldViolation{
+				Field:       orDefault(v.Field, field),
+				Description: v.Rule,
+			})
+		}
+	}
+	if len(violations) == 0 {
+		violations = []*errdetails.BadRequest_FieldViolation{{Field: field, Description: err.Error()}}
+	}
+	return badRequest(err.Error(), violations...)
+}
+
+// fieldError is InvalidArgument for one field and one rule.
+func fieldError(field, rule string) error {
+	return badRequest(field+": "+rule, &errdetails.BadRequest_FieldViolation{Field: field, Description: rule})
+}
+
+func badRequest(msg string, violations ...*errdetails.BadRequest_FieldViolation) error {
+	st, err := status.New(codes.InvalidArgument, msg).WithDetails(&errdetails.BadRequest{FieldViolations: violations})
+	if err != nil {
+		return status.Error(codes.InvalidArgument, msg)
+	}
+	return st.Err()
+}

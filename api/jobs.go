@@ -1,0 +1,202 @@
+// Package api implements raftcron's gRPC services. It validates requests,
+// turns writes into Raft commands and serves reads from the replicated
+// registry; it holds no state of its own.
+package api
+
+import (
+	"context"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/raftcron/raftcron/fsm"
+	"github.com/raftcron/raftcron/jobspec"
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// Store commits commands through Raft (forwarding to the leader) and offers
+// the barrier that makes a following registry read linearizable.
+type Store interface {
+	Apply(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error)
+	ReadBarrier(ctx context.Context) error
+}
+
+// Registry is this node's applied state.
+type Registry interface {
+	Job(name string) (*pb.Job, error)
+	ListJobs(q fsm.ListQuery) ([]*pb.Job, string)
+	FencingToken() uint64
+}
+
+type jobService struct {
+	pb.UnimplementedJobServiceServer
+	store Store
+	reg   Registry
+	now   func() time.Time
+}
+
+// NewJobService serves JobService. now stamps commands (the FSM's only
+// clock) and is the reference for validation; nil means time.Now.
+func NewJobService(s Store, r Registry, now func() time.Time) pb.JobServiceServer {
+	if now == nil {
+		now = time.Now
+	}
+	return &jobService{store: s, reg: r, now: now}
+}
+
+func (j *jobService) CreateJob(ctx context.Context, req *pb.CreateJobRequest) (*pb.CreateJobResponse, error) {
+	res, err := j.put(ctx, req.GetSpec(), pb.PutMode_PUT_MODE_CREATE, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &pb.CreateJobResponse{Job: res.GetJob()}, nil
+}
+
+func (j *jobService) UpdateJob(ctx context.Context, req *pb.UpdateJobRequest) (*pb.UpdateJobResponse, error) {
+	res, err := j.put(ctx, req.GetSpec(), pb.PutMode_PUT_MODE_UPDATE, req.GetExpectedVersion())
+	if err != nil {
+		return nil, err
+	}
+	return &pb.UpdateJobResponse{Job: res.GetJob()}, nil
+}
+
+func (j *jobService) ApplyJob(ctx context.Context, req *pb.ApplyJobRequest) (*pb.ApplyJobResponse, error) {
+	res, err := j.put(ctx, req.GetSpec(), pb.PutMode_PUT_MODE_UPSERT, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &pb.ApplyJobResponse{Job: res.GetJob(), Changed: res.GetChanged(), Created: res.GetCreated()}, nil
+}
+
+// put validates spec and proposes it. The spec is normalized on a copy so
+// that the FSM stores exactly what a later `job get` shows and re-applying
+// that output is a no-op.
+func (j *jobService) put(ctx context.Context, spec *pb.JobSpec, mode pb.PutMode, expectedVersion uint64) (*pb.CommandResult, error) {
+	if spec == nil {
+		return nil, fieldError("spec", "required")
+	}
+	spec = proto.CloneOf(spec)
+	now := j.now()
+	jobspec.Normalize(spec)
+	if err := jobspec.Validate(spec, now); err != nil {
+		return nil, invalidArgument(err, "spec")
+	}
+	return j.apply(ctx, now, &pb.Command{Kind: &pb.Command_PutJob{PutJob: &pb.PutJobCommand{
+		Spec: spec, Mode: mode, ExpectedVersion: expectedVersion,
+	}}})
+}
+
+func (j *jobService) GetJob(ctx context.Context, req *pb.GetJobRequest) (*pb.GetJobResponse, error) {
+	if err := validName(req.GetName()); err != nil {
+		return nil, err
+	}
+	if err := j.barrier(ctx, req.GetStale()); err != nil {
+		return nil, err
+	}
+	job, err := j.reg.Job(req.GetName())
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	return &pb.GetJobResponse{Job: job}, nil
+}
+
+func (j *jobService) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (*pb.ListJobsResponse, error) {
+	after, err := decodePageToken(req.GetPageToken())
+	if err != nil {
+		return nil, err
+	}
+	if err := j.barrier(ctx, req.GetStale()); err != nil {
+		return nil, err
+	}
+	jobs, next := j.reg.ListJobs(fsm.ListQuery{
+		After:  after,
+		Limit:  pageSize(req.GetPageSize()),
+		Labels: req.GetLabelSelector(),
+	})
+	return &pb.ListJobsResponse{Jobs: jobs, NextPageToken: encodePageToken(next)}, nil
+}
+
+func (j *jobService) DeleteJob(ctx context.Context, req *pb.DeleteJobRequest) (*pb.DeleteJobResponse, error) {
+	if err := validName(req.GetName()); err != nil {
+		return nil, err
+	}
+	_, err := j.apply(ctx, j.now(), &pb.Command{Kind: &pb.Command_DeleteJob{DeleteJob: &pb.DeleteJobCommand{
+		Name: req.GetName(), ExpectedVersion: req.GetExpectedVersion(),
+	}}})
+	if err != nil {
+		return nil, err
+	}
+	return &pb.DeleteJobResponse{}, nil
+}
+
+func (j *jobService) PauseJob(ctx context.Context, req *pb.PauseJobRequest) (*pb.PauseJobResponse, error) {
+	res, err := j.setPaused(ctx, req.GetName(), true, req.GetNote())
+	if err != nil {
+		return nil, err
+	}
+	return &pb.PauseJobResponse{Job: res.GetJob()}, nil
+}
+
+func (j *jobService) ResumeJob(ctx context.Context, req *pb.ResumeJobRequest) (*pb.ResumeJobResponse, error) {
+	res, err := j.setPaused(ctx, req.GetName(), false, "")
+	if err != nil {
+		return nil, err
+	}
+	return &pb.ResumeJobResponse{Job: res.GetJob()}, nil
+}
+
+func (j *jobService) setPaused(ctx context.Context, name string, paused bool, note string) (*pb.CommandResult, error) {
+	if err := validName(name); err != nil {
+		return nil, err
+	}
+	if err := validPauseNote(note); err != nil {
+		return nil, err
+	}
+	return j.apply(ctx, j.now(), &pb.Command{Kind: &pb.Command_SetPaused{SetPaused: &pb.SetPausedCommand{
+		Name: name, Paused: paused, Note: note,
+	}}})
+}
+
+// apply stamps cmd with now and commits it; a result other than OK is an
+// error.
+func (j *jobService) apply(ctx context.Context, now time.Time, cmd *pb.Command) (*pb.CommandResult, error) {
+	cmd.ProposedAtUnixNano = now.UnixNano()
+	res, err := j.store.Apply(ctx, cmd)
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	if res.GetCode() != pb.ResultCode_RESULT_CODE_OK {
+		return nil, resultStatus(res)
+	}
+	return res, nil
+}
+
+// barrier makes the next registry read linearizable unless the caller
+// asked for this node's possibly stale state.
+func (j *jobService) barrier(ctx context.Context, stale bool) error {
+	if stale {
+		return nil
+	}
+	return statusOf(j.store.ReadBarrier(ctx))
+}
+
+func validName(name string) error {
+	if err := jobspec.ValidateName(name); err != nil {
+		return invalidArgument(err, "name")
+	}
+	return nil
+}
+
+// validPauseNote applies the pause_note rule to the note of PauseJob,
+// which becomes the spec's pause_note.
+func validPauseNote(note string) error {
+	if !utf8.ValidString(note) {
+		return fieldError("note", "must be valid UTF-8")
+	}
+	if utf8.RuneCountInString(note) > jobspec.MaxPauseNote {
+		return fieldError("note", fmt.Sprintf("must be at most %d characters", jobspec.MaxPauseNote))
+	}
+	return nil
+}

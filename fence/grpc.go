@@ -1,0 +1,70 @@
+package fence
+
+import (
+	"context"
+	"errors"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// UnaryServerInterceptor fences unary gRPC methods the way Middleware fences HTTP
+// handlers, reading the run from the incoming metadata (the lowercase header names):
+//
+//   - metadata missing or malformed: InvalidArgument, handler not called, nothing recorded;
+//   - stale token: FailedPrecondition naming both tokens, handler not called;
+//   - idempotency key already recorded: AlreadyExists "duplicate idempotency key", handler
+//     not called; the caller should treat it as success (the effect was applied before);
+//   - otherwise the handler runs with the Run in its context, and the key is recorded only
+//     if it returned no error.
+//
+// Every method is fenced unless WithMethods narrows it.
+func UnaryServerInterceptor(f *Fence, opts ...Option) grpc.UnaryServerInterceptor {
+	o := newOptions(opts)
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if !o.fenced(info.FullMethod) {
+			return handler(ctx, req)
+		}
+		md, _ := metadata.FromIncomingContext(ctx)
+		run, err := FromMetadata(md)
+		if err != nil {
+			return nil, status.Error(codes.InvalidArgument, err.Error())
+		}
+		var resp any
+		var herr error
+		called := false
+		err = f.Do(ctx, run, o.scope(run), func(ctx context.Context) error {
+			called = true
+			resp, herr = handler(ctx, req)
+			return herr
+		})
+		if called && herr != nil {
+			return resp, herr // the handler's own answer, untouched
+		}
+		return grpcResult(o, run, resp, err)
+	}
+}
+
+func grpcResult(o options, run Run, resp any, err error) (any, error) {
+	var stale *StaleError
+	switch {
+	case err == nil:
+		return resp, nil
+	case errors.Is(err, ErrUnrecorded):
+		// The effect happened: reporting failure would invite a retry that repeats it.
+		o.logger.Error("fence: effect applied but its idempotency key was not recorded; "+
+			"a re-delivery will apply it again", "job", run.Job, "token", run.Token,
+			"idempotency_key", run.IdempotencyKey, "error", err)
+		return resp, nil
+	case errors.Is(err, ErrDuplicate):
+		return nil, status.Error(codes.AlreadyExists, "duplicate idempotency key")
+	case errors.As(err, &stale):
+		return nil, status.Error(codes.FailedPrecondition, stale.Error())
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return nil, status.FromContextError(err).Err()
+	}
+	o.logger.Error("fence: cannot check the run", "job", run.Job, "token", run.Token, "error", err)
+	return nil, status.Error(codes.Internal, err.Error())
+}

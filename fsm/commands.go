@@ -1,0 +1,144 @@
+package fsm
+
+import (
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// putJob creates or replaces a job's spec. The version check comes before
+// the no-op check, so a stale expected_version fails even when the spec is
+// identical.
+func putJob(s *state, c *pb.Command, e entry) (outcome, error) {
+	p := c.GetPutJob()
+	spec := p.GetSpec()
+	if spec == nil {
+		return outcome{}, malformed("put_job.spec is required")
+	}
+	name := spec.GetName()
+	if name == "" {
+		return outcome{}, malformed("put_job.spec.name must not be empty")
+	}
+	mode := p.GetMode()
+	if mode != pb.PutMode_PUT_MODE_CREATE && mode != pb.PutMode_PUT_MODE_UPDATE && mode != pb.PutMode_PUT_MODE_UPSERT {
+		return outcome{}, malformed("put_job.mode must be CREATE, UPDATE or UPSERT, not %v", mode)
+	}
+	old, exists := s.job(name)
+	switch {
+	case exists && mode == pb.PutMode_PUT_MODE_CREATE:
+		return outcome{}, fail(ErrAlreadyExists, "job %q already exists", name)
+	case !exists && mode == pb.PutMode_PUT_MODE_UPDATE:
+		return outcome{}, fail(ErrNotFound, "job %q not found", name)
+	}
+	if err := checkVersion(name, old, p.GetExpectedVersion()); err != nil {
+		return outcome{}, err
+	}
+	if !exists {
+		return createJob(s, spec, e), nil
+	}
+	if proto.Equal(old.GetSpec(), spec) {
+		return outcome{job: old}, nil
+	}
+	next := changedJob(old, spec, e)
+	if targetChanged(old.GetSpec(), spec) {
+		next.Generation++
+	}
+	s.storeJob(next)
+	return outcome{job: next, changed: true}, nil
+}
+
+// createJob stores a new job whose generation continues after any earlier
+// job of the same name, and consumes that name's tombstone.
+func createJob(s *state, spec *pb.JobSpec, e entry) outcome {
+	name := spec.GetName()
+	j := &pb.Job{
+		Spec:        spec,
+		Generation:  s.lastGeneration(name) + 1,
+		Version:     1,
+		CreatedAt:   e.timestamp(),
+		UpdatedAt:   e.timestamp(),
+		ModifyIndex: e.index,
+	}
+	s.tombstones.Delete(tombstone{name: name})
+	s.storeJob(j)
+	return outcome{job: j, changed: true, created: true}
+}
+
+func deleteJob(s *state, c *pb.Command, _ entry) (outcome, error) {
+	d := c.GetDeleteJob()
+	name := d.GetName()
+	if name == "" {
+		return outcome{}, malformed("delete_job.name must not be empty")
+	}
+	old, exists := s.job(name)
+	if !exists {
+		return outcome{}, fail(ErrNotFound, "job %q not found", name)
+	}
+	if err := checkVersion(name, old, d.GetExpectedVersion()); err != nil {
+		return outcome{}, err
+	}
+	s.jobs.Delete(jobEntry{name: name})
+	s.tombstones.ReplaceOrInsert(tombstone{name: name, generation: old.GetGeneration()})
+	return outcome{changed: true}, nil
+}
+
+// setPaused pauses with a note or resumes, which clears the note. A request
+// that leaves the spec as it is changes nothing.
+func setPaused(s *state, c *pb.Command, e entry) (outcome, error) {
+	p := c.GetSetPaused()
+	name := p.GetName()
+	if name == "" {
+		return outcome{}, malformed("set_paused.name must not be empty")
+	}
+	old, exists := s.job(name)
+	if !exists {
+		return outcome{}, fail(ErrNotFound, "job %q not found", name)
+	}
+	spec := proto.Clone(old.GetSpec()).(*pb.JobSpec)
+	spec.Paused = p.GetPaused()
+	spec.PauseNote = ""
+	if spec.Paused {
+		spec.PauseNote = p.GetNote()
+	}
+	if proto.Equal(old.GetSpec(), spec) {
+		return outcome{job: old}, nil
+	}
+	next := changedJob(old, spec, e)
+	s.storeJob(next)
+	return outcome{job: next, changed: true}, nil
+}
+
+// changedJob is old with a new spec and the bookkeeping of a change. It
+// shares old's created_at, which is safe because stored jobs are immutable.
+func changedJob(old *pb.Job, spec *pb.JobSpec, e entry) *pb.Job {
+	return &pb.Job{
+		Spec:        spec,
+		Generation:  old.GetGeneration(),
+		Version:     old.GetVersion() + 1,
+		CreatedAt:   old.GetCreatedAt(),
+		UpdatedAt:   e.timestamp(),
+		ModifyIndex: e.index,
+	}
+}
+
+// checkVersion enforces optimistic concurrency: expected 0 means any
+// version, and a job that does not exist has no version to match.
+func checkVersion(name string, j *pb.Job, expected uint64) error {
+	switch {
+	case expected == 0 || (j != nil && j.GetVersion() == expected):
+		return nil
+	case j == nil:
+		return fail(ErrVersionMismatch, "job %q does not exist, expected version %d", name, expected)
+	default:
+		return fail(ErrVersionMismatch, "job %q is at version %d, expected version %d", name, j.GetVersion(), expected)
+	}
+}
+
+// targetChanged reports whether a spec change alters what fires when —
+// schedule, timezone or target — and so starts a new generation of slots.
+func targetChanged(a, b *pb.JobSpec) bool {
+	return a.GetSchedule() != b.GetSchedule() ||
+		a.GetTimezone() != b.GetTimezone() ||
+		!proto.Equal(a.GetHttp(), b.GetHttp()) ||
+		!proto.Equal(a.GetExec(), b.GetExec())
+}

@@ -1,0 +1,120 @@
+// Package fsm holds raftcron's replicated state — the job registry, the
+// tombstones of deleted jobs and the fencing-token counter — and the
+// deterministic transitions the Raft log drives it through.
+package fsm
+
+import (
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// FSM implements raft.FSM over the job registry. Apply is deterministic: it
+// reads no clock, does no I/O and takes time only from the command.
+type FSM struct {
+	// mu guards st and lastIndex: Apply, Restore and Snapshot's capture take
+	// it for writing, the read views for reading.
+	mu        sync.RWMutex
+	st        state
+	lastIndex uint64
+}
+
+var _ raft.FSM = (*FSM)(nil)
+
+// New returns an FSM with no jobs and the counter at zero.
+func New() *FSM {
+	return &FSM{st: newState()}
+}
+
+// entry is what a command handler knows about the log entry beyond the
+// command itself.
+type entry struct {
+	index      uint64
+	proposedAt int64
+}
+
+// timestamp is the proposer's clock as a protobuf time. A fresh value per
+// call keeps stored jobs from sharing it with results.
+func (e entry) timestamp() *timestamppb.Timestamp {
+	return timestamppb.New(time.Unix(0, e.proposedAt).UTC())
+}
+
+// outcome is what a successful command did.
+type outcome struct {
+	job     *pb.Job // the stored job after the command; nil after a delete
+	changed bool
+	created bool
+}
+
+// handler applies one kind of command. It checks everything before it
+// changes anything, so an error always leaves the state as it was.
+type handler func(s *state, c *pb.Command, e entry) (outcome, error)
+
+// handlers is keyed by the name of the Command.kind oneof field.
+var handlers = map[protoreflect.Name]handler{
+	"put_job":    putJob,
+	"delete_job": deleteJob,
+	"set_paused": setPaused,
+}
+
+var kindOneof = (&pb.Command{}).ProtoReflect().Descriptor().Oneofs().ByName("kind")
+
+// Apply applies one log entry and always returns a *pb.CommandResult. A
+// command that fails changes nothing and reports why in the result, never as
+// an error value: every node reaches the same verdict for the same entry, so
+// a refusal is an answer to the proposer, not a fault of the node.
+func (f *FSM) Apply(l *raft.Log) interface{} {
+	if l == nil {
+		return result(outcome{}, malformed("no log entry"))
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lastIndex = l.Index
+	return result(f.apply(l))
+}
+
+func (f *FSM) apply(l *raft.Log) (outcome, error) {
+	var c pb.Command
+	if err := proto.Unmarshal(l.Data, &c); err != nil {
+		return outcome{}, malformed("log entry %d does not decode as a raftcron.v1.Command", l.Index)
+	}
+	fd := c.ProtoReflect().WhichOneof(kindOneof)
+	if fd == nil {
+		return outcome{}, malformed("log entry %d sets no known command", l.Index)
+	}
+	h, ok := handlers[fd.Name()]
+	if !ok {
+		return outcome{}, malformed("log entry %d: command %s has no handler", l.Index, fd.Name())
+	}
+	return h(&f.st, &c, entry{index: l.Index, proposedAt: c.GetProposedAtUnixNano()})
+}
+
+func result(o outcome, err error) *pb.CommandResult {
+	if err != nil {
+		return &pb.CommandResult{Code: CodeOf(err), Message: err.Error()}
+	}
+	r := &pb.CommandResult{Code: pb.ResultCode_RESULT_CODE_OK, Changed: o.changed, Created: o.created}
+	if o.job != nil {
+		r.Job = cloneJob(o.job)
+	}
+	return r
+}
+
+func cloneJob(j *pb.Job) *pb.Job {
+	return proto.Clone(j).(*pb.Job)
+}
+
+// AppliedIndex is the index of the last log entry Apply saw. After Restore
+// it is the highest modify_index in the snapshot: a lower bound, since the
+// snapshot's own index is known to Raft, not to the stream.
+func (f *FSM) AppliedIndex() uint64 {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.lastIndex
+}

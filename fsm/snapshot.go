@@ -1,0 +1,205 @@
+package fsm
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/hashicorp/raft"
+	"google.golang.org/protobuf/encoding/protodelim"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// The snapshot stream is a sequence of length-delimited protobuf records:
+// one SnapshotHeader, then header.job_count SnapshotRecords holding jobs in
+// name order, then header.tombstone_count holding tombstones in name order,
+// then the end of the stream. Records are written and read one at a time,
+// so neither side holds more than the state plus one record.
+const (
+	formatVersion = 1
+	// maxRecordSize bounds one record: far above the 4 MiB a gRPC request
+	// may carry, so every job the API accepted fits, while a corrupt length
+	// prefix cannot make Restore allocate gigabytes.
+	maxRecordSize = 64 << 20
+	ioBufferSize  = 64 << 10
+)
+
+// ErrSnapshotFormat is returned by Restore for a snapshot written in a
+// format this build does not read.
+var ErrSnapshotFormat = errors.New("unsupported snapshot format version")
+
+// Snapshot captures the state in O(1): the trees are copy-on-write, so the
+// capture is unaffected by later Applies and all the work happens in Persist.
+func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return &snapshot{st: f.st.capture()}, nil
+}
+
+type snapshot struct {
+	st state
+}
+
+// Persist streams the captured state into the sink and cancels the sink if
+// anything fails, so Raft never keeps a partial snapshot.
+func (s *snapshot) Persist(sink raft.SnapshotSink) error {
+	if err := s.st.writeTo(sink); err != nil {
+		_ = sink.Cancel()
+		return fmt.Errorf("fsm: persist snapshot: %w", err)
+	}
+	if err := sink.Close(); err != nil {
+		return fmt.Errorf("fsm: persist snapshot: close sink: %w", err)
+	}
+	return nil
+}
+
+// Release has nothing to free: the captured trees are garbage once dropped.
+func (s *snapshot) Release() {}
+
+func (s *state) writeTo(w io.Writer) error {
+	bw := bufio.NewWriterSize(w, ioBufferSize)
+	enc := protodelim.MarshalOptions{MarshalOptions: proto.MarshalOptions{Deterministic: true}}
+	put := func(m proto.Message) error {
+		n, err := enc.MarshalTo(bw, m)
+		if err == nil && n > maxRecordSize {
+			err = fmt.Errorf("record of %d bytes exceeds the %d-byte limit Restore accepts", n, maxRecordSize)
+		}
+		return err
+	}
+	err := put(&pb.SnapshotHeader{
+		FormatVersion:  formatVersion,
+		FencingCounter: s.counter,
+		JobCount:       uint64(s.jobs.Len()),
+		TombstoneCount: uint64(s.tombstones.Len()),
+	})
+	if err != nil {
+		return err
+	}
+	s.jobs.Ascend(func(e jobEntry) bool {
+		if err = put(&pb.SnapshotRecord{Record: &pb.SnapshotRecord_Job{Job: e.job}}); err != nil {
+			err = fmt.Errorf("job %q: %w", e.name, err)
+		}
+		return err == nil
+	})
+	if err != nil {
+		return err
+	}
+	s.tombstones.Ascend(func(t tombstone) bool {
+		err = put(&pb.SnapshotRecord{Record: &pb.SnapshotRecord_Tombstone{
+			Tombstone: &pb.Tombstone{Name: t.name, Generation: t.generation},
+		}})
+		return err == nil
+	})
+	if err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// Restore replaces all state with the snapshot's. It builds the new state
+// aside and swaps it in only once the whole stream has checked out, so a
+// failed restore leaves the FSM as it was.
+func (f *FSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	st, lastIndex, err := readState(bufio.NewReaderSize(rc, ioBufferSize))
+	if err != nil {
+		return fmt.Errorf("fsm: restore snapshot: %w", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.st = st
+	f.lastIndex = lastIndex
+	return nil
+}
+
+// readState reads a whole snapshot stream and returns the state with the
+// highest modify_index it holds.
+func readState(r *bufio.Reader) (state, uint64, error) {
+	dec := protodelim.UnmarshalOptions{MaxSize: maxRecordSize}
+	var h pb.SnapshotHeader
+	if err := dec.UnmarshalFrom(r, &h); err != nil {
+		return state{}, 0, fmt.Errorf("header: %w", truncated(err))
+	}
+	if h.GetFormatVersion() != formatVersion {
+		return state{}, 0, fmt.Errorf("%w: snapshot has format version %d, this build reads version %d",
+			ErrSnapshotFormat, h.GetFormatVersion(), formatVersion)
+	}
+	st := newState()
+	st.counter = h.GetFencingCounter()
+	lastIndex, err := readJobs(r, dec, &st, h.GetJobCount())
+	if err != nil {
+		return state{}, 0, err
+	}
+	if err := readTombstones(r, dec, &st, h.GetTombstoneCount()); err != nil {
+		return state{}, 0, err
+	}
+	if _, err := r.ReadByte(); err != io.EOF {
+		if err == nil {
+			return state{}, 0, errors.New("data after the last record the header announces")
+		}
+		return state{}, 0, err
+	}
+	return st, lastIndex, nil
+}
+
+func readJobs(r *bufio.Reader, dec protodelim.UnmarshalOptions, st *state, count uint64) (uint64, error) {
+	var lastIndex uint64
+	prev := ""
+	for i := uint64(0); i < count; i++ {
+		var rec pb.SnapshotRecord
+		if err := dec.UnmarshalFrom(r, &rec); err != nil {
+			return 0, fmt.Errorf("job record %d of %d: %w", i+1, count, truncated(err))
+		}
+		j := rec.GetJob()
+		name := j.GetSpec().GetName()
+		switch {
+		case j == nil:
+			return 0, fmt.Errorf("record %d of %d jobs is not a job", i+1, count)
+		case name == "":
+			return 0, fmt.Errorf("job record %d of %d has no spec name", i+1, count)
+		case i > 0 && name <= prev:
+			return 0, fmt.Errorf("job %q follows %q: jobs must be in strictly increasing name order", name, prev)
+		}
+		prev = name
+		lastIndex = max(lastIndex, j.GetModifyIndex())
+		st.storeJob(j)
+	}
+	return lastIndex, nil
+}
+
+func readTombstones(r *bufio.Reader, dec protodelim.UnmarshalOptions, st *state, count uint64) error {
+	prev := ""
+	for i := uint64(0); i < count; i++ {
+		var rec pb.SnapshotRecord
+		if err := dec.UnmarshalFrom(r, &rec); err != nil {
+			return fmt.Errorf("tombstone record %d of %d: %w", i+1, count, truncated(err))
+		}
+		t := rec.GetTombstone()
+		name := t.GetName()
+		switch {
+		case t == nil:
+			return fmt.Errorf("record %d of %d tombstones is not a tombstone", i+1, count)
+		case name == "":
+			return fmt.Errorf("tombstone record %d of %d has no name", i+1, count)
+		case i > 0 && name <= prev:
+			return fmt.Errorf("tombstone %q follows %q: tombstones must be in strictly increasing name order", name, prev)
+		case st.jobs.Has(jobEntry{name: name}):
+			return fmt.Errorf("tombstone %q names a live job", name)
+		}
+		prev = name
+		st.tombstones.ReplaceOrInsert(tombstone{name: name, generation: t.GetGeneration()})
+	}
+	return nil
+}
+
+// truncated names the usual cause of an EOF before the announced records:
+// protodelim reports a clean EOF when the stream ends between records.
+func truncated(err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("snapshot truncated: %w", io.ErrUnexpectedEOF)
+	}
+	return err
+}

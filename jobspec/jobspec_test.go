@@ -1,0 +1,265 @@
+package jobspec
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+var now = time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+
+func dur(d time.Duration) *durationpb.Duration { return durationpb.New(d) }
+
+func ts(s string) *timestamppb.Timestamp {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		panic(err)
+	}
+	return timestamppb.New(t)
+}
+
+// fullJob sets every field of the job file to a valid value.
+func fullJob() *pb.JobSpec {
+	return &pb.JobSpec{
+		Name:     "nightly-billing",
+		Schedule: "0 2 * * *",
+		Timezone: "Europe/Berlin",
+		Http: &pb.HttpTarget{
+			Url:          "http://billing.internal/run",
+			Method:       "POST",
+			Headers:      map[string]string{"X-Team": "billing"},
+			Body:         `{"mode":"full"}`,
+			Timeout:      dur(30 * time.Second),
+			SuccessCodes: []uint32{200, 204},
+		},
+		Catchup:      &pb.Catchup{Window: dur(10 * time.Minute), Policy: pb.CatchupPolicy_CATCHUP_POLICY_ALL},
+		Overlap:      pb.Overlap_OVERLAP_SKIP,
+		Delivery:     pb.Delivery_DELIVERY_AT_LEAST_ONCE,
+		Retry:        &pb.Retry{MaxAttempts: 3, InitialBackoff: dur(time.Second), MaxBackoff: dur(time.Minute)},
+		Deadline:     dur(30 * time.Minute),
+		StartAt:      ts("2026-12-01T00:00:00Z"),
+		EndAt:        ts("2027-12-01T00:00:00Z"),
+		Labels:       map[string]string{"team": "billing", "example.com/tier": "gold"},
+		HistoryLimit: 10,
+	}
+}
+
+func execJob() *pb.JobSpec {
+	return &pb.JobSpec{
+		Name:     "prune",
+		Schedule: "@every 30s",
+		Exec: &pb.ExecTarget{
+			Command: []string{"/usr/local/bin/prune", "--days", "30"},
+			Env:     map[string]string{"A": "b"},
+			Dir:     "/var/lib/prune",
+			Timeout: dur(10 * time.Minute),
+		},
+	}
+}
+
+func violationsOf(t *testing.T, err error) []Violation {
+	t.Helper()
+	var ve *ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("error %v (%T) is not a *ValidationError", err, err)
+	}
+	return ve.Violations
+}
+
+func TestValidateAcceptsValidJobs(t *testing.T) {
+	minimal := &pb.JobSpec{Name: "a", Schedule: "@hourly", Http: &pb.HttpTarget{Url: "https://example.com"}}
+	for name, spec := range map[string]*pb.JobSpec{"full": fullJob(), "exec": execJob(), "minimal": minimal} {
+		t.Run(name, func(t *testing.T) {
+			if err := Validate(spec, now); err != nil {
+				t.Fatalf("raw: %v", err)
+			}
+			Normalize(spec)
+			if err := Validate(spec, now); err != nil {
+				t.Fatalf("normalized: %v", err)
+			}
+		})
+	}
+}
+
+func TestValidateRejects(t *testing.T) {
+	tests := []struct {
+		name      string
+		mutate    func(*pb.JobSpec)
+		wantField string
+		wantRule  string
+	}{
+		{"minute out of range", func(s *pb.JobSpec) { s.Schedule = "61 * * * *" },
+			"schedule", "end of range (61) above maximum (59): 61"},
+		{"garbage schedule", func(s *pb.JobSpec) { s.Schedule = "every day" }, "schedule", "bad cron syntax"},
+		{"missing schedule", func(s *pb.JobSpec) { s.Schedule = "" }, "schedule", "required"},
+		{"TZ= prefix", func(s *pb.JobSpec) { s.Schedule = "TZ=Europe/Berlin 0 2 * * *" },
+			"schedule", "the zone is the timezone field, not a TZ= prefix"},
+		{"bare CRON_TZ=", func(s *pb.JobSpec) { s.Schedule = "CRON_TZ=" }, "schedule", "TZ= prefix"},
+		{"never fires", func(s *pb.JobSpec) { s.Schedule = "0 0 30 2 *" }, "schedule", "never fires within 5 years"},
+		{"sub-second @every", func(s *pb.JobSpec) { s.Schedule = "@every 100ms" }, "schedule", "at least 1s"},
+		{"unknown timezone", func(s *pb.JobSpec) { s.Timezone = "Mars/Olympus_Mons" }, "timezone", "unknown time zone"},
+		{"host zone", func(s *pb.JobSpec) { s.Timezone = "Local" }, "timezone", "IANA"},
+		{"path as timezone", func(s *pb.JobSpec) { s.Timezone = "../../etc/passwd" }, "timezone", "IANA"},
+		{"name with spaces", func(s *pb.JobSpec) { s.Name = "nightly billing" }, "name", "must match [a-z0-9][a-z0-9._-]{0,62}"},
+		{"name with capitals", func(s *pb.JobSpec) { s.Name = "NightlyBilling" }, "name", "must match"},
+		{"name too long", func(s *pb.JobSpec) { s.Name = strings.Repeat("a", 64) }, "name", "must match"},
+		{"name starting with a dot", func(s *pb.JobSpec) { s.Name = ".hidden" }, "name", "must match"},
+		{"missing name", func(s *pb.JobSpec) { s.Name = "" }, "name", "required"},
+		{"both http and exec", func(s *pb.JobSpec) { s.Exec = execJob().Exec }, "http", "exactly one of http or exec must be set"},
+		{"neither http nor exec", func(s *pb.JobSpec) { s.Http = nil }, "http", "exactly one of http or exec must be set"},
+		{"relative URL", func(s *pb.JobSpec) { s.Http.Url = "/run" }, "http.url", "absolute http or https URL"},
+		{"URL without scheme", func(s *pb.JobSpec) { s.Http.Url = "billing.internal/run" }, "http.url", "absolute"},
+		{"ftp URL", func(s *pb.JobSpec) { s.Http.Url = "ftp://billing.internal/run" }, "http.url", "http or https"},
+		{"URL without host", func(s *pb.JobSpec) { s.Http.Url = "http:///run" }, "http.url", "with a host"},
+		{"missing URL", func(s *pb.JobSpec) { s.Http.Url = "" }, "http.url", "required"},
+		{"unknown method", func(s *pb.JobSpec) { s.Http.Method = "FETCH" }, "http.method", "GET, POST, PUT, PATCH, DELETE"},
+		{"header name with space", func(s *pb.JobSpec) { s.Http.Headers = map[string]string{"X Team": "a"} }, "http.headers", "valid HTTP token"},
+		{"reserved header", func(s *pb.JobSpec) { s.Http.Headers = map[string]string{"X-Raftcron-Fencing-Token": "1"} }, "http.headers", "set by raftcron"},
+		{"header value with newline", func(s *pb.JobSpec) { s.Http.Headers = map[string]string{"X-A": "a\r\nB: c"} }, "http.headers", "control characters"},
+		{"status code out of range", func(s *pb.JobSpec) { s.Http.SuccessCodes = []uint32{200, 700} }, "http.success_codes[1]", "100..599"},
+		{"negative http timeout", func(s *pb.JobSpec) { s.Http.Timeout = dur(-time.Second) }, "http.timeout", "must be a positive duration"},
+		{"zero http timeout", func(s *pb.JobSpec) { s.Http.Timeout = dur(0) }, "http.timeout", "must be a positive duration"},
+		{"negative deadline", func(s *pb.JobSpec) { s.Deadline = dur(-5 * time.Second) }, "deadline", "must be a positive duration"},
+		{"malformed duration", func(s *pb.JobSpec) { s.Deadline = &durationpb.Duration{Seconds: 1, Nanos: -1} }, "deadline", "must be a valid duration"},
+		{"negative catch-up window", func(s *pb.JobSpec) { s.Catchup.Window = dur(-time.Minute) }, "catchup.window", "must not be negative"},
+		{"unknown catch-up policy", func(s *pb.JobSpec) { s.Catchup.Policy = 99 }, "catchup.policy", "all, latest, none"},
+		{"unknown overlap", func(s *pb.JobSpec) { s.Overlap = 42 }, "overlap", "skip, allow, buffer_one, cancel_other"},
+		{"negative delivery", func(s *pb.JobSpec) { s.Delivery = -1 }, "delivery", "at_least_once, at_most_once"},
+		{"zero attempts", func(s *pb.JobSpec) { s.Retry.MaxAttempts = 0 }, "retry.max_attempts", "between 1 and 100"},
+		{"too many attempts", func(s *pb.JobSpec) { s.Retry.MaxAttempts = 101 }, "retry.max_attempts", "between 1 and 100"},
+		{"negative backoff", func(s *pb.JobSpec) { s.Retry.InitialBackoff = dur(-time.Second) }, "retry.initial_backoff", "positive"},
+		{"initial above max backoff", func(s *pb.JobSpec) { s.Retry.InitialBackoff = dur(time.Hour) }, "retry.initial_backoff", "must not exceed retry.max_backoff"},
+		{"start after end", func(s *pb.JobSpec) { s.StartAt = ts("2028-01-01T00:00:00Z") }, "end_at", "must be after start_at"},
+		{"end in the past", func(s *pb.JobSpec) { s.StartAt = nil; s.EndAt = ts("2026-04-30T00:00:00Z") }, "end_at", "in the past"},
+		{"timestamp out of range", func(s *pb.JobSpec) { s.StartAt = &timestamppb.Timestamp{Seconds: -1 << 40} }, "start_at", "valid time"},
+		{"bad label key", func(s *pb.JobSpec) { s.Labels = map[string]string{"-team": "x"} }, "labels", `key "-team"`},
+		{"long label value", func(s *pb.JobSpec) { s.Labels = map[string]string{"team": strings.Repeat("é", 257)} }, "labels", "at most 256 characters"},
+		{"history limit", func(s *pb.JobSpec) { s.HistoryLimit = 1001 }, "history_limit", "at most 1000"},
+		{"long pause note", func(s *pb.JobSpec) { s.PauseNote = strings.Repeat("x", 1025) }, "pause_note", "at most 1024 characters"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := fullJob()
+			tc.mutate(spec)
+			vs := violationsOf(t, Validate(spec, now))
+			if len(vs) != 1 || vs[0].Field != tc.wantField || !strings.Contains(vs[0].Rule, tc.wantRule) {
+				t.Fatalf("violations %+v; want exactly one on %q mentioning %q", vs, tc.wantField, tc.wantRule)
+			}
+		})
+	}
+}
+
+func TestValidateRejectsExecTargets(t *testing.T) {
+	tests := []struct {
+		name      string
+		mutate    func(*pb.ExecTarget)
+		wantField string
+	}{
+		{"empty command", func(e *pb.ExecTarget) { e.Command = nil }, "exec.command"},
+		{"empty program", func(e *pb.ExecTarget) { e.Command = []string{"", "x"} }, "exec.command[0]"},
+		{"NUL in argument", func(e *pb.ExecTarget) { e.Command = []string{"/bin/echo", "a\x00b"} }, "exec.command[1]"},
+		{"env key with =", func(e *pb.ExecTarget) { e.Env = map[string]string{"A=B": "c"} }, "exec.env"},
+		{"empty env key", func(e *pb.ExecTarget) { e.Env = map[string]string{"": "c"} }, "exec.env"},
+		{"relative dir", func(e *pb.ExecTarget) { e.Dir = "work" }, "exec.dir"},
+		{"negative timeout", func(e *pb.ExecTarget) { e.Timeout = dur(-time.Minute) }, "exec.timeout"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := execJob()
+			tc.mutate(spec.Exec)
+			vs := violationsOf(t, Validate(spec, now))
+			if len(vs) != 1 || vs[0].Field != tc.wantField {
+				t.Fatalf("violations %+v; want exactly one on %q", vs, tc.wantField)
+			}
+		})
+	}
+}
+
+func TestValidateReportsEveryViolation(t *testing.T) {
+	spec := fullJob()
+	spec.Name = "Nightly Billing"
+	spec.Schedule = "61 * * * *"
+	spec.Timezone = "Nowhere/Special"
+	spec.Http.Url = "/run"
+	spec.Deadline = dur(-time.Second)
+	err := Validate(spec, now)
+	vs := violationsOf(t, err)
+	var fields []string
+	for _, v := range vs {
+		fields = append(fields, v.Field)
+	}
+	if got, want := strings.Join(fields, ","), "name,timezone,schedule,http.url,deadline"; got != want {
+		t.Fatalf("fields %s, want %s (%v)", got, want, err)
+	}
+	msg := err.Error()
+	wantPrefix := `invalid job "Nightly Billing": name: must match [a-z0-9][a-z0-9._-]{0,62}; timezone: unknown time zone`
+	if !strings.HasPrefix(msg, wantPrefix) || !strings.Contains(msg, "; schedule: bad cron syntax: end of range (61) above maximum (59): 61; http.url: ") {
+		t.Fatalf("message %q", msg)
+	}
+}
+
+func TestValidationErrorIsOneLine(t *testing.T) {
+	spec := fullJob()
+	spec.Name = "bad\nname"
+	spec.Schedule = "@every 5\nminutes"
+	msg := Validate(spec, now).Error()
+	if strings.ContainsAny(msg, "\r\n") {
+		t.Fatalf("message spans lines: %q", msg)
+	}
+	if !strings.Contains(msg, `invalid job "bad\nname": name: `) {
+		t.Fatalf("message does not quote the name: %q", msg)
+	}
+}
+
+func TestValidateNil(t *testing.T) {
+	vs := violationsOf(t, Validate(nil, now))
+	if len(vs) != 1 || vs[0].Field != "spec" {
+		t.Fatalf("violations %+v", vs)
+	}
+}
+
+func TestValidateDoesNotModifySpec(t *testing.T) {
+	spec := &pb.JobSpec{Name: "x", Schedule: " 61 * * * * ", Http: &pb.HttpTarget{Url: "/r", Method: "post"}}
+	before := proto.Clone(spec)
+	_ = Validate(spec, now)
+	if !proto.Equal(before, spec) {
+		t.Fatalf("Validate changed the spec: %v -> %v", before, spec)
+	}
+}
+
+func TestValidateChecksScheduleInJobZone(t *testing.T) {
+	// An @every that lands within five years is accepted in any zone; an
+	// impossible date is refused in any zone, including a bad one.
+	spec := fullJob()
+	spec.Timezone = "Pacific/Chatham"
+	if err := Validate(spec, now); err != nil {
+		t.Fatalf("valid zone: %v", err)
+	}
+	spec.Timezone = "Local"
+	spec.Schedule = "0 0 30 2 *"
+	vs := violationsOf(t, Validate(spec, now))
+	if len(vs) != 2 || vs[0].Field != "timezone" || vs[1].Field != "schedule" {
+		t.Fatalf("violations %+v", vs)
+	}
+}
+
+func TestValidateName(t *testing.T) {
+	for _, ok := range []string{"a", "0", "nightly-billing", "a.b_c-d", strings.Repeat("a", 63)} {
+		if err := ValidateName(ok); err != nil {
+			t.Errorf("ValidateName(%q) = %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "A", "has space", "-lead", "_lead", strings.Repeat("a", 64), "ü", "a/b"} {
+		vs := violationsOf(t, ValidateName(bad))
+		if len(vs) != 1 || vs[0].Field != "name" {
+			t.Errorf("ValidateName(%q): %+v", bad, vs)
+		}
+	}
+}

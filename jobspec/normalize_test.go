@@ -1,0 +1,83 @@
+package jobspec
+
+import (
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+func TestNormalizeFillsEveryDefault(t *testing.T) {
+	spec := &pb.JobSpec{Name: "a", Schedule: " @hourly ", Http: &pb.HttpTarget{Url: "http://x"}}
+	Normalize(spec)
+	checks := []struct {
+		what string
+		ok   bool
+	}{
+		{"schedule trimmed", spec.Schedule == "@hourly"},
+		{"timezone UTC", spec.Timezone == "UTC"},
+		{"method POST", spec.Http.Method == "POST"},
+		{"catch-up window 1m", spec.Catchup.GetWindow().AsDuration() == time.Minute},
+		{"catch-up policy all", spec.Catchup.GetPolicy() == pb.CatchupPolicy_CATCHUP_POLICY_ALL},
+		{"overlap skip", spec.Overlap == pb.Overlap_OVERLAP_SKIP},
+		{"delivery at least once", spec.Delivery == pb.Delivery_DELIVERY_AT_LEAST_ONCE},
+		{"history limit 10", spec.HistoryLimit == 10},
+		{"no exec invented", spec.Exec == nil},
+		{"no retry invented", spec.Retry == nil},
+	}
+	for _, c := range checks {
+		if !c.ok {
+			t.Errorf("%s: got %v", c.what, spec)
+		}
+	}
+}
+
+func TestNormalizeKeepsExplicitValues(t *testing.T) {
+	spec := fullJob()
+	spec.Http.Method = "put"
+	spec.Catchup = &pb.Catchup{Window: dur(0), Policy: pb.CatchupPolicy_CATCHUP_POLICY_NONE}
+	spec.Overlap = pb.Overlap_OVERLAP_ALLOW
+	spec.Delivery = pb.Delivery_DELIVERY_AT_MOST_ONCE
+	spec.HistoryLimit = 3
+	want := proto.Clone(spec).(*pb.JobSpec)
+	want.Http.Method = "PUT"
+	Normalize(spec)
+	if !proto.Equal(spec, want) {
+		t.Fatalf("Normalize changed explicit values:\n got  %v\n want %v", spec, want)
+	}
+}
+
+func TestNormalizeCatchupPartial(t *testing.T) {
+	spec := &pb.JobSpec{Catchup: &pb.Catchup{Policy: pb.CatchupPolicy_CATCHUP_POLICY_LATEST}}
+	Normalize(spec)
+	if spec.Catchup.GetWindow().AsDuration() != time.Minute || spec.Catchup.Policy != pb.CatchupPolicy_CATCHUP_POLICY_LATEST {
+		t.Fatalf("catchup %v", spec.Catchup)
+	}
+}
+
+func TestNormalizeIsIdempotent(t *testing.T) {
+	specs := []*pb.JobSpec{
+		{}, fullJob(), execJob(),
+		{Name: "a", Http: &pb.HttpTarget{Method: " get "}},
+		{Catchup: &pb.Catchup{}, Retry: &pb.Retry{}},
+	}
+	for _, spec := range specs {
+		Normalize(spec)
+		once := proto.Clone(spec)
+		Normalize(spec)
+		if !proto.Equal(once, spec) {
+			t.Errorf("second Normalize changed the spec:\n %v\n %v", once, spec)
+		}
+	}
+}
+
+func TestNormalizeNil(t *testing.T) {
+	Normalize(nil) // must not panic
+	spec := &pb.JobSpec{Http: nil, Exec: nil, Catchup: nil, Retry: nil}
+	Normalize(spec)
+	if spec.Catchup == nil {
+		t.Fatal("catchup not filled")
+	}
+}

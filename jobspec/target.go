@@ -1,0 +1,147 @@
+package jobspec
+
+import (
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+const (
+	MaxURLLen  = 2048
+	MaxBodyLen = 64 << 10 // bytes; the body travels in the Raft log
+)
+
+var httpMethods = map[string]bool{"GET": true, "POST": true, "PUT": true, "PATCH": true, "DELETE": true}
+
+// reservedHeaderPrefix and reservedHeaders are set by raftcron on every
+// request; a job header of the same name would be silently replaced.
+const reservedHeaderPrefix = "x-raftcron-"
+
+var reservedHeaders = map[string]bool{"idempotency-key": true}
+
+func checkTarget(v *violations, spec *pb.JobSpec) {
+	h, e := spec.GetHttp(), spec.GetExec()
+	if (h == nil) == (e == nil) {
+		v.add("http", "exactly one of http or exec must be set")
+	}
+	if h != nil {
+		checkHTTP(v, h)
+	}
+	if e != nil {
+		checkExec(v, e)
+	}
+}
+
+func checkHTTP(v *violations, h *pb.HttpTarget) {
+	checkURL(v, h.GetUrl())
+	if m := h.GetMethod(); m != "" && !httpMethods[m] {
+		v.add("http.method", "must be one of GET, POST, PUT, PATCH, DELETE")
+	}
+	for _, name := range sortedKeys(h.GetHeaders()) {
+		checkHeader(v, name, h.GetHeaders()[name])
+	}
+	if body := h.GetBody(); len(body) > MaxBodyLen {
+		v.add("http.body", fmt.Sprintf("must be at most %d bytes", MaxBodyLen))
+	} else if !utf8.ValidString(body) {
+		v.add("http.body", "must be valid UTF-8")
+	}
+	positiveDuration(v, "http.timeout", h.GetTimeout())
+	for i, code := range h.GetSuccessCodes() {
+		if code < 100 || code > 599 {
+			v.add(fmt.Sprintf("http.success_codes[%d]", i), fmt.Sprintf("%d is not an HTTP status code (100..599)", code))
+		}
+	}
+}
+
+func checkURL(v *violations, raw string) {
+	const rule = "must be an absolute http or https URL with a host"
+	if raw == "" {
+		v.add("http.url", "required")
+		return
+	}
+	if len(raw) > MaxURLLen {
+		v.add("http.url", fmt.Sprintf("must be at most %d bytes", MaxURLLen))
+		return
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+		v.add("http.url", rule)
+	}
+}
+
+func checkHeader(v *violations, name, value string) {
+	switch {
+	case !isToken(name):
+		v.add("http.headers", "header name "+quote(name)+" is not a valid HTTP token")
+	case strings.HasPrefix(strings.ToLower(name), reservedHeaderPrefix) || reservedHeaders[strings.ToLower(name)]:
+		v.add("http.headers", "header "+quote(name)+" is set by raftcron on every request")
+	case !validHeaderValue(value):
+		v.add("http.headers", "value of "+quote(name)+" must be valid UTF-8 without control characters")
+	}
+}
+
+// isToken reports whether s is an RFC 9110 token (a valid header name).
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x80 || !(isAlnum(c) || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
+
+// validHeaderValue allows visible characters, spaces and tabs.
+func validHeaderValue(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r != '\t' && (r < 0x20 || r == 0x7f) {
+			return false
+		}
+	}
+	return true
+}
+
+func checkExec(v *violations, e *pb.ExecTarget) {
+	cmd := e.GetCommand()
+	if len(cmd) == 0 {
+		v.add("exec.command", "must not be empty")
+	} else if cmd[0] == "" {
+		v.add("exec.command[0]", "must name the program to run")
+	}
+	for i, arg := range cmd {
+		if !validArg(arg) {
+			v.add(fmt.Sprintf("exec.command[%d]", i), "must be valid UTF-8 without NUL")
+		}
+	}
+	for _, k := range sortedKeys(e.GetEnv()) {
+		switch {
+		case k == "" || strings.ContainsAny(k, "=\x00") || !utf8.ValidString(k):
+			v.add("exec.env", "variable name "+quote(k)+" must be non-empty, without '=' or NUL")
+		case !validArg(e.GetEnv()[k]):
+			v.add("exec.env", "value of "+quote(k)+" must be valid UTF-8 without NUL")
+		}
+	}
+	// A relative directory would depend on each node's working directory.
+	if dir := e.GetDir(); dir != "" && (!filepath.IsAbs(dir) || !validArg(dir)) {
+		v.add("exec.dir", "must be an absolute path")
+	}
+	positiveDuration(v, "exec.timeout", e.GetTimeout())
+}
+
+func validArg(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
+}

@@ -1,0 +1,129 @@
+package ops
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+type fakeNode struct {
+	ready atomic.Bool
+}
+
+func (f *fakeNode) Status() *pb.NodeStatus {
+	return &pb.NodeStatus{
+		Id: "n1", Address: "127.0.0.1:7001", State: "leader",
+		Leader: &pb.ServerRef{Id: "n1", Address: "127.0.0.1:7001"},
+		Term:   3, CommitIndex: 42, AppliedIndex: 41, LastLogIndex: 42,
+		Servers: []*pb.Server{{Id: "n1", Address: "127.0.0.1:7001", Suffrage: "voter", Leader: true}},
+	}
+}
+func (f *fakeNode) Ready() bool           { return f.ready.Load() }
+func (f *fakeNode) IsLeader() bool        { return true }
+func (f *fakeNode) LeaderChanges() uint64 { return 5 }
+
+type fakeRegistry struct{}
+
+func (fakeRegistry) FencingToken() uint64 { return 99 }
+func (fakeRegistry) JobCount() int        { return 7 }
+
+func newTestServer(t *testing.T) (*fakeNode, *Server, *httptest.Server) {
+	t.Helper()
+	n := &fakeNode{}
+	s, err := New(n, fakeRegistry{}, "v-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(hs.Close)
+	return n, s, hs
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestLivezAlwaysOK(t *testing.T) {
+	_, _, hs := newTestServer(t)
+	if code, _ := get(t, hs.URL+"/livez"); code != http.StatusOK {
+		t.Fatalf("/livez = %d, want 200", code)
+	}
+}
+
+func TestReadyzFollowsNodeAndDraining(t *testing.T) {
+	n, s, hs := newTestServer(t)
+	if code, _ := get(t, hs.URL+"/readyz"); code != http.StatusServiceUnavailable {
+		t.Fatalf("not ready node: /readyz = %d, want 503", code)
+	}
+	n.ready.Store(true)
+	if code, _ := get(t, hs.URL+"/readyz"); code != http.StatusOK {
+		t.Fatalf("ready node: /readyz = %d, want 200", code)
+	}
+	s.SetDraining()
+	code, body := get(t, hs.URL+"/readyz")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "draining") {
+		t.Fatalf("draining node: /readyz = %d %q, want 503 draining", code, body)
+	}
+}
+
+func TestStatusHasContractFields(t *testing.T) {
+	_, _, hs := newTestServer(t)
+	code, body := get(t, hs.URL+"/status")
+	if code != http.StatusOK {
+		t.Fatalf("/status = %d", code)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(body), &doc); err != nil {
+		t.Fatalf("/status is not JSON: %v\n%s", err, body)
+	}
+	want := map[string]any{
+		"id": "n1", "state": "leader", "term": 3.0, "commit_index": 42.0,
+		"applied_index": 41.0, "fencing_token": 99.0,
+	}
+	for k, v := range want {
+		if doc[k] != v {
+			t.Errorf("/status %s = %v, want %v", k, doc[k], v)
+		}
+	}
+	leader, _ := doc["leader"].(map[string]any)
+	if leader["id"] != "n1" || leader["address"] != "127.0.0.1:7001" {
+		t.Errorf("/status leader = %v", doc["leader"])
+	}
+}
+
+func TestMetricsHaveRaftcronSeries(t *testing.T) {
+	_, _, hs := newTestServer(t)
+	code, body := get(t, hs.URL+"/metrics")
+	if code != http.StatusOK {
+		t.Fatalf("/metrics = %d", code)
+	}
+	for _, series := range []string{
+		"raftcron_is_leader 1", "raftcron_leader_changes_total 5",
+		"raftcron_fencing_token 99", "raftcron_jobs 7",
+		`raftcron_build_info{version="v-test"} 1`, "go_goroutines",
+	} {
+		if !strings.Contains(body, series) {
+			t.Errorf("/metrics lacks %q", series)
+		}
+	}
+}
+
+func TestPprofIndex(t *testing.T) {
+	_, _, hs := newTestServer(t)
+	if code, _ := get(t, hs.URL+"/debug/pprof/"); code != http.StatusOK {
+		t.Fatalf("/debug/pprof/ = %d", code)
+	}
+}

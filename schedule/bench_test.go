@@ -1,0 +1,30 @@
+package schedule
+
+import (
+	"testing"
+	"time"
+)
+
+func BenchmarkNext(b *testing.B) {
+	cases := []struct{ name, spec, zone, after string }{
+		{"every-second", "* * * * * *", "UTC", "2026-05-01T10:00:00Z"},
+		{"five-field-daily", "0 2 * * *", "Europe/Berlin", "2026-05-01T10:00:00Z"},
+		{"weekdays", "15 10 * * 1-5", "America/New_York", "2026-05-01T20:00:00Z"},
+		{"feb-29", "0 0 29 2 *", "UTC", "2026-03-01T00:00:00Z"},
+		{"second-pass-of-fall-back", "* * * * * *", "Europe/Berlin", "2026-10-25T01:00:30Z"},
+		{"every-30s", "@every 30s", "UTC", "2026-05-01T10:00:07Z"},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			s := mustParse(b, c.spec, mustLoc(b, c.zone))
+			after := mustTime(b, c.after)
+			var sink time.Time
+			for b.Loop() {
+				sink = s.Next(after)
+			}
+			if sink.IsZero() {
+				b.Fatal("no fire time")
+			}
+		})
+	}
+}

@@ -1,0 +1,130 @@
+package schedule
+
+import (
+	"math/bits"
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+// starBit is robfig's marker, in a field's bit set, that the field was
+// written as "*" or "?" (unrestricted).
+const starBit = uint64(1) << 63
+
+// maxResolveSteps bounds how many matching wall times Next may pass over
+// because their instant is not after the given time. After the fall-back
+// skip in wallStart this only happens in zones with several transitions in
+// a row; the bound keeps Next finite whatever the zone data says.
+const maxResolveSteps = 1 << 16
+
+// cronSchedule evaluates robfig's parsed bit fields against wall-clock time
+// in loc.
+type cronSchedule struct {
+	second, minute, hour, dom, month, dow uint64
+	// domStar / dowStar: the field was unrestricted. When both day fields
+	// are restricted, a day matches if either does (Vixie cron).
+	domStar, dowStar bool
+	loc              *time.Location
+}
+
+func newCronSchedule(s *cron.SpecSchedule, loc *time.Location) *cronSchedule {
+	return &cronSchedule{
+		second:  s.Second &^ starBit,
+		minute:  s.Minute &^ starBit,
+		hour:    s.Hour &^ starBit,
+		dom:     s.Dom &^ starBit,
+		month:   s.Month &^ starBit,
+		dow:     s.Dow &^ starBit,
+		domStar: s.Dom&starBit != 0,
+		dowStar: s.Dow&starBit != 0,
+		loc:     loc,
+	}
+}
+
+// Next walks matching wall-clock times in order and returns the instant of
+// the first one that lies after after. Each matching wall time fires once:
+// at its first occurrence if the clock repeats it, at the transition if the
+// clock skips it.
+func (c *cronSchedule) Next(after time.Time) time.Time {
+	from := civilOf(wallStart(after, c.loc))
+	maxYear := from.year + SearchYears
+	for range maxResolveSteps {
+		w, ok := c.nextWall(from, maxYear)
+		if !ok {
+			return time.Time{}
+		}
+		if t := resolve(w, c.loc); t.After(after) {
+			return t
+		}
+		from = civilOf(w.unix() + 1)
+	}
+	return time.Time{}
+}
+
+// nextWall returns the first wall time at or after from that matches every
+// field, searching no later than the end of maxYear. Each failed check moves
+// t strictly forward to the earliest candidate the check leaves possible.
+func (c *cronSchedule) nextWall(t civil, maxYear int) (civil, bool) {
+	for t.year <= maxYear {
+		mo, ok := nextBit(c.month, t.month)
+		if !ok {
+			t = civil{year: t.year + 1, month: 1, day: 1}
+			continue
+		}
+		if mo != t.month {
+			t = civil{year: t.year, month: mo, day: 1}
+		}
+		if !c.dayMatches(t) {
+			t = t.nextDay()
+			continue
+		}
+		h, ok := nextBit(c.hour, t.hour)
+		if !ok {
+			t = t.nextDay()
+			continue
+		}
+		if h != t.hour {
+			t.hour, t.minute, t.second = h, 0, 0
+		}
+		mi, ok := nextBit(c.minute, t.minute)
+		if !ok {
+			t = t.nextHour()
+			continue
+		}
+		if mi != t.minute {
+			t.minute, t.second = mi, 0
+		}
+		s, ok := nextBit(c.second, t.second)
+		if !ok {
+			t = t.nextMinute()
+			continue
+		}
+		t.second = s
+		return t, true
+	}
+	return civil{}, false
+}
+
+// dayMatches applies the day-of-month / day-of-week rule: when both are
+// restricted either may match (as in Vixie cron and robfig), otherwise
+// both must.
+func (c *cronSchedule) dayMatches(t civil) bool {
+	domOK := c.dom&(1<<uint(t.day)) != 0
+	dowOK := c.dow&(1<<uint(t.weekday())) != 0
+	if c.domStar || c.dowStar {
+		return domOK && dowOK
+	}
+	return domOK || dowOK
+}
+
+// nextBit returns the smallest set bit of mask at position >= from.
+func nextBit(mask uint64, from int) (int, bool) {
+	if from < 0 || from > 63 {
+		return 0, false
+	}
+	m := mask & (^uint64(0) << uint(from))
+	if m == 0 {
+		return 0, false
+	}
+	return bits.TrailingZeros64(m), true
+}

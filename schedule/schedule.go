@@ -1,0 +1,124 @@
+// Package schedule turns a job's schedule string and time zone into fire
+// times. robfig/cron parses the spec; the fire times are computed here, so
+// that daylight-saving transitions follow raftcron's rules (see DESIGN.md)
+// and @every slots are the same on every leader.
+package schedule
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	// The zone database ships inside the binary, so every zone is known
+	// even on a host without zoneinfo.
+	_ "time/tzdata"
+
+	"github.com/robfig/cron/v3"
+)
+
+// Schedule yields the fire times of a job.
+type Schedule interface {
+	// Next returns the first fire time strictly after the given instant, or
+	// the zero time when the schedule never fires again.
+	Next(after time.Time) time.Time
+}
+
+// SearchYears bounds how far ahead Next looks, and how soon a schedule must
+// fire to be accepted.
+const SearchYears = 5
+
+var (
+	// ErrTimezonePrefix rejects robfig's TZ= and CRON_TZ= prefixes: a job's
+	// zone is its own field, so one spec string never carries two zones.
+	ErrTimezonePrefix = errors.New("the zone is the timezone field, not a TZ= prefix")
+	// ErrNeverFires rejects specs with no fire time within SearchYears.
+	ErrNeverFires = errors.New("never fires within 5 years")
+	// ErrSyntax wraps the parser's description of a malformed spec.
+	ErrSyntax = errors.New("bad cron syntax")
+	// ErrEveryInterval rejects @every durations that are not whole seconds
+	// of at least one second (robfig would silently round them).
+	ErrEveryInterval = errors.New("@every needs a whole number of seconds, at least 1s")
+)
+
+// parser accepts an optional leading seconds field, five-field cron and
+// descriptors, including @every.
+var parser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour |
+	cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+const everyPrefix = "@every "
+
+// Parse parses spec for evaluation in loc (nil means UTC; the host's zone
+// is never used).
+func Parse(spec string, loc *time.Location) (Schedule, error) {
+	if loc == nil {
+		loc = time.UTC
+	}
+	spec = strings.TrimSpace(spec)
+	if spec == "" {
+		return nil, fmt.Errorf("%w: empty spec", ErrSyntax)
+	}
+	upper := strings.ToUpper(spec)
+	if strings.HasPrefix(upper, "TZ=") || strings.HasPrefix(upper, "CRON_TZ=") {
+		return nil, ErrTimezonePrefix
+	}
+	parsed, err := parseRobfig(spec)
+	if err != nil {
+		return nil, err
+	}
+	switch s := parsed.(type) {
+	case *cron.SpecSchedule:
+		return newCronSchedule(s, loc), nil
+	case cron.ConstantDelaySchedule, *cron.ConstantDelaySchedule:
+		return parseEvery(spec, loc)
+	default:
+		return nil, fmt.Errorf("%w: unsupported schedule kind %T", ErrSyntax, parsed)
+	}
+}
+
+// parseRobfig runs robfig's parser, which panics on some inputs.
+func parseRobfig(spec string) (s cron.Schedule, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s, err = nil, fmt.Errorf("%w: %v", ErrSyntax, r)
+		}
+	}()
+	s, err = parser.Parse(spec)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrSyntax, err.Error())
+	}
+	return s, nil
+}
+
+// parseEvery re-reads the duration of an @every spec that robfig accepted:
+// robfig rounds sub-second and non-positive durations instead of refusing.
+func parseEvery(spec string, loc *time.Location) (Schedule, error) {
+	d, err := time.ParseDuration(strings.TrimPrefix(spec, everyPrefix))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrSyntax, err.Error())
+	}
+	if d < time.Second || d%time.Second != 0 {
+		return nil, ErrEveryInterval
+	}
+	return &everySchedule{period: int64(d / time.Second), loc: loc}, nil
+}
+
+// FiresWithin reports whether s fires in (from, from+d].
+func FiresWithin(s Schedule, from time.Time, d time.Duration) bool {
+	next := s.Next(from)
+	return !next.IsZero() && !next.After(from.Add(d))
+}
+
+// Validate parses spec for loc and checks that it fires within SearchYears
+// of now.
+func Validate(spec string, loc *time.Location, now time.Time) error {
+	s, err := Parse(spec, loc)
+	if err != nil {
+		return err
+	}
+	next := s.Next(now)
+	if next.IsZero() || next.After(now.AddDate(SearchYears, 0, 0)) {
+		return ErrNeverFires
+	}
+	return nil
+}
