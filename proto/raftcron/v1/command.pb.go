@@ -150,6 +150,8 @@ type Command struct {
 	//	*Command_PutJob
 	//	*Command_DeleteJob
 	//	*Command_SetPaused
+	//	*Command_FireBatch
+	//	*Command_CompleteBatch
 	Kind          isCommand_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -226,6 +228,24 @@ func (x *Command) GetSetPaused() *SetPausedCommand {
 	return nil
 }
 
+func (x *Command) GetFireBatch() *FireBatchCommand {
+	if x != nil {
+		if x, ok := x.Kind.(*Command_FireBatch); ok {
+			return x.FireBatch
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetCompleteBatch() *CompleteBatchCommand {
+	if x != nil {
+		if x, ok := x.Kind.(*Command_CompleteBatch); ok {
+			return x.CompleteBatch
+		}
+	}
+	return nil
+}
+
 type isCommand_Kind interface {
 	isCommand_Kind()
 }
@@ -242,11 +262,23 @@ type Command_SetPaused struct {
 	SetPaused *SetPausedCommand `protobuf:"bytes,12,opt,name=set_paused,json=setPaused,proto3,oneof"`
 }
 
+type Command_FireBatch struct {
+	FireBatch *FireBatchCommand `protobuf:"bytes,13,opt,name=fire_batch,json=fireBatch,proto3,oneof"`
+}
+
+type Command_CompleteBatch struct {
+	CompleteBatch *CompleteBatchCommand `protobuf:"bytes,14,opt,name=complete_batch,json=completeBatch,proto3,oneof"`
+}
+
 func (*Command_PutJob) isCommand_Kind() {}
 
 func (*Command_DeleteJob) isCommand_Kind() {}
 
 func (*Command_SetPaused) isCommand_Kind() {}
+
+func (*Command_FireBatch) isCommand_Kind() {}
+
+func (*Command_CompleteBatch) isCommand_Kind() {}
 
 type PutJobCommand struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -423,12 +455,16 @@ func (x *SetPausedCommand) GetNote() string {
 
 // CommandResult is what applying a Command produced, on every node alike.
 type CommandResult struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Code          ResultCode             `protobuf:"varint,1,opt,name=code,proto3,enum=raftcron.v1.ResultCode" json:"code,omitempty"`
-	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
-	Job           *Job                   `protobuf:"bytes,3,opt,name=job,proto3" json:"job,omitempty"`
-	Changed       bool                   `protobuf:"varint,4,opt,name=changed,proto3" json:"changed,omitempty"`
-	Created       bool                   `protobuf:"varint,5,opt,name=created,proto3" json:"created,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Code    ResultCode             `protobuf:"varint,1,opt,name=code,proto3,enum=raftcron.v1.ResultCode" json:"code,omitempty"`
+	Message string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	Job     *Job                   `protobuf:"bytes,3,opt,name=job,proto3" json:"job,omitempty"`
+	Changed bool                   `protobuf:"varint,4,opt,name=changed,proto3" json:"changed,omitempty"`
+	Created bool                   `protobuf:"varint,5,opt,name=created,proto3" json:"created,omitempty"`
+	// FireBatch: one result per fire, in order.
+	Fires []*FireResult `protobuf:"bytes,6,rep,name=fires,proto3" json:"fires,omitempty"`
+	// CompleteBatch: one result per completion, in order.
+	Completions   []*CompletionResult `protobuf:"bytes,7,rep,name=completions,proto3" json:"completions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -498,11 +534,563 @@ func (x *CommandResult) GetCreated() bool {
 	return false
 }
 
+func (x *CommandResult) GetFires() []*FireResult {
+	if x != nil {
+		return x.Fires
+	}
+	return nil
+}
+
+func (x *CommandResult) GetCompletions() []*CompletionResult {
+	if x != nil {
+		return x.Completions
+	}
+	return nil
+}
+
+// FireBatchCommand carries every fire and miss a leader decided in one tick.
+// The FSM checks each against the state and assigns tokens to those it accepts.
+type FireBatchCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	LeaderId      string                 `protobuf:"bytes,1,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
+	Term          uint64                 `protobuf:"varint,2,opt,name=term,proto3" json:"term,omitempty"`
+	Fires         []*Fire                `protobuf:"bytes,3,rep,name=fires,proto3" json:"fires,omitempty"`
+	Misses        []*Miss                `protobuf:"bytes,4,rep,name=misses,proto3" json:"misses,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FireBatchCommand) Reset() {
+	*x = FireBatchCommand{}
+	mi := &file_raftcron_v1_command_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FireBatchCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FireBatchCommand) ProtoMessage() {}
+
+func (x *FireBatchCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_command_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FireBatchCommand.ProtoReflect.Descriptor instead.
+func (*FireBatchCommand) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *FireBatchCommand) GetLeaderId() string {
+	if x != nil {
+		return x.LeaderId
+	}
+	return ""
+}
+
+func (x *FireBatchCommand) GetTerm() uint64 {
+	if x != nil {
+		return x.Term
+	}
+	return 0
+}
+
+func (x *FireBatchCommand) GetFires() []*Fire {
+	if x != nil {
+		return x.Fires
+	}
+	return nil
+}
+
+func (x *FireBatchCommand) GetMisses() []*Miss {
+	if x != nil {
+		return x.Misses
+	}
+	return nil
+}
+
+type Fire struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Job        string                 `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	Generation uint64                 `protobuf:"varint,2,opt,name=generation,proto3" json:"generation,omitempty"`
+	// The slot's nominal time, whole Unix seconds (ignored for MANUAL).
+	SlotUnix int64    `protobuf:"varint,3,opt,name=slot_unix,json=slotUnix,proto3" json:"slot_unix,omitempty"`
+	Kind     FireKind `protobuf:"varint,4,opt,name=kind,proto3,enum=raftcron.v1.FireKind" json:"kind,omitempty"`
+	// RETRY and REDISPATCH: the open run to attempt again.
+	RunId string `protobuf:"bytes,5,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	// MANUAL: idempotency of the trigger.
+	RequestId string `protobuf:"bytes,6,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// MANUAL: fire even if the job is paused.
+	Force         bool `protobuf:"varint,7,opt,name=force,proto3" json:"force,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Fire) Reset() {
+	*x = Fire{}
+	mi := &file_raftcron_v1_command_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Fire) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Fire) ProtoMessage() {}
+
+func (x *Fire) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_command_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Fire.ProtoReflect.Descriptor instead.
+func (*Fire) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Fire) GetJob() string {
+	if x != nil {
+		return x.Job
+	}
+	return ""
+}
+
+func (x *Fire) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *Fire) GetSlotUnix() int64 {
+	if x != nil {
+		return x.SlotUnix
+	}
+	return 0
+}
+
+func (x *Fire) GetKind() FireKind {
+	if x != nil {
+		return x.Kind
+	}
+	return FireKind_FIRE_KIND_UNSPECIFIED
+}
+
+func (x *Fire) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *Fire) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *Fire) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
+}
+
+// Miss records slots given up without dispatch (outside the catch-up window,
+// catch-up policy latest/none, before start_at, ...).
+type Miss struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Job           string                 `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	Generation    uint64                 `protobuf:"varint,2,opt,name=generation,proto3" json:"generation,omitempty"`
+	FromSlotUnix  int64                  `protobuf:"varint,3,opt,name=from_slot_unix,json=fromSlotUnix,proto3" json:"from_slot_unix,omitempty"`
+	ToSlotUnix    int64                  `protobuf:"varint,4,opt,name=to_slot_unix,json=toSlotUnix,proto3" json:"to_slot_unix,omitempty"`
+	Count         uint64                 `protobuf:"varint,5,opt,name=count,proto3" json:"count,omitempty"`
+	Reason        string                 `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Miss) Reset() {
+	*x = Miss{}
+	mi := &file_raftcron_v1_command_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Miss) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Miss) ProtoMessage() {}
+
+func (x *Miss) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_command_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Miss.ProtoReflect.Descriptor instead.
+func (*Miss) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *Miss) GetJob() string {
+	if x != nil {
+		return x.Job
+	}
+	return ""
+}
+
+func (x *Miss) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *Miss) GetFromSlotUnix() int64 {
+	if x != nil {
+		return x.FromSlotUnix
+	}
+	return 0
+}
+
+func (x *Miss) GetToSlotUnix() int64 {
+	if x != nil {
+		return x.ToSlotUnix
+	}
+	return 0
+}
+
+func (x *Miss) GetCount() uint64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *Miss) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type FireResult struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Accepted bool                   `protobuf:"varint,1,opt,name=accepted,proto3" json:"accepted,omitempty"`
+	// Why a fire was refused, or recorded as missed/buffered instead:
+	// duplicate, gone, generation, paused, overlap_skipped, buffered, not_open, ...
+	Reason  string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	Token   uint64 `protobuf:"varint,3,opt,name=token,proto3" json:"token,omitempty"`
+	RunId   string `protobuf:"bytes,4,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	Attempt uint32 `protobuf:"varint,5,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// The run after the fire (accepted or recorded), for the dispatcher and the caller.
+	Run           *Run `protobuf:"bytes,6,opt,name=run,proto3" json:"run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FireResult) Reset() {
+	*x = FireResult{}
+	mi := &file_raftcron_v1_command_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FireResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FireResult) ProtoMessage() {}
+
+func (x *FireResult) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_command_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FireResult.ProtoReflect.Descriptor instead.
+func (*FireResult) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *FireResult) GetAccepted() bool {
+	if x != nil {
+		return x.Accepted
+	}
+	return false
+}
+
+func (x *FireResult) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *FireResult) GetToken() uint64 {
+	if x != nil {
+		return x.Token
+	}
+	return 0
+}
+
+func (x *FireResult) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *FireResult) GetAttempt() uint32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *FireResult) GetRun() *Run {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+// CompleteBatchCommand carries attempt outcomes reported by executors.
+type CompleteBatchCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Completions   []*Completion          `protobuf:"bytes,1,rep,name=completions,proto3" json:"completions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompleteBatchCommand) Reset() {
+	*x = CompleteBatchCommand{}
+	mi := &file_raftcron_v1_command_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompleteBatchCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompleteBatchCommand) ProtoMessage() {}
+
+func (x *CompleteBatchCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_command_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompleteBatchCommand.ProtoReflect.Descriptor instead.
+func (*CompleteBatchCommand) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *CompleteBatchCommand) GetCompletions() []*Completion {
+	if x != nil {
+		return x.Completions
+	}
+	return nil
+}
+
+type Completion struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	RunId string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	// Must equal the run's current attempt token, or the completion is superseded.
+	Token              uint64   `protobuf:"varint,2,opt,name=token,proto3" json:"token,omitempty"`
+	Outcome            RunState `protobuf:"varint,3,opt,name=outcome,proto3,enum=raftcron.v1.RunState" json:"outcome,omitempty"`
+	StartedAtUnixNano  int64    `protobuf:"varint,4,opt,name=started_at_unix_nano,json=startedAtUnixNano,proto3" json:"started_at_unix_nano,omitempty"`
+	FinishedAtUnixNano int64    `protobuf:"varint,5,opt,name=finished_at_unix_nano,json=finishedAtUnixNano,proto3" json:"finished_at_unix_nano,omitempty"`
+	Detail             string   `protobuf:"bytes,6,opt,name=detail,proto3" json:"detail,omitempty"`
+	Output             []byte   `protobuf:"bytes,7,opt,name=output,proto3" json:"output,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *Completion) Reset() {
+	*x = Completion{}
+	mi := &file_raftcron_v1_command_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Completion) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Completion) ProtoMessage() {}
+
+func (x *Completion) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_command_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Completion.ProtoReflect.Descriptor instead.
+func (*Completion) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *Completion) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *Completion) GetToken() uint64 {
+	if x != nil {
+		return x.Token
+	}
+	return 0
+}
+
+func (x *Completion) GetOutcome() RunState {
+	if x != nil {
+		return x.Outcome
+	}
+	return RunState_RUN_STATE_UNSPECIFIED
+}
+
+func (x *Completion) GetStartedAtUnixNano() int64 {
+	if x != nil {
+		return x.StartedAtUnixNano
+	}
+	return 0
+}
+
+func (x *Completion) GetFinishedAtUnixNano() int64 {
+	if x != nil {
+		return x.FinishedAtUnixNano
+	}
+	return 0
+}
+
+func (x *Completion) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
+func (x *Completion) GetOutput() []byte {
+	if x != nil {
+		return x.Output
+	}
+	return nil
+}
+
+type CompletionResult struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Accepted bool                   `protobuf:"varint,1,opt,name=accepted,proto3" json:"accepted,omitempty"`
+	// superseded, unknown_run, ...
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	Run           *Run   `protobuf:"bytes,3,opt,name=run,proto3" json:"run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompletionResult) Reset() {
+	*x = CompletionResult{}
+	mi := &file_raftcron_v1_command_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompletionResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompletionResult) ProtoMessage() {}
+
+func (x *CompletionResult) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_command_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompletionResult.ProtoReflect.Descriptor instead.
+func (*CompletionResult) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *CompletionResult) GetAccepted() bool {
+	if x != nil {
+		return x.Accepted
+	}
+	return false
+}
+
+func (x *CompletionResult) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *CompletionResult) GetRun() *Run {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
 var File_raftcron_v1_command_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\n" +
-	"\x19raftcron/v1/command.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/job.proto\"\xfb\x01\n" +
+	"\x19raftcron/v1/command.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\"\x87\x03\n" +
 	"\aCommand\x121\n" +
 	"\x15proposed_at_unix_nano\x18\x01 \x01(\x03R\x12proposedAtUnixNano\x125\n" +
 	"\aput_job\x18\n" +
@@ -510,7 +1098,10 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\n" +
 	"delete_job\x18\v \x01(\v2\x1d.raftcron.v1.DeleteJobCommandH\x00R\tdeleteJob\x12>\n" +
 	"\n" +
-	"set_paused\x18\f \x01(\v2\x1d.raftcron.v1.SetPausedCommandH\x00R\tsetPausedB\x06\n" +
+	"set_paused\x18\f \x01(\v2\x1d.raftcron.v1.SetPausedCommandH\x00R\tsetPaused\x12>\n" +
+	"\n" +
+	"fire_batch\x18\r \x01(\v2\x1d.raftcron.v1.FireBatchCommandH\x00R\tfireBatch\x12J\n" +
+	"\x0ecomplete_batch\x18\x0e \x01(\v2!.raftcron.v1.CompleteBatchCommandH\x00R\rcompleteBatchB\x06\n" +
 	"\x04kind\"\x8e\x01\n" +
 	"\rPutJobCommand\x12(\n" +
 	"\x04spec\x18\x01 \x01(\v2\x14.raftcron.v1.JobSpecR\x04spec\x12(\n" +
@@ -522,13 +1113,64 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x10SetPausedCommand\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06paused\x18\x02 \x01(\bR\x06paused\x12\x12\n" +
-	"\x04note\x18\x03 \x01(\tR\x04note\"\xae\x01\n" +
+	"\x04note\x18\x03 \x01(\tR\x04note\"\x9e\x02\n" +
 	"\rCommandResult\x12+\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x17.raftcron.v1.ResultCodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\"\n" +
 	"\x03job\x18\x03 \x01(\v2\x10.raftcron.v1.JobR\x03job\x12\x18\n" +
 	"\achanged\x18\x04 \x01(\bR\achanged\x12\x18\n" +
-	"\acreated\x18\x05 \x01(\bR\acreated*b\n" +
+	"\acreated\x18\x05 \x01(\bR\acreated\x12-\n" +
+	"\x05fires\x18\x06 \x03(\v2\x17.raftcron.v1.FireResultR\x05fires\x12?\n" +
+	"\vcompletions\x18\a \x03(\v2\x1d.raftcron.v1.CompletionResultR\vcompletions\"\x97\x01\n" +
+	"\x10FireBatchCommand\x12\x1b\n" +
+	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12\x12\n" +
+	"\x04term\x18\x02 \x01(\x04R\x04term\x12'\n" +
+	"\x05fires\x18\x03 \x03(\v2\x11.raftcron.v1.FireR\x05fires\x12)\n" +
+	"\x06misses\x18\x04 \x03(\v2\x11.raftcron.v1.MissR\x06misses\"\xcc\x01\n" +
+	"\x04Fire\x12\x10\n" +
+	"\x03job\x18\x01 \x01(\tR\x03job\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x02 \x01(\x04R\n" +
+	"generation\x12\x1b\n" +
+	"\tslot_unix\x18\x03 \x01(\x03R\bslotUnix\x12)\n" +
+	"\x04kind\x18\x04 \x01(\x0e2\x15.raftcron.v1.FireKindR\x04kind\x12\x15\n" +
+	"\x06run_id\x18\x05 \x01(\tR\x05runId\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x06 \x01(\tR\trequestId\x12\x14\n" +
+	"\x05force\x18\a \x01(\bR\x05force\"\xae\x01\n" +
+	"\x04Miss\x12\x10\n" +
+	"\x03job\x18\x01 \x01(\tR\x03job\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x02 \x01(\x04R\n" +
+	"generation\x12$\n" +
+	"\x0efrom_slot_unix\x18\x03 \x01(\x03R\ffromSlotUnix\x12 \n" +
+	"\fto_slot_unix\x18\x04 \x01(\x03R\n" +
+	"toSlotUnix\x12\x14\n" +
+	"\x05count\x18\x05 \x01(\x04R\x05count\x12\x16\n" +
+	"\x06reason\x18\x06 \x01(\tR\x06reason\"\xab\x01\n" +
+	"\n" +
+	"FireResult\x12\x1a\n" +
+	"\baccepted\x18\x01 \x01(\bR\baccepted\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x14\n" +
+	"\x05token\x18\x03 \x01(\x04R\x05token\x12\x15\n" +
+	"\x06run_id\x18\x04 \x01(\tR\x05runId\x12\x18\n" +
+	"\aattempt\x18\x05 \x01(\rR\aattempt\x12\"\n" +
+	"\x03run\x18\x06 \x01(\v2\x10.raftcron.v1.RunR\x03run\"Q\n" +
+	"\x14CompleteBatchCommand\x129\n" +
+	"\vcompletions\x18\x01 \x03(\v2\x17.raftcron.v1.CompletionR\vcompletions\"\xfe\x01\n" +
+	"\n" +
+	"Completion\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x14\n" +
+	"\x05token\x18\x02 \x01(\x04R\x05token\x12/\n" +
+	"\aoutcome\x18\x03 \x01(\x0e2\x15.raftcron.v1.RunStateR\aoutcome\x12/\n" +
+	"\x14started_at_unix_nano\x18\x04 \x01(\x03R\x11startedAtUnixNano\x121\n" +
+	"\x15finished_at_unix_nano\x18\x05 \x01(\x03R\x12finishedAtUnixNano\x12\x16\n" +
+	"\x06detail\x18\x06 \x01(\tR\x06detail\x12\x16\n" +
+	"\x06output\x18\a \x01(\fR\x06output\"j\n" +
+	"\x10CompletionResult\x12\x1a\n" +
+	"\baccepted\x18\x01 \x01(\bR\baccepted\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\"\n" +
+	"\x03run\x18\x03 \x01(\v2\x10.raftcron.v1.RunR\x03run*b\n" +
 	"\aPutMode\x12\x18\n" +
 	"\x14PUT_MODE_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fPUT_MODE_CREATE\x10\x01\x12\x13\n" +
@@ -557,31 +1199,52 @@ func file_raftcron_v1_command_proto_rawDescGZIP() []byte {
 }
 
 var file_raftcron_v1_command_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_raftcron_v1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_raftcron_v1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_raftcron_v1_command_proto_goTypes = []any{
-	(PutMode)(0),             // 0: raftcron.v1.PutMode
-	(ResultCode)(0),          // 1: raftcron.v1.ResultCode
-	(*Command)(nil),          // 2: raftcron.v1.Command
-	(*PutJobCommand)(nil),    // 3: raftcron.v1.PutJobCommand
-	(*DeleteJobCommand)(nil), // 4: raftcron.v1.DeleteJobCommand
-	(*SetPausedCommand)(nil), // 5: raftcron.v1.SetPausedCommand
-	(*CommandResult)(nil),    // 6: raftcron.v1.CommandResult
-	(*JobSpec)(nil),          // 7: raftcron.v1.JobSpec
-	(*Job)(nil),              // 8: raftcron.v1.Job
+	(PutMode)(0),                 // 0: raftcron.v1.PutMode
+	(ResultCode)(0),              // 1: raftcron.v1.ResultCode
+	(*Command)(nil),              // 2: raftcron.v1.Command
+	(*PutJobCommand)(nil),        // 3: raftcron.v1.PutJobCommand
+	(*DeleteJobCommand)(nil),     // 4: raftcron.v1.DeleteJobCommand
+	(*SetPausedCommand)(nil),     // 5: raftcron.v1.SetPausedCommand
+	(*CommandResult)(nil),        // 6: raftcron.v1.CommandResult
+	(*FireBatchCommand)(nil),     // 7: raftcron.v1.FireBatchCommand
+	(*Fire)(nil),                 // 8: raftcron.v1.Fire
+	(*Miss)(nil),                 // 9: raftcron.v1.Miss
+	(*FireResult)(nil),           // 10: raftcron.v1.FireResult
+	(*CompleteBatchCommand)(nil), // 11: raftcron.v1.CompleteBatchCommand
+	(*Completion)(nil),           // 12: raftcron.v1.Completion
+	(*CompletionResult)(nil),     // 13: raftcron.v1.CompletionResult
+	(*JobSpec)(nil),              // 14: raftcron.v1.JobSpec
+	(*Job)(nil),                  // 15: raftcron.v1.Job
+	(FireKind)(0),                // 16: raftcron.v1.FireKind
+	(*Run)(nil),                  // 17: raftcron.v1.Run
+	(RunState)(0),                // 18: raftcron.v1.RunState
 }
 var file_raftcron_v1_command_proto_depIdxs = []int32{
-	3, // 0: raftcron.v1.Command.put_job:type_name -> raftcron.v1.PutJobCommand
-	4, // 1: raftcron.v1.Command.delete_job:type_name -> raftcron.v1.DeleteJobCommand
-	5, // 2: raftcron.v1.Command.set_paused:type_name -> raftcron.v1.SetPausedCommand
-	7, // 3: raftcron.v1.PutJobCommand.spec:type_name -> raftcron.v1.JobSpec
-	0, // 4: raftcron.v1.PutJobCommand.mode:type_name -> raftcron.v1.PutMode
-	1, // 5: raftcron.v1.CommandResult.code:type_name -> raftcron.v1.ResultCode
-	8, // 6: raftcron.v1.CommandResult.job:type_name -> raftcron.v1.Job
-	7, // [7:7] is the sub-list for method output_type
-	7, // [7:7] is the sub-list for method input_type
-	7, // [7:7] is the sub-list for extension type_name
-	7, // [7:7] is the sub-list for extension extendee
-	0, // [0:7] is the sub-list for field type_name
+	3,  // 0: raftcron.v1.Command.put_job:type_name -> raftcron.v1.PutJobCommand
+	4,  // 1: raftcron.v1.Command.delete_job:type_name -> raftcron.v1.DeleteJobCommand
+	5,  // 2: raftcron.v1.Command.set_paused:type_name -> raftcron.v1.SetPausedCommand
+	7,  // 3: raftcron.v1.Command.fire_batch:type_name -> raftcron.v1.FireBatchCommand
+	11, // 4: raftcron.v1.Command.complete_batch:type_name -> raftcron.v1.CompleteBatchCommand
+	14, // 5: raftcron.v1.PutJobCommand.spec:type_name -> raftcron.v1.JobSpec
+	0,  // 6: raftcron.v1.PutJobCommand.mode:type_name -> raftcron.v1.PutMode
+	1,  // 7: raftcron.v1.CommandResult.code:type_name -> raftcron.v1.ResultCode
+	15, // 8: raftcron.v1.CommandResult.job:type_name -> raftcron.v1.Job
+	10, // 9: raftcron.v1.CommandResult.fires:type_name -> raftcron.v1.FireResult
+	13, // 10: raftcron.v1.CommandResult.completions:type_name -> raftcron.v1.CompletionResult
+	8,  // 11: raftcron.v1.FireBatchCommand.fires:type_name -> raftcron.v1.Fire
+	9,  // 12: raftcron.v1.FireBatchCommand.misses:type_name -> raftcron.v1.Miss
+	16, // 13: raftcron.v1.Fire.kind:type_name -> raftcron.v1.FireKind
+	17, // 14: raftcron.v1.FireResult.run:type_name -> raftcron.v1.Run
+	12, // 15: raftcron.v1.CompleteBatchCommand.completions:type_name -> raftcron.v1.Completion
+	18, // 16: raftcron.v1.Completion.outcome:type_name -> raftcron.v1.RunState
+	17, // 17: raftcron.v1.CompletionResult.run:type_name -> raftcron.v1.Run
+	18, // [18:18] is the sub-list for method output_type
+	18, // [18:18] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_command_proto_init() }
@@ -590,10 +1253,13 @@ func file_raftcron_v1_command_proto_init() {
 		return
 	}
 	file_raftcron_v1_job_proto_init()
+	file_raftcron_v1_run_proto_init()
 	file_raftcron_v1_command_proto_msgTypes[0].OneofWrappers = []any{
 		(*Command_PutJob)(nil),
 		(*Command_DeleteJob)(nil),
 		(*Command_SetPaused)(nil),
+		(*Command_FireBatch)(nil),
+		(*Command_CompleteBatch)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -601,7 +1267,7 @@ func file_raftcron_v1_command_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_raftcron_v1_command_proto_rawDesc), len(file_raftcron_v1_command_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   5,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

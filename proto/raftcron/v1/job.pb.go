@@ -627,7 +627,9 @@ type Job struct {
 	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	UpdatedAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
 	// Raft log index of the last change.
-	ModifyIndex   uint64 `protobuf:"varint,6,opt,name=modify_index,json=modifyIndex,proto3" json:"modify_index,omitempty"`
+	ModifyIndex uint64 `protobuf:"varint,6,opt,name=modify_index,json=modifyIndex,proto3" json:"modify_index,omitempty"`
+	// What the scheduler has done with the job; filled on reads.
+	Status        *JobStatus `protobuf:"bytes,7,opt,name=status,proto3" json:"status,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -704,6 +706,144 @@ func (x *Job) GetModifyIndex() uint64 {
 	return 0
 }
 
+func (x *Job) GetStatus() *JobStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+// JobStatus is the replicated run-side state of a job.
+type JobStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The last slot evaluated (fired, missed or skipped), whole Unix seconds.
+	// Never moves backwards, whatever the generation: no slot at or before it fires again.
+	CursorUnix int64 `protobuf:"varint,1,opt,name=cursor_unix,json=cursorUnix,proto3" json:"cursor_unix,omitempty"`
+	// The largest fencing token any attempt of this job carried.
+	LatestToken            uint64   `protobuf:"varint,2,opt,name=latest_token,json=latestToken,proto3" json:"latest_token,omitempty"`
+	Succeeded              uint64   `protobuf:"varint,3,opt,name=succeeded,proto3" json:"succeeded,omitempty"`
+	Failed                 uint64   `protobuf:"varint,4,opt,name=failed,proto3" json:"failed,omitempty"`
+	Missed                 uint64   `protobuf:"varint,5,opt,name=missed,proto3" json:"missed,omitempty"`
+	LastRunId              string   `protobuf:"bytes,6,opt,name=last_run_id,json=lastRunId,proto3" json:"last_run_id,omitempty"`
+	LastOutcome            RunState `protobuf:"varint,7,opt,name=last_outcome,json=lastOutcome,proto3,enum=raftcron.v1.RunState" json:"last_outcome,omitempty"`
+	LastFinishedAtUnixNano int64    `protobuf:"varint,8,opt,name=last_finished_at_unix_nano,json=lastFinishedAtUnixNano,proto3" json:"last_finished_at_unix_nano,omitempty"`
+	// Runs not yet finished (DISPATCHED or RETRYING), oldest first.
+	OpenRunIds []string `protobuf:"bytes,9,rep,name=open_run_ids,json=openRunIds,proto3" json:"open_run_ids,omitempty"`
+	// overlap buffer_one: a slot waiting for the open run to finish; 0 = none.
+	BufferedSlotUnix int64 `protobuf:"varint,10,opt,name=buffered_slot_unix,json=bufferedSlotUnix,proto3" json:"buffered_slot_unix,omitempty"`
+	// Computed on read by the answering node: the next nominal fire time, 0 = never.
+	NextFireUnix  int64 `protobuf:"varint,11,opt,name=next_fire_unix,json=nextFireUnix,proto3" json:"next_fire_unix,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobStatus) Reset() {
+	*x = JobStatus{}
+	mi := &file_raftcron_v1_job_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobStatus) ProtoMessage() {}
+
+func (x *JobStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_job_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
+func (*JobStatus) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *JobStatus) GetCursorUnix() int64 {
+	if x != nil {
+		return x.CursorUnix
+	}
+	return 0
+}
+
+func (x *JobStatus) GetLatestToken() uint64 {
+	if x != nil {
+		return x.LatestToken
+	}
+	return 0
+}
+
+func (x *JobStatus) GetSucceeded() uint64 {
+	if x != nil {
+		return x.Succeeded
+	}
+	return 0
+}
+
+func (x *JobStatus) GetFailed() uint64 {
+	if x != nil {
+		return x.Failed
+	}
+	return 0
+}
+
+func (x *JobStatus) GetMissed() uint64 {
+	if x != nil {
+		return x.Missed
+	}
+	return 0
+}
+
+func (x *JobStatus) GetLastRunId() string {
+	if x != nil {
+		return x.LastRunId
+	}
+	return ""
+}
+
+func (x *JobStatus) GetLastOutcome() RunState {
+	if x != nil {
+		return x.LastOutcome
+	}
+	return RunState_RUN_STATE_UNSPECIFIED
+}
+
+func (x *JobStatus) GetLastFinishedAtUnixNano() int64 {
+	if x != nil {
+		return x.LastFinishedAtUnixNano
+	}
+	return 0
+}
+
+func (x *JobStatus) GetOpenRunIds() []string {
+	if x != nil {
+		return x.OpenRunIds
+	}
+	return nil
+}
+
+func (x *JobStatus) GetBufferedSlotUnix() int64 {
+	if x != nil {
+		return x.BufferedSlotUnix
+	}
+	return 0
+}
+
+func (x *JobStatus) GetNextFireUnix() int64 {
+	if x != nil {
+		return x.NextFireUnix
+	}
+	return 0
+}
+
 type CreateJobRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Spec          *JobSpec               `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
@@ -713,7 +853,7 @@ type CreateJobRequest struct {
 
 func (x *CreateJobRequest) Reset() {
 	*x = CreateJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[6]
+	mi := &file_raftcron_v1_job_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -725,7 +865,7 @@ func (x *CreateJobRequest) String() string {
 func (*CreateJobRequest) ProtoMessage() {}
 
 func (x *CreateJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[6]
+	mi := &file_raftcron_v1_job_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -738,7 +878,7 @@ func (x *CreateJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateJobRequest.ProtoReflect.Descriptor instead.
 func (*CreateJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{6}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CreateJobRequest) GetSpec() *JobSpec {
@@ -757,7 +897,7 @@ type CreateJobResponse struct {
 
 func (x *CreateJobResponse) Reset() {
 	*x = CreateJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[7]
+	mi := &file_raftcron_v1_job_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -769,7 +909,7 @@ func (x *CreateJobResponse) String() string {
 func (*CreateJobResponse) ProtoMessage() {}
 
 func (x *CreateJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[7]
+	mi := &file_raftcron_v1_job_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -782,7 +922,7 @@ func (x *CreateJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateJobResponse.ProtoReflect.Descriptor instead.
 func (*CreateJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{7}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CreateJobResponse) GetJob() *Job {
@@ -803,7 +943,7 @@ type UpdateJobRequest struct {
 
 func (x *UpdateJobRequest) Reset() {
 	*x = UpdateJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[8]
+	mi := &file_raftcron_v1_job_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -815,7 +955,7 @@ func (x *UpdateJobRequest) String() string {
 func (*UpdateJobRequest) ProtoMessage() {}
 
 func (x *UpdateJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[8]
+	mi := &file_raftcron_v1_job_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -828,7 +968,7 @@ func (x *UpdateJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobRequest.ProtoReflect.Descriptor instead.
 func (*UpdateJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{8}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *UpdateJobRequest) GetSpec() *JobSpec {
@@ -854,7 +994,7 @@ type UpdateJobResponse struct {
 
 func (x *UpdateJobResponse) Reset() {
 	*x = UpdateJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[9]
+	mi := &file_raftcron_v1_job_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -866,7 +1006,7 @@ func (x *UpdateJobResponse) String() string {
 func (*UpdateJobResponse) ProtoMessage() {}
 
 func (x *UpdateJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[9]
+	mi := &file_raftcron_v1_job_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -879,7 +1019,7 @@ func (x *UpdateJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobResponse.ProtoReflect.Descriptor instead.
 func (*UpdateJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{9}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *UpdateJobResponse) GetJob() *Job {
@@ -898,7 +1038,7 @@ type ApplyJobRequest struct {
 
 func (x *ApplyJobRequest) Reset() {
 	*x = ApplyJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[10]
+	mi := &file_raftcron_v1_job_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -910,7 +1050,7 @@ func (x *ApplyJobRequest) String() string {
 func (*ApplyJobRequest) ProtoMessage() {}
 
 func (x *ApplyJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[10]
+	mi := &file_raftcron_v1_job_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -923,7 +1063,7 @@ func (x *ApplyJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyJobRequest.ProtoReflect.Descriptor instead.
 func (*ApplyJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{10}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ApplyJobRequest) GetSpec() *JobSpec {
@@ -945,7 +1085,7 @@ type ApplyJobResponse struct {
 
 func (x *ApplyJobResponse) Reset() {
 	*x = ApplyJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[11]
+	mi := &file_raftcron_v1_job_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -957,7 +1097,7 @@ func (x *ApplyJobResponse) String() string {
 func (*ApplyJobResponse) ProtoMessage() {}
 
 func (x *ApplyJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[11]
+	mi := &file_raftcron_v1_job_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -970,7 +1110,7 @@ func (x *ApplyJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyJobResponse.ProtoReflect.Descriptor instead.
 func (*ApplyJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{11}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ApplyJobResponse) GetJob() *Job {
@@ -1005,7 +1145,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[12]
+	mi := &file_raftcron_v1_job_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1017,7 +1157,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[12]
+	mi := &file_raftcron_v1_job_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1030,7 +1170,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{12}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetJobRequest) GetName() string {
@@ -1056,7 +1196,7 @@ type GetJobResponse struct {
 
 func (x *GetJobResponse) Reset() {
 	*x = GetJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[13]
+	mi := &file_raftcron_v1_job_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1068,7 +1208,7 @@ func (x *GetJobResponse) String() string {
 func (*GetJobResponse) ProtoMessage() {}
 
 func (x *GetJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[13]
+	mi := &file_raftcron_v1_job_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1081,7 +1221,7 @@ func (x *GetJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobResponse.ProtoReflect.Descriptor instead.
 func (*GetJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{13}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetJobResponse) GetJob() *Job {
@@ -1106,7 +1246,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[14]
+	mi := &file_raftcron_v1_job_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1118,7 +1258,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[14]
+	mi := &file_raftcron_v1_job_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1131,7 +1271,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{14}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListJobsRequest) GetPageSize() uint32 {
@@ -1172,7 +1312,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[15]
+	mi := &file_raftcron_v1_job_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1184,7 +1324,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[15]
+	mi := &file_raftcron_v1_job_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1197,7 +1337,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{15}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListJobsResponse) GetJobs() []*Job {
@@ -1224,7 +1364,7 @@ type DeleteJobRequest struct {
 
 func (x *DeleteJobRequest) Reset() {
 	*x = DeleteJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[16]
+	mi := &file_raftcron_v1_job_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1236,7 +1376,7 @@ func (x *DeleteJobRequest) String() string {
 func (*DeleteJobRequest) ProtoMessage() {}
 
 func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[16]
+	mi := &file_raftcron_v1_job_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1249,7 +1389,7 @@ func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobRequest.ProtoReflect.Descriptor instead.
 func (*DeleteJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{16}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DeleteJobRequest) GetName() string {
@@ -1274,7 +1414,7 @@ type DeleteJobResponse struct {
 
 func (x *DeleteJobResponse) Reset() {
 	*x = DeleteJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[17]
+	mi := &file_raftcron_v1_job_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1286,7 +1426,7 @@ func (x *DeleteJobResponse) String() string {
 func (*DeleteJobResponse) ProtoMessage() {}
 
 func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[17]
+	mi := &file_raftcron_v1_job_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1299,7 +1439,7 @@ func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobResponse.ProtoReflect.Descriptor instead.
 func (*DeleteJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{17}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{18}
 }
 
 type PauseJobRequest struct {
@@ -1312,7 +1452,7 @@ type PauseJobRequest struct {
 
 func (x *PauseJobRequest) Reset() {
 	*x = PauseJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[18]
+	mi := &file_raftcron_v1_job_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1324,7 +1464,7 @@ func (x *PauseJobRequest) String() string {
 func (*PauseJobRequest) ProtoMessage() {}
 
 func (x *PauseJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[18]
+	mi := &file_raftcron_v1_job_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1337,7 +1477,7 @@ func (x *PauseJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseJobRequest.ProtoReflect.Descriptor instead.
 func (*PauseJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{18}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *PauseJobRequest) GetName() string {
@@ -1363,7 +1503,7 @@ type PauseJobResponse struct {
 
 func (x *PauseJobResponse) Reset() {
 	*x = PauseJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[19]
+	mi := &file_raftcron_v1_job_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1375,7 +1515,7 @@ func (x *PauseJobResponse) String() string {
 func (*PauseJobResponse) ProtoMessage() {}
 
 func (x *PauseJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[19]
+	mi := &file_raftcron_v1_job_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1388,7 +1528,7 @@ func (x *PauseJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseJobResponse.ProtoReflect.Descriptor instead.
 func (*PauseJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{19}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PauseJobResponse) GetJob() *Job {
@@ -1407,7 +1547,7 @@ type ResumeJobRequest struct {
 
 func (x *ResumeJobRequest) Reset() {
 	*x = ResumeJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[20]
+	mi := &file_raftcron_v1_job_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1419,7 +1559,7 @@ func (x *ResumeJobRequest) String() string {
 func (*ResumeJobRequest) ProtoMessage() {}
 
 func (x *ResumeJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[20]
+	mi := &file_raftcron_v1_job_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1432,7 +1572,7 @@ func (x *ResumeJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeJobRequest.ProtoReflect.Descriptor instead.
 func (*ResumeJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{20}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ResumeJobRequest) GetName() string {
@@ -1451,7 +1591,7 @@ type ResumeJobResponse struct {
 
 func (x *ResumeJobResponse) Reset() {
 	*x = ResumeJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[21]
+	mi := &file_raftcron_v1_job_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1463,7 +1603,7 @@ func (x *ResumeJobResponse) String() string {
 func (*ResumeJobResponse) ProtoMessage() {}
 
 func (x *ResumeJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[21]
+	mi := &file_raftcron_v1_job_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1476,7 +1616,7 @@ func (x *ResumeJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeJobResponse.ProtoReflect.Descriptor instead.
 func (*ResumeJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{21}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ResumeJobResponse) GetJob() *Job {
@@ -1486,11 +1626,239 @@ func (x *ResumeJobResponse) GetJob() *Job {
 	return nil
 }
 
+type TriggerJobRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Retries with the same request_id return the run of the first call.
+	RequestId     string `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Force         bool   `protobuf:"varint,3,opt,name=force,proto3" json:"force,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TriggerJobRequest) Reset() {
+	*x = TriggerJobRequest{}
+	mi := &file_raftcron_v1_job_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TriggerJobRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TriggerJobRequest) ProtoMessage() {}
+
+func (x *TriggerJobRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_job_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TriggerJobRequest.ProtoReflect.Descriptor instead.
+func (*TriggerJobRequest) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *TriggerJobRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *TriggerJobRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *TriggerJobRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
+}
+
+type TriggerJobResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Run           *Run                   `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TriggerJobResponse) Reset() {
+	*x = TriggerJobResponse{}
+	mi := &file_raftcron_v1_job_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TriggerJobResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TriggerJobResponse) ProtoMessage() {}
+
+func (x *TriggerJobResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_job_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TriggerJobResponse.ProtoReflect.Descriptor instead.
+func (*TriggerJobResponse) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *TriggerJobResponse) GetRun() *Run {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+type PreviewScheduleRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A registered job, or an inline schedule and timezone.
+	Name     string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Schedule string `protobuf:"bytes,2,opt,name=schedule,proto3" json:"schedule,omitempty"`
+	Timezone string `protobuf:"bytes,3,opt,name=timezone,proto3" json:"timezone,omitempty"`
+	// How many fire times; 0 means 5, at most 100.
+	Count uint32 `protobuf:"varint,4,opt,name=count,proto3" json:"count,omitempty"`
+	// Start after this time; unset means now.
+	After         *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=after,proto3" json:"after,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PreviewScheduleRequest) Reset() {
+	*x = PreviewScheduleRequest{}
+	mi := &file_raftcron_v1_job_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PreviewScheduleRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PreviewScheduleRequest) ProtoMessage() {}
+
+func (x *PreviewScheduleRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_job_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PreviewScheduleRequest.ProtoReflect.Descriptor instead.
+func (*PreviewScheduleRequest) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *PreviewScheduleRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PreviewScheduleRequest) GetSchedule() string {
+	if x != nil {
+		return x.Schedule
+	}
+	return ""
+}
+
+func (x *PreviewScheduleRequest) GetTimezone() string {
+	if x != nil {
+		return x.Timezone
+	}
+	return ""
+}
+
+func (x *PreviewScheduleRequest) GetCount() uint32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *PreviewScheduleRequest) GetAfter() *timestamppb.Timestamp {
+	if x != nil {
+		return x.After
+	}
+	return nil
+}
+
+type PreviewScheduleResponse struct {
+	state         protoimpl.MessageState   `protogen:"open.v1"`
+	Times         []*timestamppb.Timestamp `protobuf:"bytes,1,rep,name=times,proto3" json:"times,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PreviewScheduleResponse) Reset() {
+	*x = PreviewScheduleResponse{}
+	mi := &file_raftcron_v1_job_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PreviewScheduleResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PreviewScheduleResponse) ProtoMessage() {}
+
+func (x *PreviewScheduleResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_job_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PreviewScheduleResponse.ProtoReflect.Descriptor instead.
+func (*PreviewScheduleResponse) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *PreviewScheduleResponse) GetTimes() []*timestamppb.Timestamp {
+	if x != nil {
+		return x.Times
+	}
+	return nil
+}
+
 var File_raftcron_v1_job_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\n" +
-	"\x15raftcron/v1/job.proto\x12\vraftcron.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xde\x05\n" +
+	"\x15raftcron/v1/job.proto\x12\vraftcron.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15raftcron/v1/run.proto\"\xde\x05\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bschedule\x18\x02 \x01(\tR\bschedule\x12\x1a\n" +
@@ -1540,7 +1908,7 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\fmax_attempts\x18\x01 \x01(\rR\vmaxAttempts\x12B\n" +
 	"\x0finitial_backoff\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x0einitialBackoff\x12:\n" +
 	"\vmax_backoff\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\n" +
-	"maxBackoff\"\x82\x02\n" +
+	"maxBackoff\"\xb2\x02\n" +
 	"\x03Job\x12(\n" +
 	"\x04spec\x18\x01 \x01(\v2\x14.raftcron.v1.JobSpecR\x04spec\x12\x1e\n" +
 	"\n" +
@@ -1551,7 +1919,23 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"created_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
 	"updated_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12!\n" +
-	"\fmodify_index\x18\x06 \x01(\x04R\vmodifyIndex\"<\n" +
+	"\fmodify_index\x18\x06 \x01(\x04R\vmodifyIndex\x12.\n" +
+	"\x06status\x18\a \x01(\v2\x16.raftcron.v1.JobStatusR\x06status\"\xa9\x03\n" +
+	"\tJobStatus\x12\x1f\n" +
+	"\vcursor_unix\x18\x01 \x01(\x03R\n" +
+	"cursorUnix\x12!\n" +
+	"\flatest_token\x18\x02 \x01(\x04R\vlatestToken\x12\x1c\n" +
+	"\tsucceeded\x18\x03 \x01(\x04R\tsucceeded\x12\x16\n" +
+	"\x06failed\x18\x04 \x01(\x04R\x06failed\x12\x16\n" +
+	"\x06missed\x18\x05 \x01(\x04R\x06missed\x12\x1e\n" +
+	"\vlast_run_id\x18\x06 \x01(\tR\tlastRunId\x128\n" +
+	"\flast_outcome\x18\a \x01(\x0e2\x15.raftcron.v1.RunStateR\vlastOutcome\x12:\n" +
+	"\x1alast_finished_at_unix_nano\x18\b \x01(\x03R\x16lastFinishedAtUnixNano\x12 \n" +
+	"\fopen_run_ids\x18\t \x03(\tR\n" +
+	"openRunIds\x12,\n" +
+	"\x12buffered_slot_unix\x18\n" +
+	" \x01(\x03R\x10bufferedSlotUnix\x12$\n" +
+	"\x0enext_fire_unix\x18\v \x01(\x03R\fnextFireUnix\"<\n" +
 	"\x10CreateJobRequest\x12(\n" +
 	"\x04spec\x18\x01 \x01(\v2\x14.raftcron.v1.JobSpecR\x04spec\"7\n" +
 	"\x11CreateJobResponse\x12\"\n" +
@@ -1596,7 +1980,22 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\x10ResumeJobRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"7\n" +
 	"\x11ResumeJobResponse\x12\"\n" +
-	"\x03job\x18\x01 \x01(\v2\x10.raftcron.v1.JobR\x03job*{\n" +
+	"\x03job\x18\x01 \x01(\v2\x10.raftcron.v1.JobR\x03job\"\\\n" +
+	"\x11TriggerJobRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x02 \x01(\tR\trequestId\x12\x14\n" +
+	"\x05force\x18\x03 \x01(\bR\x05force\"8\n" +
+	"\x12TriggerJobResponse\x12\"\n" +
+	"\x03run\x18\x01 \x01(\v2\x10.raftcron.v1.RunR\x03run\"\xac\x01\n" +
+	"\x16PreviewScheduleRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
+	"\bschedule\x18\x02 \x01(\tR\bschedule\x12\x1a\n" +
+	"\btimezone\x18\x03 \x01(\tR\btimezone\x12\x14\n" +
+	"\x05count\x18\x04 \x01(\rR\x05count\x120\n" +
+	"\x05after\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x05after\"K\n" +
+	"\x17PreviewScheduleResponse\x120\n" +
+	"\x05times\x18\x01 \x03(\v2\x1a.google.protobuf.TimestampR\x05times*{\n" +
 	"\rCatchupPolicy\x12\x1e\n" +
 	"\x1aCATCHUP_POLICY_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12CATCHUP_POLICY_ALL\x10\x01\x12\x19\n" +
@@ -1611,7 +2010,7 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\bDelivery\x12\x18\n" +
 	"\x14DELIVERY_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16DELIVERY_AT_LEAST_ONCE\x10\x01\x12\x19\n" +
-	"\x15DELIVERY_AT_MOST_ONCE\x10\x022\xda\x04\n" +
+	"\x15DELIVERY_AT_MOST_ONCE\x10\x022\x87\x06\n" +
 	"\n" +
 	"JobService\x12J\n" +
 	"\tCreateJob\x12\x1d.raftcron.v1.CreateJobRequest\x1a\x1e.raftcron.v1.CreateJobResponse\x12J\n" +
@@ -1621,7 +2020,10 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\bListJobs\x12\x1c.raftcron.v1.ListJobsRequest\x1a\x1d.raftcron.v1.ListJobsResponse\x12J\n" +
 	"\tDeleteJob\x12\x1d.raftcron.v1.DeleteJobRequest\x1a\x1e.raftcron.v1.DeleteJobResponse\x12G\n" +
 	"\bPauseJob\x12\x1c.raftcron.v1.PauseJobRequest\x1a\x1d.raftcron.v1.PauseJobResponse\x12J\n" +
-	"\tResumeJob\x12\x1d.raftcron.v1.ResumeJobRequest\x1a\x1e.raftcron.v1.ResumeJobResponseB;Z9github.com/raftcron/raftcron/proto/raftcron/v1;raftcronv1b\x06proto3"
+	"\tResumeJob\x12\x1d.raftcron.v1.ResumeJobRequest\x1a\x1e.raftcron.v1.ResumeJobResponse\x12M\n" +
+	"\n" +
+	"TriggerJob\x12\x1e.raftcron.v1.TriggerJobRequest\x1a\x1f.raftcron.v1.TriggerJobResponse\x12\\\n" +
+	"\x0fPreviewSchedule\x12#.raftcron.v1.PreviewScheduleRequest\x1a$.raftcron.v1.PreviewScheduleResponseB;Z9github.com/raftcron/raftcron/proto/raftcron/v1;raftcronv1b\x06proto3"
 
 var (
 	file_raftcron_v1_job_proto_rawDescOnce sync.Once
@@ -1636,39 +2038,46 @@ func file_raftcron_v1_job_proto_rawDescGZIP() []byte {
 }
 
 var file_raftcron_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_raftcron_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_raftcron_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_raftcron_v1_job_proto_goTypes = []any{
-	(CatchupPolicy)(0),            // 0: raftcron.v1.CatchupPolicy
-	(Overlap)(0),                  // 1: raftcron.v1.Overlap
-	(Delivery)(0),                 // 2: raftcron.v1.Delivery
-	(*JobSpec)(nil),               // 3: raftcron.v1.JobSpec
-	(*HttpTarget)(nil),            // 4: raftcron.v1.HttpTarget
-	(*ExecTarget)(nil),            // 5: raftcron.v1.ExecTarget
-	(*Catchup)(nil),               // 6: raftcron.v1.Catchup
-	(*Retry)(nil),                 // 7: raftcron.v1.Retry
-	(*Job)(nil),                   // 8: raftcron.v1.Job
-	(*CreateJobRequest)(nil),      // 9: raftcron.v1.CreateJobRequest
-	(*CreateJobResponse)(nil),     // 10: raftcron.v1.CreateJobResponse
-	(*UpdateJobRequest)(nil),      // 11: raftcron.v1.UpdateJobRequest
-	(*UpdateJobResponse)(nil),     // 12: raftcron.v1.UpdateJobResponse
-	(*ApplyJobRequest)(nil),       // 13: raftcron.v1.ApplyJobRequest
-	(*ApplyJobResponse)(nil),      // 14: raftcron.v1.ApplyJobResponse
-	(*GetJobRequest)(nil),         // 15: raftcron.v1.GetJobRequest
-	(*GetJobResponse)(nil),        // 16: raftcron.v1.GetJobResponse
-	(*ListJobsRequest)(nil),       // 17: raftcron.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),      // 18: raftcron.v1.ListJobsResponse
-	(*DeleteJobRequest)(nil),      // 19: raftcron.v1.DeleteJobRequest
-	(*DeleteJobResponse)(nil),     // 20: raftcron.v1.DeleteJobResponse
-	(*PauseJobRequest)(nil),       // 21: raftcron.v1.PauseJobRequest
-	(*PauseJobResponse)(nil),      // 22: raftcron.v1.PauseJobResponse
-	(*ResumeJobRequest)(nil),      // 23: raftcron.v1.ResumeJobRequest
-	(*ResumeJobResponse)(nil),     // 24: raftcron.v1.ResumeJobResponse
-	nil,                           // 25: raftcron.v1.JobSpec.LabelsEntry
-	nil,                           // 26: raftcron.v1.HttpTarget.HeadersEntry
-	nil,                           // 27: raftcron.v1.ExecTarget.EnvEntry
-	nil,                           // 28: raftcron.v1.ListJobsRequest.LabelSelectorEntry
-	(*durationpb.Duration)(nil),   // 29: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 30: google.protobuf.Timestamp
+	(CatchupPolicy)(0),              // 0: raftcron.v1.CatchupPolicy
+	(Overlap)(0),                    // 1: raftcron.v1.Overlap
+	(Delivery)(0),                   // 2: raftcron.v1.Delivery
+	(*JobSpec)(nil),                 // 3: raftcron.v1.JobSpec
+	(*HttpTarget)(nil),              // 4: raftcron.v1.HttpTarget
+	(*ExecTarget)(nil),              // 5: raftcron.v1.ExecTarget
+	(*Catchup)(nil),                 // 6: raftcron.v1.Catchup
+	(*Retry)(nil),                   // 7: raftcron.v1.Retry
+	(*Job)(nil),                     // 8: raftcron.v1.Job
+	(*JobStatus)(nil),               // 9: raftcron.v1.JobStatus
+	(*CreateJobRequest)(nil),        // 10: raftcron.v1.CreateJobRequest
+	(*CreateJobResponse)(nil),       // 11: raftcron.v1.CreateJobResponse
+	(*UpdateJobRequest)(nil),        // 12: raftcron.v1.UpdateJobRequest
+	(*UpdateJobResponse)(nil),       // 13: raftcron.v1.UpdateJobResponse
+	(*ApplyJobRequest)(nil),         // 14: raftcron.v1.ApplyJobRequest
+	(*ApplyJobResponse)(nil),        // 15: raftcron.v1.ApplyJobResponse
+	(*GetJobRequest)(nil),           // 16: raftcron.v1.GetJobRequest
+	(*GetJobResponse)(nil),          // 17: raftcron.v1.GetJobResponse
+	(*ListJobsRequest)(nil),         // 18: raftcron.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),        // 19: raftcron.v1.ListJobsResponse
+	(*DeleteJobRequest)(nil),        // 20: raftcron.v1.DeleteJobRequest
+	(*DeleteJobResponse)(nil),       // 21: raftcron.v1.DeleteJobResponse
+	(*PauseJobRequest)(nil),         // 22: raftcron.v1.PauseJobRequest
+	(*PauseJobResponse)(nil),        // 23: raftcron.v1.PauseJobResponse
+	(*ResumeJobRequest)(nil),        // 24: raftcron.v1.ResumeJobRequest
+	(*ResumeJobResponse)(nil),       // 25: raftcron.v1.ResumeJobResponse
+	(*TriggerJobRequest)(nil),       // 26: raftcron.v1.TriggerJobRequest
+	(*TriggerJobResponse)(nil),      // 27: raftcron.v1.TriggerJobResponse
+	(*PreviewScheduleRequest)(nil),  // 28: raftcron.v1.PreviewScheduleRequest
+	(*PreviewScheduleResponse)(nil), // 29: raftcron.v1.PreviewScheduleResponse
+	nil,                             // 30: raftcron.v1.JobSpec.LabelsEntry
+	nil,                             // 31: raftcron.v1.HttpTarget.HeadersEntry
+	nil,                             // 32: raftcron.v1.ExecTarget.EnvEntry
+	nil,                             // 33: raftcron.v1.ListJobsRequest.LabelSelectorEntry
+	(*durationpb.Duration)(nil),     // 34: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),   // 35: google.protobuf.Timestamp
+	(RunState)(0),                   // 36: raftcron.v1.RunState
+	(*Run)(nil),                     // 37: raftcron.v1.Run
 }
 var file_raftcron_v1_job_proto_depIdxs = []int32{
 	4,  // 0: raftcron.v1.JobSpec.http:type_name -> raftcron.v1.HttpTarget
@@ -1677,53 +2086,62 @@ var file_raftcron_v1_job_proto_depIdxs = []int32{
 	1,  // 3: raftcron.v1.JobSpec.overlap:type_name -> raftcron.v1.Overlap
 	2,  // 4: raftcron.v1.JobSpec.delivery:type_name -> raftcron.v1.Delivery
 	7,  // 5: raftcron.v1.JobSpec.retry:type_name -> raftcron.v1.Retry
-	29, // 6: raftcron.v1.JobSpec.deadline:type_name -> google.protobuf.Duration
-	30, // 7: raftcron.v1.JobSpec.start_at:type_name -> google.protobuf.Timestamp
-	30, // 8: raftcron.v1.JobSpec.end_at:type_name -> google.protobuf.Timestamp
-	25, // 9: raftcron.v1.JobSpec.labels:type_name -> raftcron.v1.JobSpec.LabelsEntry
-	26, // 10: raftcron.v1.HttpTarget.headers:type_name -> raftcron.v1.HttpTarget.HeadersEntry
-	29, // 11: raftcron.v1.HttpTarget.timeout:type_name -> google.protobuf.Duration
-	27, // 12: raftcron.v1.ExecTarget.env:type_name -> raftcron.v1.ExecTarget.EnvEntry
-	29, // 13: raftcron.v1.ExecTarget.timeout:type_name -> google.protobuf.Duration
-	29, // 14: raftcron.v1.Catchup.window:type_name -> google.protobuf.Duration
+	34, // 6: raftcron.v1.JobSpec.deadline:type_name -> google.protobuf.Duration
+	35, // 7: raftcron.v1.JobSpec.start_at:type_name -> google.protobuf.Timestamp
+	35, // 8: raftcron.v1.JobSpec.end_at:type_name -> google.protobuf.Timestamp
+	30, // 9: raftcron.v1.JobSpec.labels:type_name -> raftcron.v1.JobSpec.LabelsEntry
+	31, // 10: raftcron.v1.HttpTarget.headers:type_name -> raftcron.v1.HttpTarget.HeadersEntry
+	34, // 11: raftcron.v1.HttpTarget.timeout:type_name -> google.protobuf.Duration
+	32, // 12: raftcron.v1.ExecTarget.env:type_name -> raftcron.v1.ExecTarget.EnvEntry
+	34, // 13: raftcron.v1.ExecTarget.timeout:type_name -> google.protobuf.Duration
+	34, // 14: raftcron.v1.Catchup.window:type_name -> google.protobuf.Duration
 	0,  // 15: raftcron.v1.Catchup.policy:type_name -> raftcron.v1.CatchupPolicy
-	29, // 16: raftcron.v1.Retry.initial_backoff:type_name -> google.protobuf.Duration
-	29, // 17: raftcron.v1.Retry.max_backoff:type_name -> google.protobuf.Duration
+	34, // 16: raftcron.v1.Retry.initial_backoff:type_name -> google.protobuf.Duration
+	34, // 17: raftcron.v1.Retry.max_backoff:type_name -> google.protobuf.Duration
 	3,  // 18: raftcron.v1.Job.spec:type_name -> raftcron.v1.JobSpec
-	30, // 19: raftcron.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	30, // 20: raftcron.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	3,  // 21: raftcron.v1.CreateJobRequest.spec:type_name -> raftcron.v1.JobSpec
-	8,  // 22: raftcron.v1.CreateJobResponse.job:type_name -> raftcron.v1.Job
-	3,  // 23: raftcron.v1.UpdateJobRequest.spec:type_name -> raftcron.v1.JobSpec
-	8,  // 24: raftcron.v1.UpdateJobResponse.job:type_name -> raftcron.v1.Job
-	3,  // 25: raftcron.v1.ApplyJobRequest.spec:type_name -> raftcron.v1.JobSpec
-	8,  // 26: raftcron.v1.ApplyJobResponse.job:type_name -> raftcron.v1.Job
-	8,  // 27: raftcron.v1.GetJobResponse.job:type_name -> raftcron.v1.Job
-	28, // 28: raftcron.v1.ListJobsRequest.label_selector:type_name -> raftcron.v1.ListJobsRequest.LabelSelectorEntry
-	8,  // 29: raftcron.v1.ListJobsResponse.jobs:type_name -> raftcron.v1.Job
-	8,  // 30: raftcron.v1.PauseJobResponse.job:type_name -> raftcron.v1.Job
-	8,  // 31: raftcron.v1.ResumeJobResponse.job:type_name -> raftcron.v1.Job
-	9,  // 32: raftcron.v1.JobService.CreateJob:input_type -> raftcron.v1.CreateJobRequest
-	11, // 33: raftcron.v1.JobService.UpdateJob:input_type -> raftcron.v1.UpdateJobRequest
-	13, // 34: raftcron.v1.JobService.ApplyJob:input_type -> raftcron.v1.ApplyJobRequest
-	15, // 35: raftcron.v1.JobService.GetJob:input_type -> raftcron.v1.GetJobRequest
-	17, // 36: raftcron.v1.JobService.ListJobs:input_type -> raftcron.v1.ListJobsRequest
-	19, // 37: raftcron.v1.JobService.DeleteJob:input_type -> raftcron.v1.DeleteJobRequest
-	21, // 38: raftcron.v1.JobService.PauseJob:input_type -> raftcron.v1.PauseJobRequest
-	23, // 39: raftcron.v1.JobService.ResumeJob:input_type -> raftcron.v1.ResumeJobRequest
-	10, // 40: raftcron.v1.JobService.CreateJob:output_type -> raftcron.v1.CreateJobResponse
-	12, // 41: raftcron.v1.JobService.UpdateJob:output_type -> raftcron.v1.UpdateJobResponse
-	14, // 42: raftcron.v1.JobService.ApplyJob:output_type -> raftcron.v1.ApplyJobResponse
-	16, // 43: raftcron.v1.JobService.GetJob:output_type -> raftcron.v1.GetJobResponse
-	18, // 44: raftcron.v1.JobService.ListJobs:output_type -> raftcron.v1.ListJobsResponse
-	20, // 45: raftcron.v1.JobService.DeleteJob:output_type -> raftcron.v1.DeleteJobResponse
-	22, // 46: raftcron.v1.JobService.PauseJob:output_type -> raftcron.v1.PauseJobResponse
-	24, // 47: raftcron.v1.JobService.ResumeJob:output_type -> raftcron.v1.ResumeJobResponse
-	40, // [40:48] is the sub-list for method output_type
-	32, // [32:40] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	35, // 19: raftcron.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	35, // 20: raftcron.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	9,  // 21: raftcron.v1.Job.status:type_name -> raftcron.v1.JobStatus
+	36, // 22: raftcron.v1.JobStatus.last_outcome:type_name -> raftcron.v1.RunState
+	3,  // 23: raftcron.v1.CreateJobRequest.spec:type_name -> raftcron.v1.JobSpec
+	8,  // 24: raftcron.v1.CreateJobResponse.job:type_name -> raftcron.v1.Job
+	3,  // 25: raftcron.v1.UpdateJobRequest.spec:type_name -> raftcron.v1.JobSpec
+	8,  // 26: raftcron.v1.UpdateJobResponse.job:type_name -> raftcron.v1.Job
+	3,  // 27: raftcron.v1.ApplyJobRequest.spec:type_name -> raftcron.v1.JobSpec
+	8,  // 28: raftcron.v1.ApplyJobResponse.job:type_name -> raftcron.v1.Job
+	8,  // 29: raftcron.v1.GetJobResponse.job:type_name -> raftcron.v1.Job
+	33, // 30: raftcron.v1.ListJobsRequest.label_selector:type_name -> raftcron.v1.ListJobsRequest.LabelSelectorEntry
+	8,  // 31: raftcron.v1.ListJobsResponse.jobs:type_name -> raftcron.v1.Job
+	8,  // 32: raftcron.v1.PauseJobResponse.job:type_name -> raftcron.v1.Job
+	8,  // 33: raftcron.v1.ResumeJobResponse.job:type_name -> raftcron.v1.Job
+	37, // 34: raftcron.v1.TriggerJobResponse.run:type_name -> raftcron.v1.Run
+	35, // 35: raftcron.v1.PreviewScheduleRequest.after:type_name -> google.protobuf.Timestamp
+	35, // 36: raftcron.v1.PreviewScheduleResponse.times:type_name -> google.protobuf.Timestamp
+	10, // 37: raftcron.v1.JobService.CreateJob:input_type -> raftcron.v1.CreateJobRequest
+	12, // 38: raftcron.v1.JobService.UpdateJob:input_type -> raftcron.v1.UpdateJobRequest
+	14, // 39: raftcron.v1.JobService.ApplyJob:input_type -> raftcron.v1.ApplyJobRequest
+	16, // 40: raftcron.v1.JobService.GetJob:input_type -> raftcron.v1.GetJobRequest
+	18, // 41: raftcron.v1.JobService.ListJobs:input_type -> raftcron.v1.ListJobsRequest
+	20, // 42: raftcron.v1.JobService.DeleteJob:input_type -> raftcron.v1.DeleteJobRequest
+	22, // 43: raftcron.v1.JobService.PauseJob:input_type -> raftcron.v1.PauseJobRequest
+	24, // 44: raftcron.v1.JobService.ResumeJob:input_type -> raftcron.v1.ResumeJobRequest
+	26, // 45: raftcron.v1.JobService.TriggerJob:input_type -> raftcron.v1.TriggerJobRequest
+	28, // 46: raftcron.v1.JobService.PreviewSchedule:input_type -> raftcron.v1.PreviewScheduleRequest
+	11, // 47: raftcron.v1.JobService.CreateJob:output_type -> raftcron.v1.CreateJobResponse
+	13, // 48: raftcron.v1.JobService.UpdateJob:output_type -> raftcron.v1.UpdateJobResponse
+	15, // 49: raftcron.v1.JobService.ApplyJob:output_type -> raftcron.v1.ApplyJobResponse
+	17, // 50: raftcron.v1.JobService.GetJob:output_type -> raftcron.v1.GetJobResponse
+	19, // 51: raftcron.v1.JobService.ListJobs:output_type -> raftcron.v1.ListJobsResponse
+	21, // 52: raftcron.v1.JobService.DeleteJob:output_type -> raftcron.v1.DeleteJobResponse
+	23, // 53: raftcron.v1.JobService.PauseJob:output_type -> raftcron.v1.PauseJobResponse
+	25, // 54: raftcron.v1.JobService.ResumeJob:output_type -> raftcron.v1.ResumeJobResponse
+	27, // 55: raftcron.v1.JobService.TriggerJob:output_type -> raftcron.v1.TriggerJobResponse
+	29, // 56: raftcron.v1.JobService.PreviewSchedule:output_type -> raftcron.v1.PreviewScheduleResponse
+	47, // [47:57] is the sub-list for method output_type
+	37, // [37:47] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_job_proto_init() }
@@ -1731,13 +2149,14 @@ func file_raftcron_v1_job_proto_init() {
 	if File_raftcron_v1_job_proto != nil {
 		return
 	}
+	file_raftcron_v1_run_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_raftcron_v1_job_proto_rawDesc), len(file_raftcron_v1_job_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   26,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,14 +19,16 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	JobService_CreateJob_FullMethodName = "/raftcron.v1.JobService/CreateJob"
-	JobService_UpdateJob_FullMethodName = "/raftcron.v1.JobService/UpdateJob"
-	JobService_ApplyJob_FullMethodName  = "/raftcron.v1.JobService/ApplyJob"
-	JobService_GetJob_FullMethodName    = "/raftcron.v1.JobService/GetJob"
-	JobService_ListJobs_FullMethodName  = "/raftcron.v1.JobService/ListJobs"
-	JobService_DeleteJob_FullMethodName = "/raftcron.v1.JobService/DeleteJob"
-	JobService_PauseJob_FullMethodName  = "/raftcron.v1.JobService/PauseJob"
-	JobService_ResumeJob_FullMethodName = "/raftcron.v1.JobService/ResumeJob"
+	JobService_CreateJob_FullMethodName       = "/raftcron.v1.JobService/CreateJob"
+	JobService_UpdateJob_FullMethodName       = "/raftcron.v1.JobService/UpdateJob"
+	JobService_ApplyJob_FullMethodName        = "/raftcron.v1.JobService/ApplyJob"
+	JobService_GetJob_FullMethodName          = "/raftcron.v1.JobService/GetJob"
+	JobService_ListJobs_FullMethodName        = "/raftcron.v1.JobService/ListJobs"
+	JobService_DeleteJob_FullMethodName       = "/raftcron.v1.JobService/DeleteJob"
+	JobService_PauseJob_FullMethodName        = "/raftcron.v1.JobService/PauseJob"
+	JobService_ResumeJob_FullMethodName       = "/raftcron.v1.JobService/ResumeJob"
+	JobService_TriggerJob_FullMethodName      = "/raftcron.v1.JobService/TriggerJob"
+	JobService_PreviewSchedule_FullMethodName = "/raftcron.v1.JobService/PreviewSchedule"
 )
 
 // JobServiceClient is the client API for JobService service.
@@ -44,6 +46,11 @@ type JobServiceClient interface {
 	DeleteJob(ctx context.Context, in *DeleteJobRequest, opts ...grpc.CallOption) (*DeleteJobResponse, error)
 	PauseJob(ctx context.Context, in *PauseJobRequest, opts ...grpc.CallOption) (*PauseJobResponse, error)
 	ResumeJob(ctx context.Context, in *ResumeJobRequest, opts ...grpc.CallOption) (*ResumeJobResponse, error)
+	// TriggerJob commits a manual run now, with its own slot identity and token.
+	// Idempotent by request_id; refused for a paused job unless force is set.
+	TriggerJob(ctx context.Context, in *TriggerJobRequest, opts ...grpc.CallOption) (*TriggerJobResponse, error)
+	// PreviewSchedule lists the next fire times of a registered job or of an inline spec.
+	PreviewSchedule(ctx context.Context, in *PreviewScheduleRequest, opts ...grpc.CallOption) (*PreviewScheduleResponse, error)
 }
 
 type jobServiceClient struct {
@@ -134,6 +141,26 @@ func (c *jobServiceClient) ResumeJob(ctx context.Context, in *ResumeJobRequest, 
 	return out, nil
 }
 
+func (c *jobServiceClient) TriggerJob(ctx context.Context, in *TriggerJobRequest, opts ...grpc.CallOption) (*TriggerJobResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TriggerJobResponse)
+	err := c.cc.Invoke(ctx, JobService_TriggerJob_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobServiceClient) PreviewSchedule(ctx context.Context, in *PreviewScheduleRequest, opts ...grpc.CallOption) (*PreviewScheduleResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PreviewScheduleResponse)
+	err := c.cc.Invoke(ctx, JobService_PreviewSchedule_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // JobServiceServer is the server API for JobService service.
 // All implementations must embed UnimplementedJobServiceServer
 // for forward compatibility.
@@ -149,6 +176,11 @@ type JobServiceServer interface {
 	DeleteJob(context.Context, *DeleteJobRequest) (*DeleteJobResponse, error)
 	PauseJob(context.Context, *PauseJobRequest) (*PauseJobResponse, error)
 	ResumeJob(context.Context, *ResumeJobRequest) (*ResumeJobResponse, error)
+	// TriggerJob commits a manual run now, with its own slot identity and token.
+	// Idempotent by request_id; refused for a paused job unless force is set.
+	TriggerJob(context.Context, *TriggerJobRequest) (*TriggerJobResponse, error)
+	// PreviewSchedule lists the next fire times of a registered job or of an inline spec.
+	PreviewSchedule(context.Context, *PreviewScheduleRequest) (*PreviewScheduleResponse, error)
 	mustEmbedUnimplementedJobServiceServer()
 }
 
@@ -182,6 +214,12 @@ func (UnimplementedJobServiceServer) PauseJob(context.Context, *PauseJobRequest)
 }
 func (UnimplementedJobServiceServer) ResumeJob(context.Context, *ResumeJobRequest) (*ResumeJobResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method ResumeJob not implemented")
+}
+func (UnimplementedJobServiceServer) TriggerJob(context.Context, *TriggerJobRequest) (*TriggerJobResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method TriggerJob not implemented")
+}
+func (UnimplementedJobServiceServer) PreviewSchedule(context.Context, *PreviewScheduleRequest) (*PreviewScheduleResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method PreviewSchedule not implemented")
 }
 func (UnimplementedJobServiceServer) mustEmbedUnimplementedJobServiceServer() {}
 func (UnimplementedJobServiceServer) testEmbeddedByValue()                    {}
@@ -348,6 +386,42 @@ func _JobService_ResumeJob_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _JobService_TriggerJob_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TriggerJobRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobServiceServer).TriggerJob(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobService_TriggerJob_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobServiceServer).TriggerJob(ctx, req.(*TriggerJobRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobService_PreviewSchedule_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PreviewScheduleRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobServiceServer).PreviewSchedule(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobService_PreviewSchedule_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobServiceServer).PreviewSchedule(ctx, req.(*PreviewScheduleRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // JobService_ServiceDesc is the grpc.ServiceDesc for JobService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -386,6 +460,14 @@ var JobService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ResumeJob",
 			Handler:    _JobService_ResumeJob_Handler,
+		},
+		{
+			MethodName: "TriggerJob",
+			Handler:    _JobService_TriggerJob_Handler,
+		},
+		{
+			MethodName: "PreviewSchedule",
+			Handler:    _JobService_PreviewSchedule_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

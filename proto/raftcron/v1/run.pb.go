@@ -41,21 +41,24 @@ const (
 	RunState_RUN_STATE_MISSED RunState = 8
 	// Cancelled on purpose (overlap cancel_other, job deleted).
 	RunState_RUN_STATE_CANCELLED RunState = 9
+	// The last attempt failed and another is due at next_attempt_at (retry policy).
+	RunState_RUN_STATE_RETRYING RunState = 10
 )
 
 // Enum value maps for RunState.
 var (
 	RunState_name = map[int32]string{
-		0: "RUN_STATE_UNSPECIFIED",
-		1: "RUN_STATE_DISPATCHED",
-		2: "RUN_STATE_SUCCEEDED",
-		3: "RUN_STATE_FAILED",
-		4: "RUN_STATE_FENCED",
-		5: "RUN_STATE_DEADLINE_EXCEEDED",
-		6: "RUN_STATE_UNKNOWN",
-		7: "RUN_STATE_SUPERSEDED",
-		8: "RUN_STATE_MISSED",
-		9: "RUN_STATE_CANCELLED",
+		0:  "RUN_STATE_UNSPECIFIED",
+		1:  "RUN_STATE_DISPATCHED",
+		2:  "RUN_STATE_SUCCEEDED",
+		3:  "RUN_STATE_FAILED",
+		4:  "RUN_STATE_FENCED",
+		5:  "RUN_STATE_DEADLINE_EXCEEDED",
+		6:  "RUN_STATE_UNKNOWN",
+		7:  "RUN_STATE_SUPERSEDED",
+		8:  "RUN_STATE_MISSED",
+		9:  "RUN_STATE_CANCELLED",
+		10: "RUN_STATE_RETRYING",
 	}
 	RunState_value = map[string]int32{
 		"RUN_STATE_UNSPECIFIED":       0,
@@ -68,6 +71,7 @@ var (
 		"RUN_STATE_SUPERSEDED":        7,
 		"RUN_STATE_MISSED":            8,
 		"RUN_STATE_CANCELLED":         9,
+		"RUN_STATE_RETRYING":          10,
 	}
 )
 
@@ -157,11 +161,329 @@ func (FireKind) EnumDescriptor() ([]byte, []int) {
 	return file_raftcron_v1_run_proto_rawDescGZIP(), []int{1}
 }
 
+// Attempt is one dispatch of a run, under its own fencing token.
+type Attempt struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 1-based within the run.
+	Number uint32   `protobuf:"varint,1,opt,name=number,proto3" json:"number,omitempty"`
+	Token  uint64   `protobuf:"varint,2,opt,name=token,proto3" json:"token,omitempty"`
+	Kind   FireKind `protobuf:"varint,3,opt,name=kind,proto3,enum=raftcron.v1.FireKind" json:"kind,omitempty"`
+	// The leader that committed the attempt, and its term.
+	NodeId string `protobuf:"bytes,4,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	Term   uint64 `protobuf:"varint,5,opt,name=term,proto3" json:"term,omitempty"`
+	// The FireBatch's proposed time.
+	DispatchedAtUnixNano int64 `protobuf:"varint,6,opt,name=dispatched_at_unix_nano,json=dispatchedAtUnixNano,proto3" json:"dispatched_at_unix_nano,omitempty"`
+	// DISPATCHED until its outcome is committed.
+	State              RunState `protobuf:"varint,7,opt,name=state,proto3,enum=raftcron.v1.RunState" json:"state,omitempty"`
+	StartedAtUnixNano  int64    `protobuf:"varint,8,opt,name=started_at_unix_nano,json=startedAtUnixNano,proto3" json:"started_at_unix_nano,omitempty"`
+	FinishedAtUnixNano int64    `protobuf:"varint,9,opt,name=finished_at_unix_nano,json=finishedAtUnixNano,proto3" json:"finished_at_unix_nano,omitempty"`
+	Detail             string   `protobuf:"bytes,10,opt,name=detail,proto3" json:"detail,omitempty"`
+	// At most the first 4 KiB of the response body or command output.
+	Output        []byte `protobuf:"bytes,11,opt,name=output,proto3" json:"output,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Attempt) Reset() {
+	*x = Attempt{}
+	mi := &file_raftcron_v1_run_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Attempt) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Attempt) ProtoMessage() {}
+
+func (x *Attempt) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_run_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
+func (*Attempt) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_run_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *Attempt) GetNumber() uint32 {
+	if x != nil {
+		return x.Number
+	}
+	return 0
+}
+
+func (x *Attempt) GetToken() uint64 {
+	if x != nil {
+		return x.Token
+	}
+	return 0
+}
+
+func (x *Attempt) GetKind() FireKind {
+	if x != nil {
+		return x.Kind
+	}
+	return FireKind_FIRE_KIND_UNSPECIFIED
+}
+
+func (x *Attempt) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *Attempt) GetTerm() uint64 {
+	if x != nil {
+		return x.Term
+	}
+	return 0
+}
+
+func (x *Attempt) GetDispatchedAtUnixNano() int64 {
+	if x != nil {
+		return x.DispatchedAtUnixNano
+	}
+	return 0
+}
+
+func (x *Attempt) GetState() RunState {
+	if x != nil {
+		return x.State
+	}
+	return RunState_RUN_STATE_UNSPECIFIED
+}
+
+func (x *Attempt) GetStartedAtUnixNano() int64 {
+	if x != nil {
+		return x.StartedAtUnixNano
+	}
+	return 0
+}
+
+func (x *Attempt) GetFinishedAtUnixNano() int64 {
+	if x != nil {
+		return x.FinishedAtUnixNano
+	}
+	return 0
+}
+
+func (x *Attempt) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
+func (x *Attempt) GetOutput() []byte {
+	if x != nil {
+		return x.Output
+	}
+	return nil
+}
+
+// Run is the ledger entry of one slot (or one manual trigger).
+type Run struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Id         string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Job        string                 `protobuf:"bytes,2,opt,name=job,proto3" json:"job,omitempty"`
+	Generation uint64                 `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
+	// The slot's nominal fire time, whole seconds since the Unix epoch.
+	SlotUnix int64 `protobuf:"varint,4,opt,name=slot_unix,json=slotUnix,proto3" json:"slot_unix,omitempty"`
+	// Why the run's first attempt was fired.
+	Kind  FireKind `protobuf:"varint,5,opt,name=kind,proto3,enum=raftcron.v1.FireKind" json:"kind,omitempty"`
+	State RunState `protobuf:"varint,6,opt,name=state,proto3,enum=raftcron.v1.RunState" json:"state,omitempty"`
+	// Why a run was MISSED, CANCELLED or UNKNOWN: catchup_window, catchup_policy,
+	// paused, overlap_skipped, before_start, after_end, leader_changed, deleted, ...
+	Reason             string     `protobuf:"bytes,7,opt,name=reason,proto3" json:"reason,omitempty"`
+	Attempts           []*Attempt `protobuf:"bytes,8,rep,name=attempts,proto3" json:"attempts,omitempty"`
+	CreatedAtUnixNano  int64      `protobuf:"varint,9,opt,name=created_at_unix_nano,json=createdAtUnixNano,proto3" json:"created_at_unix_nano,omitempty"`
+	FinishedAtUnixNano int64      `protobuf:"varint,10,opt,name=finished_at_unix_nano,json=finishedAtUnixNano,proto3" json:"finished_at_unix_nano,omitempty"`
+	// RETRYING: the earliest time the next attempt may be fired.
+	NextAttemptAtUnixNano int64 `protobuf:"varint,11,opt,name=next_attempt_at_unix_nano,json=nextAttemptAtUnixNano,proto3" json:"next_attempt_at_unix_nano,omitempty"`
+	// MANUAL: the caller's request id, for idempotent triggers.
+	RequestId string `protobuf:"bytes,12,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// MISSED records may stand for a range of slots: slot_unix..last_slot_unix, missed_count slots.
+	LastSlotUnix  int64  `protobuf:"varint,13,opt,name=last_slot_unix,json=lastSlotUnix,proto3" json:"last_slot_unix,omitempty"`
+	MissedCount   uint64 `protobuf:"varint,14,opt,name=missed_count,json=missedCount,proto3" json:"missed_count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Run) Reset() {
+	*x = Run{}
+	mi := &file_raftcron_v1_run_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Run) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Run) ProtoMessage() {}
+
+func (x *Run) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_run_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Run.ProtoReflect.Descriptor instead.
+func (*Run) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_run_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Run) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Run) GetJob() string {
+	if x != nil {
+		return x.Job
+	}
+	return ""
+}
+
+func (x *Run) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *Run) GetSlotUnix() int64 {
+	if x != nil {
+		return x.SlotUnix
+	}
+	return 0
+}
+
+func (x *Run) GetKind() FireKind {
+	if x != nil {
+		return x.Kind
+	}
+	return FireKind_FIRE_KIND_UNSPECIFIED
+}
+
+func (x *Run) GetState() RunState {
+	if x != nil {
+		return x.State
+	}
+	return RunState_RUN_STATE_UNSPECIFIED
+}
+
+func (x *Run) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *Run) GetAttempts() []*Attempt {
+	if x != nil {
+		return x.Attempts
+	}
+	return nil
+}
+
+func (x *Run) GetCreatedAtUnixNano() int64 {
+	if x != nil {
+		return x.CreatedAtUnixNano
+	}
+	return 0
+}
+
+func (x *Run) GetFinishedAtUnixNano() int64 {
+	if x != nil {
+		return x.FinishedAtUnixNano
+	}
+	return 0
+}
+
+func (x *Run) GetNextAttemptAtUnixNano() int64 {
+	if x != nil {
+		return x.NextAttemptAtUnixNano
+	}
+	return 0
+}
+
+func (x *Run) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *Run) GetLastSlotUnix() int64 {
+	if x != nil {
+		return x.LastSlotUnix
+	}
+	return 0
+}
+
+func (x *Run) GetMissedCount() uint64 {
+	if x != nil {
+		return x.MissedCount
+	}
+	return 0
+}
+
 var File_raftcron_v1_run_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_run_proto_rawDesc = "" +
 	"\n" +
-	"\x15raftcron/v1/run.proto\x12\vraftcron.v1*\x85\x02\n" +
+	"\x15raftcron/v1/run.proto\x12\vraftcron.v1\"\x87\x03\n" +
+	"\aAttempt\x12\x16\n" +
+	"\x06number\x18\x01 \x01(\rR\x06number\x12\x14\n" +
+	"\x05token\x18\x02 \x01(\x04R\x05token\x12)\n" +
+	"\x04kind\x18\x03 \x01(\x0e2\x15.raftcron.v1.FireKindR\x04kind\x12\x17\n" +
+	"\anode_id\x18\x04 \x01(\tR\x06nodeId\x12\x12\n" +
+	"\x04term\x18\x05 \x01(\x04R\x04term\x125\n" +
+	"\x17dispatched_at_unix_nano\x18\x06 \x01(\x03R\x14dispatchedAtUnixNano\x12+\n" +
+	"\x05state\x18\a \x01(\x0e2\x15.raftcron.v1.RunStateR\x05state\x12/\n" +
+	"\x14started_at_unix_nano\x18\b \x01(\x03R\x11startedAtUnixNano\x121\n" +
+	"\x15finished_at_unix_nano\x18\t \x01(\x03R\x12finishedAtUnixNano\x12\x16\n" +
+	"\x06detail\x18\n" +
+	" \x01(\tR\x06detail\x12\x16\n" +
+	"\x06output\x18\v \x01(\fR\x06output\"\x8c\x04\n" +
+	"\x03Run\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
+	"\x03job\x18\x02 \x01(\tR\x03job\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x03 \x01(\x04R\n" +
+	"generation\x12\x1b\n" +
+	"\tslot_unix\x18\x04 \x01(\x03R\bslotUnix\x12)\n" +
+	"\x04kind\x18\x05 \x01(\x0e2\x15.raftcron.v1.FireKindR\x04kind\x12+\n" +
+	"\x05state\x18\x06 \x01(\x0e2\x15.raftcron.v1.RunStateR\x05state\x12\x16\n" +
+	"\x06reason\x18\a \x01(\tR\x06reason\x120\n" +
+	"\battempts\x18\b \x03(\v2\x14.raftcron.v1.AttemptR\battempts\x12/\n" +
+	"\x14created_at_unix_nano\x18\t \x01(\x03R\x11createdAtUnixNano\x121\n" +
+	"\x15finished_at_unix_nano\x18\n" +
+	" \x01(\x03R\x12finishedAtUnixNano\x128\n" +
+	"\x19next_attempt_at_unix_nano\x18\v \x01(\x03R\x15nextAttemptAtUnixNano\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\f \x01(\tR\trequestId\x12$\n" +
+	"\x0elast_slot_unix\x18\r \x01(\x03R\flastSlotUnix\x12!\n" +
+	"\fmissed_count\x18\x0e \x01(\x04R\vmissedCount*\x9d\x02\n" +
 	"\bRunState\x12\x19\n" +
 	"\x15RUN_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14RUN_STATE_DISPATCHED\x10\x01\x12\x17\n" +
@@ -172,7 +494,9 @@ const file_raftcron_v1_run_proto_rawDesc = "" +
 	"\x11RUN_STATE_UNKNOWN\x10\x06\x12\x18\n" +
 	"\x14RUN_STATE_SUPERSEDED\x10\a\x12\x14\n" +
 	"\x10RUN_STATE_MISSED\x10\b\x12\x17\n" +
-	"\x13RUN_STATE_CANCELLED\x10\t*\x9a\x01\n" +
+	"\x13RUN_STATE_CANCELLED\x10\t\x12\x16\n" +
+	"\x12RUN_STATE_RETRYING\x10\n" +
+	"*\x9a\x01\n" +
 	"\bFireKind\x12\x19\n" +
 	"\x15FIRE_KIND_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13FIRE_KIND_SCHEDULED\x10\x01\x12\x15\n" +
@@ -194,16 +518,24 @@ func file_raftcron_v1_run_proto_rawDescGZIP() []byte {
 }
 
 var file_raftcron_v1_run_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_raftcron_v1_run_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
 var file_raftcron_v1_run_proto_goTypes = []any{
-	(RunState)(0), // 0: raftcron.v1.RunState
-	(FireKind)(0), // 1: raftcron.v1.FireKind
+	(RunState)(0),   // 0: raftcron.v1.RunState
+	(FireKind)(0),   // 1: raftcron.v1.FireKind
+	(*Attempt)(nil), // 2: raftcron.v1.Attempt
+	(*Run)(nil),     // 3: raftcron.v1.Run
 }
 var file_raftcron_v1_run_proto_depIdxs = []int32{
-	0, // [0:0] is the sub-list for method output_type
-	0, // [0:0] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	1, // 0: raftcron.v1.Attempt.kind:type_name -> raftcron.v1.FireKind
+	0, // 1: raftcron.v1.Attempt.state:type_name -> raftcron.v1.RunState
+	1, // 2: raftcron.v1.Run.kind:type_name -> raftcron.v1.FireKind
+	0, // 3: raftcron.v1.Run.state:type_name -> raftcron.v1.RunState
+	2, // 4: raftcron.v1.Run.attempts:type_name -> raftcron.v1.Attempt
+	5, // [5:5] is the sub-list for method output_type
+	5, // [5:5] is the sub-list for method input_type
+	5, // [5:5] is the sub-list for extension type_name
+	5, // [5:5] is the sub-list for extension extendee
+	0, // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_run_proto_init() }
@@ -217,13 +549,14 @@ func file_raftcron_v1_run_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_raftcron_v1_run_proto_rawDesc), len(file_raftcron_v1_run_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   0,
+			NumMessages:   2,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
 		GoTypes:           file_raftcron_v1_run_proto_goTypes,
 		DependencyIndexes: file_raftcron_v1_run_proto_depIdxs,
 		EnumInfos:         file_raftcron_v1_run_proto_enumTypes,
+		MessageInfos:      file_raftcron_v1_run_proto_msgTypes,
 	}.Build()
 	File_raftcron_v1_run_proto = out.File
 	file_raftcron_v1_run_proto_goTypes = nil

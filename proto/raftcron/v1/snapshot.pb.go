@@ -30,6 +30,7 @@ type SnapshotHeader struct {
 	FencingCounter uint64                 `protobuf:"varint,2,opt,name=fencing_counter,json=fencingCounter,proto3" json:"fencing_counter,omitempty"`
 	JobCount       uint64                 `protobuf:"varint,3,opt,name=job_count,json=jobCount,proto3" json:"job_count,omitempty"`
 	TombstoneCount uint64                 `protobuf:"varint,4,opt,name=tombstone_count,json=tombstoneCount,proto3" json:"tombstone_count,omitempty"`
+	RunCount       uint64                 `protobuf:"varint,5,opt,name=run_count,json=runCount,proto3" json:"run_count,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -92,12 +93,20 @@ func (x *SnapshotHeader) GetTombstoneCount() uint64 {
 	return 0
 }
 
+func (x *SnapshotHeader) GetRunCount() uint64 {
+	if x != nil {
+		return x.RunCount
+	}
+	return 0
+}
+
 type SnapshotRecord struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Record:
 	//
 	//	*SnapshotRecord_Job
 	//	*SnapshotRecord_Tombstone
+	//	*SnapshotRecord_Run
 	Record        isSnapshotRecord_Record `protobuf_oneof:"record"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -158,11 +167,21 @@ func (x *SnapshotRecord) GetTombstone() *Tombstone {
 	return nil
 }
 
+func (x *SnapshotRecord) GetRun() *Run {
+	if x != nil {
+		if x, ok := x.Record.(*SnapshotRecord_Run); ok {
+			return x.Run
+		}
+	}
+	return nil
+}
+
 type isSnapshotRecord_Record interface {
 	isSnapshotRecord_Record()
 }
 
 type SnapshotRecord_Job struct {
+	// The job with its status (JobStatus) filled in.
 	Job *Job `protobuf:"bytes,1,opt,name=job,proto3,oneof"`
 }
 
@@ -170,9 +189,15 @@ type SnapshotRecord_Tombstone struct {
 	Tombstone *Tombstone `protobuf:"bytes,2,opt,name=tombstone,proto3,oneof"`
 }
 
+type SnapshotRecord_Run struct {
+	Run *Run `protobuf:"bytes,3,opt,name=run,proto3,oneof"`
+}
+
 func (*SnapshotRecord_Job) isSnapshotRecord_Record() {}
 
 func (*SnapshotRecord_Tombstone) isSnapshotRecord_Record() {}
+
+func (*SnapshotRecord_Run) isSnapshotRecord_Record() {}
 
 // Tombstone remembers a deleted job's last generation, so that a job
 // re-created under the same name never repeats a slot identity.
@@ -232,15 +257,17 @@ var File_raftcron_v1_snapshot_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_snapshot_proto_rawDesc = "" +
 	"\n" +
-	"\x1araftcron/v1/snapshot.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/job.proto\"\xa6\x01\n" +
+	"\x1araftcron/v1/snapshot.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\"\xc3\x01\n" +
 	"\x0eSnapshotHeader\x12%\n" +
 	"\x0eformat_version\x18\x01 \x01(\rR\rformatVersion\x12'\n" +
 	"\x0ffencing_counter\x18\x02 \x01(\x04R\x0efencingCounter\x12\x1b\n" +
 	"\tjob_count\x18\x03 \x01(\x04R\bjobCount\x12'\n" +
-	"\x0ftombstone_count\x18\x04 \x01(\x04R\x0etombstoneCount\"x\n" +
+	"\x0ftombstone_count\x18\x04 \x01(\x04R\x0etombstoneCount\x12\x1b\n" +
+	"\trun_count\x18\x05 \x01(\x04R\brunCount\"\x9e\x01\n" +
 	"\x0eSnapshotRecord\x12$\n" +
 	"\x03job\x18\x01 \x01(\v2\x10.raftcron.v1.JobH\x00R\x03job\x126\n" +
-	"\ttombstone\x18\x02 \x01(\v2\x16.raftcron.v1.TombstoneH\x00R\ttombstoneB\b\n" +
+	"\ttombstone\x18\x02 \x01(\v2\x16.raftcron.v1.TombstoneH\x00R\ttombstone\x12$\n" +
+	"\x03run\x18\x03 \x01(\v2\x10.raftcron.v1.RunH\x00R\x03runB\b\n" +
 	"\x06record\"?\n" +
 	"\tTombstone\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1e\n" +
@@ -266,15 +293,17 @@ var file_raftcron_v1_snapshot_proto_goTypes = []any{
 	(*SnapshotRecord)(nil), // 1: raftcron.v1.SnapshotRecord
 	(*Tombstone)(nil),      // 2: raftcron.v1.Tombstone
 	(*Job)(nil),            // 3: raftcron.v1.Job
+	(*Run)(nil),            // 4: raftcron.v1.Run
 }
 var file_raftcron_v1_snapshot_proto_depIdxs = []int32{
 	3, // 0: raftcron.v1.SnapshotRecord.job:type_name -> raftcron.v1.Job
 	2, // 1: raftcron.v1.SnapshotRecord.tombstone:type_name -> raftcron.v1.Tombstone
-	2, // [2:2] is the sub-list for method output_type
-	2, // [2:2] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	4, // 2: raftcron.v1.SnapshotRecord.run:type_name -> raftcron.v1.Run
+	3, // [3:3] is the sub-list for method output_type
+	3, // [3:3] is the sub-list for method input_type
+	3, // [3:3] is the sub-list for extension type_name
+	3, // [3:3] is the sub-list for extension extendee
+	0, // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_snapshot_proto_init() }
@@ -283,9 +312,11 @@ func file_raftcron_v1_snapshot_proto_init() {
 		return
 	}
 	file_raftcron_v1_job_proto_init()
+	file_raftcron_v1_run_proto_init()
 	file_raftcron_v1_snapshot_proto_msgTypes[1].OneofWrappers = []any{
 		(*SnapshotRecord_Job)(nil),
 		(*SnapshotRecord_Tombstone)(nil),
+		(*SnapshotRecord_Run)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
