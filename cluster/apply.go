@@ -1,0 +1,90 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/hashicorp/raft"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// Apply commits cmd through Raft and returns what the FSM made of it. On a
+// follower it is forwarded to the leader under the caller's deadline.
+//
+// Errors: *NoLeaderError (ErrNoLeader) when no leader is known or
+// reachable; ErrIndeterminate when the command reached Raft but its fate is
+// unknown (it may still commit, so do not treat it as failed); ErrShutdown;
+// context errors when ctx ends before Raft is handed the command.
+func (n *Node) Apply(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
+	if cmd == nil {
+		return nil, errors.New("apply: nil command")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	data, err := proto.Marshal(cmd)
+	if err != nil {
+		return nil, fmt.Errorf("apply: marshal command: %w", err)
+	}
+	if n.raft.State() == raft.Leader {
+		res, _, err := n.applyLocal(ctx, data)
+		if !errors.Is(err, ErrNotLeader) {
+			return res, err
+		}
+		// Leadership moved before Raft took the entry: nothing was written,
+		// so one forward is safe.
+	}
+	return n.forwardApply(ctx, data)
+}
+
+// applyLocal proposes data on this node, which must be the leader.
+func (n *Node) applyLocal(ctx context.Context, data []byte) (*pb.CommandResult, uint64, error) {
+	if n.closed.Load() {
+		return nil, 0, ErrShutdown
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	if n.raft.State() != raft.Leader {
+		return nil, 0, ErrNotLeader
+	}
+	f := n.raft.Apply(data, raftTimeout(ctx))
+	if err := waitFuture(ctx, f); err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			// Raft holds the entry; it may still commit.
+			return nil, 0, fmt.Errorf("apply: %w: %w", ErrIndeterminate, err)
+		}
+		return nil, 0, raftError(err)
+	}
+	switch resp := f.Response().(type) {
+	case *pb.CommandResult:
+		return resp, f.Index(), nil
+	case error:
+		return nil, f.Index(), fmt.Errorf("apply: fsm: %w", resp)
+	default:
+		return nil, f.Index(), fmt.Errorf("apply: fsm returned %T, want *pb.CommandResult", resp)
+	}
+}
+
+func (n *Node) forwardApply(ctx context.Context, data []byte) (*pb.CommandResult, error) {
+	c, leader, err := n.leaderClient()
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.Apply(ctx, &pb.ApplyRequest{Command: data})
+	if err != nil {
+		err = forwardError(leader, err)
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			// The leader may have taken the command before the deadline hit.
+			err = fmt.Errorf("%w: %w", ErrIndeterminate, err)
+		}
+		return nil, err
+	}
+	if resp.GetResult() == nil {
+		return nil, fmt.Errorf("apply: leader %s returned no result", leader.Id)
+	}
+	return resp.GetResult(), nil
+}

@@ -1,0 +1,140 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// peerConns caches one gRPC connection per peer address: the leader changes
+// rarely, and dialing per request would cost a handshake each time.
+type peerConns struct {
+	mu     sync.Mutex // guards conns and closed
+	conns  map[string]*grpc.ClientConn
+	closed bool
+}
+
+func newPeerConns() *peerConns {
+	return &peerConns{conns: make(map[string]*grpc.ClientConn)}
+}
+
+// reconnect keeps the backoff short: a restarted leader must be reachable
+// again within seconds, not gRPC's default two minutes.
+var reconnect = grpc.ConnectParams{
+	Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second},
+	MinConnectTimeout: 5 * time.Second,
+}
+
+func (p *peerConns) client(addr string) (pb.InternalServiceClient, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, ErrShutdown
+	}
+	cc, ok := p.conns[addr]
+	if !ok {
+		var err error
+		cc, err = grpc.NewClient(addr,
+			grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithConnectParams(reconnect))
+		if err != nil {
+			return nil, fmt.Errorf("dial %s: %w", addr, err)
+		}
+		p.conns[addr] = cc
+	}
+	return pb.NewInternalServiceClient(cc), nil
+}
+
+func (p *peerConns) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	for addr, cc := range p.conns {
+		cc.Close()
+		delete(p.conns, addr)
+	}
+}
+
+// leaderClient returns a client for the current leader, which must be
+// another node.
+func (n *Node) leaderClient() (pb.InternalServiceClient, *pb.ServerRef, error) {
+	if n.closed.Load() {
+		return nil, nil, ErrShutdown
+	}
+	id, addr := n.Leader()
+	if addr == "" || id == n.cfg.ID {
+		// Raft names us leader but we are not (any more): wait for news.
+		return nil, nil, n.noLeader(nil)
+	}
+	c, err := n.peers.client(addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, &pb.ServerRef{Id: id, Address: addr}, nil
+}
+
+// forwardError maps a gRPC error from the leader back to this package's
+// errors, the inverse of statusError.
+func forwardError(leader *pb.ServerRef, err error) error {
+	st, ok := status.FromError(err)
+	if !ok {
+		return fmt.Errorf("forward to %s: %w", name(leader), err)
+	}
+	info := errorInfo(st)
+	switch {
+	case st.Code() == codes.Unavailable && info != nil && info.Reason == reasonNotLeader:
+		return &NoLeaderError{
+			LeaderID:   info.Metadata[metaLeaderID],
+			LeaderAddr: info.Metadata[metaLeaderAddr],
+			Err:        fmt.Errorf("%s is not the leader", name(leader)),
+		}
+	case st.Code() == codes.Unavailable && info != nil && info.Reason == reasonShutdown:
+		return &NoLeaderError{LeaderID: leader.Id, LeaderAddr: leader.Address, Err: errors.New("it is shutting down")}
+	case st.Code() == codes.Unavailable:
+		// Unreachable leader: the caller may retry once a leader is known.
+		return &NoLeaderError{LeaderID: leader.Id, LeaderAddr: leader.Address, Err: errors.New(st.Message())}
+	case st.Code() == codes.Aborted && info != nil && info.Reason == reasonIndeterminate:
+		return fmt.Errorf("%s: %w: %s", name(leader), ErrIndeterminate, st.Message())
+	case st.Code() == codes.DeadlineExceeded:
+		return fmt.Errorf("forward to %s: %w", name(leader), context.DeadlineExceeded)
+	case st.Code() == codes.Canceled:
+		return fmt.Errorf("forward to %s: %w", name(leader), context.Canceled)
+	case st.Code() == codes.NotFound:
+		return fmt.Errorf("%w: %s", ErrNotFound, st.Message())
+	case st.Code() == codes.AlreadyExists:
+		return fmt.Errorf("%w: %s", ErrServerExists, st.Message())
+	case st.Code() == codes.InvalidArgument:
+		return &configError{msg: st.Message()}
+	default:
+		return fmt.Errorf("%s: %w", name(leader), err)
+	}
+}
+
+// name is how errors refer to a node: "n1 at host:port", or the address
+// alone when the ID is not known.
+func name(r *pb.ServerRef) string {
+	if r.GetId() == "" {
+		return r.GetAddress()
+	}
+	return r.GetId() + " at " + r.GetAddress()
+}
+
+func errorInfo(st *status.Status) *errdetails.ErrorInfo {
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Domain == errorDomain {
+			return info
+		}
+	}
+	return nil
+}

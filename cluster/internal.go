@@ -1,0 +1,113 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// The ErrorInfo a node attaches to what it refuses; api uses the same
+// reason and domain for clients.
+const (
+	errorDomain         = "raftcron.io"
+	reasonNotLeader     = "NOT_LEADER"
+	reasonShutdown      = "SHUTDOWN"
+	reasonIndeterminate = "OUTCOME_UNKNOWN"
+	metaLeaderID        = "leader_id"
+	metaLeaderAddr      = "leader_address"
+)
+
+// RegisterInternal serves node-to-node forwarding on s. Every method acts
+// only on the leader and never forwards again: a request travels at most
+// one hop.
+func RegisterInternal(s *grpc.Server, n *Node) {
+	pb.RegisterInternalServiceServer(s, &internalServer{n: n})
+}
+
+type internalServer struct {
+	pb.UnimplementedInternalServiceServer
+	n *Node
+}
+
+func (s *internalServer) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.ApplyResponse, error) {
+	res, idx, err := s.n.applyLocal(ctx, req.GetCommand())
+	if err != nil {
+		return nil, s.n.statusError(err)
+	}
+	return &pb.ApplyResponse{Result: res, Index: idx}, nil
+}
+
+func (s *internalServer) ReadIndex(ctx context.Context, _ *pb.ReadIndexRequest) (*pb.ReadIndexResponse, error) {
+	idx, err := s.n.readIndex(ctx)
+	if err != nil {
+		return nil, s.n.statusError(err)
+	}
+	return &pb.ReadIndexResponse{Index: idx}, nil
+}
+
+func (s *internalServer) AddVoter(ctx context.Context, req *pb.AddVoterRequest) (*pb.AddVoterResponse, error) {
+	if err := s.n.addVoterLocal(ctx, req.GetId(), req.GetAddress()); err != nil {
+		return nil, s.n.statusError(err)
+	}
+	return &pb.AddVoterResponse{}, nil
+}
+
+func (s *internalServer) RemoveServer(ctx context.Context, req *pb.RemoveServerRequest) (*pb.RemoveServerResponse, error) {
+	if err := s.n.removeServerLocal(ctx, req.GetId()); err != nil {
+		return nil, s.n.statusError(err)
+	}
+	return &pb.RemoveServerResponse{}, nil
+}
+
+func (s *internalServer) TransferLeadership(ctx context.Context, req *pb.InternalServiceTransferLeadershipRequest) (*pb.InternalServiceTransferLeadershipResponse, error) {
+	ref, err := s.n.transferLocal(ctx, req.GetId())
+	if err != nil {
+		return nil, s.n.statusError(err)
+	}
+	return &pb.InternalServiceTransferLeadershipResponse{Id: ref.GetId(), Address: ref.GetAddress()}, nil
+}
+
+// statusError turns a local error into the gRPC status forwardError decodes.
+func (n *Node) statusError(err error) error {
+	switch {
+	case errors.Is(err, ErrNotLeader), errors.Is(err, ErrNoLeader):
+		id, addr := n.Leader()
+		if addr == "" {
+			if last := n.lastLeader.Load(); last != nil {
+				id, addr = last.Id, last.Address
+			}
+		}
+		return withInfo(codes.Unavailable, err.Error(), reasonNotLeader, map[string]string{
+			metaLeaderID: id, metaLeaderAddr: addr,
+		})
+	case errors.Is(err, ErrShutdown):
+		return withInfo(codes.Unavailable, err.Error(), reasonShutdown, nil)
+	case errors.Is(err, ErrIndeterminate):
+		return withInfo(codes.Aborted, err.Error(), reasonIndeterminate, nil)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return status.FromContextError(err).Err()
+	case errors.Is(err, ErrNotFound):
+		return status.Error(codes.NotFound, err.Error())
+	case errors.Is(err, ErrServerExists):
+		return status.Error(codes.AlreadyExists, err.Error())
+	case errors.Is(err, ErrInvalidConfig):
+		return status.Error(codes.InvalidArgument, err.Error())
+	default:
+		return status.Error(codes.Internal, err.Error())
+	}
+}
+
+func withInfo(code codes.Code, msg, reason string, meta map[string]string) error {
+	st := status.New(code, msg)
+	detailed, err := st.WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: errorDomain, Metadata: meta})
+	if err != nil {
+		return st.Err()
+	}
+	return detailed.Err()
+}

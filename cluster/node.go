@@ -1,0 +1,335 @@
+// Package cluster runs a node's Raft: storage, the one-port transport,
+// bootstrap and membership, leadership notifications, writes forwarded to
+// the leader and linearizable read barriers. It moves opaque commands and
+// knows nothing of what they mean.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+const (
+	logCacheSize   = 512
+	snapshotsKept  = 2
+	transportPool  = 5
+	transportIO    = 10 * time.Second
+	boltOpenWait   = time.Second
+	notifyChBuffer = 16
+)
+
+// Node is one running Raft member. Its methods are safe for concurrent use.
+type Node struct {
+	cfg   Config
+	log   *slog.Logger
+	raft  *raft.Raft
+	fsm   *trackingFSM
+	logs  raft.LogStore
+	store *raftboltdb.BoltStore
+	trans *raft.NetworkTransport
+	peers *peerConns
+
+	// isLeader mirrors Raft's NotifyCh; only the watcher writes it.
+	isLeader      atomic.Bool
+	leaderChanges atomic.Uint64
+	notifyCh      chan bool
+	stopWatch     chan struct{}
+	watchDone     chan struct{}
+
+	// lastLeader survives the moments Raft forgets the leader, so a
+	// NoLeaderError can still point somewhere.
+	lastLeader atomic.Pointer[pb.ServerRef]
+	// barrierTerm is the term in which this node, as leader, committed a
+	// barrier: only then is its commit index current (see readIndex).
+	barrierTerm atomic.Uint64
+	// verified is the highest index the FSM is known to reflect.
+	verified atomic.Uint64
+	// termStart caches where the current term begins in the log (Ready).
+	termStart atomic.Pointer[termStart]
+
+	// bootstrapped records that this start created a new cluster.
+	bootstrapped bool
+
+	closed       atomic.Bool
+	shutdownOnce sync.Once
+	shutdownErr  error
+}
+
+// New opens the node's storage, starts Raft on the mux's Raft route, and
+// bootstraps or joins if DataDir holds no Raft state. One Node per Mux. The
+// caller serves RegisterInternal on mux.GRPCListener() and closes the mux
+// after Shutdown.
+func New(cfg Config, mux *Mux) (*Node, error) {
+	cfg, err := cfg.check(mux)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := cfg.raftConfig()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("--data-dir: %w", err)
+	}
+	store, err := openStore(cfg.DataDir, cfg.NoSync)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{
+		cfg:       cfg,
+		log:       cfg.Logger.With("node", cfg.ID),
+		store:     store,
+		peers:     newPeerConns(),
+		notifyCh:  make(chan bool, notifyChBuffer),
+		stopWatch: make(chan struct{}),
+		watchDone: make(chan struct{}),
+	}
+	if err := n.start(rc, mux); err != nil {
+		store.Close()
+		return nil, err
+	}
+	if err := n.bootstrapOrJoin(); err != nil {
+		n.Shutdown(context.Background())
+		return nil, err
+	}
+	return n, nil
+}
+
+func openStore(dir string, noSync bool) (*raftboltdb.BoltStore, error) {
+	path := filepath.Join(dir, "raft.db")
+	store, err := raftboltdb.New(raftboltdb.Options{
+		Path:   path,
+		NoSync: noSync,
+		// The timeout turns a second process on the same dir into an
+		// error instead of a hang on the file lock.
+		BoltOptions: &bbolt.Options{Timeout: boltOpenWait, NoFreelistSync: true},
+	})
+	if errors.Is(err, bbolt.ErrTimeout) {
+		return nil, &dataDirLockedError{dir: dir}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open raft store %s: %w", path, err)
+	}
+	return store, nil
+}
+
+// start builds the snapshot store and transport and starts Raft.
+func (n *Node) start(rc *raft.Config, mux *Mux) error {
+	logs, err := raft.NewLogCache(logCacheSize, n.store)
+	if err != nil {
+		return fmt.Errorf("raft log cache: %w", err)
+	}
+	n.logs = logs
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(n.cfg.DataDir, snapshotsKept, newHCLog(n.log, "raft-snapshot"))
+	if err != nil {
+		return fmt.Errorf("raft snapshot store in %s: %w", n.cfg.DataDir, err)
+	}
+	n.fsm = &trackingFSM{FSM: n.cfg.FSM, snaps: snaps}
+	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:  &streamLayer{subListener: mux.raft, advertise: advertiseAddr(n.cfg.Addr)},
+		MaxPool: transportPool,
+		Timeout: transportIO,
+		Logger:  newHCLog(n.log, "raft-net"),
+	})
+	rc.NotifyCh = n.notifyCh
+	go n.watchLeadership()
+	r, err := raft.NewRaft(rc, n.fsm, logs, n.store, snaps, n.trans)
+	if err != nil {
+		close(n.stopWatch)
+		<-n.watchDone
+		n.trans.Close()
+		return fmt.Errorf("start raft: %w", err)
+	}
+	n.raft = r
+	return nil
+}
+
+// bootstrapOrJoin acts only on a data dir without Raft state: a restarted
+// node already knows its cluster.
+func (n *Node) bootstrapOrJoin() error {
+	existing, err := raft.HasExistingState(n.logs, n.store, n.fsm.snaps)
+	if err != nil {
+		return fmt.Errorf("read raft state in %s: %w", n.cfg.DataDir, err)
+	}
+	switch {
+	case existing:
+		n.log.Info("restarting with existing raft state", "data_dir", n.cfg.DataDir)
+		return nil
+	case len(n.cfg.Peers) > 0:
+		return n.bootstrap()
+	case len(n.cfg.Join) > 0:
+		return n.join()
+	default:
+		n.log.Warn("no raft state, --peers or --join: waiting to be added to a cluster", "addr", n.cfg.Addr)
+		return nil
+	}
+}
+
+func (n *Node) bootstrap() error {
+	var conf raft.Configuration
+	for _, p := range n.cfg.Peers {
+		conf.Servers = append(conf.Servers, raft.Server{
+			Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Addr),
+		})
+	}
+	err := n.raft.BootstrapCluster(conf).Error()
+	if errors.Is(err, raft.ErrCantBootstrap) {
+		return nil // state appeared meanwhile: already bootstrapped
+	}
+	if err != nil {
+		return fmt.Errorf("bootstrap: %w", err)
+	}
+	n.bootstrapped = true
+	n.log.Info("bootstrapped a new cluster", "peers", len(conf.Servers))
+	return nil
+}
+
+// watchLeadership drains NotifyCh. Raft blocks until each value is read, so
+// this goroutine never calls into Raft: that could deadlock the node.
+func (n *Node) watchLeadership() {
+	defer close(n.watchDone)
+	for {
+		select {
+		case v := <-n.notifyCh:
+			n.setLeader(v)
+		case <-n.stopWatch:
+			n.setLeader(false)
+			return
+		}
+	}
+}
+
+func (n *Node) setLeader(v bool) {
+	if n.isLeader.Swap(v) == v {
+		return
+	}
+	n.leaderChanges.Add(1)
+	n.log.Info("leadership changed", "leader", v)
+	if cb := n.cfg.OnLeadershipChange; cb != nil {
+		cb(v)
+	}
+}
+
+// IsLeader reports whether this node currently leads, as last notified by
+// Raft.
+func (n *Node) IsLeader() bool { return n.isLeader.Load() }
+
+// LeaderChanges counts this node's leadership transitions (gained or lost).
+func (n *Node) LeaderChanges() uint64 { return n.leaderChanges.Load() }
+
+// Leader returns the current leader, or empty strings if none is known.
+func (n *Node) Leader() (id, addr string) {
+	a, i := n.raft.LeaderWithID()
+	id, addr = string(i), string(a)
+	if addr != "" {
+		if last := n.lastLeader.Load(); last == nil || last.Id != id || last.Address != addr {
+			n.lastLeader.Store(&pb.ServerRef{Id: id, Address: addr})
+		}
+	}
+	return id, addr
+}
+
+// noLeader builds the error naming the last leader this node knew.
+func (n *Node) noLeader(cause error) error {
+	e := &NoLeaderError{Err: cause}
+	if last := n.lastLeader.Load(); last != nil {
+		e.LeaderID, e.LeaderAddr = last.Id, last.Address
+	}
+	return e
+}
+
+// Shutdown hands leadership to another voter if this node leads (bounded by
+// ctx), then stops Raft and releases the transport, storage and peer
+// connections. It is idempotent; later calls return the first result.
+func (n *Node) Shutdown(ctx context.Context) error {
+	n.shutdownOnce.Do(func() { n.shutdownErr = n.shutdown(ctx) })
+	return n.shutdownErr
+}
+
+func (n *Node) shutdown(ctx context.Context) error {
+	if n.raft.State() == raft.Leader && n.voters() > 1 {
+		start := time.Now()
+		if err := waitFuture(ctx, n.raft.LeadershipTransfer()); err != nil {
+			n.log.Warn("leadership transfer before shutdown failed", "error", err)
+		} else {
+			n.log.Info("leadership transferred before shutdown", "took", time.Since(start))
+		}
+	}
+	n.closed.Store(true)
+	err := n.raft.Shutdown().Error()
+	close(n.stopWatch)
+	<-n.watchDone
+	n.trans.Close() // raft closes it too; closing twice is harmless
+	if cerr := n.store.Close(); err == nil {
+		err = cerr
+	}
+	n.peers.close()
+	if err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}
+
+func (n *Node) voters() int {
+	count := 0
+	for _, s := range n.raft.GetConfiguration().Configuration().Servers {
+		if s.Suffrage == raft.Voter {
+			count++
+		}
+	}
+	return count
+}
+
+// waitFuture waits for f or ctx, whichever ends first. A future left behind
+// still resolves (Raft answers every future, at the latest on shutdown), so
+// the waiting goroutine ends.
+func waitFuture(ctx context.Context, f raft.Future) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// raftTimeout turns the caller's deadline into Raft's enqueue timeout.
+func raftTimeout(ctx context.Context) time.Duration {
+	if d, ok := ctx.Deadline(); ok {
+		return max(time.Until(d), time.Millisecond)
+	}
+	return 10 * time.Second
+}
+
+// raftError maps the errors of a local Raft call. Only ErrLeadershipLost is
+// indeterminate: the others mean nothing was written.
+func raftError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		return fmt.Errorf("%w: %w", ErrNotLeader, err)
+	case errors.Is(err, raft.ErrLeadershipLost):
+		return fmt.Errorf("%w: %w", ErrIndeterminate, err)
+	case errors.Is(err, raft.ErrRaftShutdown):
+		return ErrShutdown
+	case errors.Is(err, raft.ErrEnqueueTimeout):
+		return fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
+	default:
+		return err
+	}
+}

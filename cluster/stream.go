@@ -1,0 +1,45 @@
+package cluster
+
+import (
+	"net"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// streamLayer carries Raft RPCs over the mux: inbound connections arrive
+// through the mux's Raft route, outbound ones announce themselves with
+// raftByte.
+type streamLayer struct {
+	*subListener
+	advertise net.Addr
+}
+
+var _ raft.StreamLayer = (*streamLayer)(nil)
+
+// Addr is what Raft tells its peers to dial, so it must be the advertised
+// address, not the bound one.
+func (s *streamLayer) Addr() net.Addr { return s.advertise }
+
+func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	d := net.Dialer{Timeout: timeout}
+	conn, err := d.Dial("tcp", string(address))
+	if err != nil {
+		return nil, err
+	}
+	if timeout > 0 {
+		conn.SetWriteDeadline(time.Now().Add(timeout))
+	}
+	if _, err := conn.Write([]byte{raftByte}); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	conn.SetWriteDeadline(time.Time{})
+	return conn, nil
+}
+
+// advertiseAddr is a net.Addr for a host:port that may be a name.
+type advertiseAddr string
+
+func (a advertiseAddr) Network() string { return "tcp" }
+func (a advertiseAddr) String() string  { return string(a) }

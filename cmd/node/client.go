@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+)
+
+const (
+	flagOutput  = "output"
+	flagTimeout = "timeout"
+
+	defaultClientAddr = "127.0.0.1:7001"
+)
+
+// clientOptions are the flags every client command takes.
+type clientOptions struct {
+	addr    string
+	output  outputFormat
+	timeout time.Duration
+}
+
+func (o *clientOptions) register(fs *pflag.FlagSet) {
+	o.output = outputTable
+	fs.StringVar(&o.addr, flagAddr, defaultClientAddr, "host:port of any raftcron node (env RAFTCRON_ADDR)")
+	fs.VarP(&o.output, flagOutput, "o", "output format: table, json or yaml (env RAFTCRON_OUTPUT)")
+	fs.DurationVar(&o.timeout, flagTimeout, 10*time.Second, "deadline of each call (env RAFTCRON_TIMEOUT)")
+}
+
+// resolve fills the flags not set on the command line from RAFTCRON_*.
+func (o *clientOptions) resolve(fs *pflag.FlagSet) error {
+	for _, name := range []string{flagAddr, flagOutput, flagTimeout} {
+		f := fs.Lookup(name)
+		if f == nil || f.Changed {
+			continue
+		}
+		v, ok := os.LookupEnv(envName(name))
+		if !ok {
+			continue
+		}
+		if err := f.Value.Set(v); err != nil {
+			return fmt.Errorf("%s: %w", envName(name), err)
+		}
+	}
+	if o.timeout <= 0 {
+		return fmt.Errorf("--timeout: must be positive, got %s", o.timeout)
+	}
+	if o.addr == "" {
+		return errors.New("--addr: required (host:port)")
+	}
+	return nil
+}
+
+// persistentResolve is the PersistentPreRunE of the client command groups.
+func (o *clientOptions) persistentResolve() func(*cobra.Command, []string) error {
+	return runE(func(cmd *cobra.Command, _ []string) error { return o.resolve(cmd.Flags()) })
+}
+
+// dial creates a client connection; gRPC connects lazily on the first call.
+func (o *clientOptions) dial() (*grpc.ClientConn, error) {
+	conn, err := grpc.NewClient(o.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, fmt.Errorf("--addr %q: %w", o.addr, err)
+	}
+	return conn, nil
+}
+
+// callContext bounds one call by --timeout.
+func (o *clientOptions) callContext(parent context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(parent, o.timeout)
+}
+
+// call describes one RPC so that its error can name what it was about.
+type call struct {
+	addr    string
+	timeout time.Duration
+	// subject is what the call was about, like `job "nightly"`; may be empty.
+	subject string
+	// expectedVersion is the version the call required, if any.
+	expectedVersion uint64
+}
+
+func (o *clientOptions) call(subject string) call {
+	return call{addr: o.addr, timeout: o.timeout, subject: subject}
+}
+
+// describe turns a gRPC error into one readable line.
+func (c call) describe(err error) error {
+	st, ok := status.FromError(err)
+	if !ok {
+		return err
+	}
+	switch st.Code() {
+	case codes.InvalidArgument:
+		return c.invalid(st)
+	case codes.NotFound:
+		return c.plain(st, "not found")
+	case codes.AlreadyExists:
+		return c.plain(st, "already exists")
+	case codes.FailedPrecondition:
+		return c.stale(st)
+	case codes.Unavailable:
+		return c.unavailable(st)
+	case codes.DeadlineExceeded:
+		return fmt.Errorf("no answer from raftcron at %s within %s", c.addr, c.timeout)
+	case codes.Canceled:
+		return errors.New("canceled")
+	default:
+		return fmt.Errorf("%s (%s)", st.Message(), st.Code())
+	}
+}
+
+func (c call) about() string {
+	if c.subject == "" {
+		return "request"
+	}
+	return c.subject
+}
+
+func (c call) invalid(st *status.Status) error {
+	var rules []string
+	for _, d := range st.Details() {
+		if br, ok := d.(*errdetails.BadRequest); ok {
+			for _, v := range br.GetFieldViolations() {
+				rules = append(rules, formatViolation(v.GetField(), v.GetDescription()))
+			}
+		}
+	}
+	if len(rules) == 0 {
+		return fmt.Errorf("invalid %s: %s", c.about(), st.Message())
+	}
+	return fmt.Errorf("invalid %s: %s", c.about(), strings.Join(rules, "; "))
+}
+
+func formatViolation(field, rule string) string {
+	if field == "" {
+		return rule
+	}
+	return field + ": " + rule
+}
+
+func (c call) plain(st *status.Status, what string) error {
+	if c.subject == "" {
+		return errors.New(st.Message())
+	}
+	return fmt.Errorf("%s %s", c.subject, what)
+}
+
+// stale reports an optimistic-concurrency conflict; the server's message
+// says which version the job is at.
+func (c call) stale(st *status.Status) error {
+	msg := st.Message()
+	if msg == "" {
+		msg = fmt.Sprintf("%s is no longer at version %d", c.about(), c.expectedVersion)
+	}
+	return fmt.Errorf("version: stale: %s; get it again and retry", msg)
+}
+
+func (c call) unavailable(st *status.Status) error {
+	for _, d := range st.Details() {
+		info, ok := d.(*errdetails.ErrorInfo)
+		if !ok || info.GetReason() != "NOT_LEADER" {
+			continue
+		}
+		id, addr := info.GetMetadata()["leader_id"], info.GetMetadata()["leader_address"]
+		if id == "" && addr == "" {
+			return errors.New("no leader (no leader known yet; is a quorum up?)")
+		}
+		return fmt.Errorf("no leader (last known leader %s at %s)", id, addr)
+	}
+	if isTransportFailure(st.Message()) {
+		return fmt.Errorf("cannot reach raftcron at %s: %s", c.addr, transportReason(st.Message()))
+	}
+	return fmt.Errorf("raftcron at %s is unavailable: %s", c.addr, st.Message())
+}
+
+// isTransportFailure tells a connection that could not be made (reported by
+// the gRPC client itself) from a node that answered Unavailable.
+func isTransportFailure(msg string) bool {
+	for _, s := range []string{"connection error", "transport:", "connection refused", "name resolver", "dial "} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// transportReason digs the cause out of gRPC's nested transport messages.
+func transportReason(msg string) string {
+	for _, cause := range []string{"connection refused", "no such host", "i/o timeout", "connection reset by peer"} {
+		if strings.Contains(msg, cause) {
+			return cause
+		}
+	}
+	if i := strings.LastIndex(msg, "desc = "); i >= 0 {
+		return strings.Trim(msg[i+len("desc = "):], `"`)
+	}
+	return msg
+}

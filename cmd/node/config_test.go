@@ -1,0 +1,159 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// loadForTest parses args into serve's flag set and loads the configuration.
+func loadForTest(t *testing.T, args ...string) (serveConfig, error) {
+	t.Helper()
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	addServeFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("parse %v: %v", args, err)
+	}
+	return loadServeConfig(fs)
+}
+
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "raftcron.yaml")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// minimal is the smallest valid command line apart from what a case sets.
+var minimal = []string{"--id", "n1", "--data-dir", "/tmp/x"}
+
+func TestServeConfigPrecedenceFlagsOverEnvOverFile(t *testing.T) {
+	file := "data-dir: /from/file\nraft-heartbeat: 700ms\nhttp-addr: 127.0.0.1:9101\nlog-level: warn\n"
+	cases := []struct {
+		name    string
+		env     map[string]string
+		args    []string
+		dataDir string
+		beat    time.Duration
+		http    string
+		level   string
+	}{
+		{name: "file only", args: []string{"--id", "n1"},
+			dataDir: "/from/file", beat: 700 * time.Millisecond, http: "127.0.0.1:9101", level: "WARN"},
+		{name: "env over file", env: map[string]string{"RAFTCRON_DATA_DIR": "/from/env", "RAFTCRON_RAFT_HEARTBEAT": "800ms"},
+			args: []string{"--id", "n1"}, dataDir: "/from/env", beat: 800 * time.Millisecond, http: "127.0.0.1:9101", level: "WARN"},
+		{name: "flag over env", env: map[string]string{"RAFTCRON_DATA_DIR": "/from/env", "RAFTCRON_RAFT_HEARTBEAT": "800ms"},
+			args:    []string{"--id", "n1", "--data-dir", "/from/flag", "--raft-heartbeat", "900ms"},
+			dataDir: "/from/flag", beat: 900 * time.Millisecond, http: "127.0.0.1:9101", level: "WARN"},
+		{name: "flag over file", args: []string{"--id", "n1", "--http-addr", "127.0.0.1:9102", "--log-level", "debug"},
+			dataDir: "/from/file", beat: 700 * time.Millisecond, http: "127.0.0.1:9102", level: "DEBUG"},
+		{name: "id from env", env: map[string]string{"RAFTCRON_ID": "n7"}, args: nil,
+			dataDir: "/from/file", beat: 700 * time.Millisecond, http: "127.0.0.1:9101", level: "WARN"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeConfig(t, file)
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			cfg, err := loadForTest(t, append(tc.args, "--config", path)...)
+			if err != nil {
+				t.Fatalf("load: %v", err)
+			}
+			if cfg.DataDir != tc.dataDir || cfg.RaftHeartbeat != tc.beat || cfg.HTTPAddr != tc.http || cfg.LogLevel.String() != tc.level {
+				t.Fatalf("got data-dir %q heartbeat %s http-addr %q level %s; want %q %s %q %s",
+					cfg.DataDir, cfg.RaftHeartbeat, cfg.HTTPAddr, cfg.LogLevel, tc.dataDir, tc.beat, tc.http, tc.level)
+			}
+		})
+	}
+}
+
+func TestServeConfigDefaultsWhenNothingSet(t *testing.T) {
+	cfg, err := loadForTest(t, minimal...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Addr != "127.0.0.1:7001" || cfg.HTTPAddr != "127.0.0.1:8001" || cfg.RaftHeartbeat != 0 ||
+		cfg.RaftElection != 0 || cfg.RaftLease != 0 || cfg.LogFormat != "text" || cfg.LogLevel.String() != "INFO" {
+		t.Fatalf("defaults: %+v", cfg)
+	}
+}
+
+func TestServeConfigFileFromEnvAndLists(t *testing.T) {
+	path := writeConfig(t, "id: n2\ndata-dir: /d\naddr: 127.0.0.1:7002\n"+
+		"peers: [n1=127.0.0.1:7001, n2=127.0.0.1:7002]\njoin:\n  - 127.0.0.1:7001\n")
+	t.Setenv("RAFTCRON_CONFIG", path)
+	cfg, err := loadForTest(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Peers) != 2 || cfg.Peers[1].ID != "n2" || len(cfg.Join) != 1 || cfg.Join[0] != "127.0.0.1:7001" {
+		t.Fatalf("peers %v join %v", cfg.Peers, cfg.Join)
+	}
+}
+
+func TestServeConfigUnknownFileKeyIsRejected(t *testing.T) {
+	path := writeConfig(t, "id: n1\ndata-dir: /d\nraft:\n  heartbeat: 1s\n")
+	_, err := loadForTest(t, "--config", path)
+	if err == nil || !strings.Contains(err.Error(), `unknown key "raft.heartbeat"`) {
+		t.Fatalf("err = %v, want unknown key raft.heartbeat", err)
+	}
+}
+
+func TestServeConfigIgnoresUnrelatedEnv(t *testing.T) {
+	t.Setenv("RAFTCRON_BIN", "/somewhere/raftcron")
+	t.Setenv("RAFTCRON_NO_SUCH_FLAG", "x")
+	if _, err := loadForTest(t, minimal...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestServeConfigPeersMustContainID(t *testing.T) {
+	_, err := loadForTest(t, append(minimal, "--peers", "n2=127.0.0.1:7002,n3=127.0.0.1:7003")...)
+	if err == nil || err.Error() != "--peers: must contain --id n1" {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestServeConfigRejectsBadValues(t *testing.T) {
+	cases := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{name: "no id", args: []string{"--data-dir", "/d"}, want: "--id: required"},
+		{name: "id with capitals", args: []string{"--id", "Node1", "--data-dir", "/d"}, want: "--id:"},
+		{name: "no data dir", args: []string{"--id", "n1"}, want: "--data-dir: required"},
+		{name: "addr without port", args: append(minimal, "--addr", "localhost"), want: "--addr:"},
+		{name: "addr unspecified", args: append(minimal, "--addr", "0.0.0.0:7001"), want: "--addr:"},
+		{name: "http-addr bad port", args: append(minimal, "--http-addr", "127.0.0.1:99999"), want: "--http-addr:"},
+		{name: "peers address differs from addr", args: append(minimal, "--peers", "n1=127.0.0.1:7009"), want: "does not match --addr"},
+		{name: "peers malformed", args: append(minimal, "--peers", "n1"), want: "--peers"},
+		{name: "join malformed", args: append(minimal, "--join", "nohost"), want: "--join:"},
+		{name: "negative duration", args: append(minimal, "--raft-heartbeat", "-1s"), want: "--raft-heartbeat: must not be negative"},
+		{name: "env duration typo", env: map[string]string{"RAFTCRON_RAFT_ELECTION": "1 second"}, args: minimal, want: "--raft-election:"},
+		{name: "log level", args: append(minimal, "--log-level", "loud"), want: "--log-level:"},
+		{name: "log format", args: append(minimal, "--log-format", "xml"), want: "--log-format:"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			_, err := loadForTest(t, tc.args...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error spans several lines: %q", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,402 @@
+package main
+
+// Helpers that run the raftcron binary as real processes: a cluster of
+// `serve` nodes and one-shot CLI commands. Other multi-process tests of this
+// package build on them.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Deadlines of the multi-process tests; generous for a loaded 2-core box.
+const (
+	readyTimeout = 30 * time.Second
+	exitTimeout  = 20 * time.Second
+	cliTimeout   = 30 * time.Second
+	pollInterval = 50 * time.Millisecond
+)
+
+// testRaft are the Raft timings of test nodes: Raft's defaults. Shorter
+// ones (300ms) made leadership flap when the 2-core box ran other tests
+// alongside, and a flap in the middle of a write is an indeterminate
+// outcome that no CLI assertion can absorb.
+var testRaft = []string{"--raft-heartbeat", "1s", "--raft-election", "1s", "--raft-lease", "500ms"}
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+	binDir  string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// binary returns the raftcron binary: $RAFTCRON_BIN if set, else one built
+// once per test run (only tests that need it pay for the build).
+func binary(t testing.TB) string {
+	t.Helper()
+	binOnce.Do(func() {
+		if p := os.Getenv("RAFTCRON_BIN"); p != "" {
+			// go test runs in the package directory, so a relative path is
+			// relative to cmd/node.
+			if binPath, binErr = filepath.Abs(p); binErr == nil {
+				_, binErr = os.Stat(binPath)
+			}
+			if binErr != nil {
+				binErr = fmt.Errorf("RAFTCRON_BIN: %w", binErr)
+			}
+			return
+		}
+		binDir, binErr = os.MkdirTemp("", "raftcron-bin-")
+		if binErr != nil {
+			return
+		}
+		binPath = filepath.Join(binDir, "raftcron")
+		out, err := exec.Command("go", "build", "-tags", "hashicorpmetrics", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatalf("raftcron binary: %v", binErr)
+	}
+	return binPath
+}
+
+// cleanEnv is this process's environment without RAFTCRON_* settings, so a
+// developer's shell cannot change what the tests run.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, envPrefix) {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// freeAddrs picks n distinct free local ports by listening on port 0.
+func freeAddrs(t testing.TB, n int) []string {
+	t.Helper()
+	var lns []net.Listener
+	defer func() {
+		for _, ln := range lns {
+			_ = ln.Close()
+		}
+	}()
+	addrs := make([]string, n)
+	for i := range addrs {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns = append(lns, ln)
+		addrs[i] = ln.Addr().String()
+	}
+	return addrs
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+// cliResult is what one command line produced.
+type cliResult struct {
+	Code           int
+	Stdout, Stderr string
+}
+
+func (r cliResult) String() string {
+	return fmt.Sprintf("exit %d\nstdout: %q\nstderr: %q", r.Code, r.Stdout, r.Stderr)
+}
+
+// runCLI runs the binary once with stdin (may be empty) and returns its exit
+// status and output.
+func runCLI(t testing.TB, stdin string, args ...string) cliResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary(t), args...)
+	cmd.Env = cleanEnv()
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	res := cliResult{Stdout: out.String(), Stderr: errOut.String()}
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exitErr) && exitErr.ExitCode() >= 0:
+		res.Code = exitErr.ExitCode()
+	default:
+		t.Fatalf("raftcron %s: %v", strings.Join(args, " "), err)
+	}
+	return res
+}
+
+// testNode is one `raftcron serve` process, restartable on the same ports
+// and data dir.
+type testNode struct {
+	ID, Addr, HTTPAddr, DataDir string
+	args                        []string // serve flags
+	logPath                     string
+
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	exited   chan struct{} // closed when the current process has exited
+	exitCode int
+}
+
+// testCluster is a set of nodes bootstrapped together with --peers.
+type testCluster struct {
+	Nodes []*testNode
+}
+
+// startCluster starts n nodes with --peers naming all of them and waits until
+// every one is ready. Cleanup kills what still runs and, if the test failed,
+// prints the nodes' logs.
+func startCluster(t testing.TB, n int, extra ...string) *testCluster {
+	t.Helper()
+	bin := binary(t)
+	addrs := freeAddrs(t, 2*n)
+	var peers []string
+	for i := range n {
+		peers = append(peers, fmt.Sprintf("n%d=%s", i+1, addrs[i]))
+	}
+	dir := t.TempDir()
+	c := &testCluster{}
+	for i := range n {
+		node := &testNode{
+			ID: fmt.Sprintf("n%d", i+1), Addr: addrs[i], HTTPAddr: addrs[n+i],
+			DataDir: filepath.Join(dir, fmt.Sprintf("n%d", i+1)),
+			logPath: filepath.Join(dir, fmt.Sprintf("n%d.log", i+1)),
+		}
+		node.args = append([]string{"serve", "--id", node.ID, "--data-dir", node.DataDir,
+			"--addr", node.Addr, "--http-addr", node.HTTPAddr, "--peers", strings.Join(peers, ",")},
+			append(append([]string{}, testRaft...), extra...)...)
+		c.Nodes = append(c.Nodes, node)
+	}
+	t.Cleanup(func() {
+		for _, node := range c.Nodes {
+			node.kill()
+		}
+		if t.Failed() {
+			for _, node := range c.Nodes {
+				logs, _ := os.ReadFile(node.logPath)
+				t.Logf("---- log of %s ----\n%s", node.ID, logs)
+			}
+		}
+	})
+	for _, node := range c.Nodes {
+		node.start(t, bin)
+	}
+	c.waitReady(t)
+	return c
+}
+
+// start launches the node's process; its output is appended to its log.
+func (n *testNode) start(t testing.TB, bin string) {
+	t.Helper()
+	logFile, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, n.args...)
+	cmd.Env = cleanEnv()
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		_ = logFile.Close()
+		t.Fatalf("start %s: %v", n.ID, err)
+	}
+	exited := make(chan struct{})
+	n.mu.Lock()
+	n.cmd, n.exited = cmd, exited
+	n.mu.Unlock()
+	go func() {
+		_ = cmd.Wait()
+		_ = logFile.Close()
+		n.mu.Lock()
+		n.exitCode = cmd.ProcessState.ExitCode()
+		n.mu.Unlock()
+		close(exited)
+	}()
+}
+
+func (n *testNode) running() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.exited == nil {
+		return false
+	}
+	select {
+	case <-n.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+func (n *testNode) signal(t testing.TB, sig os.Signal) {
+	t.Helper()
+	n.mu.Lock()
+	cmd := n.cmd
+	n.mu.Unlock()
+	if err := cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("signal %s: %v", n.ID, err)
+	}
+}
+
+// waitExit waits for the current process to exit and returns its status.
+func (n *testNode) waitExit(t testing.TB, timeout time.Duration) int {
+	t.Helper()
+	code := n.waitExitCode(timeout)
+	if code == -1 {
+		t.Fatalf("%s did not exit within %s", n.ID, timeout)
+	}
+	return code
+}
+
+// waitExitCode is waitExit for other goroutines: -1 means it did not exit.
+func (n *testNode) waitExitCode(timeout time.Duration) int {
+	n.mu.Lock()
+	exited := n.exited
+	n.mu.Unlock()
+	select {
+	case <-exited:
+	case <-time.After(timeout):
+		return -1
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.exitCode
+}
+
+// kill ends the process at once if it still runs.
+func (n *testNode) kill() {
+	if !n.running() {
+		return
+	}
+	n.mu.Lock()
+	cmd, exited := n.cmd, n.exited
+	n.mu.Unlock()
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	select {
+	case <-exited:
+	case <-time.After(exitTimeout):
+	}
+}
+
+func (n *testNode) get(path string) (int, []byte, error) {
+	client := http.Client{Timeout: 2 * time.Second}
+	resp, err := client.Get("http://" + n.HTTPAddr + path)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, body, err
+}
+
+func (n *testNode) ready() bool {
+	code, _, err := n.get("/readyz")
+	return err == nil && code == http.StatusOK
+}
+
+// opsStatus is the part of /status the tests read.
+type opsStatus struct {
+	ID     string `json:"id"`
+	State  string `json:"state"`
+	Leader struct {
+		ID      string `json:"id"`
+		Address string `json:"address"`
+	} `json:"leader"`
+	Term uint64 `json:"term"`
+}
+
+func (n *testNode) status() (opsStatus, error) {
+	var st opsStatus
+	code, body, err := n.get("/status")
+	if err != nil {
+		return st, err
+	}
+	if code != http.StatusOK {
+		return st, fmt.Errorf("/status: HTTP %d", code)
+	}
+	return st, json.Unmarshal(body, &st)
+}
+
+func (c *testCluster) waitReady(t testing.TB) {
+	t.Helper()
+	for _, node := range c.Nodes {
+		waitFor(t, readyTimeout, node.ID+" /readyz 200", func() bool {
+			if !node.running() {
+				t.Fatalf("%s exited while starting", node.ID)
+			}
+			return node.ready()
+		})
+	}
+}
+
+// leader waits until a running node reports itself leader and returns it.
+func (c *testCluster) leader(t testing.TB) *testNode {
+	t.Helper()
+	var found *testNode
+	waitFor(t, readyTimeout, "a leader", func() bool {
+		for _, node := range c.Nodes {
+			if st, err := node.status(); node.running() && err == nil && st.State == "leader" {
+				found = node
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}
+
+// follower returns a running node that is not the leader.
+func (c *testCluster) follower(t testing.TB) *testNode {
+	t.Helper()
+	leader := c.leader(t)
+	for _, node := range c.Nodes {
+		if node != leader && node.running() {
+			return node
+		}
+	}
+	t.Fatal("no running follower")
+	return nil
+}
+
+// cli runs a client command against node.
+func (c *testCluster) cli(t testing.TB, node *testNode, stdin string, args ...string) cliResult {
+	t.Helper()
+	return runCLI(t, stdin, append(args, "--addr", node.Addr)...)
+}

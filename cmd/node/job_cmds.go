@@ -1,0 +1,412 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/raftcron/raftcron/jobfile"
+	"github.com/raftcron/raftcron/jobspec"
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+func newJobCmd() *cobra.Command {
+	o := &clientOptions{}
+	cmd := groupCmd("job", "Create, change and inspect jobs")
+	cmd.PersistentPreRunE = o.persistentResolve()
+	o.register(cmd.PersistentFlags())
+	cmd.AddCommand(
+		newJobApplyCmd(o), newJobCreateCmd(o), newJobGetCmd(o), newJobListCmd(o),
+		newJobDeleteCmd(o), newJobPauseCmd(o), newJobResumeCmd(o),
+	)
+	return cmd
+}
+
+// jobClient opens a JobService client for one command.
+func (o *clientOptions) jobClient() (pb.JobServiceClient, func(), error) {
+	conn, err := o.dial()
+	if err != nil {
+		return nil, nil, err
+	}
+	return pb.NewJobServiceClient(conn), func() { _ = conn.Close() }, nil
+}
+
+func jobSubject(name string) string { return fmt.Sprintf("job %q", name) }
+
+func newJobApplyCmd(o *clientOptions) *cobra.Command {
+	var file string
+	var version uint64
+	cmd := &cobra.Command{
+		Use:   "apply -f FILE",
+		Short: "Create or update the jobs of a file (- reads stdin)",
+		Long: "Create or update every job of a YAML or JSON job file; a job whose spec is\n" +
+			"unchanged stays as it is. With --version the file must hold one job, which must\n" +
+			"exist at that version (optimistic concurrency).",
+		Args: cobra.NoArgs,
+		RunE: runE(func(cmd *cobra.Command, _ []string) error {
+			specs, err := readJobFile(cmd, file)
+			if err != nil {
+				return err
+			}
+			if cmd.Flags().Changed("version") {
+				if len(specs) != 1 {
+					return fmt.Errorf("--version: the file must hold exactly one job, it holds %d", len(specs))
+				}
+				return updateJob(cmd, o, specs[0], version)
+			}
+			return applyJobs(cmd, o, specs)
+		}),
+	}
+	cmd.Flags().StringVarP(&file, "file", "f", "", "job file (YAML or JSON; - for stdin)")
+	cmd.Flags().Uint64Var(&version, "version", 0, "update only if the job is at this version")
+	return cmd
+}
+
+func applyJobs(cmd *cobra.Command, o *clientOptions, specs []*pb.JobSpec) error {
+	client, done, err := o.jobClient()
+	if err != nil {
+		return err
+	}
+	defer done()
+	var changes []change
+	for _, spec := range specs {
+		ctx, cancel := o.callContext(cmd.Context())
+		resp, err := client.ApplyJob(ctx, &pb.ApplyJobRequest{Spec: spec})
+		cancel()
+		if err != nil {
+			_ = writeChanges(cmd.OutOrStdout(), o.output, changes)
+			return o.call(jobSubject(spec.GetName())).describe(err)
+		}
+		result := "unchanged"
+		switch {
+		case resp.GetCreated():
+			result = "created"
+		case resp.GetChanged():
+			result = "updated"
+		}
+		changes = append(changes, changeOf(resp.GetJob(), result))
+	}
+	return writeChanges(cmd.OutOrStdout(), o.output, changes)
+}
+
+func updateJob(cmd *cobra.Command, o *clientOptions, spec *pb.JobSpec, version uint64) error {
+	client, done, err := o.jobClient()
+	if err != nil {
+		return err
+	}
+	defer done()
+	ctx, cancel := o.callContext(cmd.Context())
+	defer cancel()
+	resp, err := client.UpdateJob(ctx, &pb.UpdateJobRequest{Spec: spec, ExpectedVersion: version})
+	if err != nil {
+		c := o.call(jobSubject(spec.GetName()))
+		c.expectedVersion = version
+		return c.describe(err)
+	}
+	result := "updated"
+	if resp.GetJob().GetVersion() == version {
+		result = "unchanged"
+	}
+	return writeChanges(cmd.OutOrStdout(), o.output, []change{changeOf(resp.GetJob(), result)})
+}
+
+func newJobCreateCmd(o *clientOptions) *cobra.Command {
+	var file string
+	cmd := &cobra.Command{
+		Use:   "create -f FILE",
+		Short: "Create the jobs of a file; fails if a name is taken",
+		Args:  cobra.NoArgs,
+		RunE: runE(func(cmd *cobra.Command, _ []string) error {
+			specs, err := readJobFile(cmd, file)
+			if err != nil {
+				return err
+			}
+			client, done, err := o.jobClient()
+			if err != nil {
+				return err
+			}
+			defer done()
+			var changes []change
+			for _, spec := range specs {
+				ctx, cancel := o.callContext(cmd.Context())
+				resp, err := client.CreateJob(ctx, &pb.CreateJobRequest{Spec: spec})
+				cancel()
+				if err != nil {
+					_ = writeChanges(cmd.OutOrStdout(), o.output, changes)
+					return o.call(jobSubject(spec.GetName())).describe(err)
+				}
+				changes = append(changes, changeOf(resp.GetJob(), "created"))
+			}
+			return writeChanges(cmd.OutOrStdout(), o.output, changes)
+		}),
+	}
+	cmd.Flags().StringVarP(&file, "file", "f", "", "job file (YAML or JSON; - for stdin)")
+	return cmd
+}
+
+// readJobFile decodes -f. A file of several jobs is validated whole before
+// anything is sent, so that one bad job leaves the others untouched too.
+func readJobFile(cmd *cobra.Command, file string) ([]*pb.JobSpec, error) {
+	if file == "" {
+		return nil, usagef("-f: required (a job file, or - for stdin)")
+	}
+	data, name, err := readInput(cmd.InOrStdin(), file)
+	if err != nil {
+		return nil, err
+	}
+	specs, err := jobfile.Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(specs) > 1 {
+		if err := precheck(specs, time.Now()); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return specs, nil
+}
+
+// maxJobFileSize bounds what we read from a file or stdin.
+const maxJobFileSize = 16 << 20
+
+func readInput(stdin io.Reader, file string) (data []byte, name string, err error) {
+	if file == "-" {
+		data, err = io.ReadAll(io.LimitReader(stdin, maxJobFileSize+1))
+		name = "stdin"
+	} else {
+		name = file
+		var f *os.File
+		if f, err = os.Open(file); err == nil {
+			data, err = io.ReadAll(io.LimitReader(f, maxJobFileSize+1))
+			_ = f.Close()
+		}
+	}
+	if err != nil {
+		return nil, name, fmt.Errorf("-f: %w", err)
+	}
+	if len(data) > maxJobFileSize {
+		return nil, name, fmt.Errorf("-f %s: larger than %d MiB", name, maxJobFileSize>>20)
+	}
+	return data, name, nil
+}
+
+// precheck runs the server's own validation over every job of a file and
+// refuses duplicate names, before any of them is sent.
+func precheck(specs []*pb.JobSpec, now time.Time) error {
+	seen := make(map[string]bool, len(specs))
+	for i, spec := range specs {
+		if seen[spec.GetName()] {
+			return fmt.Errorf("jobs[%d].name: %q appears more than once in the file", i, spec.GetName())
+		}
+		seen[spec.GetName()] = true
+		clone := proto.Clone(spec).(*pb.JobSpec)
+		jobspec.Normalize(clone)
+		if err := jobspec.Validate(clone, now); err != nil {
+			return describeValidation(spec.GetName(), err)
+		}
+	}
+	return nil
+}
+
+func describeValidation(name string, err error) error {
+	var ve *jobspec.ValidationError
+	if !errors.As(err, &ve) || len(ve.Violations) == 0 {
+		return fmt.Errorf("invalid %s: %w", jobSubject(name), err)
+	}
+	rules := make([]string, len(ve.Violations))
+	for i, v := range ve.Violations {
+		rules[i] = formatViolation(v.Field, v.Rule)
+	}
+	return fmt.Errorf("invalid %s: %s", jobSubject(name), strings.Join(rules, "; "))
+}
+
+func newJobGetCmd(o *clientOptions) *cobra.Command {
+	var stale bool
+	cmd := &cobra.Command{
+		Use:   "get NAME",
+		Short: "Show a job (-o yaml prints a job file that applies back unchanged)",
+		Args:  cobra.ExactArgs(1),
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			client, done, err := o.jobClient()
+			if err != nil {
+				return err
+			}
+			defer done()
+			ctx, cancel := o.callContext(cmd.Context())
+			defer cancel()
+			resp, err := client.GetJob(ctx, &pb.GetJobRequest{Name: args[0], Stale: stale})
+			if err != nil {
+				return o.call(jobSubject(args[0])).describe(err)
+			}
+			return writeJob(cmd.OutOrStdout(), o.output, resp.GetJob())
+		}),
+	}
+	cmd.Flags().BoolVar(&stale, "stale", false, "read this node's state, which may lag the leader")
+	return cmd
+}
+
+func newJobListCmd(o *clientOptions) *cobra.Command {
+	var (
+		labels []string
+		limit  int
+		stale  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List jobs, sorted by name",
+		Args:  cobra.NoArgs,
+		RunE: runE(func(cmd *cobra.Command, _ []string) error {
+			selector, err := parseLabels(labels)
+			if err != nil {
+				return err
+			}
+			if limit < 0 {
+				return usagef("--limit: must not be negative")
+			}
+			jobs, err := listJobs(cmd, o, selector, limit, stale)
+			if err != nil {
+				return err
+			}
+			return writeJobList(cmd.OutOrStdout(), o.output, jobs)
+		}),
+	}
+	cmd.Flags().StringArrayVarP(&labels, "label", "l", nil, "only jobs with this label (k=v, repeatable)")
+	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many jobs (0: all)")
+	cmd.Flags().BoolVar(&stale, "stale", false, "read this node's state, which may lag the leader")
+	return cmd
+}
+
+func parseLabels(labels []string) (map[string]string, error) {
+	if len(labels) == 0 {
+		return nil, nil
+	}
+	selector := make(map[string]string, len(labels))
+	for _, l := range labels {
+		k, v, ok := strings.Cut(l, "=")
+		if !ok || k == "" {
+			return nil, usagef("--label: %q is not key=value", l)
+		}
+		selector[k] = v
+	}
+	return selector, nil
+}
+
+// listPageSize is the page we ask for; the server caps pages at 1000.
+const listPageSize = 500
+
+func listJobs(cmd *cobra.Command, o *clientOptions, selector map[string]string, limit int, stale bool) ([]*pb.Job, error) {
+	client, done, err := o.jobClient()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	jobs := []*pb.Job{}
+	token := ""
+	for {
+		size := listPageSize
+		if limit > 0 {
+			size = min(size, limit-len(jobs))
+		}
+		ctx, cancel := o.callContext(cmd.Context())
+		resp, err := client.ListJobs(ctx, &pb.ListJobsRequest{
+			PageSize: uint32(size), PageToken: token, LabelSelector: selector, Stale: stale,
+		})
+		cancel()
+		if err != nil {
+			return nil, o.call("").describe(err)
+		}
+		jobs = append(jobs, resp.GetJobs()...)
+		next := resp.GetNextPageToken()
+		if next == "" || (limit > 0 && len(jobs) >= limit) {
+			break
+		}
+		// A token that does not advance would loop forever.
+		if next == token || len(resp.GetJobs()) == 0 {
+			return nil, fmt.Errorf("list: the server returned page token %q again", next)
+		}
+		token = next
+	}
+	if limit > 0 && len(jobs) > limit {
+		jobs = jobs[:limit]
+	}
+	return jobs, nil
+}
+
+func newJobDeleteCmd(o *clientOptions) *cobra.Command {
+	var version uint64
+	cmd := &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Delete a job",
+		Args:  cobra.ExactArgs(1),
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			client, done, err := o.jobClient()
+			if err != nil {
+				return err
+			}
+			defer done()
+			ctx, cancel := o.callContext(cmd.Context())
+			defer cancel()
+			if _, err := client.DeleteJob(ctx, &pb.DeleteJobRequest{Name: args[0], ExpectedVersion: version}); err != nil {
+				c := o.call(jobSubject(args[0]))
+				c.expectedVersion = version
+				return c.describe(err)
+			}
+			return writeChanges(cmd.OutOrStdout(), o.output, []change{{Name: args[0], Result: "deleted"}})
+		}),
+	}
+	cmd.Flags().Uint64Var(&version, "version", 0, "delete only if the job is at this version")
+	return cmd
+}
+
+func newJobPauseCmd(o *clientOptions) *cobra.Command {
+	var note string
+	cmd := &cobra.Command{
+		Use:   "pause NAME",
+		Short: "Pause a job: it fires no more until resumed",
+		Args:  cobra.ExactArgs(1),
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			client, done, err := o.jobClient()
+			if err != nil {
+				return err
+			}
+			defer done()
+			ctx, cancel := o.callContext(cmd.Context())
+			defer cancel()
+			resp, err := client.PauseJob(ctx, &pb.PauseJobRequest{Name: args[0], Note: note})
+			if err != nil {
+				return o.call(jobSubject(args[0])).describe(err)
+			}
+			return writeChanges(cmd.OutOrStdout(), o.output, []change{changeOf(resp.GetJob(), "paused")})
+		}),
+	}
+	cmd.Flags().StringVar(&note, "note", "", "why the job is paused (shown by get)")
+	return cmd
+}
+
+func newJobResumeCmd(o *clientOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "resume NAME",
+		Short: "Resume a paused job",
+		Args:  cobra.ExactArgs(1),
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			client, done, err := o.jobClient()
+			if err != nil {
+				return err
+			}
+			defer done()
+			ctx, cancel := o.callContext(cmd.Context())
+			defer cancel()
+			resp, err := client.ResumeJob(ctx, &pb.ResumeJobRequest{Name: args[0]})
+			if err != nil {
+				return o.call(jobSubject(args[0])).describe(err)
+			}
+			return writeChanges(cmd.OutOrStdout(), o.output, []change{changeOf(resp.GetJob(), "resumed")})
+		}),
+	}
+}

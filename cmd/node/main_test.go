@@ -1,0 +1,164 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// runInProcess runs one command line in this process.
+func runInProcess(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(args, strings.NewReader(""), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// closedPort is a local address nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	return addr
+}
+
+func TestExitStatusAndOneLineErrors(t *testing.T) {
+	down := closedPort(t)
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{name: "version", args: []string{"version"}, code: exitOK},
+		{name: "help", args: []string{"job", "--help"}, code: exitOK},
+		{name: "completion", args: []string{"completion", "bash"}, code: exitOK},
+		{name: "completion of an unknown shell", args: []string{"completion", "tcsh"}, code: exitUsage, want: "tcsh"},
+		{name: "unknown command", args: []string{"jobs"}, code: exitUsage, want: `unknown command "jobs"`},
+		{name: "unknown subcommand", args: []string{"job", "frobnicate"}, code: exitUsage, want: `unknown command "frobnicate"`},
+		{name: "unknown flag", args: []string{"job", "list", "--colour"}, code: exitUsage, want: "unknown flag: --colour"},
+		{name: "missing argument", args: []string{"job", "get"}, code: exitUsage, want: "accepts 1 arg"},
+		{name: "bad output format", args: []string{"job", "list", "-o", "xml"}, code: exitUsage, want: `"xml" is not table, json or yaml`},
+		{name: "apply without file", args: []string{"job", "apply"}, code: exitUsage, want: "-f: required"},
+		{name: "bad label", args: []string{"job", "list", "--label", "team"}, code: exitUsage, want: "--label"},
+		{name: "unreachable", args: []string{"job", "get", "x", "--addr", down}, code: exitFailure, want: "cannot reach raftcron at " + down},
+		{name: "missing job file", args: []string{"job", "apply", "-f", "/nonexistent/jobs.yaml"}, code: exitFailure, want: "-f: open /nonexistent/jobs.yaml"},
+		{name: "serve without id", args: []string{"serve", "--data-dir", t.TempDir()}, code: exitFailure, want: "--id: required"},
+		{name: "serve peers without id", args: []string{"serve", "--id", "n1", "--data-dir", t.TempDir(), "--peers", "n2=127.0.0.1:7002"},
+			code: exitFailure, want: "--peers: must contain --id n1"},
+		{name: "serve bad duration flag", args: []string{"serve", "--raft-lease", "soon"}, code: exitUsage, want: "--raft-lease"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := runInProcess(t, tc.args...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d; stderr %q", code, tc.code, stderr)
+			}
+			if tc.code == exitOK {
+				if stderr != "" {
+					t.Fatalf("stderr on success: %q", stderr)
+				}
+				return
+			}
+			if strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "raftcron: ") || !strings.Contains(stderr, tc.want) {
+				t.Fatalf("stderr %q, want one line containing %q", stderr, tc.want)
+			}
+		})
+	}
+}
+
+func TestEnvironmentSetsClientFlags(t *testing.T) {
+	down := closedPort(t)
+	t.Setenv("RAFTCRON_ADDR", down)
+	code, _, stderr := runInProcess(t, "job", "get", "x")
+	if code != exitFailure || !strings.Contains(stderr, down) {
+		t.Fatalf("RAFTCRON_ADDR ignored: exit %d, %q", code, stderr)
+	}
+	t.Setenv("RAFTCRON_TIMEOUT", "soon")
+	code, _, stderr = runInProcess(t, "job", "get", "x")
+	if code != exitFailure || !strings.Contains(stderr, "RAFTCRON_TIMEOUT") {
+		t.Fatalf("bad RAFTCRON_TIMEOUT: exit %d, %q", code, stderr)
+	}
+}
+
+func withDetails(t *testing.T, code codes.Code, msg string, details ...*errdetails.BadRequest) error {
+	t.Helper()
+	st := status.New(code, msg)
+	for _, d := range details {
+		var err error
+		if st, err = st.WithDetails(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return st.Err()
+}
+
+func TestDescribeNamesEveryViolation(t *testing.T) {
+	err := withDetails(t, codes.InvalidArgument, "invalid job", &errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{
+		{Field: "schedule", Description: "end of range (61) above maximum (59)"},
+		{Field: "http.url", Description: "must be absolute"},
+	}})
+	got := call{subject: `job "x"`}.describe(err).Error()
+	want := `invalid job "x": schedule: end of range (61) above maximum (59); http.url: must be absolute`
+	if got != want {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+}
+
+func TestDescribeNotLeaderNamesLastLeader(t *testing.T) {
+	st, err := status.New(codes.Unavailable, "no leader").WithDetails(&errdetails.ErrorInfo{
+		Reason: "NOT_LEADER", Domain: "raftcron.io",
+		Metadata: map[string]string{"leader_id": "n2", "leader_address": "127.0.0.1:7002"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := call{addr: "127.0.0.1:7001"}.describe(st.Err()).Error()
+	if got != "no leader (last known leader n2 at 127.0.0.1:7002)" {
+		t.Fatalf("got %q", got)
+	}
+}
+
+func TestDescribeOtherCodes(t *testing.T) {
+	c := call{addr: "127.0.0.1:7001", timeout: 3 * time.Second, subject: `job "x"`}
+	stale := c
+	stale.expectedVersion = 4
+	cases := []struct {
+		c    call
+		err  error
+		want string
+	}{
+		{c, status.Error(codes.NotFound, "job not found"), `job "x" not found`},
+		{c, status.Error(codes.AlreadyExists, "exists"), `job "x" already exists`},
+		{stale, status.Error(codes.FailedPrecondition, `job "x" is at version 5, expected version 4`),
+			`version: stale: job "x" is at version 5, expected version 4; get it again and retry`},
+		{stale, status.Error(codes.FailedPrecondition, ""), `version: stale: job "x" is no longer at version 4; get it again and retry`},
+		{c, status.Error(codes.DeadlineExceeded, "deadline"), "no answer from raftcron at 127.0.0.1:7001 within 3s"},
+		{c, status.Error(codes.Unavailable, `connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:7001: connect: connection refused"`),
+			"cannot reach raftcron at 127.0.0.1:7001: connection refused"},
+		{c, status.Error(codes.Unavailable, "node is shut down"), "raftcron at 127.0.0.1:7001 is unavailable: node is shut down"},
+		{c, errors.New("plain"), "plain"},
+	}
+	for _, tc := range cases {
+		if got := tc.c.describe(tc.err).Error(); got != tc.want {
+			t.Errorf("describe(%v) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
+}
+
+func TestOneLine(t *testing.T) {
+	if got := oneLine("first\nsecond\r\n third\n"); got != "first; second; third" {
+		t.Fatalf("got %q", got)
+	}
+}

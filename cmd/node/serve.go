@@ -1,0 +1,234 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	"google.golang.org/grpc/keepalive"
+
+	"github.com/raftcron/raftcron/api"
+	"github.com/raftcron/raftcron/cluster"
+	"github.com/raftcron/raftcron/fsm"
+	"github.com/raftcron/raftcron/ops"
+)
+
+// Bounds of the graceful stop; a stuck step must not keep the process alive.
+const (
+	transferTimeout = 5 * time.Second
+	drainTimeout    = 5 * time.Second
+	shutdownTimeout = 10 * time.Second
+	httpStopTimeout = 2 * time.Second
+)
+
+// keepaliveMinTime is the most frequent client ping the server tolerates.
+// gRPC's default (5 minutes) makes clients with keepalive fail with
+// GOAWAY too_many_pings.
+const keepaliveMinTime = 10 * time.Second
+
+func newServeCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run a raftcron node",
+		Long: "Run a raftcron node. Every flag also reads RAFTCRON_<FLAG_IN_UPPER_SNAKE>\n" +
+			"(RAFTCRON_DATA_DIR) and the --config YAML file (keys are flag names);\n" +
+			"flags win over the environment, which wins over the file.\n" +
+			"SIGTERM or SIGINT stops the node gracefully.",
+		Args: cobra.NoArgs,
+		RunE: runE(func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadServeConfig(cmd.Flags())
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			// Once the graceful stop has begun, a second signal kills at once.
+			go func() {
+				<-ctx.Done()
+				stop()
+			}()
+			return serve(ctx, cfg, newLogger(cmd.ErrOrStderr(), cfg))
+		}),
+	}
+	addServeFlags(cmd.Flags())
+	return cmd
+}
+
+func newLogger(w io.Writer, cfg serveConfig) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// server is one running node and everything it serves.
+type server struct {
+	log  *slog.Logger
+	mux  *cluster.Mux
+	node *cluster.Node
+	grpc *grpc.Server
+	ops  *ops.Server
+	// health is the gRPC health service; draining turns it NOT_SERVING.
+	health *health.Server
+	http   *http.Server
+}
+
+// serve runs a node until ctx ends (a signal) or a server fails. Both ports
+// are bound before Raft starts, so a taken port fails fast and touches no
+// state.
+func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) error {
+	mux, err := cluster.Listen(cfg.Addr)
+	if err != nil {
+		return err
+	}
+	httpLn, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		_ = mux.Close()
+		return fmt.Errorf("--http-addr %s: %w", cfg.HTTPAddr, listenCause(err))
+	}
+	s, err := start(cfg, log, mux)
+	if err != nil {
+		_ = httpLn.Close()
+		_ = mux.Close()
+		return err
+	}
+
+	errc := make(chan error, 2)
+	go func() {
+		if err := s.grpc.Serve(mux.GRPCListener()); err != nil {
+			errc <- fmt.Errorf("grpc server: %w", err)
+		}
+	}()
+	go func() {
+		if err := s.http.Serve(httpLn); !errors.Is(err, http.ErrServerClosed) {
+			errc <- fmt.Errorf("http server on --http-addr %s: %w", cfg.HTTPAddr, err)
+		}
+	}()
+	log.Info("raftcron started", "id", cfg.ID, "addr", cfg.Addr, "http_addr", cfg.HTTPAddr,
+		"data_dir", cfg.DataDir, "version", version)
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		log.Info("stopping gracefully", "id", cfg.ID)
+	case runErr = <-errc:
+		log.Error("stopping after a server failed", "id", cfg.ID, "err", runErr)
+	}
+	s.stop()
+	if runErr == nil {
+		log.Info("raftcron stopped", "id", cfg.ID)
+	}
+	return runErr
+}
+
+// listenCause shortens the common bind failure to words that name the problem.
+func listenCause(err error) error {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return errors.New("address already in use")
+	}
+	return err
+}
+
+// start opens Raft and wires the services; on error nothing is left running
+// except the listeners, which the caller closes.
+func start(cfg serveConfig, log *slog.Logger, mux *cluster.Mux) (*server, error) {
+	state := fsm.New()
+	node, err := cluster.New(cluster.Config{
+		ID:                 cfg.ID,
+		Addr:               cfg.Addr,
+		DataDir:            cfg.DataDir,
+		Peers:              cfg.Peers,
+		Join:               cfg.Join,
+		HeartbeatTimeout:   cfg.RaftHeartbeat,
+		ElectionTimeout:    cfg.RaftElection,
+		LeaderLeaseTimeout: cfg.RaftLease,
+		FSM:                state,
+		Logger:             log, // cluster logs leadership changes itself
+	}, mux)
+	if err != nil {
+		return nil, err
+	}
+	opsServer, err := ops.New(node, state, version)
+	if err != nil {
+		shutdownNode(log, node)
+		return nil, fmt.Errorf("ops port: %w", err)
+	}
+	gs := grpc.NewServer(
+		grpc.ChainUnaryInterceptor(api.RecoveryInterceptor(log)),
+		grpc.ChainStreamInterceptor(api.RecoveryStreamInterceptor(log)),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: keepaliveMinTime, PermitWithoutStream: true}),
+	)
+	healthServer := api.Register(gs, api.NewJobService(node, state, time.Now), api.NewClusterService(node, state))
+	cluster.RegisterInternal(gs, node)
+	return &server{
+		log:    log,
+		mux:    mux,
+		node:   node,
+		grpc:   gs,
+		ops:    opsServer,
+		health: healthServer,
+		http:   &http.Server{Handler: opsServer.Handler(), ReadHeaderTimeout: 10 * time.Second},
+	}, nil
+}
+
+// stop is the graceful stop: not ready, leadership handed over, gRPC
+// drained, Raft shut down, then the ports closed. Every step is bounded.
+func (s *server) stop() {
+	s.ops.SetDraining()
+	s.health.Shutdown()
+	if s.node.IsLeader() {
+		ctx, cancel := context.WithTimeout(context.Background(), transferTimeout)
+		to, err := s.node.TransferLeadership(ctx, "")
+		cancel()
+		if err != nil {
+			s.log.Warn("leadership transfer failed; shutting down anyway", "err", err)
+		} else {
+			s.log.Info("leadership transferred", "to", to.GetId(), "address", to.GetAddress())
+		}
+	}
+	drainGRPC(s.grpc, drainTimeout)
+	shutdownNode(s.log, s.node)
+	ctx, cancel := context.WithTimeout(context.Background(), httpStopTimeout)
+	defer cancel()
+	if err := s.http.Shutdown(ctx); err != nil {
+		_ = s.http.Close()
+	}
+	_ = s.mux.Close()
+}
+
+func shutdownNode(log *slog.Logger, node *cluster.Node) {
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if err := node.Shutdown(ctx); err != nil {
+		log.Warn("raft shutdown", "err", err)
+	}
+}
+
+// drainGRPC lets in-flight calls finish, up to d, then cuts the rest.
+func drainGRPC(gs *grpc.Server, d time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		gs.GracefulStop()
+		close(done)
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		gs.Stop()
+		<-done
+	}
+}
