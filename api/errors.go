@@ -39,7 +39,8 @@ func statusOf(err error) error {
 		return status.Error(codes.Unavailable, "leadership changed while committing; the outcome is unknown "+
 			"(the change may still be applied): read the current state before retrying: "+err.Error())
 	case errors.Is(err, cluster.ErrNotLeader):
-		return status.Error(codes.Unavailable, err.Error()+": retry")
+		// Nothing was proposed: as safe to retry as having no leader at all.
+		return notLeader(err.Error()+": retry", "", "")
 	case errors.Is(err, cluster.ErrShutdown):
 		return status.Error(codes.Unavailable, err.Error())
 	case errors.Is(err, cluster.ErrNotFound), errors.Is(err, fsm.ErrNotFound):

@@ -69,7 +69,9 @@ func (o *clientOptions) persistentResolve() func(*cobra.Command, []string) error
 
 // dial creates a client connection; gRPC connects lazily on the first call.
 func (o *clientOptions) dial() (*grpc.ClientConn, error) {
-	conn, err := grpc.NewClient(o.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(o.addr,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithUnaryInterceptor(retryNotLeader))
 	if err != nil {
 		return nil, fmt.Errorf("--addr %q: %w", o.addr, err)
 	}
