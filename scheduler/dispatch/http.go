@@ -1,0 +1,176 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// Headers every webhook request carries (DESIGN §7; external contract).
+const (
+	HeaderToken          = "X-Raftcron-Fencing-Token"
+	HeaderJob            = "X-Raftcron-Job"
+	HeaderRunID          = "X-Raftcron-Run-Id"
+	HeaderScheduledAt    = "X-Raftcron-Scheduled-At"
+	HeaderAttempt        = "X-Raftcron-Attempt"
+	HeaderIdempotencyKey = "Idempotency-Key"
+)
+
+const (
+	userAgent = "raftcron"
+	// maxDrain and drainWait bound the work spent after the first MaxOutput
+	// bytes to let the connection be reused; past them the connection is
+	// dropped instead.
+	maxDrain  = 64 << 10
+	drainWait = time.Second
+)
+
+// HTTPExecutor delivers attempts with an http target as one request each.
+// It is safe for concurrent use.
+type HTTPExecutor struct {
+	client *http.Client
+}
+
+// NewHTTPExecutor returns an executor sending through client, or through one
+// shared keep-alive client when client is nil. The shared client has no
+// global timeout (each request is bounded by its attempt's limits through
+// its context) and does not follow redirects: a redirect would send the
+// fencing token somewhere the job does not name, so a 3xx is reported as is.
+func NewHTTPExecutor(client *http.Client) *HTTPExecutor {
+	if client == nil {
+		client = newClient()
+	}
+	return &HTTPExecutor{client: client}
+}
+
+func newClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	// Many jobs often hit the same few hosts; keep their connections warm
+	// instead of re-dialling (and re-handshaking TLS) on every fire.
+	t.MaxIdleConns = 1024
+	t.MaxIdleConnsPerHost = 256
+	t.IdleConnTimeout = 90 * time.Second
+	return &http.Client{
+		Transport:     t,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// Execute sends the attempt's request and classifies the reply: a status in
+// success_codes (any 2xx when empty) succeeds, 409 means fenced, anything
+// else fails.
+func (h *HTTPExecutor) Execute(ctx context.Context, a Attempt) Outcome {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	out := Outcome{StartedAt: time.Now()}
+	t := a.HTTP
+	if t == nil {
+		return finish(out, pb.RunState_RUN_STATE_FAILED, "no http target")
+	}
+	if state, detail, ok := interrupted(ctx, ctx); ok {
+		return finish(out, state, detail)
+	}
+	lctx, cancel := withLimit(ctx, a.Deadline, t.GetTimeout().AsDuration())
+	defer cancel()
+
+	req, err := newRequest(lctx, a)
+	if err != nil {
+		return finish(out, pb.RunState_RUN_STATE_FAILED, "invalid request: "+err.Error())
+	}
+	resp, err := h.client.Do(req)
+	if err != nil {
+		if state, detail, ok := interrupted(ctx, lctx); ok {
+			return finish(out, state, detail)
+		}
+		return finish(out, pb.RunState_RUN_STATE_FAILED, transportError(err))
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxOutput))
+	if err != nil && lctx.Err() != nil {
+		resp.Body.Close()
+		state, detail, _ := interrupted(ctx, lctx)
+		return finish(out, state, detail)
+	}
+	if len(body) > 0 {
+		out.Output = body
+	}
+	state, detail := classifyStatus(resp.StatusCode, t.GetSuccessCodes())
+	out = finish(out, state, detail)
+	release(resp.Body, cancel)
+	return out
+}
+
+func newRequest(ctx context.Context, a Attempt) (*http.Request, error) {
+	t := a.HTTP
+	method := t.GetMethod()
+	if method == "" {
+		method = http.MethodPost
+	}
+	var body io.Reader = http.NoBody
+	if t.GetBody() != "" {
+		body = strings.NewReader(t.GetBody())
+	}
+	req, err := http.NewRequestWithContext(ctx, method, t.GetUrl(), body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("User-Agent", userAgent)
+	for k, v := range t.GetHeaders() {
+		if strings.EqualFold(k, "Host") {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	// Set last: the job's own headers must not be able to forge these.
+	req.Header.Set(HeaderToken, a.token())
+	req.Header.Set(HeaderJob, a.Job)
+	req.Header.Set(HeaderRunID, a.RunID)
+	req.Header.Set(HeaderScheduledAt, a.scheduledAt())
+	req.Header.Set(HeaderAttempt, a.number())
+	req.Header.Set(HeaderIdempotencyKey, a.IdempotencyKey())
+	return req, nil
+}
+
+// classifyStatus maps a reply status to a run state. 409 comes first: it is
+// the downstream saying a newer token exists, whatever success_codes says.
+func classifyStatus(code int, success []uint32) (pb.RunState, string) {
+	detail := strings.TrimSpace(fmt.Sprintf("http %d %s", code, http.StatusText(code)))
+	switch {
+	case code == http.StatusConflict:
+		return pb.RunState_RUN_STATE_FENCED, "fenced by downstream: 409 Conflict"
+	case len(success) == 0 && code >= 200 && code < 300,
+		slices.Contains(success, uint32(code)):
+		return pb.RunState_RUN_STATE_SUCCEEDED, detail
+	default:
+		return pb.RunState_RUN_STATE_FAILED, detail
+	}
+}
+
+// transportError drops the `Post "<url>":` prefix of *url.Error: the job
+// already names its URL, and URLs may carry credentials in their query.
+func transportError(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err.Error()
+	}
+	return err.Error()
+}
+
+// release reads on a little past what was kept so that the connection goes
+// back to the idle pool, and gives up (cancel aborts the read and drops the
+// connection) when the rest is large or slow to come.
+func release(body io.ReadCloser, cancel context.CancelFunc) {
+	t := time.AfterFunc(drainWait, cancel)
+	_, _ = io.CopyN(io.Discard, body, maxDrain)
+	t.Stop()
+	_ = body.Close()
+}

@@ -1,0 +1,30 @@
+//go:build unix && !linux
+
+package dispatch
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+// setProcAttr puts the child in a process group of its own so that the whole
+// tree it starts can be killed with one signal. There is no Pdeathsig here:
+// a node killed with SIGKILL leaves its children running.
+func setProcAttr(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+}
+
+// killGroup kills the child's whole process group (its pgid is its pid).
+func killGroup(cmd *exec.Cmd) error {
+	err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	if errors.Is(err, syscall.ESRCH) {
+		return os.ErrProcessDone
+	}
+	return err
+}
+
+// endGroup does nothing here: without waitid(WNOWAIT) the group could only
+// be killed after the child is reaped, when its id may already be reused.
+func endGroup(*exec.Cmd) (exited bool) { return false }
