@@ -37,6 +37,14 @@ var reconnect = grpc.ConnectParams{
 }
 
 func (p *peerConns) client(addr string) (pb.InternalServiceClient, error) {
+	cc, err := p.conn(addr)
+	if err != nil {
+		return nil, err
+	}
+	return pb.NewInternalServiceClient(cc), nil
+}
+
+func (p *peerConns) conn(addr string) (*grpc.ClientConn, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -53,7 +61,7 @@ func (p *peerConns) client(addr string) (pb.InternalServiceClient, error) {
 		}
 		p.conns[addr] = cc
 	}
-	return pb.NewInternalServiceClient(cc), nil
+	return cc, nil
 }
 
 func (p *peerConns) close() {
