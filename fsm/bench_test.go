@@ -34,3 +34,61 @@ func BenchmarkApplyPut(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkApplyFireBatch1000 measures Apply of one FireBatch of 1,000
+// scheduled fires for 1,000 distinct jobs, all accepted, including decoding
+// the entry: the burst a leader proposes when many jobs share a schedule.
+// Between timed batches an untimed CompleteBatch finishes every run, so
+// each batch meets the steady state (no open run, a full history).
+func BenchmarkApplyFireBatch1000(b *testing.B) {
+	const jobs = 1000
+	f := fsm.New()
+	index := uint64(0)
+	apply := func(data []byte) *pb.CommandResult {
+		index++
+		return f.Apply(&raft.Log{Index: index, Data: data}).(*pb.CommandResult)
+	}
+	marshal := func(c *pb.Command) []byte {
+		c.ProposedAtUnixNano = baseTime.UnixNano()
+		d, err := proto.Marshal(c)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return d
+	}
+	names := make([]string, jobs)
+	for i := range names {
+		names[i] = fmt.Sprintf("job-%06d", i)
+		if r := apply(marshal(createCmd(testSpec(names[i])))); r.GetCode() != pb.ResultCode_RESULT_CODE_OK {
+			b.Fatalf("create: %v", r)
+		}
+	}
+	// Batch n fires slot n+1 of every job; job i's run gets token n*jobs+i+1.
+	fireData := make([][]byte, b.N)
+	doneData := make([][]byte, b.N)
+	for n := range b.N {
+		fires := make([]*pb.Fire, jobs)
+		cs := make([]*pb.Completion, jobs)
+		for i, name := range names {
+			fires[i] = slotFire(name, 1, baseTime.Unix()+int64(n+1))
+			token := uint64(n*jobs + i + 1)
+			cs[i] = &pb.Completion{RunId: fmt.Sprintf("%s-%d", name, token), Token: token, Outcome: stSucceeded,
+				FinishedAtUnixNano: baseTime.UnixNano() + int64(n)}
+		}
+		fireData[n] = marshal(fireBatchCmd(leaderID, leaderTerm, fires, nil))
+		doneData[n] = marshal(completeBatchCmd(cs...))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for n := range b.N {
+		r := apply(fireData[n])
+		b.StopTimer()
+		if len(r.GetFires()) != jobs || !r.GetFires()[jobs-1].GetAccepted() {
+			b.Fatalf("batch %d: %d results, last %v", n, len(r.GetFires()), r.GetFires()[jobs-1])
+		}
+		if c := apply(doneData[n]).GetCompletions(); !c[jobs-1].GetAccepted() {
+			b.Fatalf("completions %d: last %v", n, c[jobs-1])
+		}
+		b.StartTimer()
+	}
+}

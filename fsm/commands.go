@@ -23,7 +23,8 @@ func putJob(s *state, c *pb.Command, e entry) (outcome, error) {
 	if mode != pb.PutMode_PUT_MODE_CREATE && mode != pb.PutMode_PUT_MODE_UPDATE && mode != pb.PutMode_PUT_MODE_UPSERT {
 		return outcome{}, malformed("put_job.mode must be CREATE, UPDATE or UPSERT, not %v", mode)
 	}
-	old, exists := s.job(name)
+	cur, exists := s.entry(name)
+	old := cur.job
 	switch {
 	case exists && mode == pb.PutMode_PUT_MODE_CREATE:
 		return outcome{}, fail(ErrAlreadyExists, "job %q already exists", name)
@@ -37,18 +38,27 @@ func putJob(s *state, c *pb.Command, e entry) (outcome, error) {
 		return createJob(s, spec, e), nil
 	}
 	if proto.Equal(old.GetSpec(), spec) {
-		return outcome{job: old}, nil
+		return outcome{job: old, status: cur.status}, nil
 	}
 	next := changedJob(old, spec, e)
+	st := cur.status
+	// A new schedule takes effect from the update on, and a resume does not
+	// catch up the paused time; neither moves the cursor back.
 	if targetChanged(old.GetSpec(), spec) {
 		next.Generation++
+		st = cursorAtLeast(st, e.seconds())
 	}
-	s.storeJob(next)
-	return outcome{job: next, changed: true}, nil
+	if old.GetSpec().GetPaused() && !spec.GetPaused() {
+		st = cursorAtLeast(st, e.seconds())
+	}
+	s.putEntry(next, st)
+	s.pruneHistory(name) // the limit may have shrunk
+	return outcome{job: next, status: st, changed: true}, nil
 }
 
 // createJob stores a new job whose generation continues after any earlier
-// job of the same name, and consumes that name's tombstone.
+// job of the same name, and consumes that name's tombstone. Its cursor
+// starts at the creation time: a new job fires from its creation on.
 func createJob(s *state, spec *pb.JobSpec, e entry) outcome {
 	name := spec.GetName()
 	j := &pb.Job{
@@ -59,27 +69,55 @@ func createJob(s *state, spec *pb.JobSpec, e entry) outcome {
 		UpdatedAt:   e.timestamp(),
 		ModifyIndex: e.index,
 	}
+	st := &pb.JobStatus{CursorUnix: e.seconds()}
 	s.tombstones.Delete(tombstone{name: name})
-	s.storeJob(j)
-	return outcome{job: j, changed: true, created: true}
+	s.putEntry(j, st)
+	s.pruneHistory(name) // finished runs of an earlier job of that name
+	return outcome{job: j, status: st, changed: true, created: true}
 }
 
-func deleteJob(s *state, c *pb.Command, _ entry) (outcome, error) {
+// cursorAtLeast is st with its cursor raised to at least sec; st itself if
+// it is there already.
+func cursorAtLeast(st *pb.JobStatus, sec int64) *pb.JobStatus {
+	if st.GetCursorUnix() >= sec {
+		return st
+	}
+	next := copyStatus(st)
+	next.CursorUnix = sec
+	return next
+}
+
+func deleteJob(s *state, c *pb.Command, e entry) (outcome, error) {
 	d := c.GetDeleteJob()
 	name := d.GetName()
 	if name == "" {
 		return outcome{}, malformed("delete_job.name must not be empty")
 	}
-	old, exists := s.job(name)
+	cur, exists := s.entry(name)
 	if !exists {
 		return outcome{}, fail(ErrNotFound, "job %q not found", name)
 	}
-	if err := checkVersion(name, old, d.GetExpectedVersion()); err != nil {
+	if err := checkVersion(name, cur.job, d.GetExpectedVersion()); err != nil {
 		return outcome{}, err
 	}
+	cancelWaitingRetries(s, cur, e)
 	s.jobs.Delete(jobEntry{name: name})
-	s.tombstones.ReplaceOrInsert(tombstone{name: name, generation: old.GetGeneration()})
+	s.tx.jobChanged(name)
+	s.tombstones.ReplaceOrInsert(tombstone{name: name, generation: cur.job.GetGeneration()})
+	s.pruneHistory(name) // down to the default limit
 	return outcome{changed: true}, nil
+}
+
+// cancelWaitingRetries cancels the job's runs that wait for a retry: nothing
+// of theirs is executing, and no fire for a deleted job is ever accepted, so
+// they could never finish otherwise. Runs still executing stay open until
+// their outcome arrives (or a new leader cancels them on re-dispatch).
+func cancelWaitingRetries(s *state, cur jobEntry, e entry) {
+	for _, id := range cur.status.GetOpenRunIds() {
+		if r, ok := s.run(id); ok && r.GetState() == pb.RunState_RUN_STATE_RETRYING {
+			s.putRun(cancelled(r, ReasonDeleted, e))
+		}
+	}
 }
 
 // setPaused pauses with a note or resumes, which clears the note. A request
@@ -90,10 +128,11 @@ func setPaused(s *state, c *pb.Command, e entry) (outcome, error) {
 	if name == "" {
 		return outcome{}, malformed("set_paused.name must not be empty")
 	}
-	old, exists := s.job(name)
+	cur, exists := s.entry(name)
 	if !exists {
 		return outcome{}, fail(ErrNotFound, "job %q not found", name)
 	}
+	old := cur.job
 	spec := proto.Clone(old.GetSpec()).(*pb.JobSpec)
 	spec.Paused = p.GetPaused()
 	spec.PauseNote = ""
@@ -101,11 +140,15 @@ func setPaused(s *state, c *pb.Command, e entry) (outcome, error) {
 		spec.PauseNote = p.GetNote()
 	}
 	if proto.Equal(old.GetSpec(), spec) {
-		return outcome{job: old}, nil
+		return outcome{job: old, status: cur.status}, nil
 	}
 	next := changedJob(old, spec, e)
-	s.storeJob(next)
-	return outcome{job: next, changed: true}, nil
+	st := cur.status
+	if old.GetSpec().GetPaused() && !spec.Paused {
+		st = cursorAtLeast(st, e.seconds()) // no catch-up of the paused time
+	}
+	s.putEntry(next, st)
+	return outcome{job: next, status: st, changed: true}, nil
 }
 
 // changedJob is old with a new spec and the bookkeeping of a change. It

@@ -10,16 +10,15 @@ import (
 )
 
 // TestReadsRunConcurrentlyWithApply is meant for -race: readers page through
-// the registry, take hashes and persist snapshots, and change the values
-// they get back, while Apply runs a generated log.
+// the registry and the ledger, walk the schedule entries, take hashes and
+// persist snapshots, and change the values they get back, while Apply runs
+// a generated log with an observer installed.
 func TestReadsRunConcurrentlyWithApply(t *testing.T) {
 	const entries = 300
 	f := fsm.New()
+	f.SetObserver(&recorder{f: f})
 	gen := newCommandGen(11)
-	logs := make([]*raft.Log, entries)
-	for i := range logs {
-		logs[i] = &raft.Log{Index: uint64(i + 1), Data: gen.next()}
-	}
+	gen.view = f
 
 	done := make(chan struct{})
 	errs := make(chan string, 8)
@@ -63,8 +62,8 @@ func TestReadsRunConcurrentlyWithApply(t *testing.T) {
 		}
 	}()
 
-	for _, l := range logs {
-		applyLog(t, f, l)
+	for i := range entries {
+		applyLog(t, f, &raft.Log{Index: uint64(i + 1), Data: gen.next()})
 	}
 	close(done)
 	wg.Wait()
@@ -82,6 +81,13 @@ func readRound(f *fsm.FSM) string {
 	if j, err := f.Job("alpha"); err == nil {
 		j.GetSpec().Labels["mutated"] = "by reader"
 		j.Version = 0
+		j.GetStatus().OpenRunIds = append(j.GetStatus().GetOpenRunIds(), "mutated")
+	}
+	if st, err := f.JobStatus("beta"); err == nil {
+		st.CursorUnix = 0
+	}
+	if msg := readLedger(f); msg != "" {
+		return msg
 	}
 	q := fsm.ListQuery{Limit: 2}
 	prev := ""
@@ -104,4 +110,37 @@ func readRound(f *fsm.FSM) string {
 		q.After = next
 	}
 	return "ListJobs paging over at most 6 names did not end in 10 pages"
+}
+
+// readLedger reads the run views once and reports any inconsistency.
+func readLedger(f *fsm.FSM) string {
+	for _, r := range f.OpenRuns() {
+		if st := r.GetState(); st != stDispatched && st != stRetrying {
+			return "OpenRuns returned a run in state " + st.String()
+		}
+		r.Attempts = nil
+	}
+	runs := f.ListRuns("", 5)
+	for i, r := range runs {
+		if i > 0 && r.GetCreatedAtUnixNano() > runs[i-1].GetCreatedAtUnixNano() {
+			return "ListRuns not newest first: " + r.GetId()
+		}
+		if got, err := f.Run(r.GetId()); err == nil {
+			got.Reason = "mutated by reader"
+		}
+		r.Id = "mutated"
+	}
+	prev, bad := "", ""
+	f.ScheduleEntries(func(e fsm.ScheduleEntry) bool {
+		name := e.Job.GetSpec().GetName()
+		switch {
+		case prev != "" && name <= prev:
+			bad = "ScheduleEntries out of order: " + name + " after " + prev
+		case e.Status == nil:
+			bad = "ScheduleEntries without a status: " + name
+		}
+		prev = name
+		return bad == ""
+	})
+	return bad
 }

@@ -1,6 +1,7 @@
 package fsm_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -11,13 +12,16 @@ import (
 )
 
 func TestSameLogGivesSameStateAndResults(t *testing.T) {
-	const entries = 400
+	const entries = 600
 	gen := newCommandGen(7)
 	a, b := fsm.New(), fsm.New()
+	gen.view = a
 	codes := map[pb.ResultCode]int{}
+	seen := map[string]int{} // fire and completion verdicts, run states reached
 	maxGeneration := uint64(0)
 	for i := uint64(1); i <= entries; i++ {
-		l := &raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: gen.next()}
+		data := gen.next()
+		l := &raft.Log{Index: i, Term: termOf(data), Type: raft.LogCommand, Data: data}
 		ra := applyLog(t, a, l)
 		rb := applyLog(t, b, l)
 		if !proto.Equal(ra, rb) {
@@ -28,6 +32,7 @@ func TestSameLogGivesSameStateAndResults(t *testing.T) {
 		}
 		codes[ra.GetCode()]++
 		maxGeneration = max(maxGeneration, ra.GetJob().GetGeneration())
+		tally(seen, ra)
 	}
 	// The sequence must exercise every outcome, or equal hashes prove little.
 	for _, c := range []pb.ResultCode{codeOK, codeNotFound, codeExists, codeMismatch, codeMalformed} {
@@ -35,6 +40,18 @@ func TestSameLogGivesSameStateAndResults(t *testing.T) {
 			t.Fatalf("the generated log never produced %v (codes: %v)", c, codes)
 		}
 	}
+	for _, v := range []string{
+		"fire accepted", "fire " + fsm.ReasonDuplicate, "fire " + fsm.ReasonGeneration, "fire " + fsm.ReasonGone,
+		"fire " + fsm.ReasonOverlapSkipped, "fire " + fsm.ReasonPaused, "fire " + fsm.ReasonNotOrphan,
+		"fire " + fsm.ReasonDuplicateRequest, "fire " + fsm.ReasonBuffered,
+		"completion accepted", "completion " + fsm.ReasonSuperseded, "completion " + fsm.ReasonUnknownRun,
+		"kind RETRY", "kind REDISPATCH", "state RETRYING", "state CANCELLED", "state MISSED",
+	} {
+		if seen[v] == 0 {
+			t.Fatalf("the generated log never produced %q (seen: %v)", v, seen)
+		}
+	}
+	t.Logf("verdicts: %v", seen)
 	if maxGeneration < 2 || a.JobCount() == 0 {
 		t.Fatalf("generated log reached generation %d with %d jobs, want re-creates and live jobs", maxGeneration, a.JobCount())
 	}
@@ -52,13 +69,47 @@ func TestSameLogGivesSameStateAndResults(t *testing.T) {
 	if c.f.StateHash() != a.StateHash() {
 		t.Fatal("restored FSM's state hash differs from the snapshotted one")
 	}
-	for i := uint64(entries + 1); i <= entries+100; i++ {
-		l := &raft.Log{Index: i, Term: 2, Type: raft.LogCommand, Data: gen.next()}
+	for i := uint64(entries + 1); i <= entries+200; i++ {
+		data := gen.next()
+		l := &raft.Log{Index: i, Term: termOf(data), Type: raft.LogCommand, Data: data}
 		if ra, rc := applyLog(t, a, l), applyLog(t, c.f, l); !proto.Equal(ra, rc) {
 			t.Fatalf("entry %d after restore: results differ: %v vs %v", i, ra, rc)
 		}
+		if c.f.StateHash() != a.StateHash() {
+			t.Fatalf("entry %d: restored FSM diverged from the original", i)
+		}
 	}
-	if c.f.StateHash() != a.StateHash() {
-		t.Fatal("restored FSM diverged from the original on the same later entries")
+	if c.f.FencingToken() == 0 || c.f.FencingToken() != a.FencingToken() {
+		t.Fatalf("fencing counters %d and %d, want equal and advanced", c.f.FencingToken(), a.FencingToken())
+	}
+}
+
+// tally counts the verdicts of a batch result and the run states and
+// attempt kinds it shows.
+func tally(seen map[string]int, r *pb.CommandResult) {
+	runs := func(run *pb.Run) {
+		if run == nil {
+			return
+		}
+		seen["state "+strings.TrimPrefix(run.GetState().String(), "RUN_STATE_")]++
+		for _, a := range run.GetAttempts() {
+			seen["kind "+strings.TrimPrefix(a.GetKind().String(), "FIRE_KIND_")]++
+		}
+	}
+	for _, f := range r.GetFires() {
+		if f.GetAccepted() {
+			seen["fire accepted"]++
+		} else {
+			seen["fire "+f.GetReason()]++
+		}
+		runs(f.GetRun())
+	}
+	for _, c := range r.GetCompletions() {
+		if c.GetAccepted() {
+			seen["completion accepted"]++
+		} else {
+			seen["completion "+c.GetReason()]++
+		}
+		runs(c.GetRun())
 	}
 }

@@ -1,6 +1,7 @@
-// Package fsm holds raftcron's replicated state — the job registry, the
-// tombstones of deleted jobs and the fencing-token counter — and the
-// deterministic transitions the Raft log drives it through.
+// Package fsm holds raftcron's replicated state — the job registry with each
+// job's run status, the tombstones of deleted jobs, the run ledger and the
+// fencing-token counter — and the deterministic transitions the Raft log
+// drives it through.
 package fsm
 
 import (
@@ -18,11 +19,13 @@ import (
 // FSM implements raft.FSM over the job registry. Apply is deterministic: it
 // reads no clock, does no I/O and takes time only from the command.
 type FSM struct {
-	// mu guards st and lastIndex: Apply, Restore and Snapshot's capture take
-	// it for writing, the read views for reading.
+	// mu guards st, lastIndex and observer: Apply, Restore and the captures
+	// of Snapshot and ScheduleEntries take it for writing, the read views for
+	// reading. The observer is called after it is released.
 	mu        sync.RWMutex
 	st        state
 	lastIndex uint64
+	observer  Observer
 }
 
 var _ raft.FSM = (*FSM)(nil)
@@ -36,7 +39,22 @@ func New() *FSM {
 // command itself.
 type entry struct {
 	index      uint64
+	term       uint64 // Raft term of the entry; 0 only for hand-built test logs
 	proposedAt int64
+}
+
+// seconds is the proposer's clock in whole Unix seconds, rounded down: the
+// unit of slots and cursors.
+func (e entry) seconds() int64 {
+	return floorDiv(e.proposedAt, int64(time.Second))
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
 }
 
 // timestamp is the proposer's clock as a protobuf time. A fresh value per
@@ -47,9 +65,12 @@ func (e entry) timestamp() *timestamppb.Timestamp {
 
 // outcome is what a successful command did.
 type outcome struct {
-	job     *pb.Job // the stored job after the command; nil after a delete
-	changed bool
-	created bool
+	job         *pb.Job // the stored job after the command; nil after a delete
+	status      *pb.JobStatus
+	changed     bool
+	created     bool
+	fires       []*pb.FireResult
+	completions []*pb.CompletionResult
 }
 
 // handler applies one kind of command. It checks everything before it
@@ -58,9 +79,11 @@ type handler func(s *state, c *pb.Command, e entry) (outcome, error)
 
 // handlers is keyed by the name of the Command.kind oneof field.
 var handlers = map[protoreflect.Name]handler{
-	"put_job":    putJob,
-	"delete_job": deleteJob,
-	"set_paused": setPaused,
+	"put_job":        putJob,
+	"delete_job":     deleteJob,
+	"set_paused":     setPaused,
+	"fire_batch":     fireBatch,
+	"complete_batch": completeBatch,
 }
 
 var kindOneof = (&pb.Command{}).ProtoReflect().Descriptor().Oneofs().ByName("kind")
@@ -74,9 +97,19 @@ func (f *FSM) Apply(l *raft.Log) interface{} {
 		return result(outcome{}, malformed("no log entry"))
 	}
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.lastIndex = l.Index
-	return result(f.apply(l))
+	tx := &changes{track: f.observer != nil}
+	f.st.tx = tx
+	o, err := f.apply(l)
+	f.st.tx = nil
+	obs := f.observer
+	f.mu.Unlock()
+
+	res := result(o, err)
+	if err == nil {
+		tx.notify(obs)
+	}
+	return res
 }
 
 func (f *FSM) apply(l *raft.Log) (outcome, error) {
@@ -92,22 +125,31 @@ func (f *FSM) apply(l *raft.Log) (outcome, error) {
 	if !ok {
 		return outcome{}, malformed("log entry %d: command %s has no handler", l.Index, fd.Name())
 	}
-	return h(&f.st, &c, entry{index: l.Index, proposedAt: c.GetProposedAtUnixNano()})
+	return h(&f.st, &c, entry{index: l.Index, term: l.Term, proposedAt: c.GetProposedAtUnixNano()})
 }
 
 func result(o outcome, err error) *pb.CommandResult {
 	if err != nil {
 		return &pb.CommandResult{Code: CodeOf(err), Message: err.Error()}
 	}
-	r := &pb.CommandResult{Code: pb.ResultCode_RESULT_CODE_OK, Changed: o.changed, Created: o.created}
+	r := &pb.CommandResult{
+		Code:        pb.ResultCode_RESULT_CODE_OK,
+		Changed:     o.changed,
+		Created:     o.created,
+		Fires:       o.fires,
+		Completions: o.completions,
+	}
 	if o.job != nil {
-		r.Job = cloneJob(o.job)
+		r.Job = cloneJob(o.job, o.status)
 	}
 	return r
 }
 
-func cloneJob(j *pb.Job) *pb.Job {
-	return proto.Clone(j).(*pb.Job)
+// cloneJob is a deep copy of a stored job with its status filled in.
+func cloneJob(j *pb.Job, st *pb.JobStatus) *pb.Job {
+	c := proto.Clone(j).(*pb.Job)
+	c.Status = cloneStatus(st)
+	return c
 }
 
 // AppliedIndex is the index of the last log entry Apply saw. After Restore

@@ -2,6 +2,7 @@ package fsm_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"google.golang.org/protobuf/proto"
@@ -10,10 +11,11 @@ import (
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
-// FuzzApply feeds arbitrary log data to an FSM that already holds a job and
-// a tombstone. Whatever the bytes, Apply returns a result, any result that
-// reports no change leaves the state exactly as it was, and the state after
-// it survives a snapshot round trip.
+// FuzzApply feeds arbitrary log data to an FSM that already holds a job
+// with an open run, another with a run waiting for a retry, and a
+// tombstone. Whatever the bytes, Apply returns a result, any result that
+// reports no change leaves the state exactly as it was, the fencing counter
+// never goes back, and the state after it survives a snapshot round trip.
 func FuzzApply(f *testing.F) {
 	seed := func(c *pb.Command) {
 		c.ProposedAtUnixNano = baseTime.UnixNano()
@@ -30,6 +32,23 @@ func FuzzApply(f *testing.F) {
 	seed(deleteCmd("billing", 0))
 	seed(pauseCmd("billing", true, "note"))
 	seed(putCmd(pb.PutMode_PUT_MODE_UPSERT, nil, 0))
+	slot := baseTime.Unix() + 600
+	seed(fireBatchCmd(leaderID, leaderTerm, []*pb.Fire{
+		slotFire("billing", 1, slot), slotFire("billing", 1, slot), slotFire("billing", 2, slot+1),
+		slotFire("gone", 1, slot), manualFire("billing", "r1", false), manualFire("billing", "r1", true),
+	}, []*pb.Miss{{Job: "billing", Generation: 1, FromSlotUnix: slot - 60, ToSlotUnix: slot - 1, Count: 5, Reason: "catchup_window"}}))
+	seed(fireBatchCmd("n2", leaderTerm+1, []*pb.Fire{
+		redispatchFire("billing", "billing-1"), retryFire("retry", "retry-2"), {Job: "billing", Kind: 42},
+	}, nil))
+	seed(fireBatchCmd("", 0, nil, nil))
+	seed(completeBatchCmd(
+		&pb.Completion{RunId: "billing-1", Token: 1, Outcome: stFailed, FinishedAtUnixNano: baseTime.UnixNano(), Output: []byte("boom")},
+		&pb.Completion{RunId: "billing-1", Token: 1, Outcome: stSucceeded},
+		&pb.Completion{RunId: "retry-2", Token: 2, Outcome: stSucceeded},
+		&pb.Completion{RunId: "nope", Token: 9, Outcome: stFenced},
+	))
+	seed(completeBatchCmd(&pb.Completion{RunId: "billing-1", Token: 1, Outcome: stRetrying, Detail: "x"}))
+	seed(&pb.Command{Kind: &pb.Command_CompleteBatch{}})
 	seed(&pb.Command{})
 	f.Add([]byte{})
 	f.Add([]byte{0xff, 0xff, 0xff})
@@ -40,12 +59,18 @@ func FuzzApply(f *testing.F) {
 		h.mustOK(createCmd(testSpec("billing")))
 		h.mustOK(createCmd(testSpec("gone")))
 		h.mustOK(deleteCmd("gone", 0))
-		before := h.f.StateHash()
+		h.accepted(slotFire("billing", 1, baseTime.Unix()+60)) // billing-1, token 1
+		h.mustOK(createCmd(withRetry(testSpec("retry"), 3, time.Second, time.Second)))
+		h.finish(h.accepted(slotFire("retry", 1, baseTime.Unix()+60)).GetRun(), stFailed, h.now) // retry-2
+		before, token := h.f.StateHash(), h.f.FencingToken()
 
-		out := h.f.Apply(&raft.Log{Index: 100, Term: 1, Type: raft.LogCommand, Data: data})
+		out := h.f.Apply(&raft.Log{Index: 100, Term: termOf(data), Type: raft.LogCommand, Data: data})
 		r, ok := out.(*pb.CommandResult)
 		if !ok || r == nil {
 			t.Fatalf("Apply returned %T, want a non-nil *pb.CommandResult", out)
+		}
+		if h.f.FencingToken() < token {
+			t.Fatalf("fencing counter went back from %d to %d", token, h.f.FencingToken())
 		}
 		changed := h.f.StateHash() != before
 		switch {

@@ -6,23 +6,34 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/raftcron/raftcron/fsm"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
 // commandGen produces a reproducible mix of commands over a small pool of
 // names, so that creates collide, versions go stale, deletes are followed
-// by re-creates and identical puts happen, plus malformed entries.
+// by re-creates and identical puts happen, plus fire and complete batches
+// and malformed entries.
+//
+// With a view, fires and completions are aimed at what that FSM holds
+// (generations, cursors, open runs, current tokens), so that most of them
+// matter; the log is still a pure function of the seed and of the entries
+// applied to the view, so every FSM fed the same entries must agree.
 type commandGen struct {
 	rng  *rand.Rand
 	now  int64
+	term uint64
 	pool []string
+	view *fsm.FSM
 }
 
 func newCommandGen(seed uint64) *commandGen {
 	return &commandGen{
 		rng:  rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		now:  baseTime.UnixNano(),
+		term: 1,
 		pool: []string{"alpha", "beta", "gamma", "delta", "epsilon", "zeta"},
 	}
 }
@@ -50,6 +61,18 @@ func (g *commandGen) spec() *pb.JobSpec {
 	if g.rng.IntN(2) == 0 {
 		s.Labels["env"] = g.pick("prod", "dev")
 	}
+	s.Overlap = pb.Overlap(g.rng.IntN(5))
+	s.Delivery = pb.Delivery(g.rng.IntN(3))
+	s.HistoryLimit = uint32(g.rng.IntN(4))
+	if g.rng.IntN(2) == 0 {
+		s.Retry = &pb.Retry{MaxAttempts: uint32(g.rng.IntN(4) + 1), InitialBackoff: durationpb.New(time.Second), MaxBackoff: durationpb.New(3 * time.Second)}
+	}
+	if g.rng.IntN(6) == 0 {
+		s.StartAt = timestamppb.New(time.Unix(0, g.now).Add(time.Duration(g.rng.IntN(120)) * time.Second))
+	}
+	if g.rng.IntN(6) == 0 {
+		s.EndAt = timestamppb.New(time.Unix(0, g.now).Add(time.Duration(g.rng.IntN(600)) * time.Second))
+	}
 	if g.rng.IntN(4) == 0 {
 		s.Exec = &pb.ExecTarget{Command: []string{"/bin/" + g.pick("true", "date")}, Env: map[string]string{"A": "b", "C": "d"}}
 	} else {
@@ -63,13 +86,17 @@ func (g *commandGen) next() []byte {
 	g.now += int64(time.Second) + g.rng.Int64N(int64(time.Second))
 	var c *pb.Command
 	switch n := g.rng.IntN(100); {
-	case n < 40:
+	case n < 25:
 		mode := pb.PutMode(g.rng.IntN(3) + 1)
 		c = putCmd(mode, g.spec(), g.version())
-	case n < 55:
+	case n < 32:
 		c = deleteCmd(g.name(), g.version())
-	case n < 75:
+	case n < 42:
 		c = pauseCmd(g.name(), g.rng.IntN(2) == 0, g.pick("", "maintenance", "incident"))
+	case n < 72:
+		c = g.fireBatch()
+	case n < 88:
+		c = g.completeBatch()
 	default:
 		return g.malformed()
 	}
@@ -106,4 +133,109 @@ func (g *commandGen) malformed() []byte {
 	c.ProposedAtUnixNano = g.now
 	data, _ := proto.Marshal(c)
 	return data
+}
+
+func (g *commandGen) fireBatch() *pb.Command {
+	if g.rng.IntN(8) == 0 {
+		g.term++ // a new leader: earlier attempts become orphans
+	}
+	fires := make([]*pb.Fire, g.rng.IntN(6)+1)
+	for i := range fires {
+		fires[i] = g.fire()
+	}
+	var misses []*pb.Miss
+	if g.rng.IntN(4) == 0 {
+		name := g.name()
+		gen, cursor, _ := g.jobInfo(name)
+		from := cursor + int64(g.rng.IntN(20)) - 5
+		to := from + int64(g.rng.IntN(100))
+		misses = append(misses, &pb.Miss{Job: name, Generation: gen, FromSlotUnix: from, ToSlotUnix: to,
+			Count: uint64(g.rng.IntN(10) + 1), Reason: g.pick("catchup_window", "catchup_policy")})
+	}
+	return fireBatchCmd(g.pick("n1", "n2", "n3"), g.term, fires, misses)
+}
+
+func (g *commandGen) fire() *pb.Fire {
+	name := g.name()
+	gen, cursor, buffered := g.jobInfo(name)
+	if g.rng.IntN(8) == 0 {
+		gen++
+	}
+	switch k := g.rng.IntN(10); {
+	case k < 5:
+		slot := cursor + int64(g.rng.IntN(120)) - 10
+		if buffered != 0 && g.rng.IntN(2) == 0 {
+			slot = buffered
+		}
+		f := slotFire(name, gen, slot)
+		if g.rng.IntN(4) == 0 {
+			f.Kind = kindCatchup
+		}
+		return f
+	case k < 6:
+		return manualFire(name, g.pick("", "r1", "r2"), g.rng.IntN(3) == 0)
+	case k < 8:
+		if r := g.openRun(stRetrying); r != nil {
+			return retryFire(r.GetJob(), r.GetId())
+		}
+		return retryFire(name, name+"-1")
+	case k < 9:
+		if r := g.openRun(stDispatched); r != nil {
+			return redispatchFire(r.GetJob(), r.GetId())
+		}
+		return redispatchFire(name, name+"-2")
+	default:
+		return &pb.Fire{Job: name, Kind: pb.FireKind(g.rng.IntN(8))}
+	}
+}
+
+func (g *commandGen) completeBatch() *pb.Command {
+	cs := make([]*pb.Completion, g.rng.IntN(3)+1)
+	outcomes := []pb.RunState{stSucceeded, stFailed, stFailed, stFenced, stDeadline, stCancelled, stDispatched}
+	for i := range cs {
+		c := &pb.Completion{
+			RunId:              g.name() + "-" + g.pick("1", "2", "3"),
+			Token:              uint64(g.rng.IntN(5) + 1),
+			Outcome:            outcomes[g.rng.IntN(len(outcomes))],
+			StartedAtUnixNano:  g.now - int64(3*time.Second),
+			FinishedAtUnixNano: g.now - g.rng.Int64N(int64(2*time.Second)),
+			Detail:             g.pick("", "exit status 1", "HTTP 500"),
+			Output:             []byte(g.pick("", "ok", "boom")),
+		}
+		if r := g.openRun(stDispatched); r != nil && g.rng.IntN(5) > 0 {
+			c.RunId, c.Token = r.GetId(), lastAttempt(r).GetToken()
+			if g.rng.IntN(6) == 0 {
+				c.Token-- // a stale attempt
+			}
+		}
+		cs[i] = c
+	}
+	return completeBatchCmd(cs...)
+}
+
+// jobInfo is what the view knows of a job, or a guess.
+func (g *commandGen) jobInfo(name string) (generation uint64, cursor, buffered int64) {
+	if g.view != nil {
+		if j, err := g.view.Job(name); err == nil {
+			return j.GetGeneration(), j.GetStatus().GetCursorUnix(), j.GetStatus().GetBufferedSlotUnix()
+		}
+	}
+	return uint64(g.rng.IntN(3) + 1), g.now / int64(time.Second), 0
+}
+
+// openRun picks an open run of the view in the given state, or nil.
+func (g *commandGen) openRun(st pb.RunState) *pb.Run {
+	if g.view == nil {
+		return nil
+	}
+	var match []*pb.Run
+	for _, r := range g.view.OpenRuns() {
+		if r.GetState() == st {
+			match = append(match, r)
+		}
+	}
+	if len(match) == 0 {
+		return nil
+	}
+	return match[g.rng.IntN(len(match))]
 }

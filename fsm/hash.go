@@ -9,8 +9,10 @@ import (
 )
 
 // StateHash is a SHA-256 over a deterministic encoding of all replicated
-// state: the counter, then every job in name order, then every tombstone in
-// name order. Nodes that applied the same log have equal hashes.
+// state: the counter, then every job and its status in name order, then
+// every tombstone in name order, then every run in id order. The derived
+// indexes are functions of the runs and need no place of their own. Nodes
+// that applied the same log have equal hashes.
 func (f *FSM) StateHash() [32]byte {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -19,19 +21,12 @@ func (f *FSM) StateHash() [32]byte {
 
 func (s *state) hash() [32]byte {
 	h := sha256.New()
+	m := marshaler{h: h}
 	writeUint(h, s.counter)
 	writeUint(h, uint64(s.jobs.Len()))
-	det := proto.MarshalOptions{Deterministic: true}
-	var buf []byte
 	s.jobs.Ascend(func(e jobEntry) bool {
-		var err error
-		buf, err = det.MarshalAppend(buf[:0], e.job)
-		if err != nil {
-			// Stored jobs came from decoded commands or snapshots, so they
-			// always marshal; mark the impossible case rather than hide it.
-			buf = append(buf[:0], "unmarshalable job "+e.name...)
-		}
-		writeBytes(h, buf)
+		m.write(e.job, "job", e.name)
+		m.write(e.status, "status", e.name)
 		return true
 	})
 	writeUint(h, uint64(s.tombstones.Len()))
@@ -40,9 +35,31 @@ func (s *state) hash() [32]byte {
 		writeUint(h, t.generation)
 		return true
 	})
+	writeUint(h, uint64(s.runs.Len()))
+	s.runs.Ascend(func(e runEntry) bool {
+		m.write(e.run, "run", e.id)
+		return true
+	})
 	var sum [32]byte
 	h.Sum(sum[:0])
 	return sum
+}
+
+// marshaler writes messages into a hash through one reused buffer.
+type marshaler struct {
+	h   hash.Hash
+	buf []byte
+}
+
+func (m *marshaler) write(msg proto.Message, kind, key string) {
+	var err error
+	m.buf, err = proto.MarshalOptions{Deterministic: true}.MarshalAppend(m.buf[:0], msg)
+	if err != nil {
+		// Stored values came from decoded commands or snapshots, so they
+		// always marshal; mark the impossible case rather than hide it.
+		m.buf = append(m.buf[:0], "unmarshalable "+kind+" "+key...)
+	}
+	writeBytes(m.h, m.buf)
 }
 
 // Lengths are written before variable-size fields so that no two different

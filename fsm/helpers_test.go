@@ -45,7 +45,17 @@ func (h *harness) apply(c *pb.Command) *pb.CommandResult {
 func (h *harness) applyRaw(data []byte) *pb.CommandResult {
 	h.t.Helper()
 	h.index++
-	return applyLog(h.t, h.f, &raft.Log{Index: h.index, Term: 1, Type: raft.LogCommand, Data: data})
+	return applyLog(h.t, h.f, &raft.Log{Index: h.index, Term: termOf(data), Type: raft.LogCommand, Data: data})
+}
+
+// termOf is the Raft term a leader would commit data in: a FireBatch's own
+// term (the FSM refuses batches from any other), else 1.
+func termOf(data []byte) uint64 {
+	var c pb.Command
+	if proto.Unmarshal(data, &c) == nil && c.GetFireBatch().GetTerm() != 0 {
+		return c.GetFireBatch().GetTerm()
+	}
+	return 1
 }
 
 // applyLog applies one entry and insists on the *pb.CommandResult contract.

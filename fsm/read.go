@@ -1,21 +1,24 @@
 package fsm
 
 import (
+	"slices"
+
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
 // The read views below take the read lock and hand out clones, so callers
 // may keep and change what they get while Apply goes on.
 
-// Job returns the job with that name, or an error wrapping ErrNotFound.
+// Job returns the job with that name, status filled in, or an error
+// wrapping ErrNotFound.
 func (f *FSM) Job(name string) (*pb.Job, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	j, ok := f.st.job(name)
+	e, ok := f.st.entry(name)
 	if !ok {
 		return nil, fail(ErrNotFound, "job %q not found", name)
 	}
-	return cloneJob(j), nil
+	return cloneJob(e.job, e.status), nil
 }
 
 // ListQuery selects one page of jobs in name order.
@@ -29,8 +32,8 @@ type ListQuery struct {
 }
 
 // ListJobs returns the jobs with a name after q.After that carry all of
-// q.Labels, in name order, at most q.Limit of them. nextAfter is the last
-// returned name when more matching jobs follow, else "".
+// q.Labels, in name order, status filled in, at most q.Limit of them.
+// nextAfter is the last returned name when more matching jobs follow, else "".
 func (f *FSM) ListJobs(q ListQuery) (jobs []*pb.Job, nextAfter string) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -43,7 +46,7 @@ func (f *FSM) ListJobs(q ListQuery) (jobs []*pb.Job, nextAfter string) {
 			more = true
 			return false
 		}
-		jobs = append(jobs, cloneJob(e.job))
+		jobs = append(jobs, cloneJob(e.job, e.status))
 		return true
 	})
 	if more {
@@ -62,7 +65,8 @@ func hasLabels(j *pb.Job, want map[string]string) bool {
 	return true
 }
 
-// FencingToken is the current value of the fencing-token counter.
+// FencingToken is the current value of the fencing-token counter: the
+// token of the last accepted attempt, 0 before the first.
 func (f *FSM) FencingToken() uint64 {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -74,4 +78,115 @@ func (f *FSM) JobCount() int {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return f.st.jobs.Len()
+}
+
+// JobStatus returns the run-side status of the job with that name, or an
+// error wrapping ErrNotFound.
+func (f *FSM) JobStatus(name string) (*pb.JobStatus, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	e, ok := f.st.entry(name)
+	if !ok {
+		return nil, fail(ErrNotFound, "job %q not found", name)
+	}
+	return cloneStatus(e.status), nil
+}
+
+// Run returns the run with that id, or an error wrapping ErrNotFound (it
+// never existed, or it was pruned from its job's history).
+func (f *FSM) Run(id string) (*pb.Run, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	r, ok := f.st.run(id)
+	if !ok {
+		return nil, fail(ErrNotFound, "run %q not found", id)
+	}
+	return cloneRun(r), nil
+}
+
+// ListRuns returns the runs of the named job ("" for every job), newest
+// first by creation time, then by id, at most limit of them (zero or less
+// means no cap).
+func (f *FSM) ListRuns(job string, limit int) []*pb.Run {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if job == "" {
+		return f.st.allRuns(limit)
+	}
+	var runs []*pb.Run
+	f.st.runsOf(job, func(r *pb.Run) bool {
+		runs = append(runs, r)
+		return true
+	})
+	slices.SortFunc(runs, newestFirst)
+	if limit > 0 && len(runs) > limit {
+		runs = runs[:limit]
+	}
+	return cloneRuns(runs)
+}
+
+func (s *state) allRuns(limit int) []*pb.Run {
+	var runs []*pb.Run
+	s.ix.created.Descend(func(k createdKey) bool {
+		if limit > 0 && len(runs) == limit {
+			return false
+		}
+		if r, ok := s.run(k.id); ok {
+			runs = append(runs, cloneRun(r))
+		}
+		return true
+	})
+	return runs
+}
+
+func newestFirst(a, b *pb.Run) int {
+	switch {
+	case a.GetCreatedAtUnixNano() != b.GetCreatedAtUnixNano():
+		if a.GetCreatedAtUnixNano() > b.GetCreatedAtUnixNano() {
+			return -1
+		}
+		return 1
+	case a.GetId() > b.GetId():
+		return -1
+	case a.GetId() < b.GetId():
+		return 1
+	}
+	return 0
+}
+
+// OpenRuns returns every run still DISPATCHED or RETRYING — of live jobs
+// and of deleted ones — sorted by job, slot and id.
+func (f *FSM) OpenRuns() []*pb.Run {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	runs := make([]*pb.Run, 0, f.st.ix.open.Len())
+	f.st.ix.open.Ascend(func(k openKey) bool {
+		if r, ok := f.st.run(k.id); ok {
+			runs = append(runs, cloneRun(r))
+		}
+		return true
+	})
+	return runs
+}
+
+// ScheduleEntry is what the scheduler needs to plan one job. Both messages
+// are the FSM's stored values, shared to keep a walk over a million jobs
+// cheap: read them, never change them. Job.Status is not set; the status is
+// beside it.
+type ScheduleEntry struct {
+	Job    *pb.Job
+	Status *pb.JobStatus
+}
+
+// ScheduleEntries calls fn for every job in name order until fn returns
+// false. It walks a copy-on-write capture of the registry taken when it is
+// called, outside any lock, so fn sees one consistent state and may call
+// back into the FSM.
+func (f *FSM) ScheduleEntries(fn func(e ScheduleEntry) bool) {
+	f.mu.Lock() // Clone writes the trees' copy-on-write bookkeeping
+	jobs := f.st.jobs.Clone()
+	f.mu.Unlock()
+	jobs.Ascend(func(e jobEntry) bool {
+		return fn(ScheduleEntry{Job: e.job, Status: e.status})
+	})
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
+	"github.com/google/btree"
 	"github.com/hashicorp/raft"
 	"google.golang.org/protobuf/encoding/protodelim"
 	"google.golang.org/protobuf/proto"
@@ -14,8 +16,9 @@ import (
 )
 
 // The snapshot stream is a sequence of length-delimited protobuf records:
-// one SnapshotHeader, then header.job_count SnapshotRecords holding jobs in
-// name order, then header.tombstone_count holding tombstones in name order,
+// one SnapshotHeader, then header.job_count SnapshotRecords holding jobs
+// (status filled in) in name order, then header.tombstone_count holding
+// tombstones in name order, then header.run_count holding runs in id order,
 // then the end of the stream. Records are written and read one at a time,
 // so neither side holds more than the state plus one record.
 const (
@@ -74,12 +77,13 @@ func (s *state) writeTo(w io.Writer) error {
 		FencingCounter: s.counter,
 		JobCount:       uint64(s.jobs.Len()),
 		TombstoneCount: uint64(s.tombstones.Len()),
+		RunCount:       uint64(s.runs.Len()),
 	})
 	if err != nil {
 		return err
 	}
 	s.jobs.Ascend(func(e jobEntry) bool {
-		if err = put(&pb.SnapshotRecord{Record: &pb.SnapshotRecord_Job{Job: e.job}}); err != nil {
+		if err = put(&pb.SnapshotRecord{Record: &pb.SnapshotRecord_Job{Job: withStatus(e.job, e.status)}}); err != nil {
 			err = fmt.Errorf("job %q: %w", e.name, err)
 		}
 		return err == nil
@@ -91,6 +95,15 @@ func (s *state) writeTo(w io.Writer) error {
 		err = put(&pb.SnapshotRecord{Record: &pb.SnapshotRecord_Tombstone{
 			Tombstone: &pb.Tombstone{Name: t.name, Generation: t.generation},
 		}})
+		return err == nil
+	})
+	if err != nil {
+		return err
+	}
+	s.runs.Ascend(func(e runEntry) bool {
+		if err = put(&pb.SnapshotRecord{Record: &pb.SnapshotRecord_Run{Run: e.run}}); err != nil {
+			err = fmt.Errorf("run %q: %w", e.id, err)
+		}
 		return err == nil
 	})
 	if err != nil {
@@ -109,9 +122,17 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		return fmt.Errorf("fsm: restore snapshot: %w", err)
 	}
 	f.mu.Lock()
-	defer f.mu.Unlock()
+	var names []string
+	obs := f.observer
+	if obs != nil {
+		names = unionNames(f.st.jobs, st.jobs)
+	}
 	f.st = st
 	f.lastIndex = lastIndex
+	f.mu.Unlock()
+	if len(names) > 0 {
+		obs.JobsChanged(names) // every job may have changed
+	}
 	return nil
 }
 
@@ -136,12 +157,19 @@ func readState(r *bufio.Reader) (state, uint64, error) {
 	if err := readTombstones(r, dec, &st, h.GetTombstoneCount()); err != nil {
 		return state{}, 0, err
 	}
+	if err := readRuns(r, dec, &st, h.GetRunCount()); err != nil {
+		return state{}, 0, err
+	}
 	if _, err := r.ReadByte(); err != io.EOF {
 		if err == nil {
 			return state{}, 0, errors.New("data after the last record the header announces")
 		}
 		return state{}, 0, err
 	}
+	if err := st.checkLedger(); err != nil {
+		return state{}, 0, err
+	}
+	st.rebuildIndexes()
 	return st, lastIndex, nil
 }
 
@@ -165,7 +193,13 @@ func readJobs(r *bufio.Reader, dec protodelim.UnmarshalOptions, st *state, count
 		}
 		prev = name
 		lastIndex = max(lastIndex, j.GetModifyIndex())
-		st.storeJob(j)
+		status := j.GetStatus()
+		if status == nil {
+			// A job written without its status fires from its last change.
+			status = &pb.JobStatus{CursorUnix: max(0, j.GetUpdatedAt().GetSeconds())}
+		}
+		j.Status = nil // the decoded record is ours; the status is kept beside the job
+		st.jobs.ReplaceOrInsert(jobEntry{name: name, job: j, status: status})
 	}
 	return lastIndex, nil
 }
@@ -202,4 +236,78 @@ func truncated(err error) error {
 		return fmt.Errorf("snapshot truncated: %w", io.ErrUnexpectedEOF)
 	}
 	return err
+}
+
+func readRuns(r *bufio.Reader, dec protodelim.UnmarshalOptions, st *state, count uint64) error {
+	prev := ""
+	for i := uint64(0); i < count; i++ {
+		var rec pb.SnapshotRecord
+		if err := dec.UnmarshalFrom(r, &rec); err != nil {
+			return fmt.Errorf("run record %d of %d: %w", i+1, count, truncated(err))
+		}
+		run := rec.GetRun()
+		id := run.GetId()
+		switch {
+		case run == nil:
+			return fmt.Errorf("record %d of %d runs is not a run", i+1, count)
+		case id == "" || run.GetJob() == "":
+			return fmt.Errorf("run record %d of %d has no id or no job", i+1, count)
+		case i > 0 && id <= prev:
+			return fmt.Errorf("run %q follows %q: runs must be in strictly increasing id order", id, prev)
+		case isOpen(run.GetState()) && len(run.GetAttempts()) == 0:
+			return fmt.Errorf("run %q is open but has no attempt", id)
+		}
+		for _, a := range run.GetAttempts() {
+			if a.GetToken() > st.counter {
+				return fmt.Errorf("run %q carries token %d above the fencing counter %d", id, a.GetToken(), st.counter)
+			}
+		}
+		prev = id
+		st.runs.ReplaceOrInsert(runEntry{id: id, run: run})
+	}
+	return nil
+}
+
+// checkLedger checks that every job's open runs exist, are open and are the
+// job's, once jobs and runs are both read.
+func (s *state) checkLedger() error {
+	var err error
+	s.jobs.Ascend(func(e jobEntry) bool {
+		if e.status.GetLatestToken() > s.counter {
+			err = fmt.Errorf("job %q has latest token %d above the fencing counter %d", e.name, e.status.GetLatestToken(), s.counter)
+			return false
+		}
+		ids := e.status.GetOpenRunIds()
+		for i, id := range ids {
+			r, ok := s.run(id)
+			switch {
+			case !ok:
+				err = fmt.Errorf("job %q lists open run %q, which is not in the snapshot", e.name, id)
+			case r.GetJob() != e.name:
+				err = fmt.Errorf("job %q lists open run %q of job %q", e.name, id, r.GetJob())
+			case !isOpen(r.GetState()):
+				err = fmt.Errorf("job %q lists run %q as open, but it is %v", e.name, id, r.GetState())
+			case slices.Contains(ids[:i], id):
+				err = fmt.Errorf("job %q lists open run %q twice", e.name, id)
+			}
+			if err != nil {
+				return false
+			}
+		}
+		return true
+	})
+	return err
+}
+
+// unionNames is every name in a or b, sorted.
+func unionNames(a, b *btree.BTreeG[jobEntry]) []string {
+	names := make([]string, 0, max(a.Len(), b.Len()))
+	for _, t := range []*btree.BTreeG[jobEntry]{a, b} {
+		t.Ascend(func(e jobEntry) bool {
+			names = append(names, e.name)
+			return true
+		})
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
 }

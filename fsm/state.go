@@ -10,10 +10,14 @@ import (
 // four levels deep.
 const treeDegree = 32
 
-// jobEntry is one registered job, keyed by name.
+// jobEntry is one registered job and its run-side status, keyed by name.
+// The status lives beside the job rather than inside it so that a fire,
+// which moves the cursor on every slot, stores a small fresh status and
+// leaves the job itself alone.
 type jobEntry struct {
-	name string
-	job  *pb.Job
+	name   string
+	job    *pb.Job // Status is always nil here: the status is the field below
+	status *pb.JobStatus
 }
 
 // tombstone remembers the last generation of a deleted name.
@@ -22,41 +26,93 @@ type tombstone struct {
 	generation uint64
 }
 
+// runEntry is one run of the ledger, keyed by id.
+type runEntry struct {
+	id  string
+	run *pb.Run
+}
+
 func jobLess(a, b jobEntry) bool        { return a.name < b.name }
 func tombstoneLess(a, b tombstone) bool { return a.name < b.name }
+func runLess(a, b runEntry) bool        { return a.id < b.id }
 
-// state is everything the FSM replicates. Both trees are ordered by name, so
-// every walk over them (list, snapshot, hash) is deterministic without
-// sorting, and both are copy-on-write, so Snapshot captures them in O(1).
+// state is everything the FSM replicates, plus indexes derived from it.
+//
+// The replicated part — jobs (with their statuses), tombstones, runs and the
+// counter — lives in copy-on-write trees ordered by key, so every walk over
+// them (list, snapshot, hash) is deterministic without sorting and Snapshot
+// captures them in O(1).
+//
+// The derived part — the open-run index, the creation-order index and the
+// per-name history — is a pure function of the runs: Restore rebuilds it,
+// Snapshot and StateHash ignore it, and only Apply and Restore (under the
+// write lock) change it.
 type state struct {
-	// jobs holds one entry per registered job. A *pb.Job stored here, and
-	// every message reachable from it, is never mutated after it is stored:
-	// each change stores a fresh job. Snapshots share these pointers while
-	// Apply goes on, and reads may clone them under a read lock only.
+	// jobs holds one entry per registered job. A *pb.Job or *pb.JobStatus
+	// stored here, and every message reachable from them, is never mutated
+	// after it is stored: each change stores fresh values. Snapshots and
+	// ScheduleEntries share these pointers while Apply goes on, and reads
+	// may clone them under a read lock only.
+	//
+	// Invariant: a status's cursor never decreases while its job lives.
 	jobs *btree.BTreeG[jobEntry]
 	// tombstones holds deleted names with their last generation, so that a
 	// re-created job starts above it. A name is never in jobs and tombstones
 	// at once: creating a job consumes its tombstone.
 	tombstones *btree.BTreeG[tombstone]
-	// counter is the fencing-token counter: no command advances it yet, but
-	// it is snapshotted and restored so that it can never go backwards.
+	// runs is the run ledger: every open run and the newest finished runs of
+	// each name. Stored runs, their attempts and everything reachable from
+	// them are immutable like jobs: a change stores a new *pb.Run, which may
+	// share the unchanged attempts of the old one.
+	//
+	// Invariants: an open run (DISPATCHED or RETRYING) has at least one
+	// attempt and is never pruned; a run listed in a status's open_run_ids
+	// is open and of that job; a finished run never changes again. An
+	// outcome is accepted only for a run's current attempt, by its token,
+	// while that attempt is DISPATCHED: a late report of a superseded,
+	// cancelled or already reported attempt changes nothing.
+	runs *btree.BTreeG[runEntry]
+	// counter is the fencing-token counter. It advances by one for each
+	// accepted attempt and for nothing else, so a token is issued only to an
+	// attempt that was accepted, and tokens strictly increase in log order.
+	// It is snapshotted and restored so it never goes backwards.
 	counter uint64
+
+	// ix holds the derived indexes; see ledger.go.
+	ix *indexes
+	// tx collects what the entry being applied changed; nil outside Apply.
+	tx *changes
 }
 
 func newState() state {
 	return state{
 		jobs:       btree.NewG(treeDegree, jobLess),
 		tombstones: btree.NewG(treeDegree, tombstoneLess),
+		runs:       btree.NewG(treeDegree, runLess),
+		ix:         newIndexes(),
 	}
 }
 
+func (s *state) entry(name string) (jobEntry, bool) {
+	return s.jobs.Get(jobEntry{name: name})
+}
+
 func (s *state) job(name string) (*pb.Job, bool) {
-	e, ok := s.jobs.Get(jobEntry{name: name})
+	e, ok := s.entry(name)
 	return e.job, ok
 }
 
-func (s *state) storeJob(j *pb.Job) {
-	s.jobs.ReplaceOrInsert(jobEntry{name: j.GetSpec().GetName(), job: j})
+// putEntry stores a job entry; j and st must be fresh or already stored
+// values, never ones that anything will change later.
+func (s *state) putEntry(j *pb.Job, st *pb.JobStatus) {
+	name := j.GetSpec().GetName()
+	s.jobs.ReplaceOrInsert(jobEntry{name: name, job: j, status: st})
+	s.tx.jobChanged(name)
+}
+
+// setStatus replaces the status of a live job.
+func (s *state) setStatus(e jobEntry, st *pb.JobStatus) {
+	s.putEntry(e.job, st)
 }
 
 func (s *state) lastGeneration(name string) uint64 {
@@ -64,8 +120,28 @@ func (s *state) lastGeneration(name string) uint64 {
 	return t.generation
 }
 
-// capture returns a copy of s that later changes to s do not affect. It
-// writes to the trees' copy-on-write bookkeeping, so it needs the write lock.
+func (s *state) run(id string) (*pb.Run, bool) {
+	e, ok := s.runs.Get(runEntry{id: id})
+	return e.run, ok
+}
+
+// nextToken issues the next fencing token. Call it only for an attempt that
+// is being accepted.
+func (s *state) nextToken() uint64 {
+	s.counter++
+	s.tx.touch()
+	return s.counter
+}
+
+// capture returns a copy of the replicated part of s that later changes to
+// s do not affect. It writes to the trees' copy-on-write bookkeeping, so it
+// needs the write lock. The copy carries no derived indexes: it is only
+// walked, never applied to.
 func (s *state) capture() state {
-	return state{jobs: s.jobs.Clone(), tombstones: s.tombstones.Clone(), counter: s.counter}
+	return state{
+		jobs:       s.jobs.Clone(),
+		tombstones: s.tombstones.Clone(),
+		runs:       s.runs.Clone(),
+		counter:    s.counter,
+	}
 }

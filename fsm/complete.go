@@ -1,0 +1,160 @@
+package fsm
+
+import (
+	"bytes"
+	"math"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+const (
+	// maxOutput and maxDetail bound what one attempt adds to the state.
+	maxOutput = 4096
+	maxDetail = 4096
+
+	defaultInitialBackoff = time.Second
+	defaultMaxBackoff     = time.Minute
+)
+
+// completeBatch records the outcomes executors reported. Each completion is
+// decided on its own, in order; the batch as a whole never fails.
+func completeBatch(s *state, c *pb.Command, e entry) (outcome, error) {
+	cs := c.GetCompleteBatch().GetCompletions()
+	backing := make([]pb.CompletionResult, len(cs))
+	results := make([]*pb.CompletionResult, len(cs))
+	slab := newRunSlab(len(cs))
+	for i, comp := range cs {
+		results[i] = &backing[i]
+		complete(s, e, comp, results[i], slab)
+	}
+	return outcome{changed: s.tx.isDirty(), completions: results}, nil
+}
+
+// complete accepts an outcome only for the run's current attempt while it
+// is still executing: a report carrying any other token comes from an
+// attempt that was superseded, cancelled or already reported, and changes
+// nothing (G3).
+func complete(s *state, e entry, c *pb.Completion, res *pb.CompletionResult, slab *runSlab) {
+	r, ok := s.run(c.GetRunId())
+	if !ok {
+		res.Reason = ReasonUnknownRun
+		return
+	}
+	cur := current(r)
+	if cur == nil || cur.GetToken() != c.GetToken() || cur.GetState() != pb.RunState_RUN_STATE_DISPATCHED ||
+		r.GetState() != pb.RunState_RUN_STATE_DISPATCHED {
+		res.Reason = ReasonSuperseded
+		return
+	}
+	if !isOutcome(c.GetOutcome()) {
+		res.Reason = ReasonMalformed
+		return
+	}
+	a := copyAttempt(cur)
+	a.State = c.GetOutcome()
+	a.StartedAtUnixNano = c.GetStartedAtUnixNano()
+	a.FinishedAtUnixNano = c.GetFinishedAtUnixNano()
+	a.Detail = truncateString(c.GetDetail(), maxDetail)
+	a.Output = truncateBytes(c.GetOutput(), maxOutput)
+	nr := copyRun(r)
+	nr.Attempts = replaceLast(r.GetAttempts(), a)
+	nr.State = c.GetOutcome()
+
+	finishedAt := c.GetFinishedAtUnixNano()
+	if finishedAt <= 0 {
+		finishedAt = e.proposedAt
+	}
+	je, owned := s.owner(r)
+	if owned && retryable(c.GetOutcome()) && len(nr.Attempts) < maxAttempts(je.job.GetSpec()) {
+		nr.State = pb.RunState_RUN_STATE_RETRYING
+		nr.NextAttemptAtUnixNano = addSaturating(finishedAt, backoff(je.job.GetSpec().GetRetry(), len(nr.Attempts)))
+	} else {
+		nr.FinishedAtUnixNano = finishedAt
+	}
+	if owned && !isOpen(nr.State) {
+		next := copyStatus(je.status)
+		next.OpenRunIds = removeID(next.OpenRunIds, nr.GetId())
+		noteFinished(next, nr)
+		s.setStatus(je, next)
+	}
+	s.putRun(nr)
+	res.Accepted, res.Run = true, slab.clone(nr)
+}
+
+// isOutcome reports whether an executor may report st.
+func isOutcome(st pb.RunState) bool {
+	switch st {
+	case pb.RunState_RUN_STATE_SUCCEEDED, pb.RunState_RUN_STATE_FAILED, pb.RunState_RUN_STATE_FENCED,
+		pb.RunState_RUN_STATE_DEADLINE_EXCEEDED, pb.RunState_RUN_STATE_CANCELLED:
+		return true
+	}
+	return false
+}
+
+// retryable outcomes may be followed by another attempt. FENCED never is: a
+// newer attempt exists, and retrying would only be fenced again.
+func retryable(st pb.RunState) bool {
+	return st == pb.RunState_RUN_STATE_FAILED || st == pb.RunState_RUN_STATE_DEADLINE_EXCEEDED
+}
+
+// maxAttempts is the job's attempt budget: 1 without a retry policy.
+func maxAttempts(spec *pb.JobSpec) int {
+	if n := spec.GetRetry().GetMaxAttempts(); n > 0 {
+		return int(n)
+	}
+	return 1
+}
+
+// backoff is the wait before attempt n+1 after attempt n failed:
+// min(initial * 2^(n-1), max).
+func backoff(r *pb.Retry, n int) time.Duration {
+	initial := durationOr(r.GetInitialBackoff(), defaultInitialBackoff)
+	limit := durationOr(r.GetMaxBackoff(), defaultMaxBackoff)
+	d := initial
+	for i := 1; i < n && d < limit; i++ {
+		if d > limit/2 {
+			d = limit
+			break
+		}
+		d *= 2
+	}
+	return min(d, limit)
+}
+
+func durationOr(d *durationpb.Duration, def time.Duration) time.Duration {
+	if v := d.AsDuration(); d != nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+func addSaturating(t int64, d time.Duration) int64 {
+	if t > math.MaxInt64-int64(d) {
+		return math.MaxInt64
+	}
+	return t + int64(d)
+}
+
+func truncateBytes(b []byte, n int) []byte {
+	if len(b) <= n {
+		return b
+	}
+	return bytes.Clone(b[:n])
+}
+
+// truncateString cuts s to at most n bytes at a rune boundary, so the
+// result stays valid UTF-8 and marshals.
+func truncateString(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return strings.Clone(s[:n])
+}

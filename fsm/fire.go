@@ -1,0 +1,462 @@
+package fsm
+
+import (
+	"slices"
+	"strconv"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// fireBatch applies one tick of a leader's scheduler: first the misses,
+// then the fires, each checked against the state as the ones before it left
+// it. It never fails as a whole: each fire gets its own verdict, in order.
+func fireBatch(s *state, c *pb.Command, e entry) (outcome, error) {
+	fb := c.GetFireBatch()
+	fires := fb.GetFires()
+	if e.term != 0 && fb.GetTerm() != e.term {
+		return staleTerm(fires), nil
+	}
+	b := batch{s: s, e: e, leader: fb.GetLeaderId(), term: fb.GetTerm(), slab: newRunSlab(len(fires))}
+	misses := fb.GetMisses()
+	for i, m := range misses {
+		b.miss(i, m)
+	}
+	// One allocation holds every result.
+	backing := make([]pb.FireResult, len(fires))
+	results := make([]*pb.FireResult, len(fires))
+	for i, f := range fires {
+		results[i] = &backing[i]
+		b.fire(len(misses)+i, f, results[i])
+	}
+	return outcome{changed: s.tx.isDirty(), fires: results}, nil
+}
+
+// staleTerm refuses a whole batch committed in another term than the one its
+// leader proposed it in: it reached the log through some other node (a
+// forward) or outlived its leader's term. Its proposer must not dispatch it,
+// and refusing it here makes sure no one does (G2).
+func staleTerm(fires []*pb.Fire) outcome {
+	results := make([]*pb.FireResult, len(fires))
+	for i := range fires {
+		results[i] = &pb.FireResult{Reason: ReasonStaleTerm}
+	}
+	return outcome{fires: results}
+}
+
+// batch is what every fire of one FireBatch shares.
+type batch struct {
+	s      *state
+	e      entry
+	leader string
+	term   uint64
+	slab   *runSlab // the runs of the results
+}
+
+func (b *batch) fire(pos int, f *pb.Fire, res *pb.FireResult) {
+	switch f.GetKind() {
+	case pb.FireKind_FIRE_KIND_SCHEDULED, pb.FireKind_FIRE_KIND_CATCHUP:
+		b.scheduled(pos, f, res)
+	case pb.FireKind_FIRE_KIND_MANUAL:
+		b.manual(f, res)
+	case pb.FireKind_FIRE_KIND_RETRY:
+		b.retry(f, res)
+	case pb.FireKind_FIRE_KIND_REDISPATCH:
+		b.redispatch(f, res)
+	default:
+		res.Reason = ReasonMalformed
+	}
+}
+
+// scheduled decides a slot of the job's schedule. Refusals (gone,
+// generation, duplicate) change nothing; a paused job, a slot outside
+// start_at..end_at or an overlap skip is recorded as a MISSED run; all of
+// these but the refusals advance the cursor to the slot.
+func (b *batch) scheduled(pos int, f *pb.Fire, res *pb.FireResult) {
+	je, ok := b.s.entry(f.GetJob())
+	switch {
+	case !ok:
+		res.Reason = ReasonGone
+		return
+	case f.GetGeneration() != je.job.GetGeneration():
+		res.Reason = ReasonGeneration
+		return
+	}
+	st, slot := je.status, f.GetSlotUnix()
+	// buffer_one keeps a slot it already passed the cursor for; firing it
+	// once the open run is gone is its release, not a duplicate.
+	release := f.GetKind() == pb.FireKind_FIRE_KIND_SCHEDULED && st.GetBufferedSlotUnix() != 0 &&
+		slot == st.GetBufferedSlotUnix() && len(st.GetOpenRunIds()) == 0
+	if !release && slot <= st.GetCursorUnix() {
+		res.Reason = ReasonDuplicate // G1: a slot at or before the cursor never fires again
+		return
+	}
+	next := copyStatus(st)
+	next.CursorUnix = max(next.CursorUnix, slot)
+	if release {
+		next.BufferedSlotUnix = 0
+	}
+	spec := je.job.GetSpec()
+	if reason := gate(spec, slot); reason != "" {
+		b.recordMissed(je, next, pos, f.GetKind(), slot, reason, res)
+		return
+	}
+	if len(st.GetOpenRunIds()) > 0 {
+		switch spec.GetOverlap() {
+		case pb.Overlap_OVERLAP_ALLOW:
+		case pb.Overlap_OVERLAP_CANCEL_OTHER:
+			b.cancelOpen(next)
+		case pb.Overlap_OVERLAP_BUFFER_ONE:
+			if next.BufferedSlotUnix == 0 {
+				next.BufferedSlotUnix = slot
+				b.s.setStatus(je, next)
+				res.Reason = ReasonBuffered
+				return
+			}
+			b.recordMissed(je, next, pos, f.GetKind(), slot, ReasonOverlapSkipped, res)
+			return
+		default: // skip, and unspecified, which means skip
+			b.recordMissed(je, next, pos, f.GetKind(), slot, ReasonOverlapSkipped, res)
+			return
+		}
+	}
+	b.accept(je, next, f.GetKind(), slot, "", res)
+}
+
+// gate says why a slot of the job may not run at all, or "".
+func gate(spec *pb.JobSpec, slot int64) string {
+	switch {
+	case spec.GetPaused():
+		return ReasonPaused
+	case spec.GetStartAt() != nil && before(slot, spec.GetStartAt().GetSeconds(), spec.GetStartAt().GetNanos()):
+		return ReasonBeforeStart
+	case spec.GetEndAt() != nil && slot > spec.GetEndAt().GetSeconds():
+		return ReasonAfterEnd
+	}
+	return ""
+}
+
+// before reports whether the whole second slot comes before the instant
+// (sec, nanos), without converting to nanoseconds, which could overflow.
+func before(slot, sec int64, nanos int32) bool {
+	return slot < sec || (slot == sec && nanos > 0)
+}
+
+// manual commits a triggered run now. It has its own identity (kind MANUAL,
+// its own run id and token) and leaves the cursor alone, so it can neither
+// hide nor repeat a scheduled slot.
+func (b *batch) manual(f *pb.Fire, res *pb.FireResult) {
+	je, ok := b.s.entry(f.GetJob())
+	if !ok {
+		res.Reason = ReasonGone
+		return
+	}
+	// Idempotency first: a retried trigger gets the first call's run even if
+	// the job was paused in between.
+	if rid := f.GetRequestId(); rid != "" {
+		if r := b.s.requested(je.name, rid); r != nil {
+			res.Reason, res.RunId, res.Run = ReasonDuplicateRequest, r.GetId(), b.slab.clone(r)
+			return
+		}
+	}
+	spec := je.job.GetSpec()
+	if spec.GetPaused() && !f.GetForce() {
+		res.Reason = ReasonPaused
+		return
+	}
+	next := copyStatus(je.status)
+	if len(next.OpenRunIds) > 0 {
+		switch spec.GetOverlap() {
+		case pb.Overlap_OVERLAP_ALLOW:
+		case pb.Overlap_OVERLAP_CANCEL_OTHER:
+			b.cancelOpen(next)
+		default: // skip, buffer_one: a trigger is not a slot to buffer
+			res.Reason = ReasonOverlapSkipped
+			return
+		}
+	}
+	b.accept(je, next, pb.FireKind_FIRE_KIND_MANUAL, b.e.seconds(), f.GetRequestId(), res)
+}
+
+// requested finds the manual run of the name with that request id.
+func (s *state) requested(name, requestID string) *pb.Run {
+	var found *pb.Run
+	s.runsOf(name, func(r *pb.Run) bool {
+		if r.GetKind() == pb.FireKind_FIRE_KIND_MANUAL && r.GetRequestId() == requestID {
+			found = r
+		}
+		return found == nil
+	})
+	return found
+}
+
+// retry attempts again a run whose last attempt failed, once its backoff
+// has passed.
+func (b *batch) retry(f *pb.Fire, res *pb.FireResult) {
+	r, ok := b.s.run(f.GetRunId())
+	if !ok || r.GetJob() != f.GetJob() || r.GetState() != pb.RunState_RUN_STATE_RETRYING {
+		res.Reason = ReasonNotOpen
+		return
+	}
+	je, owned := b.s.owner(r)
+	if !owned {
+		b.cancelForDeletedJob(r, res)
+		return
+	}
+	if r.GetNextAttemptAtUnixNano() > b.e.proposedAt {
+		res.Reason = ReasonNotDue
+		return
+	}
+	b.reattempt(je, r, pb.FireKind_FIRE_KIND_RETRY, res)
+}
+
+// redispatch resolves a run an earlier leader dispatched and never heard
+// back about (G4): at_least_once runs it again under a new token,
+// at_most_once gives it up as UNKNOWN.
+func (b *batch) redispatch(f *pb.Fire, res *pb.FireResult) {
+	r, ok := b.s.run(f.GetRunId())
+	cur := current(r)
+	if !ok || r.GetJob() != f.GetJob() || r.GetState() != pb.RunState_RUN_STATE_DISPATCHED ||
+		cur == nil || cur.GetState() != pb.RunState_RUN_STATE_DISPATCHED || cur.GetTerm() >= b.term {
+		res.Reason = ReasonNotOrphan
+		return
+	}
+	je, owned := b.s.owner(r)
+	if !owned {
+		b.cancelForDeletedJob(r, res)
+		return
+	}
+	if je.job.GetSpec().GetDelivery() == pb.Delivery_DELIVERY_AT_MOST_ONCE {
+		b.giveUp(je, r, res)
+		return
+	}
+	b.reattempt(je, r, pb.FireKind_FIRE_KIND_REDISPATCH, res)
+}
+
+// giveUp marks an at_most_once orphan UNKNOWN: it may have run, so it must
+// not run again.
+func (b *batch) giveUp(je jobEntry, r *pb.Run, res *pb.FireResult) {
+	a := copyAttempt(current(r))
+	a.State = pb.RunState_RUN_STATE_UNKNOWN
+	nr := copyRun(r)
+	nr.Attempts = replaceLast(r.GetAttempts(), a)
+	nr.State = pb.RunState_RUN_STATE_UNKNOWN
+	nr.Reason = ReasonLeaderChanged
+	nr.FinishedAtUnixNano = b.e.proposedAt
+	next := copyStatus(je.status)
+	next.OpenRunIds = removeID(next.OpenRunIds, nr.GetId())
+	noteFinished(next, nr)
+	b.s.setStatus(je, next)
+	b.s.putRun(nr)
+	res.Reason, res.RunId, res.Run = ReasonUnknown, nr.GetId(), b.slab.clone(nr)
+}
+
+// cancelForDeletedJob finishes an open run whose job was deleted: no new
+// attempt of it may start.
+func (b *batch) cancelForDeletedJob(r *pb.Run, res *pb.FireResult) {
+	nr := cancelled(r, ReasonDeleted, b.e)
+	b.s.putRun(nr)
+	res.Reason, res.RunId, res.Run = ReasonGone, nr.GetId(), b.slab.clone(nr)
+}
+
+// reattempt adds an attempt under a new token to an open run. A re-dispatch
+// supersedes the attempt it replaces; a retry follows one that already has
+// its outcome.
+func (b *batch) reattempt(je jobEntry, r *pb.Run, kind pb.FireKind, res *pb.FireResult) {
+	token := b.s.nextToken()
+	prev := r.GetAttempts()
+	atts := make([]*pb.Attempt, len(prev)+1)
+	copy(atts, prev)
+	if kind == pb.FireKind_FIRE_KIND_REDISPATCH {
+		a := copyAttempt(current(r))
+		a.State = pb.RunState_RUN_STATE_SUPERSEDED
+		atts[len(prev)-1] = a
+	}
+	n := uint32(len(atts))
+	atts[len(prev)] = b.attempt(n, token, kind)
+	nr := copyRun(r)
+	nr.Attempts = atts
+	nr.State = pb.RunState_RUN_STATE_DISPATCHED
+	nr.NextAttemptAtUnixNano = 0
+	next := copyStatus(je.status)
+	next.LatestToken = token
+	b.s.setStatus(je, next)
+	b.s.putRun(nr)
+	res.Accepted, res.Token, res.RunId, res.Attempt, res.Run = true, token, nr.GetId(), n, b.slab.clone(nr)
+}
+
+// accept commits a new run with its first attempt: the only place, with
+// reattempt, where a token is issued. next is the job's fresh status, stored
+// here.
+func (b *batch) accept(je jobEntry, next *pb.JobStatus, kind pb.FireKind, slot int64, requestID string, res *pb.FireResult) {
+	token := b.s.nextToken()
+	id := b.s.newRunID(firedRunID(je.name, token))
+	r, a := firstRun()
+	r.Id = id
+	r.Job = je.name
+	r.Generation = je.job.GetGeneration()
+	r.SlotUnix = slot
+	r.Kind = kind
+	r.State = pb.RunState_RUN_STATE_DISPATCHED
+	r.CreatedAtUnixNano = b.e.proposedAt
+	r.RequestId = requestID
+	b.fillAttempt(a, 1, token, kind)
+	next.LatestToken = token
+	next.OpenRunIds = appendID(next.OpenRunIds, id)
+	b.s.setStatus(je, next)
+	b.s.putRun(r)
+	res.Accepted, res.Token, res.RunId, res.Attempt, res.Run = true, token, id, 1, b.slab.clone(r)
+}
+
+func (b *batch) attempt(n uint32, token uint64, kind pb.FireKind) *pb.Attempt {
+	a := &pb.Attempt{}
+	b.fillAttempt(a, n, token, kind)
+	return a
+}
+
+// fillAttempt makes the zero a the attempt n of a run, just dispatched.
+func (b *batch) fillAttempt(a *pb.Attempt, n uint32, token uint64, kind pb.FireKind) {
+	a.Number = n
+	a.Token = token
+	a.Kind = kind
+	a.NodeId = b.leader
+	a.Term = b.term
+	a.DispatchedAtUnixNano = b.e.proposedAt
+	a.State = pb.RunState_RUN_STATE_DISPATCHED
+}
+
+// cancelOpen cancels every open run of the job (overlap cancel_other).
+func (b *batch) cancelOpen(next *pb.JobStatus) {
+	for _, id := range next.OpenRunIds {
+		if r, ok := b.s.run(id); ok {
+			nr := cancelled(r, ReasonCancelOther, b.e)
+			noteFinished(next, nr)
+			b.s.putRun(nr)
+		}
+	}
+	next.OpenRunIds = nil
+}
+
+// cancelled is r finished as CANCELLED; an attempt still executing is
+// cancelled with it, so its late outcome is superseded.
+func cancelled(r *pb.Run, reason string, e entry) *pb.Run {
+	nr := copyRun(r)
+	nr.State = pb.RunState_RUN_STATE_CANCELLED
+	nr.Reason = reason
+	nr.FinishedAtUnixNano = e.proposedAt
+	nr.NextAttemptAtUnixNano = 0
+	if cur := current(r); cur != nil && cur.GetState() == pb.RunState_RUN_STATE_DISPATCHED {
+		a := copyAttempt(cur)
+		a.State = pb.RunState_RUN_STATE_CANCELLED
+		nr.Attempts = replaceLast(r.GetAttempts(), a)
+	}
+	return nr
+}
+
+// recordMissed stores a MISSED run for one slot given up and the job's
+// status next, whose cursor the caller already advanced.
+func (b *batch) recordMissed(je jobEntry, next *pb.JobStatus, pos int, kind pb.FireKind, slot int64, reason string, res *pb.FireResult) {
+	r := b.missedRun(je, pos, kind, slot, slot, 1, reason)
+	noteFinished(next, r)
+	b.s.setStatus(je, next)
+	b.s.putRun(r)
+	res.Reason, res.RunId, res.Run = reason, r.GetId(), b.slab.clone(r)
+}
+
+// miss records a range of slots the leader gave up, if it still concerns
+// the job: same generation and beyond the cursor. Anything else is ignored.
+func (b *batch) miss(pos int, m *pb.Miss) {
+	je, ok := b.s.entry(m.GetJob())
+	if !ok || m.GetGeneration() != je.job.GetGeneration() || m.GetToSlotUnix() <= je.status.GetCursorUnix() {
+		return
+	}
+	next := copyStatus(je.status)
+	next.CursorUnix = m.GetToSlotUnix()
+	r := b.missedRun(je, pos, pb.FireKind_FIRE_KIND_SCHEDULED, m.GetFromSlotUnix(), m.GetToSlotUnix(), m.GetCount(), m.GetReason())
+	noteFinished(next, r)
+	b.s.setStatus(je, next)
+	b.s.putRun(r)
+}
+
+func (b *batch) missedRun(je jobEntry, pos int, kind pb.FireKind, from, to int64, count uint64, reason string) *pb.Run {
+	return &pb.Run{
+		Id:                 b.s.newRunID(missedRunID(je.name, b.e.index, pos)),
+		Job:                je.name,
+		Generation:         je.job.GetGeneration(),
+		SlotUnix:           from,
+		Kind:               kind,
+		State:              pb.RunState_RUN_STATE_MISSED,
+		Reason:             reason,
+		CreatedAtUnixNano:  b.e.proposedAt,
+		FinishedAtUnixNano: b.e.proposedAt,
+		LastSlotUnix:       to,
+		MissedCount:        count,
+	}
+}
+
+// noteFinished records a finished run in its job's fresh status next. The
+// caller removes it from open_run_ids if it was open.
+func noteFinished(next *pb.JobStatus, r *pb.Run) {
+	next.LastRunId = r.GetId()
+	next.LastOutcome = r.GetState()
+	next.LastFinishedAtUnixNano = r.GetFinishedAtUnixNano()
+	switch r.GetState() {
+	case pb.RunState_RUN_STATE_SUCCEEDED:
+		next.Succeeded++
+	case pb.RunState_RUN_STATE_FAILED, pb.RunState_RUN_STATE_FENCED, pb.RunState_RUN_STATE_DEADLINE_EXCEEDED:
+		next.Failed++
+	case pb.RunState_RUN_STATE_MISSED:
+		next.Missed += r.GetMissedCount()
+	}
+}
+
+// current is the run's latest attempt, or nil.
+func current(r *pb.Run) *pb.Attempt {
+	atts := r.GetAttempts()
+	if len(atts) == 0 {
+		return nil
+	}
+	return atts[len(atts)-1]
+}
+
+// replaceLast is a fresh copy of atts with the last one replaced by a.
+func replaceLast(atts []*pb.Attempt, a *pb.Attempt) []*pb.Attempt {
+	out := slices.Clone(atts)
+	out[len(out)-1] = a
+	return out
+}
+
+// appendID and removeID return fresh slices: the old one may be shared by a
+// stored status.
+func appendID(ids []string, id string) []string {
+	out := make([]string, len(ids)+1)
+	copy(out, ids)
+	out[len(ids)] = id
+	return out
+}
+
+func removeID(ids []string, id string) []string {
+	i := slices.Index(ids, id)
+	if i < 0 {
+		return ids
+	}
+	out := make([]string, 0, len(ids)-1)
+	return append(append(out, ids[:i]...), ids[i+1:]...)
+}
+
+// firedRunID is "<job>-<token of the first attempt>".
+func firedRunID(job string, token uint64) string {
+	var buf [96]byte
+	b := append(buf[:0], job...)
+	b = append(b, '-')
+	return string(strconv.AppendUint(b, token, 10))
+}
+
+// missedRunID is "<job>-m<raft index>-<position in the batch>".
+func missedRunID(job string, index uint64, pos int) string {
+	var buf [96]byte
+	b := append(buf[:0], job...)
+	b = append(b, "-m"...)
+	b = strconv.AppendUint(b, index, 10)
+	b = append(b, '-')
+	return string(strconv.AppendInt(b, int64(pos), 10))
+}

@@ -1,0 +1,211 @@
+package fsm
+
+import (
+	"slices"
+	"strconv"
+
+	"github.com/google/btree"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// DefaultHistoryLimit is how many finished runs a name keeps when its job
+// sets no limit, or no longer exists.
+const DefaultHistoryLimit = 10
+
+// openKey orders the open runs as OpenRuns lists them.
+type openKey struct {
+	job  string
+	slot int64
+	id   string
+}
+
+func openLess(a, b openKey) bool {
+	if a.job != b.job {
+		return a.job < b.job
+	}
+	if a.slot != b.slot {
+		return a.slot < b.slot
+	}
+	return a.id < b.id
+}
+
+// createdKey orders all runs by creation, for ListRuns over every job.
+type createdKey struct {
+	at int64
+	id string
+}
+
+func createdLess(a, b createdKey) bool {
+	if a.at != b.at {
+		return a.at < b.at
+	}
+	return a.id < b.id
+}
+
+// finished is one entry of a name's history.
+type finished struct {
+	at int64 // the run's finished_at
+	id string
+}
+
+func (a finished) before(b finished) bool {
+	return a.at < b.at || (a.at == b.at && a.id < b.id)
+}
+
+// indexes are derived from the runs and rebuilt by Restore, so they need no
+// copy-on-write: only Apply and Restore change them, under the write lock.
+type indexes struct {
+	// open holds every run in state DISPATCHED or RETRYING.
+	open *btree.BTreeG[openKey]
+	// created holds every run in the ledger.
+	created *btree.BTreeG[createdKey]
+	// history holds, per job name, the finished runs still in the ledger,
+	// oldest first by (finished_at, id). The order is a function of the runs
+	// alone — not of the order they finished in — so a node that restored a
+	// snapshot prunes exactly as one that applied the whole log, even if
+	// proposers' clocks went backwards. Pruning drops from the front.
+	// Only looked up by name, never iterated.
+	history map[string][]finished
+}
+
+func newIndexes() *indexes {
+	return &indexes{
+		open:    btree.NewG(treeDegree, openLess),
+		created: btree.NewG(treeDegree, createdLess),
+		history: map[string][]finished{},
+	}
+}
+
+func isOpen(st pb.RunState) bool {
+	return st == pb.RunState_RUN_STATE_DISPATCHED || st == pb.RunState_RUN_STATE_RETRYING
+}
+
+// putRun stores r, replacing the run with its id if there is one, and keeps
+// the indexes in step. A run that finishes goes to its name's history, which
+// is then pruned. A run's id, job, slot and creation time never change.
+func (s *state) putRun(r *pb.Run) {
+	old, had := s.runs.ReplaceOrInsert(runEntry{id: r.GetId(), run: r})
+	s.tx.runChanged(r)
+	if !had {
+		s.ix.created.ReplaceOrInsert(createdKey{at: r.GetCreatedAtUnixNano(), id: r.GetId()})
+	}
+	wasOpen, nowOpen := had && isOpen(old.run.GetState()), isOpen(r.GetState())
+	key := openKey{job: r.GetJob(), slot: r.GetSlotUnix(), id: r.GetId()}
+	switch {
+	case nowOpen && !wasOpen:
+		s.ix.open.ReplaceOrInsert(key)
+	case !nowOpen && (wasOpen || !had):
+		if wasOpen {
+			s.ix.open.Delete(key)
+		}
+		s.addHistory(r)
+		s.pruneHistory(r.GetJob())
+	}
+}
+
+func (s *state) addHistory(r *pb.Run) {
+	f := finished{at: r.GetFinishedAtUnixNano(), id: r.GetId()}
+	h := s.ix.history[r.GetJob()]
+	i := len(h)
+	for i > 0 && f.before(h[i-1]) { // almost always appends
+		i--
+	}
+	s.ix.history[r.GetJob()] = slices.Insert(h, i, f)
+}
+
+// pruneHistory deletes the oldest finished runs of name beyond its limit.
+func (s *state) pruneHistory(name string) {
+	h := s.ix.history[name]
+	limit := s.historyLimit(name)
+	if len(h) <= limit {
+		return
+	}
+	drop := len(h) - limit
+	for _, f := range h[:drop] {
+		if e, ok := s.runs.Delete(runEntry{id: f.id}); ok {
+			s.ix.created.Delete(createdKey{at: e.run.GetCreatedAtUnixNano(), id: f.id})
+		}
+	}
+	clear(h[:drop]) // let the ids go
+	s.ix.history[name] = h[drop:]
+	s.tx.touch()
+}
+
+func (s *state) historyLimit(name string) int {
+	if j, ok := s.job(name); ok && j.GetSpec().GetHistoryLimit() > 0 {
+		return int(j.GetSpec().GetHistoryLimit())
+	}
+	return DefaultHistoryLimit
+}
+
+// owner is the live job a run is open for. A run has none once it finished,
+// or when the job that opened it was deleted (even if a job of the same name
+// was created since: that one did not open it).
+func (s *state) owner(r *pb.Run) (jobEntry, bool) {
+	e, ok := s.entry(r.GetJob())
+	if !ok || !slices.Contains(e.status.GetOpenRunIds(), r.GetId()) {
+		return jobEntry{}, false
+	}
+	return e, true
+}
+
+// newRunID returns base, or base with a "~n" suffix if base is taken: a job
+// name may contain "-m", so "<job>-<token>" of one job could equal
+// "<job>-m<index>-<i>" of another. Names never contain "~".
+func (s *state) newRunID(base string) string {
+	if !s.runs.Has(runEntry{id: base}) {
+		return base
+	}
+	for n := 1; ; n++ {
+		id := base + "~" + strconv.Itoa(n)
+		if !s.runs.Has(runEntry{id: id}) {
+			return id
+		}
+	}
+}
+
+// runsOf calls fn with every run of the name still in the ledger, finished
+// ones first, until fn returns false.
+func (s *state) runsOf(name string, fn func(*pb.Run) bool) {
+	for _, f := range s.ix.history[name] {
+		if r, ok := s.run(f.id); ok && !fn(r) {
+			return
+		}
+	}
+	s.ix.open.AscendGreaterOrEqual(openKey{job: name, slot: minInt64}, func(k openKey) bool {
+		if k.job != name {
+			return false
+		}
+		r, ok := s.run(k.id)
+		return !ok || fn(r)
+	})
+}
+
+const minInt64 = -1 << 63
+
+// rebuildIndexes derives the indexes from the runs, for Restore.
+func (s *state) rebuildIndexes() {
+	s.ix = newIndexes()
+	s.runs.Ascend(func(e runEntry) bool {
+		r := e.run
+		s.ix.created.ReplaceOrInsert(createdKey{at: r.GetCreatedAtUnixNano(), id: r.GetId()})
+		if isOpen(r.GetState()) {
+			s.ix.open.ReplaceOrInsert(openKey{job: r.GetJob(), slot: r.GetSlotUnix(), id: r.GetId()})
+		} else {
+			s.ix.history[r.GetJob()] = append(s.ix.history[r.GetJob()], finished{at: r.GetFinishedAtUnixNano(), id: r.GetId()})
+		}
+		return true
+	})
+	for _, h := range s.ix.history {
+		slices.SortFunc(h, func(a, b finished) int {
+			switch {
+			case a.before(b):
+				return -1
+			case b.before(a):
+				return 1
+			}
+			return 0
+		})
+	}
+}

@@ -1,0 +1,103 @@
+package fsm
+
+import (
+	"slices"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// Observer learns what each applied entry changed, so that the scheduler
+// can re-plan the jobs concerned without scanning the registry. Its methods
+// are called synchronously at the end of Apply, from the goroutine that
+// drives Raft and under no FSM lock: they may read the FSM but must not
+// block, or the whole log stalls.
+type Observer interface {
+	// JobsChanged names the jobs whose spec or status changed, or that were
+	// created or deleted, sorted and without repeats. After a Restore it
+	// names every job before and after it.
+	JobsChanged(names []string)
+	// RunsChanged carries clones of every run the entry created or changed,
+	// each once, as it stands after the entry.
+	RunsChanged(runs []*pb.Run)
+}
+
+// SetObserver installs o (nil removes it). Set it before Raft starts
+// applying, so that no change goes unseen.
+func (f *FSM) SetObserver(o Observer) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.observer = o
+}
+
+// changes collects what the entry being applied changed. Only dirty is kept
+// when nobody observes, so an unobserved Apply pays nothing for it.
+type changes struct {
+	dirty bool
+	track bool
+	names []string
+	runs  []*pb.Run // stored values; later ones of the same id win
+}
+
+// The methods accept a nil receiver: state outside Apply (Restore building a
+// fresh state) has no change log.
+
+func (c *changes) touch() {
+	if c != nil {
+		c.dirty = true
+	}
+}
+
+func (c *changes) isDirty() bool {
+	return c != nil && c.dirty
+}
+
+func (c *changes) jobChanged(name string) {
+	if c == nil {
+		return
+	}
+	c.dirty = true
+	if c.track {
+		c.names = append(c.names, name)
+	}
+}
+
+func (c *changes) runChanged(r *pb.Run) {
+	if c == nil {
+		return
+	}
+	c.dirty = true
+	if c.track {
+		c.runs = append(c.runs, r)
+	}
+}
+
+// notify hands the changes to o. It runs after the lock is released: the
+// runs collected are stored values, immutable, so cloning them needs no lock.
+func (c *changes) notify(o Observer) {
+	if o == nil || c == nil {
+		return
+	}
+	if len(c.names) > 0 {
+		names := slices.Clone(c.names)
+		slices.Sort(names)
+		o.JobsChanged(slices.Compact(names))
+	}
+	if len(c.runs) > 0 {
+		o.RunsChanged(cloneRuns(lastOfEach(c.runs)))
+	}
+}
+
+// lastOfEach keeps one run per id, the last value, in order of first change.
+func lastOfEach(runs []*pb.Run) []*pb.Run {
+	at := make(map[string]int, len(runs))
+	out := make([]*pb.Run, 0, len(runs))
+	for _, r := range runs {
+		if i, ok := at[r.GetId()]; ok {
+			out[i] = r
+			continue
+		}
+		at[r.GetId()] = len(out)
+		out = append(out, r)
+	}
+	return out
+}

@@ -1,0 +1,33 @@
+package fsm
+
+// Reasons in FireResult.reason, CompletionResult.reason and Run.reason.
+// They are part of the replicated state and of the API: never rename one.
+const (
+	// A fire was refused.
+	ReasonGone             = "gone"              // the job does not exist (any more)
+	ReasonGeneration       = "generation"        // the fire is for another generation of the job
+	ReasonDuplicate        = "duplicate"         // the slot is at or before the cursor
+	ReasonDuplicateRequest = "duplicate_request" // a manual run with this request id exists
+	ReasonNotOpen          = "not_open"          // RETRY of a run that is not waiting for a retry
+	ReasonNotDue           = "not_due"           // RETRY before next_attempt_at
+	ReasonNotOrphan        = "not_orphan"        // REDISPATCH of a run that is not an orphan
+	ReasonUnknown          = "unknown"           // REDISPATCH of an at_most_once run: marked UNKNOWN
+	ReasonBuffered         = "buffered"          // buffer_one: the slot waits for the open run
+	ReasonMalformed        = "malformed"         // no such fire kind, or no such outcome
+	ReasonStaleTerm        = "stale_term"        // the batch was committed in another term than proposed
+
+	// A slot was recorded MISSED (some also refuse a manual fire).
+	ReasonPaused         = "paused"
+	ReasonBeforeStart    = "before_start"
+	ReasonAfterEnd       = "after_end"
+	ReasonOverlapSkipped = "overlap_skipped"
+
+	// A run was finished by the FSM rather than by its executor.
+	ReasonCancelOther   = "cancel_other"
+	ReasonDeleted       = "deleted"
+	ReasonLeaderChanged = "leader_changed"
+
+	// A completion was refused.
+	ReasonUnknownRun = "unknown_run"
+	ReasonSuperseded = "superseded"
+)
