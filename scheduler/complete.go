@@ -1,0 +1,192 @@
+package scheduler
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/raftcron/raftcron/scheduler/dispatch"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+const (
+	// maxCompletionsPerEntry caps one CompleteBatch entry.
+	maxCompletionsPerEntry = 500
+	// completeRetry is the pause after a CompleteBatch proposal failed
+	// while this node still leads.
+	completeRetry = 500 * time.Millisecond
+)
+
+// completer proposes attempt outcomes as CompleteBatch entries, one term
+// long. It commits in groups: while one proposal is in flight the next
+// outcomes gather, and they go out together as soon as it returns. Under
+// load that batches as much as a timer would, without adding its delay when
+// idle.
+type completer struct {
+	// mu guards queue and closed; add is called from pool workers.
+	mu     sync.Mutex
+	queue  []pendingCompletion
+	closed bool
+	wake   chan struct{} // cap 1
+}
+
+type pendingCompletion struct {
+	job string
+	c   *pb.Completion
+}
+
+func newCompleter() *completer {
+	return &completer{wake: make(chan struct{}, 1)}
+}
+
+func completion(a dispatch.Attempt, o dispatch.Outcome) *pb.Completion {
+	c := &pb.Completion{
+		RunId:   a.RunID,
+		Token:   a.Token,
+		Outcome: o.State,
+		Detail:  o.Detail,
+		Output:  o.Output,
+	}
+	if !o.StartedAt.IsZero() {
+		c.StartedAtUnixNano = o.StartedAt.UnixNano()
+	}
+	if !o.FinishedAt.IsZero() {
+		c.FinishedAtUnixNano = o.FinishedAt.UnixNano()
+	}
+	return c
+}
+
+// add queues an outcome; false once the term is over.
+func (c *completer) add(job string, comp *pb.Completion) bool {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return false
+	}
+	c.queue = append(c.queue, pendingCompletion{job: job, c: comp})
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// take removes up to max queued outcomes.
+func (c *completer) take(max int) []pendingCompletion {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := min(len(c.queue), max)
+	out := make([]pendingCompletion, n)
+	copy(out, c.queue)
+	rest := copy(c.queue, c.queue[n:])
+	clear(c.queue[rest:])
+	c.queue = c.queue[:rest]
+	return out
+}
+
+// putBack returns outcomes whose proposal failed to the front of the queue.
+func (c *completer) putBack(p []pendingCompletion) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.queue = append(p, c.queue...)
+}
+
+// close stops accepting outcomes; the queued ones are dropped with the term
+// (the next leader re-dispatches what they belonged to).
+func (c *completer) close() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	n := len(c.queue)
+	c.queue = nil
+	return n
+}
+
+// runCompleter proposes outcomes until the term ends.
+func (l *leader) runCompleter(c *completer) {
+	for {
+		select {
+		case <-l.ctx.Done():
+			return
+		case <-c.wake:
+		}
+		for {
+			batch := c.take(maxCompletionsPerEntry)
+			if len(batch) == 0 {
+				break
+			}
+			if !l.proposeCompletions(batch) {
+				c.putBack(batch)
+				if !l.sleep(completeRetry) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// proposeCompletions commits one CompleteBatch; false if the proposal
+// failed and should be retried.
+func (l *leader) proposeCompletions(batch []pendingCompletion) bool {
+	cmd := &pb.Command{
+		ProposedAtUnixNano: l.s.clock.Now().UnixNano(),
+		Kind: &pb.Command_CompleteBatch{CompleteBatch: &pb.CompleteBatchCommand{
+			Completions: make([]*pb.Completion, len(batch)),
+		}},
+	}
+	for i, p := range batch {
+		cmd.GetCompleteBatch().Completions[i] = p.c
+	}
+	ctx, cancel := context.WithTimeout(l.ctx, l.s.applyTimeout)
+	res, err := l.s.prop.Apply(ctx, cmd)
+	cancel()
+	if err == nil && res.GetCode() != pb.ResultCode_RESULT_CODE_OK {
+		// A refused batch is a bug, not a transient fault: retrying it
+		// would loop. Drop it; the runs stay open for the next leader.
+		l.s.log.Error("complete batch refused", "code", res.GetCode().String(), "message", res.GetMessage(), "completions", len(batch))
+		l.afterCompletions(batch, nil)
+		return true
+	}
+	if err != nil {
+		if l.ctx.Err() == nil {
+			l.s.log.Warn("complete batch not committed; retrying", "error", err, "completions", len(batch))
+		}
+		return false
+	}
+	l.afterCompletions(batch, res.GetCompletions())
+	return true
+}
+
+// afterCompletions forgets the attempts whose outcome is now committed (or
+// refused for good) and re-plans their jobs: a retry, a buffered slot or a
+// held catch-up slot may now be due.
+func (l *leader) afterCompletions(batch []pendingCompletion, results []*pb.CompletionResult) {
+	tokens := make([]uint64, len(batch))
+	names := make([]string, len(batch))
+	for i, p := range batch {
+		tokens[i], names[i] = p.c.GetToken(), p.job
+		if i < len(results) && !results[i].GetAccepted() {
+			l.s.log.Debug("completion not recorded", "job", p.job, "run_id", p.c.GetRunId(),
+				"token", p.c.GetToken(), "reason", results[i].GetReason())
+		}
+	}
+	l.forget(tokens)
+	l.s.markDirty(names...)
+	l.unsettled.Add(-int64(len(batch)))
+}
+
+// completed takes an attempt's outcome from the dispatcher, on a pool
+// worker. Once the term is over the outcome is dropped: an attempt cut
+// short by the leadership loss must stay open for the next leader, which
+// re-dispatches it (at_least_once) or marks it unknown (at_most_once).
+func (l *leader) completed(t *task, o dispatch.Outcome) {
+	if l.ctx.Err() != nil {
+		return
+	}
+	l.unsettled.Add(1)
+	if !l.comp.add(t.a.Job, completion(t.a, o)) {
+		l.unsettled.Add(-1)
+	}
+}

@@ -1,0 +1,472 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/raftcron/raftcron/fsm"
+	"github.com/raftcron/raftcron/scheduler/dispatch"
+	"github.com/raftcron/raftcron/scheduler/schedtest"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// t0 is a round start time: slots of @every specs fall on multiples of
+// their period from it.
+var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+// fakeProposer is Raft reduced to one node: Apply marshals the command and
+// applies it to a real FSM at the next index, so the scheduler speaks the
+// real protocol.
+type fakeProposer struct {
+	f  *fsm.FSM
+	id string
+
+	mu    sync.Mutex // serialises Apply, as Raft's apply loop does
+	index uint64
+	term  atomic.Uint64
+	// hook, if set, runs before each Apply: an error before commit means
+	// nothing is committed; commitThenErr commits and still fails.
+	hook func(cmd *pb.Command) (err error, commitThenErr bool)
+	// batches records every FireBatch committed.
+	batches []*pb.FireBatchCommand
+	barrier func() error
+}
+
+func newFakeProposer(f *fsm.FSM) *fakeProposer {
+	p := &fakeProposer{f: f, id: "n1"}
+	p.term.Store(2)
+	return p
+}
+
+func (p *fakeProposer) Apply(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	data, err := proto.Marshal(cmd)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	hook := p.hook
+	var after error
+	if hook != nil {
+		herr, commit := hook(cmd)
+		if herr != nil && !commit {
+			p.mu.Unlock()
+			return nil, herr
+		}
+		after = herr
+	}
+	p.index++
+	res := p.f.Apply(&raft.Log{Index: p.index, Term: p.term.Load(), Data: data})
+	if fb := cmd.GetFireBatch(); fb != nil {
+		p.batches = append(p.batches, fb)
+	}
+	p.mu.Unlock()
+	if after != nil {
+		return nil, after
+	}
+	return res.(*pb.CommandResult), nil
+}
+
+func (p *fakeProposer) Barrier(context.Context) error {
+	if p.barrier != nil {
+		return p.barrier()
+	}
+	return nil
+}
+func (p *fakeProposer) Term() uint64 { return p.term.Load() }
+func (p *fakeProposer) ID() string   { return p.id }
+
+func (p *fakeProposer) setHook(h func(cmd *pb.Command) (error, bool)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.hook = h
+}
+
+func (p *fakeProposer) fireBatches() []*pb.FireBatchCommand {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.batches)
+}
+
+// fakeExec records attempts. Jobs can be gated (Execute waits for the gate
+// or cancellation) and given outcomes.
+type fakeExec struct {
+	clock *schedtest.Clock
+
+	mu       sync.Mutex
+	started  []dispatch.Attempt
+	finished []execRecord
+	running  map[string]int // per job
+	maxPer   map[string]int // highest concurrency seen per job
+	gates    map[string]chan struct{}
+	blocked  map[string]int // executions waiting at a gate, per job
+	outcomes map[string]pb.RunState
+	cancels  map[uint64]error // cause seen by cancelled attempts
+	seq      int
+	count    atomic.Int64 // attempts started
+}
+
+type execRecord struct {
+	a          dispatch.Attempt
+	state      pb.RunState
+	startSeq   int
+	finishSeq  int
+	cancelCaus error
+}
+
+func newFakeExec(c *schedtest.Clock) *fakeExec {
+	return &fakeExec{
+		clock:    c,
+		running:  map[string]int{},
+		maxPer:   map[string]int{},
+		gates:    map[string]chan struct{}{},
+		outcomes: map[string]pb.RunState{},
+		cancels:  map[uint64]error{},
+		blocked:  map[string]int{},
+	}
+}
+
+func (e *fakeExec) Execute(ctx context.Context, a dispatch.Attempt) dispatch.Outcome {
+	e.mu.Lock()
+	e.seq++
+	start := e.seq
+	e.started = append(e.started, a)
+	e.count.Add(1)
+	e.running[a.Job]++
+	e.maxPer[a.Job] = max(e.maxPer[a.Job], e.running[a.Job])
+	gate := e.gates[a.Job]
+	state, ok := e.outcomes[a.Job]
+	if !ok {
+		state = pb.RunState_RUN_STATE_SUCCEEDED
+	}
+	e.mu.Unlock()
+	out := dispatch.Outcome{StartedAt: e.clock.Now(), State: state, Detail: "fake"}
+	if gate != nil {
+		e.setBlocked(a.Job, +1)
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			out.State = pb.RunState_RUN_STATE_CANCELLED
+			out.Detail = "cancelled: " + context.Cause(ctx).Error()
+		}
+		e.setBlocked(a.Job, -1)
+	}
+	out.FinishedAt = e.clock.Now()
+	e.mu.Lock()
+	e.seq++
+	e.running[a.Job]--
+	rec := execRecord{a: a, state: out.State, startSeq: start, finishSeq: e.seq}
+	if ctx.Err() != nil {
+		rec.cancelCaus = context.Cause(ctx)
+	}
+	e.finished = append(e.finished, rec)
+	e.mu.Unlock()
+	return out
+}
+
+func (e *fakeExec) setBlocked(job string, d int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.blocked[job] += d
+}
+
+// blockedCount counts executions waiting at a gate, of job or of all ("").
+func (e *fakeExec) blockedCount(job string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for j, b := range e.blocked {
+		if job == "" || j == job {
+			n += b
+		}
+	}
+	return n
+}
+
+func (e *fakeExec) gate(job string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.gates[job] = make(chan struct{})
+}
+
+func (e *fakeExec) open(job string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if g := e.gates[job]; g != nil {
+		close(g)
+		delete(e.gates, job)
+	}
+}
+
+func (e *fakeExec) setOutcome(job string, s pb.RunState) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.outcomes[job] = s
+}
+
+func (e *fakeExec) startedOf(job string) []dispatch.Attempt {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []dispatch.Attempt
+	for _, a := range e.started {
+		if job == "" || a.Job == job {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func (e *fakeExec) finishedOf(job string) []execRecord {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []execRecord
+	for _, r := range e.finished {
+		if job == "" || r.a.Job == job {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (e *fakeExec) maxConcurrent(job string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.maxPer[job]
+}
+
+// harness is a scheduler on fake time over a real FSM.
+type harness struct {
+	t     testing.TB
+	clock *schedtest.Clock
+	fsm   *fsm.FSM
+	prop  *fakeProposer
+	exec  *fakeExec
+	s     *Scheduler
+	// waiting is how many attempts settle expects to stay queued behind
+	// gated ones (a pool too small to run them).
+	waiting int
+}
+
+type harnessOpt func(*Config)
+
+func newHarness(t testing.TB, opts ...harnessOpt) *harness {
+	t.Helper()
+	h := &harness{t: t, clock: schedtest.NewClock(t0), fsm: fsm.New()}
+	h.prop = newFakeProposer(h.fsm)
+	h.exec = newFakeExec(h.clock)
+	cfg := Config{
+		State:    h.fsm,
+		Proposer: h.prop,
+		Executor: h.exec,
+		Workers:  8,
+		Clock:    h.clock,
+		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.s = s
+	h.fsm.SetObserver(s)
+	t.Cleanup(func() {
+		for job := range h.gatedJobs() {
+			h.exec.open(job)
+		}
+		s.Stop()
+	})
+	return h
+}
+
+func (h *harness) gatedJobs() map[string]bool {
+	h.exec.mu.Lock()
+	defer h.exec.mu.Unlock()
+	out := map[string]bool{}
+	for j := range h.exec.gates {
+		out[j] = true
+	}
+	return out
+}
+
+// spec is a job every few seconds, defaults as the api fills them in.
+func spec(name, sched string) *pb.JobSpec {
+	return &pb.JobSpec{
+		Name:     name,
+		Schedule: sched,
+		Timezone: "UTC",
+		Http:     &pb.HttpTarget{Url: "http://127.0.0.1:1/" + name, Method: "POST"},
+		Catchup:  &pb.Catchup{Window: durationpb.New(time.Minute), Policy: pb.CatchupPolicy_CATCHUP_POLICY_ALL},
+		Overlap:  pb.Overlap_OVERLAP_SKIP,
+		Delivery: pb.Delivery_DELIVERY_AT_LEAST_ONCE,
+	}
+}
+
+// apply commits a registry command stamped with the fake clock.
+func (h *harness) apply(cmd *pb.Command) *pb.CommandResult {
+	h.t.Helper()
+	cmd.ProposedAtUnixNano = h.clock.Now().UnixNano()
+	res, err := h.prop.Apply(context.Background(), cmd)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if res.GetCode() != pb.ResultCode_RESULT_CODE_OK {
+		h.t.Fatalf("apply: %s %s", res.GetCode(), res.GetMessage())
+	}
+	return res
+}
+
+func (h *harness) putJob(s *pb.JobSpec) *pb.Job {
+	h.t.Helper()
+	return h.apply(&pb.Command{Kind: &pb.Command_PutJob{PutJob: &pb.PutJobCommand{Spec: s, Mode: pb.PutMode_PUT_MODE_UPSERT}}}).GetJob()
+}
+
+func (h *harness) deleteJob(name string) {
+	h.t.Helper()
+	h.apply(&pb.Command{Kind: &pb.Command_DeleteJob{DeleteJob: &pb.DeleteJobCommand{Name: name}}})
+}
+
+func (h *harness) setPaused(name string, paused bool) {
+	h.t.Helper()
+	h.apply(&pb.Command{Kind: &pb.Command_SetPaused{SetPaused: &pb.SetPausedCommand{Name: name, Paused: paused}}})
+}
+
+// lead makes the scheduler leader and waits until its first ticks are done.
+func (h *harness) lead() {
+	h.t.Helper()
+	h.s.SetLeader(true)
+	h.settle()
+}
+
+// waitFor polls cond until it holds or 10 s pass.
+func (h *harness) waitFor(what string, cond func() bool) {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// settle waits until the loop has handled everything up to the clock's
+// reading: every attempt finished (but those held at a gate), every
+// outcome proposed, nothing dirty, and the loop asleep after a tick at the
+// current time.
+func (h *harness) settle() {
+	h.t.Helper()
+	h.waitFor("the loop to settle", func() bool {
+		l := h.s.current()
+		if l == nil {
+			return false
+		}
+		now := h.clock.Now().UnixNano()
+		idle := l.idleAt.Load()
+		if idle != 0 && idle != now {
+			h.s.wakeLoop() // asleep since an earlier reading: tick again
+			return false
+		}
+		return idle == now && !h.s.hasDirty() && h.s.InFlight() == h.exec.blockedCount("")+h.waiting &&
+			l.unsettled.Load() == 0
+	})
+}
+
+// release opens job's gate, waits for the held executions to leave it,
+// and settles.
+func (h *harness) release(job string) {
+	h.t.Helper()
+	h.exec.open(job)
+	h.waitFor("gated executions of "+job+" to finish", func() bool { return h.exec.blockedCount(job) == 0 })
+	h.settle()
+}
+
+// step advances the clock one second at a time, settling after each.
+func (h *harness) step(d time.Duration) {
+	h.t.Helper()
+	for end := h.clock.Now().Add(d); h.clock.Now().Before(end); {
+		h.clock.Advance(min(time.Second, end.Sub(h.clock.Now())))
+		h.settle()
+	}
+}
+
+// runs lists the job's runs, oldest slot first.
+func (h *harness) runs(job string) []*pb.Run {
+	runs := h.fsm.ListRuns(job, 0)
+	slices.SortFunc(runs, func(a, b *pb.Run) int {
+		if a.GetSlotUnix() != b.GetSlotUnix() {
+			return int(a.GetSlotUnix() - b.GetSlotUnix())
+		}
+		return int(a.GetCreatedAtUnixNano() - b.GetCreatedAtUnixNano())
+	})
+	return runs
+}
+
+func (h *harness) runsIn(job string, state pb.RunState) []*pb.Run {
+	var out []*pb.Run
+	for _, r := range h.runs(job) {
+		if r.GetState() == state {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// slots lists the slot times (seconds after t0) of attempts started for job.
+func (h *harness) startedSlots(job string) []int64 {
+	var out []int64
+	for _, a := range h.exec.startedOf(job) {
+		out = append(out, a.ScheduledAt.Unix()-t0.Unix())
+	}
+	return out
+}
+
+func status(h *harness, job string) *pb.JobStatus {
+	h.t.Helper()
+	st, err := h.fsm.JobStatus(job)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return st
+}
+
+var errInjected = errors.New("injected fault")
+
+func timestampAt(d time.Duration) *timestamppb.Timestamp { return timestamppb.New(t0.Add(d)) }
+
+// metricValue reads a counter, gauge or the sample count of a histogram.
+func metricValue(t *testing.T, m prometheus.Metric) float64 {
+	t.Helper()
+	var d dto.Metric
+	if err := m.Write(&d); err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case d.Counter != nil:
+		return d.GetCounter().GetValue()
+	case d.Gauge != nil:
+		return d.GetGauge().GetValue()
+	case d.Histogram != nil:
+		return float64(d.GetHistogram().GetSampleCount())
+	}
+	t.Fatalf("unsupported metric %v", &d)
+	return 0
+}

@@ -1,0 +1,280 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/raftcron/raftcron/fsm"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// barrierRetry is the pause between failed barriers while still asked to
+// lead.
+const barrierRetry = 500 * time.Millisecond
+
+// leader is one leadership term's loop and everything that lives exactly as
+// long: the heap, the attempts in hand, the completer.
+type leader struct {
+	s      *Scheduler
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	// done is closed when the loop has exited and cleaned up.
+	done chan struct{}
+
+	// Owned by the loop goroutine.
+	term uint64
+	heap *dueHeap
+	// known holds the tokens of attempts handed to the dispatcher whose
+	// outcome is not committed yet. An attempt of this term by this node
+	// that is not in it was committed without this node knowing (an
+	// Apply error after all), and is adopted.
+	known map[uint64]struct{}
+	// cool holds jobs whose last fires were refused without effect, and
+	// until when their planning rests, so a disagreement with the FSM
+	// never becomes a hot loop.
+	cool map[string]time.Time
+	// extra are fires for the first batch that no job plan produces:
+	// orphans of deleted jobs.
+	extra []*pb.Fire
+
+	comp   *completer
+	compWG sync.WaitGroup
+	// unsettled counts outcomes taken from the dispatcher whose proposal
+	// has not returned yet.
+	unsettled atomic.Int64
+	// idleAt is the clock reading of the tick the loop is sleeping after,
+	// 0 while it works. With unsettled it tells tests that everything up
+	// to a time has been handled.
+	idleAt atomic.Int64
+
+	// mu guards forgotten, triggers and closed (written from other
+	// goroutines).
+	mu sync.Mutex
+	// forgotten are tokens whose outcome was committed; the loop removes
+	// them from known at the start of a tick, before it reads the state.
+	forgotten []uint64
+	triggers  []*triggerReq
+	closed    bool
+}
+
+func newLeader(s *Scheduler) *leader {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	return &leader{
+		s:      s,
+		ctx:    ctx,
+		cancel: cancel,
+		done:   make(chan struct{}),
+		known:  make(map[uint64]struct{}),
+		cool:   make(map[string]time.Time),
+		comp:   newCompleter(),
+	}
+}
+
+// SetLeader starts the leader loop (true) or stops it (false). It never
+// blocks and never calls Raft, so the cluster may call it from its
+// leadership watcher. A loop started after a stop first waits for the
+// stopped one to finish cleaning up.
+func (s *Scheduler) SetLeader(isLeader bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return
+	}
+	if !isLeader {
+		if s.cur != nil {
+			s.cur.cancel(errLeadershipLost)
+			s.cur = nil
+		}
+		return
+	}
+	if s.cur != nil {
+		return
+	}
+	l := newLeader(s)
+	prev := s.last
+	s.cur, s.last = l, l
+	go l.run(prev)
+}
+
+// current is the loop of the current leadership, or nil.
+func (s *Scheduler) current() *leader {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur
+}
+
+func (l *leader) run(prev *leader) {
+	defer close(l.done)
+	if prev != nil {
+		<-prev.done
+	}
+	if l.establishLeadership() {
+		l.loop()
+	}
+	l.revokeLeadership()
+}
+
+// establishLeadership: Barrier (the state reflects every earlier term),
+// then the heap is rebuilt from the state. Reconciling orphans and catching
+// up happen in the first ticks, through the same planning as every tick:
+// each job with open runs or due slots is due at once.
+func (l *leader) establishLeadership() bool {
+	for {
+		term := l.s.prop.Term()
+		ctx, cancel := context.WithTimeout(l.ctx, l.s.applyTimeout)
+		err := l.s.prop.Barrier(ctx)
+		cancel()
+		if err == nil {
+			l.term = term
+			break
+		}
+		if l.ctx.Err() != nil {
+			return false
+		}
+		l.s.log.Warn("scheduler: barrier failed; retrying", "error", err)
+		if !l.sleep(barrierRetry) {
+			return false
+		}
+	}
+	// Track changes before reading the state, so none falls between.
+	l.s.setTracking(true)
+	now := l.s.clock.Now()
+	n := l.rebuild(now)
+	l.sweepDeletedJobs()
+	l.compWG.Add(1)
+	go func() {
+		defer l.compWG.Done()
+		l.runCompleter(l.comp)
+	}()
+	l.s.log.Info("scheduler: leading", "term", l.term, "jobs", n, "due_now", l.dueNow(now))
+	return true
+}
+
+// revokeLeadership undoes establishLeadership: every in-flight attempt of
+// the term is cancelled at once (its context derives from the term's), the
+// ones not started are dropped, queued outcomes are dropped, the heap goes.
+// What stays open in the ledger is the next leader's to reconcile.
+func (l *leader) revokeLeadership() {
+	l.cancel(errLeadershipLost)
+	l.s.setTracking(false)
+	l.compWG.Wait()
+	dropped := l.comp.close()
+	l.s.disp.dropTerm(l)
+	l.mu.Lock()
+	l.closed = true
+	triggers := l.triggers
+	l.triggers = nil
+	l.mu.Unlock()
+	for _, t := range triggers {
+		t.reply(nil, ErrNotLeader)
+	}
+	l.heap = nil
+	l.known = nil
+	l.s.log.Info("scheduler: stopped leading", "term", l.term, "cause", context.Cause(l.ctx).Error(),
+		"outcomes_dropped", dropped)
+}
+
+// rebuild fills the heap from the state: O(n) schedule evaluations and one
+// heap initialisation. Jobs with open runs or a buffered slot are due now,
+// so that the first ticks reconcile them.
+func (l *leader) rebuild(now time.Time) int {
+	type entry struct {
+		job    *pb.Job
+		status *pb.JobStatus
+	}
+	var entries []entry
+	// The FSM's stored values are immutable, so the pointers may be kept
+	// past the walk. Collecting first keeps the walk short whatever the
+	// FSM holds while it runs.
+	l.s.state.ScheduleEntries(func(e fsm.ScheduleEntry) bool {
+		entries = append(entries, entry{e.Job, e.Status})
+		return true
+	})
+	l.heap = newDueHeap(len(entries))
+	nowNs := now.UnixNano()
+	for _, e := range entries {
+		name := e.job.GetSpec().GetName()
+		if len(e.status.GetOpenRunIds()) > 0 || e.status.GetBufferedSlotUnix() != 0 {
+			l.heap.add(name, nowNs)
+			continue
+		}
+		sched, _ := l.s.scheds.get(e.job)
+		if at := firstWake(planInput{job: e.job, status: e.status, sched: sched, now: now}); !at.IsZero() {
+			l.heap.add(name, at.UnixNano())
+		}
+	}
+	l.heap.init()
+	return len(entries)
+}
+
+// sweepDeletedJobs re-dispatches the orphans of deleted jobs, which no job
+// plan sees: the FSM closes them (cancelled, reason deleted).
+func (l *leader) sweepDeletedJobs() {
+	gone := make(map[string]bool)
+	l.extra = l.orphansOf(func(name string) bool {
+		g, seen := gone[name]
+		if !seen {
+			_, err := l.s.state.Job(name)
+			g = errors.Is(err, fsm.ErrNotFound)
+			gone[name] = g
+		}
+		return g
+	})
+}
+
+// orphansOf returns REDISPATCH fires for the runs of earlier terms, still
+// DISPATCHED, of the jobs chosen.
+func (l *leader) orphansOf(choose func(job string) bool) []*pb.Fire {
+	var fires []*pb.Fire
+	for _, r := range l.s.state.OpenRuns() {
+		cur := currentAttempt(r)
+		if r.GetState() == pb.RunState_RUN_STATE_DISPATCHED && cur != nil && cur.GetTerm() < l.term &&
+			choose(r.GetJob()) {
+			fires = append(fires, runFire(r, pb.FireKind_FIRE_KIND_REDISPATCH))
+		}
+	}
+	return fires
+}
+
+func (l *leader) dueNow(now time.Time) int {
+	n := 0
+	for _, it := range l.heap.items {
+		if it.at <= now.UnixNano() {
+			n++
+		}
+	}
+	return n
+}
+
+// sleep waits d on the scheduler's clock; false if the term ended first.
+func (l *leader) sleep(d time.Duration) bool {
+	c, stop := l.s.clock.WakeAt(l.s.clock.Now().Add(d))
+	defer stop()
+	select {
+	case <-l.ctx.Done():
+		return false
+	case <-c:
+		return true
+	}
+}
+
+// forget is called by the completer once outcomes are committed.
+func (l *leader) forget(tokens []uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.forgotten = append(l.forgotten, tokens...)
+}
+
+func (l *leader) drainForgotten() {
+	l.mu.Lock()
+	f := l.forgotten
+	l.forgotten = nil
+	l.mu.Unlock()
+	for _, t := range f {
+		delete(l.known, t)
+	}
+}

@@ -1,0 +1,352 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/raftcron/raftcron/fsm"
+	"github.com/raftcron/raftcron/scheduler/dispatch"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+const (
+	// maxSleep bounds one wait, so a wall-clock jump is noticed within it.
+	maxSleep = time.Second
+	// maxFiresPerEntry caps the fires and misses of one FireBatch entry; a
+	// bigger tick is split into entries proposed concurrently. A job's
+	// fires never straddle two entries.
+	maxFiresPerEntry = 2000
+	// fireRetry is the pause after a FireBatch failed to commit.
+	fireRetry = 500 * time.Millisecond
+	// refusedCooldown rests a job whose fires the FSM refused without
+	// effect (duplicate, generation, not_due, ...): the state will change,
+	// or the next leader will look again.
+	refusedCooldown = time.Second
+)
+
+// loop is the steady state: plan what is due, commit it, dispatch it,
+// sleep until the next due time (at most maxSleep), repeat.
+func (l *leader) loop() {
+	for l.ctx.Err() == nil {
+		now := l.s.clock.Now()
+		l.drainForgotten()
+		if b := l.collect(now); !b.empty() {
+			if !l.fire(now, b) && !l.sleep(fireRetry) {
+				return
+			}
+			continue
+		}
+		l.wait(now)
+	}
+}
+
+// wait sleeps until the earliest due job, a change, a trigger, or
+// maxSleep, whichever comes first.
+func (l *leader) wait(now time.Time) {
+	wake := now.Add(maxSleep)
+	if at, ok := l.heap.peek(); ok && at < wake.UnixNano() {
+		wake = time.Unix(0, at)
+	}
+	c, stop := l.s.clock.WakeAt(wake)
+	defer stop()
+	l.idleAt.Store(now.UnixNano())
+	defer l.idleAt.Store(0)
+	select {
+	case <-l.ctx.Done():
+	case <-l.s.kick:
+	case <-c:
+	}
+}
+
+// collect plans every job that changed or is due, and the pending triggers.
+func (l *leader) collect(now time.Time) *batch {
+	names := l.s.takeDirty(nil)
+	names = l.heap.popDue(now.UnixNano(), names)
+	slices.Sort(names)
+	names = slices.Compact(names)
+	b := newBatch()
+	if len(l.extra) > 0 {
+		g := b.group("", nil)
+		g.fires, l.extra = l.extra, nil
+	}
+	for _, name := range names {
+		l.planOne(name, now, b)
+	}
+	l.addTriggers(b)
+	return b
+}
+
+// planOne re-plans one job from the state and files its work in b.
+func (l *leader) planOne(name string, now time.Time, b *batch) {
+	job, err := l.s.state.Job(name)
+	if errors.Is(err, fsm.ErrNotFound) {
+		// Deleted: no new slots. This node's attempts are cancelled and
+		// recorded so; orphans of earlier terms are closed by the FSM on
+		// re-dispatch. (Runs waiting for a retry were closed by the delete.)
+		l.heap.remove(name)
+		l.s.scheds.drop(name)
+		delete(l.cool, name)
+		l.s.disp.cancelJob(name, 0, errJobDeleted)
+		if orphans := l.orphansOf(func(job string) bool { return job == name }); len(orphans) > 0 {
+			g := b.group("", nil)
+			g.fires = append(g.fires, orphans...)
+		}
+		return
+	}
+	if err != nil {
+		l.s.log.Error("scheduler: reading job", "job", name, "error", err)
+		l.heap.set(name, now.Add(maxSleep).UnixNano())
+		return
+	}
+	if until, ok := l.cool[name]; ok {
+		if until.After(now) {
+			l.heap.set(name, until.UnixNano())
+			return
+		}
+		delete(l.cool, name)
+	}
+	sched, perr := l.s.scheds.get(job)
+	if perr != nil {
+		l.s.log.Warn("scheduler: job schedule does not parse; no slots fire", "job", name, "error", perr)
+	}
+	p := planJob(planInput{
+		job:    job,
+		status: job.GetStatus(),
+		open:   l.openRuns(job),
+		sched:  sched,
+		now:    now,
+		term:   l.term,
+		self:   l.s.self,
+		known:  l.isKnown,
+	})
+	if p.busy() {
+		g := b.group(name, job)
+		g.fires = append(g.fires, p.fires...)
+		g.misses = append(g.misses, p.misses...)
+		g.adopt = append(g.adopt, p.adopt...)
+	}
+	switch {
+	case p.wake.IsZero():
+		l.heap.remove(name)
+	case !p.busy() && !p.wake.After(now):
+		// Due again with nothing to do would spin; cannot happen, but a
+		// loop that spins starves every other job, so guard anyway.
+		l.heap.set(name, now.Add(maxSleep).UnixNano())
+	default:
+		l.heap.set(name, p.wake.UnixNano())
+	}
+}
+
+func (l *leader) isKnown(token uint64) bool {
+	_, ok := l.known[token]
+	return ok
+}
+
+// openRuns reads the job's open runs, oldest first.
+func (l *leader) openRuns(job *pb.Job) []*pb.Run {
+	ids := job.GetStatus().GetOpenRunIds()
+	if len(ids) == 0 {
+		return nil
+	}
+	runs := make([]*pb.Run, 0, len(ids))
+	for _, id := range ids {
+		if r, err := l.s.state.Run(id); err == nil {
+			runs = append(runs, r)
+		}
+	}
+	return runs
+}
+
+// fire commits the batch and dispatches what the FSM accepted. It reports
+// false if some entry failed to commit; nothing of that entry is
+// dispatched (its outcome is unknown: if it commits after all, the runs
+// are adopted or reconciled later).
+func (l *leader) fire(now time.Time, b *batch) bool {
+	chunks := b.chunks(maxFiresPerEntry)
+	results := make([]chunkResult, len(chunks))
+	var wg sync.WaitGroup
+	for i, c := range chunks {
+		if len(c.fires) == 0 && len(c.misses) == 0 {
+			continue
+		}
+		wg.Go(func() { results[i] = l.propose(now, c) })
+	}
+	wg.Wait()
+	ok := true
+	for i, c := range chunks {
+		if err := results[i].err; err != nil {
+			ok = false
+			if l.ctx.Err() == nil {
+				l.s.log.Warn("scheduler: fire batch not committed; nothing dispatched",
+					"error", err, "fires", len(c.fires), "misses", len(c.misses))
+			}
+			c.failTriggers(err)
+			continue
+		}
+		l.accept(now, c, results[i].res)
+	}
+	for _, g := range b.groups {
+		for _, r := range g.adopt {
+			l.adopt(g.job, r)
+		}
+	}
+	l.s.markDirty(b.names()...)
+	return ok
+}
+
+type chunkResult struct {
+	res *pb.CommandResult
+	err error
+}
+
+// propose commits one FireBatch entry.
+func (l *leader) propose(now time.Time, c *chunk) chunkResult {
+	cmd := &pb.Command{
+		ProposedAtUnixNano: now.UnixNano(),
+		Kind: &pb.Command_FireBatch{FireBatch: &pb.FireBatchCommand{
+			LeaderId: l.s.self,
+			Term:     l.term,
+			Fires:    c.fires,
+			Misses:   c.misses,
+		}},
+	}
+	ctx, cancel := context.WithTimeout(l.ctx, l.s.applyTimeout)
+	defer cancel()
+	res, err := l.s.prop.Apply(ctx, cmd)
+	switch {
+	case err != nil:
+		return chunkResult{err: err}
+	case res.GetCode() != pb.ResultCode_RESULT_CODE_OK:
+		return chunkResult{err: fmt.Errorf("fire batch refused: %s: %s", res.GetCode(), res.GetMessage())}
+	case len(res.GetFires()) != len(c.fires):
+		return chunkResult{err: fmt.Errorf("fire batch: %d results for %d fires", len(res.GetFires()), len(c.fires))}
+	}
+	return chunkResult{res: res}
+}
+
+// accept dispatches the accepted fires of a committed entry, in order (so
+// in token order), and counts what was recorded missed.
+func (l *leader) accept(now time.Time, c *chunk, res *pb.CommandResult) {
+	for _, m := range c.misses {
+		l.s.metrics.missed.WithLabelValues(m.GetReason()).Add(float64(m.GetCount()))
+	}
+	for i, f := range c.fires {
+		r := res.GetFires()[i]
+		job := c.jobOf[i]
+		if req := c.reqs[i]; req != nil {
+			req.reply(r, nil)
+		}
+		if r.GetAccepted() {
+			l.dispatchAccepted(job, f, r)
+			continue
+		}
+		l.refused(now, f, r)
+	}
+}
+
+// dispatchAccepted hands an accepted fire's attempt to the dispatcher.
+func (l *leader) dispatchAccepted(job *pb.Job, f *pb.Fire, r *pb.FireResult) {
+	run := r.GetRun()
+	runID, slot := r.GetRunId(), f.GetSlotUnix()
+	if run != nil {
+		runID, slot = run.GetId(), run.GetSlotUnix()
+	}
+	if job == nil {
+		// Accepted without a job to take the target from: cannot happen
+		// (the FSM refuses fires of missing jobs); leave it to reconcile.
+		l.s.log.Error("scheduler: accepted fire without its job", "job", f.GetJob(), "run_id", runID)
+		return
+	}
+	if f.GetKind() != pb.FireKind_FIRE_KIND_RETRY && f.GetKind() != pb.FireKind_FIRE_KIND_REDISPATCH &&
+		overlapPolicy(job.GetSpec()) == pb.Overlap_OVERLAP_CANCEL_OTHER {
+		// The FSM cancelled the job's open runs; stop their attempts. The
+		// new one waits in the job's lane until they have stopped.
+		l.s.disp.cancelJob(f.GetJob(), r.GetToken(), errCancelOther)
+	}
+	l.dispatch(job, runID, slot, r.GetToken(), r.GetAttempt(), f.GetKind())
+}
+
+// adopt dispatches an attempt this node committed in this term without
+// learning it (the FireBatch's Apply had returned an error).
+func (l *leader) adopt(job *pb.Job, r *pb.Run) {
+	cur := currentAttempt(r)
+	if job == nil || cur == nil || l.isKnown(cur.GetToken()) {
+		return
+	}
+	l.s.log.Info("scheduler: dispatching an attempt committed after its proposal failed",
+		"job", r.GetJob(), "run_id", r.GetId(), "token", cur.GetToken())
+	l.dispatch(job, r.GetId(), r.GetSlotUnix(), cur.GetToken(), cur.GetNumber(), cur.GetKind())
+}
+
+func (l *leader) dispatch(job *pb.Job, runID string, slot int64, token uint64, number uint32, kind pb.FireKind) {
+	spec := job.GetSpec()
+	a := dispatch.Attempt{
+		Job:         spec.GetName(),
+		RunID:       runID,
+		Token:       token,
+		Number:      number,
+		ScheduledAt: time.Unix(slot, 0).UTC(),
+		HTTP:        spec.GetHttp(),
+		Exec:        spec.GetExec(),
+	}
+	if d := spec.GetDeadline(); d != nil {
+		a.Deadline = d.AsDuration()
+	}
+	ctx, cancel := context.WithCancelCause(l.ctx)
+	l.known[token] = struct{}{}
+	l.s.disp.dispatch(&task{
+		a:      a,
+		kind:   kind,
+		serial: overlapPolicy(spec) != pb.Overlap_OVERLAP_ALLOW,
+		ctx:    ctx,
+		cancel: cancel,
+		owner:  l,
+	})
+}
+
+// Refusal reasons that record nothing: proposing the same again would be
+// refused again until the state changes.
+var noEffect = map[string]bool{
+	fsm.ReasonDuplicate:  true,
+	fsm.ReasonGeneration: true,
+	fsm.ReasonNotOrphan:  true,
+	fsm.ReasonNotDue:     true,
+	fsm.ReasonNotOpen:    true,
+	fsm.ReasonStaleTerm:  true,
+	fsm.ReasonMalformed:  true,
+}
+
+func (l *leader) refused(now time.Time, f *pb.Fire, r *pb.FireResult) {
+	run := r.GetRun()
+	switch {
+	case run.GetState() == pb.RunState_RUN_STATE_MISSED:
+		reason := run.GetReason()
+		if reason == "" {
+			reason = r.GetReason()
+		}
+		l.s.metrics.missed.WithLabelValues(reason).Add(float64(max(run.GetMissedCount(), 1)))
+	case run.GetState() == pb.RunState_RUN_STATE_UNKNOWN:
+		l.s.metrics.runs.WithLabelValues(outcomeLabel(pb.RunState_RUN_STATE_UNKNOWN)).Inc()
+		l.s.log.Info("run attempt finished", "job", f.GetJob(), "run_id", run.GetId(),
+			"token", tokenOf(run), "attempt", len(run.GetAttempts()),
+			"scheduled_at", time.Unix(run.GetSlotUnix(), 0).UTC().Format(time.RFC3339),
+			"kind", kindLabel(f.GetKind()), "outcome", "unknown", "detail", run.GetReason())
+	}
+	if f.GetKind() != pb.FireKind_FIRE_KIND_MANUAL && noEffect[r.GetReason()] {
+		l.cool[f.GetJob()] = now.Add(refusedCooldown)
+	}
+	l.s.log.Debug("scheduler: fire not accepted", "job", f.GetJob(), "slot", f.GetSlotUnix(),
+		"kind", kindLabel(f.GetKind()), "run_id", f.GetRunId(), "reason", r.GetReason())
+}
+
+func tokenOf(r *pb.Run) uint64 {
+	if a := currentAttempt(r); a != nil {
+		return a.GetToken()
+	}
+	return 0
+}

@@ -1,0 +1,51 @@
+package scheduler
+
+import (
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// metrics are the scheduler's Prometheus collectors. The node registers
+// them (Collectors); nothing here touches a global registry.
+type metrics struct {
+	lateness prometheus.Histogram
+	runs     *prometheus.CounterVec
+	missed   *prometheus.CounterVec
+	inFlight prometheus.GaugeFunc
+}
+
+func newMetrics(inFlight func() float64) *metrics {
+	return &metrics{
+		lateness: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "raftcron_fire_lateness_seconds",
+			Help: "Time from a slot's nominal time to the hand-over of its first attempt to a worker (scheduled and catch-up fires).",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5,
+				1, 2.5, 5, 10, 30, 60, 300},
+		}),
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "raftcron_runs_total",
+			Help: "Run attempts dispatched by this node, by outcome (succeeded, failed, fenced, deadline_exceeded, cancelled; unknown for at_most_once orphans).",
+		}, []string{"outcome"}),
+		missed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "raftcron_runs_missed_total",
+			Help: "Slots this node, as leader, recorded as missed, by reason.",
+		}, []string{"reason"}),
+		inFlight: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "raftcron_runs_in_flight",
+			Help: "Attempts committed by this node and not yet finished (queued or executing).",
+		}, inFlight),
+	}
+}
+
+func (m *metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.lateness, m.runs, m.missed, m.inFlight}
+}
+
+// outcomeLabel is a run state as a metric label: "RUN_STATE_DEADLINE_EXCEEDED"
+// becomes "deadline_exceeded".
+func outcomeLabel(s pb.RunState) string {
+	return strings.ToLower(strings.TrimPrefix(s.String(), "RUN_STATE_"))
+}

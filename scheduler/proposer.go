@@ -1,0 +1,46 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// Proposer commits commands through Raft on this node. The scheduler never
+// touches Raft otherwise.
+type Proposer interface {
+	// Apply commits cmd and returns what the FSM made of it. An error means
+	// the outcome is unknown: the scheduler then dispatches nothing.
+	Apply(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error)
+	// Barrier returns once this node, as leader, has applied every entry of
+	// earlier terms; it fails if the node does not lead.
+	Barrier(ctx context.Context) error
+	// Term is the current Raft term.
+	Term() uint64
+	// ID is this node's Raft server ID.
+	ID() string
+}
+
+// ErrNotLeader: this node does not lead (or no longer led when an
+// operation finished).
+var ErrNotLeader = errors.New("scheduler: this node is not the leader")
+
+// LeaderNode is the leader-only half of the cluster package's Node: an apply
+// that never forwards, so that a batch is committed by this node in its own
+// term or not at all (the FSM also refuses a batch committed in another term).
+type LeaderNode interface {
+	ApplyLocal(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error)
+	Barrier(ctx context.Context) error
+	Term() uint64
+	ID() string
+}
+
+// NewNodeProposer adapts a cluster node to Proposer.
+func NewNodeProposer(n LeaderNode) Proposer { return nodeProposer{n} }
+
+type nodeProposer struct{ LeaderNode }
+
+func (p nodeProposer) Apply(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
+	return p.ApplyLocal(ctx, cmd)
+}

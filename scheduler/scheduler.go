@@ -1,0 +1,240 @@
+// Package scheduler is raftcron's leader-only fire loop: it plans each job's
+// slots from the replicated state, commits fires through Raft in one
+// FireBatch per tick, dispatches exactly the attempts the FSM accepted, and
+// commits their outcomes. See DESIGN.md.
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/raftcron/raftcron/fsm"
+	"github.com/raftcron/raftcron/scheduler/dispatch"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// State is the read side of the FSM the scheduler plans from. *fsm.FSM
+// satisfies it.
+type State interface {
+	// Job returns the job with its status filled in; fsm.ErrNotFound if
+	// there is none.
+	Job(name string) (*pb.Job, error)
+	// Run returns one run of the ledger; fsm.ErrNotFound if there is none.
+	Run(id string) (*pb.Run, error)
+	// OpenRuns lists every DISPATCHED and RETRYING run.
+	OpenRuns() []*pb.Run
+	// ScheduleEntries walks every job in name order.
+	ScheduleEntries(fn func(e fsm.ScheduleEntry) bool)
+}
+
+// Config wires a Scheduler.
+type Config struct {
+	State    State    // required
+	Proposer Proposer // required
+	// Executor delivers attempts (dispatch.NewRouter over the http and
+	// exec executors). Required.
+	Executor dispatch.Executor
+	// Workers bounds concurrent deliveries; 0 means 64.
+	Workers int
+	// Queue is how many attempts may wait for a worker inside the pool;
+	// 0 means 1024. More wait in the scheduler's own queue.
+	Queue int
+	// Clock is the time source; nil means the system clock.
+	Clock Clock
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// NodeID is this node's Raft server ID; empty means Proposer.ID().
+	NodeID string
+	// ApplyTimeout bounds one proposal or barrier; 0 means 10s.
+	ApplyTimeout time.Duration
+}
+
+// ErrInvalidConfig: a required Config field is missing.
+var ErrInvalidConfig = errors.New("scheduler: invalid config")
+
+// Scheduler runs the fire loop while this node leads.
+type Scheduler struct {
+	state        State
+	prop         Proposer
+	clock        Clock
+	log          *slog.Logger
+	self         string
+	applyTimeout time.Duration
+	metrics      *metrics
+	pool         *dispatch.Pool
+	disp         *dispatcher
+	// scheds caches parsed schedules. Only the leader loop touches it, and
+	// one loop runs at a time (each waits for the previous one to exit).
+	scheds *scheduleCache
+
+	// mu guards cur, last and stopped.
+	mu sync.Mutex
+	// cur is the loop of the current leadership, nil when not leading.
+	cur *leader
+	// last is the most recently started loop, possibly still exiting.
+	last    *leader
+	stopped bool
+
+	// dmu guards tracking and dirty. The FSM observer writes them from the
+	// goroutine that applies the Raft log, so holding dmu is always short.
+	dmu sync.Mutex
+	// tracking is on while a leader loop is planning; followers record
+	// nothing.
+	tracking bool
+	// dirty names jobs to re-plan from the state.
+	dirty map[string]struct{}
+	// kick wakes the loop (cap 1; a pending kick is enough).
+	kick chan struct{}
+}
+
+// New returns a scheduler that does nothing until SetLeader(true).
+func New(cfg Config) (*Scheduler, error) {
+	switch {
+	case cfg.State == nil:
+		return nil, fmt.Errorf("%w: State is required", ErrInvalidConfig)
+	case cfg.Proposer == nil:
+		return nil, fmt.Errorf("%w: Proposer is required", ErrInvalidConfig)
+	case cfg.Executor == nil:
+		return nil, fmt.Errorf("%w: Executor is required", ErrInvalidConfig)
+	case cfg.Workers < 0 || cfg.Queue < 0 || cfg.ApplyTimeout < 0:
+		return nil, fmt.Errorf("%w: Workers, Queue and ApplyTimeout must not be negative", ErrInvalidConfig)
+	}
+	s := &Scheduler{
+		state:        cfg.State,
+		prop:         cfg.Proposer,
+		clock:        cfg.Clock,
+		log:          cfg.Logger,
+		self:         cfg.NodeID,
+		applyTimeout: cfg.ApplyTimeout,
+		scheds:       newScheduleCache(),
+		dirty:        make(map[string]struct{}),
+		kick:         make(chan struct{}, 1),
+	}
+	if s.clock == nil {
+		s.clock = SystemClock{}
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if s.self == "" {
+		s.self = cfg.Proposer.ID()
+	}
+	if s.applyTimeout == 0 {
+		s.applyTimeout = 10 * time.Second
+	}
+	workers, queue := cfg.Workers, cfg.Queue
+	if workers == 0 {
+		workers = 64
+	}
+	if queue == 0 {
+		queue = 1024
+	}
+	s.metrics = newMetrics(func() float64 { return float64(s.InFlight()) })
+	s.pool = dispatch.NewPool(workers, queue, cfg.Executor, s.clock.Now)
+	s.disp = newDispatcher(s.pool, s.clock, s.log, s.metrics)
+	return s, nil
+}
+
+// Collectors are the scheduler's Prometheus metrics, for the node's
+// registry.
+func (s *Scheduler) Collectors() []prometheus.Collector { return s.metrics.collectors() }
+
+// InFlight is the number of attempts this node committed and has not
+// finished: waiting for their job's earlier attempt, queued, or executing.
+func (s *Scheduler) InFlight() int { return s.disp.inFlight() }
+
+// Stop ends the loop, cancels every in-flight attempt and waits until each
+// has stopped. The scheduler cannot be started again.
+func (s *Scheduler) Stop() {
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return
+	}
+	s.stopped = true
+	if s.cur != nil {
+		s.cur.cancel(errShutdown)
+		s.cur = nil
+	}
+	last := s.last
+	s.mu.Unlock()
+	if last != nil {
+		<-last.done
+	}
+	s.pool.Close()
+}
+
+// JobsChanged implements fsm.Observer: the named jobs are re-planned. It
+// never blocks.
+func (s *Scheduler) JobsChanged(names []string) { s.markDirty(names...) }
+
+// RunsChanged implements fsm.Observer: the runs' jobs are re-planned.
+func (s *Scheduler) RunsChanged(runs []*pb.Run) {
+	names := make([]string, 0, len(runs))
+	for _, r := range runs {
+		names = append(names, r.GetJob())
+	}
+	s.markDirty(names...)
+}
+
+var (
+	_ fsm.Observer = (*Scheduler)(nil)
+	_ State        = (*fsm.FSM)(nil)
+)
+
+// markDirty queues jobs for re-planning and wakes the loop; it records
+// nothing while no loop plans.
+func (s *Scheduler) markDirty(names ...string) {
+	if len(names) == 0 {
+		return
+	}
+	s.dmu.Lock()
+	if !s.tracking {
+		s.dmu.Unlock()
+		return
+	}
+	for _, n := range names {
+		s.dirty[n] = struct{}{}
+	}
+	s.dmu.Unlock()
+	s.wakeLoop()
+}
+
+func (s *Scheduler) wakeLoop() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// setTracking turns dirty tracking on (with an empty set) or off.
+func (s *Scheduler) setTracking(on bool) {
+	s.dmu.Lock()
+	defer s.dmu.Unlock()
+	s.tracking = on
+	clear(s.dirty)
+}
+
+// takeDirty appends the dirty jobs to into and empties the set.
+func (s *Scheduler) takeDirty(into []string) []string {
+	s.dmu.Lock()
+	defer s.dmu.Unlock()
+	for n := range s.dirty {
+		into = append(into, n)
+	}
+	clear(s.dirty)
+	return into
+}
+
+func (s *Scheduler) hasDirty() bool {
+	s.dmu.Lock()
+	defer s.dmu.Unlock()
+	return len(s.dirty) > 0
+}

@@ -1,0 +1,84 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// triggerReq is a manual run waiting for the next batch.
+type triggerReq struct {
+	name      string
+	requestID string
+	force     bool
+	done      chan triggerReply // cap 1
+}
+
+type triggerReply struct {
+	res *pb.FireResult
+	err error
+}
+
+func (t *triggerReq) reply(res *pb.FireResult, err error) {
+	select {
+	case t.done <- triggerReply{res, err}:
+	default: // already answered
+	}
+}
+
+// Trigger commits a manual run of the job now (fire kind MANUAL, its own
+// slot and token) in the leader's next batch and dispatches it if the FSM
+// accepts it. requestID makes it idempotent: a second trigger with the same
+// id returns the first run (refused, reason duplicate_request). A paused job
+// is refused unless force. It fails with ErrNotLeader on a follower, and
+// with a wrapped fsm.ErrNotFound for an unknown job.
+func (s *Scheduler) Trigger(ctx context.Context, name, requestID string, force bool) (*pb.FireResult, error) {
+	l := s.current()
+	if l == nil {
+		return nil, ErrNotLeader
+	}
+	req := &triggerReq{name: name, requestID: requestID, force: force, done: make(chan triggerReply, 1)}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil, ErrNotLeader
+	}
+	l.triggers = append(l.triggers, req)
+	l.mu.Unlock()
+	s.wakeLoop()
+	select {
+	case r := <-req.done:
+		return r.res, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// addTriggers puts the pending triggers into b, each in its job's group
+// after the job's planned fires.
+func (l *leader) addTriggers(b *batch) {
+	l.mu.Lock()
+	reqs := l.triggers
+	l.triggers = nil
+	l.mu.Unlock()
+	for _, req := range reqs {
+		job, err := l.s.state.Job(req.name)
+		if err != nil {
+			req.reply(nil, fmt.Errorf("trigger %q: %w", req.name, err))
+			continue
+		}
+		g := b.group(req.name, job)
+		for len(g.reqs) < len(g.fires) {
+			g.reqs = append(g.reqs, nil)
+		}
+		g.fires = append(g.fires, &pb.Fire{
+			Job:        req.name,
+			Generation: job.GetGeneration(),
+			Kind:       pb.FireKind_FIRE_KIND_MANUAL,
+			RequestId:  req.requestID,
+			Force:      req.force,
+		})
+		g.reqs = append(g.reqs, req)
+	}
+}
