@@ -39,7 +39,7 @@ func sharedRaftSink() (*gmprom.PrometheusSink, error) {
 	return raftSink, raftSinkErr
 }
 
-func newRegistry(n Node, r Registry, version string) (*prometheus.Registry, error) {
+func newRegistry(n Node, r Registry, version string, extra []prometheus.Collector) (*prometheus.Registry, error) {
 	sink, err := sharedRaftSink()
 	if err != nil {
 		return nil, err
@@ -67,7 +67,7 @@ func newRegistry(n Node, r Registry, version string) (*prometheus.Registry, erro
 		}, func() float64 { return float64(r.JobCount()) }),
 		buildInfo(version),
 	}
-	for _, c := range cs {
+	for _, c := range append(cs, extra...) {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

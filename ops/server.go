@@ -9,6 +9,7 @@ import (
 	"net/http/pprof"
 	"sync/atomic"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
@@ -38,9 +39,10 @@ type Server struct {
 	draining atomic.Bool
 }
 
-// New builds the ops handlers for one node.
-func New(n Node, r Registry, version string) (*Server, error) {
-	reg, err := newRegistry(n, r, version)
+// New builds the ops handlers for one node; extra collectors (the
+// scheduler's) are served on /metrics too.
+func New(n Node, r Registry, version string, extra ...prometheus.Collector) (*Server, error) {
+	reg, err := newRegistry(n, r, version, extra)
 	if err != nil {
 		return nil, err
 	}

@@ -166,12 +166,16 @@ func (p *plan) planSlots(in planInput) {
 	p.addMiss(in.job, &w.windowMiss, reasonCatchupWindow)
 	p.addMiss(in.job, &w.policyMiss, reasonCatchupPolicy)
 	fire := w.fire
-	if overlapPolicy(spec) != pb.Overlap_OVERLAP_ALLOW && len(fire) > 0 && !w.onTime(fire[0]) {
+	if overlapPolicy(spec) != pb.Overlap_OVERLAP_ALLOW && len(fire) > 0 &&
+		(!w.onTime(fire[0]) || catchingUp(in.open)) {
 		// Catch-up of a job whose runs must not overlap: one slot at a
 		// time, and only once nothing of the job is open, so that each
-		// caught-up slot is dispatched rather than skipped, in order.
-		// On-time slots go to the FSM as they are: it applies the overlap
-		// policy to them.
+		// caught-up slot is dispatched rather than skipped, in order. A
+		// slot that comes due while the catch-up is still running joins
+		// its queue: the overlap policy is about the job's own runs
+		// running long, not about the scheduler catching up. Other
+		// on-time slots go to the FSM as they are: it applies the
+		// overlap policy to them.
 		if len(in.open) > 0 {
 			fire = nil
 			w.more = false // nothing more can happen until the run ends
@@ -188,6 +192,16 @@ func (p *plan) planSlots(in planInput) {
 		p.fires = append(p.fires, slotFire(in.job, s, kind))
 	}
 	p.finishWalk(in, w)
+}
+
+// catchingUp reports whether a catch-up run of the job is still open.
+func catchingUp(open []*pb.Run) bool {
+	for _, r := range open {
+		if r.GetKind() == pb.FireKind_FIRE_KIND_CATCHUP {
+			return true
+		}
+	}
+	return false
 }
 
 // finishWalk sets the wake-up for the slots the walk did not reach.

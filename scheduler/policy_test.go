@@ -249,3 +249,26 @@ func TestStartAndEnd(t *testing.T) {
 		t.Fatalf("missed %v, want none: slots outside the bounds are not the job's", m)
 	}
 }
+
+// TestSlotDueDuringCatchupJoinsTheQueue: a slot that comes due while the
+// catch-up of a non-allow job is still running is caught up after it, not
+// skipped as an overlap: the open run is the scheduler's own catch-up, not
+// the job running long (G4).
+func TestSlotDueDuringCatchupJoinsTheQueue(t *testing.T) {
+	h := newHarness(t)
+	h.putJob(withOverlap(pb.Overlap_OVERLAP_SKIP))
+	h.clock.Advance(45 * time.Second) // nobody leads; slots 10..40 are due
+	h.exec.gate("job")
+	h.lead()
+	h.waitFor("the first catch-up attempt to start", func() bool { return h.exec.blockedCount("job") == 1 })
+	h.clock.Advance(5 * time.Second) // slot 50 comes due while slot 10 runs
+	h.settle()
+	h.release("job")
+	h.step(3 * time.Second)
+	if got := h.startedSlots("job"); !slices.Equal(got, []int64{10, 20, 30, 40, 50}) {
+		t.Fatalf("slots = %v, want [10 20 30 40 50]", got)
+	}
+	if m := missedReasons(h, "job"); len(m) != 0 {
+		t.Fatalf("missed %v, want none", m)
+	}
+}

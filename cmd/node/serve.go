@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -22,6 +23,8 @@ import (
 	"github.com/raftcron/raftcron/cluster"
 	"github.com/raftcron/raftcron/fsm"
 	"github.com/raftcron/raftcron/ops"
+	"github.com/raftcron/raftcron/scheduler"
+	"github.com/raftcron/raftcron/scheduler/dispatch"
 )
 
 // Bounds of the graceful stop; a stuck step must not keep the process alive.
@@ -75,11 +78,12 @@ func newLogger(w io.Writer, cfg serveConfig) *slog.Logger {
 
 // server is one running node and everything it serves.
 type server struct {
-	log  *slog.Logger
-	mux  *cluster.Mux
-	node *cluster.Node
-	grpc *grpc.Server
-	ops  *ops.Server
+	log   *slog.Logger
+	mux   *cluster.Mux
+	node  *cluster.Node
+	sched *scheduler.Scheduler
+	grpc  *grpc.Server
+	ops   *ops.Server
 	// health is the gRPC health service; draining turns it NOT_SERVING.
 	health *health.Server
 	http   *http.Server
@@ -145,6 +149,7 @@ func listenCause(err error) error {
 // except the listeners, which the caller closes.
 func start(cfg serveConfig, log *slog.Logger, mux *cluster.Mux) (*server, error) {
 	state := fsm.New()
+	relay := &leaderRelay{}
 	node, err := cluster.New(cluster.Config{
 		ID:                 cfg.ID,
 		Addr:               cfg.Addr,
@@ -156,12 +161,27 @@ func start(cfg serveConfig, log *slog.Logger, mux *cluster.Mux) (*server, error)
 		LeaderLeaseTimeout: cfg.RaftLease,
 		FSM:                state,
 		Logger:             log, // cluster logs leadership changes itself
+		OnLeadershipChange: relay.set,
 	}, mux)
 	if err != nil {
 		return nil, err
 	}
-	opsServer, err := ops.New(node, state, version)
+	sched, err := scheduler.New(scheduler.Config{
+		State:    state,
+		Proposer: scheduler.NewNodeProposer(node),
+		Executor: dispatch.NewRouter(dispatch.NewHTTPExecutor(nil), dispatch.NewExecExecutor()),
+		Logger:   log,
+		NodeID:   cfg.ID,
+	})
 	if err != nil {
+		shutdownNode(log, node)
+		return nil, err
+	}
+	state.SetObserver(sched)
+	relay.attach(sched)
+	opsServer, err := ops.New(node, state, version, sched.Collectors()...)
+	if err != nil {
+		sched.Stop()
 		shutdownNode(log, node)
 		return nil, fmt.Errorf("ops port: %w", err)
 	}
@@ -176,6 +196,7 @@ func start(cfg serveConfig, log *slog.Logger, mux *cluster.Mux) (*server, error)
 		log:    log,
 		mux:    mux,
 		node:   node,
+		sched:  sched,
 		grpc:   gs,
 		ops:    opsServer,
 		health: healthServer,
@@ -198,6 +219,7 @@ func (s *server) stop() {
 			s.log.Info("leadership transferred", "to", to.GetId(), "address", to.GetAddress())
 		}
 	}
+	s.sched.Stop() // cancels in-flight dispatches; fencing covers the rest
 	drainGRPC(s.grpc, drainTimeout)
 	shutdownNode(s.log, s.node)
 	ctx, cancel := context.WithTimeout(context.Background(), httpStopTimeout)
@@ -206,6 +228,32 @@ func (s *server) stop() {
 		_ = s.http.Close()
 	}
 	_ = s.mux.Close()
+}
+
+// leaderRelay hands leadership changes to the scheduler, which can only be
+// built once the node exists, while Raft may report leadership before that.
+// The lock orders set and attach, so the scheduler always ends up with the
+// latest value; SetLeader never blocks, so calling it under the lock is safe.
+type leaderRelay struct {
+	mu     sync.Mutex
+	sched  *scheduler.Scheduler
+	leader bool
+}
+
+func (r *leaderRelay) set(isLeader bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.leader = isLeader
+	if r.sched != nil {
+		r.sched.SetLeader(isLeader)
+	}
+}
+
+func (r *leaderRelay) attach(s *scheduler.Scheduler) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sched = s
+	s.SetLeader(r.leader)
 }
 
 func shutdownNode(log *slog.Logger, node *cluster.Node) {
