@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"sync"
 
@@ -24,9 +25,60 @@ type fakeStore struct {
 	barrierErr error // returned by ReadBarrier
 	applyHook  func(*pb.Command)
 	token      uint64
+	runs       []*pb.Run // newest first
+	runQueries []runQuery
+}
+
+type runQuery struct {
+	job   string
+	limit int
 }
 
 func newFakeStore() *fakeStore { return &fakeStore{jobs: map[string]*pb.Job{}} }
+
+// putJob stores job as the registry would hold it.
+func (f *fakeStore) putJob(job *pb.Job) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.jobs[job.GetSpec().GetName()] = proto.CloneOf(job)
+}
+
+// addRun puts r on top of the ledger (it is the newest).
+func (f *fakeStore) addRun(r *pb.Run) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.runs = append([]*pb.Run{proto.CloneOf(r)}, f.runs...)
+}
+
+func (f *fakeStore) Run(id string) (*pb.Run, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, r := range f.runs {
+		if r.GetId() == id {
+			return proto.CloneOf(r), nil
+		}
+	}
+	return nil, fmt.Errorf("run %q: %w", id, fsm.ErrNotFound)
+}
+
+func (f *fakeStore) ListRuns(job string, limit int) []*pb.Run {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.runQueries = append(f.runQueries, runQuery{job, limit})
+	var out []*pb.Run
+	for _, r := range f.runs {
+		if (job == "" || r.GetJob() == job) && (limit <= 0 || len(out) < limit) {
+			out = append(out, proto.CloneOf(r))
+		}
+	}
+	return out
+}
+
+func (f *fakeStore) lastRunQuery() runQuery {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.runQueries[len(f.runQueries)-1]
+}
 
 func (f *fakeStore) Apply(_ context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
 	f.mu.Lock()

@@ -32,11 +32,14 @@ var testNow = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 type harness struct {
 	store   *fakeStore
 	cluster *fakeCluster
+	hub     *RunHub
 	health  *health.Server
 	server  *grpc.Server
 	conn    *grpc.ClientConn
 	jobs    pb.JobServiceClient
 	admin   pb.ClusterServiceClient
+	runs    pb.RunServiceClient
+	fence   pb.FenceServiceClient
 	logs    *syncBuffer
 }
 
@@ -46,10 +49,21 @@ func newHarness(t *testing.T) *harness {
 
 // newHarnessWith lets a test replace the JobService (to make it panic).
 func newHarnessWith(t *testing.T, jobs func(*fakeStore) pb.JobServiceServer) *harness {
+	return startHarness(t, jobs, nil)
+}
+
+// newHarnessConfig builds the JobService from a config that configure
+// completes (a Triggerer, Leadership).
+func newHarnessConfig(t *testing.T, configure func(*JobServiceConfig)) *harness {
+	return startHarness(t, nil, configure)
+}
+
+func startHarness(t *testing.T, jobs func(*fakeStore) pb.JobServiceServer, configure func(*JobServiceConfig)) *harness {
 	t.Helper()
 	h := &harness{
 		store:   newFakeStore(),
 		cluster: &fakeCluster{},
+		hub:     NewRunHub(),
 		logs:    &syncBuffer{},
 	}
 	log := slog.New(slog.NewTextHandler(h.logs, nil))
@@ -57,11 +71,17 @@ func newHarnessWith(t *testing.T, jobs func(*fakeStore) pb.JobServiceServer) *ha
 		grpc.ChainUnaryInterceptor(RecoveryInterceptor(log)),
 		grpc.ChainStreamInterceptor(RecoveryStreamInterceptor(log)),
 	)
-	js := NewJobService(h.store, h.store, func() time.Time { return testNow })
+	cfg := JobServiceConfig{Store: h.store, Registry: h.store, Now: func() time.Time { return testNow }}
+	if configure != nil {
+		configure(&cfg)
+	}
+	js := NewJobServiceWith(cfg)
 	if jobs != nil {
 		js = jobs(h.store)
 	}
-	h.health = Register(h.server, js, NewClusterService(h.cluster, h.store))
+	h.health = Register(h.server, js, NewClusterService(h.cluster, h.store),
+		WithRunService(NewRunService(h.store, h.store, h.hub)),
+		WithFenceService(NewFenceService(h.store, h.store)))
 
 	lis := bufconn.Listen(1 << 20)
 	served := make(chan struct{})
@@ -84,6 +104,8 @@ func newHarnessWith(t *testing.T, jobs func(*fakeStore) pb.JobServiceServer) *ha
 	h.conn = conn
 	h.jobs = pb.NewJobServiceClient(conn)
 	h.admin = pb.NewClusterServiceClient(conn)
+	h.runs = pb.NewRunServiceClient(conn)
+	h.fence = pb.NewFenceServiceClient(conn)
 	return h
 }
 

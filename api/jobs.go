@@ -5,6 +5,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 	"unicode/utf8"
@@ -20,6 +21,11 @@ import (
 // the barrier that makes a following registry read linearizable.
 type Store interface {
 	Apply(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error)
+	Barrier
+}
+
+// Barrier makes the registry reads that follow it linearizable.
+type Barrier interface {
 	ReadBarrier(ctx context.Context) error
 }
 
@@ -30,20 +36,51 @@ type Registry interface {
 	FencingToken() uint64
 }
 
-type jobService struct {
-	pb.UnimplementedJobServiceServer
-	store Store
-	reg   Registry
-	now   func() time.Time
+// JobServiceConfig is what JobService is built from. Store and Registry
+// are required; the rest may be left zero.
+type JobServiceConfig struct {
+	Store    Store
+	Registry Registry
+	// Now stamps commands (the FSM's only clock) and is the reference for
+	// validation and schedule previews; nil means time.Now.
+	Now func() time.Time
+	// Triggerer commits manual runs; only the leader's scheduler can. Nil:
+	// this node never triggers itself and forwards TriggerJob to the leader.
+	Triggerer Triggerer
+	// NotLeader is the Triggerer's error for "this node does not lead (yet,
+	// or any more)"; such a trigger is forwarded to the leader instead.
+	NotLeader error
+	// Leadership lets a follower forward TriggerJob to the leader. Nil: no
+	// forwarding.
+	Leadership Leadership
 }
 
-// NewJobService serves JobService. now stamps commands (the FSM's only
-// clock) and is the reference for validation; nil means time.Now.
+type jobService struct {
+	pb.UnimplementedJobServiceServer
+	store      Store
+	reg        Registry
+	now        func() time.Time
+	trigger    Triggerer
+	notLeader  error
+	leadership Leadership
+}
+
+// NewJobService serves JobService without manual triggers (TriggerJob
+// answers Unimplemented). now stamps commands (the FSM's only clock) and is
+// the reference for validation; nil means time.Now.
 func NewJobService(s Store, r Registry, now func() time.Time) pb.JobServiceServer {
-	if now == nil {
-		now = time.Now
+	return NewJobServiceWith(JobServiceConfig{Store: s, Registry: r, Now: now})
+}
+
+// NewJobServiceWith serves JobService, manual triggers included.
+func NewJobServiceWith(c JobServiceConfig) pb.JobServiceServer {
+	if c.Now == nil {
+		c.Now = time.Now
 	}
-	return &jobService{store: s, reg: r, now: now}
+	return &jobService{
+		store: c.Store, reg: c.Registry, now: c.Now,
+		trigger: c.Triggerer, notLeader: c.NotLeader, leadership: c.Leadership,
+	}
 }
 
 func (j *jobService) CreateJob(ctx context.Context, req *pb.CreateJobRequest) (*pb.CreateJobResponse, error) {
@@ -51,7 +88,7 @@ func (j *jobService) CreateJob(ctx context.Context, req *pb.CreateJobRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	return &pb.CreateJobResponse{Job: res.GetJob()}, nil
+	return &pb.CreateJobResponse{Job: j.withNextFire(res.GetJob())}, nil
 }
 
 func (j *jobService) UpdateJob(ctx context.Context, req *pb.UpdateJobRequest) (*pb.UpdateJobResponse, error) {
@@ -59,7 +96,7 @@ func (j *jobService) UpdateJob(ctx context.Context, req *pb.UpdateJobRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	return &pb.UpdateJobResponse{Job: res.GetJob()}, nil
+	return &pb.UpdateJobResponse{Job: j.withNextFire(res.GetJob())}, nil
 }
 
 func (j *jobService) ApplyJob(ctx context.Context, req *pb.ApplyJobRequest) (*pb.ApplyJobResponse, error) {
@@ -67,7 +104,7 @@ func (j *jobService) ApplyJob(ctx context.Context, req *pb.ApplyJobRequest) (*pb
 	if err != nil {
 		return nil, err
 	}
-	return &pb.ApplyJobResponse{Job: res.GetJob(), Changed: res.GetChanged(), Created: res.GetCreated()}, nil
+	return &pb.ApplyJobResponse{Job: j.withNextFire(res.GetJob()), Changed: res.GetChanged(), Created: res.GetCreated()}, nil
 }
 
 // put validates spec and proposes it. The spec is normalized on a copy so
@@ -99,7 +136,7 @@ func (j *jobService) GetJob(ctx context.Context, req *pb.GetJobRequest) (*pb.Get
 	if err != nil {
 		return nil, statusOf(err)
 	}
-	return &pb.GetJobResponse{Job: job}, nil
+	return &pb.GetJobResponse{Job: j.withNextFire(job)}, nil
 }
 
 func (j *jobService) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (*pb.ListJobsResponse, error) {
@@ -115,6 +152,10 @@ func (j *jobService) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (*pb
 		Limit:  pageSize(req.GetPageSize()),
 		Labels: req.GetLabelSelector(),
 	})
+	now := j.now()
+	for _, job := range jobs {
+		fillNextFire(job, now)
+	}
 	return &pb.ListJobsResponse{Jobs: jobs, NextPageToken: encodePageToken(next)}, nil
 }
 
@@ -136,7 +177,7 @@ func (j *jobService) PauseJob(ctx context.Context, req *pb.PauseJobRequest) (*pb
 	if err != nil {
 		return nil, err
 	}
-	return &pb.PauseJobResponse{Job: res.GetJob()}, nil
+	return &pb.PauseJobResponse{Job: j.withNextFire(res.GetJob())}, nil
 }
 
 func (j *jobService) ResumeJob(ctx context.Context, req *pb.ResumeJobRequest) (*pb.ResumeJobResponse, error) {
@@ -144,7 +185,7 @@ func (j *jobService) ResumeJob(ctx context.Context, req *pb.ResumeJobRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	return &pb.ResumeJobResponse{Job: res.GetJob()}, nil
+	return &pb.ResumeJobResponse{Job: j.withNextFire(res.GetJob())}, nil
 }
 
 func (j *jobService) setPaused(ctx context.Context, name string, paused bool, note string) (*pb.CommandResult, error) {
@@ -187,6 +228,20 @@ func validName(name string) error {
 		return invalidArgument(err, "name")
 	}
 	return nil
+}
+
+// validJobName applies the job name rule to another request field that
+// holds a job name, reporting it under that field.
+func validJobName(field, name string) error {
+	err := jobspec.ValidateName(name)
+	if err == nil {
+		return nil
+	}
+	var ve *jobspec.ValidationError
+	if errors.As(err, &ve) && len(ve.Violations) > 0 {
+		return fieldError(field, ve.Violations[0].Rule)
+	}
+	return fieldError(field, err.Error())
 }
 
 // validPauseNote applies the pause_note rule to the note of PauseJob,

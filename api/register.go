@@ -9,16 +9,47 @@ import (
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
+// RegisterOption adds a service to Register.
+type RegisterOption func(*registration)
+
+type registration struct {
+	runs  pb.RunServiceServer
+	fence pb.FenceServiceServer
+}
+
+// WithRunService also serves RunService.
+func WithRunService(runs pb.RunServiceServer) RegisterOption {
+	return func(r *registration) { r.runs = runs }
+}
+
+// WithFenceService also serves FenceService.
+func WithFenceService(fence pb.FenceServiceServer) RegisterOption {
+	return func(r *registration) { r.fence = fence }
+}
+
 // Register puts the services on s, together with the standard health
 // service (reporting SERVING for the server as a whole and for each
 // service) and server reflection, so that grpcurl and gRPC health probes
 // work. Call Shutdown on the returned health server when draining, so that
 // probes see NOT_SERVING before connections close.
-func Register(s *grpc.Server, jobs pb.JobServiceServer, cl pb.ClusterServiceServer) *health.Server {
+func Register(s *grpc.Server, jobs pb.JobServiceServer, cl pb.ClusterServiceServer, opts ...RegisterOption) *health.Server {
+	var r registration
+	for _, o := range opts {
+		o(&r)
+	}
 	pb.RegisterJobServiceServer(s, jobs)
 	pb.RegisterClusterServiceServer(s, cl)
+	names := []string{"", pb.JobService_ServiceDesc.ServiceName, pb.ClusterService_ServiceDesc.ServiceName}
+	if r.runs != nil {
+		pb.RegisterRunServiceServer(s, r.runs)
+		names = append(names, pb.RunService_ServiceDesc.ServiceName)
+	}
+	if r.fence != nil {
+		pb.RegisterFenceServiceServer(s, r.fence)
+		names = append(names, pb.FenceService_ServiceDesc.ServiceName)
+	}
 	h := health.NewServer()
-	for _, name := range []string{"", pb.JobService_ServiceDesc.ServiceName, pb.ClusterService_ServiceDesc.ServiceName} {
+	for _, name := range names {
 		h.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
 	}
 	healthpb.RegisterHealthServer(s, h)

@@ -18,7 +18,7 @@ import (
 func TestHealthServing(t *testing.T) {
 	h := newHarness(t)
 	client := healthpb.NewHealthClient(h.conn)
-	for _, svc := range []string{"", "raftcron.v1.JobService", "raftcron.v1.ClusterService"} {
+	for _, svc := range []string{"", "raftcron.v1.JobService", "raftcron.v1.ClusterService", "raftcron.v1.RunService", "raftcron.v1.FenceService"} {
 		resp, err := client.Check(testCtx(t), &healthpb.HealthCheckRequest{Service: svc})
 		if err != nil {
 			t.Fatalf("Check(%q): %v", svc, err)
@@ -57,7 +57,7 @@ func TestReflectionListsServices(t *testing.T) {
 	for _, s := range resp.GetListServicesResponse().GetService() {
 		names = append(names, s.GetName())
 	}
-	for _, want := range []string{"raftcron.v1.JobService", "raftcron.v1.ClusterService", "grpc.health.v1.Health"} {
+	for _, want := range []string{"raftcron.v1.JobService", "raftcron.v1.ClusterService", "raftcron.v1.RunService", "raftcron.v1.FenceService", "grpc.health.v1.Health"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("reflection lists %v, missing %s", names, want)
 		}

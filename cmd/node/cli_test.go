@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -66,13 +68,20 @@ func expectFailure(t *testing.T, r cliResult, want ...string) {
 	}
 }
 
-// versionOf reads the VERSION column of `job get NAME` (table output).
+// versionOf reads the VERSION column of `job get NAME` (table output: the
+// spec block, then the status block).
 func versionOf(t *testing.T, c *testCluster, node *testNode, name string) string {
 	t.Helper()
 	r := expectOK(t, c.cli(t, node, "", "job", "get", name))
-	lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
+	lines := strings.Split(specBlock(r.Stdout), "\n")
 	fields := strings.Fields(lines[len(lines)-1])
 	return fields[len(fields)-1]
+}
+
+// specBlock is the first block of `job get`: the header and the job's row.
+func specBlock(out string) string {
+	block, _, _ := strings.Cut(out, "\n\n")
+	return strings.TrimSpace(block)
 }
 
 func TestCLIJobLifecycle(t *testing.T) {
@@ -94,7 +103,7 @@ func TestCLIJobLifecycle(t *testing.T) {
 
 	t.Run("get through a follower", func(t *testing.T) {
 		r := expectOK(t, c.cli(t, follower, "", "job", "get", "nightly-billing"))
-		lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
+		lines := strings.Split(specBlock(r.Stdout), "\n")
 		if len(lines) != 2 || !strings.HasPrefix(lines[0], "NAME") {
 			t.Fatalf("table: %q", r.Stdout)
 		}
@@ -211,6 +220,10 @@ func TestCLIJobLifecycle(t *testing.T) {
 
 	t.Run("bad input is refused whole", func(t *testing.T) {
 		testBadJobInput(t, c, leader, follower)
+	})
+
+	t.Run("run side", func(t *testing.T) {
+		testRunSideCommands(t, c, leader, follower)
 	})
 
 	t.Run("delete", func(t *testing.T) {
@@ -415,5 +428,94 @@ func TestCLIGracefulStopAndRestart(t *testing.T) {
 		if r.Stdout != "job nightly-billing unchanged (version 1)\n" {
 			t.Fatalf("after restart: %q", r.Stdout)
 		}
+	})
+}
+
+// testRunSideCommands covers the run-side commands on a live cluster:
+// previews, the ledger, a job's status, fence checks and a manual run.
+func testRunSideCommands(t *testing.T, c *testCluster, leader, follower *testNode) {
+	const job = "nightly-billing" // fires at 02:00 Berlin time only: its runs are the ones made here
+	t.Run("job next of a job", func(t *testing.T) {
+		r := expectOK(t, c.cli(t, follower, "", "job", "next", job, "--count", "3", "-o", "json"))
+		var times []string
+		if err := json.Unmarshal([]byte(r.Stdout), &times); err != nil || len(times) != 3 {
+			t.Fatalf("job next: %q %v", r.Stdout, err)
+		}
+		berlin, err := time.LoadLocation("Europe/Berlin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ts := range times {
+			at, err := time.Parse(time.RFC3339, ts)
+			if err != nil || at.In(berlin).Format("15:04") != "02:00" || !at.After(time.Now()) {
+				t.Fatalf("fire time %q is not a future 02:00 in Europe/Berlin", ts)
+			}
+		}
+		table := expectOK(t, c.cli(t, leader, "", "job", "next", job)).Stdout
+		if rows := tableRows(table); len(rows) != 6 || strings.Join(rows[0], "|") != "FIRE TIME (UTC)|FIRE TIME (Europe/Berlin)" {
+			t.Fatalf("job next table (default 5 times, UTC and the job's zone): %q", table)
+		}
+	})
+	t.Run("job next of an inline schedule", func(t *testing.T) {
+		r := expectOK(t, c.cli(t, follower, "", "job", "next", "--schedule", "30 2 * * *", "--timezone", "Europe/Berlin",
+			"--after", "2026-10-24T12:00:00Z", "--count", "2", "-o", "json"))
+		var times []string
+		if err := json.Unmarshal([]byte(r.Stdout), &times); err != nil || strings.Join(times, ",") != "2026-10-25T00:30:00Z,2026-10-26T01:30:00Z" {
+			t.Fatalf("inline next over the fall-back night: %q %v", r.Stdout, err)
+		}
+		expectFailure(t, c.cli(t, follower, "", "job", "next", "--schedule", "61 * * * *"), "schedule:")
+	})
+	t.Run("no runs yet", func(t *testing.T) {
+		r := expectOK(t, c.cli(t, follower, "", "run", "list", "--job", job))
+		if rows := tableRows(r.Stdout); len(rows) != 1 || strings.Join(rows[0], "\t") != runHeader {
+			t.Fatalf("run list of a job without runs: %q", r.Stdout)
+		}
+		r = expectOK(t, c.cli(t, leader, "", "run", "list", "--job", job, "-o", "json"))
+		if strings.TrimSpace(r.Stdout) != "[]" {
+			t.Fatalf("run list -o json: %q", r.Stdout)
+		}
+		expectFailure(t, c.cli(t, follower, "", "run", "get", job+"-999999"), `run "nightly-billing-999999" not found`)
+		r = expectOK(t, c.cli(t, follower, "", "job", "status", job, "-o", "json"))
+		var st jobStatusView
+		if err := json.Unmarshal([]byte(r.Stdout), &st); err != nil || st.LatestToken != 0 || st.NextFire == "" || st.LastRunID != "" {
+			t.Fatalf("job status: %q %v", r.Stdout, err)
+		}
+		table := expectOK(t, c.cli(t, leader, "", "job", "get", job)).Stdout
+		if _, block, ok := strings.Cut(table, "\n\n"); !ok || !strings.HasPrefix(block, "NEXT FIRE") || !strings.Contains(block, st.NextFire) {
+			t.Fatalf("job get status block: %q", table)
+		}
+		// Latest token 0: any real token is current.
+		r = expectOK(t, c.cli(t, follower, "", "fence", "check", "--job", job, "--token", "1"))
+		if r.Stdout != "current (latest token 0)\n" {
+			t.Fatalf("fence check: %q", r.Stdout)
+		}
+		expectFailure(t, c.cli(t, leader, "", "fence", "check", "--job", "no-such-job", "--token", "1"), `job "no-such-job" not found`)
+	})
+	t.Run("trigger through a follower", func(t *testing.T) {
+		r := expectOK(t, c.cli(t, follower, "", "job", "trigger", job, "--request-id", "cli-test-1", "-o", "json"))
+		var run runView
+		if err := json.Unmarshal([]byte(r.Stdout), &run); err != nil || run.Kind != "manual" || len(run.Attempts) != 1 {
+			t.Fatalf("trigger: %q %v", r.Stdout, err)
+		}
+		token := run.Attempts[0].Token
+		if run.ID != fmt.Sprintf("%s-%d", job, token) || run.RequestID != "cli-test-1" {
+			t.Fatalf("run %+v", run)
+		}
+		again := expectOK(t, c.cli(t, leader, "", "job", "trigger", job, "--request-id", "cli-test-1")).Stdout
+		if !strings.Contains(again, "run "+run.ID+", token "+strconv.FormatUint(token, 10)+", attempt 1") {
+			t.Fatalf("the same request id ran again: %q, first run %s", again, run.ID)
+		}
+		r = expectOK(t, c.cli(t, follower, "", "fence", "check", "--job", job, "--token", strconv.FormatUint(token, 10)))
+		if r.Stdout != fmt.Sprintf("current (latest token %d)\n", token) {
+			t.Fatalf("fence check of the run's token: %q", r.Stdout)
+		}
+		rows := tableRows(expectOK(t, c.cli(t, follower, "", "run", "list", "--job", job)).Stdout)
+		if len(rows) != 2 || rows[1][0] != run.ID || rows[1][3] != "manual" {
+			t.Fatalf("run list after the trigger: %q", rows)
+		}
+		if r := expectOK(t, c.cli(t, leader, "", "run", "get", run.ID)); !strings.Contains(r.Stdout, "ATTEMPT") {
+			t.Fatalf("run get: %q", r.Stdout)
+		}
+		expectFailure(t, c.cli(t, follower, "", "job", "trigger", "no-such-job"), `job "no-such-job" not found`)
 	})
 }

@@ -160,8 +160,14 @@ func (c call) plain(st *status.Status, what string) error {
 }
 
 // stale reports an optimistic-concurrency conflict; the server's message
-// says which version the job is at.
+// says which version the job is at. A precondition other than the version
+// (a refused trigger) carries a PreconditionFailure and says it itself.
 func (c call) stale(st *status.Status) error {
+	for _, d := range st.Details() {
+		if _, ok := d.(*errdetails.PreconditionFailure); ok {
+			return errors.New(st.Message())
+		}
+	}
 	msg := st.Message()
 	if msg == "" {
 		msg = fmt.Sprintf("%s is no longer at version %d", c.about(), c.expectedVersion)

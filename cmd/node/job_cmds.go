@@ -24,6 +24,7 @@ func newJobCmd() *cobra.Command {
 	cmd.AddCommand(
 		newJobApplyCmd(o), newJobCreateCmd(o), newJobGetCmd(o), newJobListCmd(o),
 		newJobDeleteCmd(o), newJobPauseCmd(o), newJobResumeCmd(o),
+		newJobTriggerCmd(o), newJobNextCmd(o), newJobStatusCmd(o),
 	)
 	return cmd
 }

@@ -38,16 +38,26 @@ func (o *outputFormat) Set(s string) error {
 }
 
 // writeJob prints one job. JSON and YAML are the job file format, so that
-// `job get NAME -o yaml | raftcron job apply -f -` changes nothing.
+// `job get NAME -o yaml | raftcron job apply -f -` changes nothing; the
+// table adds the job's status below its spec (`job status` has it as
+// JSON/YAML).
 func writeJob(w io.Writer, format outputFormat, job *pb.Job) error {
 	switch format {
 	case outputJSON:
 		return writeEncoded(w, jobfile.EncodeJSON, job.GetSpec())
 	case outputYAML:
 		return writeEncoded(w, jobfile.EncodeYAML, job.GetSpec())
-	default:
-		return writeJobTable(w, []*pb.Job{job})
 	}
+	if err := writeJobTable(w, []*pb.Job{job}); err != nil {
+		return err
+	}
+	if job.GetStatus() == nil {
+		return nil
+	}
+	if _, err := fmt.Fprintln(w); err != nil {
+		return err
+	}
+	return writeJobStatusBlock(w, job)
 }
 
 // writeJobList prints jobs. JSON is always an array; YAML is a stream of

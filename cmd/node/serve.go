@@ -86,7 +86,9 @@ type server struct {
 	ops   *ops.Server
 	// health is the gRPC health service; draining turns it NOT_SERVING.
 	health *health.Server
-	http   *http.Server
+	// hub feeds WatchRuns; closing it ends the watches before draining.
+	hub  *api.RunHub
+	http *http.Server
 }
 
 // serve runs a node until ctx ends (a signal) or a server fails. Both ports
@@ -177,7 +179,8 @@ func start(cfg serveConfig, log *slog.Logger, mux *cluster.Mux) (*server, error)
 		shutdownNode(log, node)
 		return nil, err
 	}
-	state.SetObserver(sched)
+	hub := api.NewRunHub()
+	state.SetObserver(observers{sched, hub})
 	relay.attach(sched)
 	opsServer, err := ops.New(node, state, version, sched.Collectors()...)
 	if err != nil {
@@ -190,7 +193,13 @@ func start(cfg serveConfig, log *slog.Logger, mux *cluster.Mux) (*server, error)
 		grpc.ChainStreamInterceptor(api.RecoveryStreamInterceptor(log)),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: keepaliveMinTime, PermitWithoutStream: true}),
 	)
-	healthServer := api.Register(gs, api.NewJobService(node, state, time.Now), api.NewClusterService(node, state))
+	jobs := api.NewJobServiceWith(api.JobServiceConfig{
+		Store: node, Registry: state, Now: time.Now,
+		Triggerer: sched, NotLeader: scheduler.ErrNotLeader, Leadership: node,
+	})
+	healthServer := api.Register(gs, jobs, api.NewClusterService(node, state),
+		api.WithRunService(api.NewRunService(node, state, hub)),
+		api.WithFenceService(api.NewFenceService(node, state)))
 	cluster.RegisterInternal(gs, node)
 	return &server{
 		log:    log,
@@ -200,6 +209,7 @@ func start(cfg serveConfig, log *slog.Logger, mux *cluster.Mux) (*server, error)
 		grpc:   gs,
 		ops:    opsServer,
 		health: healthServer,
+		hub:    hub,
 		http:   &http.Server{Handler: opsServer.Handler(), ReadHeaderTimeout: 10 * time.Second},
 	}, nil
 }
@@ -220,6 +230,7 @@ func (s *server) stop() {
 		}
 	}
 	s.sched.Stop() // cancels in-flight dispatches; fencing covers the rest
+	s.hub.Close()
 	drainGRPC(s.grpc, drainTimeout)
 	shutdownNode(s.log, s.node)
 	ctx, cancel := context.WithTimeout(context.Background(), httpStopTimeout)

@@ -1,0 +1,81 @@
+package api
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/raftcron/raftcron/cluster"
+	"github.com/raftcron/raftcron/fsm"
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// The real FSM and node satisfy what the services ask for.
+var (
+	_ Registry   = (*fsm.FSM)(nil)
+	_ RunLedger  = (*fsm.FSM)(nil)
+	_ Store      = (*cluster.Node)(nil)
+	_ Leadership = (*cluster.Node)(nil)
+)
+
+// fsmBarrier is a ReadBarrier that has nothing to wait for.
+type fsmBarrier struct{}
+
+func (fsmBarrier) ReadBarrier(context.Context) error { return nil }
+
+func applyCmd(t *testing.T, f *fsm.FSM, index uint64, cmd *pb.Command) *pb.CommandResult {
+	t.Helper()
+	cmd.ProposedAtUnixNano = testNow.UnixNano()
+	data, err := proto.Marshal(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := f.Apply(&raft.Log{Index: index, Term: 1, Type: raft.LogCommand, Data: data}).(*pb.CommandResult)
+	if res.GetCode() != pb.ResultCode_RESULT_CODE_OK {
+		t.Fatalf("apply %v: %v", cmd, res)
+	}
+	return res
+}
+
+// TestRunHubObservesTheFSM wires the hub as the FSM's observer: a run the
+// FSM commits reaches a watcher, and the fence and run reads see it.
+func TestRunHubObservesTheFSM(t *testing.T) {
+	state := fsm.New()
+	hub := NewRunHub()
+	state.SetObserver(hub)
+	w, cancel := hub.subscribe("billing")
+	defer cancel()
+
+	spec := validSpec("billing")
+	applyCmd(t, state, 1, &pb.Command{Kind: &pb.Command_PutJob{PutJob: &pb.PutJobCommand{Spec: spec, Mode: pb.PutMode_PUT_MODE_CREATE}}})
+	res := applyCmd(t, state, 2, &pb.Command{Kind: &pb.Command_FireBatch{FireBatch: &pb.FireBatchCommand{
+		LeaderId: "n1", Term: 1,
+		Fires: []*pb.Fire{{Job: "billing", Generation: 1, Kind: pb.FireKind_FIRE_KIND_MANUAL, RequestId: "r1"}},
+	}}})
+	fire := res.GetFires()[0]
+	if !fire.GetAccepted() {
+		t.Fatalf("manual fire refused: %v", fire)
+	}
+	select {
+	case r := <-w.ch:
+		if r.GetId() != fire.GetRunId() || r.GetKind() != pb.FireKind_FIRE_KIND_MANUAL {
+			t.Fatalf("watcher got %v, want run %s", r, fire.GetRunId())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the committed run did not reach the watcher")
+	}
+
+	ctx := testCtx(t)
+	fence := NewFenceService(fsmBarrier{}, state)
+	if got, err := fence.CheckToken(ctx, &pb.CheckTokenRequest{Job: "billing", Token: fire.GetToken()}); err != nil || !got.GetCurrent() {
+		t.Fatalf("CheckToken of the run's token: %v, %v", got, err)
+	}
+	runs := NewRunService(fsmBarrier{}, state, hub)
+	got, err := runs.GetRun(ctx, &pb.GetRunRequest{Id: fire.GetRunId()})
+	if err != nil || got.GetRun().GetRequestId() != "r1" {
+		t.Fatalf("GetRun: %v, %v", got, err)
+	}
+}

@@ -1,0 +1,123 @@
+package api
+
+import (
+	"sync"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/raftcron/raftcron/fsm"
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// defaultWatchBuffer is how many changes a watcher may lag behind before it
+// is dropped.
+const defaultWatchBuffer = 1024
+
+// WatchBehindMessage ends a watch that fell behind (ResourceExhausted).
+const WatchBehindMessage = "watch fell behind; re-list and watch again"
+
+var (
+	errBehind  = status.Error(codes.ResourceExhausted, WatchBehindMessage)
+	errClosing = status.Error(codes.Unavailable, "the node is shutting down; watch another node")
+)
+
+// RunHub fans the run changes of this node's FSM out to WatchRuns streams.
+// It is the RunsChanged half of an fsm.Observer: Apply calls it
+// synchronously, so it never blocks. A watcher whose buffer is full is
+// dropped (its stream ends with an error telling it to re-list) instead of
+// holding up the log.
+type RunHub struct {
+	buffer int
+
+	mu sync.Mutex // guards the fields below; held only for non-blocking sends
+	// subs are the live watchers; an ended one is removed at once.
+	subs   map[*runWatch]struct{}
+	closed bool
+}
+
+// runWatch is one subscriber.
+type runWatch struct {
+	job string // "" means every job
+	ch  chan *pb.Run
+	// end is closed, once, when the hub ends the watch; err, written before,
+	// says why.
+	end chan struct{}
+	err error
+}
+
+// NewRunHub returns a hub with no watchers.
+func NewRunHub() *RunHub {
+	return &RunHub{buffer: defaultWatchBuffer, subs: map[*runWatch]struct{}{}}
+}
+
+var _ fsm.Observer = (*RunHub)(nil)
+
+// RunsChanged delivers runs to every watcher whose filter matches. The runs
+// are shared between watchers: nobody may change them.
+func (h *RunHub) RunsChanged(runs []*pb.Run) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for w := range h.subs {
+		for _, r := range runs {
+			if w.job != "" && r.GetJob() != w.job {
+				continue
+			}
+			select {
+			case w.ch <- r:
+				continue
+			default:
+			}
+			h.endLocked(w, errBehind)
+			break
+		}
+	}
+}
+
+// JobsChanged does nothing: the hub only streams runs. It makes RunHub an
+// fsm.Observer by itself.
+func (h *RunHub) JobsChanged([]string) {}
+
+// Close ends every watch, and every later one at once, so that a graceful
+// stop does not wait for watchers that would never hang up.
+func (h *RunHub) Close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closed = true
+	for w := range h.subs {
+		h.endLocked(w, errClosing)
+	}
+}
+
+// Watchers is the number of live watchers.
+func (h *RunHub) Watchers() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.subs)
+}
+
+// subscribe registers a watcher of job ("" for all); cancel removes it.
+func (h *RunHub) subscribe(job string) (w *runWatch, cancel func()) {
+	w = &runWatch{job: job, ch: make(chan *pb.Run, h.buffer), end: make(chan struct{})}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		w.err = errClosing
+		close(w.end)
+		return w, func() {}
+	}
+	h.subs[w] = struct{}{}
+	return w, func() {
+		h.mu.Lock()
+		delete(h.subs, w)
+		h.mu.Unlock()
+	}
+}
+
+func (h *RunHub) endLocked(w *runWatch, err error) {
+	if _, live := h.subs[w]; live {
+		delete(h.subs, w)
+		w.err = err
+		close(w.end)
+	}
+}

@@ -1,0 +1,168 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"regexp"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/raftcron/raftcron/cluster"
+	"github.com/raftcron/raftcron/fsm"
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// Triggerer commits a manual run of a job in the leader's next fire batch
+// and dispatches it if the FSM accepts it. Only the leader's scheduler can
+// (G2: a node dispatches only attempts it committed itself while leader).
+// A refusal is a FireResult with accepted=false and its reason, not an
+// error; errors are for runs that could not be proposed or committed.
+type Triggerer interface {
+	Trigger(ctx context.Context, name, requestID string, force bool) (*pb.FireResult, error)
+}
+
+// Leadership is what a follower needs to hand a call to the leader. The
+// connection belongs to the callee: it is never closed here.
+type Leadership interface {
+	IsLeader() bool
+	LeaderConn() (*grpc.ClientConn, error)
+}
+
+// ForwardedKey marks a call that a follower forwarded to the leader. A
+// forwarded call is never forwarded again, so leadership moving in between
+// costs an error the client retries, not a loop.
+const ForwardedKey = "raftcron-forwarded"
+
+// Reasons of the FailedPrecondition details of a refused trigger.
+const (
+	PreconditionPaused  = "PAUSED"
+	PreconditionOverlap = "OVERLAP"
+	PreconditionRefused = "REFUSED"
+)
+
+// requestIDPattern keeps caller-chosen ids (UUIDs, ULIDs, "deploy-42")
+// short and printable: they are stored in the log and shown in runs.
+var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:/-]{1,128}$`)
+
+// TriggerJob commits a manual run now. On a follower the whole call goes to
+// the leader, once. An empty request_id gets a random one first, so that a
+// forwarded retry of this call stays idempotent.
+func (j *jobService) TriggerJob(ctx context.Context, req *pb.TriggerJobRequest) (*pb.TriggerJobResponse, error) {
+	if err := validName(req.GetName()); err != nil {
+		return nil, err
+	}
+	req = proto.CloneOf(req)
+	if req.GetRequestId() == "" {
+		req.RequestId = newRequestID()
+	} else if !requestIDPattern.MatchString(req.GetRequestId()) {
+		return nil, fieldError("request_id", "must be 1-128 characters of A-Z a-z 0-9 . _ : / -")
+	}
+	forwarded := isForwarded(ctx)
+	if j.leadership != nil && !j.leadership.IsLeader() {
+		return j.forwardTrigger(ctx, req, forwarded)
+	}
+	if j.trigger == nil {
+		return nil, status.Error(codes.Unimplemented, "TriggerJob: this node runs no scheduler")
+	}
+	if err := j.barrier(ctx, false); err != nil {
+		return nil, err
+	}
+	if _, err := j.reg.Job(req.GetName()); err != nil {
+		return nil, statusOf(err)
+	}
+	res, err := j.trigger.Trigger(ctx, req.GetName(), req.GetRequestId(), req.GetForce())
+	if err != nil {
+		if j.lostLeadership(err) {
+			// Nothing was committed, or the request id finds the run that was.
+			return j.forwardTrigger(ctx, req, forwarded)
+		}
+		return nil, statusOf(err)
+	}
+	run, err := triggered(req.GetName(), res)
+	if err != nil {
+		return nil, err
+	}
+	return &pb.TriggerJobResponse{Run: run}, nil
+}
+
+// lostLeadership tells a trigger that only the leader can serve from a
+// real failure.
+func (j *jobService) lostLeadership(err error) bool {
+	return (j.notLeader != nil && errors.Is(err, j.notLeader)) || errors.Is(err, cluster.ErrNotLeader)
+}
+
+// forwardTrigger hands the call to the leader, unless it was forwarded
+// here already.
+func (j *jobService) forwardTrigger(ctx context.Context, req *pb.TriggerJobRequest, forwarded bool) (*pb.TriggerJobResponse, error) {
+	if forwarded || j.leadership == nil {
+		return nil, notLeader("this node does not lead (any more): retry", "", "")
+	}
+	conn, err := j.leadership.LeaderConn()
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	ctx = metadata.AppendToOutgoingContext(ctx, ForwardedKey, "1")
+	resp, err := pb.NewJobServiceClient(conn).TriggerJob(ctx, req)
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	return resp, nil
+}
+
+func isForwarded(ctx context.Context) bool {
+	md, _ := metadata.FromIncomingContext(ctx)
+	return len(md.Get(ForwardedKey)) > 0
+}
+
+// triggered turns the FSM's answer into the run, or the error the caller
+// sees. A duplicate request id is an answer, not an error: it is the run of
+// the first call.
+func triggered(name string, res *pb.FireResult) (*pb.Run, error) {
+	switch {
+	case res.GetAccepted(), res.GetReason() == fsm.ReasonDuplicateRequest:
+		if res.GetRun() == nil {
+			return nil, status.Errorf(codes.Internal, "trigger of job %q: the result carries no run", name)
+		}
+		return res.GetRun(), nil
+	case res.GetReason() == fsm.ReasonGone:
+		return nil, status.Errorf(codes.NotFound, "job %q not found", name)
+	case res.GetReason() == fsm.ReasonPaused:
+		return nil, precondition(PreconditionPaused, name,
+			fmt.Sprintf("job %q is paused: set force to run it anyway", name))
+	case res.GetReason() == fsm.ReasonOverlapSkipped:
+		return nil, precondition(PreconditionOverlap, name,
+			fmt.Sprintf("job %q has a run still open and its overlap policy refuses another (%s)", name, res.GetReason()))
+	case res.GetReason() == fsm.ReasonStaleTerm:
+		return nil, notLeader("leadership changed while the trigger committed; nothing ran: retry", "", "")
+	default:
+		return nil, precondition(PreconditionRefused, name,
+			fmt.Sprintf("trigger of job %q refused: %s", name, res.GetReason()))
+	}
+}
+
+// precondition is FailedPrecondition with a PreconditionFailure detail, so
+// that clients can tell a refused trigger from a stale version.
+func precondition(kind, job, msg string) error {
+	st, err := status.New(codes.FailedPrecondition, msg).WithDetails(&errdetails.PreconditionFailure{
+		Violations: []*errdetails.PreconditionFailure_Violation{{Type: kind, Subject: "jobs/" + job, Description: msg}},
+	})
+	if err != nil {
+		return status.Error(codes.FailedPrecondition, msg)
+	}
+	return st.Err()
+}
+
+// newRequestID is 16 random bytes in hex.
+func newRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
+}

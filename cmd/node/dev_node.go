@@ -1,0 +1,231 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// devNode is one `raftcron serve` child of dev.
+type devNode struct {
+	id, addr, httpAddr, dataDir, logPath string
+
+	// Set by start before it returns; read-only afterwards.
+	pid  int
+	proc *os.Process
+
+	// done is closed once the process has exited and been reaped; waitErr
+	// is written before, so it may be read after <-done.
+	done    chan struct{}
+	waitErr error
+}
+
+// newDevNodes names n nodes after the first 2n listeners: the gRPC ports,
+// then the HTTP ports.
+func newDevNodes(dir string, lns []net.Listener) []*devNode {
+	n := len(lns) / 2
+	nodes := make([]*devNode, n)
+	for i := range nodes {
+		id := fmt.Sprintf("n%d", i+1)
+		nodes[i] = &devNode{
+			id:       id,
+			addr:     lns[i].Addr().String(),
+			httpAddr: lns[n+i].Addr().String(),
+			dataDir:  filepath.Join(dir, id),
+			logPath:  logPathOf(dir, id),
+			done:     make(chan struct{}),
+		}
+	}
+	return nodes
+}
+
+func (n *devNode) args(peers string) []string {
+	return append([]string{"serve", "--id", n.id, "--data-dir", n.dataDir,
+		"--addr", n.addr, "--http-addr", n.httpAddr, "--peers", peers}, devRaft...)
+}
+
+// start launches the node; exits receives it once it has exited.
+//
+// The child is started and waited for by a goroutine locked to its OS
+// thread: Pdeathsig fires when the thread that forked the child ends, not
+// the process (golang/go#27505), and a locked thread runs nothing else, so
+// only the child's exit or dev's own death can end it.
+func (n *devNode) start(bin, peers string, exits chan<- *devNode) error {
+	logFile, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("%s: log file: %w", n.id, err)
+	}
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		cmd := exec.Command(bin, n.args(peers)...)
+		cmd.Env = devEnv()
+		cmd.Stdout, cmd.Stderr = logFile, logFile
+		cmd.SysProcAttr = childProcAttr()
+		if err := cmd.Start(); err != nil {
+			_ = logFile.Close()
+			started <- fmt.Errorf("start %s: %w", n.id, err)
+			return
+		}
+		n.pid, n.proc = cmd.Process.Pid, cmd.Process
+		started <- nil
+		n.waitErr = cmd.Wait()
+		_ = logFile.Close()
+		close(n.done)
+		exits <- n
+	}()
+	return <-started
+}
+
+func (n *devNode) exited() bool {
+	select {
+	case <-n.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// exitReason is how the process ended, as Go spells it ("signal: killed",
+// "exit status 1"); call it only after the exit.
+func (n *devNode) exitReason() string {
+	if n.waitErr == nil {
+		return "exit status 0"
+	}
+	return n.waitErr.Error()
+}
+
+// killed reports whether a signal ended the process.
+func (n *devNode) killed() bool {
+	var exitErr *exec.ExitError
+	return errors.As(n.waitErr, &exitErr) && exitErr.ExitCode() == -1
+}
+
+// lastLog is the last line of the node's log, to say why it stopped.
+func (n *devNode) lastLog() string {
+	f, err := os.Open(n.logPath)
+	if err != nil {
+		return ""
+	}
+	defer func() { _ = f.Close() }()
+	var last string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		if line := strings.TrimSpace(sc.Text()); line != "" {
+			last = line
+		}
+	}
+	if last == "" {
+		return ""
+	}
+	const maxLen = 300
+	if len(last) > maxLen {
+		last = last[:maxLen] + "..."
+	}
+	return "; last log line: " + last
+}
+
+// signal sends sig to the node. Its error is ignored: a process already
+// reaped is not signalled (os.Process knows, so the pid cannot be a
+// stranger's), and a survivor is what the bounded wait reports.
+func (n *devNode) signal(sig os.Signal) { _ = n.proc.Signal(sig) }
+
+// devHTTP asks the nodes' ops ports; loopback only, never through a proxy.
+var devHTTP = &http.Client{
+	Timeout:   time.Second,
+	Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true},
+}
+
+func (n *devNode) get(ctx context.Context, path string) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+n.httpAddr+path, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	resp, err := devHTTP.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode, body, err
+}
+
+func (n *devNode) ready(ctx context.Context) bool {
+	code, _, err := n.get(ctx, "/readyz")
+	return err == nil && code == http.StatusOK
+}
+
+// devStatus is the part of a node's /status that dev reads.
+type devStatus struct {
+	ID    string `json:"id"`
+	State string `json:"state"`
+	Term  uint64 `json:"term"`
+}
+
+func (n *devNode) status(ctx context.Context) (devStatus, error) {
+	var st devStatus
+	code, body, err := n.get(ctx, "/status")
+	if err != nil {
+		return st, err
+	}
+	if code != http.StatusOK {
+		return st, fmt.Errorf("%s /status: HTTP %d", n.id, code)
+	}
+	return st, json.Unmarshal(body, &st)
+}
+
+// stopNodes asks every live node to stop gracefully, waits a bounded time
+// (cut short by hurry), kills the stragglers and waits for them too.
+func stopNodes(nodes []*devNode, hurry <-chan struct{}) error {
+	for _, n := range nodes {
+		if n.proc != nil && !n.exited() {
+			n.signal(syscall.SIGTERM)
+		}
+	}
+	waitNodes(nodes, devStopTimeout, hurry)
+	for _, n := range nodes {
+		if n.proc != nil && !n.exited() {
+			n.signal(syscall.SIGKILL)
+		}
+	}
+	waitNodes(nodes, devKillTimeout, nil)
+	var errs []error
+	for _, n := range nodes {
+		if n.proc != nil && !n.exited() {
+			errs = append(errs, fmt.Errorf("%s (pid %d) did not exit after SIGKILL", n.id, n.pid))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// waitNodes waits until every started node has exited, d has passed or
+// hurry is closed.
+func waitNodes(nodes []*devNode, d time.Duration, hurry <-chan struct{}) {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for _, n := range nodes {
+		if n.proc == nil {
+			continue
+		}
+		select {
+		case <-n.done:
+		case <-timer.C:
+			return
+		case <-hurry:
+			return
+		}
+	}
+}
