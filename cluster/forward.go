@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -20,13 +21,16 @@ import (
 // peerConns caches one gRPC connection per peer address: the leader changes
 // rarely, and dialing per request would cost a handshake each time.
 type peerConns struct {
+	// iso, when set (tests only), can cut the node's dials (fault.go).
+	iso *Isolation
+
 	mu     sync.Mutex // guards conns and closed
 	conns  map[string]*grpc.ClientConn
 	closed bool
 }
 
-func newPeerConns() *peerConns {
-	return &peerConns{conns: make(map[string]*grpc.ClientConn)}
+func newPeerConns(iso *Isolation) *peerConns {
+	return &peerConns{iso: iso, conns: make(map[string]*grpc.ClientConn)}
 }
 
 // reconnect keeps the backoff short: a restarted leader must be reachable
@@ -53,9 +57,16 @@ func (p *peerConns) conn(addr string) (*grpc.ClientConn, error) {
 	cc, ok := p.conns[addr]
 	if !ok {
 		var err error
-		cc, err = grpc.NewClient(addr,
+		opts := []grpc.DialOption{
 			grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithConnectParams(reconnect))
+			grpc.WithConnectParams(reconnect),
+		}
+		if iso := p.iso; iso != nil {
+			opts = append(opts, grpc.WithContextDialer(func(ctx context.Context, a string) (net.Conn, error) {
+				return iso.dial(ctx, &net.Dialer{}, a)
+			}))
+		}
+		cc, err = grpc.NewClient(addr, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("dial %s: %w", addr, err)
 		}

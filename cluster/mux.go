@@ -34,6 +34,9 @@ type Mux struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	// iso, when set (tests only), can cut the node off (fault.go).
+	iso atomic.Pointer[Isolation]
 }
 
 // Listen binds addr and starts routing connections.
@@ -141,6 +144,11 @@ func (m *Mux) route(conn net.Conn) {
 		return
 	}
 	conn.SetReadDeadline(time.Time{})
+	if iso := m.isolation(); iso != nil {
+		if conn, err = iso.admit(conn); err != nil {
+			return
+		}
+	}
 	if b[0] == raftByte {
 		m.raft.push(conn)
 		return

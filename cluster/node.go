@@ -92,7 +92,7 @@ func New(cfg Config, mux *Mux) (*Node, error) {
 		cfg:       cfg,
 		log:       cfg.Logger.With("node", cfg.ID),
 		store:     store,
-		peers:     newPeerConns(),
+		peers:     newPeerConns(mux.isolation()),
 		notifyCh:  make(chan bool, notifyChBuffer),
 		stopWatch: make(chan struct{}),
 		watchDone: make(chan struct{}),
@@ -139,7 +139,7 @@ func (n *Node) start(rc *raft.Config, mux *Mux) error {
 	}
 	n.fsm = &trackingFSM{FSM: n.cfg.FSM, snaps: snaps}
 	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream:  &streamLayer{subListener: mux.raft, advertise: advertiseAddr(n.cfg.Addr)},
+		Stream:  &streamLayer{subListener: mux.raft, advertise: advertiseAddr(n.cfg.Addr), iso: mux.isolation()},
 		MaxPool: transportPool,
 		Timeout: transportIO,
 		Logger:  newHCLog(n.log, "raft-net"),

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"net"
 	"time"
 
@@ -13,6 +14,8 @@ import (
 type streamLayer struct {
 	*subListener
 	advertise net.Addr
+	// iso, when set (tests only), can cut the node's dials (fault.go).
+	iso *Isolation
 }
 
 var _ raft.StreamLayer = (*streamLayer)(nil)
@@ -23,7 +26,13 @@ func (s *streamLayer) Addr() net.Addr { return s.advertise }
 
 func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	d := net.Dialer{Timeout: timeout}
-	conn, err := d.Dial("tcp", string(address))
+	var conn net.Conn
+	var err error
+	if s.iso != nil {
+		conn, err = s.iso.dial(context.Background(), &d, string(address))
+	} else {
+		conn, err = d.Dial("tcp", string(address))
+	}
 	if err != nil {
 		return nil, err
 	}

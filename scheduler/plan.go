@@ -167,7 +167,7 @@ func (p *plan) planSlots(in planInput) {
 	p.addMiss(in.job, &w.policyMiss, reasonCatchupPolicy)
 	fire := w.fire
 	if overlapPolicy(spec) != pb.Overlap_OVERLAP_ALLOW && len(fire) > 0 &&
-		(!w.onTime(fire[0]) || catchingUp(in.open)) {
+		(len(fire) > 1 || !w.onTime(fire[0]) || catchingUp(in.open)) {
 		// Catch-up of a job whose runs must not overlap: one slot at a
 		// time, and only once nothing of the job is open, so that each
 		// caught-up slot is dispatched rather than skipped, in order. A
@@ -184,9 +184,15 @@ func (p *plan) planSlots(in planInput) {
 			fire = fire[:1]
 		}
 	}
+	var newest int64
+	if len(w.fire) > 0 {
+		newest = w.fire[len(w.fire)-1]
+	}
 	for _, s := range fire {
+		// Only the newest due slot is on schedule; older ones are a backlog,
+		// even when a late tick leaves them within OnTime.
 		kind := pb.FireKind_FIRE_KIND_CATCHUP
-		if w.onTime(s) {
+		if w.onTime(s) && s == newest && !w.more {
 			kind = pb.FireKind_FIRE_KIND_SCHEDULED
 		}
 		p.fires = append(p.fires, slotFire(in.job, s, kind))

@@ -179,6 +179,8 @@ func TestPlanSlots(t *testing.T) {
 			fires: "catchup@70 catchup@80 catchup@90", misses: "catchup_window@10-60/6", wake: 100 * time.Second},
 		{name: "all: newest due slot on time is scheduled", sched: "@every 10s", at: 30*time.Second + time.Second,
 			spec: overlap(pb.Overlap_OVERLAP_ALLOW), fires: "catchup@10 catchup@20 scheduled@30", wake: 40 * time.Second},
+		{name: "skip: two on-time slots are a backlog, one at a time", sched: "@every 1s",
+			at: 2*time.Second + 600*time.Millisecond, fires: "catchup@1", wake: 3 * time.Second},
 		{name: "all: capped per tick, the rest next tick", sched: "@every 1s", at: 150 * time.Second,
 			spec:  overlap(pb.Overlap_OVERLAP_ALLOW, window(time.Hour, pb.CatchupPolicy_CATCHUP_POLICY_ALL)),
 			fires: catchups(1, MaxCatchupPerTick), wakeNow: true},
