@@ -12,7 +12,7 @@ PROTOC_GEN_GO_VERSION  := v1.36.12
 PROTOC_GEN_GRPC_VERSION := v1.5.1
 TEST_TIMEOUT ?= 10m
 
-.PHONY: build test test-unit fuzz-seeds run proto proto-tools lint bench clean
+.PHONY: build test run proto proto-tools lint bench bench-quick clean
 
 build:
 	$(GO) build -tags $(TAGS) -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/node
@@ -43,8 +43,15 @@ lint:
 	@if [ -x $(TOOLS)/buf ]; then cd proto && $(TOOLS)/buf lint; \
 	  else echo "buf not installed: run 'make proto-tools' for buf lint"; exit 1; fi
 
-bench:
-	$(GO) test -tags $(TAGS) -run '^$$' -bench . -benchmem ./...
+# Benchmarks against a real 3-node loopback cluster (fsync on), plus the Go
+# micro benchmarks; results go to bench/results/ (see docs/benchmarks.md).
+BENCH_FLAGS ?=
+
+bench: build
+	$(GO) run -tags $(TAGS) ./bench/cmd/raftcron-bench -bin $(BIN) -out bench/results $(BENCH_FLAGS)
+
+bench-quick: build
+	$(GO) run -tags $(TAGS) ./bench/cmd/raftcron-bench -quick -bin $(BIN) -out bench/results $(BENCH_FLAGS)
 
 clean:
 	rm -rf bin

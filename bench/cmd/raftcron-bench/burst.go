@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/raftcron/raftcron/bench/harness"
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+const (
+	// registerRateGuess (jobs/s) places the burst's slot after the
+	// registration; a slower registration moves the burst a minute later.
+	registerRateGuess = 1500
+	// burstDeadline bounds the wait for every delivery after the slot.
+	burstDeadline = 120 * time.Second
+	// settleTimeout bounds the wait for the outcomes to be committed.
+	settleTimeout = 60 * time.Second
+)
+
+type burstMetrics struct {
+	Jobs         int                `json:"jobs"`
+	Registration harness.LoadResult `json:"registration"`
+	Slot         time.Time          `json:"slot"`
+	Delivered    int                `json:"delivered"`
+	// Redeliveries are extra deliveries of a slot already delivered.
+	Redeliveries int `json:"redeliveries"`
+	// Lateness is sink receive time − nominal slot time, one per job.
+	Lateness harness.Dist `json:"lateness"`
+	// LeaderHandOver is the leader's raftcron_fire_lateness_seconds
+	// (slot → hand-over to a worker), estimated from its buckets.
+	LeaderHandOver map[string]float64 `json:"leader_handover_ms"`
+	// Log is what the leader's Raft log holds from just before the slot
+	// until the outcomes settled.
+	Log harness.LogSummary `json:"raft_log"`
+	// FirstMs is slot → first delivery (plan + commit of the first
+	// entry); SpanMs first → last delivery; DispatchPerSec N/span.
+	FirstMs float64 `json:"first_delivery_ms"`
+	// TickStartMs is slot → the leader's tick that proposed the burst
+	// (the FireBatch's proposed_at stamp).
+	TickStartMs    float64                       `json:"tick_start_ms"`
+	SpanMs         float64                       `json:"delivery_span_ms"`
+	DispatchPerSec float64                       `json:"dispatch_per_s"`
+	CPU            cpuWindow                     `json:"cpu"`
+	LeaderRaft     map[string]harness.TimerDelta `json:"leader_raft_timers"`
+	FollowerRaft   map[string]harness.TimerDelta `json:"follower_raft_timers"`
+}
+
+// runBurst registers N jobs due in the same second and measures how late
+// their webhooks reach the sink, and how many Raft entries the tick used.
+func runBurst(ctx context.Context, e *env, res *Result) error {
+	n := e.cfg.BurstJobs
+	res.Params["jobs"] = n
+	m := &burstMetrics{Jobs: n}
+	res.Metrics = m
+
+	sink, err := harness.NewSink()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = sink.Close() }()
+	c, err := e.startCluster(ctx, "burst")
+	if err != nil {
+		return err
+	}
+	defer c.Kill()
+	leader, err := c.Leader(ctx, harness.ReadyTimeout)
+	if err != nil {
+		return err
+	}
+
+	guess := time.Duration(float64(n)/registerRateGuess*float64(time.Second)) + 4*time.Second
+	sec := time.Now().Add(guess).Second()
+	schedule := fmt.Sprintf("%d * * * * *", sec)
+	e.logf("burst: registering %d jobs with schedule %q", n, schedule)
+	m.Registration, err = e.register(ctx, leader, n, func(i int) *pb.JobSpec {
+		return httpJob(fmt.Sprintf("burst-%06d", i), schedule, sink.URL())
+	})
+	if err != nil {
+		return err
+	}
+	// A job created during second s has its cursor at s: its first slot
+	// is after s. So the slot must start after the registration's second.
+	slot := nextAtSecond(time.Now().Add(1500*time.Millisecond), sec)
+	m.Slot = slot.UTC()
+	e.logf("burst: registered at %.0f jobs/s; slot %s (in %s)", m.Registration.OpsPerSec, slot.Format("15:04:05"), time.Until(slot).Round(time.Millisecond))
+
+	if err := sleepUntil(ctx, slot.Add(-500*time.Millisecond)); err != nil {
+		return err
+	}
+	before := sampleNodes(c)
+	from := sink.Len()
+	waitProfile := e.profile(ctx, leader, "burst-leader-cpu", 8*time.Second)
+
+	first := make(map[string]harness.Delivery, n)
+	slotUnix := slot.Unix()
+	sink.Watch(ctx, slot.Add(burstDeadline), from, func(batch []harness.Delivery) bool {
+		for _, d := range batch {
+			if d.Slot != slotUnix {
+				continue
+			}
+			if _, dup := first[d.Job]; dup {
+				m.Redeliveries++
+				continue
+			}
+			first[d.Job] = d
+		}
+		return len(first) >= n
+	})
+	during := sampleNodes(c)
+	m.Delivered = len(first)
+	lat := make([]time.Duration, 0, len(first))
+	for _, d := range first {
+		lat = append(lat, d.Lateness())
+	}
+	m.Lateness = harness.Summarize(lat)
+	if len(lat) > 0 {
+		m.FirstMs = m.Lateness.MinMs
+		m.SpanMs = round3(m.Lateness.MaxMs - m.Lateness.MinMs)
+		if m.SpanMs > 0 {
+			m.DispatchPerSec = round3(float64(len(lat)) / (m.SpanMs / 1000))
+		}
+	}
+
+	settle(ctx, leader)
+	after := sampleNodes(c)
+	waitProfile()
+	m.CPU = usage(c, leader, before, during)
+	m.LeaderHandOver = latenessHistogram(before, after, leader.ID)
+	m.LeaderRaft = timerDeltas(before, after, leader.ID)
+	if f := c.Followers(leader); len(f) > 0 {
+		m.FollowerRaft = timerDeltas(before, after, f[0].ID)
+	}
+
+	c.Kill() // the Raft store can only be read once the process is gone
+	if m.Log, err = harness.SummarizeLog(leader.DataDir, before.status[leader.ID].CommitIndex, after.status[leader.ID].CommitIndex); err != nil {
+		e.logf("burst: reading the raft log: %v", err)
+	}
+	if !m.Log.FirstFireBatchAt.IsZero() {
+		m.TickStartMs = harness.Ms(m.Log.FirstFireBatchAt.Sub(slot))
+	}
+
+	res.Summary = fmt.Sprintf("N=%d delivered=%d lateness p50=%.0fms p99=%.0fms max=%.0fms; raft entries=%d (fire_batch=%d, complete_batch=%d)",
+		n, m.Delivered, m.Lateness.P50Ms, m.Lateness.P99Ms, m.Lateness.MaxMs, m.Log.Entries, m.Log.FireBatches, m.Log.CompleteBatches)
+	res.target("p99", "≤ 250 ms", m.Lateness.P99Ms, "ms", m.Delivered == n && m.Lateness.P99Ms <= 250)
+	maxBatches := (n + 1999) / 2000
+	res.target("fire_batch_entries", fmt.Sprintf("≤ %d", maxBatches), float64(m.Log.FireBatches), "entries", m.Log.FireBatches <= maxBatches)
+	if m.Delivered != n {
+		res.violate("%d of %d jobs delivered for slot %s within %s", m.Delivered, n, m.Slot.Format(time.RFC3339), burstDeadline)
+	}
+	return nil
+}
+
+// settle waits until the leader has no attempt in flight and its commit
+// index has stopped moving for a second (the outcomes are committed).
+func settle(ctx context.Context, leader *harness.Node) {
+	var last uint64
+	stableSince := time.Now()
+	_ = harness.Poll(ctx, settleTimeout, "outcomes committed", func() (bool, error) {
+		st, err := leader.Status()
+		if err != nil {
+			return false, nil
+		}
+		if st.CommitIndex != last {
+			last, stableSince = st.CommitIndex, time.Now()
+			return false, nil
+		}
+		if time.Since(stableSince) < time.Second {
+			return false, nil
+		}
+		m, err := leader.Metrics()
+		return err == nil && m.Sum("raftcron_runs_in_flight") == 0, nil
+	})
+}

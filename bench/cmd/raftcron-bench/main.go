@@ -1,0 +1,119 @@
+// Command raftcron-bench runs raftcron's benchmark scenarios against a real
+// 3-node cluster of `raftcron serve` processes on loopback (fsync on, as
+// deployed), prints one summary line per scenario and writes each
+// scenario's full result as JSON into a per-run directory.
+//
+//	raftcron-bench [-quick] [-scenarios burst,steady,...] [-bin bin/raftcron] [-out bench/results]
+//
+// Scenarios: burst, steady, failover, registry, scale (real clusters) and
+// micro (go test -bench over the product packages). -quick runs a short
+// version of each. Every child process is killed when the program ends,
+// whatever the reason.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/raftcron/raftcron/bench/harness"
+)
+
+func main() { os.Exit(run()) }
+
+func run() int {
+	cfg, err := parseFlags(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "raftcron-bench:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// Whatever happens below, no node outlives this program.
+	defer func() {
+		if n := harness.KillAll(); n > 0 {
+			fmt.Fprintf(os.Stderr, "raftcron-bench: killed %d leftover node process(es)\n", n)
+		}
+	}()
+	r, err := newRunner(cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "raftcron-bench:", err)
+		return 1
+	}
+	return r.runAll(ctx)
+}
+
+// scenario is one benchmark; it fills res and returns an error only when
+// it could not measure (a correctness violation is recorded in res).
+type scenario struct {
+	name string
+	run  func(ctx context.Context, e *env, res *Result) error
+}
+
+var scenarios = []scenario{
+	{"burst", runBurst},
+	{"steady", runSteady},
+	{"failover", runFailover},
+	{"registry", runRegistry},
+	{"scale", runScale},
+	{"micro", runMicro},
+}
+
+func parseFlags(args []string) (config, error) {
+	fs := flag.NewFlagSet("raftcron-bench", flag.ContinueOnError)
+	var c config
+	var names string
+	fs.StringVar(&c.Bin, "bin", "bin/raftcron", "the raftcron binary (make build)")
+	fs.StringVar(&c.Out, "out", "bench/results", "directory for the per-run result directories")
+	fs.StringVar(&c.Work, "work", "", "parent of the nodes' data dirs (default: the system temp dir)")
+	fs.StringVar(&c.Repo, "repo", ".", "module root, for the micro scenario's go test")
+	fs.BoolVar(&c.Quick, "quick", false, "short version of every scenario (make bench-quick)")
+	fs.StringVar(&names, "scenarios", "burst,steady,failover,registry,scale,micro", "comma-separated scenarios to run")
+	fs.BoolVar(&c.Keep, "keep", false, "keep the nodes' data dirs and logs even on success")
+	fs.BoolVar(&c.Profile, "profile", false, "save CPU profiles of the leader (from /debug/pprof) next to the results")
+	fs.Int64Var(&c.Seed, "seed", 1, "seed of the failover scenario's kill timing")
+	fs.StringVar(&c.NodeLogLevel, "node-log-level", "info", "--log-level of the nodes")
+
+	fs.IntVar(&c.BurstJobs, "burst-jobs", 0, "burst: jobs due in the same second (default 10000)")
+	fs.IntVar(&c.SteadyRate, "steady-rate", 2000, "steady: fires per second")
+	fs.DurationVar(&c.SteadyDuration, "steady-duration", 0, "steady: measured window (default 60s, quick 15s)")
+	fs.IntVar(&c.SteadyPeriod, "steady-period", 0, "steady: seconds between two fires of one job, a divisor of 60 (default 10, quick 5); jobs = rate × period")
+	fs.IntVar(&c.FailoverRounds, "failover-rounds", 0, "failover: leader kills per Raft setting (default 20, quick 3)")
+	fs.DurationVar(&c.RegistryDuration, "registry-duration", 0, "registry: length of each phase (default 20s, quick 4s)")
+	fs.IntVar(&c.ScaleJobs, "scale-jobs", 0, "scale: jobs registered (default 1000000, quick 50000)")
+	fs.DurationVar(&c.ScaleSnapshotWait, "scale-snapshot-wait", -1, "scale: how long to wait for Raft's own snapshot of the full registry (default 300s, quick 0 = do not wait)")
+	fs.StringVar(&c.MicroBenchtime, "micro-benchtime", "", "micro: go test -benchtime (default 1s, quick 100ms)")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	for n := range strings.SplitSeq(names, ",") {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		if !known(n) {
+			return c, fmt.Errorf("-scenarios: unknown scenario %q (known: burst, steady, failover, registry, scale, micro)", n)
+		}
+		c.Scenarios = append(c.Scenarios, n)
+	}
+	if len(c.Scenarios) == 0 {
+		return c, fmt.Errorf("-scenarios: none given")
+	}
+	return c.withDefaults()
+}
+
+func known(name string) bool {
+	for _, s := range scenarios {
+		if s.name == name {
+			return true
+		}
+	}
+	return false
+}

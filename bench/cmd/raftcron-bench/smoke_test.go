@@ -1,0 +1,96 @@
+//go:build bench
+
+package main
+
+// The smoke test runs every cluster scenario end to end with tiny
+// parameters against the real binary, so a change to the harness can be
+// checked in about two minutes:
+//
+//	go test -tags 'hashicorpmetrics bench' -run TestSmoke -v ./bench/cmd/raftcron-bench
+//
+// It uses $RAFTCRON_BIN when set, else builds the binary once.
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/raftcron/raftcron/bench/harness"
+)
+
+func smokeBinary(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("RAFTCRON_BIN"); p != "" {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return abs
+	}
+	bin := filepath.Join(t.TempDir(), "raftcron")
+	cmd := exec.Command("go", "build", "-tags", "hashicorpmetrics", "-o", bin, "./cmd/node")
+	cmd.Dir = filepath.Join("..", "..", "..")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func TestSmoke(t *testing.T) {
+	t.Cleanup(func() { harness.KillAll() })
+	cfg, err := parseFlags([]string{
+		"-bin", smokeBinary(t), "-out", t.TempDir(), "-work", t.TempDir(),
+		"-scenarios", "burst,steady,failover,registry,scale",
+		"-burst-jobs", "50", "-steady-rate", "20", "-steady-period", "2", "-steady-duration", "4s",
+		"-failover-rounds", "1", "-registry-duration", "1s",
+		"-scale-jobs", "300", "-scale-snapshot-wait", "0", "-quick",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := newRunner(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	for _, s := range scenarios {
+		if !r.env.wants(s.name) {
+			continue
+		}
+		res := r.runOne(ctx, s)
+		t.Log(summaryLine(res))
+		if res.Error != "" {
+			t.Errorf("%s: %s", s.name, res.Error)
+		}
+		if _, err := os.Stat(filepath.Join(r.env.runDir, s.name+".json")); err != nil {
+			t.Errorf("%s: no JSON result: %v", s.name, err)
+		}
+		switch m := res.Metrics.(type) {
+		case *burstMetrics:
+			if m.Delivered != 50 || m.Log.FireBatches < 1 {
+				t.Errorf("burst: delivered %d of 50, %d FireBatch entries", m.Delivered, m.Log.FireBatches)
+			}
+		case *steadyMetrics:
+			if m.Delivered == 0 {
+				t.Error("steady: nothing delivered")
+			}
+		case *[]*failoverRun:
+			for _, run := range *m {
+				if len(run.Rounds) != 1 || run.Slots == 0 {
+					t.Errorf("failover %s: %d rounds, %d slots", run.Setting, len(run.Rounds), run.Slots)
+				}
+			}
+		case *scaleMetrics:
+			if m.Restart.ReadyMs <= 0 || m.FSMSnapshot == nil {
+				t.Errorf("scale: restart %vms, in-process snapshot %v", m.Restart.ReadyMs, m.FSMSnapshot)
+			}
+		}
+	}
+	if n := harness.LiveCount(); n != 0 {
+		t.Errorf("%d node processes still running after the scenarios", n)
+	}
+}
