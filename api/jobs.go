@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/raftcron/raftcron/fsm"
+	"github.com/raftcron/raftcron/internal/failpoint"
 	"github.com/raftcron/raftcron/jobspec"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
@@ -217,7 +218,7 @@ func (j *jobService) apply(ctx context.Context, now time.Time, cmd *pb.Command) 
 // barrier makes the next registry read linearizable unless the caller
 // asked for this node's possibly stale state.
 func (j *jobService) barrier(ctx context.Context, stale bool) error {
-	if stale {
+	if stale || failpoint.On(failpoint.StaleReads) {
 		return nil
 	}
 	return statusOf(j.store.ReadBarrier(ctx))

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/raftcron/raftcron/internal/failpoint"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -86,7 +87,7 @@ func (b *batch) scheduled(pos int, f *pb.Fire, res *pb.FireResult) {
 	// once the open run is gone is its release, not a duplicate.
 	release := f.GetKind() == pb.FireKind_FIRE_KIND_SCHEDULED && st.GetBufferedSlotUnix() != 0 &&
 		slot == st.GetBufferedSlotUnix() && len(st.GetOpenRunIds()) == 0
-	if !release && slot <= st.GetCursorUnix() {
+	if !release && slot <= st.GetCursorUnix() && !failpoint.On(failpoint.SkipSlotDedupe) {
 		res.Reason = ReasonDuplicate // G1: a slot at or before the cursor never fires again
 		return
 	}

@@ -1,6 +1,10 @@
 package scheduler
 
-import "time"
+import (
+	"time"
+
+	"github.com/raftcron/raftcron/internal/failpoint"
+)
 
 // Clock is the scheduler's only source of time, so that tests run on fake
 // time and clock jumps can be staged.
@@ -17,10 +21,10 @@ type Clock interface {
 type SystemClock struct{}
 
 // Now returns time.Now().
-func (SystemClock) Now() time.Time { return time.Now() }
+func (SystemClock) Now() time.Time { return time.Now().Add(failpoint.Offset()) }
 
 // WakeAt arms a runtime timer for t.
 func (SystemClock) WakeAt(t time.Time) (<-chan time.Time, func()) {
-	tm := time.NewTimer(time.Until(t))
+	tm := time.NewTimer(time.Until(t.Add(-failpoint.Offset())))
 	return tm.C, func() { tm.Stop() }
 }

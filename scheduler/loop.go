@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/raftcron/raftcron/fsm"
+	"github.com/raftcron/raftcron/internal/failpoint"
 	"github.com/raftcron/raftcron/scheduler/dispatch"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
@@ -168,6 +169,9 @@ func (l *leader) openRuns(job *pb.Job) []*pb.Run {
 // are adopted or reconciled later).
 func (l *leader) fire(now time.Time, b *batch) bool {
 	chunks := b.chunks(maxFiresPerEntry)
+	if failpoint.On(failpoint.DispatchBeforeCommit) {
+		l.dispatchBeforeCommit(chunks)
+	}
 	results := make([]chunkResult, len(chunks))
 	var wg sync.WaitGroup
 	for i, c := range chunks {
@@ -242,7 +246,9 @@ func (l *leader) accept(now time.Time, c *chunk, res *pb.CommandResult) {
 			req.reply(r, nil)
 		}
 		if r.GetAccepted() {
-			l.dispatchAccepted(job, f, r)
+			if !failpoint.On(failpoint.DispatchBeforeCommit) {
+				l.dispatchAccepted(job, f, r)
+			}
 			continue
 		}
 		l.refused(now, f, r)

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/raftcron/raftcron/fsm"
+	"github.com/raftcron/raftcron/internal/failpoint"
 	"github.com/raftcron/raftcron/schedule"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
@@ -200,10 +201,14 @@ func (p *plan) planSlots(in planInput) {
 	p.finishWalk(in, w)
 }
 
-// catchingUp reports whether a catch-up run of the job is still open.
+// catchingUp reports whether a run of the job is open that the scheduler
+// fired late: a catch-up run, or a slot that was already a second or more
+// overdue when it was committed (the last of a backlog, fired as on time).
+// Slots coming due meanwhile queue behind it instead of being skipped.
 func catchingUp(open []*pb.Run) bool {
 	for _, r := range open {
-		if r.GetKind() == pb.FireKind_FIRE_KIND_CATCHUP {
+		late := r.GetCreatedAtUnixNano() - r.GetSlotUnix()*int64(time.Second)
+		if r.GetKind() == pb.FireKind_FIRE_KIND_CATCHUP || late >= int64(time.Second) {
 			return true
 		}
 	}
@@ -278,6 +283,7 @@ func newWalk(in planInput) *walk {
 		window: max(catchupWindow(in.job.GetSpec()), OnTime),
 	}
 	w.after, w.end, w.hasEnd = slotBounds(in)
+	w.after = time.Unix(failpoint.RewindCursor(in.job.GetSpec().GetName(), w.after.Unix()), 0)
 	return w
 }
 

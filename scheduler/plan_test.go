@@ -152,6 +152,12 @@ func openRun(id string, slot int64, st pb.RunState, token, term uint64, node str
 	return &pb.Run{Id: id, Job: "job", Generation: 3, SlotUnix: t0.Unix() + slot, State: st, Attempts: []*pb.Attempt{a}}
 }
 
+// lateRun marks r as committed d after its slot.
+func lateRun(r *pb.Run, d time.Duration) *pb.Run {
+	r.CreatedAtUnixNano = time.Unix(r.GetSlotUnix(), 0).Add(d).UnixNano()
+	return r
+}
+
 func retrying(id string, slot int64, nextAt time.Duration) *pb.Run {
 	r := openRun(id, slot, pb.RunState_RUN_STATE_RETRYING, 7, 5, "n1", pb.FireKind_FIRE_KIND_SCHEDULED)
 	r.NextAttemptAtUnixNano = t0.Add(nextAt).UnixNano()
@@ -219,6 +225,9 @@ func TestPlanSlots(t *testing.T) {
 		{name: "skip: an on-time slot is proposed despite the open run (the FSM skips it)", sched: "@every 10s",
 			at: 10 * time.Second, open: []*pb.Run{openRun("job-1", 0, dispatched, 1, 5, "n1", scheduled)},
 			known: map[uint64]bool{1: true}, fires: "scheduled@10", wake: 20 * time.Second},
+		{name: "skip: an on-time slot waits for a run that was itself fired late", sched: "@every 10s",
+			at: 10 * time.Second, open: []*pb.Run{lateRun(openRun("job-1", 0, dispatched, 1, 5, "n1", scheduled), 1500*time.Millisecond)},
+			known: map[uint64]bool{1: true}, wake: 20 * time.Second},
 		{name: "skip: a long held backlog does not ask to be planned again at once", sched: "@every 1s",
 			at: 300 * time.Second, spec: window(time.Hour, pb.CatchupPolicy_CATCHUP_POLICY_ALL),
 			open: []*pb.Run{openRun("job-1", 0, dispatched, 1, 5, "n1", scheduled)}, known: map[uint64]bool{1: true},

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/raftcron/raftcron/internal/failpoint"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -71,6 +72,7 @@ func (h *HTTPExecutor) Execute(ctx context.Context, a Attempt) Outcome {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	ctx = failpoint.HoldAfterCommit(ctx, a.Token)
 	out := Outcome{StartedAt: time.Now()}
 	t := a.HTTP
 	if t == nil {

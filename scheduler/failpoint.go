@@ -1,0 +1,29 @@
+package scheduler
+
+import (
+	"fmt"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// dispatchBeforeCommit is the negative control of G2 (failpoint
+// dispatch-before-commit): it hands the scheduled fires of a tick to the
+// executors before they are committed, with the tokens and run ids it
+// expects the state machine to give them.
+func (l *leader) dispatchBeforeCommit(chunks []*chunk) {
+	ft, ok := l.s.state.(interface{ FencingToken() uint64 })
+	if !ok {
+		return
+	}
+	next := ft.FencingToken()
+	for _, c := range chunks {
+		for i, f := range c.fires {
+			k := f.GetKind()
+			if (k != pb.FireKind_FIRE_KIND_SCHEDULED && k != pb.FireKind_FIRE_KIND_CATCHUP) || c.jobOf[i] == nil {
+				continue
+			}
+			next++
+			l.dispatch(c.jobOf[i], fmt.Sprintf("%s-%d", f.GetJob(), next), f.GetSlotUnix(), next, 1, k)
+		}
+	}
+}

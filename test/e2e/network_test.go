@@ -1,0 +1,60 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+)
+
+// network is where the nodes run and how links between them are cut.
+// Node indexes count from 0; a link cut is healed only by HealAll.
+type network interface {
+	Name() string
+	// Addr and HTTPAddr are node i's --addr and --http-addr.
+	Addr(i int) string
+	HTTPAddr(i int) string
+	// Peers is the --peers list node i bootstraps with, given every node's
+	// ID.
+	Peers(i int, ids []string) string
+	// Command runs bin as node i.
+	Command(i int, bin string, args ...string) *exec.Cmd
+	// Dial and Listen are the test process's own connections (clients,
+	// the sink), made where the nodes can reach them.
+	Dial(ctx context.Context, network, addr string) (net.Conn, error)
+	Listen() (net.Listener, error)
+	// SenderIP is the source address of node i's outgoing connections,
+	// or "" if the network cannot tell nodes apart.
+	SenderIP(i int) string
+	// Cut stops traffic between a and b; CutOneWay only from a to b (a
+	// cannot open connections to b, b still reaches a).
+	Cut(a, b int) error
+	CutOneWay(a, b int) error
+	HealAll() error
+	Close() error
+}
+
+// newNetwork picks network namespaces when running as root with ip(8)
+// available, and per-link TCP proxies otherwise. E2E_NETWORK=proxy forces
+// the proxies.
+func newNetwork(n int) (network, error) {
+	if os.Getenv("E2E_NETWORK") != "proxy" && os.Geteuid() == 0 {
+		if _, err := exec.LookPath("ip"); err == nil {
+			return newNetnsNetwork(n)
+		}
+	}
+	return newProxyNetwork(n)
+}
+
+// ipCmd runs ip(8) and returns its error with its output.
+func ipCmd(args ...string) error {
+	out, err := exec.Command("ip", args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
