@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -36,6 +37,17 @@ func (o *clientOptions) jobClient() (pb.JobServiceClient, func(), error) {
 		return nil, nil, err
 	}
 	return pb.NewJobServiceClient(conn), func() { _ = conn.Close() }, nil
+}
+
+// jobCall dials a JobService client and bounds one call by --timeout; done
+// releases both.
+func (o *clientOptions) jobCall(parent context.Context) (pb.JobServiceClient, context.Context, func(), error) {
+	client, closeConn, err := o.jobClient()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := o.callContext(parent)
+	return client, ctx, func() { cancel(); closeConn() }, nil
 }
 
 func jobSubject(name string) string { return fmt.Sprintf("job %q", name) }
@@ -234,13 +246,11 @@ func newJobGetCmd(o *clientOptions) *cobra.Command {
 		Short: "Show a job (-o yaml prints a job file that applies back unchanged)",
 		Args:  cobra.ExactArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			client, done, err := o.jobClient()
+			client, ctx, done, err := o.jobCall(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer done()
-			ctx, cancel := o.callContext(cmd.Context())
-			defer cancel()
 			resp, err := client.GetJob(ctx, &pb.GetJobRequest{Name: args[0], Stale: stale})
 			if err != nil {
 				return o.call(jobSubject(args[0])).describe(err)
@@ -346,13 +356,11 @@ func newJobDeleteCmd(o *clientOptions) *cobra.Command {
 		Short: "Delete a job",
 		Args:  cobra.ExactArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			client, done, err := o.jobClient()
+			client, ctx, done, err := o.jobCall(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer done()
-			ctx, cancel := o.callContext(cmd.Context())
-			defer cancel()
 			if _, err := client.DeleteJob(ctx, &pb.DeleteJobRequest{Name: args[0], ExpectedVersion: version}); err != nil {
 				c := o.call(jobSubject(args[0]))
 				c.expectedVersion = version
@@ -372,13 +380,11 @@ func newJobPauseCmd(o *clientOptions) *cobra.Command {
 		Short: "Pause a job: it fires no more until resumed",
 		Args:  cobra.ExactArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			client, done, err := o.jobClient()
+			client, ctx, done, err := o.jobCall(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer done()
-			ctx, cancel := o.callContext(cmd.Context())
-			defer cancel()
 			resp, err := client.PauseJob(ctx, &pb.PauseJobRequest{Name: args[0], Note: note})
 			if err != nil {
 				return o.call(jobSubject(args[0])).describe(err)
@@ -396,13 +402,11 @@ func newJobResumeCmd(o *clientOptions) *cobra.Command {
 		Short: "Resume a paused job",
 		Args:  cobra.ExactArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			client, done, err := o.jobClient()
+			client, ctx, done, err := o.jobCall(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer done()
-			ctx, cancel := o.callContext(cmd.Context())
-			defer cancel()
 			resp, err := client.ResumeJob(ctx, &pb.ResumeJobRequest{Name: args[0]})
 			if err != nil {
 				return o.call(jobSubject(args[0])).describe(err)

@@ -13,13 +13,11 @@ func newJobStatusCmd(o *clientOptions) *cobra.Command {
 		Short: "Show what the scheduler has done with a job (next fire, last run, counters, latest token)",
 		Args:  cobra.ExactArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			client, done, err := o.jobClient()
+			client, ctx, done, err := o.jobCall(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer done()
-			ctx, cancel := o.callContext(cmd.Context())
-			defer cancel()
 			resp, err := client.GetJob(ctx, &pb.GetJobRequest{Name: args[0], Stale: stale})
 			if err != nil {
 				return o.call(jobSubject(args[0])).describe(err)

@@ -35,13 +35,11 @@ func newJobTriggerCmd(o *clientOptions) *cobra.Command {
 			if generated {
 				requestID = randomRequestID()
 			}
-			client, done, err := o.jobClient()
+			client, ctx, done, err := o.jobCall(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer done()
-			ctx, cancel := o.callContext(cmd.Context())
-			defer cancel()
 			resp, err := client.TriggerJob(ctx, &pb.TriggerJobRequest{Name: args[0], RequestId: requestID, Force: force})
 			if err != nil {
 				described := describeTrigger(o.call(jobSubject(args[0])), err)
