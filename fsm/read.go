@@ -190,3 +190,17 @@ func (f *FSM) ScheduleEntries(fn func(e ScheduleEntry) bool) {
 		return fn(ScheduleEntry{Job: e.job, Status: e.status})
 	})
 }
+
+// Entry returns the stored job and its status without copying them, or an
+// error wrapping ErrNotFound. The same sharing rules as ScheduleEntry hold:
+// read, never change. It exists so the leader's per-fire planning does not
+// deep-copy a job two or three times per fire.
+func (f *FSM) Entry(name string) (ScheduleEntry, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	e, ok := f.st.entry(name)
+	if !ok {
+		return ScheduleEntry{}, fail(ErrNotFound, "job %q not found", name)
+	}
+	return ScheduleEntry{Job: e.job, Status: e.status}, nil
+}
