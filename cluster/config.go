@@ -167,7 +167,9 @@ func (cfg Config) raftConfig() (*raft.Config, error) {
 		rc.ElectionTimeout = max(rc.ElectionTimeout, rc.HeartbeatTimeout)
 	}
 	if cfg.LeaderLeaseTimeout == 0 {
-		rc.LeaderLeaseTimeout = min(rc.LeaderLeaseTimeout, rc.HeartbeatTimeout)
+		// Below the heartbeat timeout, so that a crashed leader can be
+		// replaced before it (see crash.go).
+		rc.LeaderLeaseTimeout = max(min(rc.LeaderLeaseTimeout, rc.HeartbeatTimeout/2), minTimeout)
 	}
 	if rc.ElectionTimeout < rc.HeartbeatTimeout {
 		return nil, configErrorf("--raft-election %s must be at least --raft-heartbeat %s", rc.ElectionTimeout, rc.HeartbeatTimeout)

@@ -108,7 +108,9 @@ func TestRaftConfigTimings(t *testing.T) {
 		wantHB, wantEl, wantLease time.Duration
 	}{
 		{"defaults", 0, 0, 0, time.Second, time.Second, 500 * time.Millisecond},
-		{"short heartbeat clamps the unset lease", 200 * time.Millisecond, 0, 0, 200 * time.Millisecond, time.Second, 200 * time.Millisecond},
+		{"short heartbeat clamps the unset lease to half", 200 * time.Millisecond, 0, 0, 200 * time.Millisecond, time.Second, 100 * time.Millisecond},
+		{"500ms heartbeat: lease below it, so a crashed leader can be replaced early", 500 * time.Millisecond, 0, 0, 500 * time.Millisecond, time.Second, 250 * time.Millisecond},
+		{"the lease never goes under raft's floor", 6 * time.Millisecond, 0, 0, 6 * time.Millisecond, time.Second, 5 * time.Millisecond},
 		{"long heartbeat raises the unset election", 2 * time.Second, 0, 0, 2 * time.Second, 2 * time.Second, 500 * time.Millisecond},
 		{"all set", 300 * time.Millisecond, 400 * time.Millisecond, 100 * time.Millisecond, 300 * time.Millisecond, 400 * time.Millisecond, 100 * time.Millisecond},
 	} {

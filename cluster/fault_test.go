@@ -13,7 +13,7 @@ import (
 )
 
 // newIsolatableCluster is newCluster with an Isolation on every node's mux.
-func newIsolatableCluster(tb testing.TB, n int) (*testCluster, []*Isolation) {
+func newIsolatableCluster(tb testing.TB, n int, opts ...nodeOpts) (*testCluster, []*Isolation) {
 	tb.Helper()
 	muxes := make([]*Mux, n)
 	isos := make([]*Isolation, n)
@@ -27,7 +27,7 @@ func newIsolatableCluster(tb testing.TB, n int) (*testCluster, []*Isolation) {
 	tc := &testCluster{tb: tb}
 	withPeers := func(c *Config) { c.Peers = peers }
 	for i, m := range muxes {
-		tc.nodes = append(tc.nodes, startNode(tb, peers[i].ID, tb.TempDir(), m, withPeers))
+		tc.nodes = append(tc.nodes, startNode(tb, peers[i].ID, tb.TempDir(), m, append([]nodeOpts{withPeers}, opts...)...))
 	}
 	return tc, isos
 }

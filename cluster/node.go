@@ -46,8 +46,14 @@ type Node struct {
 	isLeader      atomic.Bool
 	leaderChanges atomic.Uint64
 	notifyCh      chan bool
-	stopWatch     chan struct{}
+	stopWatch     chan struct{} // closed on shutdown: ends both watchers
 	watchDone     chan struct{}
+	crashDone     chan struct{}
+	// lease is Raft's LeaderLeaseTimeout, the silence after which
+	// watchCrash probes the leader.
+	lease time.Duration
+	// earlyElections counts the times watchCrash shortened Raft's timers.
+	earlyElections atomic.Uint64
 
 	// lastLeader survives the moments Raft forgets the leader, so a
 	// NoLeaderError can still point somewhere.
@@ -96,6 +102,8 @@ func New(cfg Config, mux *Mux) (*Node, error) {
 		notifyCh:  make(chan bool, notifyChBuffer),
 		stopWatch: make(chan struct{}),
 		watchDone: make(chan struct{}),
+		crashDone: make(chan struct{}),
+		lease:     rc.LeaderLeaseTimeout,
 	}
 	if err := n.start(rc, mux); err != nil {
 		store.Close()
@@ -154,6 +162,7 @@ func (n *Node) start(rc *raft.Config, mux *Mux) error {
 		return fmt.Errorf("start raft: %w", err)
 	}
 	n.raft = r
+	go n.watchCrash(n.stopWatch, n.crashDone)
 	return nil
 }
 
@@ -272,6 +281,7 @@ func (n *Node) shutdown(ctx context.Context) error {
 	err := n.raft.Shutdown().Error()
 	close(n.stopWatch)
 	<-n.watchDone
+	<-n.crashDone
 	n.trans.Close() // raft closes it too; closing twice is harmless
 	if cerr := n.store.Close(); err == nil {
 		err = cerr

@@ -71,7 +71,7 @@ func addServeFlags(fs *pflag.FlagSet) {
 	fs.String(flagJoin, "", "HOST:PORT,... of running nodes to join through")
 	fs.Duration(flagRaftHeartbeat, 0, "Raft heartbeat timeout (0: Raft's default, 1s)")
 	fs.Duration(flagRaftElection, 0, "Raft election timeout (0: Raft's default, 1s; at least --raft-heartbeat)")
-	fs.Duration(flagRaftLease, 0, "Raft leader lease timeout (0: Raft's default, 500ms; at most --raft-heartbeat)")
+	fs.Duration(flagRaftLease, 0, "Raft leader lease timeout (0: half of --raft-heartbeat, at most 500ms; at most --raft-heartbeat)")
 	fs.String(flagLogLevel, "info", "debug, info, warn or error")
 	fs.String(flagLogFormat, "text", "text or json")
 }

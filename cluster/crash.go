@@ -1,0 +1,134 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// A follower notices a dead leader only when its heartbeat timer, a random
+// value between HeartbeatTimeout and twice that and re-armed while the
+// leader was heard within HeartbeatTimeout, fires: 1 to 3 heartbeat
+// timeouts after the last contact. When the leader's process has crashed
+// but its host is up, the host answers a connection to the leader's port
+// with a refusal at once, and waiting out the timer proves nothing more.
+//
+// crashWatch turns that refusal into an early election. On a follower whose
+// leader has been silent for LeaderLeaseTimeout — the point at which a live
+// leader cut off from its quorum steps down by itself — it dials the
+// leader's address. Only a refused connection counts: a timeout, a reset or
+// an accepted connection (a paused or partitioned process, an overloaded
+// host) leaves Raft's timers alone. On a refusal it lowers the reloadable
+// HeartbeatTimeout and ElectionTimeout to LeaderLeaseTimeout, which makes
+// Raft's follower loop re-check at once and start a (pre-)vote, and puts
+// them back once a leader is known again or after crashWatchRestore.
+//
+// Only timing changes: who may win an election, and what it may commit,
+// is Raft's as always. A false alarm costs an election that Raft's pre-vote
+// refuses while the other voters still hear the leader.
+const (
+	crashWatchPoll    = 25 * time.Millisecond
+	crashWatchDial    = 100 * time.Millisecond
+	crashWatchRestore = 10 * time.Second
+)
+
+// watchCrash runs until stop is closed.
+func (n *Node) watchCrash(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	t := time.NewTicker(crashWatchPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			if addr, ok := n.silentLeader(); ok && leaderRefuses(addr) {
+				n.hurryElection(stop, addr)
+			}
+		}
+	}
+}
+
+// silentLeader returns the address of the leader this follower still
+// believes in, if it has not been heard from for the lease timeout.
+func (n *Node) silentLeader() (raft.ServerAddress, bool) {
+	if n.raft.State() != raft.Follower {
+		return "", false
+	}
+	addr, _ := n.raft.LeaderWithID()
+	if addr == "" || time.Since(n.raft.LastContact()) < n.lease {
+		return "", false
+	}
+	return addr, true
+}
+
+// leaderRefuses reports whether a connection to addr is refused: nothing
+// listens there, so the leader's process is gone.
+func leaderRefuses(addr raft.ServerAddress) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), crashWatchDial)
+	defer cancel()
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", string(addr))
+	if err == nil {
+		c.Close()
+		return false
+	}
+	return errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// hurryElection shortens Raft's follower and candidate timers to the lease
+// timeout until a leader is known again, then restores them. A small random
+// delay first keeps the followers, which all see the refusal within one
+// poll, from splitting the vote.
+func (n *Node) hurryElection(stop <-chan struct{}, dead raft.ServerAddress) {
+	orig := n.raft.ReloadableConfig()
+	fast := orig
+	fast.HeartbeatTimeout = n.lease
+	fast.ElectionTimeout = n.lease
+	if fast.HeartbeatTimeout >= orig.HeartbeatTimeout {
+		return // --raft-lease equals --raft-heartbeat: nothing to shorten
+	}
+	if !sleepOrStop(stop, rand.N(2*crashWatchPoll)) {
+		return
+	}
+	if addr, _ := n.raft.LeaderWithID(); addr != dead {
+		return // someone else's election already moved on
+	}
+	n.log.Warn("leader's address refuses connections: starting an election early",
+		"leader_addr", dead, "silent_for", time.Since(n.raft.LastContact()).Round(time.Millisecond))
+	if err := n.raft.ReloadConfig(fast); err != nil {
+		n.log.Warn("early election: shorten raft timers", "error", err)
+		return
+	}
+	n.earlyElections.Add(1)
+	defer func() {
+		if err := n.raft.ReloadConfig(orig); err != nil {
+			n.log.Error("early election: restore raft timers", "error", err)
+		}
+	}()
+	deadline := time.Now().Add(crashWatchRestore)
+	for time.Now().Before(deadline) {
+		if addr, _ := n.raft.LeaderWithID(); addr != "" && addr != dead {
+			return
+		}
+		if !sleepOrStop(stop, crashWatchPoll) {
+			return
+		}
+	}
+}
+
+func sleepOrStop(stop <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-stop:
+		return false
+	case <-t.C:
+		return true
+	}
+}

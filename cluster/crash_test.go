@@ -1,0 +1,59 @@
+package cluster
+
+import (
+	"testing"
+	"time"
+)
+
+// slowHeartbeat makes Raft's own failure detection slow (a follower cannot
+// campaign before 3 s of silence) while the lease stays short, so that only
+// the crash watch can elect a new leader sooner.
+func slowHeartbeat(c *Config) {
+	c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = 3*time.Second, 3*time.Second, 200*time.Millisecond
+}
+
+// A leader whose port refuses connections is replaced before any
+// follower's heartbeat timer could have fired.
+func TestCrashedLeaderReplacedBeforeHeartbeatTimeout(t *testing.T) {
+	tc := newCluster(t, 3, slowHeartbeat)
+	old := tc.waitLeader(20 * time.Second)
+	put(t, old.node, "before", "@daily")
+
+	start := time.Now()
+	old.crash() // raft stopped without a transfer, then the port closed
+	leader := tc.waitLeader(10 * time.Second)
+	took := time.Since(start)
+	t.Logf("new leader %s after %s", leader.id, took)
+	if took >= 3*time.Second {
+		t.Fatalf("new leader after %s: no earlier than Raft's 3s heartbeat timeout, so the crash watch did not act", took)
+	}
+	early := uint64(0)
+	for _, tn := range tc.running() {
+		early += tn.node.earlyElections.Load()
+	}
+	if early == 0 {
+		t.Fatal("no follower recorded an early election")
+	}
+	put(t, leader.node, "after", "@daily")
+}
+
+// A leader cut off from the network still accepts connections at its
+// address (here its mux closes them after accepting): that is not a crash,
+// and the followers wait for Raft's own timeout.
+func TestIsolatedLeaderIsNotTakenForCrashed(t *testing.T) {
+	tc, isos := newIsolatableCluster(t, 3, slowHeartbeat)
+	old := tc.waitLeader(20 * time.Second)
+	for i, tn := range tc.nodes {
+		if tn == old {
+			isos[i].Cut()
+		}
+	}
+	rest := tc.followers(old)
+	leader := leaderAmong(t, rest, 20*time.Second)
+	for _, tn := range rest {
+		if n := tn.node.earlyElections.Load(); n != 0 {
+			t.Fatalf("%s started %d early elections against a live, isolated leader", tn.id, n)
+		}
+	}
+	t.Logf("new leader %s by Raft's own timeout", leader.id)
+}
