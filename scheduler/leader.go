@@ -218,7 +218,7 @@ func (l *leader) sweepDeletedJobs() {
 	l.extra = l.orphansOf(func(name string) bool {
 		g, seen := gone[name]
 		if !seen {
-			_, err := l.s.state.Job(name)
+			_, err := l.s.state.Entry(name)
 			g = errors.Is(err, fsm.ErrNotFound)
 			gone[name] = g
 		}

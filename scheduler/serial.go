@@ -164,11 +164,15 @@ func (d *dispatcher) finished(t *task, o dispatch.Outcome) {
 		}
 	}
 	d.metrics.runs.WithLabelValues(outcomeLabel(o.State)).Inc()
-	d.log.Info("run attempt finished",
-		"job", t.a.Job, "run_id", t.a.RunID, "token", t.a.Token, "attempt", t.a.Number,
-		"scheduled_at", t.a.ScheduledAt.UTC().Format(time.RFC3339), "kind", kindLabel(t.kind),
-		"outcome", outcomeLabel(o.State), "detail", o.Detail,
-		"duration", o.FinishedAt.Sub(o.StartedAt))
+	if d.log.Enabled(context.Background(), slog.LevelInfo) {
+		// Typed attributes: one line per attempt is the hottest log call.
+		d.log.LogAttrs(context.Background(), slog.LevelInfo, "run attempt finished",
+			slog.String("job", t.a.Job), slog.String("run_id", t.a.RunID),
+			slog.Uint64("token", t.a.Token), slog.Uint64("attempt", uint64(t.a.Number)),
+			slog.String("scheduled_at", t.a.ScheduledAt.UTC().Format(time.RFC3339)),
+			slog.String("kind", kindLabel(t.kind)), slog.String("outcome", outcomeLabel(o.State)),
+			slog.String("detail", o.Detail), slog.Duration("duration", o.FinishedAt.Sub(o.StartedAt)))
+	}
 	// The outcome is queued before the task stops counting as in flight,
 	// so that "nothing in flight" means every outcome is in the completer.
 	t.owner.completed(t, o)
@@ -278,5 +282,8 @@ func (d *dispatcher) dropLocked(t *task) {
 }
 
 func kindLabel(k pb.FireKind) string {
+	if l, ok := kindLabels[k]; ok {
+		return l
+	}
 	return strings.ToLower(strings.TrimPrefix(k.String(), "FIRE_KIND_"))
 }
