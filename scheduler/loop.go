@@ -74,6 +74,7 @@ func (l *leader) planOne(name string, now time.Time, b *batch) int {
 		l.heap.remove(name)
 		l.s.scheds.drop(name)
 		delete(l.cool, name)
+		delete(l.fresh, name)
 		l.s.disp.cancelJob(name, 0, errJobDeleted)
 		orphans := l.orphansOf(func(job string) bool { return job == name })
 		if len(orphans) > 0 {
@@ -88,6 +89,12 @@ func (l *leader) planOne(name string, now time.Time, b *batch) int {
 		return 0
 	}
 	job, status := e.Job, e.Status
+	if f, ok := l.fresh[name]; ok {
+		delete(l.fresh, name)
+		if f.still(l, name, e, now) {
+			return 0 // the wake-up planned before the fire stands
+		}
+	}
 	if until, ok := l.cool[name]; ok {
 		if until.After(now) {
 			l.heap.set(name, until.UnixNano())
@@ -99,7 +106,7 @@ func (l *leader) planOne(name string, now time.Time, b *batch) int {
 	if perr != nil {
 		l.s.log.Warn("scheduler: job schedule does not parse; no slots fire", "job", name, "error", perr)
 	}
-	p := planJob(planInput{
+	in := planInput{
 		job:    job,
 		status: status,
 		open:   l.openRuns(status),
@@ -108,9 +115,12 @@ func (l *leader) planOne(name string, now time.Time, b *batch) int {
 		term:   l.term,
 		self:   l.s.self,
 		known:  l.isKnown,
-	})
+	}
+	p := planJob(in)
 	if p.busy() {
 		g := b.group(name, job)
+		g.quiet = len(in.open) == 0 && status.GetBufferedSlotUnix() == 0 && len(g.fires) == 0 &&
+			len(p.misses) == 0 && len(p.adopt) == 0 && p.wake.After(now)
 		g.fires = append(g.fires, p.fires...)
 		g.misses = append(g.misses, p.misses...)
 		g.adopt = append(g.adopt, p.adopt...)
@@ -183,6 +193,9 @@ func (l *leader) propose(now time.Time, c *chunk) chunkResult {
 func (l *leader) accept(now time.Time, c *chunk, res *pb.CommandResult) {
 	for _, m := range c.misses {
 		l.s.metrics.missed.WithLabelValues(m.GetReason()).Add(float64(m.GetCount()))
+	}
+	if !failpoint.On(failpoint.DispatchBeforeCommit) {
+		l.noteFresh(c, res)
 	}
 	for i, f := range c.fires {
 		r := res.GetFires()[i]

@@ -16,6 +16,9 @@ import (
 // was anything to do; ok is false if some entry failed to commit.
 func (l *leader) tick(now time.Time) (worked, ok bool) {
 	names := l.s.takeDirty(nil)
+	// An outcome is forgotten before its job is marked dirty: draining
+	// after taking the marks lets freshPlan see every outcome behind them.
+	l.drainForgotten()
 	names = l.heap.popDue(now.UnixNano(), names)
 	slices.Sort(names)
 	names = slices.Compact(names)
