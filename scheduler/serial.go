@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -64,9 +65,10 @@ type dispatcher struct {
 	mu sync.Mutex
 	// lanes holds every serial job with a task running or waiting.
 	lanes map[string]*lane
-	// live holds every task not yet finished, by job and token, so that a
-	// job's tasks can be cancelled.
-	live map[string]map[uint64]*task
+	// live holds every task not yet finished, by job, so that a job's
+	// tasks can be cancelled. A job rarely has more than one, so a slice
+	// (no map per job and attempt) is the cheap index.
+	live map[string][]*task
 	// overflow holds tasks the pool refused (queue full), in order; they
 	// are submitted as workers free up.
 	overflow []*task
@@ -80,7 +82,7 @@ func newDispatcher(pool submitter, clock Clock, log *slog.Logger, m *metrics) *d
 		log:     log,
 		metrics: m,
 		lanes:   make(map[string]*lane),
-		live:    make(map[string]map[uint64]*task),
+		live:    make(map[string][]*task),
 	}
 }
 
@@ -96,12 +98,7 @@ func (d *dispatcher) inFlight() int {
 func (d *dispatcher) dispatch(t *task) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	byToken := d.live[t.a.Job]
-	if byToken == nil {
-		byToken = make(map[uint64]*task)
-		d.live[t.a.Job] = byToken
-	}
-	byToken[t.a.Token] = t
+	d.live[t.a.Job] = append(d.live[t.a.Job], t)
 	d.count++
 	if t.serial {
 		l := d.lanes[t.a.Job]
@@ -187,13 +184,14 @@ func (d *dispatcher) finished(t *task, o dispatch.Outcome) {
 }
 
 func (d *dispatcher) forgetLocked(t *task) {
-	if byToken := d.live[t.a.Job]; byToken != nil {
-		if _, ok := byToken[t.a.Token]; ok {
-			delete(byToken, t.a.Token)
-			d.count--
-		}
-		if len(byToken) == 0 {
+	tasks := d.live[t.a.Job]
+	if i := slices.Index(tasks, t); i >= 0 {
+		tasks = slices.Delete(tasks, i, i+1)
+		d.count--
+		if len(tasks) == 0 {
 			delete(d.live, t.a.Job)
+		} else {
+			d.live[t.a.Job] = tasks
 		}
 	}
 	t.cancel(nil) // release the context's resources
@@ -232,8 +230,8 @@ func (d *dispatcher) drainLocked() {
 func (d *dispatcher) cancelJob(job string, before uint64, cause error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for tok, t := range d.live[job] {
-		if before == 0 || tok < before {
+	for _, t := range d.live[job] {
+		if before == 0 || t.a.Token < before {
 			t.cancel(cause)
 		}
 	}
