@@ -106,7 +106,7 @@ func (l *leader) planOne(name string, now time.Time, b *batch) int {
 	if perr != nil {
 		l.s.log.Warn("scheduler: job schedule does not parse; no slots fire", "job", name, "error", perr)
 	}
-	in := planInput{
+	p := planJob(planInput{
 		job:    job,
 		status: status,
 		open:   l.openRuns(status),
@@ -115,11 +115,10 @@ func (l *leader) planOne(name string, now time.Time, b *batch) int {
 		term:   l.term,
 		self:   l.s.self,
 		known:  l.isKnown,
-	}
-	p := planJob(in)
+	})
 	if p.busy() {
 		g := b.group(name, job)
-		g.quiet = len(in.open) == 0 && status.GetBufferedSlotUnix() == 0 && len(g.fires) == 0 &&
+		g.quiet = len(status.GetOpenRunIds()) == 0 && status.GetBufferedSlotUnix() == 0 && len(g.fires) == 0 &&
 			len(p.misses) == 0 && len(p.adopt) == 0 && p.wake.After(now)
 		g.fires = append(g.fires, p.fires...)
 		g.misses = append(g.misses, p.misses...)
