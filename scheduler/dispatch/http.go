@@ -158,7 +158,7 @@ func newRequest(ctx context.Context, a Attempt) (*http.Request, error) {
 	// are constants in canonical form, so no Set is needed to canonicalise
 	// them.
 	at := a.scheduledAt()
-	vals := [...]string{userAgent, a.token(), a.Job, a.RunID, at, a.number(), a.Job + "/" + at}
+	vals := [...]string{userAgent, a.token(), a.Job, a.RunID, at, a.number(), a.idempotencyKey(at)}
 	h["User-Agent"] = vals[0:1:1]
 	for k, v := range t.GetHeaders() {
 		if strings.EqualFold(k, "Host") {
