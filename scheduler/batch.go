@@ -17,6 +17,13 @@ type group struct {
 	adopt  []*pb.Run
 	// reqs parallels fires: the trigger waiting for a fire's result.
 	reqs []*triggerReq
+	// quiet: planned with nothing of the job open or buffered, and fires
+	// only. If all its fires are accepted, the plan's wake-up stays right
+	// and the job need not be planned again until then (see fresh).
+	quiet bool
+	// fresh: its fires were accepted and the state checked; the job is
+	// not queued for re-planning.
+	fresh bool
 }
 
 func newBatch() *batch { return &batch{byJob: make(map[string]*group)} }
@@ -44,11 +51,11 @@ func (b *batch) empty() bool {
 	return true
 }
 
-// names lists the batch's jobs.
+// names lists the batch's jobs that must be planned again.
 func (b *batch) names() []string {
 	out := make([]string, 0, len(b.groups))
 	for _, g := range b.groups {
-		if g.name != "" {
+		if g.name != "" && !g.fresh {
 			out = append(out, g.name)
 		}
 	}
@@ -62,6 +69,8 @@ type chunk struct {
 	misses []*pb.Miss
 	jobOf  []*pb.Job
 	reqs   []*triggerReq
+	// groups are the groups whose fires are in fires, in order.
+	groups []*group
 }
 
 func (c *chunk) size() int { return len(c.fires) + len(c.misses) }
@@ -88,6 +97,9 @@ func (b *batch) chunks(max int) []*chunk {
 		if cur.size() > 0 && cur.size()+n > max {
 			out = append(out, cur)
 			cur = &chunk{}
+		}
+		if len(g.fires) > 0 {
+			cur.groups = append(cur.groups, g)
 		}
 		cur.fires = append(cur.fires, g.fires...)
 		cur.misses = append(cur.misses, g.misses...)

@@ -9,13 +9,15 @@ import (
 // dispatchBeforeCommit is the negative control of G2 (failpoint
 // dispatch-before-commit): it hands the scheduled fires of a tick to the
 // executors before they are committed, with the tokens and run ids it
-// expects the state machine to give them.
-func (l *leader) dispatchBeforeCommit(chunks []*chunk) {
+// expects the state machine to give them. next is the last token it
+// handed out in this tick (0 at the tick's first entry); it returns the new
+// last one.
+func (l *leader) dispatchBeforeCommit(chunks []*chunk, next uint64) uint64 {
 	ft, ok := l.s.state.(interface{ FencingToken() uint64 })
 	if !ok {
-		return
+		return next
 	}
-	next := ft.FencingToken()
+	next = max(next, ft.FencingToken())
 	for _, c := range chunks {
 		for i, f := range c.fires {
 			k := f.GetKind()
@@ -26,4 +28,5 @@ func (l *leader) dispatchBeforeCommit(chunks []*chunk) {
 			l.dispatch(c.jobOf[i], fmt.Sprintf("%s-%d", f.GetJob(), next), f.GetSlotUnix(), next, 1, k)
 		}
 	}
+	return next
 }

@@ -50,6 +50,14 @@ func (h *dueHeap) add(job string, at int64) {
 
 func (h *dueHeap) init() { heap.Init((*dueItems)(h)) }
 
+// when returns job's wake time; ok is false if it has no entry.
+func (h *dueHeap) when(job string) (at int64, ok bool) {
+	if it, ok := h.byJob[job]; ok {
+		return it.at, true
+	}
+	return 0, false
+}
+
 // remove drops job's entry, if any.
 func (h *dueHeap) remove(job string) {
 	if it, ok := h.byJob[job]; ok {

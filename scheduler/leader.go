@@ -40,6 +40,9 @@ type leader struct {
 	// extra are fires for the first batch that no job plan produces:
 	// orphans of deleted jobs.
 	extra []*pb.Fire
+	// fresh holds jobs whose fires were just accepted and whose plan is
+	// still right, with the state that makes it so (see freshPlan).
+	fresh map[string]freshPlan
 
 	comp   *completer
 	compWG sync.WaitGroup
@@ -70,6 +73,7 @@ func newLeader(s *Scheduler) *leader {
 		done:   make(chan struct{}),
 		known:  make(map[uint64]struct{}),
 		cool:   make(map[string]time.Time),
+		fresh:  make(map[string]freshPlan),
 		comp:   newCompleter(),
 	}
 }
@@ -218,7 +222,7 @@ func (l *leader) sweepDeletedJobs() {
 	l.extra = l.orphansOf(func(name string) bool {
 		g, seen := gone[name]
 		if !seen {
-			_, err := l.s.state.Job(name)
+			_, err := l.s.state.Entry(name)
 			g = errors.Is(err, fsm.ErrNotFound)
 			gone[name] = g
 		}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/raftcron/raftcron/fsm"
@@ -19,8 +17,8 @@ const (
 	// maxSleep bounds one wait, so a wall-clock jump is noticed within it.
 	maxSleep = time.Second
 	// maxFiresPerEntry caps the fires and misses of one FireBatch entry; a
-	// bigger tick is split into entries proposed concurrently. A job's
-	// fires never straddle two entries.
+	// bigger tick is split into entries, each proposed as soon as it is
+	// planned. A job's fires never straddle two entries.
 	maxFiresPerEntry = 2000
 	// fireRetry is the pause after a FireBatch failed to commit.
 	fireRetry = 500 * time.Millisecond
@@ -36,8 +34,9 @@ func (l *leader) loop() {
 	for l.ctx.Err() == nil {
 		now := l.s.clock.Now()
 		l.drainForgotten()
-		if b := l.collect(now); !b.empty() {
-			if !l.fire(now, b) && !l.sleep(fireRetry) {
+		worked, ok := l.tick(now)
+		if worked {
+			if !ok && !l.sleep(fireRetry) {
 				return
 			}
 			continue
@@ -64,27 +63,10 @@ func (l *leader) wait(now time.Time) {
 	}
 }
 
-// collect plans every job that changed or is due, and the pending triggers.
-func (l *leader) collect(now time.Time) *batch {
-	names := l.s.takeDirty(nil)
-	names = l.heap.popDue(now.UnixNano(), names)
-	slices.Sort(names)
-	names = slices.Compact(names)
-	b := newBatch()
-	if len(l.extra) > 0 {
-		g := b.group("", nil)
-		g.fires, l.extra = l.extra, nil
-	}
-	for _, name := range names {
-		l.planOne(name, now, b)
-	}
-	l.addTriggers(b)
-	return b
-}
-
-// planOne re-plans one job from the state and files its work in b.
-func (l *leader) planOne(name string, now time.Time, b *batch) {
-	job, err := l.s.state.Job(name)
+// planOne re-plans one job from the state and files its work in b. It
+// returns how many fires and misses it added.
+func (l *leader) planOne(name string, now time.Time, b *batch) int {
+	e, err := l.s.state.Entry(name)
 	if errors.Is(err, fsm.ErrNotFound) {
 		// Deleted: no new slots. This node's attempts are cancelled and
 		// recorded so; orphans of earlier terms are closed by the FSM on
@@ -92,22 +74,31 @@ func (l *leader) planOne(name string, now time.Time, b *batch) {
 		l.heap.remove(name)
 		l.s.scheds.drop(name)
 		delete(l.cool, name)
+		delete(l.fresh, name)
 		l.s.disp.cancelJob(name, 0, errJobDeleted)
-		if orphans := l.orphansOf(func(job string) bool { return job == name }); len(orphans) > 0 {
+		orphans := l.orphansOf(func(job string) bool { return job == name })
+		if len(orphans) > 0 {
 			g := b.group("", nil)
 			g.fires = append(g.fires, orphans...)
 		}
-		return
+		return len(orphans)
 	}
 	if err != nil {
 		l.s.log.Error("scheduler: reading job", "job", name, "error", err)
 		l.heap.set(name, now.Add(maxSleep).UnixNano())
-		return
+		return 0
+	}
+	job, status := e.Job, e.Status
+	if f, ok := l.fresh[name]; ok {
+		delete(l.fresh, name)
+		if f.still(l, name, e, now) {
+			return 0 // the wake-up planned before the fire stands
+		}
 	}
 	if until, ok := l.cool[name]; ok {
 		if until.After(now) {
 			l.heap.set(name, until.UnixNano())
-			return
+			return 0
 		}
 		delete(l.cool, name)
 	}
@@ -117,8 +108,8 @@ func (l *leader) planOne(name string, now time.Time, b *batch) {
 	}
 	p := planJob(planInput{
 		job:    job,
-		status: job.GetStatus(),
-		open:   l.openRuns(job),
+		status: status,
+		open:   l.openRuns(status),
 		sched:  sched,
 		now:    now,
 		term:   l.term,
@@ -127,6 +118,8 @@ func (l *leader) planOne(name string, now time.Time, b *batch) {
 	})
 	if p.busy() {
 		g := b.group(name, job)
+		g.quiet = len(status.GetOpenRunIds()) == 0 && status.GetBufferedSlotUnix() == 0 && len(g.fires) == 0 &&
+			len(p.misses) == 0 && len(p.adopt) == 0 && p.wake.After(now)
 		g.fires = append(g.fires, p.fires...)
 		g.misses = append(g.misses, p.misses...)
 		g.adopt = append(g.adopt, p.adopt...)
@@ -141,6 +134,7 @@ func (l *leader) planOne(name string, now time.Time, b *batch) {
 	default:
 		l.heap.set(name, p.wake.UnixNano())
 	}
+	return len(p.fires) + len(p.misses)
 }
 
 func (l *leader) isKnown(token uint64) bool {
@@ -149,8 +143,8 @@ func (l *leader) isKnown(token uint64) bool {
 }
 
 // openRuns reads the job's open runs, oldest first.
-func (l *leader) openRuns(job *pb.Job) []*pb.Run {
-	ids := job.GetStatus().GetOpenRunIds()
+func (l *leader) openRuns(status *pb.JobStatus) []*pb.Run {
+	ids := status.GetOpenRunIds()
 	if len(ids) == 0 {
 		return nil
 	}
@@ -161,46 +155,6 @@ func (l *leader) openRuns(job *pb.Job) []*pb.Run {
 		}
 	}
 	return runs
-}
-
-// fire commits the batch and dispatches what the FSM accepted. It reports
-// false if some entry failed to commit; nothing of that entry is
-// dispatched (its outcome is unknown: if it commits after all, the runs
-// are adopted or reconciled later).
-func (l *leader) fire(now time.Time, b *batch) bool {
-	chunks := b.chunks(maxFiresPerEntry)
-	if failpoint.On(failpoint.DispatchBeforeCommit) {
-		l.dispatchBeforeCommit(chunks)
-	}
-	results := make([]chunkResult, len(chunks))
-	var wg sync.WaitGroup
-	for i, c := range chunks {
-		if len(c.fires) == 0 && len(c.misses) == 0 {
-			continue
-		}
-		wg.Go(func() { results[i] = l.propose(now, c) })
-	}
-	wg.Wait()
-	ok := true
-	for i, c := range chunks {
-		if err := results[i].err; err != nil {
-			ok = false
-			if l.ctx.Err() == nil {
-				l.s.log.Warn("scheduler: fire batch not committed; nothing dispatched",
-					"error", err, "fires", len(c.fires), "misses", len(c.misses))
-			}
-			c.failTriggers(err)
-			continue
-		}
-		l.accept(now, c, results[i].res)
-	}
-	for _, g := range b.groups {
-		for _, r := range g.adopt {
-			l.adopt(g.job, r)
-		}
-	}
-	l.s.markDirty(b.names()...)
-	return ok
 }
 
 type chunkResult struct {
@@ -238,6 +192,9 @@ func (l *leader) propose(now time.Time, c *chunk) chunkResult {
 func (l *leader) accept(now time.Time, c *chunk, res *pb.CommandResult) {
 	for _, m := range c.misses {
 		l.s.metrics.missed.WithLabelValues(m.GetReason()).Add(float64(m.GetCount()))
+	}
+	if !failpoint.On(failpoint.DispatchBeforeCommit) {
+		l.noteFresh(c, res)
 	}
 	for i, f := range c.fires {
 		r := res.GetFires()[i]

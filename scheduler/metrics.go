@@ -47,5 +47,23 @@ func (m *metrics) collectors() []prometheus.Collector {
 // outcomeLabel is a run state as a metric label: "RUN_STATE_DEADLINE_EXCEEDED"
 // becomes "deadline_exceeded".
 func outcomeLabel(s pb.RunState) string {
+	if l, ok := outcomeLabels[s]; ok {
+		return l
+	}
 	return strings.ToLower(strings.TrimPrefix(s.String(), "RUN_STATE_"))
+}
+
+// The labels of the known enum values, computed once: they are needed for
+// every attempt.
+var (
+	outcomeLabels = enumLabels(pb.RunState_name, "RUN_STATE_", func(v int32) pb.RunState { return pb.RunState(v) })
+	kindLabels    = enumLabels(pb.FireKind_name, "FIRE_KIND_", func(v int32) pb.FireKind { return pb.FireKind(v) })
+)
+
+func enumLabels[E comparable](names map[int32]string, prefix string, conv func(int32) E) map[E]string {
+	out := make(map[E]string, len(names))
+	for v, n := range names {
+		out[conv(v)] = strings.ToLower(strings.TrimPrefix(n, prefix))
+	}
+	return out
 }

@@ -148,7 +148,8 @@ func (p *plan) planSlots(in planInput) {
 	if in.sched == nil {
 		return
 	}
-	w := newWalk(in)
+	wv := newWalk(in)
+	w := &wv
 	spec := in.job.GetSpec()
 	if spec.GetPaused() {
 		w.run(func(s int64) bool { w.windowMiss.add(s); return true })
@@ -275,8 +276,10 @@ type walk struct {
 	future int64
 }
 
-func newWalk(in planInput) *walk {
-	w := &walk{
+// newWalk returns the walk by value: planned once per job per tick, it
+// stays on the stack.
+func newWalk(in planInput) walk {
+	w := walk{
 		sched:  in.sched,
 		now:    in.now.Unix(),
 		nowT:   in.now,

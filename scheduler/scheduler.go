@@ -23,9 +23,11 @@ import (
 // State is the read side of the FSM the scheduler plans from. *fsm.FSM
 // satisfies it.
 type State interface {
-	// Job returns the job with its status filled in; fsm.ErrNotFound if
-	// there is none.
-	Job(name string) (*pb.Job, error)
+	// Entry returns the stored job (Status unset) and its status, shared:
+	// the FSM replaces them on every write and never changes them, so the
+	// scheduler reads them without a copy and must never change them.
+	// fsm.ErrNotFound if there is none.
+	Entry(name string) (fsm.ScheduleEntry, error)
 	// Run returns one run of the ledger; fsm.ErrNotFound if there is none.
 	Run(id string) (*pb.Run, error)
 	// OpenRuns lists every DISPATCHED and RETRYING run.

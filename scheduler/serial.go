@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -64,9 +65,10 @@ type dispatcher struct {
 	mu sync.Mutex
 	// lanes holds every serial job with a task running or waiting.
 	lanes map[string]*lane
-	// live holds every task not yet finished, by job and token, so that a
-	// job's tasks can be cancelled.
-	live map[string]map[uint64]*task
+	// live holds every task not yet finished, by job, so that a job's
+	// tasks can be cancelled. A job rarely has more than one, so a slice
+	// (no map per job and attempt) is the cheap index.
+	live map[string][]*task
 	// overflow holds tasks the pool refused (queue full), in order; they
 	// are submitted as workers free up.
 	overflow []*task
@@ -80,7 +82,7 @@ func newDispatcher(pool submitter, clock Clock, log *slog.Logger, m *metrics) *d
 		log:     log,
 		metrics: m,
 		lanes:   make(map[string]*lane),
-		live:    make(map[string]map[uint64]*task),
+		live:    make(map[string][]*task),
 	}
 }
 
@@ -96,12 +98,7 @@ func (d *dispatcher) inFlight() int {
 func (d *dispatcher) dispatch(t *task) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	byToken := d.live[t.a.Job]
-	if byToken == nil {
-		byToken = make(map[uint64]*task)
-		d.live[t.a.Job] = byToken
-	}
-	byToken[t.a.Token] = t
+	d.live[t.a.Job] = append(d.live[t.a.Job], t)
 	d.count++
 	if t.serial {
 		l := d.lanes[t.a.Job]
@@ -164,11 +161,15 @@ func (d *dispatcher) finished(t *task, o dispatch.Outcome) {
 		}
 	}
 	d.metrics.runs.WithLabelValues(outcomeLabel(o.State)).Inc()
-	d.log.Info("run attempt finished",
-		"job", t.a.Job, "run_id", t.a.RunID, "token", t.a.Token, "attempt", t.a.Number,
-		"scheduled_at", t.a.ScheduledAt.UTC().Format(time.RFC3339), "kind", kindLabel(t.kind),
-		"outcome", outcomeLabel(o.State), "detail", o.Detail,
-		"duration", o.FinishedAt.Sub(o.StartedAt))
+	if d.log.Enabled(context.Background(), slog.LevelInfo) {
+		// Typed attributes: one line per attempt is the hottest log call.
+		d.log.LogAttrs(context.Background(), slog.LevelInfo, "run attempt finished",
+			slog.String("job", t.a.Job), slog.String("run_id", t.a.RunID),
+			slog.Uint64("token", t.a.Token), slog.Uint64("attempt", uint64(t.a.Number)),
+			slog.String("scheduled_at", t.a.ScheduledAt.UTC().Format(time.RFC3339)),
+			slog.String("kind", kindLabel(t.kind)), slog.String("outcome", outcomeLabel(o.State)),
+			slog.String("detail", o.Detail), slog.Duration("duration", o.FinishedAt.Sub(o.StartedAt)))
+	}
 	// The outcome is queued before the task stops counting as in flight,
 	// so that "nothing in flight" means every outcome is in the completer.
 	t.owner.completed(t, o)
@@ -183,13 +184,14 @@ func (d *dispatcher) finished(t *task, o dispatch.Outcome) {
 }
 
 func (d *dispatcher) forgetLocked(t *task) {
-	if byToken := d.live[t.a.Job]; byToken != nil {
-		if _, ok := byToken[t.a.Token]; ok {
-			delete(byToken, t.a.Token)
-			d.count--
-		}
-		if len(byToken) == 0 {
+	tasks := d.live[t.a.Job]
+	if i := slices.Index(tasks, t); i >= 0 {
+		tasks = slices.Delete(tasks, i, i+1)
+		d.count--
+		if len(tasks) == 0 {
 			delete(d.live, t.a.Job)
+		} else {
+			d.live[t.a.Job] = tasks
 		}
 	}
 	t.cancel(nil) // release the context's resources
@@ -228,8 +230,8 @@ func (d *dispatcher) drainLocked() {
 func (d *dispatcher) cancelJob(job string, before uint64, cause error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for tok, t := range d.live[job] {
-		if before == 0 || tok < before {
+	for _, t := range d.live[job] {
+		if before == 0 || t.a.Token < before {
 			t.cancel(cause)
 		}
 	}
@@ -278,5 +280,8 @@ func (d *dispatcher) dropLocked(t *task) {
 }
 
 func kindLabel(k pb.FireKind) string {
+	if l, ok := kindLabels[k]; ok {
+		return l
+	}
 	return strings.ToLower(strings.TrimPrefix(k.String(), "FIRE_KIND_"))
 }

@@ -55,19 +55,25 @@ func (s *Scheduler) Trigger(ctx context.Context, name, requestID string, force b
 	}
 }
 
-// addTriggers puts the pending triggers into b, each in its job's group
-// after the job's planned fires.
-func (l *leader) addTriggers(b *batch) {
+// takeTriggers removes the pending triggers.
+func (l *leader) takeTriggers() []*triggerReq {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	reqs := l.triggers
 	l.triggers = nil
-	l.mu.Unlock()
+	return reqs
+}
+
+// addTriggers puts triggers into b, each in its job's group after the job's
+// planned fires.
+func (l *leader) addTriggers(b *batch, reqs []*triggerReq) {
 	for _, req := range reqs {
-		job, err := l.s.state.Job(req.name)
+		e, err := l.s.state.Entry(req.name)
 		if err != nil {
 			req.reply(nil, fmt.Errorf("trigger %q: %w", req.name, err))
 			continue
 		}
+		job := e.Job
 		g := b.group(req.name, job)
 		for len(g.reqs) < len(g.fires) {
 			g.reqs = append(g.reqs, nil)

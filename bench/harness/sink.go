@@ -41,12 +41,15 @@ type Sink struct {
 	ln  net.Listener
 	srv *http.Server
 
-	// mu guards deliveries and malformed; changed is closed and replaced
-	// on every append, so waiters wake without polling.
+	// mu guards deliveries, malformed, changed and watched. changed is
+	// closed and replaced on the first append after a watcher took it, so
+	// waiters wake without polling and a flood of requests nobody waits on
+	// makes no channel per request.
 	mu         sync.Mutex
 	deliveries []Delivery
 	malformed  int
 	changed    chan struct{}
+	watched    bool
 }
 
 // NewSink starts a sink on 127.0.0.1 with a free port.
@@ -84,8 +87,11 @@ func (s *Sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		s.deliveries = append(s.deliveries, d)
 	}
-	close(s.changed)
-	s.changed = make(chan struct{})
+	if s.watched {
+		close(s.changed)
+		s.changed = make(chan struct{})
+		s.watched = false
+	}
 	s.mu.Unlock()
 	w.WriteHeader(http.StatusOK)
 }
@@ -147,6 +153,7 @@ func (s *Sink) Watch(ctx context.Context, deadline time.Time, from int, fn func(
 	for {
 		s.mu.Lock()
 		changed := s.changed
+		s.watched = true
 		s.mu.Unlock()
 		batch := s.Since(next)
 		next += len(batch)

@@ -61,19 +61,26 @@ func newServeCmd() *cobra.Command {
 				<-ctx.Done()
 				stop()
 			}()
-			return serve(ctx, cfg, newLogger(cmd.ErrOrStderr(), cfg))
+			log, flush := newLogger(cmd.ErrOrStderr(), cfg)
+			defer flush()
+			return serve(ctx, cfg, log)
 		}),
 	}
 	addServeFlags(cmd.Flags())
 	return cmd
 }
 
-func newLogger(w io.Writer, cfg serveConfig) *slog.Logger {
+// newLogger returns the node's logger, writing through a buffer (see
+// logBuffer), and the function that flushes it for good when the node
+// stops.
+func newLogger(w io.Writer, cfg serveConfig) (*slog.Logger, func()) {
+	buf := newLogBuffer(w)
 	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	var h slog.Handler = slog.NewTextHandler(buf, opts)
 	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		h = slog.NewJSONHandler(buf, opts)
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(flushingHandler{h, buf}), func() { _ = buf.Close() }
 }
 
 // server is one running node and everything it serves.

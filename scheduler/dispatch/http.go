@@ -95,7 +95,7 @@ func (h *HTTPExecutor) Execute(ctx context.Context, a Attempt) Outcome {
 		}
 		return finish(out, pb.RunState_RUN_STATE_FAILED, transportError(err))
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxOutput))
+	body, complete, err := readOutput(resp)
 	if err != nil && lctx.Err() != nil {
 		resp.Body.Close()
 		state, detail, _ := interrupted(ctx, lctx)
@@ -106,8 +106,36 @@ func (h *HTTPExecutor) Execute(ctx context.Context, a Attempt) Outcome {
 	}
 	state, detail := classifyStatus(resp.StatusCode, t.GetSuccessCodes())
 	out = finish(out, state, detail)
-	release(resp.Body, cancel)
+	if complete {
+		// Read to the end: the connection is already free for reuse.
+		_ = resp.Body.Close()
+	} else {
+		release(resp.Body, cancel)
+	}
 	return out
+}
+
+// readOutput reads the first MaxOutput bytes of the reply's body. complete
+// reports that the body ended within them. An empty reply, the common
+// answer of a webhook, costs no buffer.
+func readOutput(resp *http.Response) (body []byte, complete bool, err error) {
+	if resp.ContentLength == 0 || resp.Body == http.NoBody {
+		return nil, true, nil
+	}
+	size := MaxOutput + 1 // one byte more tells a body that ends at MaxOutput from a longer one
+	if n := resp.ContentLength; n > 0 && n < int64(size) {
+		size = int(n) + 1
+	}
+	buf := make([]byte, size)
+	n, err := io.ReadFull(resp.Body, buf)
+	switch {
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return buf[:n:n], true, nil
+	case err != nil:
+		return buf[:n:n], false, err
+	}
+	// The buffer filled: more may follow, for release to drain.
+	return buf[:MaxOutput:MaxOutput], false, nil
 }
 
 func newRequest(ctx context.Context, a Attempt) (*http.Request, error) {
@@ -124,28 +152,35 @@ func newRequest(ctx context.Context, a Attempt) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("User-Agent", userAgent)
+	h := make(http.Header, len(t.GetHeaders())+7)
+	req.Header = h
+	// One backing array for the values of the headers set here; the keys
+	// are constants in canonical form, so no Set is needed to canonicalise
+	// them.
+	at := a.scheduledAt()
+	vals := [...]string{userAgent, a.token(), a.Job, a.RunID, at, a.number(), a.idempotencyKey(at)}
+	h["User-Agent"] = vals[0:1:1]
 	for k, v := range t.GetHeaders() {
 		if strings.EqualFold(k, "Host") {
 			req.Host = v
 			continue
 		}
-		req.Header.Set(k, v)
+		h.Set(k, v)
 	}
 	// Set last: the job's own headers must not be able to forge these.
-	req.Header.Set(HeaderToken, a.token())
-	req.Header.Set(HeaderJob, a.Job)
-	req.Header.Set(HeaderRunID, a.RunID)
-	req.Header.Set(HeaderScheduledAt, a.scheduledAt())
-	req.Header.Set(HeaderAttempt, a.number())
-	req.Header.Set(HeaderIdempotencyKey, a.IdempotencyKey())
+	h[HeaderToken] = vals[1:2:2]
+	h[HeaderJob] = vals[2:3:3]
+	h[HeaderRunID] = vals[3:4:4]
+	h[HeaderScheduledAt] = vals[4:5:5]
+	h[HeaderAttempt] = vals[5:6:6]
+	h[HeaderIdempotencyKey] = vals[6:7:7]
 	return req, nil
 }
 
 // classifyStatus maps a reply status to a run state. 409 comes first: it is
 // the downstream saying a newer token exists, whatever success_codes says.
 func classifyStatus(code int, success []uint32) (pb.RunState, string) {
-	detail := strings.TrimSpace(fmt.Sprintf("http %d %s", code, http.StatusText(code)))
+	detail := statusDetail(code)
 	switch {
 	case code == http.StatusConflict:
 		return pb.RunState_RUN_STATE_FENCED, "fenced by downstream: 409 Conflict"
@@ -156,6 +191,25 @@ func classifyStatus(code int, success []uint32) (pb.RunState, string) {
 		return pb.RunState_RUN_STATE_FAILED, detail
 	}
 }
+
+// statusDetail is "http 200 OK": "http <code> <text>", without the text
+// for codes that have none.
+func statusDetail(code int) string {
+	if d, ok := commonDetails[code]; ok {
+		return d
+	}
+	return strings.TrimSpace(fmt.Sprintf("http %d %s", code, http.StatusText(code)))
+}
+
+// commonDetails are the details of the statuses webhooks usually answer,
+// made once instead of per request.
+var commonDetails = func() map[int]string {
+	m := make(map[int]string)
+	for _, c := range []int{200, 201, 202, 204, 400, 401, 403, 404, 409, 429, 500, 502, 503, 504} {
+		m[c] = fmt.Sprintf("http %d %s", c, http.StatusText(c))
+	}
+	return m
+}()
 
 // transportError drops the `Post "<url>":` prefix of *url.Error: the job
 // already names its URL, and URLs may carry credentials in their query.

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -209,6 +210,39 @@ func TestHTTPOutputTruncatedTo4KiB(t *testing.T) {
 	wantState(t, out, pb.RunState_RUN_STATE_SUCCEEDED, "http 200 OK")
 	if len(out.Output) != MaxOutput || strings.Trim(string(out.Output), "a") != "" {
 		t.Fatalf("output %d bytes, want %d of the body", len(out.Output), MaxOutput)
+	}
+}
+
+// Output is the whole body when it fits, whether its length is announced
+// or not, and nothing when the reply has no body.
+func TestHTTPOutputOfShortBodies(t *testing.T) {
+	exact := strings.Repeat("c", MaxOutput)
+	for _, c := range []struct {
+		name, body string
+		chunked    bool
+	}{
+		{"empty", "", false},
+		{"short", "ok", false},
+		{"short chunked", "ok", true},
+		{"exactly the cap", exact, false},
+		{"exactly the cap chunked", exact, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+				if !c.chunked {
+					w.Header().Set("Content-Length", strconv.Itoa(len(c.body)))
+				}
+				_, _ = io.WriteString(w, c.body)
+				if c.chunked {
+					w.(http.Flusher).Flush()
+				}
+			})
+			out := NewHTTPExecutor(nil).Execute(context.Background(), httpAttempt(s.URL))
+			wantState(t, out, pb.RunState_RUN_STATE_SUCCEEDED, "http 200 OK")
+			if string(out.Output) != c.body || (c.body == "" && out.Output != nil) {
+				t.Fatalf("output %d bytes, want the %d of the body", len(out.Output), len(c.body))
+			}
+		})
 	}
 }
 

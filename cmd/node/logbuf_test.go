@@ -1,0 +1,72 @@
+package main
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is an io.Writer safe to read while the flush timer writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *syncBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// An info line waits in the buffer and is written out within the flush
+// delay without anything else being logged.
+func TestLogBufferFlushesInfoLater(t *testing.T) {
+	var out syncBuffer
+	buf := newLogBuffer(&out)
+	defer buf.Close()
+	log := slog.New(flushingHandler{slog.NewTextHandler(buf, nil), buf})
+	log.Info("run attempt finished", "job", "a")
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(out.String(), "job=a") {
+		if time.Now().After(deadline) {
+			t.Fatal("info line never flushed")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A warning is written out before Warn returns, with the lines before it.
+func TestLogBufferWritesWarningsAtOnce(t *testing.T) {
+	var out syncBuffer
+	buf := newLogBuffer(&out)
+	defer buf.Close()
+	log := slog.New(flushingHandler{slog.NewTextHandler(buf, nil), buf}).With("node", "n1")
+	log.Info("first")
+	log.Warn("second")
+	got := out.String()
+	if !strings.Contains(got, "msg=first") || !strings.Contains(got, "msg=second node=n1") {
+		t.Fatalf("after Warn the output is %q, want both lines", got)
+	}
+}
+
+// Close writes out what is still buffered.
+func TestLogBufferCloseFlushes(t *testing.T) {
+	var out syncBuffer
+	buf := newLogBuffer(&out)
+	slog.New(slog.NewTextHandler(buf, nil)).Info("last words")
+	if err := buf.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "last words") {
+		t.Fatalf("after Close the output is %q", out.String())
+	}
+}

@@ -1,0 +1,63 @@
+package scheduler
+
+import (
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// runReads counts the runs the scheduler reads: planning a job with an
+// open run reads it.
+type runReads struct {
+	State
+	n atomic.Int64
+}
+
+func (s *runReads) Run(id string) (*pb.Run, error) {
+	s.n.Add(1)
+	return s.State.Run(id)
+}
+
+// A job whose fire was accepted is not planned again because of that fire:
+// its next slot was known when it was planned. It still fires on time.
+func TestAcceptedFireIsNotPlannedAgain(t *testing.T) {
+	rr := &runReads{}
+	h := newHarness(t, func(c *Config) {
+		rr.State = c.State
+		c.State = rr
+	})
+	h.putJob(spec("job", "@every 10s"))
+	h.exec.gate("job")
+	h.lead()
+	h.clock.Advance(10 * time.Second)
+	h.settle()
+	if n := rr.n.Load(); n != 0 {
+		t.Fatalf("%d runs read after the fire, want 0: the job was planned again", n)
+	}
+	h.release("job")
+	h.step(10 * time.Second)
+	if got := h.startedSlots("job"); !slices.Equal(got, []int64{10, 20}) {
+		t.Fatalf("slots = %v, want [10 20]", got)
+	}
+}
+
+// A spec change that follows an accepted fire is planned at once: the new
+// schedule's earlier slot is not left to the wake-up of the old one.
+func TestSpecChangeAfterAcceptedFireIsPlanned(t *testing.T) {
+	h := newHarness(t)
+	h.putJob(withOverlap(pb.Overlap_OVERLAP_SKIP))
+	h.exec.gate("job")
+	h.lead()
+	h.step(10 * time.Second) // slot 10 fires and stays running
+	faster := withOverlap(pb.Overlap_OVERLAP_SKIP)
+	faster.Schedule = "@every 5s"
+	h.putJob(faster)
+	h.step(5 * time.Second) // slot 15 comes due while 10 runs: skipped
+	if m := missedReasons(h, "job"); m["overlap_skipped"] != 1 {
+		t.Fatalf("missed = %v, want slot 15 overlap_skipped", m)
+	}
+	h.release("job")
+}

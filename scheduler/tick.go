@@ -1,0 +1,148 @@
+package scheduler
+
+import (
+	"slices"
+	"time"
+
+	"github.com/raftcron/raftcron/internal/failpoint"
+)
+
+// tick plans every job that changed or is due, and the pending triggers,
+// and commits and dispatches the result. Planning and committing overlap:
+// each entry of maxFiresPerEntry fires is proposed as soon as it is planned,
+// and the accepted fires of a committed entry are dispatched while later
+// jobs are still being planned, so the first deliveries of a large tick do
+// not wait for the whole tick to be planned. worked reports whether there
+// was anything to do; ok is false if some entry failed to commit.
+func (l *leader) tick(now time.Time) (worked, ok bool) {
+	names := l.s.takeDirty(nil)
+	// An outcome is forgotten before its job is marked dirty: draining
+	// after taking the marks lets freshPlan see every outcome behind them.
+	l.drainForgotten()
+	names = l.heap.popDue(now.UnixNano(), names)
+	slices.Sort(names)
+	names = slices.Compact(names)
+	reqs := l.takeTriggers()
+	// A triggered job's manual fire follows its planned fires in the same
+	// group, so such jobs are planned last, into the tick's last entry.
+	triggered := make(map[string]bool, len(reqs))
+	for _, r := range reqs {
+		triggered[r.name] = true
+	}
+
+	p := &pipeline{l: l, now: now}
+	b, n := newBatch(), 0
+	if len(l.extra) > 0 {
+		g := b.group("", nil)
+		g.fires, l.extra = l.extra, nil
+		n += len(g.fires)
+	}
+	var last []string
+	for _, name := range names {
+		if triggered[name] {
+			last = append(last, name)
+			continue
+		}
+		n += l.planOne(name, now, b)
+		if n >= maxFiresPerEntry {
+			p.propose(b)
+			b, n = newBatch(), 0
+		}
+		p.acceptReady()
+	}
+	for _, name := range last {
+		l.planOne(name, now, b)
+	}
+	l.addTriggers(b, reqs)
+	p.propose(b)
+	return p.finish()
+}
+
+// pipeline is one tick's entries on their way through Raft. Only the loop
+// goroutine uses it; the proposals run on their own goroutines and hand
+// their result back through pending.done.
+type pipeline struct {
+	l       *leader
+	now     time.Time
+	batches []*batch
+	// pending are the proposed entries in proposal order; the first
+	// unaccepted one is pending[accepted].
+	pending  []*pendingChunk
+	accepted int
+	failed   bool
+	// fpToken is the token the dispatch-before-commit failpoint expects
+	// the next fire to get.
+	fpToken uint64
+}
+
+type pendingChunk struct {
+	c    *chunk
+	done chan chunkResult // cap 1
+}
+
+// propose starts the proposal of b's entries.
+func (p *pipeline) propose(b *batch) {
+	if b.empty() {
+		return
+	}
+	p.batches = append(p.batches, b)
+	chunks := b.chunks(maxFiresPerEntry)
+	if failpoint.On(failpoint.DispatchBeforeCommit) {
+		p.fpToken = p.l.dispatchBeforeCommit(chunks, p.fpToken)
+	}
+	for _, c := range chunks {
+		if c.size() == 0 {
+			continue
+		}
+		pc := &pendingChunk{c: c, done: make(chan chunkResult, 1)}
+		p.pending = append(p.pending, pc)
+		go func() { pc.done <- p.l.propose(p.now, c) }()
+	}
+}
+
+// acceptReady dispatches the entries that have committed, in proposal
+// order, without waiting for the others.
+func (p *pipeline) acceptReady() {
+	for p.accepted < len(p.pending) {
+		pc := p.pending[p.accepted]
+		select {
+		case r := <-pc.done:
+			p.settle(pc, r)
+		default:
+			return
+		}
+	}
+}
+
+// finish waits for every entry, dispatches what was accepted, adopts the
+// attempts planning found, and queues the tick's jobs for re-planning.
+func (p *pipeline) finish() (worked, ok bool) {
+	for p.accepted < len(p.pending) {
+		pc := p.pending[p.accepted]
+		p.settle(pc, <-pc.done)
+	}
+	for _, b := range p.batches {
+		for _, g := range b.groups {
+			for _, r := range g.adopt {
+				p.l.adopt(g.job, r)
+			}
+		}
+		p.l.s.markDirty(b.names()...)
+	}
+	return len(p.batches) > 0, !p.failed
+}
+
+func (p *pipeline) settle(pc *pendingChunk, r chunkResult) {
+	p.accepted++
+	l, c := p.l, pc.c
+	if r.err != nil {
+		p.failed = true
+		if l.ctx.Err() == nil {
+			l.s.log.Warn("scheduler: fire batch not committed; nothing dispatched",
+				"error", r.err, "fires", len(c.fires), "misses", len(c.misses))
+		}
+		c.failTriggers(r.err)
+		return
+	}
+	l.accept(p.now, c, r.res)
+}
