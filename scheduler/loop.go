@@ -90,7 +90,6 @@ func (l *leader) planOne(name string, now time.Time, b *batch) {
 		// recorded so; orphans of earlier terms are closed by the FSM on
 		// re-dispatch. (Runs waiting for a retry were closed by the delete.)
 		l.heap.remove(name)
-		l.s.scheds.drop(name)
 		delete(l.cool, name)
 		l.s.disp.cancelJob(name, 0, errJobDeleted)
 		if orphans := l.orphansOf(func(job string) bool { return job == name }); len(orphans) > 0 {
