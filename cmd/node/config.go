@@ -78,7 +78,7 @@ func addServeFlags(fs *pflag.FlagSet) {
 	fs.String(flagLogLevel, "info", "debug, info, warn or error")
 	fs.String(flagLogFormat, "text", "text or json")
 	fs.String(flagMemoryLimit, memoryLimitAuto, "Go soft memory limit: a size (1800MiB, 2GiB), off, or auto: "+
-		"GOMEMLIMIT if set, else 90% of the cgroup's memory limit, else none")
+		"GOMEMLIMIT if set, else 90% of the cgroup's memory limit or of the machine's memory")
 }
 
 // envName is the environment variable of a flag.

@@ -17,7 +17,7 @@ import (
 // data instead of growing to twice it, which is what a node's RSS follows.
 type memoryLimit struct {
 	// auto: GOMEMLIMIT if set, else nine tenths of the cgroup's memory
-	// limit, else none.
+	// limit, else nine tenths of the machine's memory.
 	auto bool
 	// bytes is the limit when not auto; math.MaxInt64 means none.
 	bytes int64
@@ -26,9 +26,9 @@ type memoryLimit struct {
 const (
 	memoryLimitAuto = "auto"
 	memoryLimitOff  = "off"
-	// autoLimitTenths of a cgroup's limit (nine tenths) leave a tenth for
-	// what the Go heap does not count: goroutine stacks, the runtime's own
-	// data and the pages of the Raft log file mapped in by bbolt.
+	// autoLimitTenths of the memory available (nine tenths) leave a tenth
+	// for what the limit does not count: the pages of the Raft log file
+	// mapped in by bbolt, and anything else on the machine.
 	autoLimitTenths = 9
 	// minMemoryLimit: below it the collector would run nearly all the time
 	// for any real registry; a smaller value is a typo.
@@ -79,17 +79,23 @@ func parseByteSize(s string) (int64, error) {
 
 // resolve decides the limit to set: an explicit setting wins; auto defers
 // to GOMEMLIMIT when it is set (the runtime has applied it already, so
-// bytes is -1: leave the runtime as it is), else takes nine tenths of
-// the cgroup's memory limit, else sets none. source names where the value
-// came from, for the start-up log.
-func (m memoryLimit) resolve(gomemlimit string, cgroupLimit int64) (bytes int64, source string) {
+// bytes is -1: leave the runtime as it is), else takes nine tenths of the
+// cgroup's memory limit or, without one, of the machine's memory; with
+// neither known it sets none. Nine tenths of what the node may use only
+// bites when the heap comes near it, where the alternative is the OOM
+// killer; a fixed default would instead keep the collector busy on any
+// node whose registry outgrew it. source names where the value came from,
+// for the start-up log.
+func (m memoryLimit) resolve(gomemlimit string, cgroupLimit, machine int64) (bytes int64, source string) {
 	switch {
 	case !m.auto:
 		return m.bytes, "--" + flagMemoryLimit
 	case gomemlimit != "":
 		return -1, "GOMEMLIMIT"
-	case cgroupLimit > 0:
+	case cgroupLimit > 0 && (machine <= 0 || cgroupLimit < machine):
 		return cgroupLimit / 10 * autoLimitTenths, "cgroup"
+	case machine > 0:
+		return machine / 10 * autoLimitTenths, "machine"
 	}
 	return math.MaxInt64, "none"
 }
@@ -97,7 +103,7 @@ func (m memoryLimit) resolve(gomemlimit string, cgroupLimit int64) (bytes int64,
 // applyMemoryLimit sets the runtime's soft memory limit from the setting
 // and returns the limit in force (math.MaxInt64: none) and its source.
 func applyMemoryLimit(m memoryLimit) (int64, string) {
-	limit, source := m.resolve(os.Getenv("GOMEMLIMIT"), cgroupMemoryLimit(os.ReadFile))
+	limit, source := m.resolve(os.Getenv("GOMEMLIMIT"), cgroupMemoryLimit(os.ReadFile), machineMemory(os.ReadFile))
 	if limit >= 0 {
 		debug.SetMemoryLimit(limit)
 	}
@@ -110,6 +116,27 @@ func formatMemoryLimit(n int64) string {
 		return "none"
 	}
 	return fmt.Sprintf("%dMiB", n>>20)
+}
+
+// machineMemory is MemTotal of /proc/meminfo in bytes, or 0 when it cannot
+// be read (not Linux).
+func machineMemory(read func(string) ([]byte, error)) int64 {
+	data, err := read("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		rest, ok := strings.CutPrefix(line, "MemTotal:")
+		if !ok {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+		if err != nil || kb <= 0 || kb > math.MaxInt64>>10 {
+			return 0
+		}
+		return kb << 10
+	}
+	return 0
 }
 
 // noCgroupLimit: cgroup v1 reports "no limit" as a huge page-aligned

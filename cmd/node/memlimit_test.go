@@ -67,17 +67,20 @@ func TestMemoryLimitResolution(t *testing.T) {
 		setting    memoryLimit
 		gomemlimit string
 		cgroup     int64
+		machine    int64
 		bytes      int64
 		source     string
 	}{
-		{"explicit wins over GOMEMLIMIT and cgroup", memoryLimit{bytes: 1 << 30}, "3GiB", 4 << 30, 1 << 30, "--memory-limit"},
-		{"explicit off", memoryLimit{bytes: math.MaxInt64}, "3GiB", 0, math.MaxInt64, "--memory-limit"},
-		{"auto leaves GOMEMLIMIT to the runtime", auto, "3GiB", 4 << 30, -1, "GOMEMLIMIT"},
-		{"auto takes 90% of the cgroup limit", auto, "", 4 << 30, 4 << 30 / 10 * 9, "cgroup"},
-		{"auto without either sets none", auto, "", 0, math.MaxInt64, "none"},
+		{"explicit wins over GOMEMLIMIT and cgroup", memoryLimit{bytes: 1 << 30}, "3GiB", 4 << 30, 8 << 30, 1 << 30, "--memory-limit"},
+		{"explicit off", memoryLimit{bytes: math.MaxInt64}, "3GiB", 0, 8 << 30, math.MaxInt64, "--memory-limit"},
+		{"auto leaves GOMEMLIMIT to the runtime", auto, "3GiB", 4 << 30, 8 << 30, -1, "GOMEMLIMIT"},
+		{"auto takes 90% of the cgroup limit", auto, "", 4 << 30, 8 << 30, 4 << 30 / 10 * 9, "cgroup"},
+		{"a cgroup limit above the machine's memory is none", auto, "", 16 << 30, 8 << 30, 8 << 30 / 10 * 9, "machine"},
+		{"auto without a cgroup limit takes 90% of the machine", auto, "", 0, 8 << 30, 8 << 30 / 10 * 9, "machine"},
+		{"auto knowing neither sets none", auto, "", 0, 0, math.MaxInt64, "none"},
 	}
 	for _, c := range cases {
-		bytes, source := c.setting.resolve(c.gomemlimit, c.cgroup)
+		bytes, source := c.setting.resolve(c.gomemlimit, c.cgroup, c.machine)
 		if bytes != c.bytes || source != c.source {
 			t.Errorf("%s: got %d from %s, want %d from %s", c.name, bytes, source, c.bytes, c.source)
 		}
@@ -141,5 +144,18 @@ func TestApplyMemoryLimitSetsTheRuntimeLimit(t *testing.T) {
 	debug.SetMemoryLimit(1 << 30) // what the runtime did with GOMEMLIMIT at start
 	if got, source := applyMemoryLimit(memoryLimit{auto: true}); got != 1<<30 || source != "GOMEMLIMIT" {
 		t.Fatalf("auto with GOMEMLIMIT: %d from %s, want GOMEMLIMIT's 1GiB kept", got, source)
+	}
+}
+
+func TestMachineMemory(t *testing.T) {
+	meminfo := "MemTotal:       24576000 kB\nMemFree:         1000 kB\n"
+	if got := machineMemory(fakeFiles(map[string]string{"/proc/meminfo": meminfo})); got != 24576000<<10 {
+		t.Errorf("MemTotal 24576000 kB read as %d bytes", got)
+	}
+	if got := machineMemory(fakeFiles(map[string]string{})); got != 0 {
+		t.Errorf("without /proc/meminfo: %d, want 0", got)
+	}
+	if got := machineMemory(fakeFiles(map[string]string{"/proc/meminfo": "MemTotal: lots\n"})); got != 0 {
+		t.Errorf("malformed MemTotal: %d, want 0", got)
 	}
 }
