@@ -5,6 +5,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
@@ -176,18 +177,47 @@ const shareLimit = 1 << 16
 
 // sharer lets stored jobs share equal values instead of holding a copy
 // each, which is safe because stored values are immutable. It shares the
-// strings many jobs repeat — schedule, timezone, target — and the status of
-// a job that never fired, which holds only its creation second, so jobs
+// strings many jobs repeat — schedule, timezone, target — the policy
+// messages most jobs leave at their defaults (catch-up, retry, deadline:
+// the API fills in the catch-up window of every job), and the status of a
+// job that never fired, which holds only its creation second, so jobs
 // registered in bulk share one status per second until they first fire.
 // It is a cache, not state: nothing replicated depends on what it holds,
 // and a table that grows past shareLimit is simply emptied.
 type sharer struct {
-	strs  map[string]string
-	fresh map[int64]*pb.JobStatus
+	strs     map[string]string
+	fresh    map[int64]*pb.JobStatus
+	catchups map[string]*pb.Catchup
+	retries  map[string]*pb.Retry
+	deadline map[string]*durationpb.Duration
+	buf      []byte // marshals keys of the message tables
 }
 
 func newSharer() *sharer {
-	return &sharer{strs: make(map[string]string), fresh: make(map[int64]*pb.JobStatus)}
+	return &sharer{
+		strs:     make(map[string]string),
+		fresh:    make(map[int64]*pb.JobStatus),
+		catchups: make(map[string]*pb.Catchup),
+		retries:  make(map[string]*pb.Retry),
+		deadline: make(map[string]*durationpb.Duration),
+	}
+}
+
+// shareMessage returns m, or a message of equal wire form already in table.
+func shareMessage[M proto.Message](sh *sharer, table map[string]M, m M) M {
+	var err error
+	sh.buf, err = proto.MarshalOptions{Deterministic: true}.MarshalAppend(sh.buf[:0], m)
+	if err != nil {
+		return m
+	}
+	if v, ok := table[string(sh.buf)]; ok {
+		return v
+	}
+	if len(table) >= shareLimit {
+		clear(table)
+	}
+	table[string(sh.buf)] = m
+	return m
 }
 
 func (sh *sharer) str(s string) string {
@@ -217,6 +247,15 @@ func (sh *sharer) spec(spec *pb.JobSpec) {
 		for i, a := range x.GetCommand() {
 			x.Command[i] = sh.str(a)
 		}
+	}
+	if spec.Catchup != nil {
+		spec.Catchup = shareMessage(sh, sh.catchups, spec.Catchup)
+	}
+	if spec.Retry != nil {
+		spec.Retry = shareMessage(sh, sh.retries, spec.Retry)
+	}
+	if spec.Deadline != nil {
+		spec.Deadline = shareMessage(sh, sh.deadline, spec.Deadline)
 	}
 }
 

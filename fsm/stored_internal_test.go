@@ -2,6 +2,10 @@ package fsm
 
 import (
 	"testing"
+	"time"
+	"unsafe"
+
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
@@ -62,5 +66,35 @@ func TestHasLabels(t *testing.T) {
 	}
 	if hasLabels(&pb.JobSpec{}, map[string]string{"a": "1"}) {
 		t.Error("a spec without labels matched")
+	}
+}
+
+func TestSharerSharesOnlyEqualValues(t *testing.T) {
+	sh := newSharer()
+	spec := func(window time.Duration, url string) *pb.JobSpec {
+		return &pb.JobSpec{
+			Schedule: "0 5 * * *",
+			Http:     &pb.HttpTarget{Url: url},
+			Catchup:  &pb.Catchup{Window: durationpb.New(window), Policy: pb.CatchupPolicy_CATCHUP_POLICY_ALL},
+			Retry:    &pb.Retry{MaxAttempts: 3},
+			Deadline: durationpb.New(window),
+		}
+	}
+	a, b, c := spec(time.Minute, "http://x/"), spec(time.Minute, "http://x/"), spec(time.Hour, "http://y/")
+	for _, s := range []*pb.JobSpec{a, b, c} {
+		sh.spec(s)
+	}
+	if a.Catchup != b.Catchup || a.Retry != b.Retry || a.Deadline != b.Deadline {
+		t.Error("equal policy messages are not shared")
+	}
+	if unsafe.StringData(a.Http.Url) != unsafe.StringData(b.Http.Url) || unsafe.StringData(a.Schedule) != unsafe.StringData(c.Schedule) {
+		t.Error("equal strings are not shared")
+	}
+	if a.Catchup == c.Catchup || a.Deadline == c.Deadline || c.Catchup.GetWindow().AsDuration() != time.Hour ||
+		c.Deadline.AsDuration() != time.Hour || c.Http.Url != "http://y/" {
+		t.Errorf("different values were shared or changed: %v", c)
+	}
+	if c.Retry != a.Retry {
+		t.Error("equal retries in otherwise different specs are not shared")
 	}
 }
