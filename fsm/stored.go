@@ -76,12 +76,44 @@ func thawSpec(spec *pb.JobSpec) {
 	if len(raw) == 0 {
 		return
 	}
+	if n, onlyLabels := countLabels(raw); onlyLabels {
+		// The common case, decoded directly: several times cheaper than
+		// the generic unmarshal below.
+		spec.Labels = make(map[string]string, n)
+		eachLabel(spec, func(k, v []byte) bool {
+			spec.Labels[string(k)] = string(v)
+			return true
+		})
+		m.SetUnknown(nil)
+		return
+	}
 	m.SetUnknown(nil)
 	if err := (proto.UnmarshalOptions{Merge: true}).Unmarshal(raw, spec); err != nil {
 		// The bytes were written by storeSpec or kept from a decoded
 		// message, so they decode; keep them as they were otherwise.
 		m.SetUnknown(raw)
 	}
+}
+
+// countLabels counts the label entries of raw unknown fields and reports
+// whether they are all there is, well formed.
+func countLabels(raw []byte) (n int, onlyLabels bool) {
+	for len(raw) > 0 {
+		num, typ, tn := protowire.ConsumeTag(raw)
+		if tn < 0 || num != labelsField || typ != protowire.BytesType {
+			return 0, false
+		}
+		entry, bn := protowire.ConsumeBytes(raw[tn:])
+		if bn < 0 {
+			return 0, false
+		}
+		if _, _, ok := labelEntry(entry); !ok {
+			return 0, false
+		}
+		raw = raw[tn+bn:]
+		n++
+	}
+	return n, true
 }
 
 // storeJob turns a decoded job, owned by the caller, into its stored form:
@@ -172,8 +204,11 @@ func labelEntry(b []byte) (k, v []byte, ok bool) {
 	return k, v, true
 }
 
-// shareLimit bounds each table of a sharer; a full table starts over.
-const shareLimit = 1 << 16
+// shareLimit bounds each table of a sharer; a full table starts over. The
+// values worth sharing repeat across many jobs, so a small table finds
+// them, and stays in the CPU's cache while unique values (a URL per job)
+// pass through it.
+const shareLimit = 1 << 12
 
 // sharer lets stored jobs share equal values instead of holding a copy
 // each, which is safe because stored values are immutable. It shares the
