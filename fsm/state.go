@@ -80,7 +80,7 @@ type state struct {
 
 	// ix holds the derived indexes; see ledger.go.
 	ix *indexes
-	// share lets new stored jobs share equal values; see stored.go. Only
+	// share lets new stored jobs share equal values; see share.go. Only
 	// Apply and Restore, under the write lock, use it.
 	share *sharer
 	// tx collects what the entry being applied changed; nil outside Apply.
