@@ -2,12 +2,15 @@ package fsm_test
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/raftcron/raftcron/fsm"
+	"github.com/raftcron/raftcron/jobspec"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -91,4 +94,65 @@ func BenchmarkApplyFireBatch1000(b *testing.B) {
 		}
 		b.StartTimer()
 	}
+}
+
+// BenchmarkRegistryMemory reports the live heap one registered job costs
+// (B/job), once built through Apply and once read back by Restore, for
+// specs like the scale scenario's as the API stores them: a daily
+// schedule, a webhook and one label, defaults filled in. It builds 100,000
+// jobs per iteration, each created in its own millisecond.
+func BenchmarkRegistryMemory(b *testing.B) {
+	const jobs = 100_000
+	spec := func(i int) *pb.JobSpec {
+		s := &pb.JobSpec{
+			Name:     fmt.Sprintf("scale-%07d", i),
+			Schedule: fmt.Sprintf("%d %d * * *", i%60, (i/60)%24),
+			Http:     &pb.HttpTarget{Url: "http://127.0.0.1:9/never"},
+			Labels:   map[string]string{"team": fmt.Sprintf("t%02d", i%50)},
+		}
+		jobspec.Normalize(s)
+		return s
+	}
+	build := func() *fsm.FSM {
+		f := fsm.New()
+		for i := range jobs {
+			c := createCmd(spec(i))
+			c.ProposedAtUnixNano = baseTime.UnixNano() + int64(i)*int64(time.Millisecond)
+			d, err := proto.Marshal(c)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if r := f.Apply(&raft.Log{Index: uint64(i + 1), Data: d}).(*pb.CommandResult); r.GetCode() != pb.ResultCode_RESULT_CODE_OK {
+				b.Fatalf("create: %v", r)
+			}
+		}
+		return f
+	}
+	b.Run("apply", func(b *testing.B) {
+		for range b.N {
+			before := liveHeap()
+			f := build()
+			b.ReportMetric(float64(liveHeap()-before)/jobs, "B/job")
+			runtime.KeepAlive(f)
+		}
+	})
+	b.Run("restore", func(b *testing.B) {
+		data := persist(b, build())
+		for range b.N {
+			before := liveHeap()
+			f := fsm.New()
+			if err := restore(f, data); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(liveHeap()-before)/jobs, "B/job")
+			runtime.KeepAlive(f)
+		}
+	})
+}
+
+func liveHeap() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
 }

@@ -34,6 +34,8 @@ func putJob(s *state, c *pb.Command, e entry) (outcome, error) {
 	if err := checkVersion(name, old, p.GetExpectedVersion()); err != nil {
 		return outcome{}, err
 	}
+	storeSpec(spec) // the command was decoded for this Apply: the spec is ours
+	s.share.spec(spec)
 	if !exists {
 		return createJob(s, spec, e), nil
 	}
@@ -56,20 +58,21 @@ func putJob(s *state, c *pb.Command, e entry) (outcome, error) {
 	return outcome{job: next, status: st, changed: true}, nil
 }
 
-// createJob stores a new job whose generation continues after any earlier
+// createJob stores a new job, spec in stored form, whose generation continues after any earlier
 // job of the same name, and consumes that name's tombstone. Its cursor
 // starts at the creation time: a new job fires from its creation on.
 func createJob(s *state, spec *pb.JobSpec, e entry) outcome {
 	name := spec.GetName()
+	now := e.timestamp() // stored values are immutable, so both fields may share it
 	j := &pb.Job{
 		Spec:        spec,
 		Generation:  s.lastGeneration(name) + 1,
 		Version:     1,
-		CreatedAt:   e.timestamp(),
-		UpdatedAt:   e.timestamp(),
+		CreatedAt:   now,
+		UpdatedAt:   now,
 		ModifyIndex: e.index,
 	}
-	st := &pb.JobStatus{CursorUnix: e.seconds()}
+	st := s.share.status(&pb.JobStatus{CursorUnix: e.seconds()})
 	s.tombstones.Delete(tombstone{name: name})
 	s.putEntry(j, st)
 	s.pruneHistory(name) // finished runs of an earlier job of that name

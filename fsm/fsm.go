@@ -145,9 +145,11 @@ func result(o outcome, err error) *pb.CommandResult {
 	return r
 }
 
-// cloneJob is a deep copy of a stored job with its status filled in.
+// cloneJob is a deep copy of a stored job with its status filled in, in
+// the plain form callers expect (labels in their map).
 func cloneJob(j *pb.Job, st *pb.JobStatus) *pb.Job {
 	c := proto.Clone(j).(*pb.Job)
+	thawSpec(c.GetSpec())
 	c.Status = cloneStatus(st)
 	return c
 }

@@ -39,7 +39,7 @@ func (f *FSM) ListJobs(q ListQuery) (jobs []*pb.Job, nextAfter string) {
 	defer f.mu.RUnlock()
 	more := false
 	f.st.jobs.AscendGreaterOrEqual(jobEntry{name: q.After}, func(e jobEntry) bool {
-		if e.name == q.After || !hasLabels(e.job, q.Labels) {
+		if e.name == q.After || !hasLabels(e.job.GetSpec(), q.Labels) {
 			return true
 		}
 		if q.Limit > 0 && len(jobs) == q.Limit {
@@ -53,16 +53,6 @@ func (f *FSM) ListJobs(q ListQuery) (jobs []*pb.Job, nextAfter string) {
 		nextAfter = jobs[len(jobs)-1].GetSpec().GetName()
 	}
 	return jobs, nextAfter
-}
-
-func hasLabels(j *pb.Job, want map[string]string) bool {
-	have := j.GetSpec().GetLabels()
-	for k, v := range want {
-		if got, ok := have[k]; !ok || got != v {
-			return false
-		}
-	}
-	return true
 }
 
 // FencingToken is the current value of the fencing-token counter: the
@@ -172,7 +162,9 @@ func (f *FSM) OpenRuns() []*pb.Run {
 // ScheduleEntry is what the scheduler needs to plan one job. Both messages
 // are the FSM's stored values, shared to keep a walk over a million jobs
 // cheap: read them, never change them. Job.Status is not set; the status is
-// beside it.
+// beside it. Job.Spec.Labels is not set either: the stored spec keeps its
+// labels in wire form among its unknown fields (see stored.go), and Job and
+// ListJobs return them. Job.CreatedAt and Job.UpdatedAt may be one message.
 type ScheduleEntry struct {
 	Job    *pb.Job
 	Status *pb.JobStatus

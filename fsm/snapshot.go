@@ -199,7 +199,9 @@ func readJobs(r *bufio.Reader, dec protodelim.UnmarshalOptions, st *state, count
 			status = &pb.JobStatus{CursorUnix: max(0, j.GetUpdatedAt().GetSeconds())}
 		}
 		j.Status = nil // the decoded record is ours; the status is kept beside the job
-		st.jobs.ReplaceOrInsert(jobEntry{name: name, job: j, status: status})
+		storeJob(j)
+		st.share.spec(j.GetSpec())
+		st.jobs.ReplaceOrInsert(jobEntry{name: name, job: j, status: st.share.status(status)})
 	}
 	return lastIndex, nil
 }

@@ -80,6 +80,9 @@ type state struct {
 
 	// ix holds the derived indexes; see ledger.go.
 	ix *indexes
+	// share lets new stored jobs share equal values; see share.go. Only
+	// Apply and Restore, under the write lock, use it.
+	share *sharer
 	// tx collects what the entry being applied changed; nil outside Apply.
 	tx *changes
 }
@@ -90,6 +93,7 @@ func newState() state {
 		tombstones: btree.NewG(treeDegree, tombstoneLess),
 		runs:       btree.NewG(treeDegree, runLess),
 		ix:         newIndexes(),
+		share:      newSharer(),
 	}
 }
 

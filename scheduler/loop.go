@@ -72,7 +72,6 @@ func (l *leader) planOne(name string, now time.Time, b *batch) int {
 		// recorded so; orphans of earlier terms are closed by the FSM on
 		// re-dispatch. (Runs waiting for a retry were closed by the delete.)
 		l.heap.remove(name)
-		l.s.scheds.drop(name)
 		delete(l.cool, name)
 		delete(l.fresh, name)
 		l.s.disp.cancelJob(name, 0, errJobDeleted)

@@ -40,6 +40,7 @@ const (
 	flagRaftLease     = "raft-lease"
 	flagLogLevel      = "log-level"
 	flagLogFormat     = "log-format"
+	flagMemoryLimit   = "memory-limit"
 )
 
 // serveConfig is the validated configuration of one node.
@@ -57,6 +58,8 @@ type serveConfig struct {
 
 	LogLevel  slog.Level
 	LogFormat string
+
+	MemoryLimit memoryLimit
 }
 
 // addServeFlags declares the flags of serve. A Raft timing left at 0 takes
@@ -74,6 +77,8 @@ func addServeFlags(fs *pflag.FlagSet) {
 	fs.Duration(flagRaftLease, 0, "Raft leader lease timeout (0: half of --raft-heartbeat, at most 500ms; at most --raft-heartbeat)")
 	fs.String(flagLogLevel, "info", "debug, info, warn or error")
 	fs.String(flagLogFormat, "text", "text or json")
+	fs.String(flagMemoryLimit, memoryLimitAuto, "Go soft memory limit: a size (1800MiB, 2GiB), off, or auto: "+
+		"GOMEMLIMIT if set, else 90% of the cgroup's memory limit or of the machine's memory")
 }
 
 // envName is the environment variable of a flag.
@@ -178,6 +183,8 @@ func parseServeConfig(k *koanf.Koanf) (serveConfig, error) {
 	if cfg.LogFormat != "text" && cfg.LogFormat != "json" {
 		check(fmt.Errorf("--log-format: %q is not text or json", cfg.LogFormat))
 	}
+	cfg.MemoryLimit, err = parseMemoryLimit(stringValue(k, flagMemoryLimit))
+	check(err)
 	if len(errs) > 0 {
 		return serveConfig{}, joinOneLine(errs)
 	}

@@ -111,6 +111,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) error {
 		_ = mux.Close()
 		return fmt.Errorf("--http-addr %s: %w", cfg.HTTPAddr, listenCause(err))
 	}
+	memLimit, memLimitSource := applyMemoryLimit(cfg.MemoryLimit)
 	s, err := start(cfg, log, mux)
 	if err != nil {
 		_ = httpLn.Close()
@@ -130,7 +131,8 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) error {
 		}
 	}()
 	log.Info("raftcron started", "id", cfg.ID, "addr", cfg.Addr, "http_addr", cfg.HTTPAddr,
-		"data_dir", cfg.DataDir, "version", version)
+		"data_dir", cfg.DataDir, "version", version,
+		"memory_limit", formatMemoryLimit(memLimit), "memory_limit_from", memLimitSource)
 
 	var runErr error
 	select {

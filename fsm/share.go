@@ -1,0 +1,125 @@
+package fsm
+
+import (
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// shareLimit bounds each table of a sharer; a full table starts over. The
+// values worth sharing repeat across many jobs, so a small table finds
+// them, and stays in the CPU's cache while unique values (a URL per job)
+// pass through it.
+const shareLimit = 1 << 12
+
+// sharer lets stored jobs share equal values instead of holding a copy
+// each, which is safe because stored values are immutable. It shares the
+// strings many jobs repeat — schedule, timezone, target — the policy
+// messages most jobs leave at their defaults (catch-up, retry, deadline:
+// the API fills in the catch-up window of every job), and the status of a
+// job that never fired, which holds only its creation second, so jobs
+// registered in bulk share one status per second until they first fire.
+// It is a cache, not state: nothing replicated depends on what it holds,
+// and a table that grows past shareLimit is simply emptied.
+type sharer struct {
+	strs     map[string]string
+	fresh    map[int64]*pb.JobStatus
+	catchups map[string]*pb.Catchup
+	retries  map[string]*pb.Retry
+	deadline map[string]*durationpb.Duration
+	buf      []byte // marshals keys of the message tables
+}
+
+func newSharer() *sharer {
+	return &sharer{
+		strs:     make(map[string]string),
+		fresh:    make(map[int64]*pb.JobStatus),
+		catchups: make(map[string]*pb.Catchup),
+		retries:  make(map[string]*pb.Retry),
+		deadline: make(map[string]*durationpb.Duration),
+	}
+}
+
+// shareMessage returns m, or a message of equal wire form already in table.
+func shareMessage[M proto.Message](sh *sharer, table map[string]M, m M) M {
+	var err error
+	sh.buf, err = proto.MarshalOptions{Deterministic: true}.MarshalAppend(sh.buf[:0], m)
+	if err != nil {
+		return m
+	}
+	if v, ok := table[string(sh.buf)]; ok {
+		return v
+	}
+	if len(table) >= shareLimit {
+		clear(table)
+	}
+	table[string(sh.buf)] = m
+	return m
+}
+
+func (sh *sharer) str(s string) string {
+	if s == "" {
+		return s
+	}
+	if v, ok := sh.strs[s]; ok {
+		return v
+	}
+	if len(sh.strs) >= shareLimit {
+		clear(sh.strs)
+	}
+	sh.strs[s] = s
+	return s
+}
+
+// spec shares the repeated strings of a stored spec it owns.
+func (sh *sharer) spec(spec *pb.JobSpec) {
+	spec.Schedule = sh.str(spec.GetSchedule())
+	spec.Timezone = sh.str(spec.GetTimezone())
+	if h := spec.GetHttp(); h != nil {
+		h.Url = sh.str(h.GetUrl())
+		h.Method = sh.str(h.GetMethod())
+	}
+	if x := spec.GetExec(); x != nil {
+		x.Dir = sh.str(x.GetDir())
+		for i, a := range x.GetCommand() {
+			x.Command[i] = sh.str(a)
+		}
+	}
+	if spec.Catchup != nil {
+		spec.Catchup = shareMessage(sh, sh.catchups, spec.Catchup)
+	}
+	if spec.Retry != nil {
+		spec.Retry = shareMessage(sh, sh.retries, spec.Retry)
+	}
+	if spec.Deadline != nil {
+		spec.Deadline = shareMessage(sh, sh.deadline, spec.Deadline)
+	}
+}
+
+// status returns st, or an equal status already stored, when st is the
+// status of a job that never fired.
+func (sh *sharer) status(st *pb.JobStatus) *pb.JobStatus {
+	if !neverFired(st) {
+		return st
+	}
+	if v, ok := sh.fresh[st.GetCursorUnix()]; ok {
+		return v
+	}
+	if len(sh.fresh) >= shareLimit {
+		clear(sh.fresh)
+	}
+	sh.fresh[st.GetCursorUnix()] = st
+	return st
+}
+
+// neverFired reports whether st has no field set but the cursor. A test
+// checks that it looks at every field, so a field added later cannot make
+// two different statuses look equal.
+func neverFired(st *pb.JobStatus) bool {
+	return st.GetLatestToken() == 0 && st.GetSucceeded() == 0 && st.GetFailed() == 0 &&
+		st.GetMissed() == 0 && st.GetLastRunId() == "" && st.GetLastOutcome() == 0 &&
+		st.GetLastFinishedAtUnixNano() == 0 && len(st.GetOpenRunIds()) == 0 &&
+		st.GetBufferedSlotUnix() == 0 && st.GetNextFireUnix() == 0 &&
+		len(st.ProtoReflect().GetUnknown()) == 0
+}
