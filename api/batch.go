@@ -87,20 +87,20 @@ func prepareBatch(specs []*pb.JobSpec, now time.Time) ([]write, error) {
 		bad++
 		violations = append(violations, vs...)
 	}
+	at := func(i int) string { return fmt.Sprintf("specs[%d]", i) }
 	for i, spec := range specs {
-		at := fmt.Sprintf("specs[%d]", i)
 		if spec == nil {
-			refuse(i, "required", &errdetails.BadRequest_FieldViolation{Field: at, Description: "required"})
+			refuse(i, "required", &errdetails.BadRequest_FieldViolation{Field: at(i), Description: "required"})
 			continue
 		}
 		w, err := prepare(spec, now)
 		if err != nil {
-			refuse(i, err.Error(), specViolations(at, err)...)
+			refuse(i, err.Error(), specViolations(at(i), err)...)
 			continue
 		}
 		if prev, dup := seen[spec.GetName()]; dup {
 			rule := fmt.Sprintf("job %q is also specs[%d]: a name may appear once per call", spec.GetName(), prev)
-			refuse(i, "name: "+rule, &errdetails.BadRequest_FieldViolation{Field: at + ".name", Description: rule})
+			refuse(i, "name: "+rule, &errdetails.BadRequest_FieldViolation{Field: at(i) + ".name", Description: rule})
 			continue
 		}
 		seen[spec.GetName()] = i
