@@ -90,6 +90,10 @@ func (l Load) Run(ctx context.Context, op Op) (LoadResult, error) {
 	if l.Timeout <= 0 {
 		l.Timeout = 10 * time.Second
 	}
+	// start precedes the load's deadline, so that a request cut by that
+	// deadline is always seen as cut (time.Since(start) >= Duration), even
+	// before runCtx itself reports it.
+	start := time.Now()
 	runCtx := ctx
 	var cancel context.CancelFunc
 	if l.Duration > 0 {
@@ -106,7 +110,6 @@ func (l Load) Run(ctx context.Context, op Op) (LoadResult, error) {
 		lat              = make([][]time.Duration, len(l.Conns))
 	)
 	stopProgress := l.startProgress(&done)
-	start := time.Now()
 	for w, cc := range l.Conns {
 		jobs := pb.NewJobServiceClient(cc)
 		wg.Go(func() {
