@@ -10,8 +10,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/raftcron/raftcron/fsm"
 	"github.com/raftcron/raftcron/internal/failpoint"
 	"github.com/raftcron/raftcron/jobspec"
@@ -85,45 +83,48 @@ func NewJobServiceWith(c JobServiceConfig) pb.JobServiceServer {
 }
 
 func (j *jobService) CreateJob(ctx context.Context, req *pb.CreateJobRequest) (*pb.CreateJobResponse, error) {
-	res, err := j.put(ctx, req.GetSpec(), pb.PutMode_PUT_MODE_CREATE, 0)
+	job, _, err := j.put(ctx, req.GetSpec(), pb.PutMode_PUT_MODE_CREATE, 0)
 	if err != nil {
 		return nil, err
 	}
-	return &pb.CreateJobResponse{Job: j.withNextFire(res.GetJob())}, nil
+	return &pb.CreateJobResponse{Job: job}, nil
 }
 
 func (j *jobService) UpdateJob(ctx context.Context, req *pb.UpdateJobRequest) (*pb.UpdateJobResponse, error) {
-	res, err := j.put(ctx, req.GetSpec(), pb.PutMode_PUT_MODE_UPDATE, req.GetExpectedVersion())
+	job, _, err := j.put(ctx, req.GetSpec(), pb.PutMode_PUT_MODE_UPDATE, req.GetExpectedVersion())
 	if err != nil {
 		return nil, err
 	}
-	return &pb.UpdateJobResponse{Job: j.withNextFire(res.GetJob())}, nil
+	return &pb.UpdateJobResponse{Job: job}, nil
 }
 
 func (j *jobService) ApplyJob(ctx context.Context, req *pb.ApplyJobRequest) (*pb.ApplyJobResponse, error) {
-	res, err := j.put(ctx, req.GetSpec(), pb.PutMode_PUT_MODE_UPSERT, 0)
+	job, res, err := j.put(ctx, req.GetSpec(), pb.PutMode_PUT_MODE_UPSERT, 0)
 	if err != nil {
 		return nil, err
 	}
-	return &pb.ApplyJobResponse{Job: j.withNextFire(res.GetJob()), Changed: res.GetChanged(), Created: res.GetCreated()}, nil
+	return &pb.ApplyJobResponse{Job: job, Changed: res.GetChanged(), Created: res.GetCreated()}, nil
 }
 
-// put validates spec and proposes it. The spec is normalized on a copy so
-// that the FSM stores exactly what a later `job get` shows and re-applying
-// that output is a no-op.
-func (j *jobService) put(ctx context.Context, spec *pb.JobSpec, mode pb.PutMode, expectedVersion uint64) (*pb.CommandResult, error) {
+// put validates spec, proposes it and returns the job as stored, with its
+// next fire time. The spec is normalized so that the FSM stores exactly
+// what a later `job get` shows and re-applying that output is a no-op; the
+// request is this call's own (gRPC decoded it for this handler alone), so
+// that happens in place.
+func (j *jobService) put(ctx context.Context, spec *pb.JobSpec, mode pb.PutMode, expectedVersion uint64) (*pb.Job, *pb.CommandResult, error) {
 	if spec == nil {
-		return nil, fieldError("spec", "required")
+		return nil, nil, fieldError("spec", "required")
 	}
-	spec = proto.CloneOf(spec)
 	now := j.now()
-	jobspec.Normalize(spec)
-	if err := jobspec.Validate(spec, now); err != nil {
-		return nil, invalidArgument(err, "spec")
+	w, err := prepare(spec, now)
+	if err != nil {
+		return nil, nil, invalidArgument(err, "spec")
 	}
-	return j.apply(ctx, now, &pb.Command{Kind: &pb.Command_PutJob{PutJob: &pb.PutJobCommand{
-		Spec: spec, Mode: mode, ExpectedVersion: expectedVersion,
-	}}})
+	res, err := j.apply(ctx, now, w.command(mode, expectedVersion))
+	if err != nil {
+		return nil, nil, err
+	}
+	return w.stored(res.GetJob(), now), res, nil
 }
 
 func (j *jobService) GetJob(ctx context.Context, req *pb.GetJobRequest) (*pb.GetJobResponse, error) {

@@ -129,14 +129,21 @@ type window struct {
 }
 
 func jobWindow(job *pb.Job) (window, error) {
+	return windowOf(job, nil)
+}
+
+// windowOf is jobWindow with the job's schedule already parsed; nil parses
+// it.
+func windowOf(job *pb.Job, sched schedule.Schedule) (window, error) {
 	spec := job.GetSpec()
-	loc, err := schedule.LoadLocation(strings.TrimSpace(spec.GetTimezone()))
-	if err != nil {
-		return window{}, err
-	}
-	sched, err := schedule.Parse(spec.GetSchedule(), loc)
-	if err != nil {
-		return window{}, err
+	if sched == nil {
+		loc, err := schedule.LoadLocation(strings.TrimSpace(spec.GetTimezone()))
+		if err != nil {
+			return window{}, err
+		}
+		if sched, err = schedule.Parse(spec.GetSchedule(), loc); err != nil {
+			return window{}, err
+		}
 	}
 	w := window{sched: sched}
 	if c := job.GetStatus().GetCursorUnix(); c > 0 {
@@ -177,6 +184,12 @@ func (j *jobService) withNextFire(job *pb.Job) *pb.Job {
 // would fire, 0 when none will (paused, past end_at, never). A job read
 // without status is left as it is.
 func fillNextFire(job *pb.Job, now time.Time) {
+	fillNextFireWith(job, nil, now)
+}
+
+// fillNextFireWith is fillNextFire with the job's schedule already parsed;
+// nil parses it.
+func fillNextFireWith(job *pb.Job, sched schedule.Schedule, now time.Time) {
 	st := job.GetStatus()
 	if st == nil {
 		return
@@ -185,7 +198,7 @@ func fillNextFire(job *pb.Job, now time.Time) {
 	if job.GetSpec().GetPaused() {
 		return
 	}
-	w, err := jobWindow(job)
+	w, err := windowOf(job, sched)
 	if err != nil {
 		return // a stored spec was validated; nothing sensible to show
 	}

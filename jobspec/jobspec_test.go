@@ -263,3 +263,20 @@ func TestValidateName(t *testing.T) {
 		}
 	}
 }
+
+func TestValidateParsedReturnsTheSchedule(t *testing.T) {
+	spec := fullJob()
+	Normalize(spec)
+	sched, err := ValidateParsed(spec, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 02:00 in Berlin is 00:00 UTC in May (CEST).
+	if got, want := sched.Next(now), time.Date(2026, 5, 2, 0, 0, 0, 0, time.UTC); !got.Equal(want) {
+		t.Fatalf("Next(%v) = %v, want %v", now, got, want)
+	}
+	spec.Schedule = "61 * * * *"
+	if sched, err := ValidateParsed(spec, now); err == nil || sched != nil {
+		t.Fatalf("invalid schedule: got %v, %v; want nil and an error", sched, err)
+	}
+}

@@ -2,7 +2,6 @@ package jobspec
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
 	"time"
 	"unicode/utf8"
@@ -19,7 +18,22 @@ const (
 	MaxLabelValue    = 256 // characters
 )
 
-var labelKeyRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9._/-]{0,62}$`)
+// labelKeyRule is the shape of a label key.
+const labelKeyRule = "[a-zA-Z0-9][a-zA-Z0-9._/-]{0,62}"
+
+// validLabelKey matches labelKeyRule, without a regular expression: it runs
+// for every label of every write.
+func validLabelKey(k string) bool {
+	if len(k) == 0 || len(k) > 63 || !isAlnum(k[0]) {
+		return false
+	}
+	for i := 1; i < len(k); i++ {
+		if c := k[i]; !isAlnum(c) && c != '.' && c != '_' && c != '/' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
 
 func checkPolicies(v *violations, spec *pb.JobSpec) {
 	if c := spec.GetCatchup(); c != nil {
@@ -77,8 +91,8 @@ func checkMetadata(v *violations, spec *pb.JobSpec) {
 	}
 	for _, k := range sortedKeys(labels) {
 		switch val := labels[k]; {
-		case !labelKeyRE.MatchString(k):
-			v.add("labels", "key "+quote(k)+" must match [a-zA-Z0-9][a-zA-Z0-9._/-]{0,62}")
+		case !validLabelKey(k):
+			v.add("labels", "key "+quote(k)+" must match "+labelKeyRule)
 		case !utf8.ValidString(val):
 			v.add("labels", "value of "+quote(k)+" must be valid UTF-8")
 		case utf8.RuneCountInString(val) > MaxLabelValue:

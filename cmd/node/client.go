@@ -67,11 +67,18 @@ func (o *clientOptions) persistentResolve() func(*cobra.Command, []string) error
 	return runE(func(cmd *cobra.Command, _ []string) error { return o.resolve(cmd.Flags()) })
 }
 
+// clientWindow is the flow-control window of a client connection: a whole
+// ApplyJobs answer (up to 1000 jobs) arrives without waiting for window
+// updates.
+const clientWindow = 1 << 20
+
 // dial creates a client connection; gRPC connects lazily on the first call.
 func (o *clientOptions) dial() (*grpc.ClientConn, error) {
 	conn, err := grpc.NewClient(o.addr,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithUnaryInterceptor(retryNotLeader))
+		grpc.WithUnaryInterceptor(retryNotLeader),
+		grpc.WithStaticStreamWindowSize(clientWindow),
+		grpc.WithStaticConnWindowSize(clientWindow))
 	if err != nil {
 		return nil, fmt.Errorf("--addr %q: %w", o.addr, err)
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/raftcron/raftcron/jobfile"
@@ -81,6 +83,10 @@ func newJobApplyCmd(o *clientOptions) *cobra.Command {
 	return cmd
 }
 
+// applyJobs applies a file's jobs and prints what changed, in file order.
+// Several jobs go in ApplyJobs calls of up to maxApplyBatch; a server
+// without ApplyJobs gets one ApplyJob per job. On the first failure the
+// changes made so far are printed and nothing more is sent.
 func applyJobs(cmd *cobra.Command, o *clientOptions, specs []*pb.JobSpec) error {
 	client, done, err := o.jobClient()
 	if err != nil {
@@ -88,6 +94,13 @@ func applyJobs(cmd *cobra.Command, o *clientOptions, specs []*pb.JobSpec) error 
 	}
 	defer done()
 	var changes []change
+	if len(specs) > 1 {
+		changes, specs, err = applyBatches(cmd.Context(), o, client, specs)
+		if err != nil {
+			_ = writeChanges(cmd.OutOrStdout(), o.output, changes)
+			return err
+		}
+	}
 	for _, spec := range specs {
 		ctx, cancel := o.callContext(cmd.Context())
 		resp, err := client.ApplyJob(ctx, &pb.ApplyJobRequest{Spec: spec})
@@ -96,16 +109,77 @@ func applyJobs(cmd *cobra.Command, o *clientOptions, specs []*pb.JobSpec) error 
 			_ = writeChanges(cmd.OutOrStdout(), o.output, changes)
 			return o.call(jobSubject(spec.GetName())).describe(err)
 		}
-		result := "unchanged"
-		switch {
-		case resp.GetCreated():
-			result = "created"
-		case resp.GetChanged():
-			result = "updated"
-		}
-		changes = append(changes, changeOf(resp.GetJob(), result))
+		changes = append(changes, changeOf(resp.GetJob(), applyResult(resp.GetCreated(), resp.GetChanged())))
 	}
 	return writeChanges(cmd.OutOrStdout(), o.output, changes)
+}
+
+// maxApplyBatch is the server's cap on the specs of one ApplyJobs call.
+const maxApplyBatch = 1000
+
+// applyBatches sends specs in ApplyJobs calls. It returns the changes made
+// and, when the server has no ApplyJobs, the specs still to apply one by
+// one. A spec that failed stops the apply after its call; every spec of
+// that call that was applied is among the changes.
+func applyBatches(parent context.Context, o *clientOptions, client pb.JobServiceClient, specs []*pb.JobSpec) ([]change, []*pb.JobSpec, error) {
+	var changes []change
+	for off := 0; off < len(specs); off += maxApplyBatch {
+		chunk := specs[off:min(off+maxApplyBatch, len(specs))]
+		ctx, cancel := o.callContext(parent)
+		resp, err := client.ApplyJobs(ctx, &pb.ApplyJobsRequest{Specs: chunk})
+		cancel()
+		if status.Code(err) == codes.Unimplemented && off == 0 {
+			return nil, specs, nil
+		}
+		if err != nil {
+			return changes, nil, o.call(chunkSubject(off, len(chunk), len(specs))).describe(err)
+		}
+		if len(resp.GetResults()) != len(chunk) {
+			return changes, nil, fmt.Errorf("the server answered %d results for %d jobs", len(resp.GetResults()), len(chunk))
+		}
+		var failed []int
+		for i, r := range resp.GetResults() {
+			if r.GetCode() != int32(codes.OK) {
+				failed = append(failed, i)
+				continue
+			}
+			changes = append(changes, changeOf(r.GetJob(), applyResult(r.GetCreated(), r.GetChanged())))
+		}
+		if len(failed) > 0 {
+			return changes, nil, batchFailure(o, chunk, resp.GetResults(), failed)
+		}
+	}
+	return changes, nil, nil
+}
+
+// chunkSubject names the jobs of one ApplyJobs call in an error; the
+// server's messages number them from 0 within the call (specs[i]).
+func chunkSubject(off, n, total int) string {
+	if n == total {
+		return "jobs"
+	}
+	return fmt.Sprintf("jobs %d-%d of the file (numbered from 0 as specs[i] below)", off+1, off+n)
+}
+
+// batchFailure describes the first spec of a call that failed, as a
+// failed ApplyJob of it would be, and counts the others.
+func batchFailure(o *clientOptions, chunk []*pb.JobSpec, results []*pb.ApplyJobsResult, failed []int) error {
+	first := results[failed[0]]
+	err := o.call(jobSubject(chunk[failed[0]].GetName())).describe(status.Error(codes.Code(first.GetCode()), first.GetMessage()))
+	if len(failed) > 1 {
+		return fmt.Errorf("%w (and %d more jobs failed)", err, len(failed)-1)
+	}
+	return err
+}
+
+func applyResult(created, changed bool) string {
+	switch {
+	case created:
+		return "created"
+	case changed:
+		return "updated"
+	}
+	return "unchanged"
 }
 
 func updateJob(cmd *cobra.Command, o *clientOptions, spec *pb.JobSpec, version uint64) error {

@@ -88,6 +88,15 @@ func TestSmoke(t *testing.T) {
 			if m.Restart.ReadyMs <= 0 || m.FSMSnapshot == nil {
 				t.Errorf("scale: restart %vms, in-process snapshot %v", m.Restart.ReadyMs, m.FSMSnapshot)
 			}
+			if m.Registration.Batch == 0 || m.Registration.Ops != (300+m.Registration.Batch-1)/m.Registration.Batch {
+				t.Errorf("scale: %d ApplyJobs calls of %d for 300 jobs", m.Registration.Ops, m.Registration.Batch)
+			}
+		case *[]*registryPhase:
+			for _, p := range *m {
+				if p.Writes == 0 || p.Writes != p.Ops*max(p.Batch, 1) || p.PerWrite.Leader <= 0 {
+					t.Errorf("registry %s: %d writes in %d calls of %d, leader %v µs per write", p.Name, p.Writes, p.Ops, p.Batch, p.PerWrite.Leader)
+				}
+			}
 		}
 	}
 	if n := harness.LiveCount(); n != 0 {

@@ -1134,6 +1134,176 @@ func (x *ApplyJobResponse) GetCreated() bool {
 	return false
 }
 
+type ApplyJobsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Specs         []*JobSpec             `protobuf:"bytes,1,rep,name=specs,proto3" json:"specs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApplyJobsRequest) Reset() {
+	*x = ApplyJobsRequest{}
+	mi := &file_raftcron_v1_job_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApplyJobsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApplyJobsRequest) ProtoMessage() {}
+
+func (x *ApplyJobsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_job_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApplyJobsRequest.ProtoReflect.Descriptor instead.
+func (*ApplyJobsRequest) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ApplyJobsRequest) GetSpecs() []*JobSpec {
+	if x != nil {
+		return x.Specs
+	}
+	return nil
+}
+
+type ApplyJobsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One per spec, in the order of the request.
+	Results       []*ApplyJobsResult `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApplyJobsResponse) Reset() {
+	*x = ApplyJobsResponse{}
+	mi := &file_raftcron_v1_job_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApplyJobsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApplyJobsResponse) ProtoMessage() {}
+
+func (x *ApplyJobsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_job_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApplyJobsResponse.ProtoReflect.Descriptor instead.
+func (*ApplyJobsResponse) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ApplyJobsResponse) GetResults() []*ApplyJobsResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+// ApplyJobsResult is the outcome of one spec of ApplyJobs: the fields of
+// ApplyJobResponse when it was applied, or the error ApplyJob would have
+// returned for it.
+type ApplyJobsResult struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Job     *Job                   `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	Changed bool                   `protobuf:"varint,2,opt,name=changed,proto3" json:"changed,omitempty"`
+	Created bool                   `protobuf:"varint,3,opt,name=created,proto3" json:"created,omitempty"`
+	// A google.rpc.Code; 0 (OK) when the spec was applied.
+	Code int32 `protobuf:"varint,4,opt,name=code,proto3" json:"code,omitempty"`
+	// Why the spec was not applied; empty when it was.
+	Message       string `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApplyJobsResult) Reset() {
+	*x = ApplyJobsResult{}
+	mi := &file_raftcron_v1_job_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApplyJobsResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApplyJobsResult) ProtoMessage() {}
+
+func (x *ApplyJobsResult) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_job_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApplyJobsResult.ProtoReflect.Descriptor instead.
+func (*ApplyJobsResult) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ApplyJobsResult) GetJob() *Job {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
+func (x *ApplyJobsResult) GetChanged() bool {
+	if x != nil {
+		return x.Changed
+	}
+	return false
+}
+
+func (x *ApplyJobsResult) GetCreated() bool {
+	if x != nil {
+		return x.Created
+	}
+	return false
+}
+
+func (x *ApplyJobsResult) GetCode() int32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *ApplyJobsResult) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 type GetJobRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -1145,7 +1315,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[13]
+	mi := &file_raftcron_v1_job_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1157,7 +1327,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[13]
+	mi := &file_raftcron_v1_job_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1170,7 +1340,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{13}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetJobRequest) GetName() string {
@@ -1196,7 +1366,7 @@ type GetJobResponse struct {
 
 func (x *GetJobResponse) Reset() {
 	*x = GetJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[14]
+	mi := &file_raftcron_v1_job_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1208,7 +1378,7 @@ func (x *GetJobResponse) String() string {
 func (*GetJobResponse) ProtoMessage() {}
 
 func (x *GetJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[14]
+	mi := &file_raftcron_v1_job_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1221,7 +1391,7 @@ func (x *GetJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobResponse.ProtoReflect.Descriptor instead.
 func (*GetJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{14}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetJobResponse) GetJob() *Job {
@@ -1246,7 +1416,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[15]
+	mi := &file_raftcron_v1_job_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1258,7 +1428,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[15]
+	mi := &file_raftcron_v1_job_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1271,7 +1441,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{15}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListJobsRequest) GetPageSize() uint32 {
@@ -1312,7 +1482,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[16]
+	mi := &file_raftcron_v1_job_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1324,7 +1494,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[16]
+	mi := &file_raftcron_v1_job_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1337,7 +1507,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{16}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListJobsResponse) GetJobs() []*Job {
@@ -1364,7 +1534,7 @@ type DeleteJobRequest struct {
 
 func (x *DeleteJobRequest) Reset() {
 	*x = DeleteJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[17]
+	mi := &file_raftcron_v1_job_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1376,7 +1546,7 @@ func (x *DeleteJobRequest) String() string {
 func (*DeleteJobRequest) ProtoMessage() {}
 
 func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[17]
+	mi := &file_raftcron_v1_job_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1389,7 +1559,7 @@ func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobRequest.ProtoReflect.Descriptor instead.
 func (*DeleteJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{17}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DeleteJobRequest) GetName() string {
@@ -1414,7 +1584,7 @@ type DeleteJobResponse struct {
 
 func (x *DeleteJobResponse) Reset() {
 	*x = DeleteJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[18]
+	mi := &file_raftcron_v1_job_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1426,7 +1596,7 @@ func (x *DeleteJobResponse) String() string {
 func (*DeleteJobResponse) ProtoMessage() {}
 
 func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[18]
+	mi := &file_raftcron_v1_job_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1439,7 +1609,7 @@ func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobResponse.ProtoReflect.Descriptor instead.
 func (*DeleteJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{18}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{21}
 }
 
 type PauseJobRequest struct {
@@ -1452,7 +1622,7 @@ type PauseJobRequest struct {
 
 func (x *PauseJobRequest) Reset() {
 	*x = PauseJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[19]
+	mi := &file_raftcron_v1_job_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1464,7 +1634,7 @@ func (x *PauseJobRequest) String() string {
 func (*PauseJobRequest) ProtoMessage() {}
 
 func (x *PauseJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[19]
+	mi := &file_raftcron_v1_job_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1477,7 +1647,7 @@ func (x *PauseJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseJobRequest.ProtoReflect.Descriptor instead.
 func (*PauseJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{19}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PauseJobRequest) GetName() string {
@@ -1503,7 +1673,7 @@ type PauseJobResponse struct {
 
 func (x *PauseJobResponse) Reset() {
 	*x = PauseJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[20]
+	mi := &file_raftcron_v1_job_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1515,7 +1685,7 @@ func (x *PauseJobResponse) String() string {
 func (*PauseJobResponse) ProtoMessage() {}
 
 func (x *PauseJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[20]
+	mi := &file_raftcron_v1_job_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1528,7 +1698,7 @@ func (x *PauseJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseJobResponse.ProtoReflect.Descriptor instead.
 func (*PauseJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{20}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PauseJobResponse) GetJob() *Job {
@@ -1547,7 +1717,7 @@ type ResumeJobRequest struct {
 
 func (x *ResumeJobRequest) Reset() {
 	*x = ResumeJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[21]
+	mi := &file_raftcron_v1_job_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1559,7 +1729,7 @@ func (x *ResumeJobRequest) String() string {
 func (*ResumeJobRequest) ProtoMessage() {}
 
 func (x *ResumeJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[21]
+	mi := &file_raftcron_v1_job_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1572,7 +1742,7 @@ func (x *ResumeJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeJobRequest.ProtoReflect.Descriptor instead.
 func (*ResumeJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{21}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ResumeJobRequest) GetName() string {
@@ -1591,7 +1761,7 @@ type ResumeJobResponse struct {
 
 func (x *ResumeJobResponse) Reset() {
 	*x = ResumeJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[22]
+	mi := &file_raftcron_v1_job_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1603,7 +1773,7 @@ func (x *ResumeJobResponse) String() string {
 func (*ResumeJobResponse) ProtoMessage() {}
 
 func (x *ResumeJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[22]
+	mi := &file_raftcron_v1_job_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1616,7 +1786,7 @@ func (x *ResumeJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeJobResponse.ProtoReflect.Descriptor instead.
 func (*ResumeJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{22}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ResumeJobResponse) GetJob() *Job {
@@ -1638,7 +1808,7 @@ type TriggerJobRequest struct {
 
 func (x *TriggerJobRequest) Reset() {
 	*x = TriggerJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[23]
+	mi := &file_raftcron_v1_job_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1650,7 +1820,7 @@ func (x *TriggerJobRequest) String() string {
 func (*TriggerJobRequest) ProtoMessage() {}
 
 func (x *TriggerJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[23]
+	mi := &file_raftcron_v1_job_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1663,7 +1833,7 @@ func (x *TriggerJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerJobRequest.ProtoReflect.Descriptor instead.
 func (*TriggerJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{23}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *TriggerJobRequest) GetName() string {
@@ -1696,7 +1866,7 @@ type TriggerJobResponse struct {
 
 func (x *TriggerJobResponse) Reset() {
 	*x = TriggerJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[24]
+	mi := &file_raftcron_v1_job_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1708,7 +1878,7 @@ func (x *TriggerJobResponse) String() string {
 func (*TriggerJobResponse) ProtoMessage() {}
 
 func (x *TriggerJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[24]
+	mi := &file_raftcron_v1_job_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1721,7 +1891,7 @@ func (x *TriggerJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerJobResponse.ProtoReflect.Descriptor instead.
 func (*TriggerJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{24}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *TriggerJobResponse) GetRun() *Run {
@@ -1747,7 +1917,7 @@ type PreviewScheduleRequest struct {
 
 func (x *PreviewScheduleRequest) Reset() {
 	*x = PreviewScheduleRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[25]
+	mi := &file_raftcron_v1_job_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1759,7 +1929,7 @@ func (x *PreviewScheduleRequest) String() string {
 func (*PreviewScheduleRequest) ProtoMessage() {}
 
 func (x *PreviewScheduleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[25]
+	mi := &file_raftcron_v1_job_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1772,7 +1942,7 @@ func (x *PreviewScheduleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewScheduleRequest.ProtoReflect.Descriptor instead.
 func (*PreviewScheduleRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{25}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *PreviewScheduleRequest) GetName() string {
@@ -1819,7 +1989,7 @@ type PreviewScheduleResponse struct {
 
 func (x *PreviewScheduleResponse) Reset() {
 	*x = PreviewScheduleResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[26]
+	mi := &file_raftcron_v1_job_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1831,7 +2001,7 @@ func (x *PreviewScheduleResponse) String() string {
 func (*PreviewScheduleResponse) ProtoMessage() {}
 
 func (x *PreviewScheduleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[26]
+	mi := &file_raftcron_v1_job_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1844,7 +2014,7 @@ func (x *PreviewScheduleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewScheduleResponse.ProtoReflect.Descriptor instead.
 func (*PreviewScheduleResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{26}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *PreviewScheduleResponse) GetTimes() []*timestamppb.Timestamp {
@@ -1950,7 +2120,17 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\x10ApplyJobResponse\x12\"\n" +
 	"\x03job\x18\x01 \x01(\v2\x10.raftcron.v1.JobR\x03job\x12\x18\n" +
 	"\achanged\x18\x02 \x01(\bR\achanged\x12\x18\n" +
-	"\acreated\x18\x03 \x01(\bR\acreated\"9\n" +
+	"\acreated\x18\x03 \x01(\bR\acreated\">\n" +
+	"\x10ApplyJobsRequest\x12*\n" +
+	"\x05specs\x18\x01 \x03(\v2\x14.raftcron.v1.JobSpecR\x05specs\"K\n" +
+	"\x11ApplyJobsResponse\x126\n" +
+	"\aresults\x18\x01 \x03(\v2\x1c.raftcron.v1.ApplyJobsResultR\aresults\"\x97\x01\n" +
+	"\x0fApplyJobsResult\x12\"\n" +
+	"\x03job\x18\x01 \x01(\v2\x10.raftcron.v1.JobR\x03job\x12\x18\n" +
+	"\achanged\x18\x02 \x01(\bR\achanged\x12\x18\n" +
+	"\acreated\x18\x03 \x01(\bR\acreated\x12\x12\n" +
+	"\x04code\x18\x04 \x01(\x05R\x04code\x12\x18\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\"9\n" +
 	"\rGetJobRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05stale\x18\x02 \x01(\bR\x05stale\"4\n" +
@@ -2010,12 +2190,13 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\bDelivery\x12\x18\n" +
 	"\x14DELIVERY_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16DELIVERY_AT_LEAST_ONCE\x10\x01\x12\x19\n" +
-	"\x15DELIVERY_AT_MOST_ONCE\x10\x022\x87\x06\n" +
+	"\x15DELIVERY_AT_MOST_ONCE\x10\x022\xd3\x06\n" +
 	"\n" +
 	"JobService\x12J\n" +
 	"\tCreateJob\x12\x1d.raftcron.v1.CreateJobRequest\x1a\x1e.raftcron.v1.CreateJobResponse\x12J\n" +
 	"\tUpdateJob\x12\x1d.raftcron.v1.UpdateJobRequest\x1a\x1e.raftcron.v1.UpdateJobResponse\x12G\n" +
-	"\bApplyJob\x12\x1c.raftcron.v1.ApplyJobRequest\x1a\x1d.raftcron.v1.ApplyJobResponse\x12A\n" +
+	"\bApplyJob\x12\x1c.raftcron.v1.ApplyJobRequest\x1a\x1d.raftcron.v1.ApplyJobResponse\x12J\n" +
+	"\tApplyJobs\x12\x1d.raftcron.v1.ApplyJobsRequest\x1a\x1e.raftcron.v1.ApplyJobsResponse\x12A\n" +
 	"\x06GetJob\x12\x1a.raftcron.v1.GetJobRequest\x1a\x1b.raftcron.v1.GetJobResponse\x12G\n" +
 	"\bListJobs\x12\x1c.raftcron.v1.ListJobsRequest\x1a\x1d.raftcron.v1.ListJobsResponse\x12J\n" +
 	"\tDeleteJob\x12\x1d.raftcron.v1.DeleteJobRequest\x1a\x1e.raftcron.v1.DeleteJobResponse\x12G\n" +
@@ -2038,7 +2219,7 @@ func file_raftcron_v1_job_proto_rawDescGZIP() []byte {
 }
 
 var file_raftcron_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_raftcron_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
+var file_raftcron_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_raftcron_v1_job_proto_goTypes = []any{
 	(CatchupPolicy)(0),              // 0: raftcron.v1.CatchupPolicy
 	(Overlap)(0),                    // 1: raftcron.v1.Overlap
@@ -2056,28 +2237,31 @@ var file_raftcron_v1_job_proto_goTypes = []any{
 	(*UpdateJobResponse)(nil),       // 13: raftcron.v1.UpdateJobResponse
 	(*ApplyJobRequest)(nil),         // 14: raftcron.v1.ApplyJobRequest
 	(*ApplyJobResponse)(nil),        // 15: raftcron.v1.ApplyJobResponse
-	(*GetJobRequest)(nil),           // 16: raftcron.v1.GetJobRequest
-	(*GetJobResponse)(nil),          // 17: raftcron.v1.GetJobResponse
-	(*ListJobsRequest)(nil),         // 18: raftcron.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),        // 19: raftcron.v1.ListJobsResponse
-	(*DeleteJobRequest)(nil),        // 20: raftcron.v1.DeleteJobRequest
-	(*DeleteJobResponse)(nil),       // 21: raftcron.v1.DeleteJobResponse
-	(*PauseJobRequest)(nil),         // 22: raftcron.v1.PauseJobRequest
-	(*PauseJobResponse)(nil),        // 23: raftcron.v1.PauseJobResponse
-	(*ResumeJobRequest)(nil),        // 24: raftcron.v1.ResumeJobRequest
-	(*ResumeJobResponse)(nil),       // 25: raftcron.v1.ResumeJobResponse
-	(*TriggerJobRequest)(nil),       // 26: raftcron.v1.TriggerJobRequest
-	(*TriggerJobResponse)(nil),      // 27: raftcron.v1.TriggerJobResponse
-	(*PreviewScheduleRequest)(nil),  // 28: raftcron.v1.PreviewScheduleRequest
-	(*PreviewScheduleResponse)(nil), // 29: raftcron.v1.PreviewScheduleResponse
-	nil,                             // 30: raftcron.v1.JobSpec.LabelsEntry
-	nil,                             // 31: raftcron.v1.HttpTarget.HeadersEntry
-	nil,                             // 32: raftcron.v1.ExecTarget.EnvEntry
-	nil,                             // 33: raftcron.v1.ListJobsRequest.LabelSelectorEntry
-	(*durationpb.Duration)(nil),     // 34: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),   // 35: google.protobuf.Timestamp
-	(RunState)(0),                   // 36: raftcron.v1.RunState
-	(*Run)(nil),                     // 37: raftcron.v1.Run
+	(*ApplyJobsRequest)(nil),        // 16: raftcron.v1.ApplyJobsRequest
+	(*ApplyJobsResponse)(nil),       // 17: raftcron.v1.ApplyJobsResponse
+	(*ApplyJobsResult)(nil),         // 18: raftcron.v1.ApplyJobsResult
+	(*GetJobRequest)(nil),           // 19: raftcron.v1.GetJobRequest
+	(*GetJobResponse)(nil),          // 20: raftcron.v1.GetJobResponse
+	(*ListJobsRequest)(nil),         // 21: raftcron.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),        // 22: raftcron.v1.ListJobsResponse
+	(*DeleteJobRequest)(nil),        // 23: raftcron.v1.DeleteJobRequest
+	(*DeleteJobResponse)(nil),       // 24: raftcron.v1.DeleteJobResponse
+	(*PauseJobRequest)(nil),         // 25: raftcron.v1.PauseJobRequest
+	(*PauseJobResponse)(nil),        // 26: raftcron.v1.PauseJobResponse
+	(*ResumeJobRequest)(nil),        // 27: raftcron.v1.ResumeJobRequest
+	(*ResumeJobResponse)(nil),       // 28: raftcron.v1.ResumeJobResponse
+	(*TriggerJobRequest)(nil),       // 29: raftcron.v1.TriggerJobRequest
+	(*TriggerJobResponse)(nil),      // 30: raftcron.v1.TriggerJobResponse
+	(*PreviewScheduleRequest)(nil),  // 31: raftcron.v1.PreviewScheduleRequest
+	(*PreviewScheduleResponse)(nil), // 32: raftcron.v1.PreviewScheduleResponse
+	nil,                             // 33: raftcron.v1.JobSpec.LabelsEntry
+	nil,                             // 34: raftcron.v1.HttpTarget.HeadersEntry
+	nil,                             // 35: raftcron.v1.ExecTarget.EnvEntry
+	nil,                             // 36: raftcron.v1.ListJobsRequest.LabelSelectorEntry
+	(*durationpb.Duration)(nil),     // 37: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),   // 38: google.protobuf.Timestamp
+	(RunState)(0),                   // 39: raftcron.v1.RunState
+	(*Run)(nil),                     // 40: raftcron.v1.Run
 }
 var file_raftcron_v1_job_proto_depIdxs = []int32{
 	4,  // 0: raftcron.v1.JobSpec.http:type_name -> raftcron.v1.HttpTarget
@@ -2086,62 +2270,67 @@ var file_raftcron_v1_job_proto_depIdxs = []int32{
 	1,  // 3: raftcron.v1.JobSpec.overlap:type_name -> raftcron.v1.Overlap
 	2,  // 4: raftcron.v1.JobSpec.delivery:type_name -> raftcron.v1.Delivery
 	7,  // 5: raftcron.v1.JobSpec.retry:type_name -> raftcron.v1.Retry
-	34, // 6: raftcron.v1.JobSpec.deadline:type_name -> google.protobuf.Duration
-	35, // 7: raftcron.v1.JobSpec.start_at:type_name -> google.protobuf.Timestamp
-	35, // 8: raftcron.v1.JobSpec.end_at:type_name -> google.protobuf.Timestamp
-	30, // 9: raftcron.v1.JobSpec.labels:type_name -> raftcron.v1.JobSpec.LabelsEntry
-	31, // 10: raftcron.v1.HttpTarget.headers:type_name -> raftcron.v1.HttpTarget.HeadersEntry
-	34, // 11: raftcron.v1.HttpTarget.timeout:type_name -> google.protobuf.Duration
-	32, // 12: raftcron.v1.ExecTarget.env:type_name -> raftcron.v1.ExecTarget.EnvEntry
-	34, // 13: raftcron.v1.ExecTarget.timeout:type_name -> google.protobuf.Duration
-	34, // 14: raftcron.v1.Catchup.window:type_name -> google.protobuf.Duration
+	37, // 6: raftcron.v1.JobSpec.deadline:type_name -> google.protobuf.Duration
+	38, // 7: raftcron.v1.JobSpec.start_at:type_name -> google.protobuf.Timestamp
+	38, // 8: raftcron.v1.JobSpec.end_at:type_name -> google.protobuf.Timestamp
+	33, // 9: raftcron.v1.JobSpec.labels:type_name -> raftcron.v1.JobSpec.LabelsEntry
+	34, // 10: raftcron.v1.HttpTarget.headers:type_name -> raftcron.v1.HttpTarget.HeadersEntry
+	37, // 11: raftcron.v1.HttpTarget.timeout:type_name -> google.protobuf.Duration
+	35, // 12: raftcron.v1.ExecTarget.env:type_name -> raftcron.v1.ExecTarget.EnvEntry
+	37, // 13: raftcron.v1.ExecTarget.timeout:type_name -> google.protobuf.Duration
+	37, // 14: raftcron.v1.Catchup.window:type_name -> google.protobuf.Duration
 	0,  // 15: raftcron.v1.Catchup.policy:type_name -> raftcron.v1.CatchupPolicy
-	34, // 16: raftcron.v1.Retry.initial_backoff:type_name -> google.protobuf.Duration
-	34, // 17: raftcron.v1.Retry.max_backoff:type_name -> google.protobuf.Duration
+	37, // 16: raftcron.v1.Retry.initial_backoff:type_name -> google.protobuf.Duration
+	37, // 17: raftcron.v1.Retry.max_backoff:type_name -> google.protobuf.Duration
 	3,  // 18: raftcron.v1.Job.spec:type_name -> raftcron.v1.JobSpec
-	35, // 19: raftcron.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	35, // 20: raftcron.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	38, // 19: raftcron.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	38, // 20: raftcron.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
 	9,  // 21: raftcron.v1.Job.status:type_name -> raftcron.v1.JobStatus
-	36, // 22: raftcron.v1.JobStatus.last_outcome:type_name -> raftcron.v1.RunState
+	39, // 22: raftcron.v1.JobStatus.last_outcome:type_name -> raftcron.v1.RunState
 	3,  // 23: raftcron.v1.CreateJobRequest.spec:type_name -> raftcron.v1.JobSpec
 	8,  // 24: raftcron.v1.CreateJobResponse.job:type_name -> raftcron.v1.Job
 	3,  // 25: raftcron.v1.UpdateJobRequest.spec:type_name -> raftcron.v1.JobSpec
 	8,  // 26: raftcron.v1.UpdateJobResponse.job:type_name -> raftcron.v1.Job
 	3,  // 27: raftcron.v1.ApplyJobRequest.spec:type_name -> raftcron.v1.JobSpec
 	8,  // 28: raftcron.v1.ApplyJobResponse.job:type_name -> raftcron.v1.Job
-	8,  // 29: raftcron.v1.GetJobResponse.job:type_name -> raftcron.v1.Job
-	33, // 30: raftcron.v1.ListJobsRequest.label_selector:type_name -> raftcron.v1.ListJobsRequest.LabelSelectorEntry
-	8,  // 31: raftcron.v1.ListJobsResponse.jobs:type_name -> raftcron.v1.Job
-	8,  // 32: raftcron.v1.PauseJobResponse.job:type_name -> raftcron.v1.Job
-	8,  // 33: raftcron.v1.ResumeJobResponse.job:type_name -> raftcron.v1.Job
-	37, // 34: raftcron.v1.TriggerJobResponse.run:type_name -> raftcron.v1.Run
-	35, // 35: raftcron.v1.PreviewScheduleRequest.after:type_name -> google.protobuf.Timestamp
-	35, // 36: raftcron.v1.PreviewScheduleResponse.times:type_name -> google.protobuf.Timestamp
-	10, // 37: raftcron.v1.JobService.CreateJob:input_type -> raftcron.v1.CreateJobRequest
-	12, // 38: raftcron.v1.JobService.UpdateJob:input_type -> raftcron.v1.UpdateJobRequest
-	14, // 39: raftcron.v1.JobService.ApplyJob:input_type -> raftcron.v1.ApplyJobRequest
-	16, // 40: raftcron.v1.JobService.GetJob:input_type -> raftcron.v1.GetJobRequest
-	18, // 41: raftcron.v1.JobService.ListJobs:input_type -> raftcron.v1.ListJobsRequest
-	20, // 42: raftcron.v1.JobService.DeleteJob:input_type -> raftcron.v1.DeleteJobRequest
-	22, // 43: raftcron.v1.JobService.PauseJob:input_type -> raftcron.v1.PauseJobRequest
-	24, // 44: raftcron.v1.JobService.ResumeJob:input_type -> raftcron.v1.ResumeJobRequest
-	26, // 45: raftcron.v1.JobService.TriggerJob:input_type -> raftcron.v1.TriggerJobRequest
-	28, // 46: raftcron.v1.JobService.PreviewSchedule:input_type -> raftcron.v1.PreviewScheduleRequest
-	11, // 47: raftcron.v1.JobService.CreateJob:output_type -> raftcron.v1.CreateJobResponse
-	13, // 48: raftcron.v1.JobService.UpdateJob:output_type -> raftcron.v1.UpdateJobResponse
-	15, // 49: raftcron.v1.JobService.ApplyJob:output_type -> raftcron.v1.ApplyJobResponse
-	17, // 50: raftcron.v1.JobService.GetJob:output_type -> raftcron.v1.GetJobResponse
-	19, // 51: raftcron.v1.JobService.ListJobs:output_type -> raftcron.v1.ListJobsResponse
-	21, // 52: raftcron.v1.JobService.DeleteJob:output_type -> raftcron.v1.DeleteJobResponse
-	23, // 53: raftcron.v1.JobService.PauseJob:output_type -> raftcron.v1.PauseJobResponse
-	25, // 54: raftcron.v1.JobService.ResumeJob:output_type -> raftcron.v1.ResumeJobResponse
-	27, // 55: raftcron.v1.JobService.TriggerJob:output_type -> raftcron.v1.TriggerJobResponse
-	29, // 56: raftcron.v1.JobService.PreviewSchedule:output_type -> raftcron.v1.PreviewScheduleResponse
-	47, // [47:57] is the sub-list for method output_type
-	37, // [37:47] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	3,  // 29: raftcron.v1.ApplyJobsRequest.specs:type_name -> raftcron.v1.JobSpec
+	18, // 30: raftcron.v1.ApplyJobsResponse.results:type_name -> raftcron.v1.ApplyJobsResult
+	8,  // 31: raftcron.v1.ApplyJobsResult.job:type_name -> raftcron.v1.Job
+	8,  // 32: raftcron.v1.GetJobResponse.job:type_name -> raftcron.v1.Job
+	36, // 33: raftcron.v1.ListJobsRequest.label_selector:type_name -> raftcron.v1.ListJobsRequest.LabelSelectorEntry
+	8,  // 34: raftcron.v1.ListJobsResponse.jobs:type_name -> raftcron.v1.Job
+	8,  // 35: raftcron.v1.PauseJobResponse.job:type_name -> raftcron.v1.Job
+	8,  // 36: raftcron.v1.ResumeJobResponse.job:type_name -> raftcron.v1.Job
+	40, // 37: raftcron.v1.TriggerJobResponse.run:type_name -> raftcron.v1.Run
+	38, // 38: raftcron.v1.PreviewScheduleRequest.after:type_name -> google.protobuf.Timestamp
+	38, // 39: raftcron.v1.PreviewScheduleResponse.times:type_name -> google.protobuf.Timestamp
+	10, // 40: raftcron.v1.JobService.CreateJob:input_type -> raftcron.v1.CreateJobRequest
+	12, // 41: raftcron.v1.JobService.UpdateJob:input_type -> raftcron.v1.UpdateJobRequest
+	14, // 42: raftcron.v1.JobService.ApplyJob:input_type -> raftcron.v1.ApplyJobRequest
+	16, // 43: raftcron.v1.JobService.ApplyJobs:input_type -> raftcron.v1.ApplyJobsRequest
+	19, // 44: raftcron.v1.JobService.GetJob:input_type -> raftcron.v1.GetJobRequest
+	21, // 45: raftcron.v1.JobService.ListJobs:input_type -> raftcron.v1.ListJobsRequest
+	23, // 46: raftcron.v1.JobService.DeleteJob:input_type -> raftcron.v1.DeleteJobRequest
+	25, // 47: raftcron.v1.JobService.PauseJob:input_type -> raftcron.v1.PauseJobRequest
+	27, // 48: raftcron.v1.JobService.ResumeJob:input_type -> raftcron.v1.ResumeJobRequest
+	29, // 49: raftcron.v1.JobService.TriggerJob:input_type -> raftcron.v1.TriggerJobRequest
+	31, // 50: raftcron.v1.JobService.PreviewSchedule:input_type -> raftcron.v1.PreviewScheduleRequest
+	11, // 51: raftcron.v1.JobService.CreateJob:output_type -> raftcron.v1.CreateJobResponse
+	13, // 52: raftcron.v1.JobService.UpdateJob:output_type -> raftcron.v1.UpdateJobResponse
+	15, // 53: raftcron.v1.JobService.ApplyJob:output_type -> raftcron.v1.ApplyJobResponse
+	17, // 54: raftcron.v1.JobService.ApplyJobs:output_type -> raftcron.v1.ApplyJobsResponse
+	20, // 55: raftcron.v1.JobService.GetJob:output_type -> raftcron.v1.GetJobResponse
+	22, // 56: raftcron.v1.JobService.ListJobs:output_type -> raftcron.v1.ListJobsResponse
+	24, // 57: raftcron.v1.JobService.DeleteJob:output_type -> raftcron.v1.DeleteJobResponse
+	26, // 58: raftcron.v1.JobService.PauseJob:output_type -> raftcron.v1.PauseJobResponse
+	28, // 59: raftcron.v1.JobService.ResumeJob:output_type -> raftcron.v1.ResumeJobResponse
+	30, // 60: raftcron.v1.JobService.TriggerJob:output_type -> raftcron.v1.TriggerJobResponse
+	32, // 61: raftcron.v1.JobService.PreviewSchedule:output_type -> raftcron.v1.PreviewScheduleResponse
+	51, // [51:62] is the sub-list for method output_type
+	40, // [40:51] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_job_proto_init() }
@@ -2156,7 +2345,7 @@ func file_raftcron_v1_job_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_raftcron_v1_job_proto_rawDesc), len(file_raftcron_v1_job_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   31,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

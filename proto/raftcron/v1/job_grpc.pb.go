@@ -22,6 +22,7 @@ const (
 	JobService_CreateJob_FullMethodName       = "/raftcron.v1.JobService/CreateJob"
 	JobService_UpdateJob_FullMethodName       = "/raftcron.v1.JobService/UpdateJob"
 	JobService_ApplyJob_FullMethodName        = "/raftcron.v1.JobService/ApplyJob"
+	JobService_ApplyJobs_FullMethodName       = "/raftcron.v1.JobService/ApplyJobs"
 	JobService_GetJob_FullMethodName          = "/raftcron.v1.JobService/GetJob"
 	JobService_ListJobs_FullMethodName        = "/raftcron.v1.JobService/ListJobs"
 	JobService_DeleteJob_FullMethodName       = "/raftcron.v1.JobService/DeleteJob"
@@ -41,6 +42,13 @@ type JobServiceClient interface {
 	UpdateJob(ctx context.Context, in *UpdateJobRequest, opts ...grpc.CallOption) (*UpdateJobResponse, error)
 	// ApplyJob creates or updates; applying an identical spec changes nothing.
 	ApplyJob(ctx context.Context, in *ApplyJobRequest, opts ...grpc.CallOption) (*ApplyJobResponse, error)
+	// ApplyJobs is ApplyJob for many specs in one call (bulk registration); it
+	// is not atomic. Every spec is checked first: if any is invalid, or two
+	// share a name, nothing is proposed and the call fails with
+	// InvalidArgument naming the spec ("specs[3]") and its fields. Otherwise
+	// each spec is proposed as its own Raft entry, all of them at once, and
+	// results[i] says exactly what became of specs[i]. At most 1000 specs.
+	ApplyJobs(ctx context.Context, in *ApplyJobsRequest, opts ...grpc.CallOption) (*ApplyJobsResponse, error)
 	GetJob(ctx context.Context, in *GetJobRequest, opts ...grpc.CallOption) (*GetJobResponse, error)
 	ListJobs(ctx context.Context, in *ListJobsRequest, opts ...grpc.CallOption) (*ListJobsResponse, error)
 	DeleteJob(ctx context.Context, in *DeleteJobRequest, opts ...grpc.CallOption) (*DeleteJobResponse, error)
@@ -85,6 +93,16 @@ func (c *jobServiceClient) ApplyJob(ctx context.Context, in *ApplyJobRequest, op
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ApplyJobResponse)
 	err := c.cc.Invoke(ctx, JobService_ApplyJob_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobServiceClient) ApplyJobs(ctx context.Context, in *ApplyJobsRequest, opts ...grpc.CallOption) (*ApplyJobsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ApplyJobsResponse)
+	err := c.cc.Invoke(ctx, JobService_ApplyJobs_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -171,6 +189,13 @@ type JobServiceServer interface {
 	UpdateJob(context.Context, *UpdateJobRequest) (*UpdateJobResponse, error)
 	// ApplyJob creates or updates; applying an identical spec changes nothing.
 	ApplyJob(context.Context, *ApplyJobRequest) (*ApplyJobResponse, error)
+	// ApplyJobs is ApplyJob for many specs in one call (bulk registration); it
+	// is not atomic. Every spec is checked first: if any is invalid, or two
+	// share a name, nothing is proposed and the call fails with
+	// InvalidArgument naming the spec ("specs[3]") and its fields. Otherwise
+	// each spec is proposed as its own Raft entry, all of them at once, and
+	// results[i] says exactly what became of specs[i]. At most 1000 specs.
+	ApplyJobs(context.Context, *ApplyJobsRequest) (*ApplyJobsResponse, error)
 	GetJob(context.Context, *GetJobRequest) (*GetJobResponse, error)
 	ListJobs(context.Context, *ListJobsRequest) (*ListJobsResponse, error)
 	DeleteJob(context.Context, *DeleteJobRequest) (*DeleteJobResponse, error)
@@ -199,6 +224,9 @@ func (UnimplementedJobServiceServer) UpdateJob(context.Context, *UpdateJobReques
 }
 func (UnimplementedJobServiceServer) ApplyJob(context.Context, *ApplyJobRequest) (*ApplyJobResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method ApplyJob not implemented")
+}
+func (UnimplementedJobServiceServer) ApplyJobs(context.Context, *ApplyJobsRequest) (*ApplyJobsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ApplyJobs not implemented")
 }
 func (UnimplementedJobServiceServer) GetJob(context.Context, *GetJobRequest) (*GetJobResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method GetJob not implemented")
@@ -292,6 +320,24 @@ func _JobService_ApplyJob_Handler(srv interface{}, ctx context.Context, dec func
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(JobServiceServer).ApplyJob(ctx, req.(*ApplyJobRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobService_ApplyJobs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ApplyJobsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobServiceServer).ApplyJobs(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobService_ApplyJobs_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobServiceServer).ApplyJobs(ctx, req.(*ApplyJobsRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -440,6 +486,10 @@ var JobService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ApplyJob",
 			Handler:    _JobService_ApplyJob_Handler,
+		},
+		{
+			MethodName: "ApplyJobs",
+			Handler:    _JobService_ApplyJobs_Handler,
 		},
 		{
 			MethodName: "GetJob",

@@ -1,0 +1,46 @@
+package api
+
+import (
+	"time"
+
+	"github.com/raftcron/raftcron/jobspec"
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+	"github.com/raftcron/raftcron/schedule"
+)
+
+// write is a spec ready to be proposed: normalized, validated, and with the
+// schedule that validation parsed, which the answer reuses.
+type write struct {
+	spec  *pb.JobSpec
+	sched schedule.Schedule
+}
+
+// prepare normalizes spec (not nil) in place and validates it; the error is
+// the validation's (a *jobspec.ValidationError).
+func prepare(spec *pb.JobSpec, now time.Time) (write, error) {
+	jobspec.Normalize(spec)
+	sched, err := jobspec.ValidateParsed(spec, now)
+	if err != nil {
+		return write{}, err
+	}
+	return write{spec: spec, sched: sched}, nil
+}
+
+func (w write) command(mode pb.PutMode, expectedVersion uint64) *pb.Command {
+	return &pb.Command{Kind: &pb.Command_PutJob{PutJob: &pb.PutJobCommand{
+		Spec: w.spec, Mode: mode, ExpectedVersion: expectedVersion,
+	}}}
+}
+
+// stored fills the next fire time of job, the FSM's answer to this write.
+// Its schedule is the one validated unless the FSM kept another (it never
+// does for a put that succeeded; the check keeps that an assumption of
+// speed, not of correctness).
+func (w write) stored(job *pb.Job, now time.Time) *pb.Job {
+	sched := w.sched
+	if s := job.GetSpec(); s.GetSchedule() != w.spec.GetSchedule() || s.GetTimezone() != w.spec.GetTimezone() {
+		sched = nil
+	}
+	fillNextFireWith(job, sched, now)
+	return job
+}

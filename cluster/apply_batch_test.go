@@ -1,0 +1,114 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+func TestApplyBatchResultPerCommand(t *testing.T) {
+	tc := newCluster(t, 3)
+	leader := tc.waitLeader(10 * time.Second)
+	put(t, leader.node, "existing", "@daily")
+	const n = 300
+	cmds := make([]*pb.Command, n)
+	for i := range cmds {
+		cmds[i] = putCmd(fmt.Sprintf("job-%03d", i), "@hourly")
+	}
+	cmds[7] = putCmd("existing", "@hourly")
+	cmds[9] = putCmd("", "@hourly") // the FSM refuses it
+	results, err := leader.node.ApplyBatch(ctxTimeout(t, 10*time.Second), cmds)
+	if err != nil {
+		t.Fatalf("ApplyBatch: %v", err)
+	}
+	if len(results) != n {
+		t.Fatalf("%d results for %d commands", len(results), n)
+	}
+	for i, r := range results {
+		want := pb.ResultCode_RESULT_CODE_OK
+		if i == 9 {
+			want = pb.ResultCode_RESULT_CODE_MALFORMED
+		}
+		if r.Err != nil || r.Result.GetCode() != want {
+			t.Fatalf("results[%d] = %v, %v; want %v", i, r.Result, r.Err, want)
+		}
+		if created := r.Result.GetCreated(); r.Result.GetCode() == pb.ResultCode_RESULT_CODE_OK && created != (i != 7) {
+			t.Errorf("results[%d].created = %v: the result is not this command's", i, created)
+		}
+	}
+	// 298 new jobs (one command updates "existing", one is refused) and
+	// the existing one.
+	const want = n - 1
+	if got := leader.fsm.len(); got != want {
+		t.Errorf("leader holds %d jobs, want %d", got, want)
+	}
+	for _, f := range tc.followers(leader) {
+		waitFor(t, 10*time.Second, f.id+" applying the batch", func() bool { return f.fsm.len() == want })
+	}
+}
+
+func TestApplyBatchOnFollowerProposesNothing(t *testing.T) {
+	tc := newCluster(t, 3)
+	leader := tc.waitLeader(10 * time.Second)
+	f := tc.followers(leader)[0]
+	_, err := f.node.ApplyBatch(ctxTimeout(t, 5*time.Second), []*pb.Command{putCmd("a", "@daily")})
+	if !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("ApplyBatch on a follower: %v, want ErrNotLeader", err)
+	}
+	readBarrier(t, leader.node)
+	if got := leader.fsm.len(); got != 0 {
+		t.Errorf("leader holds %d jobs after a refused batch, want 0", got)
+	}
+}
+
+func TestApplyBatchRefusedBeforeProposing(t *testing.T) {
+	tc := newCluster(t, 3)
+	leader := tc.waitLeader(10 * time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := leader.node.ApplyBatch(ctx, []*pb.Command{putCmd("a", "@daily")}); !errors.Is(err, context.Canceled) {
+		t.Errorf("ApplyBatch with an ended context: %v, want context.Canceled", err)
+	}
+	if _, err := leader.node.ApplyBatch(ctxTimeout(t, 5*time.Second), []*pb.Command{putCmd("a", "@daily"), nil}); err == nil {
+		t.Errorf("ApplyBatch with a nil command succeeded")
+	}
+	readBarrier(t, leader.node)
+	if got := leader.fsm.len(); got != 0 {
+		t.Errorf("leader holds %d jobs after refused batches, want 0", got)
+	}
+}
+
+// BenchmarkApplyBatch100: 64 concurrent clients on the leader, each
+// committing batches of 100 commands.
+func BenchmarkApplyBatch100(b *testing.B) {
+	_, leader := benchCluster(b)
+	ctx := context.Background()
+	var seq atomic.Int64
+	b.SetParallelism(32) // 64 clients on 2 cores
+	b.ResetTimer()
+	b.RunParallel(func(p *testing.PB) {
+		for p.Next() {
+			cmds := make([]*pb.Command, 100)
+			for i := range cmds {
+				cmds[i] = putCmd(fmt.Sprintf("job-%d", seq.Add(1)), "@hourly")
+			}
+			results, err := leader.node.ApplyBatch(ctx, cmds)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			for _, r := range results {
+				if r.Err != nil {
+					b.Error(r.Err)
+					return
+				}
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "writes/s")
+}
