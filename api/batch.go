@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/raftcron/raftcron/cluster"
@@ -167,15 +166,11 @@ func batchResult(w write, r cluster.BatchResult, now time.Time) *pb.ApplyJobsRes
 // forwardApplyJobs hands the call to the leader, unless it was forwarded
 // here already.
 func (j *jobService) forwardApplyJobs(ctx context.Context, req *pb.ApplyJobsRequest, forwarded bool) (*pb.ApplyJobsResponse, error) {
-	if forwarded || j.leadership == nil {
-		return nil, notLeader("this node does not lead (any more): retry", "", "")
-	}
-	conn, err := j.leadership.LeaderConn()
+	c, ctx, err := j.leaderClient(ctx, forwarded)
 	if err != nil {
-		return nil, statusOf(err)
+		return nil, err
 	}
-	ctx = metadata.AppendToOutgoingContext(ctx, ForwardedKey, "1")
-	resp, err := pb.NewJobServiceClient(conn).ApplyJobs(ctx, req)
+	resp, err := c.ApplyJobs(ctx, req)
 	if err != nil {
 		return nil, statusOf(err)
 	}

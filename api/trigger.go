@@ -102,19 +102,29 @@ func (j *jobService) lostLeadership(err error) bool {
 // forwardTrigger hands the call to the leader, unless it was forwarded
 // here already.
 func (j *jobService) forwardTrigger(ctx context.Context, req *pb.TriggerJobRequest, forwarded bool) (*pb.TriggerJobResponse, error) {
-	if forwarded || j.leadership == nil {
-		return nil, notLeader("this node does not lead (any more): retry", "", "")
-	}
-	conn, err := j.leadership.LeaderConn()
+	c, ctx, err := j.leaderClient(ctx, forwarded)
 	if err != nil {
-		return nil, statusOf(err)
+		return nil, err
 	}
-	ctx = metadata.AppendToOutgoingContext(ctx, ForwardedKey, "1")
-	resp, err := pb.NewJobServiceClient(conn).TriggerJob(ctx, req)
+	resp, err := c.TriggerJob(ctx, req)
 	if err != nil {
 		return nil, statusOf(err)
 	}
 	return resp, nil
+}
+
+// leaderClient is the JobService of the leader and the context marking a
+// call to it as forwarded. A call that was forwarded already is answered
+// NOT_LEADER instead: a call is forwarded at most once.
+func (j *jobService) leaderClient(ctx context.Context, forwarded bool) (pb.JobServiceClient, context.Context, error) {
+	if forwarded || j.leadership == nil {
+		return nil, ctx, notLeader("this node does not lead (any more): retry", "", "")
+	}
+	conn, err := j.leadership.LeaderConn()
+	if err != nil {
+		return nil, ctx, statusOf(err)
+	}
+	return pb.NewJobServiceClient(conn), metadata.AppendToOutgoingContext(ctx, ForwardedKey, "1"), nil
 }
 
 func isForwarded(ctx context.Context) bool {
