@@ -5,10 +5,11 @@
 //
 //	raftcron-bench [-quick] [-scenarios burst,steady,...] [-bin bin/raftcron] [-out bench/results]
 //
-// Scenarios: burst, steady, failover, registry, scale (real clusters) and
-// micro (go test -bench over the product packages). -quick runs a short
-// version of each. Every child process is killed when the program ends,
-// whatever the reason.
+// Scenarios: burst, steady, failover, registry, scale (real clusters),
+// httpfloor (the webhook waves of burst and steady with no cluster: the
+// floor of their lateness) and micro (go test -bench over the product
+// packages). -quick runs a short version of each. Every child process is
+// killed when the program ends, whatever the reason.
 package main
 
 import (
@@ -57,6 +58,7 @@ type scenario struct {
 var scenarios = []scenario{
 	{"burst", runBurst},
 	{"steady", runSteady},
+	{"httpfloor", runFloor},
 	{"failover", runFailover},
 	{"registry", runRegistry},
 	{"scale", runScale},
@@ -72,7 +74,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.Work, "work", "", "parent of the nodes' data dirs (default: the system temp dir)")
 	fs.StringVar(&c.Repo, "repo", ".", "module root, for the micro scenario's go test")
 	fs.BoolVar(&c.Quick, "quick", false, "short version of every scenario (make bench-quick)")
-	fs.StringVar(&names, "scenarios", "burst,steady,failover,registry,scale,micro", "comma-separated scenarios to run")
+	fs.StringVar(&names, "scenarios", "burst,steady,httpfloor,failover,registry,scale,micro", "comma-separated scenarios to run")
 	fs.BoolVar(&c.Keep, "keep", false, "keep the nodes' data dirs and logs even on success")
 	fs.BoolVar(&c.Profile, "profile", false, "save CPU profiles of the leader (from /debug/pprof) next to the results")
 	fs.Int64Var(&c.Seed, "seed", 1, "seed of the failover scenario's kill timing")
@@ -99,7 +101,7 @@ func parseFlags(args []string) (config, error) {
 			continue
 		}
 		if !known(n) {
-			return c, fmt.Errorf("-scenarios: unknown scenario %q (known: burst, steady, failover, registry, scale, micro)", n)
+			return c, fmt.Errorf("-scenarios: unknown scenario %q (known: burst, steady, httpfloor, failover, registry, scale, micro)", n)
 		}
 		c.Scenarios = append(c.Scenarios, n)
 	}

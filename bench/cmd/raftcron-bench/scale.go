@@ -39,6 +39,10 @@ type scaleMetrics struct {
 	// Idle is CPU with the registry loaded and nothing due.
 	IdleWindowS float64   `json:"idle_window_s"`
 	Idle        cpuWindow `json:"idle"`
+	// PeakRSSMB is each node's highest RSS (VmHWM) from its start to the
+	// end of the idle window: the load, Raft's snapshot and compaction.
+	// The target is judged on it.
+	PeakRSSMB map[string]float64 `json:"peak_rss_mb_whole_run"`
 	// Restart: a follower stopped gracefully and started again.
 	Restart restartResult `json:"restart"`
 	// ProjectedRSSMB (runs below targetJobs only) extrapolates each node's
@@ -151,6 +155,7 @@ func runScale(ctx context.Context, e *env, res *Result) error {
 	after := sampleNodes(c)
 	waitProfile()
 	m.Idle = usage(c, leader, before, after)
+	m.PeakRSSMB = peakRSS(m.AfterLoad, after)
 	m.LeaderSnapshotTimers = timerDeltas(start, after, leader.ID)
 
 	if m.Restart, err = restartFollower(ctx, c, leader); err != nil {
@@ -168,11 +173,11 @@ func runScale(ctx context.Context, e *env, res *Result) error {
 
 	lm := m.AfterLoad[leader.ID]
 	maxRSS := 0.0
-	for _, mem := range m.AfterLoad {
-		maxRSS = max(maxRSS, mem.RSSMB)
+	for _, peak := range m.PeakRSSMB {
+		maxRSS = max(maxRSS, peak)
 	}
 	snap := m.RaftSnapshot[leader.ID]
-	res.Summary = fmt.Sprintf("N=%d registered at %.0f/s; RSS leader=%.0fMB max=%.0fMB; raft snapshot %.0fMB (index %d); restart→ready %.1fs; idle cpu leader=%.3f cores",
+	res.Summary = fmt.Sprintf("N=%d registered at %.0f/s; RSS leader=%.0fMB after the load, peak of any node %.0fMB; raft snapshot %.0fMB (index %d); restart→ready %.1fs; idle cpu leader=%.3f cores",
 		n, m.Registration.JobsPerSec, lm.RSSMB, maxRSS, snap.MB, snap.Index, m.Restart.ReadyMs/1000, m.Idle.Nodes[leader.ID].CPUCores)
 	if t, ok := m.LeaderSnapshotTimers["raftcron_raft_snapshot_persist"]; ok {
 		res.Summary += fmt.Sprintf(" (persist %.0fms)", t.Mean)
@@ -289,6 +294,19 @@ func restartFollower(ctx context.Context, c *harness.Cluster, leader *harness.No
 			nodeSample{metrics: map[string]harness.Metrics{f.ID: met}}, f.ID)
 	}
 	return r, nil
+}
+
+// peakRSS is each node's VmHWM as of the sample, or after the load if the
+// sample missed the node.
+func peakRSS(afterLoad map[string]nodeMemory, s nodeSample) map[string]float64 {
+	out := make(map[string]float64, len(afterLoad))
+	for id, mem := range afterLoad {
+		out[id] = mem.PeakMB
+		if p, ok := s.proc[id]; ok {
+			out[id] = max(out[id], mb(p.PeakRSS))
+		}
+	}
+	return out
 }
 
 // projectRSS extrapolates each node's RSS to targetJobs: its RSS before the

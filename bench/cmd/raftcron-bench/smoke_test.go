@@ -43,7 +43,7 @@ func TestSmoke(t *testing.T) {
 	t.Cleanup(func() { harness.KillAll() })
 	cfg, err := parseFlags([]string{
 		"-bin", smokeBinary(t), "-out", t.TempDir(), "-work", t.TempDir(),
-		"-scenarios", "burst,steady,failover,registry,scale",
+		"-scenarios", "burst,steady,httpfloor,failover,registry,scale",
 		"-burst-jobs", "50", "-steady-rate", "20", "-steady-period", "2", "-steady-duration", "4s",
 		"-failover-rounds", "1", "-registry-duration", "1s",
 		"-scale-jobs", "300", "-scale-snapshot-wait", "0", "-quick",
@@ -77,6 +77,10 @@ func TestSmoke(t *testing.T) {
 		case *steadyMetrics:
 			if m.Delivered == 0 {
 				t.Error("steady: nothing delivered")
+			}
+		case *floorMetrics:
+			if m.Burst.Lateness.N != 50 || m.Steady.Lateness.N != 20*m.Steady.Seconds {
+				t.Errorf("httpfloor: %d of 50 burst and %d of %d steady requests measured", m.Burst.Lateness.N, m.Steady.Lateness.N, 20*m.Steady.Seconds)
 			}
 		case *[]*failoverRun:
 			for _, run := range *m {
