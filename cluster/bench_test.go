@@ -24,6 +24,16 @@ func reportRate(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "writes/s")
 }
 
+// reportCPU reports the CPU the three nodes spent per write since start
+// (where the platform tells a process its CPU time).
+func reportCPU(b *testing.B, start time.Duration) {
+	now, ok := processCPU()
+	if !ok {
+		return
+	}
+	b.ReportMetric(float64((now-start).Microseconds())/float64(b.N), "cpu-µs/write")
+}
+
 // BenchmarkApply: one client, one write at a time, on the leader.
 func BenchmarkApply(b *testing.B) {
 	_, leader := benchCluster(b)
@@ -45,6 +55,7 @@ func BenchmarkApplyParallel64(b *testing.B) {
 	var seq atomic.Int64
 	b.SetParallelism((64 + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
 	b.ResetTimer()
+	cpu, _ := processCPU()
 	b.RunParallel(func(p *testing.PB) {
 		for p.Next() {
 			name := fmt.Sprintf("job-%d", seq.Add(1))
@@ -55,6 +66,7 @@ func BenchmarkApplyParallel64(b *testing.B) {
 		}
 	})
 	reportRate(b)
+	reportCPU(b, cpu)
 }
 
 // BenchmarkElection measures, at Raft's default timings, the time to the
@@ -89,6 +101,7 @@ func BenchmarkApplyParallel64ViaFollower(b *testing.B) {
 	var seq atomic.Int64
 	b.SetParallelism((64 + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
 	b.ResetTimer()
+	cpu, _ := processCPU()
 	b.RunParallel(func(p *testing.PB) {
 		for p.Next() {
 			name := fmt.Sprintf("job-%d", seq.Add(1))
@@ -99,4 +112,5 @@ func BenchmarkApplyParallel64ViaFollower(b *testing.B) {
 		}
 	})
 	reportRate(b)
+	reportCPU(b, cpu)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -73,7 +74,7 @@ func perWrite(w cpuWindow, elapsedS float64, writes int) cpuPerWrite {
 }
 
 // registryProfiles names the leader's CPU profile of the phases that get
-// one (with -profile).
+// one (with -profile); a follower's profile is saved beside it.
 var registryProfiles = map[string]string{
 	"create-64": "registry-create64-leader-cpu",
 	fmt.Sprintf("apply-batch-64x%d", registryBatch): "registry-applybatch-leader-cpu",
@@ -150,7 +151,10 @@ func runRegistry(ctx context.Context, e *env, res *Result) error {
 		before := sampleNodes(c)
 		wait := func() {}
 		if name, ok := registryProfiles[p.name]; ok {
-			wait = e.profile(ctx, leader, name, max(d-time.Second, time.Second))
+			pd := max(d-time.Second, time.Second)
+			waitLeader := e.profile(ctx, leader, name, pd)
+			waitFollower := e.profile(ctx, follower, strings.Replace(name, "-leader-", "-follower-", 1), pd)
+			wait = func() { waitLeader(); waitFollower() }
 		}
 		lr, err := harness.Load{Conns: p.conns, Duration: d}.Run(ctx, p.op())
 		after := sampleNodes(c)
