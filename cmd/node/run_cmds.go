@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc/codes"
@@ -151,9 +152,14 @@ func watchRuns(ctx context.Context, o *clientOptions, job string, w io.Writer) e
 	}
 }
 
-// watchEnd is nil when the watch ended because we ended it.
+// watchEnd is nil when the watch ended because we ended it. Our deadline
+// travels with the stream, and the node's end of it can arrive before our
+// own timer has cancelled ctx: a deadline that has passed is ours too.
 func watchEnd(ctx context.Context, c call, err error) error {
 	if ctx.Err() != nil {
+		return nil
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
 		return nil
 	}
 	if errors.Is(err, io.EOF) {
