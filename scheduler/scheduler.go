@@ -36,6 +36,10 @@ type State interface {
 	ScheduleEntries(fn func(e fsm.ScheduleEntry) bool)
 }
 
+// DefaultWorkers is how many deliveries a node runs at once unless
+// Config.Workers says otherwise.
+const DefaultWorkers = 64
+
 // Config wires a Scheduler.
 type Config struct {
 	State    State    // required
@@ -43,7 +47,7 @@ type Config struct {
 	// Executor delivers attempts (dispatch.NewRouter over the http and
 	// exec executors). Required.
 	Executor dispatch.Executor
-	// Workers bounds concurrent deliveries; 0 means 64.
+	// Workers bounds concurrent deliveries; 0 means DefaultWorkers.
 	Workers int
 	// Queue is how many attempts may wait for a worker inside the pool;
 	// 0 means 1024. More wait in the scheduler's own queue.
@@ -133,7 +137,7 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	workers, queue := cfg.Workers, cfg.Queue
 	if workers == 0 {
-		workers = 64
+		workers = DefaultWorkers
 	}
 	if queue == 0 {
 		queue = 1024

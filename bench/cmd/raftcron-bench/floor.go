@@ -10,12 +10,9 @@ import (
 
 	"github.com/raftcron/raftcron/bench/harness"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+	"github.com/raftcron/raftcron/scheduler"
 	"github.com/raftcron/raftcron/scheduler/dispatch"
 )
-
-// floorWorkers is the pool a node dispatches with (scheduler.Config.Workers'
-// default).
-const floorWorkers = 64
 
 // floorMetrics is the lateness of the burst's and the steady scenario's
 // webhook waves with nothing but the HTTP in the way: raftcron's own
@@ -52,8 +49,8 @@ func runFloor(ctx context.Context, e *env, res *Result) error {
 	n, rate := e.cfg.BurstJobs, e.cfg.SteadyRate
 	secs := pick(e.cfg.Quick, 20, 5)
 	res.Params["burst_requests"], res.Params["steady_rate"], res.Params["steady_seconds"] = n, rate, secs
-	res.Params["workers"] = floorWorkers
-	m := &floorMetrics{Workers: floorWorkers}
+	res.Params["workers"] = scheduler.DefaultWorkers
+	m := &floorMetrics{Workers: scheduler.DefaultWorkers}
 	res.Metrics = m
 
 	sink, err := harness.NewSink()
@@ -61,13 +58,13 @@ func runFloor(ctx context.Context, e *env, res *Result) error {
 		return err
 	}
 	defer func() { _ = sink.Close() }()
-	pool := dispatch.NewPool(floorWorkers, n+rate, dispatch.NewHTTPExecutor(nil), nil)
+	pool := dispatch.NewPool(scheduler.DefaultWorkers, n+rate, dispatch.NewHTTPExecutor(nil), nil)
 	defer pool.Close()
 	f := &floor{pool: pool, sink: sink, target: &pb.HttpTarget{Url: sink.URL()}}
 
 	// One warm-up second opens the pool's connections, as a node's are
 	// open after its first ticks.
-	if _, err := f.wave(ctx, nextSecond(), floorWorkers, "warm"); err != nil {
+	if _, err := f.wave(ctx, nextSecond(), scheduler.DefaultWorkers, "warm"); err != nil {
 		return err
 	}
 	if m.Burst, err = f.burst(ctx, n); err != nil {
