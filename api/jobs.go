@@ -45,10 +45,9 @@ type JobServiceConfig struct {
 	Now func() time.Time
 	// Triggerer commits manual runs; only the leader's scheduler can. Nil:
 	// this node never triggers itself and forwards TriggerJob to the leader.
+	// Its cluster.ErrNotLeader ("this node does not lead, yet or any more")
+	// sends the trigger to the leader instead.
 	Triggerer Triggerer
-	// NotLeader is the Triggerer's error for "this node does not lead (yet,
-	// or any more)"; such a trigger is forwarded to the leader instead.
-	NotLeader error
 	// Leadership lets a follower forward TriggerJob to the leader. Nil: no
 	// forwarding.
 	Leadership Leadership
@@ -60,7 +59,6 @@ type jobService struct {
 	reg        Registry
 	now        func() time.Time
 	trigger    Triggerer
-	notLeader  error
 	leadership Leadership
 }
 
@@ -78,7 +76,7 @@ func NewJobServiceWith(c JobServiceConfig) pb.JobServiceServer {
 	}
 	return &jobService{
 		store: c.Store, reg: c.Registry, now: c.Now,
-		trigger: c.Triggerer, notLeader: c.NotLeader, leadership: c.Leadership,
+		trigger: c.Triggerer, leadership: c.Leadership,
 	}
 }
 

@@ -19,15 +19,16 @@ import (
 // over one entry per write.
 const batchProposers = 64
 
-// batchInFlight bounds the batch entries proposed and not yet committed, in
-// all batches together. Beyond the log cache (logCacheSize) the leader reads
-// the entries it replicates back from disk, and a larger backlog only costs
-// memory and garbage collection: measured, 64 batches of 100 cost the leader
-// half as much CPU again per entry as 2 batches of 100.
-var batchInFlight = newSlots(logCacheSize / 2)
+// batchInFlight bounds the batch entries a node has proposed and not yet
+// committed, in all its batches together. Beyond the log cache
+// (logCacheSize) the leader reads the entries it replicates back from disk,
+// and a larger backlog only costs memory and garbage collection: measured,
+// 64 batches of 100 cost the leader half as much CPU again per entry as 2
+// batches of 100.
+const batchInFlight = logCacheSize / 2
 
-// slots is a counting semaphore. It is per process, like the log cache it
-// protects: a process runs one node (tests that run several share it).
+// slots is a counting semaphore. Each node has its own (Node.batchSem), like
+// the log cache it protects.
 type slots chan struct{}
 
 func newSlots(n int) slots { return make(slots, n) }
@@ -148,10 +149,10 @@ func (n *Node) proposeBatch(ctx context.Context, data [][]byte) []BatchResult {
 
 // proposeOne proposes one entry of a batch and waits for its commit.
 func (n *Node) proposeOne(ctx context.Context, data []byte, timeout time.Duration) BatchResult {
-	if err := batchInFlight.take(ctx); err != nil {
+	if err := n.batchSem.take(ctx); err != nil {
 		return BatchResult{Err: err} // nothing proposed
 	}
-	defer batchInFlight.give()
+	defer n.batchSem.give()
 	return futureResult(n.raft.Apply(data, timeout))
 }
 

@@ -83,6 +83,25 @@ func TestApplyBatchRefusedBeforeProposing(t *testing.T) {
 	}
 }
 
+// The bound on batch entries in flight belongs to each node: one node with
+// every slot taken (a leader whose followers are slow) must not hold up the
+// batches of another node of the same process.
+func TestBatchSlotsArePerNode(t *testing.T) {
+	busy := newCluster(t, 1, func(c *Config) { c.Peers = nil })
+	for range cap(busy.nodes[0].node.batchSem) {
+		busy.nodes[0].node.batchSem <- struct{}{}
+	}
+	tc := newCluster(t, 3)
+	leader := tc.waitLeader(10 * time.Second)
+	results, err := leader.node.ApplyBatch(ctxTimeout(t, 5*time.Second), []*pb.Command{putCmd("a", "@daily")})
+	if err != nil {
+		t.Fatalf("ApplyBatch: %v", err)
+	}
+	if r := results[0]; r.Err != nil || r.Result.GetCode() != pb.ResultCode_RESULT_CODE_OK {
+		t.Fatalf("ApplyBatch beside a node with no free slot: %v, %v", r.Result, r.Err)
+	}
+}
+
 // BenchmarkApplyBatch100: 64 concurrent clients on the leader, each
 // committing batches of 100 commands.
 func BenchmarkApplyBatch100(b *testing.B) {

@@ -197,6 +197,11 @@ func startNode(tb testing.TB, id, dir string, mux *Mux, opts ...nodeOpts) *testN
 		mux.Close()
 		tb.Fatalf("New(%s): %v", id, err)
 	}
+	if err := n.Start(); err != nil {
+		_ = n.Shutdown(context.Background())
+		mux.Close()
+		tb.Fatalf("Start(%s): %v", id, err)
+	}
 	tn.node = n
 	tn.srv = grpc.NewServer()
 	RegisterInternal(tn.srv, n)

@@ -352,7 +352,7 @@ func testBadServeInput(t *testing.T, c *testCluster) {
 	t.Run("peers without id", func(t *testing.T) {
 		r := serve("--id", "n9", "--data-dir", t.TempDir(), "--addr", free[0], "--http-addr", free[1],
 			"--peers", "n1="+n1.Addr)
-		expectFailure(t, r, "--peers: must contain --id n9")
+		expectFailure(t, r, "--peers: must contain this node's ID n9")
 	})
 	t.Run("addr port in use", func(t *testing.T) {
 		r := serve("--id", "n9", "--data-dir", t.TempDir(), "--addr", n1.Addr, "--http-addr", free[1])

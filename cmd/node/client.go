@@ -15,6 +15,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+
+	"github.com/raftcron/raftcron/cluster"
 )
 
 const (
@@ -183,12 +185,8 @@ func (c call) stale(st *status.Status) error {
 }
 
 func (c call) unavailable(st *status.Status) error {
-	for _, d := range st.Details() {
-		info, ok := d.(*errdetails.ErrorInfo)
-		if !ok || info.GetReason() != "NOT_LEADER" {
-			continue
-		}
-		id, addr := info.GetMetadata()["leader_id"], info.GetMetadata()["leader_address"]
+	if info, ok := cluster.NotLeaderInfo(st.Err()); ok {
+		id, addr := info.GetMetadata()[cluster.MetadataLeaderID], info.GetMetadata()[cluster.MetadataLeaderAddress]
 		if id == "" && addr == "" {
 			return errors.New("no leader (no leader known yet; is a quorum up?)")
 		}

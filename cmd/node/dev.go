@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/raftcron/raftcron/cluster"
 )
 
 // Raft timings of the demo nodes: short, so that a killed leader is replaced
@@ -193,7 +195,7 @@ func listenDev(o *devOptions) ([]net.Listener, error) {
 		if err != nil {
 			closeAll(lns)
 			if o.basePort != 0 {
-				return nil, fmt.Errorf("--base-port: %s: %w", addr, listenCause(err))
+				return nil, fmt.Errorf("--base-port: %w", cluster.ListenError("", addr, err))
 			}
 			return nil, fmt.Errorf("pick a free port: %w", err)
 		}

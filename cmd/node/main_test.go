@@ -66,7 +66,7 @@ func TestExitStatusAndOneLineErrors(t *testing.T) {
 		{name: "unreachable fence check", args: []string{"fence", "check", "--job", "a", "--token", "1", "--addr", down}, code: exitFailure, want: "cannot reach raftcron at " + down},
 		{name: "serve without id", args: []string{"serve", "--data-dir", t.TempDir()}, code: exitFailure, want: "--id: required"},
 		{name: "serve peers without id", args: []string{"serve", "--id", "n1", "--data-dir", t.TempDir(), "--peers", "n2=127.0.0.1:7002"},
-			code: exitFailure, want: "--peers: must contain --id n1"},
+			code: exitFailure, want: "--peers: must contain this node's ID n1"},
 		{name: "serve bad duration flag", args: []string{"serve", "--raft-lease", "soon"}, code: exitUsage, want: "--raft-lease"},
 	}
 	for _, tc := range cases {
