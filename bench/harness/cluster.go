@@ -20,6 +20,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/raftcron/raftcron/ops"
 )
 
 // Bounds of the cluster's waits; generous for a loaded 2-core box.
@@ -327,24 +329,9 @@ func (n *Node) Ready() bool {
 	return err == nil && code == http.StatusOK
 }
 
-// Status is the part of /status the scenarios read.
-type Status struct {
-	ID     string `json:"id"`
-	State  string `json:"state"`
-	Leader struct {
-		ID      string `json:"id"`
-		Address string `json:"address"`
-	} `json:"leader"`
-	Term         uint64 `json:"term"`
-	CommitIndex  uint64 `json:"commit_index"`
-	AppliedIndex uint64 `json:"applied_index"`
-	LastLogIndex uint64 `json:"last_log_index"`
-	FencingToken uint64 `json:"fencing_token"`
-}
-
 // Status reads /status.
-func (n *Node) Status() (Status, error) {
-	var st Status
+func (n *Node) Status() (ops.Status, error) {
+	var st ops.Status
 	code, body, err := n.get("/status")
 	if err != nil {
 		return st, err

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/raftcron/raftcron/ops"
 )
 
 // devNode is one `raftcron serve` child of dev.
@@ -168,15 +170,8 @@ func (n *devNode) ready(ctx context.Context) bool {
 	return err == nil && code == http.StatusOK
 }
 
-// devStatus is the part of a node's /status that dev reads.
-type devStatus struct {
-	ID    string `json:"id"`
-	State string `json:"state"`
-	Term  uint64 `json:"term"`
-}
-
-func (n *devNode) status(ctx context.Context) (devStatus, error) {
-	var st devStatus
+func (n *devNode) status(ctx context.Context) (ops.Status, error) {
+	var st ops.Status
 	code, body, err := n.get(ctx, "/status")
 	if err != nil {
 		return st, err

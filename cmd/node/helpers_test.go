@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/raftcron/raftcron/ops"
 )
 
 // Deadlines of the multi-process tests; generous for a loaded 2-core box.
@@ -331,19 +333,8 @@ func (n *testNode) ready() bool {
 	return err == nil && code == http.StatusOK
 }
 
-// opsStatus is the part of /status the tests read.
-type opsStatus struct {
-	ID     string `json:"id"`
-	State  string `json:"state"`
-	Leader struct {
-		ID      string `json:"id"`
-		Address string `json:"address"`
-	} `json:"leader"`
-	Term uint64 `json:"term"`
-}
-
-func (n *testNode) status() (opsStatus, error) {
-	var st opsStatus
+func (n *testNode) status() (ops.Status, error) {
+	var st ops.Status
 	code, body, err := n.get("/status")
 	if err != nil {
 		return st, err
