@@ -514,7 +514,7 @@ func TestNewAppliesNothingBeforeStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := n.Start(); err != nil {
+	if err := n.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "the one-node cluster to elect itself", n.IsLeader)
@@ -544,7 +544,7 @@ func TestNewAppliesNothingBeforeStart(t *testing.T) {
 	if got := fresh.len(); got != 0 {
 		t.Fatalf("the FSM holds %d jobs after New, before Start; want 0", got)
 	}
-	if err := again.Start(); err != nil {
+	if err := again.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "the restarted node to restore its 3 jobs", func() bool { return fresh.len() == 3 })
@@ -563,7 +563,7 @@ func TestShutdownBeforeStartReleasesTheDataDir(t *testing.T) {
 	if err := n.Shutdown(t.Context()); err != nil {
 		t.Fatalf("Shutdown before Start: %v", err)
 	}
-	if err := n.Start(); err == nil {
+	if err := n.Start(context.Background()); err == nil {
 		t.Error("Start after Shutdown succeeded")
 	}
 	other := listen(t, "127.0.0.1:0")

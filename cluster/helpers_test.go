@@ -197,7 +197,7 @@ func startNode(tb testing.TB, id, dir string, mux *Mux, opts ...nodeOpts) *testN
 		mux.Close()
 		tb.Fatalf("New(%s): %v", id, err)
 	}
-	if err := n.Start(); err != nil {
+	if err := n.Start(context.Background()); err != nil {
 		_ = n.Shutdown(context.Background())
 		mux.Close()
 		tb.Fatalf("Start(%s): %v", id, err)

@@ -183,8 +183,9 @@ func (n *Node) server(id string) (raft.Server, bool) {
 
 // join asks the listed nodes, in turn, to add this one as a voter; a node
 // that is not the leader names it, and the leader is asked next. It retries while no leader answers, up to
-// joinTimeout; a refusal (conflicting ID or address) ends it at once.
-func (n *Node) join() error {
+// joinTimeout or until ctx ends; a refusal (conflicting ID or address)
+// ends it at once.
+func (n *Node) join(ctx context.Context) error {
 	deadline := time.Now().Add(joinTimeout)
 	var last error
 	for {
@@ -192,13 +193,13 @@ func (n *Node) join() error {
 			if addr == n.cfg.Addr {
 				continue
 			}
-			err := n.joinVia(addr)
+			err := n.joinVia(ctx, addr)
 			var nl *NoLeaderError
 			if errors.As(err, &nl) && nl.LeaderAddr != "" && nl.LeaderAddr != addr && nl.LeaderAddr != n.cfg.Addr {
 				// Not the leader but it knows one: ask that one directly,
 				// so the request still travels a single hop.
 				addr = nl.LeaderAddr
-				err = n.joinVia(addr)
+				err = n.joinVia(ctx, addr)
 			}
 			if err == nil {
 				n.log.Info("joined cluster", "via", addr)
@@ -213,16 +214,20 @@ func (n *Node) join() error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("join: no node of %v added this node within %s: %w", n.cfg.Join, joinTimeout, last)
 		}
-		time.Sleep(joinBackoff)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("join: %w (last attempt: %v)", ctx.Err(), last)
+		case <-time.After(joinBackoff):
+		}
 	}
 }
 
-func (n *Node) joinVia(addr string) error {
+func (n *Node) joinVia(ctx context.Context, addr string) error {
 	c, err := n.peers.client(addr)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), joinAttempt)
+	ctx, cancel := context.WithTimeout(ctx, joinAttempt)
 	defer cancel()
 	_, err = c.AddVoter(ctx, &pb.AddVoterRequest{Id: n.cfg.ID, Address: n.cfg.Addr})
 	if err != nil {

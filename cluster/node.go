@@ -173,9 +173,9 @@ func (n *Node) open(mux *Mux) error {
 }
 
 // Start starts Raft, which replays the node's state into the FSM, and
-// bootstraps or joins if the data dir held no Raft state. It may be called
-// once. On error, Shutdown releases what New opened.
-func (n *Node) Start() error {
+// bootstraps or joins if the data dir held no Raft state; ctx bounds the
+// join. It may be called once. On error, Shutdown releases what New opened.
+func (n *Node) Start(ctx context.Context) error {
 	if !n.started.CompareAndSwap(false, true) {
 		return errors.New("cluster: node already started")
 	}
@@ -192,12 +192,12 @@ func (n *Node) Start() error {
 	}
 	n.raft = r
 	go n.watchCrash(n.stopWatch, n.crashDone)
-	return n.bootstrapOrJoin()
+	return n.bootstrapOrJoin(ctx)
 }
 
 // bootstrapOrJoin acts only on a data dir without Raft state: a restarted
 // node already knows its cluster.
-func (n *Node) bootstrapOrJoin() error {
+func (n *Node) bootstrapOrJoin(ctx context.Context) error {
 	existing, err := raft.HasExistingState(n.logs, n.store, n.fsm.snaps)
 	if err != nil {
 		return fmt.Errorf("read raft state in %s: %w", n.cfg.DataDir, err)
@@ -209,7 +209,7 @@ func (n *Node) bootstrapOrJoin() error {
 	case len(n.cfg.Peers) > 0:
 		return n.bootstrap()
 	case len(n.cfg.Join) > 0:
-		return n.join()
+		return n.join(ctx)
 	default:
 		n.log.Warn("no raft state, no peers to bootstrap with and none to join: waiting to be added to a cluster", "addr", n.cfg.Addr)
 		return nil

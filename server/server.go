@@ -184,15 +184,15 @@ func (s *Server) leadershipChanged(isLeader bool) {
 }
 
 // Start starts Raft (which replays the node's state), bootstraps or joins
-// if the data dir is new, and serves gRPC and HTTP. On error everything is
-// released, as by Stop.
-func (s *Server) Start(_ context.Context) error {
+// if the data dir is new (ctx bounds the join), and serves gRPC and HTTP.
+// On error everything is released, as by Stop.
+func (s *Server) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.phase != built {
 		return ErrStarted
 	}
-	if err := s.node.Start(); err != nil {
+	if err := s.node.Start(ctx); err != nil {
 		s.release(context.Background())
 		s.phase = stopped
 		return err
