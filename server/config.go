@@ -72,7 +72,12 @@ type Config struct {
 // *cluster.ConfigError naming its field, and changes nothing.
 func (cfg Config) Validate() error {
 	cfg = cfg.withListenerAddr()
-	return errors.Join(cfg.cluster().Validate(), checkHTTPAddr(cfg.HTTPAddr))
+	var addrErr error
+	if cfg.Addr == "" {
+		// cluster would take the bound address; here it is what to bind.
+		addrErr = &cluster.ConfigError{Field: cluster.FieldAddr, Rule: "required (HOST:PORT)", Err: cluster.ErrInvalidConfig}
+	}
+	return errors.Join(cfg.cluster().Validate(), addrErr, checkHTTPAddr(cfg.HTTPAddr))
 }
 
 // withListenerAddr takes the address of a listener the caller bound.

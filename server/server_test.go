@@ -205,6 +205,9 @@ func TestNewRefusesABadConfigAndTouchesNothing(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	addr := freeAddr(t)
 	_, err := New(Config{ID: "N 1", DataDir: dir, Addr: addr, HTTPAddr: "nohost", Logger: testLogger()})
+	if err == nil {
+		t.Fatal("New accepted a bad config")
+	}
 	var fields []string
 	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
 		var ce *cluster.ConfigError
@@ -223,6 +226,12 @@ func TestNewRefusesABadConfigAndTouchesNothing(t *testing.T) {
 		t.Fatalf("refused config left %s bound: %v", addr, err)
 	}
 	_ = ln.Close()
+	// Without an address there is nothing to bind (and no listener given).
+	_, err = New(Config{ID: "n1", DataDir: dir, HTTPAddr: "127.0.0.1:0", Logger: testLogger()})
+	var ce *cluster.ConfigError
+	if !errors.As(err, &ce) || ce.Field != cluster.FieldAddr {
+		t.Errorf("New without Addr: %v, want a ConfigError of Addr", err)
+	}
 }
 
 // A server stopped before it started releases its ports and data dir.
