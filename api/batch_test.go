@@ -111,8 +111,8 @@ func TestApplyJobsResultPerSpec(t *testing.T) {
 		t.Errorf("results[3] = %v, want Unavailable naming job \"lost\" and no job", lost)
 	}
 	for _, cmd := range h.store.proposed()[2:] {
-		if mode := cmd.GetPutJob().GetMode(); mode != pb.PutMode_PUT_MODE_UPSERT || cmd.GetProposedAtUnixNano() == 0 {
-			t.Errorf("proposed %v, want an UPSERT stamped with the time", cmd)
+		if mode := cmd.GetPutJob().GetMode(); mode != pb.PutMode_PUT_MODE_UPSERT || cmd.GetProposedAtUnixNano() != 0 {
+			t.Errorf("proposed %v, want an UPSERT left for the leader to stamp", cmd)
 		}
 		if cmd.GetPutJob().GetSpec().GetTimezone() != "UTC" {
 			t.Errorf("proposed spec %v is not normalized", cmd.GetPutJob().GetSpec())

@@ -57,9 +57,11 @@ type BatchResult struct {
 // is not the order of cmds.
 //
 // It runs on the leader only: on any other node it returns ErrNotLeader and
-// proposes nothing (the caller forwards the whole batch). Other errors of
-// the call itself: ErrShutdown, context errors, a command that does not
-// marshal; none proposes anything. Once proposing has begun every outcome is
+// proposes nothing (the caller forwards the whole batch). Every command is
+// stamped with the leader's clock, as Apply does. Other errors of the call
+// itself: ErrShutdown, context errors, a command that does not marshal or
+// that only the scheduler proposes (ErrNotForwardable); none proposes
+// anything. Once proposing has begun every outcome is
 // per command; a command still uncommitted when ctx ends is
 // ErrIndeterminate.
 func (n *Node) ApplyBatch(ctx context.Context, cmds []*pb.Command) ([]BatchResult, error) {
@@ -69,19 +71,23 @@ func (n *Node) ApplyBatch(ctx context.Context, cmds []*pb.Command) ([]BatchResul
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if n.raft.State() != raft.Leader {
+		return nil, ErrNotLeader
+	}
 	data := make([][]byte, len(cmds))
 	for i, cmd := range cmds {
 		if cmd == nil {
 			return nil, fmt.Errorf("apply batch: command %d is nil", i)
 		}
+		if err := forwardable(cmd); err != nil {
+			return nil, fmt.Errorf("apply batch: command %d: %w", i, err)
+		}
+		n.stamp(cmd)
 		b, err := proto.Marshal(cmd)
 		if err != nil {
 			return nil, fmt.Errorf("apply batch: marshal command %d: %w", i, err)
 		}
 		data[i] = b
-	}
-	if n.raft.State() != raft.Leader {
-		return nil, ErrNotLeader
 	}
 	return n.proposeBatch(ctx, data), nil
 }

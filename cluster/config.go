@@ -37,6 +37,11 @@ type Config struct {
 	// leadership, from a goroutine Raft waits on: it must return quickly
 	// and must not call into Raft or this Node.
 	OnLeadershipChange func(isLeader bool)
+	// Now is the leader's clock. The leader stamps every command it
+	// proposes for a client (Apply, ApplyBatch, and what followers forward)
+	// with it, so that no other node's clock ever reaches the FSM. Nil
+	// means time.Now.
+	Now func() time.Time
 	// NoSync skips fsync. Unit tests only: without fsync a crash loses
 	// acknowledged writes.
 	NoSync bool
@@ -66,6 +71,9 @@ func (cfg Config) check(mux *Mux) (Config, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	if cfg.Addr == "" {
 		cfg.Addr = mux.Addr().String()

@@ -35,8 +35,16 @@ type internalServer struct {
 	n *Node
 }
 
+// Apply proposes a command a follower forwarded, stamped with this
+// leader's clock. It carries registry writes only: the scheduler's own
+// commands are refused (PermissionDenied), and so are bytes that do not
+// decode (InvalidArgument).
 func (s *internalServer) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.ApplyResponse, error) {
-	res, idx, err := s.n.applyLocal(ctx, req.GetCommand())
+	data, err := s.n.restamp(req.GetCommand())
+	if err != nil {
+		return nil, s.n.statusError(err)
+	}
+	res, idx, err := s.n.applyLocal(ctx, data)
 	if err != nil {
 		return nil, s.n.statusError(err)
 	}
@@ -96,8 +104,10 @@ func (n *Node) statusError(err error) error {
 		return status.Error(codes.NotFound, err.Error())
 	case errors.Is(err, ErrServerExists):
 		return status.Error(codes.AlreadyExists, err.Error())
-	case errors.Is(err, ErrInvalidConfig):
+	case errors.Is(err, ErrInvalidConfig), errors.Is(err, ErrMalformedCommand):
 		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, ErrNotForwardable):
+		return status.Error(codes.PermissionDenied, err.Error())
 	default:
 		return status.Error(codes.Internal, err.Error())
 	}
