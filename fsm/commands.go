@@ -49,6 +49,7 @@ func putJob(s *state, c *pb.Command, e entry) (outcome, error) {
 	if targetChanged(old.GetSpec(), spec) {
 		next.Generation++
 		st = cursorAtLeast(st, e.seconds())
+		st = cancelStaleRetries(s, st, e)
 	}
 	if old.GetSpec().GetPaused() && !spec.GetPaused() {
 		st = cursorAtLeast(st, e.seconds())
@@ -121,6 +122,30 @@ func cancelWaitingRetries(s *state, cur jobEntry, e entry) {
 			s.putRun(cancelled(r, ReasonDeleted, e))
 		}
 	}
+}
+
+// cancelStaleRetries cancels the open runs in st that wait for a retry,
+// when the job moves to a new generation: a retry of generation g must
+// never run g+1's target under g's idempotency key. Runs still executing
+// stay open until their outcome arrives, which is then final (complete);
+// an orphan among them is given up on re-dispatch. It returns st, or a
+// fresh status without the cancelled runs.
+func cancelStaleRetries(s *state, st *pb.JobStatus, e entry) *pb.JobStatus {
+	next := st
+	for _, id := range st.GetOpenRunIds() {
+		r, ok := s.run(id)
+		if !ok || r.GetState() != pb.RunState_RUN_STATE_RETRYING {
+			continue
+		}
+		if next == st {
+			next = copyStatus(st)
+		}
+		nr := cancelled(r, ReasonGeneration, e)
+		next.OpenRunIds = removeID(next.OpenRunIds, id)
+		noteFinished(next, nr)
+		s.putRun(nr)
+	}
+	return next
 }
 
 // setPaused pauses with a note or resumes, which clears the note. A request

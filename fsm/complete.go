@@ -70,7 +70,10 @@ func complete(s *state, e entry, c *pb.Completion, res *pb.CompletionResult, sla
 		finishedAt = e.proposedAt
 	}
 	je, owned := s.owner(r)
-	if owned && retryable(c.GetOutcome()) && len(nr.Attempts) < maxAttempts(je.job.GetSpec()) {
+	// A run of an earlier generation is never retried: the target it would
+	// retry is gone.
+	if owned && retryable(c.GetOutcome()) && len(nr.Attempts) < maxAttempts(je.job.GetSpec()) &&
+		r.GetGeneration() == je.job.GetGeneration() {
 		nr.State = pb.RunState_RUN_STATE_RETRYING
 		nr.NextAttemptAtUnixNano = addSaturating(finishedAt, backoff(je.job.GetSpec().GetRetry(), len(nr.Attempts)))
 	} else {

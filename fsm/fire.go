@@ -144,7 +144,8 @@ func before(slot, sec int64, nanos int32) bool {
 
 // manual commits a triggered run now. It has its own identity (kind MANUAL,
 // its own run id and token) and leaves the cursor alone, so it can neither
-// hide nor repeat a scheduled slot.
+// hide nor repeat a scheduled slot. Like a slot, it is for one generation
+// of the job: the spec the leader planned it with.
 func (b *batch) manual(f *pb.Fire, res *pb.FireResult) {
 	je, ok := b.s.entry(f.GetJob())
 	if !ok {
@@ -158,6 +159,10 @@ func (b *batch) manual(f *pb.Fire, res *pb.FireResult) {
 			res.Reason, res.RunId, res.Run = ReasonDuplicateRequest, r.GetId(), b.slab.clone(r)
 			return
 		}
+	}
+	if f.GetGeneration() != je.job.GetGeneration() {
+		res.Reason = ReasonGeneration
+		return
 	}
 	spec := je.job.GetSpec()
 	if spec.GetPaused() && !f.GetForce() {
@@ -203,6 +208,16 @@ func (b *batch) retry(f *pb.Fire, res *pb.FireResult) {
 		b.cancelForDeletedJob(r, res)
 		return
 	}
+	if f.GetGeneration() != r.GetGeneration() {
+		res.Reason = ReasonGeneration
+		return
+	}
+	if r.GetGeneration() != je.job.GetGeneration() {
+		// The target it would retry is gone; an update normally closes
+		// such runs at once (putJob).
+		b.closeRetry(je, r, res)
+		return
+	}
 	if r.GetNextAttemptAtUnixNano() > b.e.proposedAt {
 		res.Reason = ReasonNotDue
 		return
@@ -210,9 +225,23 @@ func (b *batch) retry(f *pb.Fire, res *pb.FireResult) {
 	b.reattempt(je, r, pb.FireKind_FIRE_KIND_RETRY, res)
 }
 
+// closeRetry cancels a run of an earlier generation that waits for a
+// retry: no attempt of it may start under the job's new target.
+func (b *batch) closeRetry(je jobEntry, r *pb.Run, res *pb.FireResult) {
+	nr := cancelled(r, ReasonGeneration, b.e)
+	next := copyStatus(je.status)
+	next.OpenRunIds = removeID(next.OpenRunIds, nr.GetId())
+	noteFinished(next, nr)
+	b.s.setStatus(je, next)
+	b.s.putRun(nr)
+	res.Reason, res.RunId, res.Run = ReasonGeneration, nr.GetId(), b.slab.clone(nr)
+}
+
 // redispatch resolves a run an earlier leader dispatched and never heard
 // back about (G4): at_least_once runs it again under a new token,
-// at_most_once gives it up as UNKNOWN.
+// at_most_once gives it up as UNKNOWN. A run of an earlier generation than
+// the job's is given up too: its target is gone, and running the new one
+// under the old slot's idempotency key would be a different job.
 func (b *batch) redispatch(f *pb.Fire, res *pb.FireResult) {
 	r, ok := b.s.run(f.GetRunId())
 	cur := current(r)
@@ -226,29 +255,34 @@ func (b *batch) redispatch(f *pb.Fire, res *pb.FireResult) {
 		b.cancelForDeletedJob(r, res)
 		return
 	}
-	if je.job.GetSpec().GetDelivery() == pb.Delivery_DELIVERY_AT_MOST_ONCE {
-		b.giveUp(je, r, res)
-		return
+	switch {
+	case f.GetGeneration() != r.GetGeneration():
+		res.Reason = ReasonGeneration
+	case je.job.GetSpec().GetDelivery() == pb.Delivery_DELIVERY_AT_MOST_ONCE:
+		b.giveUp(je, r, ReasonLeaderChanged, ReasonUnknown, res)
+	case r.GetGeneration() != je.job.GetGeneration():
+		b.giveUp(je, r, ReasonGeneration, ReasonGeneration, res)
+	default:
+		b.reattempt(je, r, pb.FireKind_FIRE_KIND_REDISPATCH, res)
 	}
-	b.reattempt(je, r, pb.FireKind_FIRE_KIND_REDISPATCH, res)
 }
 
-// giveUp marks an at_most_once orphan UNKNOWN: it may have run, so it must
-// not run again.
-func (b *batch) giveUp(je jobEntry, r *pb.Run, res *pb.FireResult) {
+// giveUp marks an orphan UNKNOWN, with why as the run's reason: it may have
+// run, so it must not run again. The fire is refused with refusal.
+func (b *batch) giveUp(je jobEntry, r *pb.Run, why, refusal string, res *pb.FireResult) {
 	a := copyAttempt(current(r))
 	a.State = pb.RunState_RUN_STATE_UNKNOWN
 	nr := copyRun(r)
 	nr.Attempts = replaceLast(r.GetAttempts(), a)
 	nr.State = pb.RunState_RUN_STATE_UNKNOWN
-	nr.Reason = ReasonLeaderChanged
+	nr.Reason = why
 	nr.FinishedAtUnixNano = b.e.proposedAt
 	next := copyStatus(je.status)
 	next.OpenRunIds = removeID(next.OpenRunIds, nr.GetId())
 	noteFinished(next, nr)
 	b.s.setStatus(je, next)
 	b.s.putRun(nr)
-	res.Reason, res.RunId, res.Run = ReasonUnknown, nr.GetId(), b.slab.clone(nr)
+	res.Reason, res.RunId, res.Run = refusal, nr.GetId(), b.slab.clone(nr)
 }
 
 // cancelForDeletedJob finishes an open run whose job was deleted: no new
@@ -283,6 +317,7 @@ func (b *batch) reattempt(je jobEntry, r *pb.Run, kind pb.FireKind, res *pb.Fire
 	b.s.setStatus(je, next)
 	b.s.putRun(nr)
 	res.Accepted, res.Token, res.RunId, res.Attempt, res.Run = true, token, nr.GetId(), n, b.slab.clone(nr)
+	res.Spec = je.job.GetSpec()
 }
 
 // accept commits a new run with its first attempt: the only place, with
@@ -306,6 +341,7 @@ func (b *batch) accept(je jobEntry, next *pb.JobStatus, kind pb.FireKind, slot i
 	b.s.setStatus(je, next)
 	b.s.putRun(r)
 	res.Accepted, res.Token, res.RunId, res.Attempt, res.Run = true, token, id, 1, b.slab.clone(r)
+	res.Spec = je.job.GetSpec()
 }
 
 func (b *batch) attempt(n uint32, token uint64, kind pb.FireKind) *pb.Attempt {

@@ -810,7 +810,11 @@ type FireResult struct {
 	RunId   string `protobuf:"bytes,4,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
 	Attempt uint32 `protobuf:"varint,5,opt,name=attempt,proto3" json:"attempt,omitempty"`
 	// The run after the fire (accepted or recorded), for the dispatcher and the caller.
-	Run           *Run `protobuf:"bytes,6,opt,name=run,proto3" json:"run,omitempty"`
+	Run *Run `protobuf:"bytes,6,opt,name=run,proto3" json:"run,omitempty"`
+	// Accepted fires: the job's spec the FSM accepted the attempt under (its
+	// generation is the run's). The dispatcher runs this spec, never one it
+	// read earlier, so an attempt of generation g never runs g+1's target.
+	Spec          *JobSpec `protobuf:"bytes,7,opt,name=spec,proto3" json:"spec,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -883,6 +887,13 @@ func (x *FireResult) GetAttempt() uint32 {
 func (x *FireResult) GetRun() *Run {
 	if x != nil {
 		return x.Run
+	}
+	return nil
+}
+
+func (x *FireResult) GetSpec() *JobSpec {
+	if x != nil {
+		return x.Spec
 	}
 	return nil
 }
@@ -1147,7 +1158,7 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\fto_slot_unix\x18\x04 \x01(\x03R\n" +
 	"toSlotUnix\x12\x14\n" +
 	"\x05count\x18\x05 \x01(\x04R\x05count\x12\x16\n" +
-	"\x06reason\x18\x06 \x01(\tR\x06reason\"\xab\x01\n" +
+	"\x06reason\x18\x06 \x01(\tR\x06reason\"\xd5\x01\n" +
 	"\n" +
 	"FireResult\x12\x1a\n" +
 	"\baccepted\x18\x01 \x01(\bR\baccepted\x12\x16\n" +
@@ -1155,7 +1166,8 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x05token\x18\x03 \x01(\x04R\x05token\x12\x15\n" +
 	"\x06run_id\x18\x04 \x01(\tR\x05runId\x12\x18\n" +
 	"\aattempt\x18\x05 \x01(\rR\aattempt\x12\"\n" +
-	"\x03run\x18\x06 \x01(\v2\x10.raftcron.v1.RunR\x03run\"Q\n" +
+	"\x03run\x18\x06 \x01(\v2\x10.raftcron.v1.RunR\x03run\x12(\n" +
+	"\x04spec\x18\a \x01(\v2\x14.raftcron.v1.JobSpecR\x04spec\"Q\n" +
 	"\x14CompleteBatchCommand\x129\n" +
 	"\vcompletions\x18\x01 \x03(\v2\x17.raftcron.v1.CompletionR\vcompletions\"\xfe\x01\n" +
 	"\n" +
@@ -1237,14 +1249,15 @@ var file_raftcron_v1_command_proto_depIdxs = []int32{
 	9,  // 12: raftcron.v1.FireBatchCommand.misses:type_name -> raftcron.v1.Miss
 	16, // 13: raftcron.v1.Fire.kind:type_name -> raftcron.v1.FireKind
 	17, // 14: raftcron.v1.FireResult.run:type_name -> raftcron.v1.Run
-	12, // 15: raftcron.v1.CompleteBatchCommand.completions:type_name -> raftcron.v1.Completion
-	18, // 16: raftcron.v1.Completion.outcome:type_name -> raftcron.v1.RunState
-	17, // 17: raftcron.v1.CompletionResult.run:type_name -> raftcron.v1.Run
-	18, // [18:18] is the sub-list for method output_type
-	18, // [18:18] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	14, // 15: raftcron.v1.FireResult.spec:type_name -> raftcron.v1.JobSpec
+	12, // 16: raftcron.v1.CompleteBatchCommand.completions:type_name -> raftcron.v1.Completion
+	18, // 17: raftcron.v1.Completion.outcome:type_name -> raftcron.v1.RunState
+	17, // 18: raftcron.v1.CompletionResult.run:type_name -> raftcron.v1.Run
+	19, // [19:19] is the sub-list for method output_type
+	19, // [19:19] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_command_proto_init() }
