@@ -84,6 +84,18 @@ func (p *fakeProposer) Apply(ctx context.Context, cmd *pb.Command) (*pb.CommandR
 	return res.(*pb.CommandResult), nil
 }
 
+// commitLocked commits cmd at the next index, from within a hook (which
+// runs with mu held): another proposer's entry that lands just before the
+// one being applied.
+func (p *fakeProposer) commitLocked(cmd *pb.Command) *pb.CommandResult {
+	data, err := proto.Marshal(cmd)
+	if err != nil {
+		panic(err)
+	}
+	p.index++
+	return p.f.Apply(&raft.Log{Index: p.index, Term: p.term.Load(), Data: data}).(*pb.CommandResult)
+}
+
 func (p *fakeProposer) Barrier(context.Context) error {
 	if p.barrier != nil {
 		return p.barrier()
