@@ -108,7 +108,8 @@ func deleteJob(s *state, c *pb.Command, e entry) (outcome, error) {
 	s.jobs.Delete(jobEntry{name: name})
 	s.tx.jobChanged(name)
 	s.tombstones.ReplaceOrInsert(tombstone{name: name, generation: cur.job.GetGeneration()})
-	s.pruneHistory(name) // down to the default limit
+	s.collectTombstone(name) // at once if nothing of the job is open
+	s.pruneHistory(name)     // down to the default limit
 	return outcome{changed: true}, nil
 }
 

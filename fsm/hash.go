@@ -9,7 +9,7 @@ import (
 )
 
 // StateHash is a SHA-256 over a deterministic encoding of all replicated
-// state: the counter, then every job and its status in name order, then
+// state: the counter and the retired generation, then every job and its status in name order, then
 // every tombstone in name order, then every run in id order. The derived
 // indexes are functions of the runs and need no place of their own. Nodes
 // that applied the same log have equal hashes.
@@ -23,6 +23,7 @@ func (s *state) hash() [32]byte {
 	h := sha256.New()
 	m := marshaler{h: h}
 	writeUint(h, s.counter)
+	writeUint(h, s.retired)
 	writeUint(h, uint64(s.jobs.Len()))
 	s.jobs.Ascend(func(e jobEntry) bool {
 		m.write(e.job, "job", e.name)

@@ -73,11 +73,12 @@ func (s *state) writeTo(w io.Writer) error {
 		return err
 	}
 	err := put(&pb.SnapshotHeader{
-		FormatVersion:  formatVersion,
-		FencingCounter: s.counter,
-		JobCount:       uint64(s.jobs.Len()),
-		TombstoneCount: uint64(s.tombstones.Len()),
-		RunCount:       uint64(s.runs.Len()),
+		FormatVersion:     formatVersion,
+		FencingCounter:    s.counter,
+		JobCount:          uint64(s.jobs.Len()),
+		TombstoneCount:    uint64(s.tombstones.Len()),
+		RunCount:          uint64(s.runs.Len()),
+		RetiredGeneration: s.retired,
 	})
 	if err != nil {
 		return err
@@ -150,6 +151,7 @@ func readState(r *bufio.Reader) (state, uint64, error) {
 	}
 	st := newState()
 	st.counter = h.GetFencingCounter()
+	st.retired = h.GetRetiredGeneration()
 	lastIndex, err := readJobs(r, dec, &st, h.GetJobCount())
 	if err != nil {
 		return state{}, 0, err

@@ -58,8 +58,13 @@ type state struct {
 	jobs *btree.BTreeG[jobEntry]
 	// tombstones holds deleted names with their last generation, so that a
 	// re-created job starts above it. A name is never in jobs and tombstones
-	// at once: creating a job consumes its tombstone.
+	// at once: creating a job consumes its tombstone. A tombstone is
+	// collected once no run of its name is open (tombstone.go).
 	tombstones *btree.BTreeG[tombstone]
+	// retired is the highest generation of any collected tombstone. A name
+	// without a tombstone starts above it, so generations stay monotonic
+	// per name while deleted names cost nothing.
+	retired uint64
 	// runs is the run ledger: every open run and the newest finished runs of
 	// each name. Stored runs, their attempts and everything reachable from
 	// them are immutable like jobs: a change stores a new *pb.Run, which may
@@ -119,9 +124,13 @@ func (s *state) setStatus(e jobEntry, st *pb.JobStatus) {
 	s.putEntry(e.job, st)
 }
 
+// lastGeneration is the generation a new job of name continues after: its
+// tombstone's, or for a name without one the highest ever retired.
 func (s *state) lastGeneration(name string) uint64 {
-	t, _ := s.tombstones.Get(tombstone{name: name})
-	return t.generation
+	if t, ok := s.tombstones.Get(tombstone{name: name}); ok {
+		return t.generation
+	}
+	return s.retired
 }
 
 func (s *state) run(id string) (*pb.Run, bool) {
@@ -147,5 +156,6 @@ func (s *state) capture() state {
 		tombstones: s.tombstones.Clone(),
 		runs:       s.runs.Clone(),
 		counter:    s.counter,
+		retired:    s.retired,
 	}
 }
