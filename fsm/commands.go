@@ -34,6 +34,10 @@ func putJob(s *state, c *pb.Command, e entry) (outcome, error) {
 	if err := checkVersion(name, old, p.GetExpectedVersion()); err != nil {
 		return outcome{}, err
 	}
+	if limit := p.GetMaxJobs(); !exists && limit > 0 && uint64(s.jobs.Len()) >= limit {
+		return outcome{}, fail(ErrLimitExceeded, "job %q not created: the registry holds %d jobs, its limit (max_jobs) is %d jobs",
+			name, s.jobs.Len(), limit)
+	}
 	storeSpec(spec) // the command was decoded for this Apply: the spec is ours
 	s.share.spec(spec)
 	if !exists {

@@ -17,7 +17,7 @@ func fireBatch(s *state, c *pb.Command, e entry) (outcome, error) {
 	if e.term != 0 && fb.GetTerm() != e.term {
 		return staleTerm(fires), nil
 	}
-	b := batch{s: s, e: e, leader: fb.GetLeaderId(), term: fb.GetTerm(), slab: newRunSlab(len(fires))}
+	b := batch{s: s, e: e, leader: fb.GetLeaderId(), term: fb.GetTerm(), maxOpen: fb.GetMaxOpenRuns(), slab: newRunSlab(len(fires))}
 	misses := fb.GetMisses()
 	for i, m := range misses {
 		b.miss(i, m)
@@ -50,7 +50,15 @@ type batch struct {
 	e      entry
 	leader string
 	term   uint64
-	slab   *runSlab // the runs of the results
+	// maxOpen caps one job's open runs under overlap allow; 0: no cap.
+	maxOpen uint32
+	slab    *runSlab // the runs of the results
+}
+
+// atOpenLimit reports whether a job whose status is st may open no more
+// runs in this batch.
+func (b *batch) atOpenLimit(st *pb.JobStatus) bool {
+	return b.maxOpen > 0 && len(st.GetOpenRunIds()) >= int(b.maxOpen)
 }
 
 func (b *batch) fire(pos int, f *pb.Fire, res *pb.FireResult) {
@@ -104,6 +112,10 @@ func (b *batch) scheduled(pos int, f *pb.Fire, res *pb.FireResult) {
 	if len(st.GetOpenRunIds()) > 0 {
 		switch spec.GetOverlap() {
 		case pb.Overlap_OVERLAP_ALLOW:
+			if b.atOpenLimit(st) {
+				b.recordMissed(je, next, pos, f.GetKind(), slot, ReasonOpenRunsLimit, res)
+				return
+			}
 		case pb.Overlap_OVERLAP_CANCEL_OTHER:
 			b.cancelOpen(next)
 		case pb.Overlap_OVERLAP_BUFFER_ONE:
@@ -173,6 +185,10 @@ func (b *batch) manual(f *pb.Fire, res *pb.FireResult) {
 	if len(next.OpenRunIds) > 0 {
 		switch spec.GetOverlap() {
 		case pb.Overlap_OVERLAP_ALLOW:
+			if b.atOpenLimit(next) {
+				res.Reason = ReasonOpenRunsLimit
+				return
+			}
 		case pb.Overlap_OVERLAP_CANCEL_OTHER:
 			b.cancelOpen(next)
 		default: // skip, buffer_one: a trigger is not a slot to buffer

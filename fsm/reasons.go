@@ -21,6 +21,7 @@ const (
 	ReasonBeforeStart    = "before_start"
 	ReasonAfterEnd       = "after_end"
 	ReasonOverlapSkipped = "overlap_skipped"
+	ReasonOpenRunsLimit  = "open_runs_limit" // overlap allow: the job has as many runs open as the batch allows
 
 	// A run was finished by the FSM rather than by its executor.
 	ReasonCancelOther   = "cancel_other"
