@@ -44,13 +44,13 @@ func (j *jobService) ApplyJobs(ctx context.Context, req *pb.ApplyJobsRequest) (*
 		return j.forwardApplyJobs(ctx, req, forwarded)
 	}
 	now := j.now()
-	writes, err := prepareBatch(specs, now)
+	writes, err := prepareBatch(specs, now, j.limits.Spec)
 	if err != nil {
 		return nil, err
 	}
 	cmds := make([]*pb.Command, len(writes))
 	for i, w := range writes {
-		cmds[i] = w.command(pb.PutMode_PUT_MODE_UPSERT, 0)
+		cmds[i] = w.command(pb.PutMode_PUT_MODE_UPSERT, 0, j.limits.maxJobs())
 	}
 	results, err := j.applyBatch(ctx, cmds)
 	if errors.Is(err, cluster.ErrNotLeader) {
@@ -70,7 +70,7 @@ func (j *jobService) ApplyJobs(ctx context.Context, req *pb.ApplyJobsRequest) (*
 // prepareBatch normalizes and validates every spec. One invalid spec, or
 // two with the same name, refuse the whole batch: the error names each
 // offending spec by its index ("specs[3].schedule").
-func prepareBatch(specs []*pb.JobSpec, now time.Time) ([]write, error) {
+func prepareBatch(specs []*pb.JobSpec, now time.Time, limits jobspec.Limits) ([]write, error) {
 	writes := make([]write, len(specs))
 	seen := make(map[string]int, len(specs))
 	var (
@@ -91,7 +91,7 @@ func prepareBatch(specs []*pb.JobSpec, now time.Time) ([]write, error) {
 			refuse(i, "required", &errdetails.BadRequest_FieldViolation{Field: at(i), Description: "required"})
 			continue
 		}
-		w, err := prepare(spec, now)
+		w, err := prepare(spec, now, limits)
 		if err != nil {
 			refuse(i, err.Error(), specViolations(at(i), err)...)
 			continue

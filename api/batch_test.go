@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/raftcron/raftcron/cluster"
+	"github.com/raftcron/raftcron/jobspec"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -286,7 +287,7 @@ func TestApplyJobsForwardsOnlyOnce(t *testing.T) {
 }
 
 func TestPrepareBatchNilSpec(t *testing.T) {
-	_, err := prepareBatch([]*pb.JobSpec{validSpec("a"), nil}, testNow)
+	_, err := prepareBatch([]*pb.JobSpec{validSpec("a"), nil}, testNow, jobspec.Limits{})
 	st := wantCode(t, err, codes.InvalidArgument)
 	if fields := badRequestFields(t, st); !slices.Equal(fields, []string{"specs[1]"}) {
 		t.Errorf("violations on %v, want specs[1]", fields)

@@ -74,6 +74,8 @@ func resultStatus(res *pb.CommandResult) error {
 		return status.Error(codes.AlreadyExists, orDefault(msg, fsm.ErrAlreadyExists.Error()))
 	case pb.ResultCode_RESULT_CODE_VERSION_MISMATCH:
 		return status.Error(codes.FailedPrecondition, orDefault(msg, fsm.ErrVersionMismatch.Error()))
+	case pb.ResultCode_RESULT_CODE_LIMIT_EXCEEDED:
+		return status.Error(codes.ResourceExhausted, orDefault(msg, fsm.ErrLimitExceeded.Error()))
 	case pb.ResultCode_RESULT_CODE_INVALID:
 		// Validation runs before proposing, so this is a rule only the
 		// state can check; it is still about the caller's input.

@@ -54,6 +54,8 @@ type JobServiceConfig struct {
 	// Leadership lets a follower forward TriggerJob to the leader. Nil: no
 	// forwarding.
 	Leadership Leadership
+	// Limits bound what the service admits; zero fields take defaults.
+	Limits Limits
 }
 
 type jobService struct {
@@ -64,6 +66,7 @@ type jobService struct {
 	trigger    Triggerer
 	notLeader  error
 	leadership Leadership
+	limits     Limits
 }
 
 // NewJobService serves JobService without manual triggers (TriggerJob
@@ -81,6 +84,7 @@ func NewJobServiceWith(c JobServiceConfig) pb.JobServiceServer {
 	return &jobService{
 		store: c.Store, reg: c.Registry, now: c.Now,
 		trigger: c.Triggerer, notLeader: c.NotLeader, leadership: c.Leadership,
+		limits: c.Limits,
 	}
 }
 
@@ -118,11 +122,11 @@ func (j *jobService) put(ctx context.Context, spec *pb.JobSpec, mode pb.PutMode,
 		return nil, nil, fieldError("spec", "required")
 	}
 	now := j.now()
-	w, err := prepare(spec, now)
+	w, err := prepare(spec, now, j.limits.Spec)
 	if err != nil {
 		return nil, nil, invalidArgument(err, "spec")
 	}
-	res, err := j.apply(ctx, w.command(mode, expectedVersion))
+	res, err := j.apply(ctx, w.command(mode, expectedVersion, j.limits.maxJobs()))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -152,9 +156,10 @@ func (j *jobService) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (*pb
 		return nil, err
 	}
 	jobs, next := j.reg.ListJobs(fsm.ListQuery{
-		After:  after,
-		Limit:  pageSize(req.GetPageSize()),
-		Labels: req.GetLabelSelector(),
+		After:   after,
+		Limit:   pageSize(req.GetPageSize()),
+		Labels:  req.GetLabelSelector(),
+		MaxScan: maxListScan,
 	})
 	now := j.now()
 	for _, job := range jobs {
