@@ -82,3 +82,26 @@ func TestAdoptionSkipsAttemptsOfAnEarlierGeneration(t *testing.T) {
 		t.Errorf("run %s: %v, %v; want CANCELLED", open[0], run, err)
 	}
 }
+
+// An allow job whose runs hang opens at most MaxOpenRuns of them: every
+// FireBatch carries the limit, and a slot beyond it is recorded missed
+// (open_runs_limit) instead of dispatched.
+func TestOpenRunsOfAnAllowJobAreCapped(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MaxOpenRuns = 2 })
+	h.putJob(withOverlap(pb.Overlap_OVERLAP_ALLOW))
+	h.exec.gate("job")
+	h.lead()
+	h.step(30 * time.Second)
+	if got := h.startedSlots("job"); len(got) != 2 {
+		t.Fatalf("started slots %v, want the first 2 only", got)
+	}
+	missed := h.runsIn("job", pb.RunState_RUN_STATE_MISSED)
+	if len(missed) != 1 || missed[0].GetReason() != "open_runs_limit" {
+		t.Fatalf("missed runs %v, want slot 30 recorded open_runs_limit", missed)
+	}
+	for _, fb := range h.prop.fireBatches() {
+		if fb.GetMaxOpenRuns() != 2 {
+			t.Fatalf("a FireBatch carries max_open_runs %d, want 2", fb.GetMaxOpenRuns())
+		}
+	}
+}

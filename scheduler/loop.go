@@ -166,10 +166,11 @@ func (l *leader) propose(now time.Time, c *chunk) chunkResult {
 	cmd := &pb.Command{
 		ProposedAtUnixNano: now.UnixNano(),
 		Kind: &pb.Command_FireBatch{FireBatch: &pb.FireBatchCommand{
-			LeaderId: l.s.self,
-			Term:     l.term,
-			Fires:    c.fires,
-			Misses:   c.misses,
+			LeaderId:    l.s.self,
+			Term:        l.term,
+			Fires:       c.fires,
+			Misses:      c.misses,
+			MaxOpenRuns: l.s.maxOpenRuns,
 		}},
 	}
 	ctx, cancel := context.WithTimeout(l.ctx, l.s.applyTimeout)
