@@ -81,7 +81,8 @@ func (h *HTTPExecutor) Execute(ctx context.Context, a Attempt) Outcome {
 	if state, detail, ok := interrupted(ctx, ctx); ok {
 		return finish(out, state, detail)
 	}
-	lctx, cancel := withLimit(ctx, a.Deadline, t.GetTimeout().AsDuration())
+	deadline, timeout := a.limits()
+	lctx, cancel := withLimit(ctx, deadline, timeout)
 	defer cancel()
 
 	req, err := newRequest(lctx, a)
