@@ -173,8 +173,9 @@ const (
 // expected concurrent call, not one per core.
 const grpcStreamWorkers = 128
 
-func newGRPCServer(log *slog.Logger) *grpc.Server {
+func newGRPCServer(log *slog.Logger, maxStreams int) *grpc.Server {
 	return grpc.NewServer(
+		grpc.MaxConcurrentStreams(uint32(maxStreams)),
 		grpc.ChainUnaryInterceptor(api.RecoveryInterceptor(log)),
 		grpc.ChainStreamInterceptor(api.RecoveryStreamInterceptor(log)),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: keepaliveMinTime, PermitWithoutStream: true}),
@@ -211,12 +212,14 @@ func start(cfg serveConfig, log *slog.Logger, mux *cluster.Mux) (*server, error)
 		Executor: dispatch.NewRouter(dispatch.NewHTTPExecutor(nil), dispatch.NewExecExecutor()),
 		Logger:   log,
 		NodeID:   cfg.ID,
+
+		MaxOpenRuns: cfg.Limits.MaxOpenRuns,
 	})
 	if err != nil {
 		shutdownNode(log, node)
 		return nil, err
 	}
-	hub := api.NewRunHub()
+	hub := api.NewRunHubWith(cfg.Limits.MaxWatchers)
 	state.SetObserver(observers{sched, hub})
 	relay.attach(sched)
 	opsServer, err := ops.New(node, state, version, sched.Collectors()...)
@@ -225,10 +228,11 @@ func start(cfg serveConfig, log *slog.Logger, mux *cluster.Mux) (*server, error)
 		shutdownNode(log, node)
 		return nil, fmt.Errorf("ops port: %w", err)
 	}
-	gs := newGRPCServer(log)
+	gs := newGRPCServer(log, cfg.Limits.MaxConcurrentStreams)
 	jobs := api.NewJobServiceWith(api.JobServiceConfig{
 		Store: node, Registry: state, Now: time.Now,
 		Triggerer: sched, NotLeader: scheduler.ErrNotLeader, Leadership: node,
+		Limits: cfg.Limits.apiLimits(),
 	})
 	healthServer := api.Register(gs, jobs, api.NewClusterService(node, state),
 		api.WithRunService(api.NewRunService(node, state, hub)),
