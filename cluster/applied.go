@@ -21,7 +21,7 @@ type trackingFSM struct {
 	// stuck is set, once, when the FSM could not apply an entry (halt.go);
 	// onStuck stops the node.
 	stuck   atomic.Pointer[error]
-	onStuck func(error)
+	onStuck func(index uint64, err error)
 }
 
 func (f *trackingFSM) Apply(l *raft.Log) any {

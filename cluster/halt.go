@@ -25,9 +25,9 @@ const haltShutdownTimeout = 10 * time.Second
 // the node's stop. It runs on Raft's FSM goroutine, so the stop itself runs
 // on another: Raft's shutdown waits for this goroutine.
 func (f *trackingFSM) stick(index uint64, cause error) error {
-	err := fmt.Errorf("%w: entry %d: %w", ErrHalted, index, cause)
+	err := fmt.Errorf("%w: %w", ErrHalted, cause)
 	if f.stuck.CompareAndSwap(nil, &err) && f.onStuck != nil {
-		f.onStuck(err)
+		f.onStuck(index, err)
 	}
 	return err
 }
@@ -47,11 +47,12 @@ func (f *trackingFSM) Snapshot() (raft.FSMSnapshot, error) {
 	return f.FSM.Snapshot()
 }
 
-// halt logs why the node stops, closes Halted and shuts Raft down.
-func (n *Node) halt(err error) {
+// halt logs why the node stops at the entry at index, closes Halted and
+// shuts Raft down.
+func (n *Node) halt(index uint64, err error) {
 	n.haltErr = err
 	close(n.halted)
-	n.log.Error("stopping this node: it cannot apply a committed log entry; upgrade it and start it again", "err", err)
+	n.log.Error("stopping this node: it cannot apply a committed log entry", "index", index, "err", err)
 	go func() {
 		select {
 		case <-n.raftUp:

@@ -102,8 +102,8 @@ func unknownCommand(index uint64, fields []protowire.Number) error {
 	for i, f := range fields {
 		nums[i] = fmt.Sprint(f)
 	}
-	return fmt.Errorf("%w: log entry %d holds a command of a kind this build does not know "+
-		"(raftcron.v1.Command field %s); this build applies command versions up to %d, "+
-		"a newer leader proposed it: upgrade this node to the cluster's newest release and start it again",
-		ErrUnknownCommand, index, strings.Join(nums, ", "), CommandVersion)
+	return fail(ErrUnknownCommand, "log entry %d holds a command of a kind this build does not know "+
+		"(raftcron.v1.Command field %s; this build applies command versions up to %d): a newer leader "+
+		"proposed it; upgrade this node to the cluster's newest release and start it again",
+		index, strings.Join(nums, ", "), CommandVersion)
 }
