@@ -43,6 +43,8 @@ type InternalServiceClient interface {
 	TransferLeadership(ctx context.Context, in *InternalServiceTransferLeadershipRequest, opts ...grpc.CallOption) (*InternalServiceTransferLeadershipResponse, error)
 	// NodeInfo is answered by every node, leader or not: the leader asks each
 	// voter which command versions it applies before proposing a newer kind.
+	// Callers: other nodes, like every InternalService method (with TLS, only
+	// certificates of nodes); it tells nothing but the node's ID and version.
 	NodeInfo(ctx context.Context, in *NodeInfoRequest, opts ...grpc.CallOption) (*NodeInfoResponse, error)
 }
 
@@ -130,6 +132,8 @@ type InternalServiceServer interface {
 	TransferLeadership(context.Context, *InternalServiceTransferLeadershipRequest) (*InternalServiceTransferLeadershipResponse, error)
 	// NodeInfo is answered by every node, leader or not: the leader asks each
 	// voter which command versions it applies before proposing a newer kind.
+	// Callers: other nodes, like every InternalService method (with TLS, only
+	// certificates of nodes); it tells nothing but the node's ID and version.
 	NodeInfo(context.Context, *NodeInfoRequest) (*NodeInfoResponse, error)
 	mustEmbedUnimplementedInternalServiceServer()
 }
