@@ -60,8 +60,9 @@ type BatchResult struct {
 // proposes nothing (the caller forwards the whole batch). Other errors of
 // the call itself: ErrShutdown, context errors, a command that does not
 // marshal; none proposes anything. Once proposing has begun every outcome is
-// per command; a command still uncommitted when ctx ends is
-// ErrIndeterminate.
+// per command: one whose version a voter does not apply is
+// ErrUnsupportedCommand and not proposed; one still uncommitted when ctx
+// ends is ErrIndeterminate.
 func (n *Node) ApplyBatch(ctx context.Context, cmds []*pb.Command) ([]BatchResult, error) {
 	if n.closed.Load() {
 		return nil, ErrShutdown
@@ -83,7 +84,7 @@ func (n *Node) ApplyBatch(ctx context.Context, cmds []*pb.Command) ([]BatchResul
 	if n.raft.State() != raft.Leader {
 		return nil, ErrNotLeader
 	}
-	return n.proposeBatch(ctx, data), nil
+	return n.proposeBatch(ctx, cmds, data), nil
 }
 
 // batch collects the outcomes of one ApplyBatch. The proposers may outlive
@@ -116,7 +117,7 @@ func (b *batch) snapshot(err error) []BatchResult {
 	return out
 }
 
-func (n *Node) proposeBatch(ctx context.Context, data [][]byte) []BatchResult {
+func (n *Node) proposeBatch(ctx context.Context, cmds []*pb.Command, data [][]byte) []BatchResult {
 	b := &batch{results: make([]BatchResult, len(data)), settled: make([]bool, len(data))}
 	timeout := raftTimeout(ctx)
 	workers := min(len(data), batchProposers)
@@ -127,7 +128,7 @@ func (n *Node) proposeBatch(ctx context.Context, data [][]byte) []BatchResult {
 				if ctx.Err() != nil {
 					return // the rest stays unsettled: not proposed
 				}
-				b.set(i, n.proposeOne(ctx, data[i], timeout))
+				b.set(i, n.proposeOne(ctx, cmds[i], data[i], timeout))
 			}
 		})
 	}
@@ -146,8 +147,12 @@ func (n *Node) proposeBatch(ctx context.Context, data [][]byte) []BatchResult {
 	}
 }
 
-// proposeOne proposes one entry of a batch and waits for its commit.
-func (n *Node) proposeOne(ctx context.Context, data []byte, timeout time.Duration) BatchResult {
+// proposeOne proposes one entry of a batch, data being cmd marshalled, and
+// waits for its commit.
+func (n *Node) proposeOne(ctx context.Context, cmd *pb.Command, data []byte, timeout time.Duration) BatchResult {
+	if err := n.admit(ctx, cmd); err != nil {
+		return BatchResult{Err: err} // nothing proposed
+	}
 	if err := batchInFlight.take(ctx); err != nil {
 		return BatchResult{Err: err} // nothing proposed
 	}

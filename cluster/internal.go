@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
@@ -23,9 +24,9 @@ const (
 	metaLeaderAddr      = "leader_address"
 )
 
-// RegisterInternal serves node-to-node forwarding on s. Every method acts
-// only on the leader and never forwards again: a request travels at most
-// one hop.
+// RegisterInternal serves node-to-node forwarding on s. Every method but
+// NodeInfo acts only on the leader and never forwards again: a request
+// travels at most one hop.
 func RegisterInternal(s *grpc.Server, n *Node) {
 	pb.RegisterInternalServiceServer(s, &internalServer{n: n})
 }
@@ -36,7 +37,12 @@ type internalServer struct {
 }
 
 func (s *internalServer) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.ApplyResponse, error) {
-	res, idx, err := s.n.applyLocal(ctx, req.GetCommand())
+	// Decoded for the version check only; Raft gets the bytes as they came.
+	var cmd pb.Command
+	if err := proto.Unmarshal(req.GetCommand(), &cmd); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "forwarded command does not decode: %v", err)
+	}
+	res, idx, err := s.n.applyLocal(ctx, &cmd, req.GetCommand())
 	if err != nil {
 		return nil, s.n.statusError(err)
 	}
@@ -73,6 +79,12 @@ func (s *internalServer) TransferLeadership(ctx context.Context, req *pb.Interna
 	return &pb.InternalServiceTransferLeadershipResponse{Id: ref.GetId(), Address: ref.GetAddress()}, nil
 }
 
+// NodeInfo answers on every node, leader or not: it is how the leader
+// learns which command versions a voter applies (versions.go).
+func (s *internalServer) NodeInfo(context.Context, *pb.NodeInfoRequest) (*pb.NodeInfoResponse, error) {
+	return &pb.NodeInfoResponse{Id: s.n.cfg.ID, CommandVersion: s.n.cfg.CommandVersion}, nil
+}
+
 // statusError turns a local error into the gRPC status forwardError decodes.
 func (n *Node) statusError(err error) error {
 	switch {
@@ -98,6 +110,8 @@ func (n *Node) statusError(err error) error {
 		return status.Error(codes.AlreadyExists, err.Error())
 	case errors.Is(err, ErrInvalidConfig):
 		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, ErrUnsupportedCommand):
+		return status.Error(codes.FailedPrecondition, err.Error())
 	default:
 		return status.Error(codes.Internal, err.Error())
 	}

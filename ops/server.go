@@ -93,6 +93,9 @@ type statusDoc struct {
 	FencingToken uint64      `json:"fencing_token"`
 	Ready        bool        `json:"ready"`
 	Servers      []serverDoc `json:"servers"`
+	// The highest command version the node applies (DESIGN §16): an
+	// operator watches it during a rolling upgrade.
+	CommandVersion uint32 `json:"command_version"`
 }
 
 type serverRef struct {
@@ -121,6 +124,8 @@ func (s *Server) status(w http.ResponseWriter, _ *http.Request) {
 		FencingToken: s.registry.FencingToken(),
 		Ready:        s.node.Ready() && !s.draining.Load(),
 		Servers:      []serverDoc{},
+		// DESIGN §16, beside the §9 fields above.
+		CommandVersion: st.GetCommandVersion(),
 	}
 	for _, sv := range st.GetServers() {
 		doc.Servers = append(doc.Servers, serverDoc{ID: sv.GetId(), Address: sv.GetAddress(), Suffrage: sv.GetSuffrage(), Leader: sv.GetLeader()})
