@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"math/bits"
+	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -21,24 +22,46 @@ const maxResolveSteps = 1 << 16
 // in loc.
 type cronSchedule struct {
 	second, minute, hour, dom, month, dow uint64
-	// domStar / dowStar: the field was unrestricted. When both day fields
-	// are restricted, a day matches if either does (Vixie cron).
-	domStar, dowStar bool
-	loc              *time.Location
+	star                                  stars
+	loc                                   *time.Location
 }
 
-func newCronSchedule(s *cron.SpecSchedule, loc *time.Location) *cronSchedule {
+// stars records which fields count as "*" under cronie's rule (crontab(5)):
+// the field's text starts with "*", whatever step or list follows. robfig
+// keeps its own star bit only for "*" and "*/1", so for fields the text is
+// read again; a descriptor has no field text, and robfig's bits for it agree
+// with cronie's flags (@hourly's hour is a star, @daily's is not).
+type stars struct {
+	minute, hour, dom, dow bool
+}
+
+func newCronSchedule(spec string, s *cron.SpecSchedule, loc *time.Location) *cronSchedule {
 	return &cronSchedule{
-		second:  s.Second &^ starBit,
-		minute:  s.Minute &^ starBit,
-		hour:    s.Hour &^ starBit,
-		dom:     s.Dom &^ starBit,
-		month:   s.Month &^ starBit,
-		dow:     s.Dow &^ starBit,
-		domStar: s.Dom&starBit != 0,
-		dowStar: s.Dow&starBit != 0,
-		loc:     loc,
+		second: s.Second &^ starBit,
+		minute: s.Minute &^ starBit,
+		hour:   s.Hour &^ starBit,
+		dom:    s.Dom &^ starBit,
+		month:  s.Month &^ starBit,
+		dow:    s.Dow &^ starBit,
+		star:   starsOf(spec, s),
+		loc:    loc,
 	}
+}
+
+// starsOf reads the star flags of a spec robfig parsed into s. "?" is
+// robfig's synonym for "*".
+func starsOf(spec string, s *cron.SpecSchedule) stars {
+	fields := strings.Fields(spec)
+	if strings.HasPrefix(spec, "@") || len(fields) < 5 {
+		return stars{
+			minute: s.Minute&starBit != 0, hour: s.Hour&starBit != 0,
+			dom: s.Dom&starBit != 0, dow: s.Dow&starBit != 0,
+		}
+	}
+	// A sixth field is the leading seconds field.
+	f := fields[len(fields)-5:]
+	isStar := func(field string) bool { return field[0] == '*' || field[0] == '?' }
+	return stars{minute: isStar(f[0]), hour: isStar(f[1]), dom: isStar(f[2]), dow: isStar(f[4])}
 }
 
 // Next walks matching wall-clock times in order and returns the instant of
@@ -105,13 +128,13 @@ func (c *cronSchedule) nextWall(t civil, maxYear int) (civil, bool) {
 	return civil{}, false
 }
 
-// dayMatches applies the day-of-month / day-of-week rule: when both are
-// restricted either may match (as in Vixie cron and robfig), otherwise
-// both must.
+// dayMatches applies cronie's day rule: when either day field is a star
+// both must match (each field's own set still applies, so "*/2" keeps only
+// odd days), otherwise either may.
 func (c *cronSchedule) dayMatches(t civil) bool {
 	domOK := c.dom&(1<<uint(t.day)) != 0
 	dowOK := c.dow&(1<<uint(t.weekday())) != 0
-	if c.domStar || c.dowStar {
+	if c.star.dom || c.star.dow {
 		return domOK && dowOK
 	}
 	return domOK || dowOK

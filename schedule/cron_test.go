@@ -46,6 +46,8 @@ func TestNextTable(t *testing.T) {
 			[]string{"2026-05-02T00:00:00Z", "2026-05-03T00:00:00Z"}},
 		{"dom */1 keeps the star", "0 0 */1 * 5", "UTC", "2026-05-01T00:00:00Z",
 			[]string{"2026-05-08T00:00:00Z"}},
+		{"? counts as a star", "0 16 ? * sat", "UTC", "2026-05-01T00:00:00Z",
+			[]string{"2026-05-02T16:00:00Z", "2026-05-09T16:00:00Z"}},
 		{"zone without DST", "0 9 * * *", "Asia/Tokyo", "2026-04-30T12:00:00Z",
 			[]string{"2026-05-01T00:00:00Z", "2026-05-02T00:00:00Z"}},
 		{"year wrap", "0 0 1 1 *", "UTC", "2026-12-31T23:59:59Z", []string{"2027-01-01T00:00:00Z"}},
@@ -53,6 +55,36 @@ func TestNextTable(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			assertSequence(t, mustParse(t, tc.spec, mustLoc(t, tc.zone)), tc.after, tc.want)
+		})
+	}
+}
+
+// TestNextDayFieldStartingWithStar pins cronie's rule: a day field whose
+// text starts with "*" is unrestricted whatever step follows, so the two
+// day fields are ANDed; robfig keeps its star only for "*" and "*/1".
+// Weekdays checked with date(1): in 2026 May 1 is a Friday, the Saturdays
+// of May and June are 2, 9, 16, 23, 30 and 6, 13, 20, 27; the 13th is a
+// Saturday in June, a Thursday in August, a Sunday in September and
+// December and a Tuesday in October.
+func TestNextDayFieldStartingWithStar(t *testing.T) {
+	tests := []struct {
+		name, spec, after string
+		want              []string
+	}{
+		{"dom */2 with a weekday: odd-numbered Saturdays", "0 16 */2 * sat", "2026-05-01T00:00:00Z",
+			[]string{"2026-05-09T16:00:00Z", "2026-05-23T16:00:00Z", "2026-06-13T16:00:00Z", "2026-06-27T16:00:00Z"}},
+		{"numeric weekday, same days", "0 16 */2 * 6", "2026-05-01T00:00:00Z",
+			[]string{"2026-05-09T16:00:00Z", "2026-05-23T16:00:00Z"}},
+		{"dow */2 with a day of month: the 13th on Sun, Tue, Thu or Sat", "0 0 13 * */2", "2026-02-01T00:00:00Z",
+			[]string{"2026-06-13T00:00:00Z", "2026-08-13T00:00:00Z", "2026-09-13T00:00:00Z", "2026-10-13T00:00:00Z", "2026-12-13T00:00:00Z"}},
+		{"the same odd days written as a range are restricted: either matches", "0 16 1-31/2 * sat", "2026-05-01T00:00:00Z",
+			[]string{"2026-05-01T16:00:00Z", "2026-05-02T16:00:00Z", "2026-05-03T16:00:00Z", "2026-05-05T16:00:00Z"}},
+		{"with a seconds field", "30 0 16 */2 * sat", "2026-05-01T00:00:00Z",
+			[]string{"2026-05-09T16:00:30Z", "2026-05-23T16:00:30Z"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assertSequence(t, mustParse(t, tc.spec, time.UTC), tc.after, tc.want)
 		})
 	}
 }
