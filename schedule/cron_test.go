@@ -98,9 +98,29 @@ func TestNextReturnsTimeInScheduleZone(t *testing.T) {
 }
 
 func TestNextImpossibleDateIsZero(t *testing.T) {
-	for _, spec := range []string{"0 0 30 2 *", "0 0 31 4 *", "0 0 31 2,4,6,9,11 *"} {
-		if next := mustParse(t, spec, time.UTC).Next(mustTime(t, "2026-05-01T00:00:00Z")); !next.IsZero() {
-			t.Errorf("%q: Next = %s, want zero", spec, next)
+	// Fixed and real-time specs, in a zone with transitions to cross.
+	for _, spec := range []string{"0 0 30 2 *", "0 0 31 4 *", "0 0 31 2,4,6,9,11 *", "* * 30 2 *", "0 */2 31 4 *"} {
+		for _, loc := range []*time.Location{time.UTC, mustLoc(t, "Europe/Berlin")} {
+			if next := mustParse(t, spec, loc).Next(mustTime(t, "2026-05-01T00:00:00Z")); !next.IsZero() {
+				t.Errorf("%q in %s: Next = %s, want zero", spec, loc, next)
+			}
+		}
+	}
+}
+
+// TestNextSearchesFiveYears: Next looks through the end of the fifth year
+// after the one it starts in, whether the spec follows the wall clock or
+// real time. February 29 falls on a Sunday in 2032 (date(1)); "*/7" in the
+// day-of-week field is Sunday alone, and a star, so both day fields apply.
+func TestNextSearchesFiveYears(t *testing.T) {
+	berlin := mustLoc(t, "Europe/Berlin")
+	for _, spec := range []string{"0 0 29 2 */7", "* * 29 2 */7"} {
+		s := mustParse(t, spec, berlin)
+		if next := s.Next(mustTime(t, "2026-05-01T00:00:00Z")); !next.IsZero() {
+			t.Errorf("%q from 2026: Next = %s, want zero (2032 is past the search)", spec, next)
+		}
+		if next := s.Next(mustTime(t, "2027-05-01T00:00:00Z")); !next.Equal(mustTime(t, "2032-02-28T23:00:00Z")) {
+			t.Errorf("%q from 2027: Next = %s, want 2032-02-29 00:00 CET", spec, next)
 		}
 	}
 }
