@@ -206,7 +206,7 @@ func (l *leader) rebuild(now time.Time) int {
 			l.heap.add(name, nowNs)
 			continue
 		}
-		sched, _ := l.s.scheds.get(e.job)
+		sched, _ := jobSchedule(e.job)
 		if at := firstWake(planInput{job: e.job, status: e.status, sched: sched, now: now}); !at.IsZero() {
 			l.heap.add(name, at.UnixNano())
 		}

@@ -101,7 +101,7 @@ func (l *leader) planOne(name string, now time.Time, b *batch) int {
 		}
 		delete(l.cool, name)
 	}
-	sched, perr := l.s.scheds.get(job)
+	sched, perr := jobSchedule(job)
 	if perr != nil {
 		l.s.log.Warn("scheduler: job schedule does not parse; no slots fire", "job", name, "error", perr)
 	}

@@ -478,3 +478,11 @@ func overlapPolicy(spec *pb.JobSpec) pb.Overlap {
 	}
 	return o
 }
+
+// jobSchedule is the job's parsed schedule, from the process's one cache:
+// a heap rebuild over a million jobs and every tick neither parse a spec
+// again nor keep a parsed copy per job.
+func jobSchedule(job *pb.Job) (schedule.Schedule, error) {
+	spec := job.GetSpec()
+	return schedule.CachedInZone(spec.GetSchedule(), spec.GetTimezone())
+}

@@ -76,9 +76,6 @@ type Scheduler struct {
 	metrics      *metrics
 	pool         *dispatch.Pool
 	disp         *dispatcher
-	// scheds caches parsed schedules. Only the leader loop touches it, and
-	// one loop runs at a time (each waits for the previous one to exit).
-	scheds *scheduleCache
 
 	// mu guards cur, last and stopped.
 	mu sync.Mutex
@@ -119,7 +116,6 @@ func New(cfg Config) (*Scheduler, error) {
 		log:          cfg.Logger,
 		self:         cfg.NodeID,
 		applyTimeout: cfg.ApplyTimeout,
-		scheds:       newScheduleCache(),
 		dirty:        make(map[string]struct{}),
 		kick:         make(chan struct{}, 1),
 	}
