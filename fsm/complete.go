@@ -45,7 +45,7 @@ func complete(s *state, e entry, c *pb.Completion, res *pb.CompletionResult, sla
 		res.Reason = ReasonUnknownRun
 		return
 	}
-	cur := current(r)
+	cur := CurrentAttempt(r)
 	if cur == nil || cur.GetToken() != c.GetToken() || cur.GetState() != pb.RunState_RUN_STATE_DISPATCHED ||
 		r.GetState() != pb.RunState_RUN_STATE_DISPATCHED {
 		res.Reason = ReasonSuperseded

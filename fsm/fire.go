@@ -215,7 +215,7 @@ func (b *batch) retry(f *pb.Fire, res *pb.FireResult) {
 // at_most_once gives it up as UNKNOWN.
 func (b *batch) redispatch(f *pb.Fire, res *pb.FireResult) {
 	r, ok := b.s.run(f.GetRunId())
-	cur := current(r)
+	cur := CurrentAttempt(r)
 	if !ok || r.GetJob() != f.GetJob() || r.GetState() != pb.RunState_RUN_STATE_DISPATCHED ||
 		cur == nil || cur.GetState() != pb.RunState_RUN_STATE_DISPATCHED || cur.GetTerm() >= b.term {
 		res.Reason = ReasonNotOrphan
@@ -236,7 +236,7 @@ func (b *batch) redispatch(f *pb.Fire, res *pb.FireResult) {
 // giveUp marks an at_most_once orphan UNKNOWN: it may have run, so it must
 // not run again.
 func (b *batch) giveUp(je jobEntry, r *pb.Run, res *pb.FireResult) {
-	a := copyAttempt(current(r))
+	a := copyAttempt(CurrentAttempt(r))
 	a.State = pb.RunState_RUN_STATE_UNKNOWN
 	nr := copyRun(r)
 	nr.Attempts = replaceLast(r.GetAttempts(), a)
@@ -268,7 +268,7 @@ func (b *batch) reattempt(je jobEntry, r *pb.Run, kind pb.FireKind, res *pb.Fire
 	atts := make([]*pb.Attempt, len(prev)+1)
 	copy(atts, prev)
 	if kind == pb.FireKind_FIRE_KIND_REDISPATCH {
-		a := copyAttempt(current(r))
+		a := copyAttempt(CurrentAttempt(r))
 		a.State = pb.RunState_RUN_STATE_SUPERSEDED
 		atts[len(prev)-1] = a
 	}
@@ -345,7 +345,7 @@ func cancelled(r *pb.Run, reason string, e entry) *pb.Run {
 	nr.Reason = reason
 	nr.FinishedAtUnixNano = e.proposedAt
 	nr.NextAttemptAtUnixNano = 0
-	if cur := current(r); cur != nil && cur.GetState() == pb.RunState_RUN_STATE_DISPATCHED {
+	if cur := CurrentAttempt(r); cur != nil && cur.GetState() == pb.RunState_RUN_STATE_DISPATCHED {
 		a := copyAttempt(cur)
 		a.State = pb.RunState_RUN_STATE_CANCELLED
 		nr.Attempts = replaceLast(r.GetAttempts(), a)
@@ -408,15 +408,6 @@ func noteFinished(next *pb.JobStatus, r *pb.Run) {
 	case pb.RunState_RUN_STATE_MISSED:
 		next.Missed += r.GetMissedCount()
 	}
-}
-
-// current is the run's latest attempt, or nil.
-func current(r *pb.Run) *pb.Attempt {
-	atts := r.GetAttempts()
-	if len(atts) == 0 {
-		return nil
-	}
-	return atts[len(atts)-1]
 }
 
 // replaceLast is a fresh copy of atts with the last one replaced by a.

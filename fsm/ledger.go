@@ -77,6 +77,17 @@ func newIndexes() *indexes {
 	}
 }
 
+// CurrentAttempt is the run's current attempt: its last, the only one
+// that may still take an outcome. It is nil for a MISSED record, which has
+// none.
+func CurrentAttempt(r *pb.Run) *pb.Attempt {
+	atts := r.GetAttempts()
+	if len(atts) == 0 {
+		return nil
+	}
+	return atts[len(atts)-1]
+}
+
 func isOpen(st pb.RunState) bool {
 	return st == pb.RunState_RUN_STATE_DISPATCHED || st == pb.RunState_RUN_STATE_RETRYING
 }

@@ -235,7 +235,7 @@ func (l *leader) sweepDeletedJobs() {
 func (l *leader) orphansOf(choose func(job string) bool) []*pb.Fire {
 	var fires []*pb.Fire
 	for _, r := range l.s.state.OpenRuns() {
-		cur := currentAttempt(r)
+		cur := fsm.CurrentAttempt(r)
 		if r.GetState() == pb.RunState_RUN_STATE_DISPATCHED && cur != nil && cur.GetTerm() < l.term &&
 			choose(r.GetJob()) {
 			fires = append(fires, runFire(r, pb.FireKind_FIRE_KIND_REDISPATCH))

@@ -236,7 +236,7 @@ func (l *leader) dispatchAccepted(job *pb.Job, f *pb.Fire, r *pb.FireResult) {
 // adopt dispatches an attempt this node committed in this term without
 // learning it (the FireBatch's Apply had returned an error).
 func (l *leader) adopt(job *pb.Job, r *pb.Run) {
-	cur := currentAttempt(r)
+	cur := fsm.CurrentAttempt(r)
 	if job == nil || cur == nil || l.isKnown(cur.GetToken()) {
 		return
 	}
@@ -307,7 +307,7 @@ func (l *leader) refused(now time.Time, f *pb.Fire, r *pb.FireResult) {
 }
 
 func tokenOf(r *pb.Run) uint64 {
-	if a := currentAttempt(r); a != nil {
+	if a := fsm.CurrentAttempt(r); a != nil {
 		return a.GetToken()
 	}
 	return 0

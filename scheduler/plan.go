@@ -114,7 +114,7 @@ func planJob(in planInput) plan {
 // planRuns handles the open runs and reports whether new slots must wait.
 func (p *plan) planRuns(in planInput) (hold bool) {
 	for _, r := range in.open {
-		cur := currentAttempt(r)
+		cur := fsm.CurrentAttempt(r)
 		switch r.GetState() {
 		case pb.RunState_RUN_STATE_DISPATCHED:
 			if cur == nil {
@@ -441,15 +441,6 @@ func runFire(r *pb.Run, kind pb.FireKind) *pb.Fire {
 		Kind:       kind,
 		RunId:      r.GetId(),
 	}
-}
-
-// currentAttempt is the run's last attempt, nil if it has none.
-func currentAttempt(r *pb.Run) *pb.Attempt {
-	a := r.GetAttempts()
-	if len(a) == 0 {
-		return nil
-	}
-	return a[len(a)-1]
 }
 
 func catchupWindow(spec *pb.JobSpec) time.Duration {
