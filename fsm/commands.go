@@ -107,7 +107,6 @@ func deleteJob(s *state, c *pb.Command, e entry) (outcome, error) {
 	s.jobs.Delete(jobEntry{name: name})
 	s.tx.jobChanged(name)
 	s.tombstones.ReplaceOrInsert(tombstone{name: name, generation: cur.job.GetGeneration()})
-	s.pruneHistory(name) // down to the default limit
 	return outcome{changed: true}, nil
 }
 

@@ -91,7 +91,7 @@ func TestFailureRetriesWithExponentialCappedBackoff(t *testing.T) {
 	h.refused(retryFire("billing", run.GetId()), fsm.ReasonNotOpen)
 }
 
-func TestRetryDefaultsAndDeadline(t *testing.T) {
+func TestRetryKeepsNoDefaultsAndRetriesDeadlines(t *testing.T) {
 	h := newHarness(t)
 	// Without a retry policy a failure is final.
 	gen := h.create(testSpec("once"))
@@ -99,15 +99,15 @@ func TestRetryDefaultsAndDeadline(t *testing.T) {
 	if run.GetState() != stFailed {
 		t.Fatalf("failure without retry policy: %v, want FAILED", run)
 	}
-	// Unset backoffs default to 1s initial; a deadline is retried like a failure.
+	// The FSM keeps no backoff defaults (the API stores them filled in):
+	// unset backoffs are zero. A deadline is retried like a failure.
 	gen = h.create(withRetry(testSpec("defaults"), 2, 0, 0))
 	run = h.accepted(slotFire("defaults", gen, h.nextSlot("defaults"))).GetRun()
 	finishedAt := h.now
 	run = h.finish(run, stDeadline, finishedAt)
-	if run.GetState() != stRetrying || run.GetNextAttemptAtUnixNano() != finishedAt.Add(time.Second).UnixNano() {
-		t.Fatalf("deadline with retries left: %v, want RETRYING 1s later", run)
+	if run.GetState() != stRetrying || run.GetNextAttemptAtUnixNano() != finishedAt.UnixNano() {
+		t.Fatalf("deadline with retries left and no backoffs: %v, want RETRYING at once", run)
 	}
-	h.now = h.now.Add(time.Second)
 	run = h.accepted(retryFire("defaults", run.GetId())).GetRun()
 	run = h.finish(run, stDeadline, h.now)
 	if run.GetState() != stDeadline {
@@ -351,6 +351,34 @@ func TestHistoryIsPrunedToLimit(t *testing.T) {
 	h.finish(open, stSucceeded, h.now)
 	if got := ids(h.f.ListRuns("billing", 0)); len(got) != 1 || got[0] != open.GetId() {
 		t.Fatalf("runs %v, want only the newest finished run", got)
+	}
+}
+
+// The FSM keeps no history limit of its own: a deleted name keeps the
+// history its job left, and a job created again under it prunes to its own
+// limit.
+func TestDeletedNameKeepsItsJobsHistory(t *testing.T) {
+	h := newHarness(t)
+	spec := withOverlap(testSpec("billing"), pb.Overlap_OVERLAP_ALLOW)
+	spec.HistoryLimit = 20
+	gen := h.create(spec)
+	for range 15 {
+		h.finish(h.accepted(slotFire("billing", gen, h.nextSlot("billing"))).GetRun(), stSucceeded, h.now)
+	}
+	executing := h.accepted(slotFire("billing", gen, h.nextSlot("billing"))).GetRun()
+	h.mustOK(deleteCmd("billing", 0))
+	if got := len(h.f.ListRuns("billing", 0)); got != 16 {
+		t.Fatalf("%d runs under the deleted name, want its job's 15 finished and 1 executing", got)
+	}
+	h.finish(executing, stSucceeded, h.now)
+	if got := len(h.f.ListRuns("billing", 0)); got != 16 {
+		t.Fatalf("%d runs after the executing one finished, want all 16 kept", got)
+	}
+	again := testSpec("billing")
+	again.HistoryLimit = 4
+	h.create(again)
+	if got := len(h.f.ListRuns("billing", 0)); got != 4 {
+		t.Fatalf("%d runs after re-creating the job with history_limit 4, want 4", got)
 	}
 }
 

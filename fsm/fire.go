@@ -115,7 +115,7 @@ func (b *batch) scheduled(pos int, f *pb.Fire, res *pb.FireResult) {
 			}
 			b.recordMissed(je, next, pos, f.GetKind(), slot, ReasonOverlapSkipped, res)
 			return
-		default: // skip, and unspecified, which means skip
+		default: // skip (a stored spec states its policy)
 			b.recordMissed(je, next, pos, f.GetKind(), slot, ReasonOverlapSkipped, res)
 			return
 		}

@@ -9,10 +9,6 @@ import (
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
-// DefaultHistoryLimit is how many finished runs a name keeps when its job
-// sets no limit, or no longer exists.
-const DefaultHistoryLimit = 10
-
 // openKey orders the open runs as OpenRuns lists them.
 type openKey struct {
 	job  string
@@ -125,10 +121,19 @@ func (s *state) addHistory(r *pb.Run) {
 	s.ix.history[r.GetJob()] = slices.Insert(h, i, f)
 }
 
-// pruneHistory deletes the oldest finished runs of name beyond its limit.
+// pruneHistory deletes the oldest finished runs of name beyond the
+// history_limit of its job. The limit is the stored one (the API stores it
+// filled in), so the FSM keeps no default. A name without a job is not
+// pruned: its history stays as its job left it, plus the runs that were
+// still executing when it was deleted, until a job of that name is created
+// again and its own limit applies.
 func (s *state) pruneHistory(name string) {
+	j, ok := s.job(name)
+	if !ok {
+		return
+	}
 	h := s.ix.history[name]
-	limit := s.historyLimit(name)
+	limit := int(j.GetSpec().GetHistoryLimit())
 	if len(h) <= limit {
 		return
 	}
@@ -141,13 +146,6 @@ func (s *state) pruneHistory(name string) {
 	clear(h[:drop]) // let the ids go
 	s.ix.history[name] = h[drop:]
 	s.tx.touch()
-}
-
-func (s *state) historyLimit(name string) int {
-	if j, ok := s.job(name); ok && j.GetSpec().GetHistoryLimit() > 0 {
-		return int(j.GetSpec().GetHistoryLimit())
-	}
-	return DefaultHistoryLimit
 }
 
 // owner is the live job a run is open for. A run has none once it finished,

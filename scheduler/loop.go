@@ -225,7 +225,7 @@ func (l *leader) dispatchAccepted(job *pb.Job, f *pb.Fire, r *pb.FireResult) {
 		return
 	}
 	if f.GetKind() != pb.FireKind_FIRE_KIND_RETRY && f.GetKind() != pb.FireKind_FIRE_KIND_REDISPATCH &&
-		overlapPolicy(job.GetSpec()) == pb.Overlap_OVERLAP_CANCEL_OTHER {
+		job.GetSpec().GetOverlap() == pb.Overlap_OVERLAP_CANCEL_OTHER {
 		// The FSM cancelled the job's open runs; stop their attempts. The
 		// new one waits in the job's lane until they have stopped.
 		l.s.disp.cancelJob(f.GetJob(), r.GetToken(), errCancelOther)
@@ -264,7 +264,7 @@ func (l *leader) dispatch(job *pb.Job, runID string, slot int64, token uint64, n
 	l.s.disp.dispatch(&task{
 		a:      a,
 		kind:   kind,
-		serial: overlapPolicy(spec) != pb.Overlap_OVERLAP_ALLOW,
+		serial: spec.GetOverlap() != pb.Overlap_OVERLAP_ALLOW,
 		ctx:    ctx,
 		cancel: cancel,
 		owner:  l,

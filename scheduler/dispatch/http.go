@@ -129,17 +129,16 @@ func readOutput(resp *http.Response) (body []byte, complete bool, err error) {
 	return buf[:MaxOutput:MaxOutput], false, nil
 }
 
+// newRequest builds the attempt's request. The method is the stored one:
+// the API stores it filled in (jobspec.Normalize), so the executor keeps no
+// default of its own.
 func newRequest(ctx context.Context, a Attempt) (*http.Request, error) {
 	t := a.HTTP
-	method := t.GetMethod()
-	if method == "" {
-		method = http.MethodPost
-	}
 	var body io.Reader = http.NoBody
 	if t.GetBody() != "" {
 		body = strings.NewReader(t.GetBody())
 	}
-	req, err := http.NewRequestWithContext(ctx, method, t.GetUrl(), body)
+	req, err := http.NewRequestWithContext(ctx, t.GetMethod(), t.GetUrl(), body)
 	if err != nil {
 		return nil, err
 	}

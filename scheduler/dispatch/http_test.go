@@ -78,16 +78,6 @@ func TestHTTPSendsEveryHeaderBodyAndMethod(t *testing.T) {
 	}
 }
 
-func TestHTTPDefaultMethodIsPost(t *testing.T) {
-	seen := make(chan string, 1)
-	s := newServer(t, func(w http.ResponseWriter, r *http.Request) { seen <- r.Method })
-	out := NewHTTPExecutor(nil).Execute(context.Background(), httpAttempt(s.URL))
-	wantState(t, out, pb.RunState_RUN_STATE_SUCCEEDED, "")
-	if m := receive(t, seen, time.Second, "request"); m != http.MethodPost {
-		t.Fatalf("method = %s, want POST", m)
-	}
-}
-
 func TestHTTPStatusDecidesState(t *testing.T) {
 	redirectTargetHits := atomic.Int32{}
 	s := newServer(t, func(w http.ResponseWriter, r *http.Request) {
