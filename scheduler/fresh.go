@@ -40,10 +40,10 @@ func (f freshPlan) still(l *leader, name string, e fsm.ScheduleEntry, now time.T
 	return true
 }
 
-// noteFresh records the quiet groups of a committed chunk whose fires were
-// all accepted, before any of them is dispatched: until then no outcome of
-// theirs can change the state read here.
-func (l *leader) noteFresh(c *chunk, res *pb.CommandResult) {
+// noteFresh records the quiet groups of a committed fire batch whose fires
+// were all accepted, before any of them is dispatched: until then no
+// outcome of theirs can change the state read here.
+func (l *leader) noteFresh(c *fireBatch, res *pb.CommandResult) {
 	i := 0
 	for _, g := range c.groups {
 		from := i

@@ -37,7 +37,7 @@ type leader struct {
 	// until when their planning rests, so a disagreement with the FSM
 	// never becomes a hot loop.
 	cool map[string]time.Time
-	// extra are fires for the first batch that no job plan produces:
+	// extra are fires for the first tick that no job plan produces:
 	// orphans of deleted jobs.
 	extra []*pb.Fire
 	// fresh holds jobs whose fires were just accepted and whose plan is

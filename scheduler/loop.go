@@ -63,9 +63,9 @@ func (l *leader) wait(now time.Time) {
 	}
 }
 
-// planOne re-plans one job from the state and files its work in b. It
+// planOne re-plans one job from the state and files its work in pl. It
 // returns how many fires and misses it added.
-func (l *leader) planOne(name string, now time.Time, b *batch) int {
+func (l *leader) planOne(name string, now time.Time, pl *planned) int {
 	e, err := l.s.state.Entry(name)
 	if errors.Is(err, fsm.ErrNotFound) {
 		// Deleted: no new slots. This node's attempts are cancelled and
@@ -77,7 +77,7 @@ func (l *leader) planOne(name string, now time.Time, b *batch) int {
 		l.s.disp.cancelJob(name, 0, errJobDeleted)
 		orphans := l.orphansOf(func(job string) bool { return job == name })
 		if len(orphans) > 0 {
-			g := b.group("", nil)
+			g := pl.group("", nil)
 			g.fires = append(g.fires, orphans...)
 		}
 		return len(orphans)
@@ -116,7 +116,7 @@ func (l *leader) planOne(name string, now time.Time, b *batch) int {
 		known:  l.isKnown,
 	})
 	if p.busy() {
-		g := b.group(name, job)
+		g := pl.group(name, job)
 		g.quiet = len(status.GetOpenRunIds()) == 0 && status.GetBufferedSlotUnix() == 0 && len(g.fires) == 0 &&
 			len(p.misses) == 0 && len(p.adopt) == 0 && p.wake.After(now)
 		g.fires = append(g.fires, p.fires...)
@@ -156,13 +156,13 @@ func (l *leader) openRuns(status *pb.JobStatus) []*pb.Run {
 	return runs
 }
 
-type chunkResult struct {
+type batchResult struct {
 	res *pb.CommandResult
 	err error
 }
 
 // propose commits one FireBatch entry.
-func (l *leader) propose(now time.Time, c *chunk) chunkResult {
+func (l *leader) propose(now time.Time, c *fireBatch) batchResult {
 	cmd := &pb.Command{
 		ProposedAtUnixNano: now.UnixNano(),
 		Kind: &pb.Command_FireBatch{FireBatch: &pb.FireBatchCommand{
@@ -177,18 +177,18 @@ func (l *leader) propose(now time.Time, c *chunk) chunkResult {
 	res, err := l.s.prop.Apply(ctx, cmd)
 	switch {
 	case err != nil:
-		return chunkResult{err: err}
+		return batchResult{err: err}
 	case res.GetCode() != pb.ResultCode_RESULT_CODE_OK:
-		return chunkResult{err: fmt.Errorf("fire batch refused: %s: %s", res.GetCode(), res.GetMessage())}
+		return batchResult{err: fmt.Errorf("fire batch refused: %s: %s", res.GetCode(), res.GetMessage())}
 	case len(res.GetFires()) != len(c.fires):
-		return chunkResult{err: fmt.Errorf("fire batch: %d results for %d fires", len(res.GetFires()), len(c.fires))}
+		return batchResult{err: fmt.Errorf("fire batch: %d results for %d fires", len(res.GetFires()), len(c.fires))}
 	}
-	return chunkResult{res: res}
+	return batchResult{res: res}
 }
 
 // accept dispatches the accepted fires of a committed entry, in order (so
 // in token order), and counts what was recorded missed.
-func (l *leader) accept(now time.Time, c *chunk, res *pb.CommandResult) {
+func (l *leader) accept(now time.Time, c *fireBatch, res *pb.CommandResult) {
 	for _, m := range c.misses {
 		l.s.metrics.missed.WithLabelValues(m.GetReason()).Add(float64(m.GetCount()))
 	}
