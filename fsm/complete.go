@@ -64,18 +64,18 @@ func complete(s *state, e entry, c *pb.Completion, res *pb.CompletionResult, sla
 	if finishedAt <= 0 {
 		finishedAt = e.proposedAt
 	}
-	je, owned := s.owner(r)
-	if owned && retryable(c.GetOutcome()) && len(nr.Attempts) < maxAttempts(je.job.GetSpec()) {
+	it, owned := s.owner(r)
+	if owned && retryable(c.GetOutcome()) && len(nr.Attempts) < maxAttempts(it.job.GetSpec()) {
 		nr.State = pb.RunState_RUN_STATE_RETRYING
-		nr.NextAttemptAtUnixNano = addSaturating(finishedAt, backoff(je.job.GetSpec().GetRetry(), len(nr.Attempts)))
+		nr.NextAttemptAtUnixNano = addSaturating(finishedAt, backoff(it.job.GetSpec().GetRetry(), len(nr.Attempts)))
 	} else {
 		nr.FinishedAtUnixNano = finishedAt
 	}
 	if owned && !isOpen(nr.State) {
-		next := copyStatus(je.status)
+		next := copyStatus(it.status)
 		next.OpenRunIds = removeID(next.OpenRunIds, nr.GetId())
 		noteFinished(next, nr)
-		s.setStatus(je, next)
+		s.setStatus(it, next)
 	}
 	s.putRun(nr)
 	res.Accepted, res.Run = true, slab.clone(nr)

@@ -66,7 +66,7 @@ func (l *leader) wait(now time.Time) {
 // planOne re-plans one job from the state and files its work in pl. It
 // returns how many fires and misses it added.
 func (l *leader) planOne(name string, now time.Time, pl *planned) int {
-	e, err := l.s.state.Entry(name)
+	sj, err := l.s.state.StoredJob(name)
 	if errors.Is(err, fsm.ErrNotFound) {
 		// Deleted: no new slots. This node's attempts are cancelled and
 		// recorded so; orphans of earlier terms are closed by the FSM on
@@ -87,10 +87,10 @@ func (l *leader) planOne(name string, now time.Time, pl *planned) int {
 		l.heap.set(name, now.Add(maxSleep).UnixNano())
 		return 0
 	}
-	job, status := e.Job, e.Status
+	job, status := sj.Job, sj.Status
 	if f, ok := l.fresh[name]; ok {
 		delete(l.fresh, name)
-		if f.still(l, name, e, now) {
+		if f.still(l, name, sj, now) {
 			return 0 // the wake-up planned before the fire stands
 		}
 	}

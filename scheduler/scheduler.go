@@ -23,17 +23,17 @@ import (
 // State is the read side of the FSM the scheduler plans from. *fsm.FSM
 // satisfies it.
 type State interface {
-	// Entry returns the stored job (Status unset) and its status, shared:
-	// the FSM replaces them on every write and never changes them, so the
-	// scheduler reads them without a copy and must never change them.
-	// fsm.ErrNotFound if there is none.
-	Entry(name string) (fsm.ScheduleEntry, error)
+	// StoredJob returns the stored job (Status unset) and its status,
+	// shared: the FSM replaces them on every write and never changes them,
+	// so the scheduler reads them without a copy and must never change
+	// them. fsm.ErrNotFound if there is none.
+	StoredJob(name string) (fsm.StoredJob, error)
 	// Run returns one run of the ledger; fsm.ErrNotFound if there is none.
 	Run(id string) (*pb.Run, error)
 	// OpenRuns lists every DISPATCHED and RETRYING run.
 	OpenRuns() []*pb.Run
-	// ScheduleEntries walks every job in name order.
-	ScheduleEntries(fn func(e fsm.ScheduleEntry) bool)
+	// StoredJobs walks every job in name order.
+	StoredJobs(fn func(sj fsm.StoredJob) bool)
 }
 
 // DefaultWorkers is how many deliveries a node runs at once unless

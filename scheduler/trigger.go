@@ -68,12 +68,12 @@ func (l *leader) takeTriggers() []*triggerReq {
 // planned fires.
 func (l *leader) addTriggers(pl *planned, reqs []*triggerReq) {
 	for _, req := range reqs {
-		e, err := l.s.state.Entry(req.name)
+		sj, err := l.s.state.StoredJob(req.name)
 		if err != nil {
 			req.reply(nil, fmt.Errorf("trigger %q: %w", req.name, err))
 			continue
 		}
-		job := e.Job
+		job := sj.Job
 		g := pl.group(req.name, job)
 		for len(g.reqs) < len(g.fires) {
 			g.reqs = append(g.reqs, nil)
