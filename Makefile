@@ -46,12 +46,18 @@ proto-tools:
 proto: proto-tools
 	cd proto && PATH=$(TOOLS):$$PATH buf lint && PATH=$(TOOLS):$$PATH buf generate
 
-lint:
+# gofmt, vet, buf lint, and go.mod/go.sum exactly as `go mod tidy` leaves
+# them (so a direct dependency is never marked indirect). Installs buf on
+# first use, so a fresh clone can run it.
+lint: $(TOOLS)/buf
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
 	  if [ -n "$$out" ]; then echo "gofmt wants to change:"; echo "$$out"; exit 1; fi
 	$(GO) vet -tags $(TAGS) ./...
-	@if [ -x $(TOOLS)/buf ]; then cd proto && $(TOOLS)/buf lint; \
-	  else echo "buf not installed: run 'make proto-tools' for buf lint"; exit 1; fi
+	cd proto && $(TOOLS)/buf lint
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run 'go mod tidy'"; exit 1; }
+
+$(TOOLS)/buf:
+	GOBIN=$(TOOLS) $(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
 
 # Benchmarks against a real 3-node loopback cluster (fsync on), plus the Go
 # micro benchmarks; results go to bench/results/ (see docs/benchmarks.md).

@@ -114,7 +114,7 @@ func TestUnreachableVoterCountsAsNotApplying(t *testing.T) {
 		t.Fatalf("v2 command with %s down: %v, want ErrUnsupportedCommand naming it unreachable", down.id, err)
 	}
 	ctx := ctxTimeout(t, 10*time.Second)
-	results, err := leader.node.ApplyBatch(ctx, []*pb.Command{putCmd("plain", "@daily"), putCmd("v2-batch", "@daily")})
+	results, err := leader.node.ApplyBulk(ctx, []*pb.Command{putCmd("plain", "@daily"), putCmd("v2-batch", "@daily")})
 	if err != nil {
 		t.Fatalf("ApplyBatch: %v", err)
 	}

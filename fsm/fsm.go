@@ -21,7 +21,7 @@ import (
 // reads no clock, does no I/O and takes time only from the command.
 type FSM struct {
 	// mu guards st, lastIndex and observer: Apply, Restore and the captures
-	// of Snapshot and ScheduleEntries take it for writing, the read views for
+	// of Snapshot and StoredJobs take it for writing, the read views for
 	// reading. The observer is called after it is released.
 	mu        sync.RWMutex
 	st        state
