@@ -127,3 +127,21 @@ func TestPprofIndex(t *testing.T) {
 		t.Fatalf("/debug/pprof/ = %d", code)
 	}
 }
+
+func TestMetricsReadyFollowsReadyzAndTermFollowsRaft(t *testing.T) {
+	n, s, hs := newTestServer(t)
+	_, body := get(t, hs.URL+"/metrics")
+	for _, series := range []string{"raftcron_ready 0", "raftcron_raft_term 3"} {
+		if !strings.Contains(body, series) {
+			t.Errorf("/metrics lacks %q", series)
+		}
+	}
+	n.ready.Store(true)
+	if _, body = get(t, hs.URL+"/metrics"); !strings.Contains(body, "raftcron_ready 1") {
+		t.Errorf("ready node: /metrics lacks raftcron_ready 1")
+	}
+	s.SetDraining()
+	if _, body = get(t, hs.URL+"/metrics"); !strings.Contains(body, "raftcron_ready 0") {
+		t.Errorf("draining node: /metrics lacks raftcron_ready 0")
+	}
+}
