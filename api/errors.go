@@ -47,8 +47,10 @@ func statusOf(err error) error {
 		return status.Error(codes.NotFound, err.Error())
 	case errors.Is(err, cluster.ErrServerExists), errors.Is(err, fsm.ErrAlreadyExists):
 		return status.Error(codes.AlreadyExists, err.Error())
-	case errors.Is(err, fsm.ErrVersionMismatch):
+	case errors.Is(err, fsm.ErrVersionMismatch), errors.Is(err, cluster.ErrUnsupportedCommand):
 		return status.Error(codes.FailedPrecondition, err.Error())
+	case errors.Is(err, cluster.ErrHalted):
+		return status.Error(codes.Unavailable, err.Error())
 	case errors.Is(err, cluster.ErrInvalidConfig):
 		return status.Error(codes.InvalidArgument, err.Error())
 	case errors.Is(err, context.DeadlineExceeded):

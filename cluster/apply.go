@@ -18,7 +18,8 @@ import (
 // refused with ErrNotForwardable: only ApplyLocal proposes them.
 //
 // Errors: *NoLeaderError (ErrNoLeader) when no leader is known or
-// reachable; ErrIndeterminate when the command reached Raft but its fate is
+// reachable; ErrUnsupportedCommand when a voter does not apply the
+// command's version (nothing was written); ErrIndeterminate when the command reached Raft but its fate is
 // unknown (it may still commit, so do not treat it as failed); ErrShutdown;
 // context errors when ctx ends before Raft is handed the command.
 func (n *Node) Apply(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
@@ -40,7 +41,7 @@ func (n *Node) Apply(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, e
 		return nil, fmt.Errorf("apply: marshal command: %w", err)
 	}
 	if leading {
-		res, _, err := n.applyLocal(ctx, data)
+		res, _, err := n.applyLocal(ctx, cmd, data)
 		if !errors.Is(err, ErrNotLeader) {
 			return res, err
 		}
@@ -50,8 +51,9 @@ func (n *Node) Apply(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, e
 	return n.forwardApply(ctx, data)
 }
 
-// applyLocal proposes data on this node, which must be the leader.
-func (n *Node) applyLocal(ctx context.Context, data []byte) (*pb.CommandResult, uint64, error) {
+// applyLocal proposes data, the marshalled cmd, on this node, which must be
+// the leader.
+func (n *Node) applyLocal(ctx context.Context, cmd *pb.Command, data []byte) (*pb.CommandResult, uint64, error) {
 	if n.closed.Load() {
 		return nil, 0, ErrShutdown
 	}
@@ -60,6 +62,9 @@ func (n *Node) applyLocal(ctx context.Context, data []byte) (*pb.CommandResult, 
 	}
 	if n.raft.State() != raft.Leader {
 		return nil, 0, ErrNotLeader
+	}
+	if err := n.admit(ctx, cmd); err != nil {
+		return nil, 0, err
 	}
 	f := n.raft.Apply(data, raftTimeout(ctx))
 	if err := waitFuture(ctx, f); err != nil {

@@ -34,7 +34,7 @@ func (n *Node) ApplyLocal(ctx context.Context, cmd *pb.Command) (*pb.CommandResu
 	if err != nil {
 		return nil, fmt.Errorf("apply: marshal command: %w", err)
 	}
-	res, _, err := n.applyLocal(ctx, data)
+	res, _, err := n.applyLocal(ctx, cmd, data)
 	return res, err
 }
 

@@ -36,15 +36,21 @@ func (n *Node) stamp(cmd *pb.Command) {
 }
 
 // restamp is a forwarded command as this node, the leader, proposes it:
-// decoded, checked to be forwardable, and stamped with its own clock.
-func (n *Node) restamp(data []byte) ([]byte, error) {
+// decoded, checked to be forwardable, and stamped with its own clock. The
+// decoded command also goes to the version check (admit), so the leader
+// decodes a forwarded command once.
+func (n *Node) restamp(data []byte) (*pb.Command, []byte, error) {
 	var cmd pb.Command
 	if err := proto.Unmarshal(data, &cmd); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrMalformedCommand, err)
+		return nil, nil, fmt.Errorf("%w: %v", ErrMalformedCommand, err)
 	}
 	if err := forwardable(&cmd); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	n.stamp(&cmd)
-	return proto.Marshal(&cmd)
+	out, err := proto.Marshal(&cmd)
+	if err != nil {
+		return nil, nil, fmt.Errorf("restamp: marshal command: %w", err)
+	}
+	return &cmd, out, nil
 }

@@ -117,7 +117,7 @@ func TestLeaderStampsForwardedWrites(t *testing.T) {
 }
 
 // The leader stamps what it proposes itself too, through Apply and
-// ApplyBatch, whatever time the command carries.
+// ApplyBulk, whatever time the command carries.
 func TestLeaderStampsItsOwnWrites(t *testing.T) {
 	base := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := newTestClock(base)
@@ -133,12 +133,12 @@ func TestLeaderStampsItsOwnWrites(t *testing.T) {
 
 	batched := putCmd("batched", "@hourly")
 	batched.ProposedAtUnixNano = 0
-	results, err := leader.node.ApplyBatch(ctxTimeout(t, 10*time.Second), []*pb.Command{batched})
+	results, err := leader.node.ApplyBulk(ctxTimeout(t, 10*time.Second), []*pb.Command{batched})
 	if err != nil || len(results) != 1 || results[0].Err != nil {
-		t.Fatalf("ApplyBatch: %v, %v", results, err)
+		t.Fatalf("ApplyBulk: %v, %v", results, err)
 	}
 	if got := leader.fsm.proposedAt("batched"); got != base.UnixNano() {
-		t.Errorf("ApplyBatch on the leader: proposed_at %s, want the leader's %s", time.Unix(0, got).UTC(), base)
+		t.Errorf("ApplyBulk on the leader: proposed_at %s, want the leader's %s", time.Unix(0, got).UTC(), base)
 	}
 }
 

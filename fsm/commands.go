@@ -23,7 +23,7 @@ func putJob(s *state, c *pb.Command, e entry) (outcome, error) {
 	if mode != pb.PutMode_PUT_MODE_CREATE && mode != pb.PutMode_PUT_MODE_UPDATE && mode != pb.PutMode_PUT_MODE_UPSERT {
 		return outcome{}, malformed("put_job.mode must be CREATE, UPDATE or UPSERT, not %v", mode)
 	}
-	cur, exists := s.entry(name)
+	cur, exists := s.item(name)
 	old := cur.job
 	switch {
 	case exists && mode == pb.PutMode_PUT_MODE_CREATE:
@@ -58,7 +58,7 @@ func putJob(s *state, c *pb.Command, e entry) (outcome, error) {
 	if old.GetSpec().GetPaused() && !spec.GetPaused() {
 		st = cursorAtLeast(st, e.seconds())
 	}
-	s.putEntry(next, st)
+	s.setJob(next, st)
 	s.pruneHistory(name) // the limit may have shrunk
 	return outcome{job: next, status: st, changed: true}, nil
 }
@@ -79,7 +79,7 @@ func createJob(s *state, spec *pb.JobSpec, e entry) outcome {
 	}
 	st := s.share.status(&pb.JobStatus{CursorUnix: e.seconds()})
 	s.tombstones.Delete(tombstone{name: name})
-	s.putEntry(j, st)
+	s.setJob(j, st)
 	s.pruneHistory(name) // finished runs of an earlier job of that name
 	return outcome{job: j, status: st, changed: true, created: true}
 }
@@ -101,7 +101,7 @@ func deleteJob(s *state, c *pb.Command, e entry) (outcome, error) {
 	if name == "" {
 		return outcome{}, malformed("delete_job.name must not be empty")
 	}
-	cur, exists := s.entry(name)
+	cur, exists := s.item(name)
 	if !exists {
 		return outcome{}, fail(ErrNotFound, "job %q not found", name)
 	}
@@ -109,11 +109,10 @@ func deleteJob(s *state, c *pb.Command, e entry) (outcome, error) {
 		return outcome{}, err
 	}
 	cancelWaitingRetries(s, cur, e)
-	s.jobs.Delete(jobEntry{name: name})
+	s.jobs.Delete(jobItem{name: name})
 	s.tx.jobChanged(name)
 	s.tombstones.ReplaceOrInsert(tombstone{name: name, generation: cur.job.GetGeneration()})
 	s.collectTombstone(name) // at once if nothing of the job is open
-	s.pruneHistory(name)     // down to the default limit
 	return outcome{changed: true}, nil
 }
 
@@ -121,7 +120,7 @@ func deleteJob(s *state, c *pb.Command, e entry) (outcome, error) {
 // of theirs is executing, and no fire for a deleted job is ever accepted, so
 // they could never finish otherwise. Runs still executing stay open until
 // their outcome arrives (or a new leader cancels them on re-dispatch).
-func cancelWaitingRetries(s *state, cur jobEntry, e entry) {
+func cancelWaitingRetries(s *state, cur jobItem, e entry) {
 	for _, id := range cur.status.GetOpenRunIds() {
 		if r, ok := s.run(id); ok && r.GetState() == pb.RunState_RUN_STATE_RETRYING {
 			s.putRun(cancelled(r, ReasonDeleted, e))
@@ -161,7 +160,7 @@ func setPaused(s *state, c *pb.Command, e entry) (outcome, error) {
 	if name == "" {
 		return outcome{}, malformed("set_paused.name must not be empty")
 	}
-	cur, exists := s.entry(name)
+	cur, exists := s.item(name)
 	if !exists {
 		return outcome{}, fail(ErrNotFound, "job %q not found", name)
 	}
@@ -180,7 +179,7 @@ func setPaused(s *state, c *pb.Command, e entry) (outcome, error) {
 	if old.GetSpec().GetPaused() && !spec.Paused {
 		st = cursorAtLeast(st, e.seconds()) // no catch-up of the paused time
 	}
-	s.putEntry(next, st)
+	s.setJob(next, st)
 	return outcome{job: next, status: st, changed: true}, nil
 }
 

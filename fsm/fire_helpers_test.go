@@ -5,6 +5,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/raftcron/raftcron/fsm"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -163,10 +164,9 @@ func (h *harness) finishOpen(name string) {
 
 // done is the completion of run's current attempt.
 func done(run *pb.Run, outcome pb.RunState, finishedAt time.Time) *pb.Completion {
-	atts := run.GetAttempts()
 	return &pb.Completion{
 		RunId:              run.GetId(),
-		Token:              atts[len(atts)-1].GetToken(),
+		Token:              fsm.CurrentAttempt(run).GetToken(),
 		Outcome:            outcome,
 		StartedAtUnixNano:  finishedAt.Add(-time.Second).UnixNano(),
 		FinishedAtUnixNano: finishedAt.UnixNano(),
@@ -202,14 +202,6 @@ func (h *harness) create(spec *pb.JobSpec) uint64 {
 func (h *harness) nextSlot(name string) int64 {
 	h.t.Helper()
 	return h.status(name).GetCursorUnix() + 60
-}
-
-func lastAttempt(r *pb.Run) *pb.Attempt {
-	atts := r.GetAttempts()
-	if len(atts) == 0 {
-		return nil
-	}
-	return atts[len(atts)-1]
 }
 
 func withOverlap(spec *pb.JobSpec, o pb.Overlap) *pb.JobSpec {

@@ -203,7 +203,7 @@ func (g *commandGen) completeBatch() *pb.Command {
 			Output:             []byte(g.pick("", "ok", "boom")),
 		}
 		if r := g.openRun(stDispatched); r != nil && g.rng.IntN(5) > 0 {
-			c.RunId, c.Token = r.GetId(), lastAttempt(r).GetToken()
+			c.RunId, c.Token = r.GetId(), fsm.CurrentAttempt(r).GetToken()
 			if g.rng.IntN(6) == 0 {
 				c.Token-- // a stale attempt
 			}

@@ -150,7 +150,7 @@ func TestOrphanOfOldGenerationIsNotRedispatched(t *testing.T) {
 		t.Fatalf("redispatch of generation %d's orphan: %v, want refused %q without a token", old, r, fsm.ReasonGeneration)
 	}
 	got := h.run(orphan.GetId())
-	if got.GetState() != stUnknown || got.GetReason() != fsm.ReasonGeneration || lastAttempt(got).GetState() != stUnknown {
+	if got.GetState() != stUnknown || got.GetReason() != fsm.ReasonGeneration || fsm.CurrentAttempt(got).GetState() != stUnknown {
 		t.Errorf("orphan after the refusal: %v, want UNKNOWN with reason %q", got, fsm.ReasonGeneration)
 	}
 	if st := h.status("billing"); len(st.GetOpenRunIds()) != 0 {

@@ -25,9 +25,9 @@ func (s *state) hash() [32]byte {
 	writeUint(h, s.counter)
 	writeUint(h, s.retired)
 	writeUint(h, uint64(s.jobs.Len()))
-	s.jobs.Ascend(func(e jobEntry) bool {
-		m.write(e.job, "job", e.name)
-		m.write(e.status, "status", e.name)
+	s.jobs.Ascend(func(it jobItem) bool {
+		m.write(it.job, "job", it.name)
+		m.write(it.status, "status", it.name)
 		return true
 	})
 	writeUint(h, uint64(s.tombstones.Len()))
@@ -37,8 +37,8 @@ func (s *state) hash() [32]byte {
 		return true
 	})
 	writeUint(h, uint64(s.runs.Len()))
-	s.runs.Ascend(func(e runEntry) bool {
-		m.write(e.run, "run", e.id)
+	s.runs.Ascend(func(it runItem) bool {
+		m.write(it.run, "run", it.id)
 		return true
 	})
 	var sum [32]byte

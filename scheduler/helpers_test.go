@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/raftcron/raftcron/fsm"
+	"github.com/raftcron/raftcron/jobspec"
 	"github.com/raftcron/raftcron/scheduler/dispatch"
 	"github.com/raftcron/raftcron/scheduler/schedtest"
 
@@ -319,7 +320,7 @@ func (h *harness) gatedJobs() map[string]bool {
 	return out
 }
 
-// spec is a job every few seconds, defaults as the api fills them in.
+// spec is a job every few seconds; putJob fills in the rest as the api does.
 func spec(name, sched string) *pb.JobSpec {
 	return &pb.JobSpec{
 		Name:     name,
@@ -346,8 +347,12 @@ func (h *harness) apply(cmd *pb.Command) *pb.CommandResult {
 	return res
 }
 
+// putJob stores s as the api would: normalized, so with every default
+// filled in (the scheduler keeps none of its own).
 func (h *harness) putJob(s *pb.JobSpec) *pb.Job {
 	h.t.Helper()
+	s = proto.CloneOf(s)
+	jobspec.Normalize(s)
 	return h.apply(&pb.Command{Kind: &pb.Command_PutJob{PutJob: &pb.PutJobCommand{Spec: s, Mode: pb.PutMode_PUT_MODE_UPSERT}}}).GetJob()
 }
 

@@ -63,10 +63,10 @@ func (l *leader) wait(now time.Time) {
 	}
 }
 
-// planOne re-plans one job from the state and files its work in b. It
+// planOne re-plans one job from the state and files its work in pl. It
 // returns how many fires and misses it added.
-func (l *leader) planOne(name string, now time.Time, b *batch) int {
-	e, err := l.s.state.Entry(name)
+func (l *leader) planOne(name string, now time.Time, pl *planned) int {
+	sj, err := l.s.state.StoredJob(name)
 	if errors.Is(err, fsm.ErrNotFound) {
 		// Deleted: no new slots. This node's attempts are cancelled and
 		// recorded so; orphans of earlier terms are closed by the FSM on
@@ -77,7 +77,7 @@ func (l *leader) planOne(name string, now time.Time, b *batch) int {
 		l.s.disp.cancelJob(name, 0, errJobDeleted)
 		orphans := l.orphansOf(func(job string) bool { return job == name })
 		if len(orphans) > 0 {
-			g := b.group("", nil)
+			g := pl.group("", nil)
 			g.fires = append(g.fires, orphans...)
 		}
 		return len(orphans)
@@ -87,10 +87,10 @@ func (l *leader) planOne(name string, now time.Time, b *batch) int {
 		l.heap.set(name, now.Add(maxSleep).UnixNano())
 		return 0
 	}
-	job, status := e.Job, e.Status
+	job, status := sj.Job, sj.Status
 	if f, ok := l.fresh[name]; ok {
 		delete(l.fresh, name)
-		if f.still(l, name, e, now) {
+		if f.still(l, name, sj, now) {
 			return 0 // the wake-up planned before the fire stands
 		}
 	}
@@ -101,7 +101,7 @@ func (l *leader) planOne(name string, now time.Time, b *batch) int {
 		}
 		delete(l.cool, name)
 	}
-	sched, perr := l.s.scheds.get(job)
+	sched, perr := jobSchedule(job)
 	if perr != nil {
 		l.s.log.Warn("scheduler: job schedule does not parse; no slots fire", "job", name, "error", perr)
 	}
@@ -116,7 +116,7 @@ func (l *leader) planOne(name string, now time.Time, b *batch) int {
 		known:  l.isKnown,
 	})
 	if p.busy() {
-		g := b.group(name, job)
+		g := pl.group(name, job)
 		g.quiet = len(status.GetOpenRunIds()) == 0 && status.GetBufferedSlotUnix() == 0 && len(g.fires) == 0 &&
 			len(p.misses) == 0 && len(p.adopt) == 0 && p.wake.After(now)
 		g.fires = append(g.fires, p.fires...)
@@ -156,13 +156,13 @@ func (l *leader) openRuns(status *pb.JobStatus) []*pb.Run {
 	return runs
 }
 
-type chunkResult struct {
+type batchResult struct {
 	res *pb.CommandResult
 	err error
 }
 
 // propose commits one FireBatch entry.
-func (l *leader) propose(now time.Time, c *chunk) chunkResult {
+func (l *leader) propose(now time.Time, c *fireBatch) batchResult {
 	cmd := &pb.Command{
 		ProposedAtUnixNano: now.UnixNano(),
 		Kind: &pb.Command_FireBatch{FireBatch: &pb.FireBatchCommand{
@@ -178,18 +178,18 @@ func (l *leader) propose(now time.Time, c *chunk) chunkResult {
 	res, err := l.s.prop.Apply(ctx, cmd)
 	switch {
 	case err != nil:
-		return chunkResult{err: err}
+		return batchResult{err: err}
 	case res.GetCode() != pb.ResultCode_RESULT_CODE_OK:
-		return chunkResult{err: fmt.Errorf("fire batch refused: %s: %s", res.GetCode(), res.GetMessage())}
+		return batchResult{err: fmt.Errorf("fire batch refused: %s: %s", res.GetCode(), res.GetMessage())}
 	case len(res.GetFires()) != len(c.fires):
-		return chunkResult{err: fmt.Errorf("fire batch: %d results for %d fires", len(res.GetFires()), len(c.fires))}
+		return batchResult{err: fmt.Errorf("fire batch: %d results for %d fires", len(res.GetFires()), len(c.fires))}
 	}
-	return chunkResult{res: res}
+	return batchResult{res: res}
 }
 
 // accept dispatches the accepted fires of a committed entry, in order (so
 // in token order), and counts what was recorded missed.
-func (l *leader) accept(now time.Time, c *chunk, res *pb.CommandResult) {
+func (l *leader) accept(now time.Time, c *fireBatch, res *pb.CommandResult) {
 	for _, m := range c.misses {
 		l.s.metrics.missed.WithLabelValues(m.GetReason()).Add(float64(m.GetCount()))
 	}
@@ -229,7 +229,7 @@ func (l *leader) dispatchAccepted(f *pb.Fire, r *pb.FireResult) {
 		return
 	}
 	if f.GetKind() != pb.FireKind_FIRE_KIND_RETRY && f.GetKind() != pb.FireKind_FIRE_KIND_REDISPATCH &&
-		overlapPolicy(spec) == pb.Overlap_OVERLAP_CANCEL_OTHER {
+		spec.GetOverlap() == pb.Overlap_OVERLAP_CANCEL_OTHER {
 		// The FSM cancelled the job's open runs; stop their attempts. The
 		// new one waits in the job's lane until they have stopped.
 		l.s.disp.cancelJob(f.GetJob(), r.GetToken(), errCancelOther)
@@ -243,7 +243,7 @@ func (l *leader) dispatchAccepted(f *pb.Fire, r *pb.FireResult) {
 // generation: if the job has moved to another since, its target is not
 // the attempt's, and the attempt is closed CANCELLED without running.
 func (l *leader) adopt(job *pb.Job, r *pb.Run) {
-	cur := currentAttempt(r)
+	cur := fsm.CurrentAttempt(r)
 	if job == nil || cur == nil || l.isKnown(cur.GetToken()) {
 		return
 	}
@@ -288,7 +288,7 @@ func (l *leader) dispatch(spec *pb.JobSpec, runID string, slot int64, token uint
 	l.s.disp.dispatch(&task{
 		a:      a,
 		kind:   kind,
-		serial: overlapPolicy(spec) != pb.Overlap_OVERLAP_ALLOW,
+		serial: spec.GetOverlap() != pb.Overlap_OVERLAP_ALLOW,
 		ctx:    ctx,
 		cancel: cancel,
 		owner:  l,
@@ -331,7 +331,7 @@ func (l *leader) refused(now time.Time, f *pb.Fire, r *pb.FireResult) {
 }
 
 func tokenOf(r *pb.Run) uint64 {
-	if a := currentAttempt(r); a != nil {
+	if a := fsm.CurrentAttempt(r); a != nil {
 		return a.GetToken()
 	}
 	return 0

@@ -24,17 +24,17 @@ import (
 // State is the read side of the FSM the scheduler plans from. *fsm.FSM
 // satisfies it.
 type State interface {
-	// Entry returns the stored job (Status unset) and its status, shared:
-	// the FSM replaces them on every write and never changes them, so the
-	// scheduler reads them without a copy and must never change them.
-	// fsm.ErrNotFound if there is none.
-	Entry(name string) (fsm.ScheduleEntry, error)
+	// StoredJob returns the stored job (Status unset) and its status,
+	// shared: the FSM replaces them on every write and never changes them,
+	// so the scheduler reads them without a copy and must never change
+	// them. fsm.ErrNotFound if there is none.
+	StoredJob(name string) (fsm.StoredJob, error)
 	// Run returns one run of the ledger; fsm.ErrNotFound if there is none.
 	Run(id string) (*pb.Run, error)
 	// OpenRuns lists every DISPATCHED and RETRYING run.
 	OpenRuns() []*pb.Run
-	// ScheduleEntries walks every job in name order.
-	ScheduleEntries(fn func(e fsm.ScheduleEntry) bool)
+	// StoredJobs walks every job in name order.
+	StoredJobs(fn func(sj fsm.StoredJob) bool)
 }
 
 // DefaultWorkers is how many deliveries a node runs at once unless
@@ -88,9 +88,6 @@ type Scheduler struct {
 	metrics     *metrics
 	pool        *dispatch.Pool
 	disp        *dispatcher
-	// scheds caches parsed schedules. Only the leader loop touches it, and
-	// one loop runs at a time (each waits for the previous one to exit).
-	scheds *scheduleCache
 
 	// mu guards cur, last and stopped.
 	mu sync.Mutex
@@ -131,7 +128,6 @@ func New(cfg Config) (*Scheduler, error) {
 		log:          cfg.Logger,
 		self:         cfg.NodeID,
 		applyTimeout: cfg.ApplyTimeout,
-		scheds:       newScheduleCache(),
 		dirty:        make(map[string]struct{}),
 		kick:         make(chan struct{}, 1),
 	}

@@ -140,6 +140,9 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) error {
 		log.Info("stopping gracefully", "id", cfg.ID)
 	case runErr = <-errc:
 		log.Error("stopping after a server failed", "id", cfg.ID, "err", runErr)
+	case <-s.node.Halted():
+		// The node has logged why; exiting non-zero gets it upgraded.
+		runErr = s.node.HaltErr()
 	}
 	s.stop()
 	if runErr == nil {
@@ -200,6 +203,8 @@ func start(cfg serveConfig, log *slog.Logger, mux *cluster.Mux) (*server, error)
 		ElectionTimeout:    cfg.RaftElection,
 		LeaderLeaseTimeout: cfg.RaftLease,
 		FSM:                state,
+		CommandVersion:     fsm.CommandVersion,
+		VersionOf:          fsm.VersionOf,
 		Logger:             log, // cluster logs leadership changes itself
 		OnLeadershipChange: relay.set,
 	}, mux)

@@ -144,7 +144,10 @@ func (ResultCode) EnumDescriptor() ([]byte, []int) {
 }
 
 // Command is one Raft log entry. Entries live forever in logs and snapshots:
-// add fields and oneof cases, never renumber or reuse them.
+// add fields and oneof cases, never renumber or reuse them. Kinds take field
+// numbers from 10 up and Command's other fields stay below 10: a build that
+// meets a message field from 10 up that it does not know takes it for a kind
+// of a newer release and stops (fsm/version.go).
 type Command struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The proposer's wall clock; the FSM's only source of time.
