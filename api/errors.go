@@ -40,8 +40,10 @@ func statusOf(err error) error {
 		return status.Error(codes.NotFound, err.Error())
 	case errors.Is(err, cluster.ErrServerExists), errors.Is(err, fsm.ErrAlreadyExists):
 		return status.Error(codes.AlreadyExists, err.Error())
-	case errors.Is(err, fsm.ErrVersionMismatch):
+	case errors.Is(err, fsm.ErrVersionMismatch), errors.Is(err, cluster.ErrUnsupportedCommand):
 		return status.Error(codes.FailedPrecondition, err.Error())
+	case errors.Is(err, fsm.ErrLimitExceeded):
+		return status.Error(codes.ResourceExhausted, err.Error())
 	case errors.Is(err, fsm.ErrInvalid):
 		// Validation runs before proposing, so this is a rule only the
 		// state can check; it is still about the caller's input.
@@ -50,6 +52,8 @@ func statusOf(err error) error {
 		// The command this server built was broken: a bug here, not in
 		// the request.
 		return status.Error(codes.Internal, err.Error())
+	case errors.Is(err, cluster.ErrHalted):
+		return status.Error(codes.Unavailable, err.Error())
 	case errors.Is(err, cluster.ErrInvalidConfig):
 		return status.Error(codes.InvalidArgument, err.Error())
 	case errors.Is(err, context.DeadlineExceeded):

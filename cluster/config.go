@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
 // Names of the Config fields that ConfigError.Field reports. They are the
@@ -53,6 +55,20 @@ type Config struct {
 	// and must not call into Raft or this Node. Raft runs only from Start
 	// on, so whatever the callback uses may be built between New and Start.
 	OnLeadershipChange func(isLeader bool)
+	// Now is the leader's clock. The leader stamps every command it
+	// proposes for a client (Apply, ApplyBulk, and what followers forward)
+	// with it, so that no other node's clock ever reaches the FSM. Nil
+	// means time.Now.
+	Now func() time.Time
+	// CommandVersion is the highest command version FSM applies
+	// (fsm.CommandVersion); the node advertises it to the leader and on
+	// /status. 0 means 1.
+	CommandVersion uint32
+	// VersionOf is the command version that introduced a command's kind
+	// (fsm.VersionOf). As leader, the node proposes a command only when
+	// every voter advertises at least that version. Nil means every command
+	// is of version 1.
+	VersionOf func(*pb.Command) uint32
 	// NoSync skips fsync. Unit tests only: without fsync a crash loses
 	// acknowledged writes.
 	NoSync bool

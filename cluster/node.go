@@ -44,8 +44,8 @@ type Node struct {
 	store *raftboltdb.BoltStore
 	trans *raft.NetworkTransport
 	peers *peerConns
-	// batchSem bounds the batch entries in flight (apply_batch.go).
-	batchSem slots
+	// bulkSem bounds ApplyBulk's entries in flight (apply_bulk.go).
+	bulkSem slots
 
 	// isLeader mirrors Raft's NotifyCh; only the watcher writes it.
 	isLeader      atomic.Bool
@@ -74,6 +74,15 @@ type Node struct {
 	// bootstrapped records that this start created a new cluster.
 	bootstrapped bool
 
+	// versions caches, on the leader, what the voters said they apply.
+	versions voterVersions
+	// raftUp is closed once raft is set.
+	raftUp chan struct{}
+	// halted is closed, after haltErr is set, when the FSM cannot apply a
+	// committed entry (halt.go).
+	halted  chan struct{}
+	haltErr error
+
 	started      atomic.Bool
 	closed       atomic.Bool
 	shutdownOnce sync.Once
@@ -95,6 +104,15 @@ func New(cfg Config, mux *Mux) (*Node, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.CommandVersion == 0 {
+		cfg.CommandVersion = baseCommandVersion
+	}
+	if cfg.VersionOf == nil {
+		cfg.VersionOf = func(*pb.Command) uint32 { return baseCommandVersion }
 	}
 	if cfg.Addr == "" {
 		cfg.Addr = mux.Addr().String()
@@ -119,12 +137,14 @@ func New(cfg Config, mux *Mux) (*Node, error) {
 		rc:        rc,
 		store:     store,
 		peers:     newPeerConns(mux.isolation()),
-		batchSem:  newSlots(batchInFlight),
+		bulkSem:   newSlots(bulkInFlight),
 		notifyCh:  make(chan bool, notifyChBuffer),
 		stopWatch: make(chan struct{}),
 		watchDone: make(chan struct{}),
 		crashDone: make(chan struct{}),
 		lease:     rc.LeaderLeaseTimeout,
+		raftUp:    make(chan struct{}),
+		halted:    make(chan struct{}),
 	}
 	if err := n.open(mux); err != nil {
 		store.Close()
@@ -162,7 +182,7 @@ func (n *Node) open(mux *Mux) error {
 	if err != nil {
 		return fmt.Errorf("raft snapshot store in %s: %w", n.cfg.DataDir, err)
 	}
-	n.fsm = &trackingFSM{FSM: n.cfg.FSM, snaps: snaps}
+	n.fsm = &trackingFSM{FSM: n.cfg.FSM, snaps: snaps, onStuck: n.halt}
 	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  &streamLayer{subListener: mux.raft, advertise: advertiseAddr(n.cfg.Addr), iso: mux.isolation()},
 		MaxPool: transportPool,
@@ -191,6 +211,7 @@ func (n *Node) Start(ctx context.Context) error {
 		return fmt.Errorf("start raft: %w", err)
 	}
 	n.raft = r
+	close(n.raftUp)
 	go n.watchCrash(n.stopWatch, n.crashDone)
 	return n.bootstrapOrJoin(ctx)
 }

@@ -42,11 +42,11 @@ type Server struct {
 // New builds the ops handlers for one node; extra collectors (the
 // scheduler's) are served on /metrics too.
 func New(n Node, r Registry, version string, extra ...prometheus.Collector) (*Server, error) {
-	reg, err := newRegistry(n, r, version, extra)
+	s := &Server{node: n, registry: r, mux: http.NewServeMux()}
+	reg, err := newRegistry(n, r, version, append(extra, s.collectors()...))
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{node: n, registry: r, mux: http.NewServeMux()}
 	s.mux.HandleFunc("GET /livez", s.livez)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 	s.mux.HandleFunc("GET /status", s.status)

@@ -21,6 +21,9 @@ type Status struct {
 	// read over gRPC leaves it out.
 	Ready   *bool    `json:"ready,omitempty"`
 	Servers []Member `json:"servers"`
+	// CommandVersion is the highest command version the node applies
+	// (DESIGN §16): an operator watches it during a rolling upgrade.
+	CommandVersion uint32 `json:"command_version"`
 }
 
 // ServerRef names a node.
@@ -50,6 +53,8 @@ func StatusOf(st *pb.NodeStatus) Status {
 		LastLogIndex: st.GetLastLogIndex(),
 		FencingToken: st.GetFencingToken(),
 		Servers:      []Member{},
+		// DESIGN §16, beside the §9 fields above.
+		CommandVersion: st.GetCommandVersion(),
 	}
 	for _, sv := range st.GetServers() {
 		out.Servers = append(out.Servers, Member{ID: sv.GetId(), Address: sv.GetAddress(), Suffrage: sv.GetSuffrage(), Leader: sv.GetLeader()})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/raftcron/raftcron/cluster"
+	"github.com/raftcron/raftcron/fsm"
 	"github.com/raftcron/raftcron/scheduler"
 	"github.com/raftcron/raftcron/scheduler/dispatch"
 )
@@ -40,6 +41,10 @@ type Config struct {
 	ElectionTimeout    time.Duration
 	LeaderLeaseTimeout time.Duration
 
+	// Limits bound what the node holds and serves; zero fields take
+	// their defaults.
+	Limits Limits
+
 	// Logger receives the node's logs; nil discards them.
 	Logger *slog.Logger
 	// Version is reported by /metrics (raftcron_build_info).
@@ -56,7 +61,9 @@ type Config struct {
 	Isolation *cluster.Isolation
 	// Clock is the scheduler's clock; nil means the system clock.
 	Clock scheduler.Clock
-	// Now stamps the commands the API proposes; nil means time.Now.
+	// Now is the leader's clock, which stamps every command it proposes
+	// for a client, and the API's reference for validation and previews;
+	// nil means time.Now.
 	Now func() time.Time
 	// WrapExecutor, if set, wraps the executor that delivers attempts.
 	WrapExecutor func(dispatch.Executor) dispatch.Executor
@@ -77,7 +84,7 @@ func (cfg Config) Validate() error {
 		// cluster would take the bound address; here it is what to bind.
 		addrErr = &cluster.ConfigError{Field: cluster.FieldAddr, Rule: "required (HOST:PORT)", Err: cluster.ErrInvalidConfig}
 	}
-	return errors.Join(cfg.cluster().Validate(), addrErr, checkHTTPAddr(cfg.HTTPAddr))
+	return errors.Join(cfg.cluster().Validate(), addrErr, checkHTTPAddr(cfg.HTTPAddr), cfg.Limits.validate())
 }
 
 // withListenerAddr takes the address of a listener the caller bound.
@@ -88,7 +95,8 @@ func (cfg Config) withListenerAddr() Config {
 	return cfg
 }
 
-// cluster is the part of cfg that the cluster node validates and runs on.
+// cluster is the part of cfg that the cluster node validates and runs on,
+// with the command versions of this build's FSM.
 func (cfg Config) cluster() cluster.Config {
 	return cluster.Config{
 		ID:                 cfg.ID,
@@ -99,6 +107,9 @@ func (cfg Config) cluster() cluster.Config {
 		HeartbeatTimeout:   cfg.HeartbeatTimeout,
 		ElectionTimeout:    cfg.ElectionTimeout,
 		LeaderLeaseTimeout: cfg.LeaderLeaseTimeout,
+		Now:                cfg.Now,
+		CommandVersion:     fsm.CommandVersion,
+		VersionOf:          fsm.VersionOf,
 		NoSync:             cfg.NoSync,
 	}
 }

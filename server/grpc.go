@@ -32,8 +32,9 @@ const (
 // expected concurrent call, not one per core.
 const grpcStreamWorkers = 128
 
-func newGRPCServer(log *slog.Logger) *grpc.Server {
+func newGRPCServer(log *slog.Logger, maxStreams uint32) *grpc.Server {
 	return grpc.NewServer(
+		grpc.MaxConcurrentStreams(maxStreams),
 		grpc.ChainUnaryInterceptor(api.RecoveryInterceptor(log)),
 		grpc.ChainStreamInterceptor(api.RecoveryStreamInterceptor(log)),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: keepaliveMinTime, PermitWithoutStream: true}),

@@ -57,8 +57,11 @@ type Server struct {
 	// hub feeds WatchRuns; closing it ends the watches before draining.
 	hub  *api.RunHub
 	http *http.Server
-	// errc receives the first failure of a listener's server.
+	// errc receives the first failure of each listener's server and the
+	// node's halt.
 	errc chan error
+	// stopc is closed when Stop begins; it ends watchHalt.
+	stopc chan struct{}
 
 	// mu orders Start and Stop; phase says how far the server got.
 	mu    sync.Mutex
@@ -84,7 +87,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, errc: make(chan error, 2)}
+	s := &Server{cfg: cfg, log: cfg.Logger, errc: make(chan error, 3), stopc: make(chan struct{})}
 	if err := s.listen(); err != nil {
 		return nil, err
 	}
@@ -140,6 +143,8 @@ func (s *Server) wire() error {
 		Clock:    s.cfg.Clock,
 		Logger:   s.log,
 		NodeID:   s.cfg.ID,
+
+		MaxOpenRuns: s.cfg.Limits.MaxOpenRuns,
 	})
 	if err != nil {
 		s.shutdownNode(node, context.Background())
@@ -152,9 +157,9 @@ func (s *Server) wire() error {
 		return fmt.Errorf("ops port: %w", err)
 	}
 	s.node, s.sched, s.ops = node, sched, opsServer
-	s.hub = api.NewRunHub()
+	s.hub = api.NewRunHubWith(s.cfg.Limits.MaxWatchers)
 	s.state.SetObserver(observers{sched, s.hub})
-	s.grpc = newGRPCServer(s.log)
+	s.grpc = newGRPCServer(s.log, s.cfg.Limits.maxConcurrentStreams())
 	s.health = s.registerServices()
 	s.http = &http.Server{Handler: opsServer.Handler(), ReadHeaderTimeout: readHeaderWait}
 	return nil
@@ -166,6 +171,7 @@ func (s *Server) registerServices() *health.Server {
 	jobs := api.NewJobServiceWith(api.JobServiceConfig{
 		Store: s.node, Registry: s.state, Now: s.cfg.Now,
 		Triggerer: s.sched, Leadership: s.node,
+		Limits: s.cfg.Limits.jobs(),
 	})
 	h := api.Register(s.grpc, jobs, api.NewClusterService(s.node, s.state),
 		api.WithRunService(api.NewRunService(s.node, s.state, s.hub)),
@@ -200,6 +206,7 @@ func (s *Server) Start(ctx context.Context) error {
 	s.phase = running
 	go s.serve("grpc server", func() error { return s.grpc.Serve(s.mux.GRPCListener()) })
 	go s.serve("http server on "+s.HTTPAddr(), func() error { return s.http.Serve(s.httpLn) })
+	go s.watchHalt()
 	s.log.Info("raftcron started", "id", s.cfg.ID, "addr", s.cfg.Addr, "http_addr", s.HTTPAddr(),
 		"data_dir", s.cfg.DataDir, "version", s.cfg.Version)
 	return nil
@@ -210,14 +217,30 @@ func (s *Server) serve(what string, run func() error) {
 	if err == nil || errors.Is(err, http.ErrServerClosed) || errors.Is(err, grpc.ErrServerStopped) {
 		return
 	}
+	s.fail(fmt.Errorf("%s: %w", what, err))
+}
+
+// watchHalt reports a node that stopped itself because its FSM cannot apply
+// a committed entry: Raft is down, so the process must exit and the node be
+// upgraded, not go on serving without it.
+func (s *Server) watchHalt() {
 	select {
-	case s.errc <- fmt.Errorf("%s: %w", what, err):
+	case <-s.node.Halted():
+		s.fail(s.node.HaltErr())
+	case <-s.stopc:
+	}
+}
+
+func (s *Server) fail(err error) {
+	select {
+	case s.errc <- err:
 	default:
 	}
 }
 
-// Err delivers the failure of one of the node's servers, after which the
-// caller should Stop it.
+// Err delivers the failure of one of the node's servers, or the node's
+// halt (an error matching cluster.ErrHalted), after which the caller should
+// Stop the server and exit non-zero.
 func (s *Server) Err() <-chan error { return s.errc }
 
 // Stop is the graceful stop: not ready, leadership handed over, dispatch
@@ -237,6 +260,7 @@ func (s *Server) Stop(ctx context.Context) error {
 		return nil
 	}
 	s.phase = stopped
+	close(s.stopc)
 	s.ops.SetDraining()
 	s.health.Shutdown()
 	s.handOver(ctx)

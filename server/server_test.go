@@ -31,8 +31,8 @@ func testLogger() *slog.Logger {
 }
 
 // startCluster starts n servers on ports bound beforehand, bootstrapped
-// together, and stops them at cleanup.
-func startCluster(t *testing.T, n int) []*Server {
+// together, and stops them at cleanup; opts adjust each one's Config.
+func startCluster(t *testing.T, n int, opts ...func(*Config)) []*Server {
 	t.Helper()
 	lns := make([]net.Listener, n)
 	peers := make([]cluster.Peer, n)
@@ -46,11 +46,15 @@ func startCluster(t *testing.T, n int) []*Server {
 	}
 	servers := make([]*Server, n)
 	for i := range servers {
-		s, err := New(Config{
+		cfg := Config{
 			ID: peers[i].ID, DataDir: t.TempDir(), Listener: lns[i], HTTPAddr: "127.0.0.1:0", Peers: peers,
 			HeartbeatTimeout: 300 * time.Millisecond, ElectionTimeout: 300 * time.Millisecond, LeaderLeaseTimeout: 200 * time.Millisecond,
 			Logger: testLogger().With("node", peers[i].ID), Version: "test", NoSync: true,
-		})
+		}
+		for _, o := range opts {
+			o(&cfg)
+		}
+		s, err := New(cfg)
 		if err != nil {
 			t.Fatalf("New(%s): %v", peers[i].ID, err)
 		}
@@ -128,7 +132,7 @@ func TestServersServeTheAPIAndTheOpsPort(t *testing.T) {
 	if _, err := pb.NewJobServiceClient(conn).CreateJob(ctx, &pb.CreateJobRequest{Spec: spec}); err != nil {
 		t.Fatalf("CreateJob through a follower: %v", err)
 	}
-	if _, err := leader.FSM().Entry("hourly"); err != nil {
+	if _, err := leader.FSM().StoredJob("hourly"); err != nil {
 		t.Errorf("the leader's FSM after the create: %v", err)
 	}
 

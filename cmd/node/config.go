@@ -55,15 +55,23 @@ type serveConfig struct {
 // flagOfField names the flag behind each field a *cluster.ConfigError may
 // report: the one mapping from the node's configuration to serve's flags.
 var flagOfField = map[string]string{
-	cluster.FieldID:                 flagID,
-	cluster.FieldDataDir:            flagDataDir,
-	cluster.FieldAddr:               flagAddr,
-	server.FieldHTTPAddr:            flagHTTPAddr,
-	cluster.FieldPeers:              flagPeers,
-	cluster.FieldJoin:               flagJoin,
-	cluster.FieldHeartbeatTimeout:   flagRaftHeartbeat,
-	cluster.FieldElectionTimeout:    flagRaftElection,
-	cluster.FieldLeaderLeaseTimeout: flagRaftLease,
+	cluster.FieldID:                  flagID,
+	cluster.FieldDataDir:             flagDataDir,
+	cluster.FieldAddr:                flagAddr,
+	server.FieldHTTPAddr:             flagHTTPAddr,
+	cluster.FieldPeers:               flagPeers,
+	cluster.FieldJoin:                flagJoin,
+	cluster.FieldHeartbeatTimeout:    flagRaftHeartbeat,
+	cluster.FieldElectionTimeout:     flagRaftElection,
+	cluster.FieldLeaderLeaseTimeout:  flagRaftLease,
+	server.FieldMaxJobs:              flagMaxJobs,
+	server.FieldMaxSpecBytes:         flagMaxSpecBytes,
+	server.FieldMaxHeaders:           flagMaxHeaders,
+	server.FieldMaxEnv:               flagMaxEnv,
+	server.FieldMaxArgs:              flagMaxArgs,
+	server.FieldMaxOpenRuns:          flagMaxOpenRuns,
+	server.FieldMaxWatchers:          flagMaxWatchers,
+	server.FieldMaxConcurrentStreams: flagMaxConcurrentStreams,
 }
 
 // flagErrors turns each *cluster.ConfigError in err (joined ones
@@ -114,6 +122,7 @@ func addServeFlags(fs *pflag.FlagSet) {
 	fs.String(flagLogFormat, "text", "text or json")
 	fs.String(flagMemoryLimit, memoryLimitAuto, "Go soft memory limit: a size (1800MiB, 2GiB), off, or auto: "+
 		"GOMEMLIMIT if set, else 90% of the cgroup's memory limit or of the machine's memory")
+	addLimitFlags(fs)
 }
 
 // envName is the environment variable of a flag.
@@ -197,6 +206,9 @@ func parseServeConfig(k *koanf.Koanf) (serveConfig, error) {
 	check(err)
 	cfg.LeaderLeaseTimeout, err = durationValue(k, flagRaftLease)
 	check(err)
+	var limitErrs []error
+	cfg.Limits, limitErrs = parseLimits(k)
+	errs = append(errs, limitErrs...)
 	// A value that did not parse is left zero, which breaks no rule of its
 	// own: the rest are still checked.
 	check(cfg.Validate())
