@@ -208,7 +208,7 @@ func start(cfg serveConfig, log *slog.Logger, mux *cluster.Mux) (*server, error)
 	sched, err := scheduler.New(scheduler.Config{
 		State:    state,
 		Proposer: scheduler.NewNodeProposer(node),
-		Executor: dispatch.NewRouter(dispatch.NewHTTPExecutor(nil), dispatch.NewExecExecutor()),
+		Executor: dispatch.NewRouter(dispatch.NewHTTPExecutor(nil), dispatch.NewExecExecutor(dispatch.ExecConfig{})),
 		Logger:   log,
 		NodeID:   cfg.ID,
 	})

@@ -122,7 +122,7 @@ func (n *node) start(mux *cluster.Mux) {
 		mux.Close()
 		n.t.Fatalf("start %s: %v", n.id, err)
 	}
-	exec := newHoldingExecutor(dispatch.NewRouter(dispatch.NewHTTPExecutor(nil), dispatch.NewExecExecutor()))
+	exec := newHoldingExecutor(dispatch.NewRouter(dispatch.NewHTTPExecutor(nil), dispatch.NewExecExecutor(dispatch.ExecConfig{})))
 	sched, err := scheduler.New(scheduler.Config{
 		State:    state,
 		Proposer: scheduler.NewNodeProposer(rn),
