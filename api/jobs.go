@@ -52,6 +52,9 @@ type JobServiceConfig struct {
 	// Leadership lets a follower forward TriggerJob to the leader. Nil: no
 	// forwarding.
 	Leadership Leadership
+	// Exec decides which programs exec jobs may run. Nil: no exec job may be
+	// registered (PermissionDenied).
+	Exec ExecPolicy
 }
 
 type jobService struct {
@@ -62,6 +65,7 @@ type jobService struct {
 	trigger    Triggerer
 	notLeader  error
 	leadership Leadership
+	exec       ExecPolicy
 }
 
 // NewJobService serves JobService without manual triggers (TriggerJob
@@ -79,6 +83,7 @@ func NewJobServiceWith(c JobServiceConfig) pb.JobServiceServer {
 	return &jobService{
 		store: c.Store, reg: c.Registry, now: c.Now,
 		trigger: c.Triggerer, notLeader: c.NotLeader, leadership: c.Leadership,
+		exec: c.Exec,
 	}
 }
 
@@ -119,6 +124,9 @@ func (j *jobService) put(ctx context.Context, spec *pb.JobSpec, mode pb.PutMode,
 	w, err := prepare(spec, now)
 	if err != nil {
 		return nil, nil, invalidArgument(err, "spec")
+	}
+	if err := j.allowExec(spec); err != nil {
+		return nil, nil, execDenied(execField, execField+": "+err.Error())
 	}
 	res, err := j.apply(ctx, now, w.command(mode, expectedVersion))
 	if err != nil {
