@@ -60,6 +60,8 @@ type serveConfig struct {
 	LogFormat string
 
 	MemoryLimit memoryLimit
+
+	Policy policyConfig
 }
 
 // addServeFlags declares the flags of serve. A Raft timing left at 0 takes
@@ -79,6 +81,7 @@ func addServeFlags(fs *pflag.FlagSet) {
 	fs.String(flagLogFormat, "text", "text or json")
 	fs.String(flagMemoryLimit, memoryLimitAuto, "Go soft memory limit: a size (1800MiB, 2GiB), off, or auto: "+
 		"GOMEMLIMIT if set, else 90% of the cgroup's memory limit or of the machine's memory")
+	addPolicyFlags(fs)
 }
 
 // envName is the environment variable of a flag.
@@ -184,6 +187,8 @@ func parseServeConfig(k *koanf.Koanf) (serveConfig, error) {
 		check(fmt.Errorf("--log-format: %q is not text or json", cfg.LogFormat))
 	}
 	cfg.MemoryLimit, err = parseMemoryLimit(stringValue(k, flagMemoryLimit))
+	check(err)
+	cfg.Policy, err = parsePolicyConfig(k, os.Geteuid())
 	check(err)
 	if len(errs) > 0 {
 		return serveConfig{}, joinOneLine(errs)

@@ -24,7 +24,6 @@ import (
 	"github.com/raftcron/raftcron/fsm"
 	"github.com/raftcron/raftcron/ops"
 	"github.com/raftcron/raftcron/scheduler"
-	"github.com/raftcron/raftcron/scheduler/dispatch"
 )
 
 // Bounds of the graceful stop; a stuck step must not keep the process alive.
@@ -133,6 +132,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) error {
 	log.Info("raftcron started", "id", cfg.ID, "addr", cfg.Addr, "http_addr", cfg.HTTPAddr,
 		"data_dir", cfg.DataDir, "version", version,
 		"memory_limit", formatMemoryLimit(memLimit), "memory_limit_from", memLimitSource)
+	logPolicy(log, cfg.Policy)
 
 	var runErr error
 	select {
@@ -208,7 +208,7 @@ func start(cfg serveConfig, log *slog.Logger, mux *cluster.Mux) (*server, error)
 	sched, err := scheduler.New(scheduler.Config{
 		State:    state,
 		Proposer: scheduler.NewNodeProposer(node),
-		Executor: dispatch.NewRouter(dispatch.NewHTTPExecutor(nil), dispatch.NewExecExecutor(dispatch.ExecConfig{})),
+		Executor: cfg.Policy.executor(),
 		Logger:   log,
 		NodeID:   cfg.ID,
 	})
@@ -229,6 +229,7 @@ func start(cfg serveConfig, log *slog.Logger, mux *cluster.Mux) (*server, error)
 	jobs := api.NewJobServiceWith(api.JobServiceConfig{
 		Store: node, Registry: state, Now: time.Now,
 		Triggerer: sched, NotLeader: scheduler.ErrNotLeader, Leadership: node,
+		Exec: cfg.Policy.Exec,
 	})
 	healthServer := api.Register(gs, jobs, api.NewClusterService(node, state),
 		api.WithRunService(api.NewRunService(node, state, hub)),
