@@ -62,6 +62,7 @@ type serveConfig struct {
 	MemoryLimit memoryLimit
 
 	Policy policyConfig
+	Limits serveLimits
 }
 
 // addServeFlags declares the flags of serve. A Raft timing left at 0 takes
@@ -82,6 +83,7 @@ func addServeFlags(fs *pflag.FlagSet) {
 	fs.String(flagMemoryLimit, memoryLimitAuto, "Go soft memory limit: a size (1800MiB, 2GiB), off, or auto: "+
 		"GOMEMLIMIT if set, else 90% of the cgroup's memory limit or of the machine's memory")
 	addPolicyFlags(fs)
+	addLimitFlags(fs)
 }
 
 // envName is the environment variable of a flag.
@@ -190,6 +192,9 @@ func parseServeConfig(k *koanf.Koanf) (serveConfig, error) {
 	check(err)
 	cfg.Policy, err = parsePolicyConfig(k, os.Geteuid())
 	check(err)
+	var limitErrs []error
+	cfg.Limits, limitErrs = parseLimits(k)
+	errs = append(errs, limitErrs...)
 	if len(errs) > 0 {
 		return serveConfig{}, joinOneLine(errs)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/raftcron/raftcron/fence"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -22,7 +23,7 @@ import (
 func TestExecEnvIsExactlyRunVarsAndJobEnv(t *testing.T) {
 	t.Setenv("RAFTCRON_TEST_NODE_SECRET", "s3cret")
 	a := execAttempt("/usr/bin/env")
-	a.Exec.Env = map[string]string{"MY_VAR": "mine", EnvToken: "1"}
+	a.Exec.Env = map[string]string{"MY_VAR": "mine", fence.EnvFencingToken: "1"}
 	out := newTestExec().Execute(context.Background(), a)
 	wantState(t, out, pb.RunState_RUN_STATE_SUCCEEDED, "exit status 0")
 	got := strings.Split(strings.TrimSpace(string(out.Output)), "\n")

@@ -17,16 +17,6 @@ import (
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
-// Headers every webhook request carries (DESIGN §7; external contract).
-const (
-	HeaderToken          = "X-Raftcron-Fencing-Token"
-	HeaderJob            = "X-Raftcron-Job"
-	HeaderRunID          = "X-Raftcron-Run-Id"
-	HeaderScheduledAt    = "X-Raftcron-Scheduled-At"
-	HeaderAttempt        = "X-Raftcron-Attempt"
-	HeaderIdempotencyKey = "Idempotency-Key"
-)
-
 const (
 	userAgent = "raftcron"
 	// maxDrain and drainWait bound the work spent after the first MaxOutput
@@ -106,7 +96,8 @@ func (h *HTTPExecutor) Execute(ctx context.Context, a Attempt) Outcome {
 	if state, detail, ok := interrupted(ctx, ctx); ok {
 		return finish(out, state, detail)
 	}
-	lctx, cancel := withLimit(ctx, a.Deadline, t.GetTimeout().AsDuration())
+	deadline, timeout := a.limits()
+	lctx, cancel := withLimit(ctx, deadline, timeout)
 	defer cancel()
 
 	req, err := h.newRequest(lctx, a)
@@ -173,17 +164,16 @@ func readOutput(resp *http.Response, keep bool) (body []byte, complete bool, err
 	return buf[:MaxOutput:MaxOutput], false, nil
 }
 
+// newRequest builds the attempt's request. The method is the stored one:
+// the API stores it filled in (jobspec.Normalize), so the executor keeps no
+// default of its own.
 func (h *HTTPExecutor) newRequest(ctx context.Context, a Attempt) (*http.Request, error) {
 	t := a.HTTP
-	method := t.GetMethod()
-	if method == "" {
-		method = http.MethodPost
-	}
 	var body io.Reader = http.NoBody
 	if t.GetBody() != "" {
 		body = strings.NewReader(t.GetBody())
 	}
-	req, err := http.NewRequestWithContext(ctx, method, t.GetUrl(), body)
+	req, err := http.NewRequestWithContext(ctx, t.GetMethod(), t.GetUrl(), body)
 	if err != nil {
 		return nil, err
 	}
@@ -203,12 +193,12 @@ func (h *HTTPExecutor) newRequest(ctx context.Context, a Attempt) (*http.Request
 		hd.Set(k, v)
 	}
 	// Set last: the job's own headers must not be able to forge these.
-	hd[HeaderToken] = vals[1:2:2]
-	hd[HeaderJob] = vals[2:3:3]
-	hd[HeaderRunID] = vals[3:4:4]
-	hd[HeaderScheduledAt] = vals[4:5:5]
-	hd[HeaderAttempt] = vals[5:6:6]
-	hd[HeaderIdempotencyKey] = vals[6:7:7]
+	hd[fence.HeaderFencingToken] = vals[1:2:2]
+	hd[fence.HeaderJob] = vals[2:3:3]
+	hd[fence.HeaderRunID] = vals[3:4:4]
+	hd[fence.HeaderScheduledAt] = vals[4:5:5]
+	hd[fence.HeaderAttempt] = vals[5:6:6]
+	hd[fence.HeaderIdempotencyKey] = vals[6:7:7]
 	if h.signer != nil {
 		vals[7] = h.signer.Sign(a.fenceRun())
 		hd[fence.HeaderSignature] = vals[7:8:8]
