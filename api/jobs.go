@@ -53,6 +53,9 @@ type JobServiceConfig struct {
 	// Leadership lets a follower forward TriggerJob to the leader. Nil: no
 	// forwarding.
 	Leadership Leadership
+	// Exec decides which programs exec jobs may run. Nil: no exec job may be
+	// registered (PermissionDenied).
+	Exec ExecPolicy
 	// Limits bound what the service admits; zero fields take defaults.
 	Limits Limits
 }
@@ -64,6 +67,7 @@ type jobService struct {
 	now        func() time.Time
 	trigger    Triggerer
 	leadership Leadership
+	exec       ExecPolicy
 	limits     Limits
 }
 
@@ -82,7 +86,7 @@ func NewJobServiceWith(c JobServiceConfig) pb.JobServiceServer {
 	return &jobService{
 		store: c.Store, reg: c.Registry, now: c.Now,
 		trigger: c.Triggerer, leadership: c.Leadership,
-		limits: c.Limits,
+		exec: c.Exec, limits: c.Limits,
 	}
 }
 
@@ -123,6 +127,9 @@ func (j *jobService) put(ctx context.Context, spec *pb.JobSpec, mode pb.PutMode,
 	w, err := prepare(spec, now, j.limits.Spec)
 	if err != nil {
 		return nil, nil, invalidArgument(err, "spec")
+	}
+	if err := j.allowExec(spec); err != nil {
+		return nil, nil, execDenied(execField, execField+": "+err.Error())
 	}
 	res, err := j.apply(ctx, w.command(mode, expectedVersion, j.limits.maxJobs()))
 	if err != nil {

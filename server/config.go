@@ -44,6 +44,8 @@ type Config struct {
 	// Limits bound what the node holds and serves; zero fields take
 	// their defaults.
 	Limits Limits
+	// Policy is what jobs may do on this node: exec, egress, signing.
+	Policy Policy
 
 	// Logger receives the node's logs; nil discards them.
 	Logger *slog.Logger

@@ -24,7 +24,6 @@ import (
 	"github.com/raftcron/raftcron/fsm"
 	"github.com/raftcron/raftcron/ops"
 	"github.com/raftcron/raftcron/scheduler"
-	"github.com/raftcron/raftcron/scheduler/dispatch"
 )
 
 // Bounds of the graceful stop; a stuck step must not keep the process alive.
@@ -132,7 +131,13 @@ func (s *Server) wire() error {
 	if err != nil {
 		return err
 	}
-	var exec dispatch.Executor = dispatch.NewRouter(dispatch.NewHTTPExecutor(nil), dispatch.NewExecExecutor())
+	pol, err := s.cfg.Policy.withDefaults()
+	if err != nil {
+		s.shutdownNode(node, context.Background())
+		return err
+	}
+	s.cfg.Policy = pol
+	exec := pol.executor()
 	if s.cfg.WrapExecutor != nil {
 		exec = s.cfg.WrapExecutor(exec)
 	}
@@ -171,7 +176,7 @@ func (s *Server) registerServices() *health.Server {
 	jobs := api.NewJobServiceWith(api.JobServiceConfig{
 		Store: s.node, Registry: s.state, Now: s.cfg.Now,
 		Triggerer: s.sched, Leadership: s.node,
-		Limits: s.cfg.Limits.jobs(),
+		Exec: s.cfg.Policy.Exec, Limits: s.cfg.Limits.jobs(),
 	})
 	h := api.Register(s.grpc, jobs, api.NewClusterService(s.node, s.state),
 		api.WithRunService(api.NewRunService(s.node, s.state, s.hub)),
@@ -209,6 +214,7 @@ func (s *Server) Start(ctx context.Context) error {
 	go s.watchHalt()
 	s.log.Info("raftcron started", "id", s.cfg.ID, "addr", s.cfg.Addr, "http_addr", s.HTTPAddr(),
 		"data_dir", s.cfg.DataDir, "version", s.cfg.Version)
+	s.cfg.Policy.log(s.log)
 	return nil
 }
 

@@ -122,6 +122,7 @@ func addServeFlags(fs *pflag.FlagSet) {
 	fs.String(flagLogFormat, "text", "text or json")
 	fs.String(flagMemoryLimit, memoryLimitAuto, "Go soft memory limit: a size (1800MiB, 2GiB), off, or auto: "+
 		"GOMEMLIMIT if set, else 90% of the cgroup's memory limit or of the machine's memory")
+	addPolicyFlags(fs)
 	addLimitFlags(fs)
 }
 
@@ -220,6 +221,8 @@ func parseServeConfig(k *koanf.Koanf) (serveConfig, error) {
 		check(fmt.Errorf("--log-format: %q is not text or json", cfg.LogFormat))
 	}
 	cfg.MemoryLimit, err = parseMemoryLimit(stringValue(k, flagMemoryLimit))
+	check(err)
+	cfg.Policy, err = parsePolicyConfig(k, os.Geteuid())
 	check(err)
 	if len(errs) > 0 {
 		return serveConfig{}, flagError(errors.Join(errs...))
