@@ -120,6 +120,9 @@ func (j *jobService) put(ctx context.Context, spec *pb.JobSpec, mode pb.PutMode,
 	if err != nil {
 		return nil, nil, invalidArgument(err, "spec")
 	}
+	if err := checkInScope(ctx, "spec.labels", spec); err != nil {
+		return nil, nil, err
+	}
 	res, err := j.apply(ctx, now, w.command(mode, expectedVersion))
 	if err != nil {
 		return nil, nil, err
@@ -134,9 +137,9 @@ func (j *jobService) GetJob(ctx context.Context, req *pb.GetJobRequest) (*pb.Get
 	if err := j.barrier(ctx, req.GetStale()); err != nil {
 		return nil, err
 	}
-	job, err := j.reg.Job(req.GetName())
+	job, err := visibleJob(ctx, j.reg, req.GetName())
 	if err != nil {
-		return nil, statusOf(err)
+		return nil, err
 	}
 	return &pb.GetJobResponse{Job: j.withNextFire(job)}, nil
 }
@@ -146,13 +149,17 @@ func (j *jobService) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (*pb
 	if err != nil {
 		return nil, err
 	}
+	labels, matchable := scopedLabels(ctx, req.GetLabelSelector())
+	if !matchable {
+		return &pb.ListJobsResponse{}, nil
+	}
 	if err := j.barrier(ctx, req.GetStale()); err != nil {
 		return nil, err
 	}
 	jobs, next := j.reg.ListJobs(fsm.ListQuery{
 		After:  after,
 		Limit:  pageSize(req.GetPageSize()),
-		Labels: req.GetLabelSelector(),
+		Labels: labels,
 	})
 	now := j.now()
 	for _, job := range jobs {
@@ -202,10 +209,11 @@ func (j *jobService) setPaused(ctx context.Context, name string, paused bool, no
 	}}})
 }
 
-// apply stamps cmd with now and commits it; a result other than OK is an
-// error.
+// apply stamps cmd with now and the caller and commits it; a result other
+// than OK is an error.
 func (j *jobService) apply(ctx context.Context, now time.Time, cmd *pb.Command) (*pb.CommandResult, error) {
 	cmd.ProposedAtUnixNano = now.UnixNano()
+	cmd.Caller = PrincipalFrom(ctx).caller()
 	res, err := j.store.Apply(ctx, cmd)
 	if err != nil {
 		return nil, statusOf(err)
