@@ -41,6 +41,7 @@ const (
 	flagLogLevel      = "log-level"
 	flagLogFormat     = "log-format"
 	flagMemoryLimit   = "memory-limit"
+	flagACL           = "acl"
 )
 
 // serveConfig is the validated configuration of one node.
@@ -60,6 +61,9 @@ type serveConfig struct {
 	LogFormat string
 
 	MemoryLimit memoryLimit
+
+	// ACL requires an ACL token on every call but the health service.
+	ACL bool
 }
 
 // addServeFlags declares the flags of serve. A Raft timing left at 0 takes
@@ -79,6 +83,8 @@ func addServeFlags(fs *pflag.FlagSet) {
 	fs.String(flagLogFormat, "text", "text or json")
 	fs.String(flagMemoryLimit, memoryLimitAuto, "Go soft memory limit: a size (1800MiB, 2GiB), off, or auto: "+
 		"GOMEMLIMIT if set, else 90% of the cgroup's memory limit or of the machine's memory")
+	fs.Bool(flagACL, false, "require an ACL token (authorization: Bearer <secret>) on every call but "+
+		"grpc.health.v1; create the first with `raftcron acl bootstrap`")
 }
 
 // envName is the environment variable of a flag.
@@ -185,6 +191,8 @@ func parseServeConfig(k *koanf.Koanf) (serveConfig, error) {
 	}
 	cfg.MemoryLimit, err = parseMemoryLimit(stringValue(k, flagMemoryLimit))
 	check(err)
+	cfg.ACL, err = boolValue(k, flagACL)
+	check(err)
 	if len(errs) > 0 {
 		return serveConfig{}, joinOneLine(errs)
 	}
@@ -242,6 +250,25 @@ func durationValue(k *koanf.Koanf, key string) (time.Duration, error) {
 		return 0, fmt.Errorf("--%s: must not be negative, got %s", key, d)
 	}
 	return d, nil
+}
+
+// boolValue reads a boolean flag, also given as "true"/"false" by the
+// environment or the file.
+func boolValue(k *koanf.Koanf, key string) (bool, error) {
+	switch v := k.Get(key).(type) {
+	case nil:
+		return false, nil
+	case bool:
+		return v, nil
+	case string:
+		b, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			return false, fmt.Errorf("--%s: %q is not true or false", key, v)
+		}
+		return b, nil
+	default:
+		return false, fmt.Errorf("--%s: %v is not true or false", key, v)
+	}
 }
 
 func parseLogLevel(s string) (slog.Level, error) {

@@ -131,7 +131,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) error {
 		}
 	}()
 	log.Info("raftcron started", "id", cfg.ID, "addr", cfg.Addr, "http_addr", cfg.HTTPAddr,
-		"data_dir", cfg.DataDir, "version", version,
+		"data_dir", cfg.DataDir, "version", version, "acl", cfg.ACL,
 		"memory_limit", formatMemoryLimit(memLimit), "memory_limit_from", memLimitSource)
 
 	var runErr error
@@ -173,10 +173,10 @@ const (
 // expected concurrent call, not one per core.
 const grpcStreamWorkers = 128
 
-func newGRPCServer(log *slog.Logger) *grpc.Server {
+func newGRPCServer(log *slog.Logger, auth *api.Authorizer) *grpc.Server {
 	return grpc.NewServer(
-		grpc.ChainUnaryInterceptor(api.RecoveryInterceptor(log)),
-		grpc.ChainStreamInterceptor(api.RecoveryStreamInterceptor(log)),
+		grpc.ChainUnaryInterceptor(api.RecoveryInterceptor(log), auth.Unary()),
+		grpc.ChainStreamInterceptor(api.RecoveryStreamInterceptor(log), auth.Stream()),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: keepaliveMinTime, PermitWithoutStream: true}),
 		grpc.NumStreamWorkers(grpcStreamWorkers),
 		grpc.StaticStreamWindowSize(grpcStreamWindow),
@@ -225,14 +225,15 @@ func start(cfg serveConfig, log *slog.Logger, mux *cluster.Mux) (*server, error)
 		shutdownNode(log, node)
 		return nil, fmt.Errorf("ops port: %w", err)
 	}
-	gs := newGRPCServer(log)
+	gs := newGRPCServer(log, api.NewAuthorizer(api.AuthConfig{Enabled: cfg.ACL, Tokens: state, Barrier: node}))
 	jobs := api.NewJobServiceWith(api.JobServiceConfig{
 		Store: node, Registry: state, Now: time.Now,
 		Triggerer: sched, NotLeader: scheduler.ErrNotLeader, Leadership: node,
 	})
 	healthServer := api.Register(gs, jobs, api.NewClusterService(node, state),
 		api.WithRunService(api.NewRunService(node, state, hub)),
-		api.WithFenceService(api.NewFenceService(node, state)))
+		api.WithFenceService(api.NewFenceService(node, state)),
+		api.WithACLService(api.NewACLService(node, state, time.Now)))
 	cluster.RegisterInternal(gs, node)
 	return &server{
 		log:    log,
