@@ -4,7 +4,7 @@ import pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 
 // CommandVersion is the highest command version this build applies.
 // Version 2 added the ACL commands.
-const CommandVersion = 2
+const CommandVersion uint32 = 2
 
 // VersionOf is the command version that introduced cmd's kind: a node
 // older than it cannot apply cmd.

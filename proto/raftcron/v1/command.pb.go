@@ -147,7 +147,7 @@ type Command struct {
 	ProposedAtUnixNano int64 `protobuf:"varint,1,opt,name=proposed_at_unix_nano,json=proposedAtUnixNano,proto3" json:"proposed_at_unix_nano,omitempty"`
 	// Who asked for a registry or ACL write; unset for the scheduler's own
 	// fire and complete batches.
-	Caller *Caller `protobuf:"bytes,20,opt,name=caller,proto3" json:"caller,omitempty"`
+	Caller *Caller `protobuf:"bytes,2,opt,name=caller,proto3" json:"caller,omitempty"`
 	// Types that are valid to be assigned to Kind:
 	//
 	//	*Command_PutJob
@@ -1151,7 +1151,7 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x19raftcron/v1/command.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/acl.proto\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\"\x9d\x05\n" +
 	"\aCommand\x121\n" +
 	"\x15proposed_at_unix_nano\x18\x01 \x01(\x03R\x12proposedAtUnixNano\x12+\n" +
-	"\x06caller\x18\x14 \x01(\v2\x13.raftcron.v1.CallerR\x06caller\x125\n" +
+	"\x06caller\x18\x02 \x01(\v2\x13.raftcron.v1.CallerR\x06caller\x125\n" +
 	"\aput_job\x18\n" +
 	" \x01(\v2\x1a.raftcron.v1.PutJobCommandH\x00R\x06putJob\x12>\n" +
 	"\n" +
