@@ -61,8 +61,6 @@ func (p Principal) sees(labels map[string]string) bool {
 	return fsm.SelectorMatches(labels, p.Selector)
 }
 
-func (p Principal) scoped() bool { return len(p.Selector) > 0 }
-
 // caller is the principal as a command carries it, so that the FSM
 // records it and enforces the scope atomically with the write.
 func (p Principal) caller() *pb.Caller {
