@@ -46,7 +46,7 @@ type aclService struct {
 
 // NewACLService serves AclService. Secrets are generated here, at the
 // edge: the FSM must stay deterministic, so the log carries only their
-// hashes. now stamps commands; nil means time.Now.
+// hashes. now dates the token a response shows; nil means time.Now.
 func NewACLService(s Store, t TokenLister, now func() time.Time) pb.AclServiceServer {
 	if now == nil {
 		now = time.Now
@@ -57,7 +57,7 @@ func NewACLService(s Store, t TokenLister, now func() time.Time) pb.AclServiceSe
 func (a *aclService) BootstrapAcl(ctx context.Context, _ *pb.BootstrapAclRequest) (*pb.BootstrapAclResponse, error) {
 	tok, secret := newToken(BootstrapTokenName, pb.AclRole_ACL_ROLE_MANAGEMENT, nil)
 	now := a.now()
-	res, err := a.apply(ctx, now, &pb.Command{Kind: &pb.Command_BootstrapAcl{BootstrapAcl: &pb.BootstrapAclCommand{Token: tok}}})
+	res, err := a.apply(ctx, &pb.Command{Kind: &pb.Command_BootstrapAcl{BootstrapAcl: &pb.BootstrapAclCommand{Token: tok}}})
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +76,7 @@ func (a *aclService) CreateAclToken(ctx context.Context, req *pb.CreateAclTokenR
 	}
 	tok, secret := newToken(req.GetName(), req.GetRole(), req.GetSelector())
 	now := a.now()
-	res, err := a.apply(ctx, now, &pb.Command{Kind: &pb.Command_CreateAclToken{CreateAclToken: &pb.CreateAclTokenCommand{Token: tok}}})
+	res, err := a.apply(ctx, &pb.Command{Kind: &pb.Command_CreateAclToken{CreateAclToken: &pb.CreateAclTokenCommand{Token: tok}}})
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +101,7 @@ func (a *aclService) DeleteAclToken(ctx context.Context, req *pb.DeleteAclTokenR
 	case len(id) > maxAccessorIDLen:
 		return nil, fieldError("accessor_id", fmt.Sprintf("at most %d bytes", maxAccessorIDLen))
 	}
-	res, err := a.apply(ctx, a.now(), &pb.Command{Kind: &pb.Command_DeleteAclToken{DeleteAclToken: &pb.DeleteAclTokenCommand{AccessorId: id}}})
+	res, err := a.apply(ctx, &pb.Command{Kind: &pb.Command_DeleteAclToken{DeleteAclToken: &pb.DeleteAclTokenCommand{AccessorId: id}}})
 	if err != nil {
 		return nil, err
 	}
@@ -116,11 +116,10 @@ func (a *aclService) DeleteAclToken(ctx context.Context, req *pb.DeleteAclTokenR
 	return &pb.DeleteAclTokenResponse{}, nil
 }
 
-// apply stamps cmd with now and the caller and commits it. Unlike
-// jobService.apply it hands back results that are not OK: each method
-// maps the ACL refusals to its own codes.
-func (a *aclService) apply(ctx context.Context, now time.Time, cmd *pb.Command) (*pb.CommandResult, error) {
-	cmd.ProposedAtUnixNano = now.UnixNano()
+// apply commits cmd as the caller's. Unlike jobService.apply it hands back
+// results that are not OK: each method maps the ACL refusals to its own
+// codes.
+func (a *aclService) apply(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
 	cmd.Caller = &pb.Caller{Principal: PrincipalFrom(ctx).Name}
 	res, err := a.store.Apply(ctx, cmd)
 	if err != nil {
@@ -191,7 +190,9 @@ func newToken(name string, role pb.AclRole, selector map[string]string) (*pb.Acl
 	}, secret
 }
 
-// issued is the token as its creator sees it: as stored, without the hash.
+// issued is the token as its creator sees it: without the hash, dated by
+// this node's clock (the stored created_at is the leader's, which stamps
+// the command).
 func issued(t *pb.AclToken, now time.Time) *pb.AclToken {
 	return &pb.AclToken{
 		AccessorId: t.GetAccessorId(),

@@ -97,6 +97,7 @@ var methodPermissions = map[string]Permission{
 	pb.InternalService_AddVoter_FullMethodName:           PermNode,
 	pb.InternalService_RemoveServer_FullMethodName:       PermNode,
 	pb.InternalService_TransferLeadership_FullMethodName: PermNode,
+	pb.InternalService_NodeInfo_FullMethodName:           PermNode,
 }
 
 // may reports whether the principal's role grants perm. PermPublic and

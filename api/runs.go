@@ -119,7 +119,10 @@ func (s *runService) WatchRuns(req *pb.WatchRunsRequest, stream grpc.ServerStrea
 	if _, err := s.visible(ctx, nil); err != nil {
 		return err
 	}
-	w, cancel := s.hub.subscribe(req.GetJob())
+	w, cancel, err := s.hub.subscribe(req.GetJob())
+	if err != nil {
+		return err
+	}
 	defer cancel()
 	if err := stream.SendHeader(metadata.MD{}); err != nil {
 		return err

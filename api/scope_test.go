@@ -164,3 +164,40 @@ func TestScopedWatchSeesOnlyItsJobs(t *testing.T) {
 		t.Fatal("no run reached the watcher")
 	}
 }
+
+// TestScopedListPagesThroughItsJobsOnly: a scoped token paging ListJobs one
+// job at a time meets every job of its scope and no other, whichever way
+// the names of hidden jobs interleave with its own.
+func TestScopedListPagesThroughItsJobsOnly(t *testing.T) {
+	h := newACLHarness(t, true)
+	ctx := testCtx(t)
+	mgmt := h.bootstrap(t)
+	admin := with(ctx, mgmt)
+	billing := map[string]string{"team": "billing"}
+	scoped := with(ctx, h.token(t, mgmt, "billing-viewer", pb.AclRole_ACL_ROLE_READ, billing))
+	for name, team := range map[string]string{"a-hr": "hr", "b-billing": "billing", "c-hr": "hr", "d-billing": "billing", "e-hr": "hr"} {
+		if _, err := h.jobs.CreateJob(admin, &pb.CreateJobRequest{Spec: labelled(name, map[string]string{"team": team})}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var seen []string
+	token := ""
+	for page := 0; page < 10; page++ {
+		resp, err := h.jobs.ListJobs(scoped, &pb.ListJobsRequest{PageSize: 1, PageToken: token})
+		if err != nil {
+			t.Fatalf("page %d: %v", page, err)
+		}
+		for _, j := range resp.GetJobs() {
+			seen = append(seen, j.GetSpec().GetName())
+		}
+		if token = resp.GetNextPageToken(); token == "" {
+			break
+		}
+	}
+	if token != "" {
+		t.Fatalf("still paging after 10 pages; seen %v", seen)
+	}
+	if got := strings.Join(seen, ","); got != "b-billing,d-billing" {
+		t.Fatalf("a scoped token paged through %s, want b-billing,d-billing", got)
+	}
+}

@@ -14,7 +14,7 @@ import (
 type aclState struct {
 	// tokens is keyed by accessor ID. A stored token is immutable, like a
 	// stored job.
-	tokens *btree.BTreeG[tokenEntry]
+	tokens *btree.BTreeG[tokenItem]
 	// bootstrapped is set by the first bootstrap_acl and never cleared, so
 	// that bootstrap works once even after every token is deleted.
 	bootstrapped bool
@@ -24,12 +24,12 @@ type aclState struct {
 	byName map[string]string
 }
 
-type tokenEntry struct {
+type tokenItem struct {
 	accessor string
 	token    *pb.AclToken
 }
 
-func tokenLess(a, b tokenEntry) bool { return a.accessor < b.accessor }
+func tokenLess(a, b tokenItem) bool { return a.accessor < b.accessor }
 
 func newACLState() aclState {
 	return aclState{
@@ -46,20 +46,20 @@ func (a *aclState) capture() aclState {
 
 // put stores t, which must have passed checkToken and checkUnique.
 func (a *aclState) put(t *pb.AclToken) {
-	a.tokens.ReplaceOrInsert(tokenEntry{accessor: t.GetAccessorId(), token: t})
+	a.tokens.ReplaceOrInsert(tokenItem{accessor: t.GetAccessorId(), token: t})
 	a.byHash[string(t.GetSecretHash())] = t.GetAccessorId()
 	a.byName[t.GetName()] = t.GetAccessorId()
 }
 
 func (a *aclState) delete(t *pb.AclToken) {
-	a.tokens.Delete(tokenEntry{accessor: t.GetAccessorId()})
+	a.tokens.Delete(tokenItem{accessor: t.GetAccessorId()})
 	delete(a.byHash, string(t.GetSecretHash()))
 	delete(a.byName, t.GetName())
 }
 
 func (a *aclState) token(accessor string) (*pb.AclToken, bool) {
-	e, ok := a.tokens.Get(tokenEntry{accessor: accessor})
-	return e.token, ok
+	it, ok := a.tokens.Get(tokenItem{accessor: accessor})
+	return it.token, ok
 }
 
 // checkUnique refuses a token whose accessor, name or secret is taken: a
@@ -67,7 +67,7 @@ func (a *aclState) token(accessor string) (*pb.AclToken, bool) {
 // one token.
 func (a *aclState) checkUnique(t *pb.AclToken) error {
 	switch {
-	case a.tokens.Has(tokenEntry{accessor: t.GetAccessorId()}):
+	case a.tokens.Has(tokenItem{accessor: t.GetAccessorId()}):
 		return fail(ErrAlreadyExists, "ACL token with accessor ID %q already exists", t.GetAccessorId())
 	case a.byName[t.GetName()] != "":
 		return fail(ErrAlreadyExists, "ACL token named %q already exists", t.GetName())
@@ -80,8 +80,8 @@ func (a *aclState) checkUnique(t *pb.AclToken) error {
 // managementTokens counts the tokens that may manage ACLs.
 func (a *aclState) managementTokens() int {
 	n := 0
-	a.tokens.Ascend(func(e tokenEntry) bool {
-		if e.token.GetRole() == pb.AclRole_ACL_ROLE_MANAGEMENT {
+	a.tokens.Ascend(func(it tokenItem) bool {
+		if it.token.GetRole() == pb.AclRole_ACL_ROLE_MANAGEMENT {
 			n++
 		}
 		return true

@@ -25,8 +25,8 @@ func (f *FSM) ACLTokens() []*pb.AclToken {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	out := make([]*pb.AclToken, 0, f.st.acl.tokens.Len())
-	f.st.acl.tokens.Ascend(func(e tokenEntry) bool {
-		out = append(out, publicToken(e.token))
+	f.st.acl.tokens.Ascend(func(it tokenItem) bool {
+		out = append(out, publicToken(it.token))
 		return true
 	})
 	slices.SortFunc(out, func(a, b *pb.AclToken) int { return strings.Compare(a.GetName(), b.GetName()) })

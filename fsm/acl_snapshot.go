@@ -16,9 +16,9 @@ import (
 // snapshots written before tokens existed.
 func (a *aclState) writeTokens(put func(proto.Message) error) error {
 	var err error
-	a.tokens.Ascend(func(e tokenEntry) bool {
-		if err = put(&pb.SnapshotRecord{Record: &pb.SnapshotRecord_AclToken{AclToken: e.token}}); err != nil {
-			err = fmt.Errorf("ACL token %q: %w", e.accessor, err)
+	a.tokens.Ascend(func(it tokenItem) bool {
+		if err = put(&pb.SnapshotRecord{Record: &pb.SnapshotRecord_AclToken{AclToken: it.token}}); err != nil {
+			err = fmt.Errorf("ACL token %q: %w", it.accessor, err)
 		}
 		return err == nil
 	})
@@ -65,8 +65,8 @@ func (a *aclState) hashTokens(h hash.Hash, m *marshaler) {
 	}
 	writeUint(h, bootstrapped)
 	writeUint(h, uint64(a.tokens.Len()))
-	a.tokens.Ascend(func(e tokenEntry) bool {
-		m.write(e.token, "ACL token", e.accessor)
+	a.tokens.Ascend(func(it tokenItem) bool {
+		m.write(it.token, "ACL token", it.accessor)
 		return true
 	})
 }

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -13,103 +12,36 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/raftcron/raftcron/api"
-	"github.com/raftcron/raftcron/cluster"
-	"github.com/raftcron/raftcron/fsm"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
-// aclNode is a node as `raftcron serve --acl` wires its API: the FSM, the
-// cluster node, and the public services behind the ACL interceptors on the
-// port that also carries Raft and forwarding. It runs no scheduler: these
-// tests only register jobs and tokens.
-type aclNode struct {
-	id   string
-	fsm  *fsm.FSM
-	raft *cluster.Node
+// aclClient is the API of one node of a cluster started with ACLs on
+// (serve --acl), wired by package server as every other node here.
+type aclClient struct {
+	*node
 	conn *grpc.ClientConn
 }
 
-func (n *aclNode) jobs() pb.JobServiceClient { return pb.NewJobServiceClient(n.conn) }
-func (n *aclNode) acl() pb.AclServiceClient  { return pb.NewAclServiceClient(n.conn) }
+func (c aclClient) jobs() pb.JobServiceClient { return pb.NewJobServiceClient(c.conn) }
+func (c aclClient) acl() pb.AclServiceClient  { return pb.NewAclServiceClient(c.conn) }
 
-func startACLCluster(t *testing.T) []*aclNode {
+// startACLCluster starts three nodes with ACLs on and returns a client of
+// the leader and of each follower, once they agree on the leader.
+func startACLCluster(t *testing.T) (leader aclClient, followers []aclClient) {
 	t.Helper()
-	const size = 3
-	muxes := make([]*cluster.Mux, size)
-	peers := make([]cluster.Peer, size)
-	for i := range muxes {
-		m, err := cluster.Listen("127.0.0.1:0")
+	tc := newCluster(t, 3, func(n *node) { n.acl = true })
+	lead := tc.waitLeader(3, 20*time.Second)
+	for _, n := range tc.nodes {
+		conn, err := grpc.NewClient(n.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
 			t.Fatal(err)
 		}
-		muxes[i] = m
-		peers[i] = cluster.Peer{ID: fmt.Sprintf("n%d", i+1), Addr: m.Addr().String()}
-	}
-	nodes := make([]*aclNode, size)
-	for i, p := range peers {
-		nodes[i] = startACLNode(t, p, peers, muxes[i])
-	}
-	return nodes
-}
-
-func startACLNode(t *testing.T, self cluster.Peer, peers []cluster.Peer, mux *cluster.Mux) *aclNode {
-	t.Helper()
-	state := fsm.New()
-	rn, err := cluster.New(cluster.Config{
-		ID: self.ID, Addr: self.Addr, DataDir: t.TempDir(), Peers: peers,
-		HeartbeatTimeout: heartbeat, ElectionTimeout: election, LeaderLeaseTimeout: lease,
-		FSM: state, Logger: testLogger().With("node", self.ID),
-	}, mux)
-	if err != nil {
-		mux.Close()
-		t.Fatalf("start %s: %v", self.ID, err)
-	}
-	auth := api.NewAuthorizer(api.AuthConfig{Enabled: true, Tokens: state, Barrier: rn})
-	gs := grpc.NewServer(grpc.ChainUnaryInterceptor(auth.Unary()), grpc.ChainStreamInterceptor(auth.Stream()))
-	jobs := api.NewJobServiceWith(api.JobServiceConfig{Store: rn, Registry: state, Leadership: rn})
-	api.Register(gs, jobs, api.NewClusterService(rn, state), api.WithACLService(api.NewACLService(rn, state, nil)))
-	cluster.RegisterInternal(gs, rn)
-	go func() { _ = gs.Serve(mux.GRPCListener()) }()
-	conn, err := grpc.NewClient(self.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = conn.Close()
-		gs.Stop()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = rn.Shutdown(ctx)
-		mux.Close()
-	})
-	return &aclNode{id: self.ID, fsm: state, raft: rn, conn: conn}
-}
-
-// leaderAndFollowers waits for a leader all nodes agree on.
-func leaderAndFollowers(t *testing.T, nodes []*aclNode) (*aclNode, []*aclNode) {
-	t.Helper()
-	var leader *aclNode
-	waitFor(t, 20*time.Second, "a leader every node names", func() bool {
-		leader = nil
-		for _, n := range nodes {
-			if n.raft.IsLeader() {
-				leader = n
-			}
-		}
-		if leader == nil {
-			return false
-		}
-		for _, n := range nodes {
-			if id, _ := n.raft.Leader(); id != leader.id || !n.raft.Ready() {
-				return false
-			}
-		}
-		return true
-	})
-	var followers []*aclNode
-	for _, n := range nodes {
-		if n != leader {
-			followers = append(followers, n)
+		t.Cleanup(func() { _ = conn.Close() })
+		c := aclClient{node: n, conn: conn}
+		if n == lead {
+			leader = c
+		} else {
+			followers = append(followers, c)
 		}
 	}
 	return leader, followers
@@ -131,8 +63,7 @@ func wantStatus(t *testing.T, what string, err error, code codes.Code) {
 // replicated copy, and a token used the moment it was created on another
 // node is found after one read barrier.
 func TestACLThroughFollowers(t *testing.T) {
-	nodes := startACLCluster(t)
-	_, followers := leaderAndFollowers(t, nodes)
+	leader, followers := startACLCluster(t)
 	a, b := followers[0], followers[1]
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -173,10 +104,10 @@ func TestACLThroughFollowers(t *testing.T) {
 	}
 
 	// Every node replicated who wrote the jobs.
-	for _, n := range nodes {
+	for _, n := range []aclClient{leader, a, b} {
 		waitFor(t, 10*time.Second, n.id+" applying both writes", func() bool {
-			j1, err1 := n.fsm.Job("billing")
-			j2, err2 := n.fsm.Job("reports")
+			j1, err1 := n.fsm().Job("billing")
+			j2, err2 := n.fsm().Job("reports")
 			return err1 == nil && err2 == nil && j1.GetUpdatedBy() == "deployer" && j2.GetUpdatedBy() == "deployer"
 		})
 	}
