@@ -34,7 +34,7 @@ func putJob(s *state, c *pb.Command, e entry) (outcome, error) {
 	if err := checkVersion(name, old, p.GetExpectedVersion()); err != nil {
 		return outcome{}, err
 	}
-	if limit := p.GetMaxJobs(); !exists && limit > 0 && uint64(s.jobs.Len()) >= limit {
+	if limit := p.GetMaxJobs(); !exists && limit > 0 && uint64(s.jobs.Len()) >= limit && s.atLeast(version2) {
 		return outcome{}, fail(ErrLimitExceeded, "job %q not created: the registry holds %d jobs, its limit (max_jobs) is %d jobs",
 			name, s.jobs.Len(), limit)
 	}
@@ -53,7 +53,9 @@ func putJob(s *state, c *pb.Command, e entry) (outcome, error) {
 	if targetChanged(old.GetSpec(), spec) {
 		next.Generation++
 		st = cursorAtLeast(st, e.seconds())
-		st = cancelStaleRetries(s, st, e)
+		if s.atLeast(version2) {
+			st = cancelStaleRetries(s, st, e)
+		}
 	}
 	if old.GetSpec().GetPaused() && !spec.GetPaused() {
 		st = cursorAtLeast(st, e.seconds())
@@ -113,7 +115,11 @@ func deleteJob(s *state, c *pb.Command, e entry) (outcome, error) {
 	s.jobs.Delete(jobItem{name: name})
 	s.tx.jobChanged(name)
 	s.tombstones.ReplaceOrInsert(tombstone{name: name, generation: cur.job.GetGeneration()})
-	s.collectTombstone(name) // at once if nothing of the job is open
+	if s.atLeast(version2) {
+		s.collectTombstone(name) // at once if nothing of the job is open
+	} else {
+		s.pruneHistory(name) // version 1: down to its limit for names without a job
+	}
 	return outcome{changed: true}, nil
 }
 

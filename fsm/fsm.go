@@ -81,14 +81,15 @@ type handler func(s *state, c *pb.Command, e entry) (outcome, error)
 
 // handlers is keyed by the name of the Command.kind oneof field.
 var handlers = map[protoreflect.Name]handler{
-	"put_job":          scoped(putJob),
-	"delete_job":       scoped(deleteJob),
-	"set_paused":       scoped(setPaused),
-	"fire_batch":       fireBatch,
-	"complete_batch":   completeBatch,
-	"bootstrap_acl":    bootstrapACL,
-	"create_acl_token": createACLToken,
-	"delete_acl_token": deleteACLToken,
+	"put_job":             scoped(putJob),
+	"delete_job":          scoped(deleteJob),
+	"set_paused":          scoped(setPaused),
+	"fire_batch":          fireBatch,
+	"complete_batch":      completeBatch,
+	"bootstrap_acl":       bootstrapACL,
+	"create_acl_token":    createACLToken,
+	"delete_acl_token":    deleteACLToken,
+	"set_cluster_version": setClusterVersion,
 }
 
 var kindOneof = (&pb.Command{}).ProtoReflect().Descriptor().Oneofs().ByName("kind")
@@ -107,7 +108,7 @@ func (f *FSM) Apply(l *raft.Log) interface{} {
 	}
 	var c pb.Command
 	decodeErr := decode(l, &c)
-	if errors.Is(decodeErr, ErrUnknownCommand) {
+	if errors.Is(decodeErr, ErrUnknownCommand) || errors.Is(decodeErr, ErrVersionTooNew) {
 		return decodeErr
 	}
 	f.mu.Lock()
@@ -131,13 +132,13 @@ func (f *FSM) Apply(l *raft.Log) interface{} {
 
 // decode reads the entry's command into c: a malformed error when it does
 // not decode or sets no kind, ErrUnknownCommand when its kind is newer than
-// this build.
+// this build, ErrVersionTooNew when it raises the cluster version beyond it.
 func decode(l *raft.Log, c *pb.Command) error {
 	if err := proto.Unmarshal(l.Data, c); err != nil {
 		return malformed("log entry %d does not decode as a raftcron.v1.Command", l.Index)
 	}
 	if c.ProtoReflect().WhichOneof(kindOneof) != nil {
-		return nil
+		return tooNew(l.Index, c)
 	}
 	if fields, ok := unknownKind(c); ok {
 		return unknownCommand(l.Index, fields)
@@ -151,10 +152,11 @@ func (f *FSM) apply(l *raft.Log, c *pb.Command) (outcome, error) {
 	if !ok {
 		return outcome{}, malformed("log entry %d: command %s has no handler", l.Index, fd.Name())
 	}
-	return h(&f.st, c, entry{
-		index: l.Index, term: l.Term, proposedAt: c.GetProposedAtUnixNano(),
-		principal: f.st.share.str(c.GetCaller().GetPrincipal()),
-	})
+	e := entry{index: l.Index, term: l.Term, proposedAt: c.GetProposedAtUnixNano()}
+	if f.st.atLeast(version2) { // version 1 records no principal
+		e.principal = f.st.share.str(c.GetCaller().GetPrincipal())
+	}
+	return h(&f.st, c, e)
 }
 
 func result(o outcome, err error) *pb.CommandResult {

@@ -26,8 +26,20 @@ type harness struct {
 	now   time.Time
 }
 
+// newHarness starts at this build's cluster version: the rules a cluster
+// of this build applies once it raised the version.
 func newHarness(t testing.TB) *harness {
-	return &harness{t: t, f: fsm.New(), now: baseTime}
+	return newHarnessAt(t, fsm.CommandVersion)
+}
+
+// newHarnessAt starts at cluster version v; above 1, its first entry
+// raises the version, as a leader does right after the first election.
+func newHarnessAt(t testing.TB, v uint32) *harness {
+	h := &harness{t: t, f: fsm.New(), now: baseTime}
+	if v > 1 {
+		h.mustOK(fsm.SetClusterVersion(v))
+	}
+	return h
 }
 
 // apply stamps c with the next proposer time and applies it.

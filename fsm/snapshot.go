@@ -82,6 +82,7 @@ func (s *state) writeTo(w io.Writer) error {
 		RetiredGeneration: s.retired,
 		AclTokenCount:     uint64(s.acl.tokens.Len()),
 		AclBootstrapped:   s.acl.bootstrapped,
+		ClusterVersion:    s.headerVersion(),
 	})
 	if err != nil {
 		return err
@@ -155,9 +156,13 @@ func readState(r *bufio.Reader) (state, uint64, error) {
 		return state{}, 0, fmt.Errorf("%w: snapshot has format version %d, this build reads version %d",
 			ErrSnapshotFormat, h.GetFormatVersion(), formatVersion)
 	}
+	if err := checkSnapshotVersion(h.GetClusterVersion()); err != nil {
+		return state{}, 0, err
+	}
 	st := newState()
 	st.counter = h.GetFencingCounter()
 	st.retired = h.GetRetiredGeneration()
+	st.version = max(st.version, h.GetClusterVersion())
 	lastIndex, err := readJobs(r, dec, &st, h.GetJobCount())
 	if err != nil {
 		return state{}, 0, err

@@ -84,6 +84,9 @@ type state struct {
 	counter uint64
 	// acl holds the ACL tokens; see acl.go.
 	acl aclState
+	// version is the active cluster version, at least 1: the rules by which
+	// the kinds of earlier versions apply (clusterversion.go).
+	version uint32
 
 	// ix holds the derived indexes; see ledger.go.
 	ix *indexes
@@ -100,6 +103,7 @@ func newState() state {
 		tombstones: btree.NewG(treeDegree, tombstoneLess),
 		runs:       btree.NewG(treeDegree, runLess),
 		acl:        newACLState(),
+		version:    1,
 		ix:         newIndexes(),
 		share:      newSharer(),
 	}
@@ -161,5 +165,6 @@ func (s *state) capture() state {
 		counter:    s.counter,
 		retired:    s.retired,
 		acl:        s.acl.capture(),
+		version:    s.version,
 	}
 }

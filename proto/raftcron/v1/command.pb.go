@@ -165,6 +165,7 @@ type Command struct {
 	//	*Command_BootstrapAcl
 	//	*Command_CreateAclToken
 	//	*Command_DeleteAclToken
+	//	*Command_SetClusterVersion
 	Kind          isCommand_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -293,6 +294,15 @@ func (x *Command) GetDeleteAclToken() *DeleteAclTokenCommand {
 	return nil
 }
 
+func (x *Command) GetSetClusterVersion() *SetClusterVersionCommand {
+	if x != nil {
+		if x, ok := x.Kind.(*Command_SetClusterVersion); ok {
+			return x.SetClusterVersion
+		}
+	}
+	return nil
+}
+
 type isCommand_Kind interface {
 	isCommand_Kind()
 }
@@ -329,6 +339,10 @@ type Command_DeleteAclToken struct {
 	DeleteAclToken *DeleteAclTokenCommand `protobuf:"bytes,23,opt,name=delete_acl_token,json=deleteAclToken,proto3,oneof"`
 }
 
+type Command_SetClusterVersion struct {
+	SetClusterVersion *SetClusterVersionCommand `protobuf:"bytes,30,opt,name=set_cluster_version,json=setClusterVersion,proto3,oneof"`
+}
+
 func (*Command_PutJob) isCommand_Kind() {}
 
 func (*Command_DeleteJob) isCommand_Kind() {}
@@ -344,6 +358,57 @@ func (*Command_BootstrapAcl) isCommand_Kind() {}
 func (*Command_CreateAclToken) isCommand_Kind() {}
 
 func (*Command_DeleteAclToken) isCommand_Kind() {}
+
+func (*Command_SetClusterVersion) isCommand_Kind() {}
+
+// SetClusterVersionCommand raises the active cluster version: the command
+// version whose rules every node applies to the kinds that already existed
+// (fsm/clusterversion.go). The leader proposes it once every voter applies
+// the version; a lower or equal version changes nothing, so it never goes
+// back.
+type SetClusterVersionCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Version       uint32                 `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetClusterVersionCommand) Reset() {
+	*x = SetClusterVersionCommand{}
+	mi := &file_raftcron_v1_command_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetClusterVersionCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetClusterVersionCommand) ProtoMessage() {}
+
+func (x *SetClusterVersionCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_command_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetClusterVersionCommand.ProtoReflect.Descriptor instead.
+func (*SetClusterVersionCommand) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *SetClusterVersionCommand) GetVersion() uint32 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
 
 type PutJobCommand struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -361,7 +426,7 @@ type PutJobCommand struct {
 
 func (x *PutJobCommand) Reset() {
 	*x = PutJobCommand{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[1]
+	mi := &file_raftcron_v1_command_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -373,7 +438,7 @@ func (x *PutJobCommand) String() string {
 func (*PutJobCommand) ProtoMessage() {}
 
 func (x *PutJobCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[1]
+	mi := &file_raftcron_v1_command_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -386,7 +451,7 @@ func (x *PutJobCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutJobCommand.ProtoReflect.Descriptor instead.
 func (*PutJobCommand) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{1}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *PutJobCommand) GetSpec() *JobSpec {
@@ -427,7 +492,7 @@ type DeleteJobCommand struct {
 
 func (x *DeleteJobCommand) Reset() {
 	*x = DeleteJobCommand{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[2]
+	mi := &file_raftcron_v1_command_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -439,7 +504,7 @@ func (x *DeleteJobCommand) String() string {
 func (*DeleteJobCommand) ProtoMessage() {}
 
 func (x *DeleteJobCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[2]
+	mi := &file_raftcron_v1_command_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -452,7 +517,7 @@ func (x *DeleteJobCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobCommand.ProtoReflect.Descriptor instead.
 func (*DeleteJobCommand) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{2}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *DeleteJobCommand) GetName() string {
@@ -480,7 +545,7 @@ type SetPausedCommand struct {
 
 func (x *SetPausedCommand) Reset() {
 	*x = SetPausedCommand{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[3]
+	mi := &file_raftcron_v1_command_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -492,7 +557,7 @@ func (x *SetPausedCommand) String() string {
 func (*SetPausedCommand) ProtoMessage() {}
 
 func (x *SetPausedCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[3]
+	mi := &file_raftcron_v1_command_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -505,7 +570,7 @@ func (x *SetPausedCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPausedCommand.ProtoReflect.Descriptor instead.
 func (*SetPausedCommand) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{3}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SetPausedCommand) GetName() string {
@@ -547,7 +612,7 @@ type CommandResult struct {
 
 func (x *CommandResult) Reset() {
 	*x = CommandResult{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[4]
+	mi := &file_raftcron_v1_command_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -559,7 +624,7 @@ func (x *CommandResult) String() string {
 func (*CommandResult) ProtoMessage() {}
 
 func (x *CommandResult) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[4]
+	mi := &file_raftcron_v1_command_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -572,7 +637,7 @@ func (x *CommandResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandResult.ProtoReflect.Descriptor instead.
 func (*CommandResult) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{4}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CommandResult) GetCode() ResultCode {
@@ -642,7 +707,7 @@ type FireBatchCommand struct {
 
 func (x *FireBatchCommand) Reset() {
 	*x = FireBatchCommand{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[5]
+	mi := &file_raftcron_v1_command_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -654,7 +719,7 @@ func (x *FireBatchCommand) String() string {
 func (*FireBatchCommand) ProtoMessage() {}
 
 func (x *FireBatchCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[5]
+	mi := &file_raftcron_v1_command_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -667,7 +732,7 @@ func (x *FireBatchCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FireBatchCommand.ProtoReflect.Descriptor instead.
 func (*FireBatchCommand) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{5}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *FireBatchCommand) GetLeaderId() string {
@@ -724,7 +789,7 @@ type Fire struct {
 
 func (x *Fire) Reset() {
 	*x = Fire{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[6]
+	mi := &file_raftcron_v1_command_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -736,7 +801,7 @@ func (x *Fire) String() string {
 func (*Fire) ProtoMessage() {}
 
 func (x *Fire) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[6]
+	mi := &file_raftcron_v1_command_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -749,7 +814,7 @@ func (x *Fire) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Fire.ProtoReflect.Descriptor instead.
 func (*Fire) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{6}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Fire) GetJob() string {
@@ -817,7 +882,7 @@ type Miss struct {
 
 func (x *Miss) Reset() {
 	*x = Miss{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[7]
+	mi := &file_raftcron_v1_command_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -829,7 +894,7 @@ func (x *Miss) String() string {
 func (*Miss) ProtoMessage() {}
 
 func (x *Miss) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[7]
+	mi := &file_raftcron_v1_command_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -842,7 +907,7 @@ func (x *Miss) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Miss.ProtoReflect.Descriptor instead.
 func (*Miss) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{7}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Miss) GetJob() string {
@@ -908,7 +973,7 @@ type FireResult struct {
 
 func (x *FireResult) Reset() {
 	*x = FireResult{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[8]
+	mi := &file_raftcron_v1_command_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -920,7 +985,7 @@ func (x *FireResult) String() string {
 func (*FireResult) ProtoMessage() {}
 
 func (x *FireResult) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[8]
+	mi := &file_raftcron_v1_command_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -933,7 +998,7 @@ func (x *FireResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FireResult.ProtoReflect.Descriptor instead.
 func (*FireResult) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{8}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *FireResult) GetAccepted() bool {
@@ -995,7 +1060,7 @@ type CompleteBatchCommand struct {
 
 func (x *CompleteBatchCommand) Reset() {
 	*x = CompleteBatchCommand{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[9]
+	mi := &file_raftcron_v1_command_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1007,7 +1072,7 @@ func (x *CompleteBatchCommand) String() string {
 func (*CompleteBatchCommand) ProtoMessage() {}
 
 func (x *CompleteBatchCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[9]
+	mi := &file_raftcron_v1_command_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1020,7 +1085,7 @@ func (x *CompleteBatchCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteBatchCommand.ProtoReflect.Descriptor instead.
 func (*CompleteBatchCommand) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{9}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CompleteBatchCommand) GetCompletions() []*Completion {
@@ -1049,7 +1114,7 @@ type Completion struct {
 
 func (x *Completion) Reset() {
 	*x = Completion{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[10]
+	mi := &file_raftcron_v1_command_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1061,7 +1126,7 @@ func (x *Completion) String() string {
 func (*Completion) ProtoMessage() {}
 
 func (x *Completion) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[10]
+	mi := &file_raftcron_v1_command_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1074,7 +1139,7 @@ func (x *Completion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Completion.ProtoReflect.Descriptor instead.
 func (*Completion) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{10}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Completion) GetRunId() string {
@@ -1145,7 +1210,7 @@ type CompletionResult struct {
 
 func (x *CompletionResult) Reset() {
 	*x = CompletionResult{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[11]
+	mi := &file_raftcron_v1_command_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1157,7 +1222,7 @@ func (x *CompletionResult) String() string {
 func (*CompletionResult) ProtoMessage() {}
 
 func (x *CompletionResult) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[11]
+	mi := &file_raftcron_v1_command_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1170,7 +1235,7 @@ func (x *CompletionResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompletionResult.ProtoReflect.Descriptor instead.
 func (*CompletionResult) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{11}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CompletionResult) GetAccepted() bool {
@@ -1198,7 +1263,7 @@ var File_raftcron_v1_command_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\n" +
-	"\x19raftcron/v1/command.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/acl.proto\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\"\x9d\x05\n" +
+	"\x19raftcron/v1/command.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/acl.proto\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\"\xf6\x05\n" +
 	"\aCommand\x121\n" +
 	"\x15proposed_at_unix_nano\x18\x01 \x01(\x03R\x12proposedAtUnixNano\x12+\n" +
 	"\x06caller\x18\x02 \x01(\v2\x13.raftcron.v1.CallerR\x06caller\x125\n" +
@@ -1213,8 +1278,11 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x0ecomplete_batch\x18\x0e \x01(\v2!.raftcron.v1.CompleteBatchCommandH\x00R\rcompleteBatch\x12G\n" +
 	"\rbootstrap_acl\x18\x15 \x01(\v2 .raftcron.v1.BootstrapAclCommandH\x00R\fbootstrapAcl\x12N\n" +
 	"\x10create_acl_token\x18\x16 \x01(\v2\".raftcron.v1.CreateAclTokenCommandH\x00R\x0ecreateAclToken\x12N\n" +
-	"\x10delete_acl_token\x18\x17 \x01(\v2\".raftcron.v1.DeleteAclTokenCommandH\x00R\x0edeleteAclTokenB\x06\n" +
-	"\x04kind\"\xa9\x01\n" +
+	"\x10delete_acl_token\x18\x17 \x01(\v2\".raftcron.v1.DeleteAclTokenCommandH\x00R\x0edeleteAclToken\x12W\n" +
+	"\x13set_cluster_version\x18\x1e \x01(\v2%.raftcron.v1.SetClusterVersionCommandH\x00R\x11setClusterVersionB\x06\n" +
+	"\x04kind\"4\n" +
+	"\x18SetClusterVersionCommand\x12\x18\n" +
+	"\aversion\x18\x01 \x01(\rR\aversion\"\xa9\x01\n" +
 	"\rPutJobCommand\x12(\n" +
 	"\x04spec\x18\x01 \x01(\v2\x14.raftcron.v1.JobSpecR\x04spec\x12(\n" +
 	"\x04mode\x18\x02 \x01(\x0e2\x14.raftcron.v1.PutModeR\x04mode\x12)\n" +
@@ -1316,61 +1384,63 @@ func file_raftcron_v1_command_proto_rawDescGZIP() []byte {
 }
 
 var file_raftcron_v1_command_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_raftcron_v1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_raftcron_v1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_raftcron_v1_command_proto_goTypes = []any{
-	(PutMode)(0),                  // 0: raftcron.v1.PutMode
-	(ResultCode)(0),               // 1: raftcron.v1.ResultCode
-	(*Command)(nil),               // 2: raftcron.v1.Command
-	(*PutJobCommand)(nil),         // 3: raftcron.v1.PutJobCommand
-	(*DeleteJobCommand)(nil),      // 4: raftcron.v1.DeleteJobCommand
-	(*SetPausedCommand)(nil),      // 5: raftcron.v1.SetPausedCommand
-	(*CommandResult)(nil),         // 6: raftcron.v1.CommandResult
-	(*FireBatchCommand)(nil),      // 7: raftcron.v1.FireBatchCommand
-	(*Fire)(nil),                  // 8: raftcron.v1.Fire
-	(*Miss)(nil),                  // 9: raftcron.v1.Miss
-	(*FireResult)(nil),            // 10: raftcron.v1.FireResult
-	(*CompleteBatchCommand)(nil),  // 11: raftcron.v1.CompleteBatchCommand
-	(*Completion)(nil),            // 12: raftcron.v1.Completion
-	(*CompletionResult)(nil),      // 13: raftcron.v1.CompletionResult
-	(*Caller)(nil),                // 14: raftcron.v1.Caller
-	(*BootstrapAclCommand)(nil),   // 15: raftcron.v1.BootstrapAclCommand
-	(*CreateAclTokenCommand)(nil), // 16: raftcron.v1.CreateAclTokenCommand
-	(*DeleteAclTokenCommand)(nil), // 17: raftcron.v1.DeleteAclTokenCommand
-	(*JobSpec)(nil),               // 18: raftcron.v1.JobSpec
-	(*Job)(nil),                   // 19: raftcron.v1.Job
-	(FireKind)(0),                 // 20: raftcron.v1.FireKind
-	(*Run)(nil),                   // 21: raftcron.v1.Run
-	(RunState)(0),                 // 22: raftcron.v1.RunState
+	(PutMode)(0),                     // 0: raftcron.v1.PutMode
+	(ResultCode)(0),                  // 1: raftcron.v1.ResultCode
+	(*Command)(nil),                  // 2: raftcron.v1.Command
+	(*SetClusterVersionCommand)(nil), // 3: raftcron.v1.SetClusterVersionCommand
+	(*PutJobCommand)(nil),            // 4: raftcron.v1.PutJobCommand
+	(*DeleteJobCommand)(nil),         // 5: raftcron.v1.DeleteJobCommand
+	(*SetPausedCommand)(nil),         // 6: raftcron.v1.SetPausedCommand
+	(*CommandResult)(nil),            // 7: raftcron.v1.CommandResult
+	(*FireBatchCommand)(nil),         // 8: raftcron.v1.FireBatchCommand
+	(*Fire)(nil),                     // 9: raftcron.v1.Fire
+	(*Miss)(nil),                     // 10: raftcron.v1.Miss
+	(*FireResult)(nil),               // 11: raftcron.v1.FireResult
+	(*CompleteBatchCommand)(nil),     // 12: raftcron.v1.CompleteBatchCommand
+	(*Completion)(nil),               // 13: raftcron.v1.Completion
+	(*CompletionResult)(nil),         // 14: raftcron.v1.CompletionResult
+	(*Caller)(nil),                   // 15: raftcron.v1.Caller
+	(*BootstrapAclCommand)(nil),      // 16: raftcron.v1.BootstrapAclCommand
+	(*CreateAclTokenCommand)(nil),    // 17: raftcron.v1.CreateAclTokenCommand
+	(*DeleteAclTokenCommand)(nil),    // 18: raftcron.v1.DeleteAclTokenCommand
+	(*JobSpec)(nil),                  // 19: raftcron.v1.JobSpec
+	(*Job)(nil),                      // 20: raftcron.v1.Job
+	(FireKind)(0),                    // 21: raftcron.v1.FireKind
+	(*Run)(nil),                      // 22: raftcron.v1.Run
+	(RunState)(0),                    // 23: raftcron.v1.RunState
 }
 var file_raftcron_v1_command_proto_depIdxs = []int32{
-	14, // 0: raftcron.v1.Command.caller:type_name -> raftcron.v1.Caller
-	3,  // 1: raftcron.v1.Command.put_job:type_name -> raftcron.v1.PutJobCommand
-	4,  // 2: raftcron.v1.Command.delete_job:type_name -> raftcron.v1.DeleteJobCommand
-	5,  // 3: raftcron.v1.Command.set_paused:type_name -> raftcron.v1.SetPausedCommand
-	7,  // 4: raftcron.v1.Command.fire_batch:type_name -> raftcron.v1.FireBatchCommand
-	11, // 5: raftcron.v1.Command.complete_batch:type_name -> raftcron.v1.CompleteBatchCommand
-	15, // 6: raftcron.v1.Command.bootstrap_acl:type_name -> raftcron.v1.BootstrapAclCommand
-	16, // 7: raftcron.v1.Command.create_acl_token:type_name -> raftcron.v1.CreateAclTokenCommand
-	17, // 8: raftcron.v1.Command.delete_acl_token:type_name -> raftcron.v1.DeleteAclTokenCommand
-	18, // 9: raftcron.v1.PutJobCommand.spec:type_name -> raftcron.v1.JobSpec
-	0,  // 10: raftcron.v1.PutJobCommand.mode:type_name -> raftcron.v1.PutMode
-	1,  // 11: raftcron.v1.CommandResult.code:type_name -> raftcron.v1.ResultCode
-	19, // 12: raftcron.v1.CommandResult.job:type_name -> raftcron.v1.Job
-	10, // 13: raftcron.v1.CommandResult.fires:type_name -> raftcron.v1.FireResult
-	13, // 14: raftcron.v1.CommandResult.completions:type_name -> raftcron.v1.CompletionResult
-	8,  // 15: raftcron.v1.FireBatchCommand.fires:type_name -> raftcron.v1.Fire
-	9,  // 16: raftcron.v1.FireBatchCommand.misses:type_name -> raftcron.v1.Miss
-	20, // 17: raftcron.v1.Fire.kind:type_name -> raftcron.v1.FireKind
-	21, // 18: raftcron.v1.FireResult.run:type_name -> raftcron.v1.Run
-	18, // 19: raftcron.v1.FireResult.spec:type_name -> raftcron.v1.JobSpec
-	12, // 20: raftcron.v1.CompleteBatchCommand.completions:type_name -> raftcron.v1.Completion
-	22, // 21: raftcron.v1.Completion.outcome:type_name -> raftcron.v1.RunState
-	21, // 22: raftcron.v1.CompletionResult.run:type_name -> raftcron.v1.Run
-	23, // [23:23] is the sub-list for method output_type
-	23, // [23:23] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	15, // 0: raftcron.v1.Command.caller:type_name -> raftcron.v1.Caller
+	4,  // 1: raftcron.v1.Command.put_job:type_name -> raftcron.v1.PutJobCommand
+	5,  // 2: raftcron.v1.Command.delete_job:type_name -> raftcron.v1.DeleteJobCommand
+	6,  // 3: raftcron.v1.Command.set_paused:type_name -> raftcron.v1.SetPausedCommand
+	8,  // 4: raftcron.v1.Command.fire_batch:type_name -> raftcron.v1.FireBatchCommand
+	12, // 5: raftcron.v1.Command.complete_batch:type_name -> raftcron.v1.CompleteBatchCommand
+	16, // 6: raftcron.v1.Command.bootstrap_acl:type_name -> raftcron.v1.BootstrapAclCommand
+	17, // 7: raftcron.v1.Command.create_acl_token:type_name -> raftcron.v1.CreateAclTokenCommand
+	18, // 8: raftcron.v1.Command.delete_acl_token:type_name -> raftcron.v1.DeleteAclTokenCommand
+	3,  // 9: raftcron.v1.Command.set_cluster_version:type_name -> raftcron.v1.SetClusterVersionCommand
+	19, // 10: raftcron.v1.PutJobCommand.spec:type_name -> raftcron.v1.JobSpec
+	0,  // 11: raftcron.v1.PutJobCommand.mode:type_name -> raftcron.v1.PutMode
+	1,  // 12: raftcron.v1.CommandResult.code:type_name -> raftcron.v1.ResultCode
+	20, // 13: raftcron.v1.CommandResult.job:type_name -> raftcron.v1.Job
+	11, // 14: raftcron.v1.CommandResult.fires:type_name -> raftcron.v1.FireResult
+	14, // 15: raftcron.v1.CommandResult.completions:type_name -> raftcron.v1.CompletionResult
+	9,  // 16: raftcron.v1.FireBatchCommand.fires:type_name -> raftcron.v1.Fire
+	10, // 17: raftcron.v1.FireBatchCommand.misses:type_name -> raftcron.v1.Miss
+	21, // 18: raftcron.v1.Fire.kind:type_name -> raftcron.v1.FireKind
+	22, // 19: raftcron.v1.FireResult.run:type_name -> raftcron.v1.Run
+	19, // 20: raftcron.v1.FireResult.spec:type_name -> raftcron.v1.JobSpec
+	13, // 21: raftcron.v1.CompleteBatchCommand.completions:type_name -> raftcron.v1.Completion
+	23, // 22: raftcron.v1.Completion.outcome:type_name -> raftcron.v1.RunState
+	22, // 23: raftcron.v1.CompletionResult.run:type_name -> raftcron.v1.Run
+	24, // [24:24] is the sub-list for method output_type
+	24, // [24:24] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_command_proto_init() }
@@ -1390,6 +1460,7 @@ func file_raftcron_v1_command_proto_init() {
 		(*Command_BootstrapAcl)(nil),
 		(*Command_CreateAclToken)(nil),
 		(*Command_DeleteAclToken)(nil),
+		(*Command_SetClusterVersion)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1397,7 +1468,7 @@ func file_raftcron_v1_command_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_raftcron_v1_command_proto_rawDesc), len(file_raftcron_v1_command_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -40,8 +40,11 @@ type SnapshotHeader struct {
 	AclTokenCount uint64 `protobuf:"varint,20,opt,name=acl_token_count,json=aclTokenCount,proto3" json:"acl_token_count,omitempty"`
 	// Whether `acl bootstrap` has run: it works once per cluster.
 	AclBootstrapped bool `protobuf:"varint,21,opt,name=acl_bootstrapped,json=aclBootstrapped,proto3" json:"acl_bootstrapped,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The active cluster version; absent (0) means 1, the version of the
+	// builds from before it existed.
+	ClusterVersion uint32 `protobuf:"varint,30,opt,name=cluster_version,json=clusterVersion,proto3" json:"cluster_version,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *SnapshotHeader) Reset() {
@@ -128,6 +131,13 @@ func (x *SnapshotHeader) GetAclBootstrapped() bool {
 		return x.AclBootstrapped
 	}
 	return false
+}
+
+func (x *SnapshotHeader) GetClusterVersion() uint32 {
+	if x != nil {
+		return x.ClusterVersion
+	}
+	return 0
 }
 
 type SnapshotRecord struct {
@@ -303,7 +313,7 @@ var File_raftcron_v1_snapshot_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_snapshot_proto_rawDesc = "" +
 	"\n" +
-	"\x1araftcron/v1/snapshot.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/acl.proto\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\"\xc5\x02\n" +
+	"\x1araftcron/v1/snapshot.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/acl.proto\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\"\xee\x02\n" +
 	"\x0eSnapshotHeader\x12%\n" +
 	"\x0eformat_version\x18\x01 \x01(\rR\rformatVersion\x12'\n" +
 	"\x0ffencing_counter\x18\x02 \x01(\x04R\x0efencingCounter\x12\x1b\n" +
@@ -312,7 +322,8 @@ const file_raftcron_v1_snapshot_proto_rawDesc = "" +
 	"\trun_count\x18\x05 \x01(\x04R\brunCount\x12-\n" +
 	"\x12retired_generation\x18\x06 \x01(\x04R\x11retiredGeneration\x12&\n" +
 	"\x0facl_token_count\x18\x14 \x01(\x04R\raclTokenCount\x12)\n" +
-	"\x10acl_bootstrapped\x18\x15 \x01(\bR\x0faclBootstrapped\"\xd4\x01\n" +
+	"\x10acl_bootstrapped\x18\x15 \x01(\bR\x0faclBootstrapped\x12'\n" +
+	"\x0fcluster_version\x18\x1e \x01(\rR\x0eclusterVersion\"\xd4\x01\n" +
 	"\x0eSnapshotRecord\x12$\n" +
 	"\x03job\x18\x01 \x01(\v2\x10.raftcron.v1.JobH\x00R\x03job\x126\n" +
 	"\ttombstone\x18\x02 \x01(\v2\x16.raftcron.v1.TombstoneH\x00R\ttombstone\x12$\n" +
