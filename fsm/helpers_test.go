@@ -24,6 +24,8 @@ type harness struct {
 	f     *fsm.FSM
 	index uint64
 	now   time.Time
+	// log is every entry applied, in order.
+	log []raft.Log
 }
 
 // newHarness starts at this build's cluster version: the rules a cluster
@@ -47,7 +49,7 @@ func (h *harness) apply(c *pb.Command) *pb.CommandResult {
 	h.t.Helper()
 	h.now = h.now.Add(time.Second)
 	c.ProposedAtUnixNano = h.now.UnixNano()
-	data, err := proto.Marshal(c)
+	data, err := proto.MarshalOptions{Deterministic: true}.Marshal(c)
 	if err != nil {
 		h.t.Fatalf("marshal command: %v", err)
 	}
@@ -57,7 +59,9 @@ func (h *harness) apply(c *pb.Command) *pb.CommandResult {
 func (h *harness) applyRaw(data []byte) *pb.CommandResult {
 	h.t.Helper()
 	h.index++
-	return applyLog(h.t, h.f, &raft.Log{Index: h.index, Term: termOf(data), Type: raft.LogCommand, Data: data})
+	l := raft.Log{Index: h.index, Term: termOf(data), Type: raft.LogCommand, Data: data}
+	h.log = append(h.log, l)
+	return applyLog(h.t, h.f, &l)
 }
 
 // termOf is the Raft term a leader would commit data in: a FireBatch's own
