@@ -125,6 +125,7 @@ func (s *Server) wire() error {
 	s.state = fsm.New()
 	cc := s.cfg.cluster()
 	cc.FSM = s.state
+	cc.ClusterVersion = s.state.ClusterVersion
 	cc.Logger = s.log // cluster logs leadership changes itself
 	cc.OnLeadershipChange = s.leadershipChanged
 	node, err := cluster.New(cc, s.mux)
