@@ -50,6 +50,9 @@ type node struct {
 	DataDir string
 	logPath string
 	env     []string // extra environment (failpoints)
+	// bin, when set, is the binary n runs instead of the cluster's (a
+	// rolling upgrade replaces it node by node).
+	bin string
 
 	// mu guards proc, state and conn.
 	mu    sync.Mutex
@@ -118,7 +121,11 @@ func (c *cluster) start(n *node, membership ...string) {
 	if err := appendFile(n.logPath, header); err != nil {
 		c.t.Fatal(err)
 	}
-	cmd := c.net.Command(n.idx, c.bin, args...)
+	bin := c.bin
+	if n.bin != "" {
+		bin = n.bin
+	}
+	cmd := c.net.Command(n.idx, bin, args...)
 	cmd.Env = append(proc.Environ(), n.env...)
 	p, err := proc.Start(cmd, n.logPath)
 	if err != nil {
