@@ -41,6 +41,9 @@ type Node struct {
 	store *raftboltdb.BoltStore
 	trans *raft.NetworkTransport
 	peers *peerConns
+	// tls: the node's port is TLS, so InternalService admits node
+	// certificates only.
+	tls bool
 
 	// isLeader mirrors Raft's NotifyCh; only the watcher writes it.
 	isLeader      atomic.Bool
@@ -98,7 +101,8 @@ func New(cfg Config, mux *Mux) (*Node, error) {
 		cfg:       cfg,
 		log:       cfg.Logger.With("node", cfg.ID),
 		store:     store,
-		peers:     newPeerConns(mux.isolation()),
+		peers:     newPeerConns(mux.isolation(), mux.tls),
+		tls:       mux.tls != nil,
 		notifyCh:  make(chan bool, notifyChBuffer),
 		stopWatch: make(chan struct{}),
 		watchDone: make(chan struct{}),
@@ -147,7 +151,7 @@ func (n *Node) start(rc *raft.Config, mux *Mux) error {
 	}
 	n.fsm = &trackingFSM{FSM: n.cfg.FSM, snaps: snaps}
 	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream:  &streamLayer{subListener: mux.raft, advertise: advertiseAddr(n.cfg.Addr), iso: mux.isolation()},
+		Stream:  &streamLayer{subListener: mux.raft, advertise: advertiseAddr(n.cfg.Addr), tls: mux.tls, iso: mux.isolation()},
 		MaxPool: transportPool,
 		Timeout: transportIO,
 		Logger:  newHCLog(n.log, "raft-net"),
