@@ -130,8 +130,8 @@ func (ca *CA) leaf(cn string, validFor time.Duration) (*x509.Certificate, *ecdsa
 	if notAfter.After(ca.cert.NotAfter) {
 		// A chain is checked link by link: the certificate would stop
 		// working when the CA expires, earlier than it says.
-		return nil, nil, fmt.Errorf("%w: a certificate valid until %s would outlive its CA (valid until %s): ask for fewer days or create a new CA",
-			ErrInvalid, notAfter.UTC().Format(time.DateOnly), ca.cert.NotAfter.UTC().Format(time.DateOnly))
+		return nil, nil, fmt.Errorf("%w: valid until %s, the CA until %s: ask for fewer days or create a new CA",
+			ErrOutlivesCA, notAfter.UTC().Format(time.DateOnly), ca.cert.NotAfter.UTC().Format(time.DateOnly))
 	}
 	key, err := newKey()
 	if err != nil {

@@ -25,6 +25,9 @@ var (
 	ErrExists = errors.New("file already exists")
 	// ErrInvalid: a request or a file breaks a rule; the message names it.
 	ErrInvalid = errors.New("invalid certificate request")
+	// ErrOutlivesCA: the certificate asked for would expire after its CA,
+	// and so stop working earlier than it says.
+	ErrOutlivesCA = errors.New("certificate would outlive its CA")
 )
 
 // IsNode reports whether cert claims node identity. It says nothing about

@@ -13,7 +13,6 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 )
 
@@ -29,6 +28,7 @@ type clientOptions struct {
 	addr    string
 	output  outputFormat
 	timeout time.Duration
+	auth    clientAuth
 }
 
 func (o *clientOptions) register(fs *pflag.FlagSet) {
@@ -36,11 +36,12 @@ func (o *clientOptions) register(fs *pflag.FlagSet) {
 	fs.StringVar(&o.addr, flagAddr, defaultClientAddr, "host:port of any raftcron node (env RAFTCRON_ADDR)")
 	fs.VarP(&o.output, flagOutput, "o", "output format: table, json or yaml (env RAFTCRON_OUTPUT)")
 	fs.DurationVar(&o.timeout, flagTimeout, 10*time.Second, "deadline of each call (env RAFTCRON_TIMEOUT)")
+	o.auth.register(fs)
 }
 
 // resolve fills the flags not set on the command line from RAFTCRON_*.
 func (o *clientOptions) resolve(fs *pflag.FlagSet) error {
-	for _, name := range []string{flagAddr, flagOutput, flagTimeout} {
+	for _, name := range append([]string{flagAddr, flagOutput, flagTimeout}, clientAuthFlags...) {
 		f := fs.Lookup(name)
 		if f == nil || f.Changed {
 			continue
@@ -59,7 +60,7 @@ func (o *clientOptions) resolve(fs *pflag.FlagSet) error {
 	if o.addr == "" {
 		return errors.New("--addr: required (host:port)")
 	}
-	return nil
+	return o.auth.check(o.addr)
 }
 
 // persistentResolve is the PersistentPreRunE of the client command groups.
@@ -74,11 +75,14 @@ const clientWindow = 1 << 20
 
 // dial creates a client connection; gRPC connects lazily on the first call.
 func (o *clientOptions) dial() (*grpc.ClientConn, error) {
-	conn, err := grpc.NewClient(o.addr,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+	auth, err := o.auth.dialOptions()
+	if err != nil {
+		return nil, err
+	}
+	conn, err := grpc.NewClient(o.addr, append(auth,
 		grpc.WithUnaryInterceptor(retryNotLeader),
 		grpc.WithStaticStreamWindowSize(clientWindow),
-		grpc.WithStaticConnWindowSize(clientWindow))
+		grpc.WithStaticConnWindowSize(clientWindow))...)
 	if err != nil {
 		return nil, fmt.Errorf("--addr %q: %w", o.addr, err)
 	}
@@ -203,7 +207,7 @@ func (c call) unavailable(st *status.Status) error {
 // isTransportFailure tells a connection that could not be made (reported by
 // the gRPC client itself) from a node that answered Unavailable.
 func isTransportFailure(msg string) bool {
-	for _, s := range []string{"connection error", "transport:", "connection refused", "name resolver", "dial "} {
+	for _, s := range []string{"connection error", "transport:", "connection refused", "name resolver", "dial ", "broken pipe"} {
 		if strings.Contains(msg, s) {
 			return true
 		}
@@ -213,6 +217,12 @@ func isTransportFailure(msg string) bool {
 
 // transportReason digs the cause out of gRPC's nested transport messages.
 func transportReason(msg string) string {
+	if strings.Contains(msg, "error reading server preface") || strings.Contains(msg, "broken pipe") {
+		// A TLS port closes a plaintext client without a word; one that
+		// verifies clients closes a client without a certificate right
+		// after the handshake.
+		return "the node closed the connection (does it require TLS, --ca-cert, or a client certificate, --client-cert?)"
+	}
 	for _, cause := range []string{"connection refused", "no such host", "i/o timeout", "connection reset by peer"} {
 		if strings.Contains(msg, cause) {
 			return cause

@@ -60,6 +60,10 @@ type serveConfig struct {
 	LogFormat string
 
 	MemoryLimit memoryLimit
+
+	// ACL turns on ACL tokens (--acl).
+	ACL bool
+	securityConfig
 }
 
 // addServeFlags declares the flags of serve. A Raft timing left at 0 takes
@@ -79,6 +83,7 @@ func addServeFlags(fs *pflag.FlagSet) {
 	fs.String(flagLogFormat, "text", "text or json")
 	fs.String(flagMemoryLimit, memoryLimitAuto, "Go soft memory limit: a size (1800MiB, 2GiB), off, or auto: "+
 		"GOMEMLIMIT if set, else 90% of the cgroup's memory limit or of the machine's memory")
+	addSecurityFlags(fs)
 }
 
 // envName is the environment variable of a flag.
@@ -185,6 +190,11 @@ func parseServeConfig(k *koanf.Koanf) (serveConfig, error) {
 	}
 	cfg.MemoryLimit, err = parseMemoryLimit(stringValue(k, flagMemoryLimit))
 	check(err)
+	cfg.ACL, err = boolValue(k, flagACL)
+	check(err)
+	var secErrs []error
+	cfg.securityConfig, secErrs = parseSecurity(k, cfg.Addr, cfg.ACL)
+	errs = append(errs, secErrs...)
 	if len(errs) > 0 {
 		return serveConfig{}, joinOneLine(errs)
 	}

@@ -143,10 +143,16 @@ func (r cliResult) String() string {
 // status and output.
 func runCLI(t testing.TB, stdin string, args ...string) cliResult {
 	t.Helper()
+	return runCLIEnv(t, nil, stdin, args...)
+}
+
+// runCLIEnv is runCLI with extra environment (KEY=VALUE).
+func runCLIEnv(t testing.TB, env []string, stdin string, args ...string) cliResult {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary(t), args...)
-	cmd.Env = cleanEnv()
+	cmd.Env = append(cleanEnv(), env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -186,6 +192,13 @@ type testCluster struct {
 // prints the nodes' logs.
 func startCluster(t testing.TB, n int, extra ...string) *testCluster {
 	t.Helper()
+	return startClusterWith(t, n, nil, extra...)
+}
+
+// startClusterWith is startCluster with flags of each node's own
+// (perNode may be nil).
+func startClusterWith(t testing.TB, n int, perNode func(id string) []string, extra ...string) *testCluster {
+	t.Helper()
 	bin := binary(t)
 	addrs := freeAddrs(t, 2*n)
 	var peers []string
@@ -203,6 +216,9 @@ func startCluster(t testing.TB, n int, extra ...string) *testCluster {
 		node.args = append([]string{"serve", "--id", node.ID, "--data-dir", node.DataDir,
 			"--addr", node.Addr, "--http-addr", node.HTTPAddr, "--peers", strings.Join(peers, ",")},
 			append(append([]string{}, testRaft...), extra...)...)
+		if perNode != nil {
+			node.args = append(node.args, perNode(node.ID)...)
+		}
 		c.Nodes = append(c.Nodes, node)
 	}
 	t.Cleanup(func() {

@@ -102,7 +102,7 @@ type server struct {
 // are bound before Raft starts, so a taken port fails fast and touches no
 // state.
 func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) error {
-	mux, err := cluster.Listen(cfg.Addr)
+	mux, bundle, err := listenNode(cfg, log)
 	if err != nil {
 		return err
 	}
@@ -111,15 +111,25 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) error {
 		_ = mux.Close()
 		return fmt.Errorf("--http-addr %s: %w", cfg.HTTPAddr, listenCause(err))
 	}
-	memLimit, memLimitSource := applyMemoryLimit(cfg.MemoryLimit)
-	s, err := start(cfg, log, mux)
+	debugLn, err := listenDebug(cfg.DebugAddr)
 	if err != nil {
 		_ = httpLn.Close()
 		_ = mux.Close()
 		return err
 	}
+	watchHUP(ctx, log, bundle)
+	memLimit, memLimitSource := applyMemoryLimit(cfg.MemoryLimit)
+	s, err := start(cfg, log, mux)
+	if err != nil {
+		if debugLn != nil {
+			_ = debugLn.Close()
+		}
+		_ = httpLn.Close()
+		_ = mux.Close()
+		return err
+	}
 
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	go func() {
 		if err := s.grpc.Serve(mux.GRPCListener()); err != nil {
 			errc <- fmt.Errorf("grpc server: %w", err)
@@ -130,9 +140,11 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) error {
 			errc <- fmt.Errorf("http server on --http-addr %s: %w", cfg.HTTPAddr, err)
 		}
 	}()
+	debug := serveDebug(debugLn, errc)
 	log.Info("raftcron started", "id", cfg.ID, "addr", cfg.Addr, "http_addr", cfg.HTTPAddr,
 		"data_dir", cfg.DataDir, "version", version,
 		"memory_limit", formatMemoryLimit(memLimit), "memory_limit_from", memLimitSource)
+	logSecurity(log, cfg)
 
 	var runErr error
 	select {
@@ -141,6 +153,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) error {
 	case runErr = <-errc:
 		log.Error("stopping after a server failed", "id", cfg.ID, "err", runErr)
 	}
+	stopDebug(debug)
 	s.stop()
 	if runErr == nil {
 		log.Info("raftcron stopped", "id", cfg.ID)
@@ -173,15 +186,15 @@ const (
 // expected concurrent call, not one per core.
 const grpcStreamWorkers = 128
 
-func newGRPCServer(log *slog.Logger) *grpc.Server {
-	return grpc.NewServer(
+func newGRPCServer(log *slog.Logger, extra ...grpc.ServerOption) *grpc.Server {
+	return grpc.NewServer(append([]grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(api.RecoveryInterceptor(log)),
 		grpc.ChainStreamInterceptor(api.RecoveryStreamInterceptor(log)),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: keepaliveMinTime, PermitWithoutStream: true}),
 		grpc.NumStreamWorkers(grpcStreamWorkers),
 		grpc.StaticStreamWindowSize(grpcStreamWindow),
 		grpc.StaticConnWindowSize(grpcConnWindow),
-	)
+	}, extra...)...)
 }
 
 // start opens Raft and wires the services; on error nothing is left running
@@ -225,7 +238,7 @@ func start(cfg serveConfig, log *slog.Logger, mux *cluster.Mux) (*server, error)
 		shutdownNode(log, node)
 		return nil, fmt.Errorf("ops port: %w", err)
 	}
-	gs := newGRPCServer(log)
+	gs := newGRPCServer(log, mux.GRPCServerOptions()...)
 	jobs := api.NewJobServiceWith(api.JobServiceConfig{
 		Store: node, Registry: state, Now: time.Now,
 		Triggerer: sched, NotLeader: scheduler.ErrNotLeader, Leadership: node,
@@ -243,7 +256,7 @@ func start(cfg serveConfig, log *slog.Logger, mux *cluster.Mux) (*server, error)
 		ops:    opsServer,
 		health: healthServer,
 		hub:    hub,
-		http:   &http.Server{Handler: opsServer.Handler(), ReadHeaderTimeout: 10 * time.Second},
+		http:   ops.HTTPServer(opsServer.Handler()),
 	}, nil
 }
 
