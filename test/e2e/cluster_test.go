@@ -123,8 +123,11 @@ func cleanEnv() []string {
 // --join); its output is appended to its log.
 func (c *cluster) start(n *node, membership ...string) {
 	c.t.Helper()
+	// --insecure: in network namespaces the nodes listen on 10.77.0.x, not
+	// loopback, and these scenarios exercise the plaintext protocol
+	// (TestTLS3 covers TLS).
 	args := append([]string{"serve", "--id", n.ID, "--data-dir", n.DataDir,
-		"--addr", c.net.Addr(n.idx), "--http-addr", c.net.HTTPAddr(n.idx)}, membership...)
+		"--addr", c.net.Addr(n.idx), "--http-addr", c.net.HTTPAddr(n.idx), "--insecure"}, membership...)
 	args = append(args, raftFlags...)
 	logFile, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
