@@ -352,13 +352,19 @@ func TestTLSNodeOfAnotherCACannotReplicateVoteOrJoin(t *testing.T) {
 		t.Errorf("leader %s is %v, stranger is %v", leader.id, leader.node.raft.State(), stranger.node.raft.State())
 	}
 
-	// A node of another CA asking to join is refused before it is heard.
+	// A node of another CA asking to join is refused before it is heard;
+	// one of ours, asking the same way, gets in.
 	joiner := startNode(t, "n4", t.TempDir(), listenTLS(t, foreign.bundle(t, "n4")))
 	if err := joiner.node.joinVia(leader.addr); err == nil {
 		t.Fatal("a node of another CA joined")
 	}
 	if _, ok := leader.node.server("n4"); ok {
 		t.Error("n4 is in the configuration")
+	}
+	ourMux := listenTLS(t, ours.bundle(t, "n5"))
+	startNode(t, "n5", t.TempDir(), ourMux, func(c *Config) { c.Join = []string{leader.addr} })
+	if _, ok := leader.node.server("n5"); !ok {
+		t.Error("n5, a node of our CA, did not join")
 	}
 }
 

@@ -185,3 +185,19 @@ func TestServeTLSClusterForClientsWithCertificates(t *testing.T) {
 		})
 	})
 }
+
+// TestServeWarnsAboutInsecureAtStart: --insecure cannot be forgotten in a
+// unit file, every start says what it gives up.
+func TestServeWarnsAboutInsecureAtStart(t *testing.T) {
+	c := startCluster(t, 1, "--insecure")
+	n1 := c.Nodes[0]
+	waitFor(t, readyTimeout, "the --insecure warning in the log", func() bool {
+		logs, _ := os.ReadFile(n1.logPath)
+		for _, line := range strings.Split(string(logs), "\n") {
+			if strings.Contains(line, "level=WARN") && strings.Contains(line, "--insecure") {
+				return true
+			}
+		}
+		return false
+	})
+}
