@@ -47,8 +47,10 @@ func statusOf(err error) error {
 		return status.Error(codes.NotFound, err.Error())
 	case errors.Is(err, cluster.ErrServerExists), errors.Is(err, fsm.ErrAlreadyExists):
 		return status.Error(codes.AlreadyExists, err.Error())
-	case errors.Is(err, fsm.ErrVersionMismatch):
+	case errors.Is(err, fsm.ErrVersionMismatch), errors.Is(err, cluster.ErrUnsupportedCommand):
 		return status.Error(codes.FailedPrecondition, err.Error())
+	case errors.Is(err, cluster.ErrHalted):
+		return status.Error(codes.Unavailable, err.Error())
 	case errors.Is(err, cluster.ErrInvalidConfig):
 		return status.Error(codes.InvalidArgument, err.Error())
 	case errors.Is(err, context.DeadlineExceeded):
@@ -74,6 +76,8 @@ func resultStatus(res *pb.CommandResult) error {
 		return status.Error(codes.AlreadyExists, orDefault(msg, fsm.ErrAlreadyExists.Error()))
 	case pb.ResultCode_RESULT_CODE_VERSION_MISMATCH:
 		return status.Error(codes.FailedPrecondition, orDefault(msg, fsm.ErrVersionMismatch.Error()))
+	case pb.ResultCode_RESULT_CODE_LIMIT_EXCEEDED:
+		return status.Error(codes.ResourceExhausted, orDefault(msg, fsm.ErrLimitExceeded.Error()))
 	case pb.ResultCode_RESULT_CODE_INVALID:
 		// Validation runs before proposing, so this is a rule only the
 		// state can check; it is still about the caller's input.

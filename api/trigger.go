@@ -150,6 +150,11 @@ func triggered(name string, res *pb.FireResult) (*pb.Run, error) {
 	case res.GetReason() == fsm.ReasonOverlapSkipped:
 		return nil, precondition(PreconditionOverlap, name,
 			fmt.Sprintf("job %q has a run still open and its overlap policy refuses another (%s)", name, res.GetReason()))
+	case res.GetReason() == fsm.ReasonOpenRunsLimit:
+		return nil, status.Errorf(codes.ResourceExhausted,
+			"job %q has as many runs open as the cluster allows one job (its limit of open runs); nothing ran: retry once one has finished", name)
+	case res.GetReason() == fsm.ReasonGeneration:
+		return nil, status.Errorf(codes.Aborted, "job %q changed while the trigger committed; nothing ran: retry", name)
 	case res.GetReason() == fsm.ReasonStaleTerm:
 		return nil, notLeader("leadership changed while the trigger committed; nothing ran: retry", "", "")
 	default:

@@ -207,6 +207,17 @@ func TestTriggerJobGoneInBetweenIsNotFound(t *testing.T) {
 	wantCode(t, err, codes.NotFound)
 }
 
+// A job retargeted between the leader's planning and the commit refuses
+// the trigger with generation: nothing ran, and a retry will find the new
+// generation, so the caller is told to retry (Aborted).
+func TestTriggerJobRetargetedInBetweenIsAborted(t *testing.T) {
+	_, err := triggered("billing", &pb.FireResult{Reason: fsm.ReasonGeneration})
+	st := wantCode(t, err, codes.Aborted)
+	if !strings.Contains(st.Message(), "retry") {
+		t.Errorf("message %q does not tell the caller to retry", st.Message())
+	}
+}
+
 func TestTriggerJobPausedNeedsForce(t *testing.T) {
 	n := newTriggerNode(t, true)
 	spec := validSpec("billing")

@@ -431,6 +431,9 @@ func TestStatus(t *testing.T) {
 		if st.GetTerm() == 0 || st.GetCommitIndex() == 0 || st.GetAppliedIndex() == 0 || st.GetLastLogIndex() < st.GetCommitIndex() {
 			t.Errorf("%s: implausible indexes %v", tn.id, st)
 		}
+		if st.GetCommandVersion() != 1 {
+			t.Errorf("%s: command version %d, want 1 (the default)", tn.id, st.GetCommandVersion())
+		}
 		if st.GetFencingToken() != 0 {
 			t.Errorf("%s: fencing token %d, want 0 (filled by the caller)", tn.id, st.GetFencingToken())
 		}

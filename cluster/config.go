@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
 // Config describes one node. Zero timings mean Raft's defaults.
@@ -37,6 +39,20 @@ type Config struct {
 	// leadership, from a goroutine Raft waits on: it must return quickly
 	// and must not call into Raft or this Node.
 	OnLeadershipChange func(isLeader bool)
+	// Now is the leader's clock. The leader stamps every command it
+	// proposes for a client (Apply, ApplyBulk, and what followers forward)
+	// with it, so that no other node's clock ever reaches the FSM. Nil
+	// means time.Now.
+	Now func() time.Time
+	// CommandVersion is the highest command version FSM applies
+	// (fsm.CommandVersion); the node advertises it to the leader and on
+	// /status. 0 means 1.
+	CommandVersion uint32
+	// VersionOf is the command version that introduced a command's kind
+	// (fsm.VersionOf). As leader, the node proposes a command only when
+	// every voter advertises at least that version. Nil means every command
+	// is of version 1.
+	VersionOf func(*pb.Command) uint32
 	// NoSync skips fsync. Unit tests only: without fsync a crash loses
 	// acknowledged writes.
 	NoSync bool
@@ -66,6 +82,15 @@ func (cfg Config) check(mux *Mux) (Config, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.CommandVersion == 0 {
+		cfg.CommandVersion = baseCommandVersion
+	}
+	if cfg.VersionOf == nil {
+		cfg.VersionOf = func(*pb.Command) uint32 { return baseCommandVersion }
 	}
 	if cfg.Addr == "" {
 		cfg.Addr = mux.Addr().String()

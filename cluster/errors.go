@@ -29,8 +29,22 @@ var (
 	ErrDataDirLocked = errors.New("data dir is in use by another raftcron process")
 	// ErrAddrInUse: the --addr port is taken.
 	ErrAddrInUse = errors.New("address already in use")
+	// ErrNotForwardable: the command is one that only the leading node's
+	// own scheduler proposes, through ApplyLocal (FireBatch,
+	// CompleteBatch); Apply and forwarding never carry it.
+	ErrNotForwardable = errors.New("only the leading node's own scheduler proposes this command: it is never forwarded")
+	// ErrMalformedCommand: forwarded bytes do not decode as a command.
+	// Nothing was written.
+	ErrMalformedCommand = errors.New("forwarded command does not decode as a raftcron.v1.Command")
 	// ErrInvalidConfig: a Config field or flag value breaks a rule.
 	ErrInvalidConfig = errors.New("invalid cluster configuration")
+	// ErrUnsupportedCommand: the command's version is above what some voter
+	// applies (or a voter could not say); nothing was written. The message
+	// names the voters to upgrade.
+	ErrUnsupportedCommand = errors.New("a voter does not apply this command's version")
+	// ErrHalted: the node stopped itself because its FSM cannot apply a
+	// committed entry (a kind of a newer release); it must be upgraded.
+	ErrHalted = errors.New("node stopped: it cannot apply a committed log entry")
 )
 
 // NoLeaderError is returned when a request needs the leader and none is
@@ -77,3 +91,11 @@ func (e *configError) Is(target error) bool { return target == ErrInvalidConfig 
 func configErrorf(format string, args ...any) error {
 	return &configError{msg: fmt.Sprintf(format, args...)}
 }
+
+// unsupportedError is ErrUnsupportedCommand with the message that names the
+// voters to upgrade; forwarding carries the message to the follower.
+type unsupportedError struct{ msg string }
+
+func (e *unsupportedError) Error() string { return e.msg }
+
+func (e *unsupportedError) Is(target error) bool { return target == ErrUnsupportedCommand }

@@ -142,6 +142,8 @@ func forwardError(leader *pb.ServerRef, err error) error {
 		return fmt.Errorf("%w: %s", ErrServerExists, st.Message())
 	case st.Code() == codes.InvalidArgument:
 		return &configError{msg: st.Message()}
+	case st.Code() == codes.FailedPrecondition:
+		return &unsupportedError{msg: st.Message()}
 	default:
 		return fmt.Errorf("%s: %w", name(leader), err)
 	}

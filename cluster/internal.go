@@ -23,12 +23,12 @@ const (
 	metaLeaderAddr      = "leader_address"
 )
 
-// RegisterInternal serves node-to-node forwarding on s. Every method acts
-// only on the leader and never forwards again: a request travels at most
-// one hop. Who may call it: on a TLS port only other nodes (a certificate
-// from the CA naming pki.NodeSAN, see internal_guard.go); in plaintext
-// anyone who reaches the port, which is why plaintext is for loopback or
-// --insecure.
+// RegisterInternal serves node-to-node forwarding on s. Every method but
+// NodeInfo acts only on the leader and never forwards again: a request
+// travels at most one hop. Who may call it, NodeInfo included: on a TLS
+// port only other nodes (a certificate from the CA naming pki.NodeSAN, see
+// internal_guard.go); in plaintext anyone who reaches the port, which is
+// why plaintext is for loopback or --insecure.
 func RegisterInternal(s *grpc.Server, n *Node) {
 	impl := &internalServer{n: n}
 	if n.tls {
@@ -43,8 +43,16 @@ type internalServer struct {
 	n *Node
 }
 
+// Apply proposes a command a follower forwarded, stamped with this
+// leader's clock. It carries registry writes only: the scheduler's own
+// commands are refused (PermissionDenied), and so are bytes that do not
+// decode (InvalidArgument).
 func (s *internalServer) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.ApplyResponse, error) {
-	res, idx, err := s.n.applyLocal(ctx, req.GetCommand())
+	cmd, data, err := s.n.restamp(req.GetCommand())
+	if err != nil {
+		return nil, s.n.statusError(err)
+	}
+	res, idx, err := s.n.applyLocal(ctx, cmd, data)
 	if err != nil {
 		return nil, s.n.statusError(err)
 	}
@@ -81,6 +89,12 @@ func (s *internalServer) TransferLeadership(ctx context.Context, req *pb.Interna
 	return &pb.InternalServiceTransferLeadershipResponse{Id: ref.GetId(), Address: ref.GetAddress()}, nil
 }
 
+// NodeInfo answers on every node, leader or not: it is how the leader
+// learns which command versions a voter applies (versions.go).
+func (s *internalServer) NodeInfo(context.Context, *pb.NodeInfoRequest) (*pb.NodeInfoResponse, error) {
+	return &pb.NodeInfoResponse{Id: s.n.cfg.ID, CommandVersion: s.n.cfg.CommandVersion}, nil
+}
+
 // statusError turns a local error into the gRPC status forwardError decodes.
 func (n *Node) statusError(err error) error {
 	switch {
@@ -104,8 +118,12 @@ func (n *Node) statusError(err error) error {
 		return status.Error(codes.NotFound, err.Error())
 	case errors.Is(err, ErrServerExists):
 		return status.Error(codes.AlreadyExists, err.Error())
-	case errors.Is(err, ErrInvalidConfig):
+	case errors.Is(err, ErrInvalidConfig), errors.Is(err, ErrMalformedCommand):
 		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, ErrNotForwardable):
+		return status.Error(codes.PermissionDenied, err.Error())
+	case errors.Is(err, ErrUnsupportedCommand):
+		return status.Error(codes.FailedPrecondition, err.Error())
 	default:
 		return status.Error(codes.Internal, err.Error())
 	}

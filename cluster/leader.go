@@ -22,7 +22,10 @@ func (n *Node) ID() string { return n.cfg.ID }
 func (n *Node) Term() uint64 { return n.raft.CurrentTerm() }
 
 // ApplyLocal commits cmd through this node's Raft log if it is the leader,
-// and fails with ErrNotLeader otherwise. Errors are those of Apply.
+// and fails with ErrNotLeader otherwise. Errors are those of Apply. Unlike
+// Apply it keeps cmd's proposed_at: its caller is the leader's own
+// scheduler, which stamps with its own clock, on this very node. It is
+// the only way FireBatch and CompleteBatch reach the log.
 func (n *Node) ApplyLocal(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
 	if cmd == nil {
 		return nil, errors.New("apply: nil command")
@@ -31,7 +34,7 @@ func (n *Node) ApplyLocal(ctx context.Context, cmd *pb.Command) (*pb.CommandResu
 	if err != nil {
 		return nil, fmt.Errorf("apply: marshal command: %w", err)
 	}
-	res, _, err := n.applyLocal(ctx, data)
+	res, _, err := n.applyLocal(ctx, cmd, data)
 	return res, err
 }
 

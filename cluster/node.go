@@ -72,6 +72,15 @@ type Node struct {
 	// bootstrapped records that this start created a new cluster.
 	bootstrapped bool
 
+	// versions caches, on the leader, what the voters said they apply.
+	versions voterVersions
+	// raftUp is closed once raft is set.
+	raftUp chan struct{}
+	// halted is closed, after haltErr is set, when the FSM cannot apply a
+	// committed entry (halt.go).
+	halted  chan struct{}
+	haltErr error
+
 	closed       atomic.Bool
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -108,6 +117,8 @@ func New(cfg Config, mux *Mux) (*Node, error) {
 		watchDone: make(chan struct{}),
 		crashDone: make(chan struct{}),
 		lease:     rc.LeaderLeaseTimeout,
+		raftUp:    make(chan struct{}),
+		halted:    make(chan struct{}),
 	}
 	if err := n.start(rc, mux); err != nil {
 		store.Close()
@@ -149,7 +160,7 @@ func (n *Node) start(rc *raft.Config, mux *Mux) error {
 	if err != nil {
 		return fmt.Errorf("raft snapshot store in %s: %w", n.cfg.DataDir, err)
 	}
-	n.fsm = &trackingFSM{FSM: n.cfg.FSM, snaps: snaps}
+	n.fsm = &trackingFSM{FSM: n.cfg.FSM, snaps: snaps, onStuck: n.halt}
 	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  &streamLayer{subListener: mux.raft, advertise: advertiseAddr(n.cfg.Addr), tls: mux.tls, iso: mux.isolation()},
 		MaxPool: transportPool,
@@ -166,6 +177,7 @@ func (n *Node) start(rc *raft.Config, mux *Mux) error {
 		return fmt.Errorf("start raft: %w", err)
 	}
 	n.raft = r
+	close(n.raftUp)
 	go n.watchCrash(n.stopWatch, n.crashDone)
 	return nil
 }

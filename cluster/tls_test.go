@@ -303,6 +303,27 @@ func TestTLSInternalServiceRefusesClientCertificates(t *testing.T) {
 	}
 }
 
+// The leader asks every voter which command version it applies (NodeInfo)
+// before committing a newer command. On a TLS cluster the question passes
+// the node guard because the leader asks with its node certificate, while
+// an API client's certificate gets no answer.
+func TestTLSNodeInfoAnswersNodesOnly(t *testing.T) {
+	ca := newTestCA(t)
+	c, _ := newTLSCluster(t, []*testCA{ca, ca, ca}, withVersions(map[string]uint32{"n1": 2, "n2": 2, "n3": 2}))
+	leader := c.waitLeader(10 * time.Second)
+	ctx := ctxTimeout(t, 10*time.Second)
+
+	alice := grpcClient(t, leader.addr, credentials.NewTLS(clientTLS(ca.roots(t), ca.clientCert(t, "alice"), alpnGRPC)))
+	if _, err := pb.NewInternalServiceClient(alice).NodeInfo(ctx, &pb.NodeInfoRequest{}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("NodeInfo with a client certificate: %v, want PermissionDenied", err)
+	}
+	// A voter the leader could not ask would count as not applying
+	// version 2, and the command would be refused.
+	if res, err := applyRetrying(t, leader.node, putCmd("v2-token", "@daily")); err != nil || res.GetCode() != pb.ResultCode_RESULT_CODE_OK {
+		t.Fatalf("version 2 command on a TLS cluster where every voter applies it: %v, %v", res, err)
+	}
+}
+
 // failedHeartbeats reports the peers a node failed to send heartbeats to.
 func failedHeartbeats(n *Node) <-chan raft.ServerID {
 	ch := make(chan raft.Observation, 64)

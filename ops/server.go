@@ -43,11 +43,11 @@ type Server struct {
 // New builds the ops handlers for one node; extra collectors (the
 // scheduler's) are served on /metrics too.
 func New(n Node, r Registry, version string, extra ...prometheus.Collector) (*Server, error) {
-	reg, err := newRegistry(n, r, version, extra)
+	s := &Server{node: n, registry: r, mux: http.NewServeMux()}
+	reg, err := newRegistry(n, r, version, append(extra, s.collectors()...))
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{node: n, registry: r, mux: http.NewServeMux()}
 	s.mux.HandleFunc("GET /livez", s.livez)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 	s.mux.HandleFunc("GET /status", s.status)
@@ -64,6 +64,9 @@ func (s *Server) SetDraining() { s.draining.Store(true) }
 func (s *Server) livez(w http.ResponseWriter, _ *http.Request) {
 	writeText(w, http.StatusOK, "ok")
 }
+
+// ready is what /readyz answers 200 for.
+func (s *Server) ready() bool { return s.node.Ready() && !s.draining.Load() }
 
 func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 	switch {
@@ -89,6 +92,9 @@ type statusDoc struct {
 	FencingToken uint64      `json:"fencing_token"`
 	Ready        bool        `json:"ready"`
 	Servers      []serverDoc `json:"servers"`
+	// The highest command version the node applies (DESIGN §16): an
+	// operator watches it during a rolling upgrade.
+	CommandVersion uint32 `json:"command_version"`
 }
 
 type serverRef struct {
@@ -115,8 +121,10 @@ func (s *Server) status(w http.ResponseWriter, _ *http.Request) {
 		AppliedIndex: st.GetAppliedIndex(),
 		LastLogIndex: st.GetLastLogIndex(),
 		FencingToken: s.registry.FencingToken(),
-		Ready:        s.node.Ready() && !s.draining.Load(),
+		Ready:        s.ready(),
 		Servers:      []serverDoc{},
+		// DESIGN §16, beside the §9 fields above.
+		CommandVersion: st.GetCommandVersion(),
 	}
 	for _, sv := range st.GetServers() {
 		doc.Servers = append(doc.Servers, serverDoc{ID: sv.GetId(), Address: sv.GetAddress(), Suffrage: sv.GetSuffrage(), Leader: sv.GetLeader()})

@@ -20,7 +20,7 @@ func (f *fakeNode) Status() *pb.NodeStatus {
 	return &pb.NodeStatus{
 		Id: "n1", Address: "127.0.0.1:7001", State: "leader",
 		Leader: &pb.ServerRef{Id: "n1", Address: "127.0.0.1:7001"},
-		Term:   3, CommitIndex: 42, AppliedIndex: 41, LastLogIndex: 42,
+		Term:   3, CommitIndex: 42, AppliedIndex: 41, LastLogIndex: 42, CommandVersion: 4,
 		Servers: []*pb.Server{{Id: "n1", Address: "127.0.0.1:7001", Suffrage: "voter", Leader: true}},
 	}
 }
@@ -91,7 +91,7 @@ func TestStatusHasContractFields(t *testing.T) {
 	}
 	want := map[string]any{
 		"id": "n1", "state": "leader", "term": 3.0, "commit_index": 42.0,
-		"applied_index": 41.0, "fencing_token": 99.0,
+		"applied_index": 41.0, "fencing_token": 99.0, "command_version": 4.0,
 	}
 	for k, v := range want {
 		if doc[k] != v {
@@ -140,5 +140,23 @@ func TestOpsHTTPServerBoundsEveryPhase(t *testing.T) {
 	if srv.ReadHeaderTimeout <= 0 || srv.ReadTimeout <= 0 || srv.WriteTimeout <= 0 || srv.IdleTimeout <= 0 {
 		t.Fatalf("timeouts header %s read %s write %s idle %s: want all set",
 			srv.ReadHeaderTimeout, srv.ReadTimeout, srv.WriteTimeout, srv.IdleTimeout)
+	}
+}
+
+func TestMetricsReadyFollowsReadyzAndTermFollowsRaft(t *testing.T) {
+	n, s, hs := newTestServer(t)
+	_, body := get(t, hs.URL+"/metrics")
+	for _, series := range []string{"raftcron_ready 0", "raftcron_raft_term 3"} {
+		if !strings.Contains(body, series) {
+			t.Errorf("/metrics lacks %q", series)
+		}
+	}
+	n.ready.Store(true)
+	if _, body = get(t, hs.URL+"/metrics"); !strings.Contains(body, "raftcron_ready 1") {
+		t.Errorf("ready node: /metrics lacks raftcron_ready 1")
+	}
+	s.SetDraining()
+	if _, body = get(t, hs.URL+"/metrics"); !strings.Contains(body, "raftcron_ready 0") {
+		t.Errorf("draining node: /metrics lacks raftcron_ready 0")
 	}
 }

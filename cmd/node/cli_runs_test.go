@@ -24,7 +24,8 @@ import (
 )
 
 // localRaft applies commands to the FSM in log order, as a one-node Raft
-// whose reads are always linearizable.
+// whose reads are always linearizable. Like the leader, it stamps the
+// clients' commands (those that come without a time).
 type localRaft struct {
 	state *fsm.FSM
 	mu    sync.Mutex // serializes Apply, like Raft's log
@@ -32,6 +33,9 @@ type localRaft struct {
 }
 
 func (l *localRaft) Apply(_ context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
+	if cmd.GetProposedAtUnixNano() == 0 {
+		cmd.ProposedAtUnixNano = time.Now().UnixNano()
+	}
 	data, err := proto.Marshal(cmd)
 	if err != nil {
 		return nil, err

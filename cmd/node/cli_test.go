@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/raftcron/raftcron/fsm"
 )
 
 const nightlyJob = `name: nightly-billing
@@ -401,6 +403,9 @@ func TestCLIGracefulStopAndRestart(t *testing.T) {
 		st, err := next.status()
 		if err != nil || next == old || st.Term <= before.Term {
 			t.Fatalf("new leader %s (term %d, was %d): %v", next.ID, st.Term, before.Term, err)
+		}
+		if st.CommandVersion != fsm.CommandVersion {
+			t.Errorf("/status of %s: command_version %d, want this build's %d", next.ID, st.CommandVersion, fsm.CommandVersion)
 		}
 		old.start(t, bin)
 		c.waitReady(t)

@@ -61,6 +61,8 @@ type serveConfig struct {
 
 	MemoryLimit memoryLimit
 
+	Limits serveLimits
+
 	// ACL turns on ACL tokens (--acl).
 	ACL bool
 	securityConfig
@@ -83,6 +85,7 @@ func addServeFlags(fs *pflag.FlagSet) {
 	fs.String(flagLogFormat, "text", "text or json")
 	fs.String(flagMemoryLimit, memoryLimitAuto, "Go soft memory limit: a size (1800MiB, 2GiB), off, or auto: "+
 		"GOMEMLIMIT if set, else 90% of the cgroup's memory limit or of the machine's memory")
+	addLimitFlags(fs)
 	addSecurityFlags(fs)
 }
 
@@ -190,6 +193,9 @@ func parseServeConfig(k *koanf.Koanf) (serveConfig, error) {
 	}
 	cfg.MemoryLimit, err = parseMemoryLimit(stringValue(k, flagMemoryLimit))
 	check(err)
+	var limitErrs []error
+	cfg.Limits, limitErrs = parseLimits(k)
+	errs = append(errs, limitErrs...)
 	cfg.ACL, err = boolValue(k, flagACL)
 	check(err)
 	var secErrs []error

@@ -355,7 +355,8 @@ type opsStatus struct {
 		ID      string `json:"id"`
 		Address string `json:"address"`
 	} `json:"leader"`
-	Term uint64 `json:"term"`
+	Term           uint64 `json:"term"`
+	CommandVersion uint32 `json:"command_version"`
 }
 
 func (n *testNode) status() (opsStatus, error) {

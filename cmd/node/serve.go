@@ -152,6 +152,9 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) error {
 		log.Info("stopping gracefully", "id", cfg.ID)
 	case runErr = <-errc:
 		log.Error("stopping after a server failed", "id", cfg.ID, "err", runErr)
+	case <-s.node.Halted():
+		// The node has logged why; exiting non-zero gets it upgraded.
+		runErr = s.node.HaltErr()
 	}
 	stopDebug(debug)
 	s.stop()
@@ -186,8 +189,9 @@ const (
 // expected concurrent call, not one per core.
 const grpcStreamWorkers = 128
 
-func newGRPCServer(log *slog.Logger, extra ...grpc.ServerOption) *grpc.Server {
+func newGRPCServer(log *slog.Logger, maxStreams int, extra ...grpc.ServerOption) *grpc.Server {
 	return grpc.NewServer(append([]grpc.ServerOption{
+		grpc.MaxConcurrentStreams(uint32(maxStreams)),
 		grpc.ChainUnaryInterceptor(api.RecoveryInterceptor(log)),
 		grpc.ChainStreamInterceptor(api.RecoveryStreamInterceptor(log)),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: keepaliveMinTime, PermitWithoutStream: true}),
@@ -212,6 +216,8 @@ func start(cfg serveConfig, log *slog.Logger, mux *cluster.Mux) (*server, error)
 		ElectionTimeout:    cfg.RaftElection,
 		LeaderLeaseTimeout: cfg.RaftLease,
 		FSM:                state,
+		CommandVersion:     fsm.CommandVersion,
+		VersionOf:          fsm.VersionOf,
 		Logger:             log, // cluster logs leadership changes itself
 		OnLeadershipChange: relay.set,
 	}, mux)
@@ -224,12 +230,14 @@ func start(cfg serveConfig, log *slog.Logger, mux *cluster.Mux) (*server, error)
 		Executor: dispatch.NewRouter(dispatch.NewHTTPExecutor(nil), dispatch.NewExecExecutor()),
 		Logger:   log,
 		NodeID:   cfg.ID,
+
+		MaxOpenRuns: cfg.Limits.MaxOpenRuns,
 	})
 	if err != nil {
 		shutdownNode(log, node)
 		return nil, err
 	}
-	hub := api.NewRunHub()
+	hub := api.NewRunHubWith(cfg.Limits.MaxWatchers)
 	state.SetObserver(observers{sched, hub})
 	relay.attach(sched)
 	opsServer, err := ops.New(node, state, version, sched.Collectors()...)
@@ -238,10 +246,11 @@ func start(cfg serveConfig, log *slog.Logger, mux *cluster.Mux) (*server, error)
 		shutdownNode(log, node)
 		return nil, fmt.Errorf("ops port: %w", err)
 	}
-	gs := newGRPCServer(log, mux.GRPCServerOptions()...)
+	gs := newGRPCServer(log, cfg.Limits.MaxConcurrentStreams, mux.GRPCServerOptions()...)
 	jobs := api.NewJobServiceWith(api.JobServiceConfig{
 		Store: node, Registry: state, Now: time.Now,
 		Triggerer: sched, NotLeader: scheduler.ErrNotLeader, Leadership: node,
+		Limits: cfg.Limits.apiLimits(),
 	})
 	healthServer := api.Register(gs, jobs, api.NewClusterService(node, state),
 		api.WithRunService(api.NewRunService(node, state, hub)),

@@ -19,16 +19,16 @@ import (
 // the work one call queues in Raft and the size of its answer.
 const MaxApplyJobs = 1000
 
-// maxBatchViolations bounds the field violations one refused batch lists.
-const maxBatchViolations = 100
+// maxBulkViolations bounds the field violations one refused call lists.
+const maxBulkViolations = 100
 
-// BatchStore commits many commands at once, each as its own Raft entry
+// BulkStore commits many commands at once, each as its own Raft entry
 // (cluster.Node does). ApplyJobs uses it when the Store offers it, and
-// concurrent Apply calls otherwise. Its contract is cluster.ApplyBatch's:
+// concurrent Apply calls otherwise. Its contract is cluster.ApplyBulk's:
 // cluster.ErrNotLeader when nothing was proposed because this node does not
 // lead, otherwise one result per command.
-type BatchStore interface {
-	ApplyBatch(ctx context.Context, cmds []*pb.Command) ([]cluster.BatchResult, error)
+type BulkStore interface {
+	ApplyBulk(ctx context.Context, cmds []*pb.Command) ([]cluster.BulkResult, error)
 }
 
 // ApplyJobs applies many specs: all are validated before any is proposed,
@@ -44,16 +44,15 @@ func (j *jobService) ApplyJobs(ctx context.Context, req *pb.ApplyJobsRequest) (*
 		return j.forwardApplyJobs(ctx, req, forwarded)
 	}
 	now := j.now()
-	writes, err := prepareBatch(specs, now)
+	writes, err := prepareBulk(specs, now, j.limits.Spec)
 	if err != nil {
 		return nil, err
 	}
 	cmds := make([]*pb.Command, len(writes))
 	for i, w := range writes {
-		cmds[i] = w.command(pb.PutMode_PUT_MODE_UPSERT, 0)
-		cmds[i].ProposedAtUnixNano = now.UnixNano()
+		cmds[i] = w.command(pb.PutMode_PUT_MODE_UPSERT, 0, j.limits.maxJobs())
 	}
-	results, err := j.applyBatch(ctx, cmds)
+	results, err := j.applyBulk(ctx, cmds)
 	if errors.Is(err, cluster.ErrNotLeader) {
 		// Nothing was proposed: the leader can take the whole call.
 		return j.forwardApplyJobs(ctx, req, forwarded)
@@ -63,15 +62,15 @@ func (j *jobService) ApplyJobs(ctx context.Context, req *pb.ApplyJobsRequest) (*
 	}
 	out := make([]*pb.ApplyJobsResult, len(results))
 	for i, r := range results {
-		out[i] = batchResult(writes[i], r, now)
+		out[i] = bulkResult(writes[i], r, now)
 	}
 	return &pb.ApplyJobsResponse{Results: out}, nil
 }
 
-// prepareBatch normalizes and validates every spec. One invalid spec, or
-// two with the same name, refuse the whole batch: the error names each
+// prepareBulk normalizes and validates every spec. One invalid spec, or
+// two with the same name, refuse the whole call: the error names each
 // offending spec by its index ("specs[3].schedule").
-func prepareBatch(specs []*pb.JobSpec, now time.Time) ([]write, error) {
+func prepareBulk(specs []*pb.JobSpec, now time.Time, limits jobspec.Limits) ([]write, error) {
 	writes := make([]write, len(specs))
 	seen := make(map[string]int, len(specs))
 	var (
@@ -92,7 +91,7 @@ func prepareBatch(specs []*pb.JobSpec, now time.Time) ([]write, error) {
 			refuse(i, "required", &errdetails.BadRequest_FieldViolation{Field: at(i), Description: "required"})
 			continue
 		}
-		w, err := prepare(spec, now)
+		w, err := prepare(spec, now, limits)
 		if err != nil {
 			refuse(i, err.Error(), specViolations(at(i), err)...)
 			continue
@@ -111,8 +110,8 @@ func prepareBatch(specs []*pb.JobSpec, now time.Time) ([]write, error) {
 	if bad > 1 {
 		first += fmt.Sprintf(" (and %d more invalid specs)", bad-1)
 	}
-	if len(violations) > maxBatchViolations {
-		violations = violations[:maxBatchViolations]
+	if len(violations) > maxBulkViolations {
+		violations = violations[:maxBulkViolations]
 	}
 	return nil, badRequest("nothing applied: "+first, violations...)
 }
@@ -130,27 +129,27 @@ func specViolations(at string, err error) []*errdetails.BadRequest_FieldViolatio
 	return out
 }
 
-// applyBatch commits cmds through the Store's ApplyBatch, or through
+// applyBulk commits cmds through the Store's ApplyBulk, or through
 // concurrent Apply calls when it has none.
-func (j *jobService) applyBatch(ctx context.Context, cmds []*pb.Command) ([]cluster.BatchResult, error) {
-	if bs, ok := j.store.(BatchStore); ok {
-		return bs.ApplyBatch(ctx, cmds)
+func (j *jobService) applyBulk(ctx context.Context, cmds []*pb.Command) ([]cluster.BulkResult, error) {
+	if bs, ok := j.store.(BulkStore); ok {
+		return bs.ApplyBulk(ctx, cmds)
 	}
-	out := make([]cluster.BatchResult, len(cmds))
+	out := make([]cluster.BulkResult, len(cmds))
 	var wg sync.WaitGroup
 	for i, cmd := range cmds {
 		wg.Go(func() {
 			res, err := j.store.Apply(ctx, cmd)
-			out[i] = cluster.BatchResult{Result: res, Err: err}
+			out[i] = cluster.BulkResult{Result: res, Err: err}
 		})
 	}
 	wg.Wait()
 	return out, nil
 }
 
-// batchResult is one spec's answer: the job as ApplyJob returns it, or the
+// bulkResult is one spec's answer: the job as ApplyJob returns it, or the
 // error ApplyJob would have returned, naming the job.
-func batchResult(w write, r cluster.BatchResult, now time.Time) *pb.ApplyJobsResult {
+func bulkResult(w write, r cluster.BulkResult, now time.Time) *pb.ApplyJobsResult {
 	err := statusOf(r.Err)
 	if err == nil && r.Result.GetCode() != pb.ResultCode_RESULT_CODE_OK {
 		err = resultStatus(r.Result)

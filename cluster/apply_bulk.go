@@ -12,19 +12,19 @@ import (
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
-// batchProposers is how many goroutines hand one batch's entries to Raft,
+// bulkProposers is how many goroutines hand one ApplyBulk's entries to Raft,
 // each waiting for its entry's commit before proposing the next. Raft's
 // leader loop takes what is queued, up to MaxAppendEntries (64), into one
 // fsync'd write; its queue is unbuffered, so a single proposer would hand
 // over one entry per write.
-const batchProposers = 64
+const bulkProposers = 64
 
-// batchInFlight bounds the batch entries proposed and not yet committed, in
-// all batches together. Beyond the log cache (logCacheSize) the leader reads
+// bulkInFlight bounds the entries ApplyBulk proposed and has not seen
+// committed yet, over all calls together. Beyond the log cache (logCacheSize) the leader reads
 // the entries it replicates back from disk, and a larger backlog only costs
-// memory and garbage collection: measured, 64 batches of 100 cost the leader
-// half as much CPU again per entry as 2 batches of 100.
-var batchInFlight = newSlots(logCacheSize / 2)
+// memory and garbage collection: measured, 64 calls of 100 cost the leader
+// half as much CPU again per entry as 2 calls of 100.
+var bulkInFlight = newSlots(logCacheSize / 2)
 
 // slots is a counting semaphore. It is per process, like the log cache it
 // protects: a process runs one node (tests that run several share it).
@@ -44,58 +44,64 @@ func (s slots) take(ctx context.Context) error {
 
 func (s slots) give() { <-s }
 
-// BatchResult is what became of one command of ApplyBatch: the FSM's
+// BulkResult is what became of one command of ApplyBulk: the FSM's
 // result, or an error as Apply returns them.
-type BatchResult struct {
+type BulkResult struct {
 	Result *pb.CommandResult
 	Err    error
 }
 
-// ApplyBatch commits each command as its own Raft entry, all of them at
+// ApplyBulk commits each command as its own Raft entry, all of them at
 // once, so that Raft writes and replicates them together; results[i] is
 // cmds[i]'s. The entries are proposed concurrently: their order in the log
 // is not the order of cmds.
 //
 // It runs on the leader only: on any other node it returns ErrNotLeader and
-// proposes nothing (the caller forwards the whole batch). Other errors of
-// the call itself: ErrShutdown, context errors, a command that does not
-// marshal; none proposes anything. Once proposing has begun every outcome is
-// per command; a command still uncommitted when ctx ends is
-// ErrIndeterminate.
-func (n *Node) ApplyBatch(ctx context.Context, cmds []*pb.Command) ([]BatchResult, error) {
+// proposes nothing (the caller forwards the whole call). Every command is
+// stamped with the leader's clock, as Apply does. Other errors of the call
+// itself: ErrShutdown, context errors, a command that does not marshal or
+// that only the scheduler proposes (ErrNotForwardable); none proposes
+// anything. Once proposing has begun every outcome is per command: one
+// whose version a voter does not apply is ErrUnsupportedCommand and not
+// proposed; one still uncommitted when ctx ends is ErrIndeterminate.
+func (n *Node) ApplyBulk(ctx context.Context, cmds []*pb.Command) ([]BulkResult, error) {
 	if n.closed.Load() {
 		return nil, ErrShutdown
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	data := make([][]byte, len(cmds))
-	for i, cmd := range cmds {
-		if cmd == nil {
-			return nil, fmt.Errorf("apply batch: command %d is nil", i)
-		}
-		b, err := proto.Marshal(cmd)
-		if err != nil {
-			return nil, fmt.Errorf("apply batch: marshal command %d: %w", i, err)
-		}
-		data[i] = b
-	}
 	if n.raft.State() != raft.Leader {
 		return nil, ErrNotLeader
 	}
-	return n.proposeBatch(ctx, data), nil
+	data := make([][]byte, len(cmds))
+	for i, cmd := range cmds {
+		if cmd == nil {
+			return nil, fmt.Errorf("apply bulk: command %d is nil", i)
+		}
+		if err := forwardable(cmd); err != nil {
+			return nil, fmt.Errorf("apply bulk: command %d: %w", i, err)
+		}
+		n.stamp(cmd)
+		b, err := proto.Marshal(cmd)
+		if err != nil {
+			return nil, fmt.Errorf("apply bulk: marshal command %d: %w", i, err)
+		}
+		data[i] = b
+	}
+	return n.proposeBulk(ctx, cmds, data), nil
 }
 
-// batch collects the outcomes of one ApplyBatch. The proposers may outlive
+// bulk collects the outcomes of one ApplyBulk. The proposers may outlive
 // the call (a caller gone before the commit): mu keeps their late writes
 // away from the copy the call returns.
-type batch struct {
+type bulk struct {
 	mu      sync.Mutex
-	results []BatchResult
+	results []BulkResult
 	settled []bool
 }
 
-func (b *batch) set(i int, r BatchResult) {
+func (b *bulk) set(i int, r BulkResult) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.results[i] = r
@@ -103,23 +109,23 @@ func (b *batch) set(i int, r BatchResult) {
 }
 
 // snapshot returns the results so far; unsettled ones get err.
-func (b *batch) snapshot(err error) []BatchResult {
+func (b *bulk) snapshot(err error) []BulkResult {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	out := make([]BatchResult, len(b.results))
+	out := make([]BulkResult, len(b.results))
 	for i, r := range b.results {
 		if !b.settled[i] {
-			r = BatchResult{Err: err}
+			r = BulkResult{Err: err}
 		}
 		out[i] = r
 	}
 	return out
 }
 
-func (n *Node) proposeBatch(ctx context.Context, data [][]byte) []BatchResult {
-	b := &batch{results: make([]BatchResult, len(data)), settled: make([]bool, len(data))}
+func (n *Node) proposeBulk(ctx context.Context, cmds []*pb.Command, data [][]byte) []BulkResult {
+	b := &bulk{results: make([]BulkResult, len(data)), settled: make([]bool, len(data))}
 	timeout := raftTimeout(ctx)
-	workers := min(len(data), batchProposers)
+	workers := min(len(data), bulkProposers)
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
@@ -127,7 +133,7 @@ func (n *Node) proposeBatch(ctx context.Context, data [][]byte) []BatchResult {
 				if ctx.Err() != nil {
 					return // the rest stays unsettled: not proposed
 				}
-				b.set(i, n.proposeOne(ctx, data[i], timeout))
+				b.set(i, n.proposeOne(ctx, cmds[i], data[i], timeout))
 			}
 		})
 	}
@@ -146,27 +152,31 @@ func (n *Node) proposeBatch(ctx context.Context, data [][]byte) []BatchResult {
 	}
 }
 
-// proposeOne proposes one entry of a batch and waits for its commit.
-func (n *Node) proposeOne(ctx context.Context, data []byte, timeout time.Duration) BatchResult {
-	if err := batchInFlight.take(ctx); err != nil {
-		return BatchResult{Err: err} // nothing proposed
+// proposeOne proposes one entry of an ApplyBulk, data being cmd marshalled,
+// and waits for its commit.
+func (n *Node) proposeOne(ctx context.Context, cmd *pb.Command, data []byte, timeout time.Duration) BulkResult {
+	if err := n.admit(ctx, cmd); err != nil {
+		return BulkResult{Err: err} // nothing proposed
 	}
-	defer batchInFlight.give()
+	if err := bulkInFlight.take(ctx); err != nil {
+		return BulkResult{Err: err} // nothing proposed
+	}
+	defer bulkInFlight.give()
 	return futureResult(n.raft.Apply(data, timeout))
 }
 
 // futureResult waits for f, which Raft always resolves (at the latest on
 // shutdown), and maps its outcome like applyLocal.
-func futureResult(f raft.ApplyFuture) BatchResult {
+func futureResult(f raft.ApplyFuture) BulkResult {
 	if err := f.Error(); err != nil {
-		return BatchResult{Err: raftError(err)}
+		return BulkResult{Err: raftError(err)}
 	}
 	switch resp := f.Response().(type) {
 	case *pb.CommandResult:
-		return BatchResult{Result: resp}
+		return BulkResult{Result: resp}
 	case error:
-		return BatchResult{Err: fmt.Errorf("apply: fsm: %w", resp)}
+		return BulkResult{Err: fmt.Errorf("apply: fsm: %w", resp)}
 	default:
-		return BatchResult{Err: fmt.Errorf("apply: fsm returned %T, want *pb.CommandResult", resp)}
+		return BulkResult{Err: fmt.Errorf("apply: fsm returned %T, want *pb.CommandResult", resp)}
 	}
 }

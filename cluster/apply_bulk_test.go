@@ -11,7 +11,7 @@ import (
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
-func TestApplyBatchResultPerCommand(t *testing.T) {
+func TestApplyBulkResultPerCommand(t *testing.T) {
 	tc := newCluster(t, 3)
 	leader := tc.waitLeader(10 * time.Second)
 	put(t, leader.node, "existing", "@daily")
@@ -22,9 +22,9 @@ func TestApplyBatchResultPerCommand(t *testing.T) {
 	}
 	cmds[7] = putCmd("existing", "@hourly")
 	cmds[9] = putCmd("", "@hourly") // the FSM refuses it
-	results, err := leader.node.ApplyBatch(ctxTimeout(t, 10*time.Second), cmds)
+	results, err := leader.node.ApplyBulk(ctxTimeout(t, 10*time.Second), cmds)
 	if err != nil {
-		t.Fatalf("ApplyBatch: %v", err)
+		t.Fatalf("ApplyBulk: %v", err)
 	}
 	if len(results) != n {
 		t.Fatalf("%d results for %d commands", len(results), n)
@@ -48,44 +48,44 @@ func TestApplyBatchResultPerCommand(t *testing.T) {
 		t.Errorf("leader holds %d jobs, want %d", got, want)
 	}
 	for _, f := range tc.followers(leader) {
-		waitFor(t, 10*time.Second, f.id+" applying the batch", func() bool { return f.fsm.len() == want })
+		waitFor(t, 10*time.Second, f.id+" applying the bulk", func() bool { return f.fsm.len() == want })
 	}
 }
 
-func TestApplyBatchOnFollowerProposesNothing(t *testing.T) {
+func TestApplyBulkOnFollowerProposesNothing(t *testing.T) {
 	tc := newCluster(t, 3)
 	leader := tc.waitLeader(10 * time.Second)
 	f := tc.followers(leader)[0]
-	_, err := f.node.ApplyBatch(ctxTimeout(t, 5*time.Second), []*pb.Command{putCmd("a", "@daily")})
+	_, err := f.node.ApplyBulk(ctxTimeout(t, 5*time.Second), []*pb.Command{putCmd("a", "@daily")})
 	if !errors.Is(err, ErrNotLeader) {
-		t.Fatalf("ApplyBatch on a follower: %v, want ErrNotLeader", err)
+		t.Fatalf("ApplyBulk on a follower: %v, want ErrNotLeader", err)
 	}
 	readBarrier(t, leader.node)
 	if got := leader.fsm.len(); got != 0 {
-		t.Errorf("leader holds %d jobs after a refused batch, want 0", got)
+		t.Errorf("leader holds %d jobs after a refused call, want 0", got)
 	}
 }
 
-func TestApplyBatchRefusedBeforeProposing(t *testing.T) {
+func TestApplyBulkRefusedBeforeProposing(t *testing.T) {
 	tc := newCluster(t, 3)
 	leader := tc.waitLeader(10 * time.Second)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := leader.node.ApplyBatch(ctx, []*pb.Command{putCmd("a", "@daily")}); !errors.Is(err, context.Canceled) {
-		t.Errorf("ApplyBatch with an ended context: %v, want context.Canceled", err)
+	if _, err := leader.node.ApplyBulk(ctx, []*pb.Command{putCmd("a", "@daily")}); !errors.Is(err, context.Canceled) {
+		t.Errorf("ApplyBulk with an ended context: %v, want context.Canceled", err)
 	}
-	if _, err := leader.node.ApplyBatch(ctxTimeout(t, 5*time.Second), []*pb.Command{putCmd("a", "@daily"), nil}); err == nil {
-		t.Errorf("ApplyBatch with a nil command succeeded")
+	if _, err := leader.node.ApplyBulk(ctxTimeout(t, 5*time.Second), []*pb.Command{putCmd("a", "@daily"), nil}); err == nil {
+		t.Errorf("ApplyBulk with a nil command succeeded")
 	}
 	readBarrier(t, leader.node)
 	if got := leader.fsm.len(); got != 0 {
-		t.Errorf("leader holds %d jobs after refused batches, want 0", got)
+		t.Errorf("leader holds %d jobs after refused calls, want 0", got)
 	}
 }
 
-// BenchmarkApplyBatch100: 64 concurrent clients on the leader, each
-// committing batches of 100 commands.
-func BenchmarkApplyBatch100(b *testing.B) {
+// BenchmarkApplyBulk100: 64 concurrent clients on the leader, each
+// committing 100 commands per call.
+func BenchmarkApplyBulk100(b *testing.B) {
 	_, leader := benchCluster(b)
 	ctx := context.Background()
 	var seq atomic.Int64
@@ -97,7 +97,7 @@ func BenchmarkApplyBatch100(b *testing.B) {
 			for i := range cmds {
 				cmds[i] = putCmd(fmt.Sprintf("job-%d", seq.Add(1)), "@hourly")
 			}
-			results, err := leader.node.ApplyBatch(ctx, cmds)
+			results, err := leader.node.ApplyBulk(ctx, cmds)
 			if err != nil {
 				b.Error(err)
 				return

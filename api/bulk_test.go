@@ -11,48 +11,50 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/raftcron/raftcron/cluster"
+	"github.com/raftcron/raftcron/jobspec"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
-// batchStore is a fakeStore with ApplyBatch; fail makes the command of a
+// bulkStore is a fakeStore with ApplyBulk; fail makes the command of a
 // job name fail with that error instead of applying.
-type batchStore struct {
+type bulkStore struct {
 	*fakeStore
-	mu      sync.Mutex // guards batches
-	batches int
-	err     error // returned by ApplyBatch itself
-	fail    map[string]error
+	mu   sync.Mutex // guards n
+	n    int
+	err  error // returned by ApplyBulk itself
+	fail map[string]error
 }
 
-func (b *batchStore) ApplyBatch(ctx context.Context, cmds []*pb.Command) ([]cluster.BatchResult, error) {
+func (b *bulkStore) ApplyBulk(ctx context.Context, cmds []*pb.Command) ([]cluster.BulkResult, error) {
 	b.mu.Lock()
-	b.batches++
+	b.n++
 	b.mu.Unlock()
 	if b.err != nil {
 		return nil, b.err
 	}
-	out := make([]cluster.BatchResult, len(cmds))
+	out := make([]cluster.BulkResult, len(cmds))
 	for i, cmd := range cmds {
 		if err := b.fail[cmd.GetPutJob().GetSpec().GetName()]; err != nil {
-			out[i] = cluster.BatchResult{Err: err}
+			out[i] = cluster.BulkResult{Err: err}
 			continue
 		}
 		res, err := b.Apply(ctx, cmd)
-		out[i] = cluster.BatchResult{Result: res, Err: err}
+		out[i] = cluster.BulkResult{Result: res, Err: err}
 	}
 	return out, nil
 }
 
-func (b *batchStore) batchCount() int {
+// calls is how many times ApplyBulk was called.
+func (b *bulkStore) calls() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.batches
+	return b.n
 }
 
-func newBatchHarness(t *testing.T, configure func(*batchStore, *JobServiceConfig)) (*harness, *batchStore) {
-	var bs *batchStore
+func newBulkHarness(t *testing.T, configure func(*bulkStore, *JobServiceConfig)) (*harness, *bulkStore) {
+	var bs *bulkStore
 	h := newHarnessConfig(t, func(c *JobServiceConfig) {
-		bs = &batchStore{fakeStore: c.Store.(*fakeStore)}
+		bs = &bulkStore{fakeStore: c.Store.(*fakeStore)}
 		c.Store = bs
 		if configure != nil {
 			configure(bs, c)
@@ -70,7 +72,7 @@ func specsNamed(names ...string) []*pb.JobSpec {
 }
 
 func TestApplyJobsResultPerSpec(t *testing.T) {
-	h, bs := newBatchHarness(t, nil)
+	h, bs := newBulkHarness(t, nil)
 	ctx := testCtx(t)
 	same := validSpec("same")
 	if _, err := h.jobs.ApplyJob(ctx, &pb.ApplyJobRequest{Spec: same}); err != nil {
@@ -111,20 +113,20 @@ func TestApplyJobsResultPerSpec(t *testing.T) {
 		t.Errorf("results[3] = %v, want Unavailable naming job \"lost\" and no job", lost)
 	}
 	for _, cmd := range h.store.proposed()[2:] {
-		if mode := cmd.GetPutJob().GetMode(); mode != pb.PutMode_PUT_MODE_UPSERT || cmd.GetProposedAtUnixNano() == 0 {
-			t.Errorf("proposed %v, want an UPSERT stamped with the time", cmd)
+		if mode := cmd.GetPutJob().GetMode(); mode != pb.PutMode_PUT_MODE_UPSERT || cmd.GetProposedAtUnixNano() != 0 {
+			t.Errorf("proposed %v, want an UPSERT left for the leader to stamp", cmd)
 		}
 		if cmd.GetPutJob().GetSpec().GetTimezone() != "UTC" {
 			t.Errorf("proposed spec %v is not normalized", cmd.GetPutJob().GetSpec())
 		}
 	}
-	if bs.batchCount() != 1 {
-		t.Errorf("%d ApplyBatch calls, want 1", bs.batchCount())
+	if bs.calls() != 1 {
+		t.Errorf("%d ApplyBulk calls, want 1", bs.calls())
 	}
 }
 
 func TestApplyJobsFillsNextFire(t *testing.T) {
-	h, bs := newBatchHarness(t, nil)
+	h, bs := newBulkHarness(t, nil)
 	bs.applyHook = func(*pb.Command) {}
 	ctx := testCtx(t)
 	resp, err := h.jobs.ApplyJobs(ctx, &pb.ApplyJobsRequest{Specs: specsNamed("a")})
@@ -137,12 +139,12 @@ func TestApplyJobsFillsNextFire(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got, want := job.GetStatus().GetNextFireUnix(), one.GetJob().GetStatus().GetNextFireUnix(); got != want {
-		t.Errorf("next fire %d in the batch answer, %d from GetJob", got, want)
+		t.Errorf("next fire %d in the ApplyJobs answer, %d from GetJob", got, want)
 	}
 }
 
-func TestApplyJobsInvalidSpecRefusesTheWholeBatch(t *testing.T) {
-	h, bs := newBatchHarness(t, nil)
+func TestApplyJobsInvalidSpecRefusesTheWholeCall(t *testing.T) {
+	h, bs := newBulkHarness(t, nil)
 	ctx := testCtx(t)
 	bad := validSpec("broken")
 	bad.Schedule = "every tuesday"
@@ -162,13 +164,13 @@ func TestApplyJobsInvalidSpecRefusesTheWholeBatch(t *testing.T) {
 		!strings.Contains(msg, "1 more") || strings.Contains(msg, "\n") {
 		t.Errorf("message %q should name specs[1], job \"broken\", its field and the other invalid spec, on one line", msg)
 	}
-	if n := len(h.store.proposed()); n != 0 || bs.batchCount() != 0 {
-		t.Errorf("a refused batch proposed %d commands in %d batches, want none", n, bs.batchCount())
+	if n := len(h.store.proposed()); n != 0 || bs.calls() != 0 {
+		t.Errorf("a refused batch proposed %d commands in %d calls, want none", n, bs.calls())
 	}
 }
 
 func TestApplyJobsRefusesDuplicateNamesAndEmptySpecs(t *testing.T) {
-	h, _ := newBatchHarness(t, nil)
+	h, _ := newBulkHarness(t, nil)
 	ctx := testCtx(t)
 	for name, tc := range map[string]struct {
 		specs  []*pb.JobSpec
@@ -187,12 +189,12 @@ func TestApplyJobsRefusesDuplicateNamesAndEmptySpecs(t *testing.T) {
 		})
 	}
 	if n := len(h.store.proposed()); n != 0 {
-		t.Errorf("refused batches proposed %d commands", n)
+		t.Errorf("refused calls proposed %d commands", n)
 	}
 }
 
 func TestApplyJobsCap(t *testing.T) {
-	h, _ := newBatchHarness(t, nil)
+	h, _ := newBulkHarness(t, nil)
 	ctx := testCtx(t)
 	names := make([]string, MaxApplyJobs+1)
 	for i := range names {
@@ -204,15 +206,15 @@ func TestApplyJobsCap(t *testing.T) {
 		t.Errorf("violations on %v, message %q; want the field specs and the cap", fields, st.Message())
 	}
 	if n := len(h.store.proposed()); n != 0 {
-		t.Fatalf("an oversized batch proposed %d commands", n)
+		t.Fatalf("an oversized call proposed %d commands", n)
 	}
 	resp, err := h.jobs.ApplyJobs(ctx, &pb.ApplyJobsRequest{Specs: specsNamed(names[:MaxApplyJobs]...)})
 	if err != nil || len(resp.GetResults()) != MaxApplyJobs {
-		t.Fatalf("a batch of exactly %d: %d results, %v", MaxApplyJobs, len(resp.GetResults()), err)
+		t.Fatalf("a call of exactly %d: %d results, %v", MaxApplyJobs, len(resp.GetResults()), err)
 	}
 }
 
-func TestApplyJobsWithoutBatchStoreAppliesEach(t *testing.T) {
+func TestApplyJobsWithoutBulkStoreAppliesEach(t *testing.T) {
 	h := newHarness(t)
 	resp, err := h.jobs.ApplyJobs(testCtx(t), &pb.ApplyJobsRequest{Specs: specsNamed("a", "b", "c")})
 	if err != nil {
@@ -228,22 +230,22 @@ func TestApplyJobsWithoutBatchStoreAppliesEach(t *testing.T) {
 	}
 }
 
-// batchNode is a harness with a BatchStore and a view of who leads.
-type batchNode struct {
+// bulkNode is a harness with a BulkStore and a view of who leads.
+type bulkNode struct {
 	*harness
-	store *batchStore
+	store *bulkStore
 	lead  *fakeLeadership
 }
 
-func newBatchNode(t *testing.T, leader bool) *batchNode {
-	n := &batchNode{lead: &fakeLeadership{leader: leader}}
-	n.harness, n.store = newBatchHarness(t, func(_ *batchStore, c *JobServiceConfig) { c.Leadership = n.lead })
+func newBulkNode(t *testing.T, leader bool) *bulkNode {
+	n := &bulkNode{lead: &fakeLeadership{leader: leader}}
+	n.harness, n.store = newBulkHarness(t, func(_ *bulkStore, c *JobServiceConfig) { c.Leadership = n.lead })
 	return n
 }
 
 func TestApplyJobsForwardedFromFollower(t *testing.T) {
-	leader := newBatchNode(t, true)
-	follower := newBatchNode(t, false)
+	leader := newBulkNode(t, true)
+	follower := newBulkNode(t, false)
 	follower.lead.conn = leader.conn
 	resp, err := follower.jobs.ApplyJobs(testCtx(t), &pb.ApplyJobsRequest{Specs: specsNamed("a", "b")})
 	if err != nil {
@@ -252,28 +254,28 @@ func TestApplyJobsForwardedFromFollower(t *testing.T) {
 	if len(resp.GetResults()) != 2 || !resp.GetResults()[1].GetCreated() {
 		t.Errorf("results %v, want both created", resp.GetResults())
 	}
-	if leader.store.batchCount() != 1 || follower.store.batchCount() != 0 || follower.lead.dialed() != 1 {
-		t.Errorf("batches: leader %d, follower %d, forwards %d; want 1, 0, 1",
-			leader.store.batchCount(), follower.store.batchCount(), follower.lead.dialed())
+	if leader.store.calls() != 1 || follower.store.calls() != 0 || follower.lead.dialed() != 1 {
+		t.Errorf("calls: leader %d, follower %d, forwards %d; want 1, 0, 1",
+			leader.store.calls(), follower.store.calls(), follower.lead.dialed())
 	}
 }
 
 func TestApplyJobsForwardsWhenTheStoreDoesNotLead(t *testing.T) {
-	leader := newBatchNode(t, true)
-	stale := newBatchNode(t, true) // believes it leads; Raft knows better
-	stale.store.err = fmt.Errorf("apply batch: %w", cluster.ErrNotLeader)
+	leader := newBulkNode(t, true)
+	stale := newBulkNode(t, true) // believes it leads; Raft knows better
+	stale.store.err = fmt.Errorf("apply bulk: %w", cluster.ErrNotLeader)
 	stale.lead.conn = leader.conn
 	if _, err := stale.jobs.ApplyJobs(testCtx(t), &pb.ApplyJobsRequest{Specs: specsNamed("a")}); err != nil {
 		t.Fatalf("ApplyJobs: %v", err)
 	}
-	if leader.store.batchCount() != 1 || stale.lead.dialed() != 1 {
-		t.Errorf("leader batches %d, forwards %d; want 1 and 1", leader.store.batchCount(), stale.lead.dialed())
+	if leader.store.calls() != 1 || stale.lead.dialed() != 1 {
+		t.Errorf("leader calls %d, forwards %d; want 1 and 1", leader.store.calls(), stale.lead.dialed())
 	}
 }
 
 func TestApplyJobsForwardsOnlyOnce(t *testing.T) {
 	// Two nodes that each think the other leads: the second hop refuses.
-	a, b := newBatchNode(t, false), newBatchNode(t, false)
+	a, b := newBulkNode(t, false), newBulkNode(t, false)
 	a.lead.conn, b.lead.conn = b.conn, a.conn
 	_, err := a.jobs.ApplyJobs(testCtx(t), &pb.ApplyJobsRequest{Specs: specsNamed("x")})
 	st := wantCode(t, err, codes.Unavailable)
@@ -285,8 +287,8 @@ func TestApplyJobsForwardsOnlyOnce(t *testing.T) {
 	}
 }
 
-func TestPrepareBatchNilSpec(t *testing.T) {
-	_, err := prepareBatch([]*pb.JobSpec{validSpec("a"), nil}, testNow)
+func TestPrepareBulkNilSpec(t *testing.T) {
+	_, err := prepareBulk([]*pb.JobSpec{validSpec("a"), nil}, testNow, jobspec.Limits{})
 	st := wantCode(t, err, codes.InvalidArgument)
 	if fields := badRequestFields(t, st); !slices.Equal(fields, []string{"specs[1]"}) {
 		t.Errorf("violations on %v, want specs[1]", fields)
