@@ -207,7 +207,7 @@ func (c call) unavailable(st *status.Status) error {
 // isTransportFailure tells a connection that could not be made (reported by
 // the gRPC client itself) from a node that answered Unavailable.
 func isTransportFailure(msg string) bool {
-	for _, s := range []string{"connection error", "transport:", "connection refused", "name resolver", "dial ", "broken pipe"} {
+	for _, s := range []string{"connection error", "transport:", "connection refused", "name resolver", "dial ", "broken pipe", "connection reset by peer"} {
 		if strings.Contains(msg, s) {
 			return true
 		}
@@ -217,13 +217,15 @@ func isTransportFailure(msg string) bool {
 
 // transportReason digs the cause out of gRPC's nested transport messages.
 func transportReason(msg string) string {
-	if strings.Contains(msg, "error reading server preface") || strings.Contains(msg, "broken pipe") {
+	if strings.Contains(msg, "error reading server preface") || strings.Contains(msg, "broken pipe") ||
+		strings.Contains(msg, "connection reset by peer") {
 		// A TLS port closes a plaintext client without a word; one that
 		// verifies clients closes a client without a certificate right
-		// after the handshake.
+		// after the handshake. Which of the three the client sees depends
+		// on how far its own writes got.
 		return "the node closed the connection (does it require TLS, --ca-cert, or a client certificate, --client-cert?)"
 	}
-	for _, cause := range []string{"connection refused", "no such host", "i/o timeout", "connection reset by peer"} {
+	for _, cause := range []string{"connection refused", "no such host", "i/o timeout"} {
 		if strings.Contains(msg, cause) {
 			return cause
 		}

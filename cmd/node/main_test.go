@@ -157,6 +157,10 @@ func TestDescribeOtherCodes(t *testing.T) {
 		{c, status.Error(codes.DeadlineExceeded, "deadline"), "no answer from raftcron at 127.0.0.1:7001 within 3s"},
 		{c, status.Error(codes.Unavailable, `connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:7001: connect: connection refused"`),
 			"cannot reach raftcron at 127.0.0.1:7001: connection refused"},
+		// A TLS node resets a plaintext client, or one without the client
+		// certificate it requires, while the client is still writing.
+		{c, status.Error(codes.Unavailable, "write tcp 127.0.0.1:55952->127.0.0.1:7001: write: connection reset by peer"),
+			"cannot reach raftcron at 127.0.0.1:7001: the node closed the connection (does it require TLS, --ca-cert, or a client certificate, --client-cert?)"},
 		{c, status.Error(codes.Unavailable, "node is shut down"), "raftcron at 127.0.0.1:7001 is unavailable: node is shut down"},
 		{c, errors.New("plain"), "plain"},
 	}
