@@ -48,6 +48,9 @@ func (j *jobService) ApplyJobs(ctx context.Context, req *pb.ApplyJobsRequest) (*
 	if err != nil {
 		return nil, err
 	}
+	if err := j.allowExecBatch(writes); err != nil {
+		return nil, err
+	}
 	cmds := make([]*pb.Command, len(writes))
 	for i, w := range writes {
 		cmds[i] = w.command(pb.PutMode_PUT_MODE_UPSERT, 0, j.limits.maxJobs())

@@ -279,7 +279,7 @@ func TestApplyJobsForwardsOnlyOnce(t *testing.T) {
 	a.lead.conn, b.lead.conn = b.conn, a.conn
 	_, err := a.jobs.ApplyJobs(testCtx(t), &pb.ApplyJobsRequest{Specs: specsNamed("x")})
 	st := wantCode(t, err, codes.Unavailable)
-	if info := errorInfo(st); info == nil || info.GetReason() != ReasonNotLeader {
+	if info := errorInfo(st); info == nil || info.GetReason() != cluster.ReasonNotLeader {
 		t.Errorf("error %v, want NOT_LEADER", st)
 	}
 	if a.lead.dialed() != 1 || b.lead.dialed() != 0 {

@@ -47,13 +47,15 @@ type JobServiceConfig struct {
 	Now func() time.Time
 	// Triggerer commits manual runs; only the leader's scheduler can. Nil:
 	// this node never triggers itself and forwards TriggerJob to the leader.
+	// Its cluster.ErrNotLeader ("this node does not lead, yet or any more")
+	// sends the trigger to the leader instead.
 	Triggerer Triggerer
-	// NotLeader is the Triggerer's error for "this node does not lead (yet,
-	// or any more)"; such a trigger is forwarded to the leader instead.
-	NotLeader error
 	// Leadership lets a follower forward TriggerJob to the leader. Nil: no
 	// forwarding.
 	Leadership Leadership
+	// Exec decides which programs exec jobs may run. Nil: no exec job may be
+	// registered (PermissionDenied).
+	Exec ExecPolicy
 	// Limits bound what the service admits; zero fields take defaults.
 	Limits Limits
 }
@@ -64,8 +66,8 @@ type jobService struct {
 	reg        Registry
 	now        func() time.Time
 	trigger    Triggerer
-	notLeader  error
 	leadership Leadership
+	exec       ExecPolicy
 	limits     Limits
 }
 
@@ -83,8 +85,8 @@ func NewJobServiceWith(c JobServiceConfig) pb.JobServiceServer {
 	}
 	return &jobService{
 		store: c.Store, reg: c.Registry, now: c.Now,
-		trigger: c.Triggerer, notLeader: c.NotLeader, leadership: c.Leadership,
-		limits: c.Limits,
+		trigger: c.Triggerer, leadership: c.Leadership,
+		exec: c.Exec, limits: c.Limits,
 	}
 }
 
@@ -125,6 +127,9 @@ func (j *jobService) put(ctx context.Context, spec *pb.JobSpec, mode pb.PutMode,
 	w, err := prepare(spec, now, j.limits.Spec)
 	if err != nil {
 		return nil, nil, invalidArgument(err, "spec")
+	}
+	if err := j.allowExec(spec); err != nil {
+		return nil, nil, execDenied(execField, execField+": "+err.Error())
 	}
 	res, err := j.apply(ctx, w.command(mode, expectedVersion, j.limits.maxJobs()))
 	if err != nil {

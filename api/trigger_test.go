@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -18,9 +17,6 @@ import (
 	"github.com/raftcron/raftcron/fsm"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
-
-// errFakeNotLeader is the fake scheduler's "I do not lead" sentinel.
-var errFakeNotLeader = errors.New("fake scheduler: not the leader")
 
 // errFakeNoLeader is what a node without a known leader answers.
 var errFakeNoLeader error = &cluster.NoLeaderError{LeaderID: "n1", LeaderAddr: "127.0.0.1:7001"}
@@ -133,7 +129,7 @@ func newTriggerNode(t *testing.T, leader bool) *triggerNode {
 	n := &triggerNode{lead: &fakeLeadership{leader: leader}}
 	n.harness = newHarnessConfig(t, func(c *JobServiceConfig) {
 		n.trig = newFakeTriggerer(c.Store.(*fakeStore))
-		c.Triggerer, c.NotLeader, c.Leadership = n.trig, errFakeNotLeader, n.lead
+		c.Triggerer, c.Leadership = n.trig, n.lead
 	})
 	return n
 }
@@ -296,7 +292,7 @@ func TestTriggerJobSchedulerNotLeaderForwards(t *testing.T) {
 	// Raft says this node leads, but its scheduler has stepped down.
 	stepping := newTriggerNode(t, true)
 	stepping.store.putJob(&pb.Job{Spec: validSpec("billing"), Generation: 1, Version: 1})
-	stepping.trig.set(func(f *fakeTriggerer) { f.err = fmt.Errorf("wrapped: %w", errFakeNotLeader) })
+	stepping.trig.set(func(f *fakeTriggerer) { f.err = fmt.Errorf("wrapped: %w", cluster.ErrNotLeader) })
 	stepping.lead.conn = leader.conn
 
 	resp, err := stepping.jobs.TriggerJob(testCtx(t), &pb.TriggerJobRequest{Name: "billing", RequestId: "r-1"})
@@ -314,7 +310,7 @@ func TestTriggerJobForwardsOnlyOnce(t *testing.T) {
 	a.lead.conn, b.lead.conn = b.conn, a.conn
 	_, err := a.jobs.TriggerJob(testCtx(t), &pb.TriggerJobRequest{Name: "billing"})
 	st := wantCode(t, err, codes.Unavailable)
-	if ei := errorInfo(st); ei == nil || ei.GetReason() != ReasonNotLeader {
+	if ei := errorInfo(st); ei == nil || ei.GetReason() != cluster.ReasonNotLeader {
 		t.Fatalf("status %v, want NOT_LEADER so the client retries", st)
 	}
 	if a.lead.dialed() != 1 || b.lead.dialed() != 0 {
@@ -340,7 +336,7 @@ func TestTriggerJobNoLeaderKnown(t *testing.T) {
 	n.lead.connErr = errFakeNoLeader
 	_, err := n.jobs.TriggerJob(testCtx(t), &pb.TriggerJobRequest{Name: "billing"})
 	st := wantCode(t, err, codes.Unavailable)
-	if ei := errorInfo(st); ei == nil || ei.GetReason() != ReasonNotLeader {
+	if ei := errorInfo(st); ei == nil || ei.GetReason() != cluster.ReasonNotLeader {
 		t.Fatalf("status %v, want NOT_LEADER", st)
 	}
 }

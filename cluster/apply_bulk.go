@@ -19,15 +19,16 @@ import (
 // over one entry per write.
 const bulkProposers = 64
 
-// bulkInFlight bounds the entries ApplyBulk proposed and has not seen
-// committed yet, over all calls together. Beyond the log cache (logCacheSize) the leader reads
-// the entries it replicates back from disk, and a larger backlog only costs
-// memory and garbage collection: measured, 64 calls of 100 cost the leader
-// half as much CPU again per entry as 2 calls of 100.
-var bulkInFlight = newSlots(logCacheSize / 2)
+// bulkInFlight bounds the entries a node has proposed through ApplyBulk and
+// not yet seen committed, over all its calls together. Beyond the log cache
+// (logCacheSize) the leader reads the entries it replicates back from disk,
+// and a larger backlog only costs memory and garbage collection: measured,
+// 64 calls of 100 cost the leader half as much CPU again per entry as 2
+// calls of 100.
+const bulkInFlight = logCacheSize / 2
 
-// slots is a counting semaphore. It is per process, like the log cache it
-// protects: a process runs one node (tests that run several share it).
+// slots is a counting semaphore. Each node has its own (Node.bulkSem), like
+// the log cache it protects.
 type slots chan struct{}
 
 func newSlots(n int) slots { return make(slots, n) }
@@ -158,10 +159,10 @@ func (n *Node) proposeOne(ctx context.Context, cmd *pb.Command, data []byte, tim
 	if err := n.admit(ctx, cmd); err != nil {
 		return BulkResult{Err: err} // nothing proposed
 	}
-	if err := bulkInFlight.take(ctx); err != nil {
+	if err := n.bulkSem.take(ctx); err != nil {
 		return BulkResult{Err: err} // nothing proposed
 	}
-	defer bulkInFlight.give()
+	defer n.bulkSem.give()
 	return futureResult(n.raft.Apply(data, timeout))
 }
 

@@ -219,6 +219,11 @@ func startNode(tb testing.TB, id, dir string, mux *Mux, opts ...nodeOpts) *testN
 		mux.Close()
 		tb.Fatalf("New(%s): %v", id, err)
 	}
+	if err := n.Start(context.Background()); err != nil {
+		_ = n.Shutdown(context.Background())
+		mux.Close()
+		tb.Fatalf("Start(%s): %v", id, err)
+	}
 	tn.node = n
 	tn.srv = grpc.NewServer(mux.GRPCServerOptions()...)
 	RegisterInternal(tn.srv, n)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -12,15 +11,11 @@ import (
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
-// The ErrorInfo a node attaches to what it refuses; api uses the same
-// reason and domain for clients.
+// Reasons of the ErrorInfo a node attaches to what it refuses another node,
+// besides ReasonNotLeader.
 const (
-	errorDomain         = "raftcron.io"
-	reasonNotLeader     = "NOT_LEADER"
 	reasonShutdown      = "SHUTDOWN"
 	reasonIndeterminate = "OUTCOME_UNKNOWN"
-	metaLeaderID        = "leader_id"
-	metaLeaderAddr      = "leader_address"
 )
 
 // RegisterInternal serves node-to-node forwarding on s. Every method but
@@ -105,9 +100,7 @@ func (n *Node) statusError(err error) error {
 				id, addr = last.Id, last.Address
 			}
 		}
-		return withInfo(codes.Unavailable, err.Error(), reasonNotLeader, map[string]string{
-			metaLeaderID: id, metaLeaderAddr: addr,
-		})
+		return NotLeaderStatus(err.Error(), id, addr)
 	case errors.Is(err, ErrShutdown):
 		return withInfo(codes.Unavailable, err.Error(), reasonShutdown, nil)
 	case errors.Is(err, ErrIndeterminate):
@@ -127,13 +120,4 @@ func (n *Node) statusError(err error) error {
 	default:
 		return status.Error(codes.Internal, err.Error())
 	}
-}
-
-func withInfo(code codes.Code, msg, reason string, meta map[string]string) error {
-	st := status.New(code, msg)
-	detailed, err := st.WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: errorDomain, Metadata: meta})
-	if err != nil {
-		return st.Err()
-	}
-	return detailed.Err()
 }

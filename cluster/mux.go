@@ -55,26 +55,57 @@ type Mux struct {
 	iso atomic.Pointer[Isolation]
 }
 
-// Listen binds addr and starts routing plaintext connections.
-func Listen(addr string) (*Mux, error) { return newMux(addr, nil) }
-
-// ListenTLS binds addr and starts routing connections that must all be
-// TLS. A node started on this mux dials its peers with cfg too.
-func ListenTLS(addr string, cfg TLSConfig) (*Mux, error) {
-	if cfg.Source == nil {
-		return nil, configErrorf("cluster: TLSConfig.Source must not be nil")
-	}
-	return newMux(addr, &cfg)
-}
-
-func newMux(addr string, cfg *TLSConfig) (*Mux, error) {
+// Listen binds addr and starts routing plaintext connections. A failure
+// is a *ConfigError naming the Addr field; a taken port matches
+// ErrAddrInUse.
+func Listen(addr string) (*Mux, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		if errors.Is(err, syscall.EADDRINUSE) {
-			return nil, fmt.Errorf("--addr %s: %w", addr, ErrAddrInUse)
-		}
-		return nil, fmt.Errorf("--addr %s: %w", addr, err)
+		return nil, ListenError(FieldAddr, addr, err)
 	}
+	return NewMux(ln), nil
+}
+
+// ListenTLS binds addr and starts routing connections that must all be
+// TLS. A node started on this mux dials its peers with cfg too. Failures
+// are those of Listen and NewMuxTLS.
+func ListenTLS(addr string, cfg TLSConfig) (*Mux, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, ListenError(FieldAddr, addr, err)
+	}
+	return newMux(ln, &cfg), nil
+}
+
+// ListenError reports a failed bind of a node's port, the address addr of
+// Config field field, as a *ConfigError in words that name the problem: a
+// taken port matches ErrAddrInUse. The server binds its HTTP port through
+// it too, so that every bind failure reads alike.
+func ListenError(field, addr string, err error) error {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return &ConfigError{Field: field, Rule: addr + ": " + ErrAddrInUse.Error(), Err: ErrAddrInUse}
+	}
+	return &ConfigError{Field: field, Rule: fmt.Sprintf("%s: %v", addr, err), Err: err}
+}
+
+// NewMux routes the plaintext connections of a listener the caller bound;
+// the mux owns it from now on.
+func NewMux(ln net.Listener) *Mux { return newMux(ln, nil) }
+
+// NewMuxTLS is NewMux for a port where every connection must be TLS (see
+// ListenTLS). A TLSConfig without a Source is a *ConfigError, and ln is
+// left to the caller.
+func NewMuxTLS(ln net.Listener, cfg TLSConfig) (*Mux, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return newMux(ln, &cfg), nil
+}
+
+func newMux(ln net.Listener, cfg *TLSConfig) *Mux {
 	log := slog.New(slog.DiscardHandler)
 	if cfg != nil && cfg.Logger != nil {
 		log = cfg.Logger
@@ -90,7 +121,7 @@ func newMux(addr string, cfg *TLSConfig) (*Mux, error) {
 	}
 	m.loop.Add(1)
 	go m.acceptLoop()
-	return m, nil
+	return m
 }
 
 // Addr is the bound address (useful when listening on port 0).

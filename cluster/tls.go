@@ -36,6 +36,14 @@ type TLSConfig struct {
 	Logger *slog.Logger
 }
 
+// validate: a TLS port needs the source of its certificate and CA.
+func (t TLSConfig) validate() error {
+	if t.Source == nil {
+		return invalidField("", "cluster: TLSConfig.Source must not be nil")
+	}
+	return nil
+}
+
 // serverConfig is the listener's configuration; each handshake gets a fresh
 // one built from the current source.
 func (t *TLSConfig) serverConfig() *tls.Config {

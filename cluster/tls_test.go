@@ -376,7 +376,7 @@ func TestTLSNodeOfAnotherCACannotReplicateVoteOrJoin(t *testing.T) {
 	// A node of another CA asking to join is refused before it is heard;
 	// one of ours, asking the same way, gets in.
 	joiner := startNode(t, "n4", t.TempDir(), listenTLS(t, foreign.bundle(t, "n4")))
-	if err := joiner.node.joinVia(leader.addr); err == nil {
+	if err := joiner.node.joinVia(ctxTimeout(t, 10*time.Second), leader.addr); err == nil {
 		t.Fatal("a node of another CA joined")
 	}
 	if _, ok := leader.node.server("n4"); ok {

@@ -83,7 +83,7 @@ func (s *Server) collectors() []prometheus.Collector {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "raftcron_ready",
 			Help: "1 while /readyz answers 200: a leader is known, the log is applied and the node is not draining.",
-		}, func() float64 { return boolFloat(s.ready()) }),
+		}, func() float64 { return boolFloat(s.Ready()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "raftcron_raft_term",
 			Help: "The Raft term this node is in.",

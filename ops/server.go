@@ -65,9 +65,6 @@ func (s *Server) livez(w http.ResponseWriter, _ *http.Request) {
 	writeText(w, http.StatusOK, "ok")
 }
 
-// ready is what /readyz answers 200 for.
-func (s *Server) ready() bool { return s.node.Ready() && !s.draining.Load() }
-
 func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 	switch {
 	case s.draining.Load():
@@ -79,56 +76,15 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 	}
 }
 
-// statusDoc is the /status contract of DESIGN §9; field names are fixed.
-type statusDoc struct {
-	ID           string      `json:"id"`
-	Address      string      `json:"address"`
-	State        string      `json:"state"`
-	Leader       serverRef   `json:"leader"`
-	Term         uint64      `json:"term"`
-	CommitIndex  uint64      `json:"commit_index"`
-	AppliedIndex uint64      `json:"applied_index"`
-	LastLogIndex uint64      `json:"last_log_index"`
-	FencingToken uint64      `json:"fencing_token"`
-	Ready        bool        `json:"ready"`
-	Servers      []serverDoc `json:"servers"`
-	// The highest command version the node applies (DESIGN §16): an
-	// operator watches it during a rolling upgrade.
-	CommandVersion uint32 `json:"command_version"`
-}
-
-type serverRef struct {
-	ID      string `json:"id"`
-	Address string `json:"address"`
-}
-
-type serverDoc struct {
-	ID       string `json:"id"`
-	Address  string `json:"address"`
-	Suffrage string `json:"suffrage"`
-	Leader   bool   `json:"leader"`
-}
+// Ready reports what /readyz answers: the node knows a leader and has
+// applied up to the commit index, and no stop has begun.
+func (s *Server) Ready() bool { return !s.draining.Load() && s.node.Ready() }
 
 func (s *Server) status(w http.ResponseWriter, _ *http.Request) {
-	st := s.node.Status()
-	doc := statusDoc{
-		ID:           st.GetId(),
-		Address:      st.GetAddress(),
-		State:        st.GetState(),
-		Leader:       serverRef{ID: st.GetLeader().GetId(), Address: st.GetLeader().GetAddress()},
-		Term:         st.GetTerm(),
-		CommitIndex:  st.GetCommitIndex(),
-		AppliedIndex: st.GetAppliedIndex(),
-		LastLogIndex: st.GetLastLogIndex(),
-		FencingToken: s.registry.FencingToken(),
-		Ready:        s.ready(),
-		Servers:      []serverDoc{},
-		// DESIGN §16, beside the §9 fields above.
-		CommandVersion: st.GetCommandVersion(),
-	}
-	for _, sv := range st.GetServers() {
-		doc.Servers = append(doc.Servers, serverDoc{ID: sv.GetId(), Address: sv.GetAddress(), Suffrage: sv.GetSuffrage(), Leader: sv.GetLeader()})
-	}
+	doc := StatusOf(s.node.Status())
+	doc.FencingToken = s.registry.FencingToken()
+	ready := s.Ready()
+	doc.Ready = &ready
 	w.Header().Set("Content-Type", "application/json")
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

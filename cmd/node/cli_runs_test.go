@@ -85,7 +85,7 @@ type runServer struct {
 func startRunServer(t *testing.T) *runServer {
 	t.Helper()
 	s := &runServer{raft: &localRaft{state: fsm.New()}, hub: api.NewRunHub()}
-	s.raft.state.SetObserver(observers{s.hub})
+	s.raft.state.SetObserver(s.hub)
 	gs := grpc.NewServer()
 	jobs := api.NewJobServiceWith(api.JobServiceConfig{Store: s.raft, Registry: s.raft.state, Triggerer: s.raft})
 	api.Register(gs, jobs, api.NewClusterService(nil, s.raft.state),

@@ -14,6 +14,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/raftcron/raftcron/cluster"
 )
 
 const (
@@ -29,6 +31,8 @@ type clientOptions struct {
 	output  outputFormat
 	timeout time.Duration
 	auth    clientAuth
+	// dialer is the connection's, once dial has made one.
+	dialer *dialer
 }
 
 func (o *clientOptions) register(fs *pflag.FlagSet) {
@@ -74,12 +78,17 @@ func (o *clientOptions) persistentResolve() func(*cobra.Command, []string) error
 const clientWindow = 1 << 20
 
 // dial creates a client connection; gRPC connects lazily on the first call.
+// The address is dialled as given (passthrough), so that a name that does
+// not resolve fails in the dialer, which keeps the error.
 func (o *clientOptions) dial() (*grpc.ClientConn, error) {
-	auth, err := o.auth.dialOptions()
+	creds, err := o.auth.transportCredentials()
 	if err != nil {
 		return nil, err
 	}
-	conn, err := grpc.NewClient(o.addr, append(auth,
+	o.dialer = &dialer{}
+	conn, err := grpc.NewClient("passthrough:///"+o.addr, append(o.auth.tokenOptions(),
+		grpc.WithContextDialer(o.dialer.dial),
+		grpc.WithTransportCredentials(o.dialer.watch(creds)),
 		grpc.WithUnaryInterceptor(retryNotLeader),
 		grpc.WithStaticStreamWindowSize(clientWindow),
 		grpc.WithStaticConnWindowSize(clientWindow))...)
@@ -102,10 +111,12 @@ type call struct {
 	subject string
 	// expectedVersion is the version the call required, if any.
 	expectedVersion uint64
+	// dialer tells a failed connection from a node that answered.
+	dialer *dialer
 }
 
 func (o *clientOptions) call(subject string) call {
-	return call{addr: o.addr, timeout: o.timeout, subject: subject}
+	return call{addr: o.addr, timeout: o.timeout, subject: subject, dialer: o.dialer}
 }
 
 // describe turns a gRPC error into one readable line.
@@ -187,51 +198,19 @@ func (c call) stale(st *status.Status) error {
 }
 
 func (c call) unavailable(st *status.Status) error {
-	for _, d := range st.Details() {
-		info, ok := d.(*errdetails.ErrorInfo)
-		if !ok || info.GetReason() != "NOT_LEADER" {
-			continue
-		}
-		id, addr := info.GetMetadata()["leader_id"], info.GetMetadata()["leader_address"]
+	if info, ok := cluster.NotLeaderInfo(st.Err()); ok {
+		id, addr := info.GetMetadata()[cluster.MetadataLeaderID], info.GetMetadata()[cluster.MetadataLeaderAddress]
 		if id == "" && addr == "" {
 			return errors.New("no leader (no leader known yet; is a quorum up?)")
 		}
 		return fmt.Errorf("no leader (last known leader %s at %s)", id, addr)
 	}
-	if isTransportFailure(st.Message()) {
-		return fmt.Errorf("cannot reach raftcron at %s: %s", c.addr, transportReason(st.Message()))
+	if err := c.dialer.failure(); err != nil {
+		return fmt.Errorf("cannot reach raftcron at %s: %s", c.addr, dialCause(err))
+	}
+	if c.dialer.dropped() != nil {
+		return fmt.Errorf("cannot reach raftcron at %s: the node closed the connection "+
+			"(does it require TLS, --%s, or a client certificate, --%s?)", c.addr, flagCACert, flagClientCert)
 	}
 	return fmt.Errorf("raftcron at %s is unavailable: %s", c.addr, st.Message())
-}
-
-// isTransportFailure tells a connection that could not be made (reported by
-// the gRPC client itself) from a node that answered Unavailable.
-func isTransportFailure(msg string) bool {
-	for _, s := range []string{"connection error", "transport:", "connection refused", "name resolver", "dial ", "broken pipe", "connection reset by peer"} {
-		if strings.Contains(msg, s) {
-			return true
-		}
-	}
-	return false
-}
-
-// transportReason digs the cause out of gRPC's nested transport messages.
-func transportReason(msg string) string {
-	if strings.Contains(msg, "error reading server preface") || strings.Contains(msg, "broken pipe") ||
-		strings.Contains(msg, "connection reset by peer") {
-		// A TLS port closes a plaintext client without a word; one that
-		// verifies clients closes a client without a certificate right
-		// after the handshake. Which of the three the client sees depends
-		// on how far its own writes got.
-		return "the node closed the connection (does it require TLS, --ca-cert, or a client certificate, --client-cert?)"
-	}
-	for _, cause := range []string{"connection refused", "no such host", "i/o timeout"} {
-		if strings.Contains(msg, cause) {
-			return cause
-		}
-	}
-	if i := strings.LastIndex(msg, "desc = "); i >= 0 {
-		return strings.Trim(msg[i+len("desc = "):], `"`)
-	}
-	return msg
 }

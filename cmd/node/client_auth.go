@@ -52,22 +52,24 @@ func (a *clientAuth) check(addr string) error {
 	return nil
 }
 
-// dialOptions are the credentials of a connection: TLS or plaintext, and
-// the token on every call.
-func (a *clientAuth) dialOptions() ([]grpc.DialOption, error) {
-	creds := insecure.NewCredentials()
-	if a.caCert != "" {
-		cfg, err := a.tlsConfig()
-		if err != nil {
-			return nil, err
-		}
-		creds = credentials.NewTLS(cfg)
+// transportCredentials are TLS when --ca-cert is set, else plaintext.
+func (a *clientAuth) transportCredentials() (credentials.TransportCredentials, error) {
+	if a.caCert == "" {
+		return insecure.NewCredentials(), nil
 	}
-	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
-	if a.token != "" {
-		opts = append(opts, grpc.WithPerRPCCredentials(bearerToken(a.token)))
+	cfg, err := a.tlsConfig()
+	if err != nil {
+		return nil, err
 	}
-	return opts, nil
+	return credentials.NewTLS(cfg), nil
+}
+
+// tokenOptions send the token, if any, with every call.
+func (a *clientAuth) tokenOptions() []grpc.DialOption {
+	if a.token == "" {
+		return nil
+	}
+	return []grpc.DialOption{grpc.WithPerRPCCredentials(bearerToken(a.token))}
 }
 
 // tlsConfig trusts only --ca-cert; the node's name is checked against the

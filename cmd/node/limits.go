@@ -12,6 +12,7 @@ import (
 	"github.com/raftcron/raftcron/api"
 	"github.com/raftcron/raftcron/jobspec"
 	"github.com/raftcron/raftcron/scheduler"
+	"github.com/raftcron/raftcron/server"
 )
 
 // Flags of serve that bound what a node holds and serves.
@@ -26,24 +27,6 @@ const (
 	flagMaxConcurrentStreams = "max-concurrent-streams"
 )
 
-// defaultMaxConcurrentStreams bounds the calls one client connection may
-// have open at once (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS; gRPC's own
-// default is unlimited). Beyond it a client's further calls wait for one to
-// end: no connection can hold more goroutines and buffers than this.
-const defaultMaxConcurrentStreams = 1000
-
-// serveLimits are the node's limits, each from its flag.
-type serveLimits struct {
-	MaxJobs              int
-	MaxSpecBytes         int
-	MaxHeaders           int
-	MaxEnv               int
-	MaxArgs              int
-	MaxOpenRuns          int
-	MaxWatchers          int
-	MaxConcurrentStreams int
-}
-
 func addLimitFlags(fs *pflag.FlagSet) {
 	fs.Int(flagMaxJobs, api.DefaultMaxJobs, "most jobs the registry holds; a create beyond it fails (ResourceExhausted)")
 	fs.Int(flagMaxSpecBytes, jobspec.DefaultLimits.SpecBytes, "most bytes one job spec takes, encoded")
@@ -52,11 +35,14 @@ func addLimitFlags(fs *pflag.FlagSet) {
 	fs.Int(flagMaxArgs, jobspec.DefaultLimits.Args, "most exec.command entries (program and arguments) of one job")
 	fs.Int(flagMaxOpenRuns, scheduler.DefaultMaxOpenRuns, "most runs one overlap-allow job has open; later slots are recorded missed (open_runs_limit)")
 	fs.Int(flagMaxWatchers, api.DefaultMaxWatchers, "most WatchRuns streams this node serves at once")
-	fs.Int(flagMaxConcurrentStreams, defaultMaxConcurrentStreams, "most gRPC calls one client connection has open at once; more wait")
+	fs.Int(flagMaxConcurrentStreams, server.DefaultMaxConcurrentStreams, "most gRPC calls one client connection has open at once; more wait")
 }
 
-func parseLimits(k *koanf.Koanf) (serveLimits, []error) {
-	var l serveLimits
+// parseLimits reads each limit from its flag. A flag must name a count: the
+// zero that server.Limits takes as "the default" is what leaving the flag
+// out means.
+func parseLimits(k *koanf.Koanf) (server.Limits, []error) {
+	var l server.Limits
 	var errs []error
 	for _, f := range []struct {
 		flag string
@@ -89,12 +75,4 @@ func positiveInt(k *koanf.Koanf, key string) (int, error) {
 		return 0, fmt.Errorf("--%s: %q is not a whole number from 1 to %d", key, raw, math.MaxInt32)
 	}
 	return int(n), nil
-}
-
-// apiLimits are what the JobService admits.
-func (l serveLimits) apiLimits() api.Limits {
-	return api.Limits{
-		MaxJobs: uint64(l.MaxJobs),
-		Spec:    jobspec.Limits{SpecBytes: l.MaxSpecBytes, Headers: l.MaxHeaders, Env: l.MaxEnv, Args: l.MaxArgs},
-	}
 }

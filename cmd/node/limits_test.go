@@ -7,6 +7,7 @@ import (
 	"github.com/raftcron/raftcron/api"
 	"github.com/raftcron/raftcron/jobspec"
 	"github.com/raftcron/raftcron/scheduler"
+	"github.com/raftcron/raftcron/server"
 )
 
 // Every limit has a flag with its owner's default, also read from the
@@ -16,10 +17,10 @@ func TestServeLimitsDefaultsAndSources(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := serveLimits{
+	want := server.Limits{
 		MaxJobs: api.DefaultMaxJobs, MaxSpecBytes: jobspec.DefaultLimits.SpecBytes,
 		MaxHeaders: jobspec.DefaultLimits.Headers, MaxEnv: jobspec.DefaultLimits.Env, MaxArgs: jobspec.DefaultLimits.Args,
-		MaxOpenRuns: scheduler.DefaultMaxOpenRuns, MaxWatchers: api.DefaultMaxWatchers, MaxConcurrentStreams: defaultMaxConcurrentStreams,
+		MaxOpenRuns: scheduler.DefaultMaxOpenRuns, MaxWatchers: api.DefaultMaxWatchers, MaxConcurrentStreams: server.DefaultMaxConcurrentStreams,
 	}
 	if cfg.Limits != want {
 		t.Fatalf("defaults %+v, want %+v", cfg.Limits, want)

@@ -2,14 +2,18 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"net"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 )
 
@@ -66,7 +70,7 @@ func TestExitStatusAndOneLineErrors(t *testing.T) {
 		{name: "unreachable fence check", args: []string{"fence", "check", "--job", "a", "--token", "1", "--addr", down}, code: exitFailure, want: "cannot reach raftcron at " + down},
 		{name: "serve without id", args: []string{"serve", "--data-dir", t.TempDir()}, code: exitFailure, want: "--id: required"},
 		{name: "serve peers without id", args: []string{"serve", "--id", "n1", "--data-dir", t.TempDir(), "--peers", "n2=127.0.0.1:7002"},
-			code: exitFailure, want: "--peers: must contain --id n1"},
+			code: exitFailure, want: "--peers: must contain this node's ID n1"},
 		{name: "serve bad duration flag", args: []string{"serve", "--raft-lease", "soon"}, code: exitUsage, want: "--raft-lease"},
 	}
 	for _, tc := range cases {
@@ -144,6 +148,10 @@ func TestDescribeOtherCodes(t *testing.T) {
 	c := call{addr: "127.0.0.1:7001", timeout: 3 * time.Second, subject: `job "x"`}
 	stale := c
 	stale.expectedVersion = 4
+	refused := c
+	refused.dialer = &dialer{last: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}
+	dropped := c
+	dropped.dialer = &dialer{drop: &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", syscall.ECONNRESET)}}
 	cases := []struct {
 		c    call
 		err  error
@@ -155,11 +163,11 @@ func TestDescribeOtherCodes(t *testing.T) {
 			`version: stale: job "x" is at version 5, expected version 4; get it again and retry`},
 		{stale, status.Error(codes.FailedPrecondition, ""), `version: stale: job "x" is no longer at version 4; get it again and retry`},
 		{c, status.Error(codes.DeadlineExceeded, "deadline"), "no answer from raftcron at 127.0.0.1:7001 within 3s"},
-		{c, status.Error(codes.Unavailable, `connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:7001: connect: connection refused"`),
+		{refused, status.Error(codes.Unavailable, `connection error: desc = "transport: Error while dialing"`),
 			"cannot reach raftcron at 127.0.0.1:7001: connection refused"},
 		// A TLS node resets a plaintext client, or one without the client
 		// certificate it requires, while the client is still writing.
-		{c, status.Error(codes.Unavailable, "write tcp 127.0.0.1:55952->127.0.0.1:7001: write: connection reset by peer"),
+		{dropped, status.Error(codes.Unavailable, "write tcp 127.0.0.1:55952->127.0.0.1:7001: write: connection reset by peer"),
 			"cannot reach raftcron at 127.0.0.1:7001: the node closed the connection (does it require TLS, --ca-cert, or a client certificate, --client-cert?)"},
 		{c, status.Error(codes.Unavailable, "node is shut down"), "raftcron at 127.0.0.1:7001 is unavailable: node is shut down"},
 		{c, errors.New("plain"), "plain"},
@@ -169,6 +177,75 @@ func TestDescribeOtherCodes(t *testing.T) {
 			t.Errorf("describe(%v) = %q, want %q", tc.err, got, tc.want)
 		}
 	}
+}
+
+// A failed dial is described from its error, whatever gRPC's message says.
+func TestDialCause(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{&net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, "connection refused"},
+		{&net.OpError{Op: "dial", Err: &net.DNSError{Err: "no such host", Name: "nowhere", IsNotFound: true}}, "no such host"},
+		{&net.OpError{Op: "dial", Err: os.ErrDeadlineExceeded}, "i/o timeout"},
+		{errors.New("something else"), "something else"},
+	} {
+		if got := dialCause(tc.err); got != tc.want {
+			t.Errorf("dialCause(%v) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
+}
+
+// The dialer tells a node that ends the connection before saying anything
+// (a TLS port facing a plaintext client) from one that answered first.
+func TestDialerSeesANodeThatDropsTheConnection(t *testing.T) {
+	silent := serveOnce(t, nil)
+	answering := serveOnce(t, []byte("x"))
+	for _, tc := range []struct {
+		addr        string
+		wantDropped bool
+	}{{silent, true}, {answering, false}} {
+		d := &dialer{}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		raw, err := d.dial(ctx, tc.addr)
+		cancel()
+		if err != nil {
+			t.Fatalf("dial %s: %v", tc.addr, err)
+		}
+		conn, _, err := d.watch(insecure.NewCredentials()).ClientHandshake(context.Background(), tc.addr, raw)
+		if err != nil {
+			t.Fatalf("handshake: %v", err)
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		for err == nil {
+			_, err = conn.Read(make([]byte, 8))
+		}
+		conn.Close()
+		if got := d.dropped() != nil; got != tc.wantDropped {
+			t.Errorf("node that sent %v before closing: dropped() = %v (read ended with %v), want %v",
+				tc.addr == answering, d.dropped(), err, tc.wantDropped)
+		}
+	}
+}
+
+// serveOnce accepts one connection on loopback, writes say to it and
+// closes it.
+func serveOnce(t *testing.T, say []byte) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		_, _ = c.Write(say)
+		c.Close()
+	}()
+	return ln.Addr().String()
 }
 
 func TestOneLine(t *testing.T) {

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"syscall"
 
+	"github.com/raftcron/raftcron/cluster"
 	"github.com/raftcron/raftcron/ops"
 )
 
@@ -16,7 +18,10 @@ func listenDebug(addr string) (net.Listener, error) {
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("--%s %s: %w", flagDebugAddr, addr, listenCause(err))
+		if errors.Is(err, syscall.EADDRINUSE) {
+			err = cluster.ErrAddrInUse // the words of every other port
+		}
+		return nil, fmt.Errorf("--%s %s: %w", flagDebugAddr, addr, err)
 	}
 	return ln, nil
 }

@@ -34,8 +34,8 @@ type securityConfig struct {
 	DebugAddr string
 }
 
-// TLS reports whether the node's port is TLS.
-func (c securityConfig) TLS() bool { return c.TLSCert != "" }
+// hasTLS reports whether the node's port is TLS.
+func (c securityConfig) hasTLS() bool { return c.TLSCert != "" }
 
 func addSecurityFlags(fs *pflag.FlagSet) {
 	fs.String(flagTLSCert, "", "node certificate (raftcron tls cert create --node); with --tls-key and --tls-ca every connection to --addr is TLS. SIGHUP reloads the three files")
@@ -64,11 +64,11 @@ func parseSecurity(k *koanf.Koanf, addr string, acl bool) (securityConfig, []err
 	check(err)
 	c.Insecure, err = boolValue(k, flagInsecure)
 	check(err)
-	if c.TLSVerifyClients && !c.TLS() {
+	if c.TLSVerifyClients && !c.hasTLS() {
 		check(fmt.Errorf("--%s needs TLS: set --%s, --%s and --%s", flagTLSVerifyClients, flagTLSCert, flagTLSKey, flagTLSCA))
 	}
 	if c.DebugAddr = stringValue(k, flagDebugAddr); c.DebugAddr != "" {
-		check(checkListenAddr(flagDebugAddr, c.DebugAddr))
+		check(checkDebugAddr(c.DebugAddr))
 		if !isLoopback(c.DebugAddr) && !c.Insecure {
 			check(fmt.Errorf("--%s %s is not loopback: pprof has no authentication, bind it to 127.0.0.1 or add --%s", flagDebugAddr, c.DebugAddr, flagInsecure))
 		}
@@ -77,6 +77,19 @@ func parseSecurity(k *koanf.Koanf, addr string, acl bool) (securityConfig, []err
 		check(checkSecureByDefault(c, addr, acl))
 	}
 	return c, errs
+}
+
+// checkDebugAddr: pprof is served on a port of its own, which must be
+// named (port 0 would hide where the profiles are).
+func checkDebugAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--%s: %q is not host:port", flagDebugAddr, addr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("--%s: %q needs a port between 1 and 65535", flagDebugAddr, addr)
+	}
+	return nil
 }
 
 func checkTLSFiles(c securityConfig) error {
@@ -97,11 +110,11 @@ func checkTLSFiles(c securityConfig) error {
 // calls it, or be told explicitly not to care. Loopback stays open for
 // tests and demos.
 func checkSecureByDefault(c securityConfig, addr string, acl bool) error {
-	if c.Insecure || isLoopback(addr) || (c.TLS() && (acl || c.TLSVerifyClients)) {
+	if c.Insecure || isLoopback(addr) || (c.hasTLS() && (acl || c.TLSVerifyClients)) {
 		return nil
 	}
 	missing := fmt.Sprintf("--%s or --%s", flagACL, flagTLSVerifyClients)
-	if !c.TLS() {
+	if !c.hasTLS() {
 		missing = fmt.Sprintf("TLS (--%s, --%s, --%s) and %s", flagTLSCert, flagTLSKey, flagTLSCA, missing)
 	}
 	return fmt.Errorf("--addr %s is not loopback: serving it needs %s, or --%s to accept that anyone who reaches the port can run jobs and speak Raft",

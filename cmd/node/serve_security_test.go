@@ -59,8 +59,8 @@ func TestServeRefusesAnOpenNonLoopbackAddress(t *testing.T) {
 			if err != nil {
 				t.Fatalf("refused: %v", err)
 			}
-			if cfg.TLS() != strings.Contains(strings.Join(tc.args, " "), "--tls-cert") {
-				t.Errorf("TLS() = %v", cfg.TLS())
+			if cfg.hasTLS() != strings.Contains(strings.Join(tc.args, " "), "--tls-cert") {
+				t.Errorf("hasTLS() = %v", cfg.hasTLS())
 			}
 		})
 	}
@@ -77,7 +77,7 @@ func TestServeSecurityFlagsFromEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !cfg.TLS() || !cfg.TLSVerifyClients || !cfg.ACL || cfg.TLSCA != "/ca.pem" {
+	if !cfg.hasTLS() || !cfg.TLSVerifyClients || !cfg.ACL || cfg.TLSCA != "/ca.pem" {
 		t.Errorf("config %+v: want TLS, verified clients and ACL from the environment", cfg.securityConfig)
 	}
 }

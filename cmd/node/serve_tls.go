@@ -8,25 +8,20 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/raftcron/raftcron/cluster"
 	"github.com/raftcron/raftcron/pki"
 )
 
-// listenNode binds --addr, with TLS when the TLS flags are set; the bundle
-// is nil in plaintext.
-func listenNode(cfg serveConfig, log *slog.Logger) (*cluster.Mux, *pki.Bundle, error) {
-	if !cfg.TLS() {
-		mux, err := cluster.Listen(cfg.Addr)
-		return mux, nil, err
+// loadTLS loads the node's certificate, key and CA when the TLS flags are
+// set; nil in plaintext.
+func loadTLS(cfg serveConfig) (*pki.Bundle, error) {
+	if !cfg.hasTLS() {
+		return nil, nil
 	}
 	bundle, err := pki.LoadBundle(pki.Files{Cert: cfg.TLSCert, Key: cfg.TLSKey, CA: cfg.TLSCA})
 	if err != nil {
-		return nil, nil, fmt.Errorf("--%s/--%s/--%s: %w", flagTLSCert, flagTLSKey, flagTLSCA, err)
+		return nil, fmt.Errorf("--%s/--%s/--%s: %w", flagTLSCert, flagTLSKey, flagTLSCA, err)
 	}
-	mux, err := cluster.ListenTLS(cfg.Addr, cluster.TLSConfig{
-		Source: bundle, VerifyClients: cfg.TLSVerifyClients, Logger: log,
-	})
-	return mux, bundle, err
+	return bundle, nil
 }
 
 // watchHUP reloads the TLS files on every SIGHUP until ctx ends. It is
@@ -69,7 +64,7 @@ func logSecurity(log *slog.Logger, cfg serveConfig) {
 		log.Warn("--insecure: this node may serve without TLS or client authentication off loopback; " +
 			"anyone who reaches --addr can register jobs, run commands and speak Raft")
 	}
-	if !cfg.TLS() {
+	if !cfg.hasTLS() {
 		log.Info("plaintext on --addr: no TLS, no node identity", "addr", cfg.Addr)
 		return
 	}

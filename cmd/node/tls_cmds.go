@@ -149,16 +149,6 @@ func daysFlag(days int) (time.Duration, error) {
 	return time.Duration(days) * 24 * time.Hour, nil
 }
 
-func splitList(s string) []string {
-	var out []string
-	for _, part := range strings.Split(s, ",") {
-		if part = strings.TrimSpace(part); part != "" {
-			out = append(out, part)
-		}
-	}
-	return out
-}
-
 func writePair(w io.Writer, dir, name string, pair pki.Pair, what string) error {
 	paths, err := pki.Write(dir, name, pair)
 	if err != nil {

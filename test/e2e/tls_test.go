@@ -24,6 +24,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
+
+	"github.com/raftcron/raftcron/internal/proc"
 )
 
 // TestTLS3 is the secure path of the README with real processes: a CA and
@@ -93,7 +95,7 @@ func TestTLS3(t *testing.T) {
 func tlsRun(t *testing.T, bin string, args ...string) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
-	cmd.Env = cleanEnv()
+	cmd.Env = proc.Environ()
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("raftcron %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
@@ -108,7 +110,7 @@ func startTLSNode(t *testing.T, bin, dir, id string, args []string) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, args...)
-	cmd.Env = cleanEnv()
+	cmd.Env = proc.Environ()
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

@@ -982,8 +982,11 @@ type Completion struct {
 	FinishedAtUnixNano int64    `protobuf:"varint,5,opt,name=finished_at_unix_nano,json=finishedAtUnixNano,proto3" json:"finished_at_unix_nano,omitempty"`
 	Detail             string   `protobuf:"bytes,6,opt,name=detail,proto3" json:"detail,omitempty"`
 	Output             []byte   `protobuf:"bytes,7,opt,name=output,proto3" json:"output,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// Set when the node refused the attempt by its own policy (exec_denied,
+	// egress_denied): the run's reason, and such an attempt is never retried.
+	Reason        string `protobuf:"bytes,8,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Completion) Reset() {
@@ -1063,6 +1066,13 @@ func (x *Completion) GetOutput() []byte {
 		return x.Output
 	}
 	return nil
+}
+
+func (x *Completion) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
 }
 
 type CompletionResult struct {
@@ -1200,7 +1210,7 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x03run\x18\x06 \x01(\v2\x10.raftcron.v1.RunR\x03run\x12(\n" +
 	"\x04spec\x18\a \x01(\v2\x14.raftcron.v1.JobSpecR\x04spec\"Q\n" +
 	"\x14CompleteBatchCommand\x129\n" +
-	"\vcompletions\x18\x01 \x03(\v2\x17.raftcron.v1.CompletionR\vcompletions\"\xfe\x01\n" +
+	"\vcompletions\x18\x01 \x03(\v2\x17.raftcron.v1.CompletionR\vcompletions\"\x96\x02\n" +
 	"\n" +
 	"Completion\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x14\n" +
@@ -1209,7 +1219,8 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x14started_at_unix_nano\x18\x04 \x01(\x03R\x11startedAtUnixNano\x121\n" +
 	"\x15finished_at_unix_nano\x18\x05 \x01(\x03R\x12finishedAtUnixNano\x12\x16\n" +
 	"\x06detail\x18\x06 \x01(\tR\x06detail\x12\x16\n" +
-	"\x06output\x18\a \x01(\fR\x06output\"j\n" +
+	"\x06output\x18\a \x01(\fR\x06output\x12\x16\n" +
+	"\x06reason\x18\b \x01(\tR\x06reason\"j\n" +
 	"\x10CompletionResult\x12\x1a\n" +
 	"\baccepted\x18\x01 \x01(\bR\baccepted\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\"\n" +

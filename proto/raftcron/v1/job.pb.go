@@ -359,7 +359,10 @@ type HttpTarget struct {
 	Body    string               `protobuf:"bytes,4,opt,name=body,proto3" json:"body,omitempty"`
 	Timeout *durationpb.Duration `protobuf:"bytes,5,opt,name=timeout,proto3" json:"timeout,omitempty"`
 	// Empty means any 2xx.
-	SuccessCodes  []uint32 `protobuf:"varint,6,rep,packed,name=success_codes,json=successCodes,proto3" json:"success_codes,omitempty"`
+	SuccessCodes []uint32 `protobuf:"varint,6,rep,packed,name=success_codes,json=successCodes,proto3" json:"success_codes,omitempty"`
+	// Keep the first 4 KiB of the response body in the run. Off by default:
+	// a reply may carry data the registry's readers must not see.
+	KeepResponse  bool `protobuf:"varint,7,opt,name=keep_response,json=keepResponse,proto3" json:"keep_response,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -434,6 +437,13 @@ func (x *HttpTarget) GetSuccessCodes() []uint32 {
 		return x.SuccessCodes
 	}
 	return nil
+}
+
+func (x *HttpTarget) GetKeepResponse() bool {
+	if x != nil {
+		return x.KeepResponse
+	}
+	return false
 }
 
 type ExecTarget struct {
@@ -2053,7 +2063,7 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\rhistory_limit\x18\x10 \x01(\rR\fhistoryLimit\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa0\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc5\x02\n" +
 	"\n" +
 	"HttpTarget\x12\x10\n" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12\x16\n" +
@@ -2061,7 +2071,8 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\aheaders\x18\x03 \x03(\v2$.raftcron.v1.HttpTarget.HeadersEntryR\aheaders\x12\x12\n" +
 	"\x04body\x18\x04 \x01(\tR\x04body\x123\n" +
 	"\atimeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\atimeout\x12#\n" +
-	"\rsuccess_codes\x18\x06 \x03(\rR\fsuccessCodes\x1a:\n" +
+	"\rsuccess_codes\x18\x06 \x03(\rR\fsuccessCodes\x12#\n" +
+	"\rkeep_response\x18\a \x01(\bR\fkeepResponse\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd9\x01\n" +
