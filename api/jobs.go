@@ -128,6 +128,9 @@ func (j *jobService) put(ctx context.Context, spec *pb.JobSpec, mode pb.PutMode,
 	if err != nil {
 		return nil, nil, invalidArgument(err, "spec")
 	}
+	if err := checkInScope(ctx, "spec.labels", spec); err != nil {
+		return nil, nil, err
+	}
 	if err := j.allowExec(spec); err != nil {
 		return nil, nil, execDenied(execField, execField+": "+err.Error())
 	}
@@ -145,9 +148,9 @@ func (j *jobService) GetJob(ctx context.Context, req *pb.GetJobRequest) (*pb.Get
 	if err := j.barrier(ctx, req.GetStale()); err != nil {
 		return nil, err
 	}
-	job, err := j.reg.Job(req.GetName())
+	job, err := visibleJob(ctx, j.reg, req.GetName())
 	if err != nil {
-		return nil, statusOf(err)
+		return nil, err
 	}
 	return &pb.GetJobResponse{Job: j.withNextFire(job)}, nil
 }
@@ -157,13 +160,17 @@ func (j *jobService) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (*pb
 	if err != nil {
 		return nil, err
 	}
+	labels, matchable := scopedLabels(ctx, req.GetLabelSelector())
+	if !matchable {
+		return &pb.ListJobsResponse{}, nil
+	}
 	if err := j.barrier(ctx, req.GetStale()); err != nil {
 		return nil, err
 	}
 	jobs, next := j.reg.ListJobs(fsm.ListQuery{
 		After:   after,
 		Limit:   pageSize(req.GetPageSize()),
-		Labels:  req.GetLabelSelector(),
+		Labels:  labels,
 		MaxScan: maxListScan,
 	})
 	now := j.now()
@@ -214,8 +221,9 @@ func (j *jobService) setPaused(ctx context.Context, name string, paused bool, no
 	}}})
 }
 
-// apply commits cmd; a result other than OK is an error.
+// apply commits cmd as the caller's; a result other than OK is an error.
 func (j *jobService) apply(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
+	cmd.Caller = PrincipalFrom(ctx).caller()
 	res, err := j.store.Apply(ctx, cmd)
 	if err != nil {
 		return nil, statusOf(err)

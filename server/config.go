@@ -57,6 +57,10 @@ type Config struct {
 	// Policy is what jobs may do on this node: exec, egress, signing.
 	Policy Policy
 
+	// ACL requires an ACL token on every gRPC call but the health service
+	// (docs/acl.md); set it alike on every node.
+	ACL bool
+
 	// Logger receives the node's logs; nil discards them.
 	Logger *slog.Logger
 	// Version is reported by /metrics (raftcron_build_info).

@@ -32,13 +32,14 @@ const (
 // expected concurrent call, not one per core.
 const grpcStreamWorkers = 128
 
-// newGRPCServer builds the node's gRPC server; extra are the port's own
-// options (cluster.Mux.GRPCServerOptions: the TLS handshake's result).
-func newGRPCServer(log *slog.Logger, maxStreams uint32, extra ...grpc.ServerOption) *grpc.Server {
+// newGRPCServer builds the node's gRPC server behind auth; extra are the
+// port's own options (cluster.Mux.GRPCServerOptions: the TLS handshake's
+// result).
+func newGRPCServer(log *slog.Logger, maxStreams uint32, auth *api.Authorizer, extra ...grpc.ServerOption) *grpc.Server {
 	return grpc.NewServer(append([]grpc.ServerOption{
 		grpc.MaxConcurrentStreams(maxStreams),
-		grpc.ChainUnaryInterceptor(api.RecoveryInterceptor(log)),
-		grpc.ChainStreamInterceptor(api.RecoveryStreamInterceptor(log)),
+		grpc.ChainUnaryInterceptor(api.RecoveryInterceptor(log), auth.Unary()),
+		grpc.ChainStreamInterceptor(api.RecoveryStreamInterceptor(log), auth.Stream()),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: keepaliveMinTime, PermitWithoutStream: true}),
 		grpc.NumStreamWorkers(grpcStreamWorkers),
 		grpc.StaticStreamWindowSize(grpcStreamWindow),

@@ -178,7 +178,8 @@ func (s *Server) wire() error {
 	s.node, s.sched, s.ops = node, sched, opsServer
 	s.hub = api.NewRunHubWith(s.cfg.Limits.MaxWatchers)
 	s.state.SetObserver(observers{sched, s.hub})
-	s.grpc = newGRPCServer(s.log, s.cfg.Limits.maxConcurrentStreams(), s.mux.GRPCServerOptions()...)
+	auth := api.NewAuthorizer(api.AuthConfig{Enabled: s.cfg.ACL, Tokens: s.state, Barrier: node})
+	s.grpc = newGRPCServer(s.log, s.cfg.Limits.maxConcurrentStreams(), auth, s.mux.GRPCServerOptions()...)
 	s.health = s.registerServices()
 	s.http = ops.HTTPServer(opsServer.Handler())
 	return nil
@@ -194,7 +195,8 @@ func (s *Server) registerServices() *health.Server {
 	})
 	h := api.Register(s.grpc, jobs, api.NewClusterService(s.node, s.state),
 		api.WithRunService(api.NewRunService(s.node, s.state, s.hub)),
-		api.WithFenceService(api.NewFenceService(s.node, s.state)))
+		api.WithFenceService(api.NewFenceService(s.node, s.state)),
+		api.WithACLService(api.NewACLService(s.node, s.state, s.cfg.Now)))
 	cluster.RegisterInternal(s.grpc, s.node)
 	return h
 }
@@ -227,7 +229,7 @@ func (s *Server) Start(ctx context.Context) error {
 	go s.serve("http server on "+s.HTTPAddr(), func() error { return s.http.Serve(s.httpLn) })
 	go s.watchHalt()
 	s.log.Info("raftcron started", "id", s.cfg.ID, "addr", s.cfg.Addr, "http_addr", s.HTTPAddr(),
-		"data_dir", s.cfg.DataDir, "version", s.cfg.Version)
+		"data_dir", s.cfg.DataDir, "version", s.cfg.Version, "acl", s.cfg.ACL)
 	s.cfg.Policy.log(s.log)
 	return nil
 }

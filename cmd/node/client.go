@@ -140,6 +140,10 @@ func (c call) describe(err error) error {
 		return fmt.Errorf("no answer from raftcron at %s within %s", c.addr, c.timeout)
 	case codes.Canceled:
 		return errors.New("canceled")
+	case codes.Unauthenticated:
+		return fmt.Errorf("not authenticated: %s", st.Message())
+	case codes.PermissionDenied:
+		return fmt.Errorf("permission denied: %s", st.Message())
 	default:
 		return fmt.Errorf("%s (%s)", st.Message(), st.Code())
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -93,13 +92,3 @@ func (a *clientAuth) tlsConfig() (*tls.Config, error) {
 	}
 	return cfg, nil
 }
-
-// bearerToken sends the ACL token with every call. It does not demand
-// transport security itself: check allows plaintext to loopback only.
-type bearerToken string
-
-func (t bearerToken) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
-	return map[string]string{"authorization": "Bearer " + string(t)}, nil
-}
-
-func (bearerToken) RequireTransportSecurity() bool { return false }

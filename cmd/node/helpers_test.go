@@ -136,7 +136,7 @@ func runCLI(t testing.TB, stdin string, args ...string) cliResult {
 	return runCLIEnv(t, nil, stdin, args...)
 }
 
-// runCLIEnv is runCLI with extra environment (KEY=VALUE).
+// runCLIEnv is runCLI with env (KEY=value) added to the clean environment.
 func runCLIEnv(t testing.TB, env []string, stdin string, args ...string) cliResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)

@@ -122,7 +122,7 @@ func TestCLIDispatchPolicy(t *testing.T) {
 	t.Run("exec outside --exec-allow refused at registration", func(t *testing.T) {
 		before := listJSON(t, c, n)
 		expectFailure(t, c.cli(t, n, job("sbin", "exec: {command: [/usr/sbin/nologin]}"), "job", "apply", "-f", "-"),
-			"exec.command[0]", "--exec-allow (/bin/*)", "PermissionDenied")
+			"exec.command[0]", "--exec-allow (/bin/*)", "permission denied")
 		if after := listJSON(t, c, n); after != before {
 			t.Fatalf("the registry changed:\nbefore %s\nafter %s", before, after)
 		}

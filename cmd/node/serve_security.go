@@ -16,7 +16,6 @@ const (
 	flagTLSKey           = "tls-key"
 	flagTLSCA            = "tls-ca"
 	flagTLSVerifyClients = "tls-verify-clients"
-	flagACL              = "acl"
 	flagInsecure         = "insecure"
 	flagDebugAddr        = "debug-addr"
 )
@@ -42,7 +41,6 @@ func addSecurityFlags(fs *pflag.FlagSet) {
 	fs.String(flagTLSKey, "", "key of --tls-cert")
 	fs.String(flagTLSCA, "", "CA certificate(s) that peers' and clients' certificates must chain to")
 	fs.Bool(flagTLSVerifyClients, false, "require every API client to present a certificate from --tls-ca")
-	fs.Bool(flagACL, false, "require an ACL token on every RPC (see `raftcron acl`)")
 	fs.Bool(flagInsecure, false, "allow serving a non-loopback --addr without TLS and client authentication, or --debug-addr off loopback (warned at every start)")
 	fs.String(flagDebugAddr, "", "host:port serving /debug/pprof/ without authentication (default off; loopback unless --insecure)")
 }
@@ -133,23 +131,4 @@ func isLoopback(hostport string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-// boolValue reads a flag that is true or false; the environment and the
-// file give it as text.
-func boolValue(k *koanf.Koanf, key string) (bool, error) {
-	switch v := k.Get(key).(type) {
-	case nil:
-		return false, nil
-	case bool:
-		return v, nil
-	case string:
-		b, err := strconv.ParseBool(strings.TrimSpace(v))
-		if err != nil {
-			return false, fmt.Errorf("--%s: %q is not true or false", key, v)
-		}
-		return b, nil
-	default:
-		return false, fmt.Errorf("--%s: %v is not true or false", key, v)
-	}
 }

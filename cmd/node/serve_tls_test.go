@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"math/big"
 	"net/http"
 	"os"
@@ -200,4 +201,34 @@ func TestServeWarnsAboutInsecureAtStart(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// TestServeTLSWithACLs runs the other secure combination: TLS without
+// client certificates, ACL tokens instead. A client that trusts the CA but
+// holds no token is refused; the bootstrap and a write through a follower
+// reach the leader over node-to-node forwarding, which needs no token
+// because the node certificate vouches for it.
+func TestServeTLSWithACLs(t *testing.T) {
+	files := newTLSFiles(t, "n1", "n2", "n3")
+	c := startClusterWith(t, 3, func(id string) []string {
+		return []string{"--tls-cert", files.path("node-" + id + ".pem"), "--tls-key", files.path("node-" + id + "-key.pem"),
+			"--tls-ca", files.path("ca.pem"), "--acl"}
+	})
+	follower := c.follower(t)
+	env := []string{"RAFTCRON_CA_CERT=" + files.path("ca.pem")}
+	cli := func(args ...string) cliResult {
+		return runCLIEnv(t, env, "", append(args, "--addr", follower.Addr)...)
+	}
+
+	expectFailure(t, cli("job", "list"), "not authenticated")
+	var boot tokenView
+	r := expectOK(t, cli("acl", "bootstrap", "-o", "json"))
+	if err := json.Unmarshal([]byte(r.Stdout), &boot); err != nil || boot.Secret == "" {
+		t.Fatalf("acl bootstrap through a follower: %v\n%s", err, r.Stdout)
+	}
+	job := writeFile(t, "tick.yaml", "name: tick\nschedule: \"@hourly\"\nhttp: {url: \"http://127.0.0.1:9/\"}\n")
+	expectOK(t, cli("job", "apply", "-f", job, "--token", boot.Secret))
+	if r := expectOK(t, cli("job", "get", "tick", "--token", boot.Secret)); !strings.Contains(r.Stdout, "@hourly") {
+		t.Errorf("job get: %s", r)
+	}
 }

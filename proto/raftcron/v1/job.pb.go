@@ -639,7 +639,10 @@ type Job struct {
 	// Raft log index of the last change.
 	ModifyIndex uint64 `protobuf:"varint,6,opt,name=modify_index,json=modifyIndex,proto3" json:"modify_index,omitempty"`
 	// What the scheduler has done with the job; filled on reads.
-	Status        *JobStatus `protobuf:"bytes,7,opt,name=status,proto3" json:"status,omitempty"`
+	Status *JobStatus `protobuf:"bytes,7,opt,name=status,proto3" json:"status,omitempty"`
+	// Who made the last change: the ACL token's name, the client
+	// certificate's common name, or "anonymous" when ACLs are off.
+	UpdatedBy     string `protobuf:"bytes,20,opt,name=updated_by,json=updatedBy,proto3" json:"updated_by,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -721,6 +724,13 @@ func (x *Job) GetStatus() *JobStatus {
 		return x.Status
 	}
 	return nil
+}
+
+func (x *Job) GetUpdatedBy() string {
+	if x != nil {
+		return x.UpdatedBy
+	}
+	return ""
 }
 
 // JobStatus is the replicated run-side state of a job.
@@ -2092,7 +2102,7 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\fmax_attempts\x18\x01 \x01(\rR\vmaxAttempts\x12B\n" +
 	"\x0finitial_backoff\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x0einitialBackoff\x12:\n" +
 	"\vmax_backoff\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\n" +
-	"maxBackoff\"\xb2\x02\n" +
+	"maxBackoff\"\xd1\x02\n" +
 	"\x03Job\x12(\n" +
 	"\x04spec\x18\x01 \x01(\v2\x14.raftcron.v1.JobSpecR\x04spec\x12\x1e\n" +
 	"\n" +
@@ -2104,7 +2114,9 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\n" +
 	"updated_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12!\n" +
 	"\fmodify_index\x18\x06 \x01(\x04R\vmodifyIndex\x12.\n" +
-	"\x06status\x18\a \x01(\v2\x16.raftcron.v1.JobStatusR\x06status\"\xa9\x03\n" +
+	"\x06status\x18\a \x01(\v2\x16.raftcron.v1.JobStatusR\x06status\x12\x1d\n" +
+	"\n" +
+	"updated_by\x18\x14 \x01(\tR\tupdatedBy\"\xa9\x03\n" +
 	"\tJobStatus\x12\x1f\n" +
 	"\vcursor_unix\x18\x01 \x01(\x03R\n" +
 	"cursorUnix\x12!\n" +
