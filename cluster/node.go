@@ -44,6 +44,9 @@ type Node struct {
 	store *raftboltdb.BoltStore
 	trans *raft.NetworkTransport
 	peers *peerConns
+	// tls: the node's port is TLS, so InternalService admits node
+	// certificates only.
+	tls bool
 	// bulkSem bounds ApplyBulk's entries in flight (apply_bulk.go).
 	bulkSem slots
 
@@ -136,7 +139,8 @@ func New(cfg Config, mux *Mux) (*Node, error) {
 		log:       cfg.Logger.With("node", cfg.ID),
 		rc:        rc,
 		store:     store,
-		peers:     newPeerConns(mux.isolation()),
+		peers:     newPeerConns(mux.isolation(), mux.tls),
+		tls:       mux.tls != nil,
 		bulkSem:   newSlots(bulkInFlight),
 		notifyCh:  make(chan bool, notifyChBuffer),
 		stopWatch: make(chan struct{}),
@@ -184,7 +188,7 @@ func (n *Node) open(mux *Mux) error {
 	}
 	n.fsm = &trackingFSM{FSM: n.cfg.FSM, snaps: snaps, onStuck: n.halt}
 	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream:  &streamLayer{subListener: mux.raft, advertise: advertiseAddr(n.cfg.Addr), iso: mux.isolation()},
+		Stream:  &streamLayer{subListener: mux.raft, advertise: advertiseAddr(n.cfg.Addr), tls: mux.tls, iso: mux.isolation()},
 		MaxPool: transportPool,
 		Timeout: transportIO,
 		Logger:  newHCLog(n.log, "raft-net"),

@@ -32,7 +32,6 @@ const (
 	drainTimeout    = 5 * time.Second
 	shutdownTimeout = 10 * time.Second
 	httpStopTimeout = 2 * time.Second
-	readHeaderWait  = 10 * time.Second
 )
 
 // ErrStarted: Start was called on a server that was started or stopped
@@ -99,15 +98,11 @@ func New(cfg Config) (*Server, error) {
 
 // listen binds the node's port and the ops port.
 func (s *Server) listen() error {
-	if s.cfg.Listener != nil {
-		s.mux = cluster.NewMux(s.cfg.Listener)
-	} else {
-		mux, err := cluster.Listen(s.cfg.Addr)
-		if err != nil {
-			return err
-		}
-		s.mux = mux
+	mux, err := s.listenNode()
+	if err != nil {
+		return err
 	}
+	s.mux = mux
 	ln, err := net.Listen("tcp", s.cfg.HTTPAddr)
 	if err != nil {
 		_ = s.mux.Close()
@@ -116,6 +111,25 @@ func (s *Server) listen() error {
 	s.httpLn = ln
 	s.mux.SetIsolation(s.cfg.Isolation)
 	return nil
+}
+
+// listenNode binds the node's port, or takes the caller's listener, in
+// plaintext or TLS.
+func (s *Server) listenNode() (*cluster.Mux, error) {
+	if s.cfg.TLS == nil {
+		if s.cfg.Listener != nil {
+			return cluster.NewMux(s.cfg.Listener), nil
+		}
+		return cluster.Listen(s.cfg.Addr)
+	}
+	tc := *s.cfg.TLS
+	if tc.Logger == nil {
+		tc.Logger = s.log
+	}
+	if s.cfg.Listener != nil {
+		return cluster.NewMuxTLS(s.cfg.Listener, tc)
+	}
+	return cluster.ListenTLS(s.cfg.Addr, tc)
 }
 
 // wire builds every part. The cluster node applies nothing before Start,
@@ -165,9 +179,9 @@ func (s *Server) wire() error {
 	s.hub = api.NewRunHubWith(s.cfg.Limits.MaxWatchers)
 	s.state.SetObserver(observers{sched, s.hub})
 	auth := api.NewAuthorizer(api.AuthConfig{Enabled: s.cfg.ACL, Tokens: s.state, Barrier: node})
-	s.grpc = newGRPCServer(s.log, s.cfg.Limits.maxConcurrentStreams(), auth)
+	s.grpc = newGRPCServer(s.log, s.cfg.Limits.maxConcurrentStreams(), auth, s.mux.GRPCServerOptions()...)
 	s.health = s.registerServices()
-	s.http = &http.Server{Handler: opsServer.Handler(), ReadHeaderTimeout: readHeaderWait}
+	s.http = ops.HTTPServer(opsServer.Handler())
 	return nil
 }
 

@@ -52,6 +52,8 @@ type serveConfig struct {
 	LogFormat string
 
 	MemoryLimit memoryLimit
+
+	securityConfig
 }
 
 // flagOfField names the flag behind each field a *cluster.ConfigError may
@@ -128,6 +130,7 @@ func addServeFlags(fs *pflag.FlagSet) {
 	fs.Bool(flagACL, false, "require an ACL token (authorization: Bearer <secret>) on every call but "+
 		"grpc.health.v1; create the first with `raftcron acl bootstrap`")
 	addLimitFlags(fs)
+	addSecurityFlags(fs)
 }
 
 // envName is the environment variable of a flag.
@@ -230,6 +233,9 @@ func parseServeConfig(k *koanf.Koanf) (serveConfig, error) {
 	check(err)
 	cfg.Policy, err = parsePolicyConfig(k, os.Geteuid())
 	check(err)
+	var secErrs []error
+	cfg.securityConfig, secErrs = parseSecurity(k, cfg.Addr, cfg.ACL)
+	errs = append(errs, secErrs...)
 	if len(errs) > 0 {
 		return serveConfig{}, flagError(errors.Join(errs...))
 	}

@@ -111,8 +111,11 @@ func newCluster(t testing.TB, dir string, nw network, opts clusterOptions) *clus
 // process, whatever ends it.
 func (c *cluster) start(n *node, membership ...string) {
 	c.t.Helper()
+	// --insecure: in network namespaces the nodes listen on 10.77.0.x, not
+	// loopback, and these scenarios exercise the plaintext protocol
+	// (TestTLS3 covers TLS).
 	args := append([]string{"serve", "--id", n.ID, "--data-dir", n.DataDir,
-		"--addr", c.net.Addr(n.idx), "--http-addr", c.net.HTTPAddr(n.idx)}, membership...)
+		"--addr", c.net.Addr(n.idx), "--http-addr", c.net.HTTPAddr(n.idx), "--insecure"}, membership...)
 	args = append(args, raftFlags...)
 	header := fmt.Sprintf("---- %s start: %s\n", time.Now().UTC().Format(time.RFC3339Nano), strings.Join(args, " "))
 	if err := appendFile(n.logPath, header); err != nil {
