@@ -152,7 +152,11 @@ func (n *Node) proposeOne(ctx context.Context, data []byte, timeout time.Duratio
 		return BatchResult{Err: err} // nothing proposed
 	}
 	defer batchInFlight.give()
-	return futureResult(n.raft.Apply(data, timeout))
+	f, err := n.proposals.propose(ctx, n.raft, data, timeout)
+	if err != nil {
+		return BatchResult{Err: err} // nothing proposed
+	}
+	return futureResult(f)
 }
 
 // futureResult waits for f, which Raft always resolves (at the latest on

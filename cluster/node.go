@@ -68,6 +68,8 @@ type Node struct {
 
 	// bootstrapped records that this start created a new cluster.
 	bootstrapped bool
+	// proposals stops this node's proposals while a restore runs.
+	proposals proposalGate
 
 	closed       atomic.Bool
 	shutdownOnce sync.Once
