@@ -13,8 +13,9 @@ import (
 type RegisterOption func(*registration)
 
 type registration struct {
-	runs  pb.RunServiceServer
-	fence pb.FenceServiceServer
+	runs     pb.RunServiceServer
+	fence    pb.FenceServiceServer
+	snapshot pb.SnapshotServiceServer
 }
 
 // WithRunService also serves RunService.
@@ -25,6 +26,11 @@ func WithRunService(runs pb.RunServiceServer) RegisterOption {
 // WithFenceService also serves FenceService.
 func WithFenceService(fence pb.FenceServiceServer) RegisterOption {
 	return func(r *registration) { r.fence = fence }
+}
+
+// WithSnapshotService also serves SnapshotService.
+func WithSnapshotService(snapshot pb.SnapshotServiceServer) RegisterOption {
+	return func(r *registration) { r.snapshot = snapshot }
 }
 
 // Register puts the services on s, together with the standard health
@@ -47,6 +53,10 @@ func Register(s *grpc.Server, jobs pb.JobServiceServer, cl pb.ClusterServiceServ
 	if r.fence != nil {
 		pb.RegisterFenceServiceServer(s, r.fence)
 		names = append(names, pb.FenceService_ServiceDesc.ServiceName)
+	}
+	if r.snapshot != nil {
+		pb.RegisterSnapshotServiceServer(s, r.snapshot)
+		names = append(names, pb.SnapshotService_ServiceDesc.ServiceName)
 	}
 	h := health.NewServer()
 	for _, name := range names {
