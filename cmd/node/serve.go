@@ -232,7 +232,8 @@ func start(cfg serveConfig, log *slog.Logger, mux *cluster.Mux) (*server, error)
 	})
 	healthServer := api.Register(gs, jobs, api.NewClusterService(node, state),
 		api.WithRunService(api.NewRunService(node, state, hub)),
-		api.WithFenceService(api.NewFenceService(node, state)))
+		api.WithFenceService(api.NewFenceService(node, state)),
+		api.WithSnapshotService(api.NewSnapshotService(api.SnapshotServiceConfig{Node: node, Counter: state, ScratchDir: cfg.DataDir})))
 	cluster.RegisterInternal(gs, node)
 	return &server{
 		log:    log,
