@@ -40,9 +40,16 @@ type Config struct {
 	// NoSync skips fsync. Unit tests only: without fsync a crash loses
 	// acknowledged writes.
 	NoSync bool
+	// DiskStallTimeout is how long a Raft disk write may run before the
+	// node counts its disk as stalled (--disk-stall-timeout; see
+	// diskwatch.go). Zero means DefaultDiskStallTimeout.
+	DiskStallTimeout time.Duration
 
 	// tune adjusts the Raft configuration after defaults (tests only).
 	tune func(*raft.Config)
+	// beforeDiskWrite runs inside every Raft disk write (tests only: it
+	// can hold the write to fake a stalled disk).
+	beforeDiskWrite func()
 }
 
 const (
@@ -78,6 +85,12 @@ func (cfg Config) check(mux *Mux) (Config, error) {
 	}
 	if err := cfg.checkJoin(); err != nil {
 		return cfg, err
+	}
+	switch d := cfg.DiskStallTimeout; {
+	case d == 0:
+		cfg.DiskStallTimeout = DefaultDiskStallTimeout
+	case d < minDiskStallTimeout:
+		return cfg, configErrorf("--disk-stall-timeout %s: must be at least %s", d, minDiskStallTimeout)
 	}
 	return cfg, nil
 }

@@ -31,6 +31,9 @@ var (
 	ErrAddrInUse = errors.New("address already in use")
 	// ErrInvalidConfig: a Config field or flag value breaks a rule.
 	ErrInvalidConfig = errors.New("invalid cluster configuration")
+	// ErrDiskStalled: a Raft write to this node's disk has not returned
+	// within the disk stall timeout while the node leads.
+	ErrDiskStalled = errors.New("raft disk write stalled")
 	// ErrRestoreRunning: a snapshot restore was asked for while another one
 	// runs on this node. Nothing was changed.
 	ErrRestoreRunning = errors.New("another snapshot restore is running")

@@ -70,6 +70,8 @@ type Node struct {
 	bootstrapped bool
 	// proposals stops this node's proposals while a restore runs.
 	proposals proposalGate
+	// disk times Raft's disk writes (diskwatch.go).
+	disk *diskWatch
 
 	closed       atomic.Bool
 	shutdownOnce sync.Once
@@ -107,6 +109,7 @@ func New(cfg Config, mux *Mux) (*Node, error) {
 		crashDone: make(chan struct{}),
 		lease:     rc.LeaderLeaseTimeout,
 	}
+	n.disk = newDiskWatch(cfg.DiskStallTimeout, n.log, cfg.beforeDiskWrite)
 	if err := n.start(rc, mux); err != nil {
 		store.Close()
 		return nil, err
@@ -138,7 +141,7 @@ func openStore(dir string, noSync bool) (*raftboltdb.BoltStore, error) {
 
 // start builds the snapshot store and transport and starts Raft.
 func (n *Node) start(rc *raft.Config, mux *Mux) error {
-	logs, err := raft.NewLogCache(logCacheSize, n.store)
+	logs, err := raft.NewLogCache(logCacheSize, watchedLogStore{n.store, n.disk})
 	if err != nil {
 		return fmt.Errorf("raft log cache: %w", err)
 	}
@@ -156,7 +159,7 @@ func (n *Node) start(rc *raft.Config, mux *Mux) error {
 	})
 	rc.NotifyCh = n.notifyCh
 	go n.watchLeadership()
-	r, err := raft.NewRaft(rc, n.fsm, logs, n.store, snaps, n.trans)
+	r, err := raft.NewRaft(rc, n.fsm, logs, watchedStableStore{n.store, n.disk}, snaps, n.trans)
 	if err != nil {
 		close(n.stopWatch)
 		<-n.watchDone
@@ -165,6 +168,7 @@ func (n *Node) start(rc *raft.Config, mux *Mux) error {
 	}
 	n.raft = r
 	go n.watchCrash(n.stopWatch, n.crashDone)
+	go n.disk.run(func() bool { return r.State() == raft.Leader })
 	return nil
 }
 
@@ -284,6 +288,7 @@ func (n *Node) shutdown(ctx context.Context) error {
 	close(n.stopWatch)
 	<-n.watchDone
 	<-n.crashDone
+	n.disk.close()
 	n.trans.Close() // raft closes it too; closing twice is harmless
 	if cerr := n.store.Close(); err == nil {
 		err = cerr

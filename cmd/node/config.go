@@ -41,6 +41,7 @@ const (
 	flagLogLevel      = "log-level"
 	flagLogFormat     = "log-format"
 	flagMemoryLimit   = "memory-limit"
+	flagDiskStall     = "disk-stall-timeout"
 )
 
 // serveConfig is the validated configuration of one node.
@@ -60,6 +61,8 @@ type serveConfig struct {
 	LogFormat string
 
 	MemoryLimit memoryLimit
+
+	DiskStallTimeout time.Duration
 }
 
 // addServeFlags declares the flags of serve. A Raft timing left at 0 takes
@@ -77,6 +80,8 @@ func addServeFlags(fs *pflag.FlagSet) {
 	fs.Duration(flagRaftLease, 0, "Raft leader lease timeout (0: half of --raft-heartbeat, at most 500ms; at most --raft-heartbeat)")
 	fs.String(flagLogLevel, "info", "debug, info, warn or error")
 	fs.String(flagLogFormat, "text", "text or json")
+	fs.Duration(flagDiskStall, cluster.DefaultDiskStallTimeout, "a node whose Raft disk write has not returned for this long "+
+		"reports not ready, and exits non-zero if it leads (at least 100ms; 0: the default)")
 	fs.String(flagMemoryLimit, memoryLimitAuto, "Go soft memory limit: a size (1800MiB, 2GiB), off, or auto: "+
 		"GOMEMLIMIT if set, else 90% of the cgroup's memory limit or of the machine's memory")
 }
@@ -184,6 +189,8 @@ func parseServeConfig(k *koanf.Koanf) (serveConfig, error) {
 		check(fmt.Errorf("--log-format: %q is not text or json", cfg.LogFormat))
 	}
 	cfg.MemoryLimit, err = parseMemoryLimit(stringValue(k, flagMemoryLimit))
+	check(err)
+	cfg.DiskStallTimeout, err = durationValue(k, flagDiskStall)
 	check(err)
 	if len(errs) > 0 {
 		return serveConfig{}, joinOneLine(errs)

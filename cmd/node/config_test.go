@@ -157,3 +157,18 @@ func TestServeConfigRejectsBadValues(t *testing.T) {
 		})
 	}
 }
+
+func TestServeConfigDiskStallTimeout(t *testing.T) {
+	cfg, err := loadForTest(t, minimal...)
+	if err != nil || cfg.DiskStallTimeout != 5*time.Second {
+		t.Fatalf("default: %v, %v; want 5s", cfg.DiskStallTimeout, err)
+	}
+	t.Setenv("RAFTCRON_DISK_STALL_TIMEOUT", "2s")
+	if cfg, err = loadForTest(t, minimal...); err != nil || cfg.DiskStallTimeout != 2*time.Second {
+		t.Fatalf("from the environment: %v, %v; want 2s", cfg.DiskStallTimeout, err)
+	}
+	t.Setenv("RAFTCRON_DISK_STALL_TIMEOUT", "soon")
+	if _, err = loadForTest(t, minimal...); err == nil || !strings.Contains(err.Error(), "--disk-stall-timeout") {
+		t.Fatalf("a value that is no duration: %v, want an error naming --disk-stall-timeout", err)
+	}
+}

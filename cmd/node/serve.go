@@ -33,6 +33,7 @@ const (
 	drainTimeout    = 5 * time.Second
 	shutdownTimeout = 10 * time.Second
 	httpStopTimeout = 2 * time.Second
+	giveUpTimeout   = 2 * time.Second
 )
 
 // keepaliveMinTime is the most frequent client ping the server tolerates.
@@ -140,6 +141,9 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) error {
 		log.Info("stopping gracefully", "id", cfg.ID)
 	case runErr = <-errc:
 		log.Error("stopping after a server failed", "id", cfg.ID, "err", runErr)
+	case <-s.node.DiskStalled():
+		s.giveUp()
+		return s.node.DiskStallErr()
 	}
 	s.stop()
 	if runErr == nil {
@@ -198,6 +202,7 @@ func start(cfg serveConfig, log *slog.Logger, mux *cluster.Mux) (*server, error)
 		HeartbeatTimeout:   cfg.RaftHeartbeat,
 		ElectionTimeout:    cfg.RaftElection,
 		LeaderLeaseTimeout: cfg.RaftLease,
+		DiskStallTimeout:   cfg.DiskStallTimeout,
 		FSM:                state,
 		Logger:             log, // cluster logs leadership changes itself
 		OnLeadershipChange: relay.set,
@@ -273,6 +278,24 @@ func (s *server) stop() {
 		_ = s.http.Close()
 	}
 	_ = s.mux.Close()
+}
+
+// giveUp is the stop of a leader whose disk stalled: not ready, no more
+// dispatches, and nothing that waits on Raft, which is stuck in the write;
+// the process exit does the rest.
+func (s *server) giveUp() {
+	s.ops.SetDraining()
+	s.health.Shutdown()
+	stopped := make(chan struct{})
+	go func() {
+		s.sched.Stop() // cancels in-flight dispatches
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(giveUpTimeout):
+		s.log.Warn("the scheduler did not stop in time; exiting anyway", "after", giveUpTimeout)
+	}
 }
 
 // leaderRelay hands leadership changes to the scheduler, which can only be

@@ -51,12 +51,13 @@ type node struct {
 	logPath string
 	env     []string // extra environment (failpoints)
 
-	// mu guards cmd, exited and state.
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan struct{}
-	state  procState
-	conn   *grpc.ClientConn
+	// mu guards cmd, exited, exitCode and state.
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	exited   chan struct{}
+	exitCode int // of the last process that exited
+	state    procState
+	conn     *grpc.ClientConn
 }
 
 // cluster is a set of nodes on one network, with the clients, the status
@@ -149,9 +150,37 @@ func (c *cluster) start(n *node, membership ...string) {
 		_ = logFile.Close()
 		n.mu.Lock()
 		n.state = procDown
+		n.exitCode = cmd.ProcessState.ExitCode()
 		n.mu.Unlock()
 		close(exited)
 	}()
+}
+
+// pid is the process ID of n's running process, 0 if it is down.
+func (n *node) pid() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.state == procDown || n.cmd == nil {
+		return 0
+	}
+	return n.cmd.Process.Pid
+}
+
+// waitExit waits until n's process exits by itself and returns its exit
+// status.
+func (c *cluster) waitExit(n *node, timeout time.Duration) int {
+	c.t.Helper()
+	n.mu.Lock()
+	exited := n.exited
+	n.mu.Unlock()
+	select {
+	case <-exited:
+	case <-time.After(timeout):
+		c.t.Fatalf("%s did not exit within %s", n.ID, timeout)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.exitCode
 }
 
 func (n *node) procState() procState {
