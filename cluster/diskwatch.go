@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // A disk that stops answering is worse than one that fails. A failed fsync
@@ -161,6 +162,19 @@ func (n *Node) DiskStallErr() error {
 		return n.disk.failErr
 	default:
 		return nil
+	}
+}
+
+// Collectors are the node's own Prometheus metrics, for the ops port's
+// registry: the age of its oldest Raft disk write in flight, which an
+// alert can watch well before it reaches the stall timeout.
+func (n *Node) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "raftcron_disk_write_age_seconds",
+			Help: "How long the oldest Raft disk write in flight has been running (0: none). " +
+				"At --disk-stall-timeout the node reports not ready, and exits if it leads.",
+		}, func() float64 { return n.disk.oldest(time.Now()).Seconds() }),
 	}
 }
 

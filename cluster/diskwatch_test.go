@@ -5,6 +5,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 const testStallTimeout = 300 * time.Millisecond
@@ -83,6 +86,9 @@ func TestStalledDiskOnTheLeaderGivesUp(t *testing.T) {
 	if leader.node.Ready() {
 		t.Error("a leader with a stalled disk reports ready")
 	}
+	if age := diskWriteAge(t, leader.node); age < testStallTimeout.Seconds() {
+		t.Errorf("raftcron_disk_write_age_seconds = %v during the stall, want at least %v", age, testStallTimeout.Seconds())
+	}
 	for _, f := range tc.followers(leader) {
 		if f.node.DiskStallErr() != nil {
 			t.Errorf("follower %s gave up too", f.id)
@@ -107,6 +113,9 @@ func TestStalledDiskOnAFollowerOnlyMakesItNotReady(t *testing.T) {
 	waitFor(t, 10*time.Second, f.id+" ready again with the write", func() bool {
 		return f.node.Ready() && f.fsm.mustGet("while-stalled") == "@hourly"
 	})
+	waitFor(t, 5*time.Second, "no write in flight on "+f.id, func() bool {
+		return diskWriteAge(t, f.node) < testStallTimeout.Seconds()
+	})
 }
 
 func TestDiskStallTimeoutIsChecked(t *testing.T) {
@@ -126,4 +135,14 @@ func TestDiskStallTimeoutIsChecked(t *testing.T) {
 	if err != nil || got.DiskStallTimeout != DefaultDiskStallTimeout {
 		t.Fatalf("unset: %v, %v; want the default %s", got.DiskStallTimeout, err, DefaultDiskStallTimeout)
 	}
+}
+
+// diskWriteAge reads raftcron_disk_write_age_seconds of n.
+func diskWriteAge(t *testing.T, n *Node) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := n.Collectors()[0].(prometheus.Metric).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetGauge().GetValue()
 }

@@ -224,7 +224,7 @@ func start(cfg serveConfig, log *slog.Logger, mux *cluster.Mux) (*server, error)
 	hub := api.NewRunHub()
 	state.SetObserver(observers{sched, hub})
 	relay.attach(sched)
-	opsServer, err := ops.New(node, state, version, sched.Collectors()...)
+	opsServer, err := ops.New(node, state, version, append(sched.Collectors(), node.Collectors()...)...)
 	if err != nil {
 		sched.Stop()
 		shutdownNode(log, node)
