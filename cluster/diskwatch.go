@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -52,6 +53,7 @@ type diskWatch struct {
 	failOnce sync.Once
 	failed   chan struct{}
 	failErr  error
+	running  atomic.Bool // start was called
 	stop     chan struct{}
 	done     chan struct{}
 }
@@ -100,8 +102,13 @@ func (w *diskWatch) oldest(now time.Time) time.Duration {
 // longer.
 func (w *diskWatch) stalled() bool { return w.oldest(time.Now()) >= w.timeout }
 
-// run checks the writes in flight a few times per timeout until stop;
+// start checks the writes in flight, ten times per timeout, until close;
 // leading reports whether the node leads now.
+func (w *diskWatch) start(leading func() bool) {
+	w.running.Store(true)
+	go w.run(leading)
+}
+
 func (w *diskWatch) run(leading func() bool) {
 	defer close(w.done)
 	t := time.NewTicker(min(max(w.timeout/10, 10*time.Millisecond), 500*time.Millisecond))
@@ -142,10 +149,12 @@ func (w *diskWatch) fail(err error) {
 	})
 }
 
-// close stops the watcher goroutine.
+// close stops the watcher, if it was started.
 func (w *diskWatch) close() {
 	close(w.stop)
-	<-w.done
+	if w.running.Load() {
+		<-w.done
+	}
 }
 
 // DiskStalled is closed when this node, leading, found a Raft write

@@ -168,7 +168,7 @@ func (n *Node) start(rc *raft.Config, mux *Mux) error {
 	}
 	n.raft = r
 	go n.watchCrash(n.stopWatch, n.crashDone)
-	go n.disk.run(func() bool { return r.State() == raft.Leader })
+	n.disk.start(func() bool { return r.State() == raft.Leader })
 	return nil
 }
 
