@@ -34,6 +34,8 @@ func TestStatusOf(t *testing.T) {
 		"anything else":       {errBoom, codes.Internal, "boom"},
 		"unknown grpc status": {status.Error(codes.Unknown, "odd"), codes.Internal, "odd"},
 		"invalid config":      {fmt.Errorf("%w: bad id", cluster.ErrInvalidConfig), codes.InvalidArgument, "bad id"},
+		"unsupported command": {fmt.Errorf("apply: %w", cluster.ErrUnsupportedCommand), codes.FailedPrecondition, "version"},
+		"halted":              {fmt.Errorf("apply: %w", cluster.ErrHalted), codes.Unavailable, "cannot apply"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -91,7 +91,10 @@ func (s *runService) WatchRuns(req *pb.WatchRunsRequest, stream grpc.ServerStrea
 	if s.hub == nil {
 		return status.Error(codes.Unimplemented, "WatchRuns: this node publishes no run changes")
 	}
-	w, cancel := s.hub.subscribe(req.GetJob())
+	w, cancel, err := s.hub.subscribe(req.GetJob())
+	if err != nil {
+		return err
+	}
 	defer cancel()
 	if err := stream.SendHeader(metadata.MD{}); err != nil {
 		return err

@@ -137,7 +137,7 @@ func receiveChunks(stream pb.SnapshotService_RestoreSnapshotServer, w io.Writer)
 // pass through a second node for nothing).
 func (s *snapshotService) notLeader() error {
 	id, addr := s.cfg.Node.Leader()
-	return notLeader("this node is not the leader: snapshots are saved and restored on the leader", id, addr)
+	return cluster.NotLeaderStatus("this node is not the leader: snapshots are saved and restored on the leader", id, addr)
 }
 
 func (s *snapshotService) status(err error) error {

@@ -174,7 +174,7 @@ func wantNotLeader(t *testing.T, err error) {
 	t.Helper()
 	st := wantCode(t, err, codes.Unavailable)
 	info := errorInfo(st)
-	if info.GetReason() != ReasonNotLeader || info.GetMetadata()[MetadataLeaderAddress] != "10.0.0.2:7001" {
+	if info.GetReason() != cluster.ReasonNotLeader || info.GetMetadata()[cluster.MetadataLeaderAddress] != "10.0.0.2:7001" {
 		t.Fatalf("error info %v, want NOT_LEADER naming the leader's address", info)
 	}
 }

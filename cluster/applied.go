@@ -18,10 +18,20 @@ type trackingFSM struct {
 	// of the snapshot it last restored. Written only by Raft's FSM
 	// goroutine (or NewRaft before that starts); read anywhere.
 	applied atomic.Uint64
+	// stuck is set, once, when the FSM could not apply an entry (halt.go);
+	// onStuck stops the node.
+	stuck   atomic.Pointer[error]
+	onStuck func(index uint64, err error)
 }
 
 func (f *trackingFSM) Apply(l *raft.Log) any {
+	if err := f.stuckErr(); err != nil {
+		return err
+	}
 	resp := f.FSM.Apply(l)
+	if err, ok := resp.(error); ok {
+		return f.stick(l.Index, err)
+	}
 	f.applied.Store(l.Index)
 	return resp
 }
@@ -31,6 +41,10 @@ func (f *trackingFSM) Apply(l *raft.Log) any {
 // that one's index is taken; only a corrupt newest snapshot on start, from
 // which raft falls back to an older one, would overstate it.
 func (f *trackingFSM) Restore(rc io.ReadCloser) error {
+	if err := f.stuckErr(); err != nil {
+		rc.Close()
+		return err
+	}
 	if err := f.FSM.Restore(rc); err != nil {
 		return err
 	}

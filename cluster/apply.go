@@ -12,36 +12,48 @@ import (
 )
 
 // Apply commits cmd through Raft and returns what the FSM made of it. On a
-// follower it is forwarded to the leader under the caller's deadline.
+// follower it is forwarded to the leader under the caller's deadline. The
+// leader stamps cmd with its own clock (proposed_at is overwritten, here or
+// on the leader it is forwarded to). FireBatch and CompleteBatch are
+// refused with ErrNotForwardable: only ApplyLocal proposes them.
 //
 // Errors: *NoLeaderError (ErrNoLeader) when no leader is known or
-// reachable; ErrIndeterminate when the command reached Raft but its fate is
+// reachable; ErrUnsupportedCommand when a voter does not apply the
+// command's version (nothing was written); ErrIndeterminate when the command reached Raft but its fate is
 // unknown (it may still commit, so do not treat it as failed); ErrShutdown;
 // context errors when ctx ends before Raft is handed the command.
 func (n *Node) Apply(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
 	if cmd == nil {
 		return nil, errors.New("apply: nil command")
 	}
+	if err := forwardable(cmd); err != nil {
+		return nil, fmt.Errorf("apply: %w", err)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	leading := n.raft.State() == raft.Leader
+	if leading {
+		n.stamp(cmd)
 	}
 	data, err := proto.Marshal(cmd)
 	if err != nil {
 		return nil, fmt.Errorf("apply: marshal command: %w", err)
 	}
-	if n.raft.State() == raft.Leader {
-		res, _, err := n.applyLocal(ctx, data)
+	if leading {
+		res, _, err := n.applyLocal(ctx, cmd, data)
 		if !errors.Is(err, ErrNotLeader) {
 			return res, err
 		}
 		// Leadership moved before Raft took the entry: nothing was written,
-		// so one forward is safe.
+		// so one forward is safe (the new leader stamps it again).
 	}
 	return n.forwardApply(ctx, data)
 }
 
-// applyLocal proposes data on this node, which must be the leader.
-func (n *Node) applyLocal(ctx context.Context, data []byte) (*pb.CommandResult, uint64, error) {
+// applyLocal proposes data, the marshalled cmd, on this node, which must be
+// the leader.
+func (n *Node) applyLocal(ctx context.Context, cmd *pb.Command, data []byte) (*pb.CommandResult, uint64, error) {
 	if n.closed.Load() {
 		return nil, 0, ErrShutdown
 	}
@@ -50,6 +62,9 @@ func (n *Node) applyLocal(ctx context.Context, data []byte) (*pb.CommandResult, 
 	}
 	if n.raft.State() != raft.Leader {
 		return nil, 0, ErrNotLeader
+	}
+	if err := n.admit(ctx, cmd); err != nil {
+		return nil, 0, err
 	}
 	f, err := n.proposals.propose(ctx, n.raft, data, raftTimeout(ctx))
 	if err != nil {

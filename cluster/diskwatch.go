@@ -36,6 +36,18 @@ const DefaultDiskStallTimeout = 5 * time.Second
 // minDiskStallTimeout keeps ordinary fsync latency from counting as a stall.
 const minDiskStallTimeout = 100 * time.Millisecond
 
+// checkDiskStallTimeout: zero takes the default; anything else must be at
+// least minDiskStallTimeout.
+func checkDiskStallTimeout(d time.Duration) error {
+	switch {
+	case d < 0:
+		return invalidFieldf(FieldDiskStallTimeout, "%s must not be negative", d)
+	case d > 0 && d < minDiskStallTimeout:
+		return invalidFieldf(FieldDiskStallTimeout, "%s must be at least %s", d, minDiskStallTimeout)
+	}
+	return nil
+}
+
 // diskWatch times the Raft writes in flight and watches for a stall.
 type diskWatch struct {
 	timeout time.Duration

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -119,21 +120,30 @@ func TestStalledDiskOnAFollowerOnlyMakesItNotReady(t *testing.T) {
 }
 
 func TestDiskStallTimeoutIsChecked(t *testing.T) {
-	for _, d := range []time.Duration{-time.Second, time.Millisecond, minDiskStallTimeout - 1} {
-		cfg := Config{ID: "n1", DataDir: t.TempDir(), FSM: newKVFSM(), DiskStallTimeout: d}
-		mux := listen(t, "127.0.0.1:0")
-		_, err := cfg.check(mux)
-		mux.Close()
-		if !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("--disk-stall-timeout %s: %v, want ErrInvalidConfig", d, err)
+	for _, tc := range []struct {
+		d    time.Duration
+		rule string
+	}{
+		{-time.Second, "-1s must not be negative"},
+		{time.Millisecond, "1ms must be at least 100ms"},
+		{minDiskStallTimeout - 1, "must be at least 100ms"},
+	} {
+		cfg := Config{ID: "n1", Addr: "127.0.0.1:7001", DataDir: t.TempDir(), DiskStallTimeout: tc.d}
+		var ce *ConfigError
+		err := cfg.Validate()
+		if !errors.As(err, &ce) || ce.Field != FieldDiskStallTimeout || !strings.Contains(ce.Rule, tc.rule) || !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("DiskStallTimeout %s: %v, want a ConfigError naming %s with %q", tc.d, err, FieldDiskStallTimeout, tc.rule)
 		}
 	}
-	cfg := Config{ID: "n1", DataDir: t.TempDir(), FSM: newKVFSM()}
 	mux := listen(t, "127.0.0.1:0")
 	defer mux.Close()
-	got, err := cfg.check(mux)
-	if err != nil || got.DiskStallTimeout != DefaultDiskStallTimeout {
-		t.Fatalf("unset: %v, %v; want the default %s", got.DiskStallTimeout, err, DefaultDiskStallTimeout)
+	n, err := New(Config{ID: "n1", DataDir: t.TempDir(), FSM: newKVFSM(), Logger: testLogger(), NoSync: true}, mux)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	defer n.Shutdown(t.Context())
+	if n.disk.timeout != DefaultDiskStallTimeout {
+		t.Errorf("unset: the disk watch times out after %s, want the default %s", n.disk.timeout, DefaultDiskStallTimeout)
 	}
 }
 

@@ -52,20 +52,14 @@ func ReadDataDir(dir string, log *slog.Logger) (DataDirState, error) {
 // without Raft state.
 func Recover(dir string, peers []Peer, fsm raft.FSM, log *slog.Logger) (DataDirState, error) {
 	if len(peers) == 0 {
-		return DataDirState{}, configErrorf("--peers: required: the members of the recovered cluster, ID=HOST:PORT,...")
+		return DataDirState{}, invalidField(FieldPeers, "required: the members of the recovered cluster, ID=HOST:PORT,...")
+	}
+	if err := checkPeerList(peers); err != nil {
+		return DataDirState{}, err
 	}
 	conf := raft.Configuration{}
 	for _, p := range peers {
-		if err := validateID(p.ID); err != nil {
-			return DataDirState{}, configErrorf("--peers: %v", err)
-		}
-		if err := validateAddr(p.Addr); err != nil {
-			return DataDirState{}, configErrorf("--peers: %v", err)
-		}
 		conf.Servers = append(conf.Servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Addr)})
-	}
-	if err := checkUniquePeers(peers); err != nil {
-		return DataDirState{}, err
 	}
 	var st DataDirState
 	err := withStores(dir, log, func(store *raftboltdb.BoltStore, snaps raft.SnapshotStore) error {
@@ -91,9 +85,9 @@ func withStores(dir string, log *slog.Logger, fn func(*raftboltdb.BoltStore, raf
 		log = slog.Default()
 	}
 	if _, err := os.Stat(filepath.Join(dir, "raft.db")); errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("--data-dir %s: %w", dir, ErrNoState)
+		return fmt.Errorf("%s: %w", dir, ErrNoState)
 	} else if err != nil {
-		return fmt.Errorf("--data-dir %s: %w", dir, err)
+		return fmt.Errorf("%s: %w", dir, err)
 	}
 	store, err := openStore(dir, false)
 	if err != nil {
@@ -107,7 +101,7 @@ func withStores(dir string, log *slog.Logger, fn func(*raftboltdb.BoltStore, raf
 	if ok, err := raft.HasExistingState(store, store, snaps); err != nil {
 		return fmt.Errorf("read raft state in %s: %w", dir, err)
 	} else if !ok {
-		return fmt.Errorf("--data-dir %s: %w", dir, ErrNoState)
+		return fmt.Errorf("%s: %w", dir, ErrNoState)
 	}
 	return fn(store, snaps)
 }

@@ -12,13 +12,14 @@ import (
 // the caller fills it from the FSM.
 func (n *Node) Status() *pb.NodeStatus {
 	st := &pb.NodeStatus{
-		Id:           n.cfg.ID,
-		Address:      n.cfg.Addr,
-		State:        stateName(n.raft.State()),
-		Term:         n.raft.CurrentTerm(),
-		CommitIndex:  n.raft.CommitIndex(),
-		AppliedIndex: n.raft.AppliedIndex(),
-		LastLogIndex: n.raft.LastIndex(),
+		Id:             n.cfg.ID,
+		Address:        n.cfg.Addr,
+		State:          stateName(n.raft.State()),
+		Term:           n.raft.CurrentTerm(),
+		CommitIndex:    n.raft.CommitIndex(),
+		AppliedIndex:   n.raft.AppliedIndex(),
+		LastLogIndex:   n.raft.LastIndex(),
+		CommandVersion: n.cfg.CommandVersion,
 	}
 	leaderID, leaderAddr := n.Leader()
 	if leaderAddr != "" {

@@ -13,7 +13,10 @@ import (
 	"google.golang.org/grpc/metadata"
 )
 
-// HTTP header names raftcron sets on every dispatched request.
+// HTTP header names raftcron sets on every dispatched request (DESIGN §7).
+// They are declared here once: the node's executors send them and
+// downstream services read them. Each is in canonical form, so a sender may
+// set it in an http.Header map directly.
 const (
 	HeaderFencingToken   = "X-Raftcron-Fencing-Token"
 	HeaderJob            = "X-Raftcron-Job"
@@ -23,7 +26,8 @@ const (
 	HeaderIdempotencyKey = "Idempotency-Key"
 )
 
-// Environment variables raftcron sets for every exec run.
+// Environment variables raftcron sets for every exec run (DESIGN §7),
+// declared here once like the header names.
 const (
 	EnvFencingToken   = "RAFTCRON_FENCING_TOKEN"
 	EnvJob            = "RAFTCRON_JOB"

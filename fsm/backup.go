@@ -88,7 +88,7 @@ func orphanRecord(raw, payload []byte) ([]byte, error) {
 		return nil, fmt.Errorf("fsm: snapshot: record does not decode: %w", err)
 	}
 	run := rec.GetRun()
-	cur := current(run)
+	cur := CurrentAttempt(run)
 	if run.GetState() != pb.RunState_RUN_STATE_DISPATCHED || cur == nil || cur.GetTerm() == 0 {
 		return raw, nil
 	}

@@ -175,3 +175,41 @@ func TestWithCounterFloorRefusesUnknownFormat(t *testing.T) {
 		t.Fatal("truncated header: no error")
 	}
 }
+
+// A restore's two rewrites keep the generation retired with collected
+// tombstones: a name deleted before the backup and re-created after the
+// restore still starts above every generation it had (G1).
+func TestBackupRewritesKeepTheRetiredGeneration(t *testing.T) {
+	h := newHarness(t)
+	h.create(testSpec("gone"))
+	gen := h.retarget("gone", "http://billing.test/v2")
+	h.mustOK(deleteCmd("gone", 0))
+	data := persist(t, h.f)
+	if sum, err := fsm.InspectSnapshot(bytes.NewReader(data)); err != nil || sum.Jobs != 0 || sum.Tombstones != 0 {
+		t.Fatalf("InspectSnapshot: %+v, %v; want no jobs and no tombstones", sum, err)
+	}
+	var orphaned bytes.Buffer
+	if err := fsm.OrphanDispatched(&orphaned, bytes.NewReader(data)); err != nil {
+		t.Fatalf("OrphanDispatched: %v", err)
+	}
+	raised, _, err := fsm.WithCounterFloor(&orphaned, 1<<40)
+	if err != nil {
+		t.Fatalf("WithCounterFloor: %v", err)
+	}
+	out, err := io.ReadAll(raised)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored := fsm.New()
+	if err := restore(restored, out); err != nil {
+		t.Fatalf("Restore of the rewritten stream: %v", err)
+	}
+	if got := snapshotHeader(t, restored).GetRetiredGeneration(); got != gen {
+		t.Fatalf("retired generation %d after the rewrites, want %d", got, gen)
+	}
+	r := newHarness(t)
+	r.f, r.index = restored, h.index
+	if g := r.create(testSpec("gone")); g <= gen {
+		t.Errorf("re-created after the restore at generation %d, want above %d", g, gen)
+	}
+}

@@ -5,6 +5,7 @@
 package fsm
 
 import (
+	"errors"
 	"sync"
 	"time"
 
@@ -20,7 +21,7 @@ import (
 // reads no clock, does no I/O and takes time only from the command.
 type FSM struct {
 	// mu guards st, lastIndex and observer: Apply, Restore and the captures
-	// of Snapshot and ScheduleEntries take it for writing, the read views for
+	// of Snapshot and StoredJobs take it for writing, the read views for
 	// reading. The observer is called after it is released.
 	mu        sync.RWMutex
 	st        state
@@ -88,19 +89,31 @@ var handlers = map[protoreflect.Name]handler{
 
 var kindOneof = (&pb.Command{}).ProtoReflect().Descriptor().Oneofs().ByName("kind")
 
-// Apply applies one log entry and always returns a *pb.CommandResult. A
-// command that fails changes nothing and reports why in the result, never as
-// an error value: every node reaches the same verdict for the same entry, so
-// a refusal is an answer to the proposer, not a fault of the node.
+// Apply applies one log entry and returns a *pb.CommandResult. A command
+// that fails changes nothing and reports why in the result, never as an
+// error value: every node reaches the same verdict for the same entry, so a
+// refusal is an answer to the proposer, not a fault of the node. The one
+// exception is an entry of a kind this build does not know: Apply returns
+// an error wrapping ErrUnknownCommand, changes nothing (not even
+// AppliedIndex) and the node must stop, because its peers that know the
+// kind apply it.
 func (f *FSM) Apply(l *raft.Log) interface{} {
 	if l == nil {
 		return result(outcome{}, malformed("no log entry"))
+	}
+	var c pb.Command
+	decodeErr := decode(l, &c)
+	if errors.Is(decodeErr, ErrUnknownCommand) {
+		return decodeErr
 	}
 	f.mu.Lock()
 	f.lastIndex = l.Index
 	tx := &changes{track: f.observer != nil}
 	f.st.tx = tx
-	o, err := f.apply(l)
+	o, err := outcome{}, decodeErr
+	if err == nil {
+		o, err = f.apply(l, &c)
+	}
 	f.st.tx = nil
 	obs := f.observer
 	f.mu.Unlock()
@@ -112,20 +125,29 @@ func (f *FSM) Apply(l *raft.Log) interface{} {
 	return res
 }
 
-func (f *FSM) apply(l *raft.Log) (outcome, error) {
-	var c pb.Command
-	if err := proto.Unmarshal(l.Data, &c); err != nil {
-		return outcome{}, malformed("log entry %d does not decode as a raftcron.v1.Command", l.Index)
+// decode reads the entry's command into c: a malformed error when it does
+// not decode or sets no kind, ErrUnknownCommand when its kind is newer than
+// this build.
+func decode(l *raft.Log, c *pb.Command) error {
+	if err := proto.Unmarshal(l.Data, c); err != nil {
+		return malformed("log entry %d does not decode as a raftcron.v1.Command", l.Index)
 	}
+	if c.ProtoReflect().WhichOneof(kindOneof) != nil {
+		return nil
+	}
+	if fields, ok := unknownKind(c); ok {
+		return unknownCommand(l.Index, fields)
+	}
+	return malformed("log entry %d sets no known command", l.Index)
+}
+
+func (f *FSM) apply(l *raft.Log, c *pb.Command) (outcome, error) {
 	fd := c.ProtoReflect().WhichOneof(kindOneof)
-	if fd == nil {
-		return outcome{}, malformed("log entry %d sets no known command", l.Index)
-	}
 	h, ok := handlers[fd.Name()]
 	if !ok {
 		return outcome{}, malformed("log entry %d: command %s has no handler", l.Index, fd.Name())
 	}
-	return h(&f.st, &c, entry{index: l.Index, term: l.Term, proposedAt: c.GetProposedAtUnixNano()})
+	return h(&f.st, c, entry{index: l.Index, term: l.Term, proposedAt: c.GetProposedAtUnixNano()})
 }
 
 func result(o outcome, err error) *pb.CommandResult {

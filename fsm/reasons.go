@@ -5,7 +5,7 @@ package fsm
 const (
 	// A fire was refused.
 	ReasonGone             = "gone"              // the job does not exist (any more)
-	ReasonGeneration       = "generation"        // the fire is for another generation of the job
+	ReasonGeneration       = "generation"        // the fire is for another generation of the job; also a run's, ended because its job moved on
 	ReasonDuplicate        = "duplicate"         // the slot is at or before the cursor
 	ReasonDuplicateRequest = "duplicate_request" // a manual run with this request id exists
 	ReasonNotOpen          = "not_open"          // RETRY of a run that is not waiting for a retry
@@ -21,6 +21,7 @@ const (
 	ReasonBeforeStart    = "before_start"
 	ReasonAfterEnd       = "after_end"
 	ReasonOverlapSkipped = "overlap_skipped"
+	ReasonOpenRunsLimit  = "open_runs_limit" // overlap allow: the job has as many runs open as the batch allows
 
 	// A run was finished by the FSM rather than by its executor.
 	ReasonCancelOther   = "cancel_other"

@@ -73,18 +73,19 @@ func (s *state) writeTo(w io.Writer) error {
 		return err
 	}
 	err := put(&pb.SnapshotHeader{
-		FormatVersion:  formatVersion,
-		FencingCounter: s.counter,
-		JobCount:       uint64(s.jobs.Len()),
-		TombstoneCount: uint64(s.tombstones.Len()),
-		RunCount:       uint64(s.runs.Len()),
+		FormatVersion:     formatVersion,
+		FencingCounter:    s.counter,
+		JobCount:          uint64(s.jobs.Len()),
+		TombstoneCount:    uint64(s.tombstones.Len()),
+		RunCount:          uint64(s.runs.Len()),
+		RetiredGeneration: s.retired,
 	})
 	if err != nil {
 		return err
 	}
-	s.jobs.Ascend(func(e jobEntry) bool {
-		if err = put(&pb.SnapshotRecord{Record: &pb.SnapshotRecord_Job{Job: withStatus(e.job, e.status)}}); err != nil {
-			err = fmt.Errorf("job %q: %w", e.name, err)
+	s.jobs.Ascend(func(it jobItem) bool {
+		if err = put(&pb.SnapshotRecord{Record: &pb.SnapshotRecord_Job{Job: withStatus(it.job, it.status)}}); err != nil {
+			err = fmt.Errorf("job %q: %w", it.name, err)
 		}
 		return err == nil
 	})
@@ -100,9 +101,9 @@ func (s *state) writeTo(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	s.runs.Ascend(func(e runEntry) bool {
-		if err = put(&pb.SnapshotRecord{Record: &pb.SnapshotRecord_Run{Run: e.run}}); err != nil {
-			err = fmt.Errorf("run %q: %w", e.id, err)
+	s.runs.Ascend(func(it runItem) bool {
+		if err = put(&pb.SnapshotRecord{Record: &pb.SnapshotRecord_Run{Run: it.run}}); err != nil {
+			err = fmt.Errorf("run %q: %w", it.id, err)
 		}
 		return err == nil
 	})
@@ -150,6 +151,7 @@ func readState(r *bufio.Reader) (state, uint64, error) {
 	}
 	st := newState()
 	st.counter = h.GetFencingCounter()
+	st.retired = h.GetRetiredGeneration()
 	lastIndex, err := readJobs(r, dec, &st, h.GetJobCount())
 	if err != nil {
 		return state{}, 0, err
@@ -201,7 +203,7 @@ func readJobs(r *bufio.Reader, dec protodelim.UnmarshalOptions, st *state, count
 		j.Status = nil // the decoded record is ours; the status is kept beside the job
 		storeJob(j)
 		st.share.spec(j.GetSpec())
-		st.jobs.ReplaceOrInsert(jobEntry{name: name, job: j, status: st.share.status(status)})
+		st.jobs.ReplaceOrInsert(jobItem{name: name, job: j, status: st.share.status(status)})
 	}
 	return lastIndex, nil
 }
@@ -222,7 +224,7 @@ func readTombstones(r *bufio.Reader, dec protodelim.UnmarshalOptions, st *state,
 			return fmt.Errorf("tombstone record %d of %d has no name", i+1, count)
 		case i > 0 && name <= prev:
 			return fmt.Errorf("tombstone %q follows %q: tombstones must be in strictly increasing name order", name, prev)
-		case st.jobs.Has(jobEntry{name: name}):
+		case st.jobs.Has(jobItem{name: name}):
 			return fmt.Errorf("tombstone %q names a live job", name)
 		}
 		prev = name
@@ -265,7 +267,7 @@ func readRuns(r *bufio.Reader, dec protodelim.UnmarshalOptions, st *state, count
 			}
 		}
 		prev = id
-		st.runs.ReplaceOrInsert(runEntry{id: id, run: run})
+		st.runs.ReplaceOrInsert(runItem{id: id, run: run})
 	}
 	return nil
 }
@@ -274,23 +276,23 @@ func readRuns(r *bufio.Reader, dec protodelim.UnmarshalOptions, st *state, count
 // job's, once jobs and runs are both read.
 func (s *state) checkLedger() error {
 	var err error
-	s.jobs.Ascend(func(e jobEntry) bool {
-		if e.status.GetLatestToken() > s.counter {
-			err = fmt.Errorf("job %q has latest token %d above the fencing counter %d", e.name, e.status.GetLatestToken(), s.counter)
+	s.jobs.Ascend(func(it jobItem) bool {
+		if it.status.GetLatestToken() > s.counter {
+			err = fmt.Errorf("job %q has latest token %d above the fencing counter %d", it.name, it.status.GetLatestToken(), s.counter)
 			return false
 		}
-		ids := e.status.GetOpenRunIds()
+		ids := it.status.GetOpenRunIds()
 		for i, id := range ids {
 			r, ok := s.run(id)
 			switch {
 			case !ok:
-				err = fmt.Errorf("job %q lists open run %q, which is not in the snapshot", e.name, id)
-			case r.GetJob() != e.name:
-				err = fmt.Errorf("job %q lists open run %q of job %q", e.name, id, r.GetJob())
+				err = fmt.Errorf("job %q lists open run %q, which is not in the snapshot", it.name, id)
+			case r.GetJob() != it.name:
+				err = fmt.Errorf("job %q lists open run %q of job %q", it.name, id, r.GetJob())
 			case !isOpen(r.GetState()):
-				err = fmt.Errorf("job %q lists run %q as open, but it is %v", e.name, id, r.GetState())
+				err = fmt.Errorf("job %q lists run %q as open, but it is %v", it.name, id, r.GetState())
 			case slices.Contains(ids[:i], id):
-				err = fmt.Errorf("job %q lists open run %q twice", e.name, id)
+				err = fmt.Errorf("job %q lists open run %q twice", it.name, id)
 			}
 			if err != nil {
 				return false
@@ -302,11 +304,11 @@ func (s *state) checkLedger() error {
 }
 
 // unionNames is every name in a or b, sorted.
-func unionNames(a, b *btree.BTreeG[jobEntry]) []string {
+func unionNames(a, b *btree.BTreeG[jobItem]) []string {
 	names := make([]string, 0, max(a.Len(), b.Len()))
-	for _, t := range []*btree.BTreeG[jobEntry]{a, b} {
-		t.Ascend(func(e jobEntry) bool {
-			names = append(names, e.name)
+	for _, t := range []*btree.BTreeG[jobItem]{a, b} {
+		t.Ascend(func(it jobItem) bool {
+			names = append(names, it.name)
 			return true
 		})
 	}

@@ -104,7 +104,7 @@ func checkSchedule(v *violations, spec string, loc *time.Location, now time.Time
 		v.add("schedule", "must be valid UTF-8")
 		return nil
 	}
-	s, err := parsedSchedules.parse(spec, loc)
+	s, err := schedule.Cached(spec, loc)
 	if err == nil {
 		if next := s.Next(now); next.IsZero() || next.After(now.AddDate(schedule.SearchYears, 0, 0)) {
 			err = schedule.ErrNeverFires

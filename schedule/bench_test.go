@@ -12,6 +12,8 @@ func BenchmarkNext(b *testing.B) {
 		{"weekdays", "15 10 * * 1-5", "America/New_York", "2026-05-01T20:00:00Z"},
 		{"feb-29", "0 0 29 2 *", "UTC", "2026-03-01T00:00:00Z"},
 		{"second-pass-of-fall-back", "* * * * * *", "Europe/Berlin", "2026-10-25T01:00:30Z"},
+		{"hourly-in-fall-back-repeat", "0 * * * *", "Europe/Berlin", "2026-10-25T00:30:00Z"},
+		{"real-time-feb-29", "* * 29 2 *", "Europe/Berlin", "2026-03-01T00:00:00Z"},
 		{"every-30s", "@every 30s", "UTC", "2026-05-01T10:00:07Z"},
 	}
 	for _, c := range cases {

@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"math/bits"
+	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -11,45 +12,79 @@ import (
 // written as "*" or "?" (unrestricted).
 const starBit = uint64(1) << 63
 
-// maxResolveSteps bounds how many matching wall times Next may pass over
-// because their instant is not after the given time. After the fall-back
-// skip in wallStart this only happens in zones with several transitions in
-// a row; the bound keeps Next finite whatever the zone data says.
+// maxResolveSteps bounds the steps of one Next call: the matching wall
+// times nextFixed passes over because their instant is not after the given
+// time (after the fall-back skip in wallStart, only in zones with several
+// transitions in a row), or the zone periods nextReal crosses. The year
+// bound ends both loops long before; this one keeps Next finite whatever
+// the zone data says.
 const maxResolveSteps = 1 << 16
 
 // cronSchedule evaluates robfig's parsed bit fields against wall-clock time
 // in loc.
 type cronSchedule struct {
 	second, minute, hour, dom, month, dow uint64
-	// domStar / dowStar: the field was unrestricted. When both day fields
-	// are restricted, a day matches if either does (Vixie cron).
-	domStar, dowStar bool
-	loc              *time.Location
+	star                                  stars
+	loc                                   *time.Location
 }
 
-func newCronSchedule(s *cron.SpecSchedule, loc *time.Location) *cronSchedule {
+// stars records which fields count as "*" under cronie's rule (crontab(5)):
+// the field's text starts with "*", whatever step or list follows. robfig
+// keeps its own star bit only for "*" and "*/1", so for fields the text is
+// read again; a descriptor has no field text, and robfig's bits for it agree
+// with cronie's flags (@hourly's hour is a star, @daily's is not).
+type stars struct {
+	minute, hour, dom, dow bool
+}
+
+func newCronSchedule(spec string, s *cron.SpecSchedule, loc *time.Location) *cronSchedule {
 	return &cronSchedule{
-		second:  s.Second &^ starBit,
-		minute:  s.Minute &^ starBit,
-		hour:    s.Hour &^ starBit,
-		dom:     s.Dom &^ starBit,
-		month:   s.Month &^ starBit,
-		dow:     s.Dow &^ starBit,
-		domStar: s.Dom&starBit != 0,
-		dowStar: s.Dow&starBit != 0,
-		loc:     loc,
+		second: s.Second &^ starBit,
+		minute: s.Minute &^ starBit,
+		hour:   s.Hour &^ starBit,
+		dom:    s.Dom &^ starBit,
+		month:  s.Month &^ starBit,
+		dow:    s.Dow &^ starBit,
+		star:   starsOf(spec, s),
+		loc:    loc,
 	}
 }
 
-// Next walks matching wall-clock times in order and returns the instant of
-// the first one that lies after after. Each matching wall time fires once:
-// at its first occurrence if the clock repeats it, at the transition if the
-// clock skips it.
+// starsOf reads the star flags of a spec robfig parsed into s. "?" is
+// robfig's synonym for "*".
+func starsOf(spec string, s *cron.SpecSchedule) stars {
+	fields := strings.Fields(spec)
+	if strings.HasPrefix(spec, "@") || len(fields) < 5 {
+		return stars{
+			minute: s.Minute&starBit != 0, hour: s.Hour&starBit != 0,
+			dom: s.Dom&starBit != 0, dow: s.Dow&starBit != 0,
+		}
+	}
+	// A sixth field is the leading seconds field.
+	f := fields[len(fields)-5:]
+	isStar := func(field string) bool { return field[0] == '*' || field[0] == '?' }
+	return stars{minute: isStar(f[0]), hour: isStar(f[1]), dom: isStar(f[2]), dow: isStar(f[4])}
+}
+
+// Next returns the first fire time strictly after after. A spec with a
+// star in its minute or hour field follows real time (cronie's wildcard
+// jobs); one whose minute and hour are both fixed follows the wall clock.
 func (c *cronSchedule) Next(after time.Time) time.Time {
+	if c.star.minute || c.star.hour {
+		return c.nextReal(after)
+	}
+	return c.nextFixed(after)
+}
+
+// nextFixed walks matching wall-clock times in order and returns the
+// instant of the first one that lies after after. Each matching wall time
+// fires once: at its first occurrence if the clock repeats it, at the
+// transition if the clock skips it.
+func (c *cronSchedule) nextFixed(after time.Time) time.Time {
 	from := civilOf(wallStart(after, c.loc))
-	maxYear := from.year + SearchYears
+	until := searchEnd(from.year)
 	for range maxResolveSteps {
-		w, ok := c.nextWall(from, maxYear)
+		w, ok := c.nextWall(from, until)
 		if !ok {
 			return time.Time{}
 		}
@@ -61,11 +96,47 @@ func (c *cronSchedule) Next(after time.Time) time.Time {
 	return time.Time{}
 }
 
-// nextWall returns the first wall time at or after from that matches every
-// field, searching no later than the end of maxYear. Each failed check moves
-// t strictly forward to the earliest candidate the check leaves possible.
-func (c *cronSchedule) nextWall(t civil, maxYear int) (civil, bool) {
-	for t.year <= maxYear {
+// nextReal returns the first instant after after whose wall time in loc
+// matches. Within one zone period the offset is constant, so wall time and
+// real time move together and a wall-time walk bounded by the period's end
+// finds the period's first match; without one, the walk moves on to the
+// next period. A repeated hour thus matches in both passes, a skipped one
+// never.
+func (c *cronSchedule) nextReal(after time.Time) time.Time {
+	// Unix floors, so a fractional after still starts at the next second.
+	start := time.Unix(after.Unix()+1, 0).In(c.loc)
+	limit := searchEnd(start.Year())
+	for range maxResolveSteps {
+		_, off := start.Zone()
+		_, end := start.ZoneBounds()
+		until := limit
+		if !end.IsZero() {
+			if e := civilOf(end.Unix() + int64(off)); e.before(limit) {
+				until = e
+			}
+		}
+		if w, ok := c.nextWall(civilOf(wallOf(start)), until); ok {
+			return time.Unix(w.unix()-int64(off), 0).In(c.loc)
+		}
+		if until == limit {
+			return time.Time{}
+		}
+		start = end
+	}
+	return time.Time{}
+}
+
+// searchEnd is the first wall time Next no longer searches when it starts
+// in year.
+func searchEnd(year int) civil {
+	return civil{year: year + SearchYears + 1, month: 1, day: 1}
+}
+
+// nextWall returns the first wall time at or after from, and before until,
+// that matches every field. Each failed check moves t strictly forward to
+// the earliest candidate the check leaves possible.
+func (c *cronSchedule) nextWall(t, until civil) (civil, bool) {
+	for t.before(until) {
 		mo, ok := nextBit(c.month, t.month)
 		if !ok {
 			t = civil{year: t.year + 1, month: 1, day: 1}
@@ -100,18 +171,18 @@ func (c *cronSchedule) nextWall(t civil, maxYear int) (civil, bool) {
 			continue
 		}
 		t.second = s
-		return t, true
+		return t, t.before(until)
 	}
 	return civil{}, false
 }
 
-// dayMatches applies the day-of-month / day-of-week rule: when both are
-// restricted either may match (as in Vixie cron and robfig), otherwise
-// both must.
+// dayMatches applies cronie's day rule: when either day field is a star
+// both must match (each field's own set still applies, so "*/2" keeps only
+// odd days), otherwise either may.
 func (c *cronSchedule) dayMatches(t civil) bool {
 	domOK := c.dom&(1<<uint(t.day)) != 0
 	dowOK := c.dow&(1<<uint(t.weekday())) != 0
-	if c.domStar || c.dowStar {
+	if c.star.dom || c.star.dow {
 		return domOK && dowOK
 	}
 	return domOK || dowOK

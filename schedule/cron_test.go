@@ -46,6 +46,8 @@ func TestNextTable(t *testing.T) {
 			[]string{"2026-05-02T00:00:00Z", "2026-05-03T00:00:00Z"}},
 		{"dom */1 keeps the star", "0 0 */1 * 5", "UTC", "2026-05-01T00:00:00Z",
 			[]string{"2026-05-08T00:00:00Z"}},
+		{"? counts as a star", "0 16 ? * sat", "UTC", "2026-05-01T00:00:00Z",
+			[]string{"2026-05-02T16:00:00Z", "2026-05-09T16:00:00Z"}},
 		{"zone without DST", "0 9 * * *", "Asia/Tokyo", "2026-04-30T12:00:00Z",
 			[]string{"2026-05-01T00:00:00Z", "2026-05-02T00:00:00Z"}},
 		{"year wrap", "0 0 1 1 *", "UTC", "2026-12-31T23:59:59Z", []string{"2027-01-01T00:00:00Z"}},
@@ -53,6 +55,36 @@ func TestNextTable(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			assertSequence(t, mustParse(t, tc.spec, mustLoc(t, tc.zone)), tc.after, tc.want)
+		})
+	}
+}
+
+// TestNextDayFieldStartingWithStar pins cronie's rule: a day field whose
+// text starts with "*" is unrestricted whatever step follows, so the two
+// day fields are ANDed; robfig keeps its star only for "*" and "*/1".
+// Weekdays checked with date(1): in 2026 May 1 is a Friday, the Saturdays
+// of May and June are 2, 9, 16, 23, 30 and 6, 13, 20, 27; the 13th is a
+// Saturday in June, a Thursday in August, a Sunday in September and
+// December and a Tuesday in October.
+func TestNextDayFieldStartingWithStar(t *testing.T) {
+	tests := []struct {
+		name, spec, after string
+		want              []string
+	}{
+		{"dom */2 with a weekday: odd-numbered Saturdays", "0 16 */2 * sat", "2026-05-01T00:00:00Z",
+			[]string{"2026-05-09T16:00:00Z", "2026-05-23T16:00:00Z", "2026-06-13T16:00:00Z", "2026-06-27T16:00:00Z"}},
+		{"numeric weekday, same days", "0 16 */2 * 6", "2026-05-01T00:00:00Z",
+			[]string{"2026-05-09T16:00:00Z", "2026-05-23T16:00:00Z"}},
+		{"dow */2 with a day of month: the 13th on Sun, Tue, Thu or Sat", "0 0 13 * */2", "2026-02-01T00:00:00Z",
+			[]string{"2026-06-13T00:00:00Z", "2026-08-13T00:00:00Z", "2026-09-13T00:00:00Z", "2026-10-13T00:00:00Z", "2026-12-13T00:00:00Z"}},
+		{"the same odd days written as a range are restricted: either matches", "0 16 1-31/2 * sat", "2026-05-01T00:00:00Z",
+			[]string{"2026-05-01T16:00:00Z", "2026-05-02T16:00:00Z", "2026-05-03T16:00:00Z", "2026-05-05T16:00:00Z"}},
+		{"with a seconds field", "30 0 16 */2 * sat", "2026-05-01T00:00:00Z",
+			[]string{"2026-05-09T16:00:30Z", "2026-05-23T16:00:30Z"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assertSequence(t, mustParse(t, tc.spec, time.UTC), tc.after, tc.want)
 		})
 	}
 }
@@ -66,9 +98,29 @@ func TestNextReturnsTimeInScheduleZone(t *testing.T) {
 }
 
 func TestNextImpossibleDateIsZero(t *testing.T) {
-	for _, spec := range []string{"0 0 30 2 *", "0 0 31 4 *", "0 0 31 2,4,6,9,11 *"} {
-		if next := mustParse(t, spec, time.UTC).Next(mustTime(t, "2026-05-01T00:00:00Z")); !next.IsZero() {
-			t.Errorf("%q: Next = %s, want zero", spec, next)
+	// Fixed and real-time specs, in a zone with transitions to cross.
+	for _, spec := range []string{"0 0 30 2 *", "0 0 31 4 *", "0 0 31 2,4,6,9,11 *", "* * 30 2 *", "0 */2 31 4 *"} {
+		for _, loc := range []*time.Location{time.UTC, mustLoc(t, "Europe/Berlin")} {
+			if next := mustParse(t, spec, loc).Next(mustTime(t, "2026-05-01T00:00:00Z")); !next.IsZero() {
+				t.Errorf("%q in %s: Next = %s, want zero", spec, loc, next)
+			}
+		}
+	}
+}
+
+// TestNextSearchesFiveYears: Next looks through the end of the fifth year
+// after the one it starts in, whether the spec follows the wall clock or
+// real time. February 29 falls on a Sunday in 2032 (date(1)); "*/7" in the
+// day-of-week field is Sunday alone, and a star, so both day fields apply.
+func TestNextSearchesFiveYears(t *testing.T) {
+	berlin := mustLoc(t, "Europe/Berlin")
+	for _, spec := range []string{"0 0 29 2 */7", "* * 29 2 */7"} {
+		s := mustParse(t, spec, berlin)
+		if next := s.Next(mustTime(t, "2026-05-01T00:00:00Z")); !next.IsZero() {
+			t.Errorf("%q from 2026: Next = %s, want zero (2032 is past the search)", spec, next)
+		}
+		if next := s.Next(mustTime(t, "2027-05-01T00:00:00Z")); !next.Equal(mustTime(t, "2032-02-28T23:00:00Z")) {
+			t.Errorf("%q from 2027: Next = %s, want 2032-02-29 00:00 CET", spec, next)
 		}
 	}
 }

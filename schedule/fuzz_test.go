@@ -12,6 +12,8 @@ func FuzzParse(f *testing.F) {
 		"@every 500ms", "TZ=", "CRON_TZ=", "TZ=UTC * * * * *", "61 * * * *", "hello", "",
 		"*/0 * * * *", "1-2/3-4 * * * *", "0-59/60 * * * *", "@every -5s", "? ? ? ? ? ?",
 		"9223372036854775807 * * * *", "1,2,,3 * * * *", "@", "@every 2562047h",
+		"0 16 */2 * sat", "0 0 13 * */2", "* 2 * * *", "30 */1 * * *", "*,5 * * * *", "5,* * * * *",
+		"0-59/20 2 * * *", "? ? */3 * ?", "* 30 2 * * *", "@daily", "* * */31 2 *",
 	} {
 		f.Add(seed)
 	}
@@ -19,23 +21,29 @@ func FuzzParse(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	// Just before the spring-forward gap, so DST paths are exercised.
-	base := time.Date(2026, 3, 29, 0, 59, 30, 0, time.UTC)
+	// Just before Berlin's spring-forward gap and fall-back repeat, so the
+	// DST paths of both kinds of spec are exercised.
+	bases := []time.Time{
+		time.Date(2026, 3, 29, 0, 59, 30, 0, time.UTC),
+		time.Date(2026, 10, 25, 0, 59, 30, 0, time.UTC),
+	}
 	f.Fuzz(func(t *testing.T, spec string) {
 		s, err := Parse(spec, loc)
 		if err != nil {
 			return
 		}
-		first := s.Next(base)
-		if first.IsZero() {
-			return
-		}
-		if !first.After(base) {
-			t.Fatalf("%q: Next(%s) = %s, not after", spec, base, first)
-		}
-		second := s.Next(first)
-		if !second.IsZero() && !second.After(first) {
-			t.Fatalf("%q: Next(%s) = %s, not after", spec, first, second)
+		for _, base := range bases {
+			prev := base
+			for range 3 {
+				next := s.Next(prev)
+				if next.IsZero() {
+					break
+				}
+				if !next.After(prev) {
+					t.Fatalf("%q: Next(%s) = %s, not after", spec, prev, next)
+				}
+				prev = next
+			}
 		}
 	})
 }

@@ -68,7 +68,7 @@ func Parse(spec string, loc *time.Location) (Schedule, error) {
 	}
 	switch s := parsed.(type) {
 	case *cron.SpecSchedule:
-		return newCronSchedule(s, loc), nil
+		return newCronSchedule(spec, s, loc), nil
 	case cron.ConstantDelaySchedule, *cron.ConstantDelaySchedule:
 		return parseEvery(spec, loc)
 	default:

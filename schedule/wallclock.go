@@ -28,6 +28,18 @@ func (c civil) utc() time.Time {
 	return time.Date(c.year, time.Month(c.month), c.day, c.hour, c.minute, c.second, 0, time.UTC)
 }
 
+// before orders wall times without building a time.Time.
+func (c civil) before(d civil) bool {
+	a := [...]int{c.year, c.month, c.day, c.hour, c.minute, c.second}
+	b := [...]int{d.year, d.month, d.day, d.hour, d.minute, d.second}
+	for i := range a {
+		if a[i] != b[i] {
+			return a[i] < b[i]
+		}
+	}
+	return false
+}
+
 func (c civil) weekday() int {
 	return int(c.utc().Weekday())
 }

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/raftcron/raftcron/fsm"
+	"github.com/raftcron/raftcron/jobspec"
 	"github.com/raftcron/raftcron/scheduler/dispatch"
 	"github.com/raftcron/raftcron/scheduler/schedtest"
 
@@ -82,6 +83,18 @@ func (p *fakeProposer) Apply(ctx context.Context, cmd *pb.Command) (*pb.CommandR
 		return nil, after
 	}
 	return res.(*pb.CommandResult), nil
+}
+
+// commitLocked commits cmd at the next index, from within a hook (which
+// runs with mu held): another proposer's entry that lands just before the
+// one being applied.
+func (p *fakeProposer) commitLocked(cmd *pb.Command) *pb.CommandResult {
+	data, err := proto.Marshal(cmd)
+	if err != nil {
+		panic(err)
+	}
+	p.index++
+	return p.f.Apply(&raft.Log{Index: p.index, Term: p.term.Load(), Data: data}).(*pb.CommandResult)
 }
 
 func (p *fakeProposer) Barrier(context.Context) error {
@@ -307,7 +320,7 @@ func (h *harness) gatedJobs() map[string]bool {
 	return out
 }
 
-// spec is a job every few seconds, defaults as the api fills them in.
+// spec is a job every few seconds; putJob fills in the rest as the api does.
 func spec(name, sched string) *pb.JobSpec {
 	return &pb.JobSpec{
 		Name:     name,
@@ -334,8 +347,12 @@ func (h *harness) apply(cmd *pb.Command) *pb.CommandResult {
 	return res
 }
 
+// putJob stores s as the api would: normalized, so with every default
+// filled in (the scheduler keeps none of its own).
 func (h *harness) putJob(s *pb.JobSpec) *pb.Job {
 	h.t.Helper()
+	s = proto.CloneOf(s)
+	jobspec.Normalize(s)
 	return h.apply(&pb.Command{Kind: &pb.Command_PutJob{PutJob: &pb.PutJobCommand{Spec: s, Mode: pb.PutMode_PUT_MODE_UPSERT}}}).GetJob()
 }
 

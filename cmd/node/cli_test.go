@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/raftcron/raftcron/fsm"
 )
 
 const nightlyJob = `name: nightly-billing
@@ -352,7 +354,7 @@ func testBadServeInput(t *testing.T, c *testCluster) {
 	t.Run("peers without id", func(t *testing.T) {
 		r := serve("--id", "n9", "--data-dir", t.TempDir(), "--addr", free[0], "--http-addr", free[1],
 			"--peers", "n1="+n1.Addr)
-		expectFailure(t, r, "--peers: must contain --id n9")
+		expectFailure(t, r, "--peers: must contain this node's ID n9")
 	})
 	t.Run("addr port in use", func(t *testing.T) {
 		r := serve("--id", "n9", "--data-dir", t.TempDir(), "--addr", n1.Addr, "--http-addr", free[1])
@@ -401,6 +403,9 @@ func TestCLIGracefulStopAndRestart(t *testing.T) {
 		st, err := next.status()
 		if err != nil || next == old || st.Term <= before.Term {
 			t.Fatalf("new leader %s (term %d, was %d): %v", next.ID, st.Term, before.Term, err)
+		}
+		if st.CommandVersion != fsm.CommandVersion {
+			t.Errorf("/status of %s: command_version %d, want this build's %d", next.ID, st.CommandVersion, fsm.CommandVersion)
 		}
 		old.start(t, bin)
 		c.waitReady(t)

@@ -15,6 +15,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+
+	"github.com/raftcron/raftcron/cluster"
 )
 
 const (
@@ -29,6 +31,8 @@ type clientOptions struct {
 	addr    string
 	output  outputFormat
 	timeout time.Duration
+	// dialer is the connection's, once dial has made one.
+	dialer *dialer
 }
 
 func (o *clientOptions) register(fs *pflag.FlagSet) {
@@ -73,8 +77,12 @@ func (o *clientOptions) persistentResolve() func(*cobra.Command, []string) error
 const clientWindow = 1 << 20
 
 // dial creates a client connection; gRPC connects lazily on the first call.
+// The address is dialled as given (passthrough), so that a name that does
+// not resolve fails in the dialer, which keeps the error.
 func (o *clientOptions) dial() (*grpc.ClientConn, error) {
-	conn, err := grpc.NewClient(o.addr,
+	o.dialer = &dialer{}
+	conn, err := grpc.NewClient("passthrough:///"+o.addr,
+		grpc.WithContextDialer(o.dialer.dial),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithUnaryInterceptor(retryNotLeader),
 		grpc.WithStaticStreamWindowSize(clientWindow),
@@ -98,10 +106,12 @@ type call struct {
 	subject string
 	// expectedVersion is the version the call required, if any.
 	expectedVersion uint64
+	// dialer tells a failed connection from a node that answered.
+	dialer *dialer
 }
 
 func (o *clientOptions) call(subject string) call {
-	return call{addr: o.addr, timeout: o.timeout, subject: subject}
+	return call{addr: o.addr, timeout: o.timeout, subject: subject, dialer: o.dialer}
 }
 
 // describe turns a gRPC error into one readable line.
@@ -183,43 +193,15 @@ func (c call) stale(st *status.Status) error {
 }
 
 func (c call) unavailable(st *status.Status) error {
-	for _, d := range st.Details() {
-		info, ok := d.(*errdetails.ErrorInfo)
-		if !ok || info.GetReason() != "NOT_LEADER" {
-			continue
-		}
-		id, addr := info.GetMetadata()["leader_id"], info.GetMetadata()["leader_address"]
+	if info, ok := cluster.NotLeaderInfo(st.Err()); ok {
+		id, addr := info.GetMetadata()[cluster.MetadataLeaderID], info.GetMetadata()[cluster.MetadataLeaderAddress]
 		if id == "" && addr == "" {
 			return errors.New("no leader (no leader known yet; is a quorum up?)")
 		}
 		return fmt.Errorf("no leader (last known leader %s at %s)", id, addr)
 	}
-	if isTransportFailure(st.Message()) {
-		return fmt.Errorf("cannot reach raftcron at %s: %s", c.addr, transportReason(st.Message()))
+	if err := c.dialer.failure(); err != nil {
+		return fmt.Errorf("cannot reach raftcron at %s: %s", c.addr, dialCause(err))
 	}
 	return fmt.Errorf("raftcron at %s is unavailable: %s", c.addr, st.Message())
-}
-
-// isTransportFailure tells a connection that could not be made (reported by
-// the gRPC client itself) from a node that answered Unavailable.
-func isTransportFailure(msg string) bool {
-	for _, s := range []string{"connection error", "transport:", "connection refused", "name resolver", "dial "} {
-		if strings.Contains(msg, s) {
-			return true
-		}
-	}
-	return false
-}
-
-// transportReason digs the cause out of gRPC's nested transport messages.
-func transportReason(msg string) string {
-	for _, cause := range []string{"connection refused", "no such host", "i/o timeout", "connection reset by peer"} {
-		if strings.Contains(msg, cause) {
-			return cause
-		}
-	}
-	if i := strings.LastIndex(msg, "desc = "); i >= 0 {
-		return strings.Trim(msg[i+len("desc = "):], `"`)
-	}
-	return msg
 }

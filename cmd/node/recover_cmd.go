@@ -61,12 +61,12 @@ func runRecover(w io.Writer, dir, peerList string, dryRun bool) error {
 	}
 	peers, err := cluster.ParsePeers(peerList)
 	if err != nil {
-		return err
+		return flagError(err)
 	}
 	state := fsm.New()
 	after, err := cluster.Recover(dir, peers, state, quiet)
 	if err != nil {
-		return err
+		return flagError(err)
 	}
 	_, err = fmt.Fprintf(w, "recovered %s at index %d, term %d: %d jobs, fencing counter %d; members were %s, now %s\n",
 		dir, after.Index, after.Term, state.JobCount(), state.FencingToken(), peerString(before.Servers), peerString(after.Servers))

@@ -13,7 +13,10 @@
 //   - FAILED: it did not, or could not be reached or started: another
 //     status, a non-zero exit, a transport error ("dial tcp ...: connection
 //     refused"), or the target's own timeout ("timeout after 5s"). The job's
-//     retry policy may try again with a new token.
+//     retry policy may try again with a new token. A target without a
+//     timeout still has one: 30 s for a webhook; for a command its job's
+//     deadline, or 1 h without one (jobspec.DefaultHTTPTimeout,
+//     DefaultExecTimeout).
 //   - FENCED: the downstream answered 409 Conflict, meaning it has already
 //     seen a larger token — a newer attempt exists, so this one is stale.
 //     Never retried.

@@ -11,17 +11,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/raftcron/raftcron/fence"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
-)
-
-// Environment variables every exec attempt gets (DESIGN §7; external contract).
-const (
-	EnvToken          = "RAFTCRON_FENCING_TOKEN"
-	EnvJob            = "RAFTCRON_JOB"
-	EnvRunID          = "RAFTCRON_RUN_ID"
-	EnvScheduledAt    = "RAFTCRON_SCHEDULED_AT"
-	EnvAttempt        = "RAFTCRON_ATTEMPT"
-	EnvIdempotencyKey = "RAFTCRON_IDEMPOTENCY_KEY"
 )
 
 const (
@@ -76,7 +67,8 @@ func (e *ExecExecutor) Execute(ctx context.Context, a Attempt) Outcome {
 	if state, detail, ok := interrupted(ctx, ctx); ok {
 		return finish(out, state, detail)
 	}
-	lctx, cancel := withLimit(ctx, a.Deadline, t.GetTimeout().AsDuration())
+	deadline, timeout := a.limits()
+	lctx, cancel := withLimit(ctx, deadline, timeout)
 	defer cancel()
 	return e.run(ctx, lctx, a, out)
 }
@@ -175,11 +167,11 @@ func (e *ExecExecutor) environ(a Attempt) []string {
 		env = append(env, k+"="+jobEnv[k])
 	}
 	return append(env,
-		EnvToken+"="+a.token(),
-		EnvJob+"="+a.Job,
-		EnvRunID+"="+a.RunID,
-		EnvScheduledAt+"="+a.scheduledAt(),
-		EnvAttempt+"="+a.number(),
-		EnvIdempotencyKey+"="+a.IdempotencyKey(),
+		fence.EnvFencingToken+"="+a.token(),
+		fence.EnvJob+"="+a.Job,
+		fence.EnvRunID+"="+a.RunID,
+		fence.EnvScheduledAt+"="+a.scheduledAt(),
+		fence.EnvAttempt+"="+a.number(),
+		fence.EnvIdempotencyKey+"="+a.IdempotencyKey(),
 	)
 }

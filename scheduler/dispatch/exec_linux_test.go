@@ -13,6 +13,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/raftcron/raftcron/fence"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -20,7 +21,7 @@ func TestExecEnvVarsPresent(t *testing.T) {
 	t.Setenv("RAFTCRON_TEST_NODE_SECRET", "s3cret")
 	a := execAttempt("/bin/sh", "-c",
 		`echo "$RAFTCRON_FENCING_TOKEN|$RAFTCRON_JOB|$RAFTCRON_RUN_ID|$RAFTCRON_SCHEDULED_AT|$RAFTCRON_ATTEMPT|$RAFTCRON_IDEMPOTENCY_KEY|$MY_VAR|${RAFTCRON_TEST_NODE_SECRET:-unset}|${PATH:+path}"`)
-	a.Exec.Env = map[string]string{"MY_VAR": "mine", EnvToken: "1"} // cannot forge the token
+	a.Exec.Env = map[string]string{"MY_VAR": "mine", fence.EnvFencingToken: "1"} // cannot forge the token
 	out := NewExecExecutor().Execute(context.Background(), a)
 	wantState(t, out, pb.RunState_RUN_STATE_SUCCEEDED, "exit status 0")
 	want := "77|prune|run-9|2026-11-22T01:02:03Z|1|prune/2026-11-22T01:02:03Z|mine|unset|path\n"

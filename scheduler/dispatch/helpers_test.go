@@ -37,7 +37,7 @@ var slot = time.Date(2026, 11, 22, 1, 2, 3, 0, time.UTC)
 func httpAttempt(url string) Attempt {
 	return Attempt{
 		Job: "billing", RunID: "run-7", Token: 42, Number: 2, ScheduledAt: slot,
-		HTTP: &pb.HttpTarget{Url: url},
+		HTTP: &pb.HttpTarget{Url: url, Method: "POST"}, // as stored
 	}
 }
 

@@ -11,18 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/raftcron/raftcron/fence"
 	"github.com/raftcron/raftcron/internal/failpoint"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
-)
-
-// Headers every webhook request carries (DESIGN §7; external contract).
-const (
-	HeaderToken          = "X-Raftcron-Fencing-Token"
-	HeaderJob            = "X-Raftcron-Job"
-	HeaderRunID          = "X-Raftcron-Run-Id"
-	HeaderScheduledAt    = "X-Raftcron-Scheduled-At"
-	HeaderAttempt        = "X-Raftcron-Attempt"
-	HeaderIdempotencyKey = "Idempotency-Key"
 )
 
 const (
@@ -81,7 +72,8 @@ func (h *HTTPExecutor) Execute(ctx context.Context, a Attempt) Outcome {
 	if state, detail, ok := interrupted(ctx, ctx); ok {
 		return finish(out, state, detail)
 	}
-	lctx, cancel := withLimit(ctx, a.Deadline, t.GetTimeout().AsDuration())
+	deadline, timeout := a.limits()
+	lctx, cancel := withLimit(ctx, deadline, timeout)
 	defer cancel()
 
 	req, err := newRequest(lctx, a)
@@ -138,17 +130,16 @@ func readOutput(resp *http.Response) (body []byte, complete bool, err error) {
 	return buf[:MaxOutput:MaxOutput], false, nil
 }
 
+// newRequest builds the attempt's request. The method is the stored one:
+// the API stores it filled in (jobspec.Normalize), so the executor keeps no
+// default of its own.
 func newRequest(ctx context.Context, a Attempt) (*http.Request, error) {
 	t := a.HTTP
-	method := t.GetMethod()
-	if method == "" {
-		method = http.MethodPost
-	}
 	var body io.Reader = http.NoBody
 	if t.GetBody() != "" {
 		body = strings.NewReader(t.GetBody())
 	}
-	req, err := http.NewRequestWithContext(ctx, method, t.GetUrl(), body)
+	req, err := http.NewRequestWithContext(ctx, t.GetMethod(), t.GetUrl(), body)
 	if err != nil {
 		return nil, err
 	}
@@ -168,12 +159,12 @@ func newRequest(ctx context.Context, a Attempt) (*http.Request, error) {
 		h.Set(k, v)
 	}
 	// Set last: the job's own headers must not be able to forge these.
-	h[HeaderToken] = vals[1:2:2]
-	h[HeaderJob] = vals[2:3:3]
-	h[HeaderRunID] = vals[3:4:4]
-	h[HeaderScheduledAt] = vals[4:5:5]
-	h[HeaderAttempt] = vals[5:6:6]
-	h[HeaderIdempotencyKey] = vals[6:7:7]
+	h[fence.HeaderFencingToken] = vals[1:2:2]
+	h[fence.HeaderJob] = vals[2:3:3]
+	h[fence.HeaderRunID] = vals[3:4:4]
+	h[fence.HeaderScheduledAt] = vals[4:5:5]
+	h[fence.HeaderAttempt] = vals[5:6:6]
+	h[fence.HeaderIdempotencyKey] = vals[6:7:7]
 	return req, nil
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/raftcron/raftcron/fence"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -47,25 +48,25 @@ func TestHTTPSendsEveryHeaderBodyAndMethod(t *testing.T) {
 	a.HTTP.Method = "PUT"
 	a.HTTP.Body = `{"x":1}`
 	a.HTTP.Headers = map[string]string{
-		"Content-Type": "application/json",
-		"X-Custom":     "yes",
-		"Host":         "billing.internal",
-		HeaderToken:    "999999", // must not override the real token
+		"Content-Type":           "application/json",
+		"X-Custom":               "yes",
+		"Host":                   "billing.internal",
+		fence.HeaderFencingToken: "999999", // must not override the real token
 	}
 	out := NewHTTPExecutor(nil).Execute(context.Background(), a)
 	wantState(t, out, pb.RunState_RUN_STATE_SUCCEEDED, "http 200 OK")
 
 	r := receive(t, seen, time.Second, "request")
 	want := map[string]string{
-		HeaderToken:          "42",
-		HeaderJob:            "billing",
-		HeaderRunID:          "run-7",
-		HeaderScheduledAt:    "2026-11-22T01:02:03Z",
-		HeaderAttempt:        "2",
-		HeaderIdempotencyKey: "billing/2026-11-22T01:02:03Z",
-		"Content-Type":       "application/json",
-		"X-Custom":           "yes",
-		"User-Agent":         "raftcron",
+		fence.HeaderFencingToken:   "42",
+		fence.HeaderJob:            "billing",
+		fence.HeaderRunID:          "run-7",
+		fence.HeaderScheduledAt:    "2026-11-22T01:02:03Z",
+		fence.HeaderAttempt:        "2",
+		fence.HeaderIdempotencyKey: "billing/2026-11-22T01:02:03Z",
+		"Content-Type":             "application/json",
+		"X-Custom":                 "yes",
+		"User-Agent":               "raftcron",
 	}
 	for k, v := range want {
 		if got := r.header.Values(k); len(got) != 1 || got[0] != v {
@@ -74,16 +75,6 @@ func TestHTTPSendsEveryHeaderBodyAndMethod(t *testing.T) {
 	}
 	if r.method != "PUT" || r.body != `{"x":1}` || r.host != "billing.internal" {
 		t.Errorf("method %q body %q host %q", r.method, r.body, r.host)
-	}
-}
-
-func TestHTTPDefaultMethodIsPost(t *testing.T) {
-	seen := make(chan string, 1)
-	s := newServer(t, func(w http.ResponseWriter, r *http.Request) { seen <- r.Method })
-	out := NewHTTPExecutor(nil).Execute(context.Background(), httpAttempt(s.URL))
-	wantState(t, out, pb.RunState_RUN_STATE_SUCCEEDED, "")
-	if m := receive(t, seen, time.Second, "request"); m != http.MethodPost {
-		t.Fatalf("method = %s, want POST", m)
 	}
 }
 

@@ -22,7 +22,7 @@ func TestRestoreOfAnOldSnapshotNeverLowersTheFencingCounter(t *testing.T) {
 	var file bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, _, err := backup.Save(ctx, leader.raft, time.Now, &file); err != nil {
+	if _, _, err := backup.Save(ctx, leader.raft(), time.Now, &file); err != nil {
 		t.Fatalf("save: %v", err)
 	}
 	old, err := backup.Inspect(bytes.NewReader(file.Bytes()), int64(file.Len()))
@@ -31,11 +31,11 @@ func TestRestoreOfAnOldSnapshotNeverLowersTheFencingCounter(t *testing.T) {
 	}
 
 	sc.waitSlots(3)
-	issued := leader.fsm.FencingToken()
+	issued := leader.fsm().FencingToken()
 	if issued <= old.Snapshot.FencingCounter {
 		t.Fatalf("setup: counter %d, not above the snapshot's %d", issued, old.Snapshot.FencingCounter)
 	}
-	res, err := backup.Restore(ctx, leader.raft, leader.fsm, old, t.TempDir())
+	res, err := backup.Restore(ctx, leader.raft(), leader.fsm(), old, t.TempDir())
 	if err != nil {
 		t.Fatalf("restore: %v", err)
 	}
@@ -55,7 +55,7 @@ func TestRestoreOfAnOldSnapshotNeverLowersTheFencingCounter(t *testing.T) {
 
 	// A follower took the restored snapshot from the leader; once it leads,
 	// it issues tokens from the same, raised counter.
-	if _, err := leader.raft.TransferLeadership(ctx, ""); err != nil {
+	if _, err := leader.raft().TransferLeadership(ctx, ""); err != nil {
 		t.Fatalf("transfer leadership: %v", err)
 	}
 	next := sc.tc.waitLeader(3, 15*time.Second)
@@ -68,21 +68,21 @@ func TestRestoreOfAnOldSnapshotNeverLowersTheFencingCounter(t *testing.T) {
 	wantEachTokenOnce(t, sc.sink.deliveries())
 
 	for _, n := range sc.tc.nodes {
-		n.sched.Stop()
+		n.sched().Stop()
 	}
 	waitFor(t, 15*time.Second, "the three nodes to apply the same log and agree", func() bool {
 		ref := sc.tc.nodes[0]
-		want, hash := ref.raft.Status().GetLastLogIndex(), ref.fsm.StateHash()
+		want, hash := ref.raft().Status().GetLastLogIndex(), ref.fsm().StateHash()
 		for _, n := range sc.tc.nodes {
-			st := n.raft.Status()
-			if st.GetAppliedIndex() != want || n.fsm.StateHash() != hash {
+			st := n.raft().Status()
+			if st.GetAppliedIndex() != want || n.fsm().StateHash() != hash {
 				return false
 			}
 		}
 		return true
 	})
 	for _, n := range sc.tc.nodes {
-		if got := n.fsm.FencingToken(); got <= res.FencingCounter {
+		if got := n.fsm().FencingToken(); got <= res.FencingCounter {
 			t.Errorf("%s ends with counter %d, not above the restored %d", n.id, got, res.FencingCounter)
 		}
 	}

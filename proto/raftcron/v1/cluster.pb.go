@@ -25,17 +25,19 @@ type NodeStatus struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	// leader | follower | candidate | shutdown
-	State         string     `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
-	Leader        *ServerRef `protobuf:"bytes,3,opt,name=leader,proto3" json:"leader,omitempty"`
-	Term          uint64     `protobuf:"varint,4,opt,name=term,proto3" json:"term,omitempty"`
-	CommitIndex   uint64     `protobuf:"varint,5,opt,name=commit_index,json=commitIndex,proto3" json:"commit_index,omitempty"`
-	AppliedIndex  uint64     `protobuf:"varint,6,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
-	LastLogIndex  uint64     `protobuf:"varint,7,opt,name=last_log_index,json=lastLogIndex,proto3" json:"last_log_index,omitempty"`
-	FencingToken  uint64     `protobuf:"varint,8,opt,name=fencing_token,json=fencingToken,proto3" json:"fencing_token,omitempty"`
-	Servers       []*Server  `protobuf:"bytes,9,rep,name=servers,proto3" json:"servers,omitempty"`
-	Address       string     `protobuf:"bytes,10,opt,name=address,proto3" json:"address,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	State        string     `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	Leader       *ServerRef `protobuf:"bytes,3,opt,name=leader,proto3" json:"leader,omitempty"`
+	Term         uint64     `protobuf:"varint,4,opt,name=term,proto3" json:"term,omitempty"`
+	CommitIndex  uint64     `protobuf:"varint,5,opt,name=commit_index,json=commitIndex,proto3" json:"commit_index,omitempty"`
+	AppliedIndex uint64     `protobuf:"varint,6,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	LastLogIndex uint64     `protobuf:"varint,7,opt,name=last_log_index,json=lastLogIndex,proto3" json:"last_log_index,omitempty"`
+	FencingToken uint64     `protobuf:"varint,8,opt,name=fencing_token,json=fencingToken,proto3" json:"fencing_token,omitempty"`
+	Servers      []*Server  `protobuf:"bytes,9,rep,name=servers,proto3" json:"servers,omitempty"`
+	Address      string     `protobuf:"bytes,10,opt,name=address,proto3" json:"address,omitempty"`
+	// The highest command version this node applies (DESIGN §16).
+	CommandVersion uint32 `protobuf:"varint,11,opt,name=command_version,json=commandVersion,proto3" json:"command_version,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *NodeStatus) Reset() {
@@ -136,6 +138,13 @@ func (x *NodeStatus) GetAddress() string {
 		return x.Address
 	}
 	return ""
+}
+
+func (x *NodeStatus) GetCommandVersion() uint32 {
+	if x != nil {
+		return x.CommandVersion
+	}
+	return 0
 }
 
 type ServerRef struct {
@@ -599,7 +608,7 @@ var File_raftcron_v1_cluster_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_cluster_proto_rawDesc = "" +
 	"\n" +
-	"\x19raftcron/v1/cluster.proto\x12\vraftcron.v1\"\xd2\x02\n" +
+	"\x19raftcron/v1/cluster.proto\x12\vraftcron.v1\"\xfb\x02\n" +
 	"\n" +
 	"NodeStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
@@ -612,7 +621,8 @@ const file_raftcron_v1_cluster_proto_rawDesc = "" +
 	"\rfencing_token\x18\b \x01(\x04R\ffencingToken\x12-\n" +
 	"\aservers\x18\t \x03(\v2\x13.raftcron.v1.ServerR\aservers\x12\x18\n" +
 	"\aaddress\x18\n" +
-	" \x01(\tR\aaddress\"5\n" +
+	" \x01(\tR\aaddress\x12'\n" +
+	"\x0fcommand_version\x18\v \x01(\rR\x0ecommandVersion\"5\n" +
 	"\tServerRef\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\"f\n" +

@@ -88,6 +88,8 @@ const (
 	ResultCode_RESULT_CODE_MALFORMED ResultCode = 5
 	// The command was decoded but its content breaks a rule the FSM enforces.
 	ResultCode_RESULT_CODE_INVALID ResultCode = 6
+	// The command would take the state beyond a limit it carries.
+	ResultCode_RESULT_CODE_LIMIT_EXCEEDED ResultCode = 7
 )
 
 // Enum value maps for ResultCode.
@@ -100,6 +102,7 @@ var (
 		4: "RESULT_CODE_VERSION_MISMATCH",
 		5: "RESULT_CODE_MALFORMED",
 		6: "RESULT_CODE_INVALID",
+		7: "RESULT_CODE_LIMIT_EXCEEDED",
 	}
 	ResultCode_value = map[string]int32{
 		"RESULT_CODE_UNSPECIFIED":      0,
@@ -109,6 +112,7 @@ var (
 		"RESULT_CODE_VERSION_MISMATCH": 4,
 		"RESULT_CODE_MALFORMED":        5,
 		"RESULT_CODE_INVALID":          6,
+		"RESULT_CODE_LIMIT_EXCEEDED":   7,
 	}
 )
 
@@ -140,7 +144,10 @@ func (ResultCode) EnumDescriptor() ([]byte, []int) {
 }
 
 // Command is one Raft log entry. Entries live forever in logs and snapshots:
-// add fields and oneof cases, never renumber or reuse them.
+// add fields and oneof cases, never renumber or reuse them. Kinds take field
+// numbers from 10 up and Command's other fields stay below 10: a build that
+// meets a message field from 10 up that it does not know takes it for a kind
+// of a newer release and stops (fsm/version.go).
 type Command struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The proposer's wall clock; the FSM's only source of time.
@@ -286,8 +293,12 @@ type PutJobCommand struct {
 	Mode  PutMode                `protobuf:"varint,2,opt,name=mode,proto3,enum=raftcron.v1.PutMode" json:"mode,omitempty"`
 	// 0 means any version.
 	ExpectedVersion uint64 `protobuf:"varint,3,opt,name=expected_version,json=expectedVersion,proto3" json:"expected_version,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The most jobs the registry may hold: a create beyond it fails with
+	// LIMIT_EXCEEDED. Set by the proposer from its configuration, so that every
+	// node decides alike; 0 means no limit.
+	MaxJobs       uint64 `protobuf:"varint,4,opt,name=max_jobs,json=maxJobs,proto3" json:"max_jobs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PutJobCommand) Reset() {
@@ -337,6 +348,13 @@ func (x *PutJobCommand) GetMode() PutMode {
 func (x *PutJobCommand) GetExpectedVersion() uint64 {
 	if x != nil {
 		return x.ExpectedVersion
+	}
+	return 0
+}
+
+func (x *PutJobCommand) GetMaxJobs() uint64 {
+	if x != nil {
+		return x.MaxJobs
 	}
 	return 0
 }
@@ -551,11 +569,15 @@ func (x *CommandResult) GetCompletions() []*CompletionResult {
 // FireBatchCommand carries every fire and miss a leader decided in one tick.
 // The FSM checks each against the state and assigns tokens to those it accepts.
 type FireBatchCommand struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	LeaderId      string                 `protobuf:"bytes,1,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
-	Term          uint64                 `protobuf:"varint,2,opt,name=term,proto3" json:"term,omitempty"`
-	Fires         []*Fire                `protobuf:"bytes,3,rep,name=fires,proto3" json:"fires,omitempty"`
-	Misses        []*Miss                `protobuf:"bytes,4,rep,name=misses,proto3" json:"misses,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	LeaderId string                 `protobuf:"bytes,1,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
+	Term     uint64                 `protobuf:"varint,2,opt,name=term,proto3" json:"term,omitempty"`
+	Fires    []*Fire                `protobuf:"bytes,3,rep,name=fires,proto3" json:"fires,omitempty"`
+	Misses   []*Miss                `protobuf:"bytes,4,rep,name=misses,proto3" json:"misses,omitempty"`
+	// The most runs one job may have open (overlap allow): a slot beyond it is
+	// recorded MISSED open_runs_limit, a manual fire refused. Set by the
+	// leader's scheduler from its configuration; 0 means no limit.
+	MaxOpenRuns   uint32 `protobuf:"varint,5,opt,name=max_open_runs,json=maxOpenRuns,proto3" json:"max_open_runs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -616,6 +638,13 @@ func (x *FireBatchCommand) GetMisses() []*Miss {
 		return x.Misses
 	}
 	return nil
+}
+
+func (x *FireBatchCommand) GetMaxOpenRuns() uint32 {
+	if x != nil {
+		return x.MaxOpenRuns
+	}
+	return 0
 }
 
 type Fire struct {
@@ -810,7 +839,11 @@ type FireResult struct {
 	RunId   string `protobuf:"bytes,4,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
 	Attempt uint32 `protobuf:"varint,5,opt,name=attempt,proto3" json:"attempt,omitempty"`
 	// The run after the fire (accepted or recorded), for the dispatcher and the caller.
-	Run           *Run `protobuf:"bytes,6,opt,name=run,proto3" json:"run,omitempty"`
+	Run *Run `protobuf:"bytes,6,opt,name=run,proto3" json:"run,omitempty"`
+	// Accepted fires: the job's spec the FSM accepted the attempt under (its
+	// generation is the run's). The dispatcher runs this spec, never one it
+	// read earlier, so an attempt of generation g never runs g+1's target.
+	Spec          *JobSpec `protobuf:"bytes,7,opt,name=spec,proto3" json:"spec,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -883,6 +916,13 @@ func (x *FireResult) GetAttempt() uint32 {
 func (x *FireResult) GetRun() *Run {
 	if x != nil {
 		return x.Run
+	}
+	return nil
+}
+
+func (x *FireResult) GetSpec() *JobSpec {
+	if x != nil {
+		return x.Spec
 	}
 	return nil
 }
@@ -1102,11 +1142,12 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\n" +
 	"fire_batch\x18\r \x01(\v2\x1d.raftcron.v1.FireBatchCommandH\x00R\tfireBatch\x12J\n" +
 	"\x0ecomplete_batch\x18\x0e \x01(\v2!.raftcron.v1.CompleteBatchCommandH\x00R\rcompleteBatchB\x06\n" +
-	"\x04kind\"\x8e\x01\n" +
+	"\x04kind\"\xa9\x01\n" +
 	"\rPutJobCommand\x12(\n" +
 	"\x04spec\x18\x01 \x01(\v2\x14.raftcron.v1.JobSpecR\x04spec\x12(\n" +
 	"\x04mode\x18\x02 \x01(\x0e2\x14.raftcron.v1.PutModeR\x04mode\x12)\n" +
-	"\x10expected_version\x18\x03 \x01(\x04R\x0fexpectedVersion\"Q\n" +
+	"\x10expected_version\x18\x03 \x01(\x04R\x0fexpectedVersion\x12\x19\n" +
+	"\bmax_jobs\x18\x04 \x01(\x04R\amaxJobs\"Q\n" +
 	"\x10DeleteJobCommand\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12)\n" +
 	"\x10expected_version\x18\x02 \x01(\x04R\x0fexpectedVersion\"R\n" +
@@ -1121,12 +1162,13 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\achanged\x18\x04 \x01(\bR\achanged\x12\x18\n" +
 	"\acreated\x18\x05 \x01(\bR\acreated\x12-\n" +
 	"\x05fires\x18\x06 \x03(\v2\x17.raftcron.v1.FireResultR\x05fires\x12?\n" +
-	"\vcompletions\x18\a \x03(\v2\x1d.raftcron.v1.CompletionResultR\vcompletions\"\x97\x01\n" +
+	"\vcompletions\x18\a \x03(\v2\x1d.raftcron.v1.CompletionResultR\vcompletions\"\xbb\x01\n" +
 	"\x10FireBatchCommand\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12\x12\n" +
 	"\x04term\x18\x02 \x01(\x04R\x04term\x12'\n" +
 	"\x05fires\x18\x03 \x03(\v2\x11.raftcron.v1.FireR\x05fires\x12)\n" +
-	"\x06misses\x18\x04 \x03(\v2\x11.raftcron.v1.MissR\x06misses\"\xcc\x01\n" +
+	"\x06misses\x18\x04 \x03(\v2\x11.raftcron.v1.MissR\x06misses\x12\"\n" +
+	"\rmax_open_runs\x18\x05 \x01(\rR\vmaxOpenRuns\"\xcc\x01\n" +
 	"\x04Fire\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12\x1e\n" +
 	"\n" +
@@ -1147,7 +1189,7 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\fto_slot_unix\x18\x04 \x01(\x03R\n" +
 	"toSlotUnix\x12\x14\n" +
 	"\x05count\x18\x05 \x01(\x04R\x05count\x12\x16\n" +
-	"\x06reason\x18\x06 \x01(\tR\x06reason\"\xab\x01\n" +
+	"\x06reason\x18\x06 \x01(\tR\x06reason\"\xd5\x01\n" +
 	"\n" +
 	"FireResult\x12\x1a\n" +
 	"\baccepted\x18\x01 \x01(\bR\baccepted\x12\x16\n" +
@@ -1155,7 +1197,8 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x05token\x18\x03 \x01(\x04R\x05token\x12\x15\n" +
 	"\x06run_id\x18\x04 \x01(\tR\x05runId\x12\x18\n" +
 	"\aattempt\x18\x05 \x01(\rR\aattempt\x12\"\n" +
-	"\x03run\x18\x06 \x01(\v2\x10.raftcron.v1.RunR\x03run\"Q\n" +
+	"\x03run\x18\x06 \x01(\v2\x10.raftcron.v1.RunR\x03run\x12(\n" +
+	"\x04spec\x18\a \x01(\v2\x14.raftcron.v1.JobSpecR\x04spec\"Q\n" +
 	"\x14CompleteBatchCommand\x129\n" +
 	"\vcompletions\x18\x01 \x03(\v2\x17.raftcron.v1.CompletionR\vcompletions\"\xfe\x01\n" +
 	"\n" +
@@ -1175,7 +1218,7 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x14PUT_MODE_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fPUT_MODE_CREATE\x10\x01\x12\x13\n" +
 	"\x0fPUT_MODE_UPDATE\x10\x02\x12\x13\n" +
-	"\x0fPUT_MODE_UPSERT\x10\x03*\xce\x01\n" +
+	"\x0fPUT_MODE_UPSERT\x10\x03*\xee\x01\n" +
 	"\n" +
 	"ResultCode\x12\x1b\n" +
 	"\x17RESULT_CODE_UNSPECIFIED\x10\x00\x12\x12\n" +
@@ -1184,7 +1227,8 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x1aRESULT_CODE_ALREADY_EXISTS\x10\x03\x12 \n" +
 	"\x1cRESULT_CODE_VERSION_MISMATCH\x10\x04\x12\x19\n" +
 	"\x15RESULT_CODE_MALFORMED\x10\x05\x12\x17\n" +
-	"\x13RESULT_CODE_INVALID\x10\x06B;Z9github.com/raftcron/raftcron/proto/raftcron/v1;raftcronv1b\x06proto3"
+	"\x13RESULT_CODE_INVALID\x10\x06\x12\x1e\n" +
+	"\x1aRESULT_CODE_LIMIT_EXCEEDED\x10\aB;Z9github.com/raftcron/raftcron/proto/raftcron/v1;raftcronv1b\x06proto3"
 
 var (
 	file_raftcron_v1_command_proto_rawDescOnce sync.Once
@@ -1237,14 +1281,15 @@ var file_raftcron_v1_command_proto_depIdxs = []int32{
 	9,  // 12: raftcron.v1.FireBatchCommand.misses:type_name -> raftcron.v1.Miss
 	16, // 13: raftcron.v1.Fire.kind:type_name -> raftcron.v1.FireKind
 	17, // 14: raftcron.v1.FireResult.run:type_name -> raftcron.v1.Run
-	12, // 15: raftcron.v1.CompleteBatchCommand.completions:type_name -> raftcron.v1.Completion
-	18, // 16: raftcron.v1.Completion.outcome:type_name -> raftcron.v1.RunState
-	17, // 17: raftcron.v1.CompletionResult.run:type_name -> raftcron.v1.Run
-	18, // [18:18] is the sub-list for method output_type
-	18, // [18:18] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	14, // 15: raftcron.v1.FireResult.spec:type_name -> raftcron.v1.JobSpec
+	12, // 16: raftcron.v1.CompleteBatchCommand.completions:type_name -> raftcron.v1.Completion
+	18, // 17: raftcron.v1.Completion.outcome:type_name -> raftcron.v1.RunState
+	17, // 18: raftcron.v1.CompletionResult.run:type_name -> raftcron.v1.Run
+	19, // [19:19] is the sub-list for method output_type
+	19, // [19:19] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_command_proto_init() }

@@ -462,6 +462,96 @@ func (x *InternalServiceTransferLeadershipResponse) GetAddress() string {
 	return ""
 }
 
+type NodeInfoRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeInfoRequest) Reset() {
+	*x = NodeInfoRequest{}
+	mi := &file_raftcron_v1_internal_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeInfoRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeInfoRequest) ProtoMessage() {}
+
+func (x *NodeInfoRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_internal_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeInfoRequest.ProtoReflect.Descriptor instead.
+func (*NodeInfoRequest) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_internal_proto_rawDescGZIP(), []int{10}
+}
+
+type NodeInfoResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The answering node's ID, so that an address now held by another node is not mistaken for it.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The highest command version the node's FSM applies.
+	CommandVersion uint32 `protobuf:"varint,2,opt,name=command_version,json=commandVersion,proto3" json:"command_version,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *NodeInfoResponse) Reset() {
+	*x = NodeInfoResponse{}
+	mi := &file_raftcron_v1_internal_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeInfoResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeInfoResponse) ProtoMessage() {}
+
+func (x *NodeInfoResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_internal_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeInfoResponse.ProtoReflect.Descriptor instead.
+func (*NodeInfoResponse) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_internal_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *NodeInfoResponse) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *NodeInfoResponse) GetCommandVersion() uint32 {
+	if x != nil {
+		return x.CommandVersion
+	}
+	return 0
+}
+
 var File_raftcron_v1_internal_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_internal_proto_rawDesc = "" +
@@ -486,13 +576,18 @@ const file_raftcron_v1_internal_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"U\n" +
 	")InternalServiceTransferLeadershipResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
-	"\aaddress\x18\x02 \x01(\tR\aaddress2\xc1\x03\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress\"\x11\n" +
+	"\x0fNodeInfoRequest\"K\n" +
+	"\x10NodeInfoResponse\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12'\n" +
+	"\x0fcommand_version\x18\x02 \x01(\rR\x0ecommandVersion2\x8a\x04\n" +
 	"\x0fInternalService\x12>\n" +
 	"\x05Apply\x12\x19.raftcron.v1.ApplyRequest\x1a\x1a.raftcron.v1.ApplyResponse\x12J\n" +
 	"\tReadIndex\x12\x1d.raftcron.v1.ReadIndexRequest\x1a\x1e.raftcron.v1.ReadIndexResponse\x12G\n" +
 	"\bAddVoter\x12\x1c.raftcron.v1.AddVoterRequest\x1a\x1d.raftcron.v1.AddVoterResponse\x12S\n" +
 	"\fRemoveServer\x12 .raftcron.v1.RemoveServerRequest\x1a!.raftcron.v1.RemoveServerResponse\x12\x83\x01\n" +
-	"\x12TransferLeadership\x125.raftcron.v1.InternalServiceTransferLeadershipRequest\x1a6.raftcron.v1.InternalServiceTransferLeadershipResponseB;Z9github.com/raftcron/raftcron/proto/raftcron/v1;raftcronv1b\x06proto3"
+	"\x12TransferLeadership\x125.raftcron.v1.InternalServiceTransferLeadershipRequest\x1a6.raftcron.v1.InternalServiceTransferLeadershipResponse\x12G\n" +
+	"\bNodeInfo\x12\x1c.raftcron.v1.NodeInfoRequest\x1a\x1d.raftcron.v1.NodeInfoResponseB;Z9github.com/raftcron/raftcron/proto/raftcron/v1;raftcronv1b\x06proto3"
 
 var (
 	file_raftcron_v1_internal_proto_rawDescOnce sync.Once
@@ -506,7 +601,7 @@ func file_raftcron_v1_internal_proto_rawDescGZIP() []byte {
 	return file_raftcron_v1_internal_proto_rawDescData
 }
 
-var file_raftcron_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_raftcron_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_raftcron_v1_internal_proto_goTypes = []any{
 	(*ApplyRequest)(nil),                              // 0: raftcron.v1.ApplyRequest
 	(*ApplyResponse)(nil),                             // 1: raftcron.v1.ApplyResponse
@@ -518,22 +613,26 @@ var file_raftcron_v1_internal_proto_goTypes = []any{
 	(*RemoveServerResponse)(nil),                      // 7: raftcron.v1.RemoveServerResponse
 	(*InternalServiceTransferLeadershipRequest)(nil),  // 8: raftcron.v1.InternalServiceTransferLeadershipRequest
 	(*InternalServiceTransferLeadershipResponse)(nil), // 9: raftcron.v1.InternalServiceTransferLeadershipResponse
-	(*CommandResult)(nil),                             // 10: raftcron.v1.CommandResult
+	(*NodeInfoRequest)(nil),                           // 10: raftcron.v1.NodeInfoRequest
+	(*NodeInfoResponse)(nil),                          // 11: raftcron.v1.NodeInfoResponse
+	(*CommandResult)(nil),                             // 12: raftcron.v1.CommandResult
 }
 var file_raftcron_v1_internal_proto_depIdxs = []int32{
-	10, // 0: raftcron.v1.ApplyResponse.result:type_name -> raftcron.v1.CommandResult
+	12, // 0: raftcron.v1.ApplyResponse.result:type_name -> raftcron.v1.CommandResult
 	0,  // 1: raftcron.v1.InternalService.Apply:input_type -> raftcron.v1.ApplyRequest
 	2,  // 2: raftcron.v1.InternalService.ReadIndex:input_type -> raftcron.v1.ReadIndexRequest
 	4,  // 3: raftcron.v1.InternalService.AddVoter:input_type -> raftcron.v1.AddVoterRequest
 	6,  // 4: raftcron.v1.InternalService.RemoveServer:input_type -> raftcron.v1.RemoveServerRequest
 	8,  // 5: raftcron.v1.InternalService.TransferLeadership:input_type -> raftcron.v1.InternalServiceTransferLeadershipRequest
-	1,  // 6: raftcron.v1.InternalService.Apply:output_type -> raftcron.v1.ApplyResponse
-	3,  // 7: raftcron.v1.InternalService.ReadIndex:output_type -> raftcron.v1.ReadIndexResponse
-	5,  // 8: raftcron.v1.InternalService.AddVoter:output_type -> raftcron.v1.AddVoterResponse
-	7,  // 9: raftcron.v1.InternalService.RemoveServer:output_type -> raftcron.v1.RemoveServerResponse
-	9,  // 10: raftcron.v1.InternalService.TransferLeadership:output_type -> raftcron.v1.InternalServiceTransferLeadershipResponse
-	6,  // [6:11] is the sub-list for method output_type
-	1,  // [1:6] is the sub-list for method input_type
+	10, // 6: raftcron.v1.InternalService.NodeInfo:input_type -> raftcron.v1.NodeInfoRequest
+	1,  // 7: raftcron.v1.InternalService.Apply:output_type -> raftcron.v1.ApplyResponse
+	3,  // 8: raftcron.v1.InternalService.ReadIndex:output_type -> raftcron.v1.ReadIndexResponse
+	5,  // 9: raftcron.v1.InternalService.AddVoter:output_type -> raftcron.v1.AddVoterResponse
+	7,  // 10: raftcron.v1.InternalService.RemoveServer:output_type -> raftcron.v1.RemoveServerResponse
+	9,  // 11: raftcron.v1.InternalService.TransferLeadership:output_type -> raftcron.v1.InternalServiceTransferLeadershipResponse
+	11, // 12: raftcron.v1.InternalService.NodeInfo:output_type -> raftcron.v1.NodeInfoResponse
+	7,  // [7:13] is the sub-list for method output_type
+	1,  // [1:7] is the sub-list for method input_type
 	1,  // [1:1] is the sub-list for extension type_name
 	1,  // [1:1] is the sub-list for extension extendee
 	0,  // [0:1] is the sub-list for field type_name
@@ -551,7 +650,7 @@ func file_raftcron_v1_internal_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_raftcron_v1_internal_proto_rawDesc), len(file_raftcron_v1_internal_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -24,6 +24,7 @@ const (
 	InternalService_AddVoter_FullMethodName           = "/raftcron.v1.InternalService/AddVoter"
 	InternalService_RemoveServer_FullMethodName       = "/raftcron.v1.InternalService/RemoveServer"
 	InternalService_TransferLeadership_FullMethodName = "/raftcron.v1.InternalService/TransferLeadership"
+	InternalService_NodeInfo_FullMethodName           = "/raftcron.v1.InternalService/NodeInfo"
 )
 
 // InternalServiceClient is the client API for InternalService service.
@@ -40,6 +41,11 @@ type InternalServiceClient interface {
 	AddVoter(ctx context.Context, in *AddVoterRequest, opts ...grpc.CallOption) (*AddVoterResponse, error)
 	RemoveServer(ctx context.Context, in *RemoveServerRequest, opts ...grpc.CallOption) (*RemoveServerResponse, error)
 	TransferLeadership(ctx context.Context, in *InternalServiceTransferLeadershipRequest, opts ...grpc.CallOption) (*InternalServiceTransferLeadershipResponse, error)
+	// NodeInfo is answered by every node, leader or not: the leader asks each
+	// voter which command versions it applies before proposing a newer kind.
+	// Callers: other nodes, like every InternalService method (with TLS, only
+	// certificates of nodes); it tells nothing but the node's ID and version.
+	NodeInfo(ctx context.Context, in *NodeInfoRequest, opts ...grpc.CallOption) (*NodeInfoResponse, error)
 }
 
 type internalServiceClient struct {
@@ -100,6 +106,16 @@ func (c *internalServiceClient) TransferLeadership(ctx context.Context, in *Inte
 	return out, nil
 }
 
+func (c *internalServiceClient) NodeInfo(ctx context.Context, in *NodeInfoRequest, opts ...grpc.CallOption) (*NodeInfoResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(NodeInfoResponse)
+	err := c.cc.Invoke(ctx, InternalService_NodeInfo_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // InternalServiceServer is the server API for InternalService service.
 // All implementations must embed UnimplementedInternalServiceServer
 // for forward compatibility.
@@ -114,6 +130,11 @@ type InternalServiceServer interface {
 	AddVoter(context.Context, *AddVoterRequest) (*AddVoterResponse, error)
 	RemoveServer(context.Context, *RemoveServerRequest) (*RemoveServerResponse, error)
 	TransferLeadership(context.Context, *InternalServiceTransferLeadershipRequest) (*InternalServiceTransferLeadershipResponse, error)
+	// NodeInfo is answered by every node, leader or not: the leader asks each
+	// voter which command versions it applies before proposing a newer kind.
+	// Callers: other nodes, like every InternalService method (with TLS, only
+	// certificates of nodes); it tells nothing but the node's ID and version.
+	NodeInfo(context.Context, *NodeInfoRequest) (*NodeInfoResponse, error)
 	mustEmbedUnimplementedInternalServiceServer()
 }
 
@@ -138,6 +159,9 @@ func (UnimplementedInternalServiceServer) RemoveServer(context.Context, *RemoveS
 }
 func (UnimplementedInternalServiceServer) TransferLeadership(context.Context, *InternalServiceTransferLeadershipRequest) (*InternalServiceTransferLeadershipResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method TransferLeadership not implemented")
+}
+func (UnimplementedInternalServiceServer) NodeInfo(context.Context, *NodeInfoRequest) (*NodeInfoResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method NodeInfo not implemented")
 }
 func (UnimplementedInternalServiceServer) mustEmbedUnimplementedInternalServiceServer() {}
 func (UnimplementedInternalServiceServer) testEmbeddedByValue()                         {}
@@ -250,6 +274,24 @@ func _InternalService_TransferLeadership_Handler(srv interface{}, ctx context.Co
 	return interceptor(ctx, in, info, handler)
 }
 
+func _InternalService_NodeInfo_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(NodeInfoRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(InternalServiceServer).NodeInfo(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: InternalService_NodeInfo_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(InternalServiceServer).NodeInfo(ctx, req.(*NodeInfoRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // InternalService_ServiceDesc is the grpc.ServiceDesc for InternalService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -276,6 +318,10 @@ var InternalService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "TransferLeadership",
 			Handler:    _InternalService_TransferLeadership_Handler,
+		},
+		{
+			MethodName: "NodeInfo",
+			Handler:    _InternalService_NodeInfo_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -31,8 +31,13 @@ type SnapshotHeader struct {
 	JobCount       uint64                 `protobuf:"varint,3,opt,name=job_count,json=jobCount,proto3" json:"job_count,omitempty"`
 	TombstoneCount uint64                 `protobuf:"varint,4,opt,name=tombstone_count,json=tombstoneCount,proto3" json:"tombstone_count,omitempty"`
 	RunCount       uint64                 `protobuf:"varint,5,opt,name=run_count,json=runCount,proto3" json:"run_count,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The highest generation of any deleted job whose tombstone was
+	// collected (once no run of it was open). A name without a tombstone
+	// starts above it, so generations never repeat across delete and
+	// re-create.
+	RetiredGeneration uint64 `protobuf:"varint,6,opt,name=retired_generation,json=retiredGeneration,proto3" json:"retired_generation,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *SnapshotHeader) Reset() {
@@ -96,6 +101,13 @@ func (x *SnapshotHeader) GetTombstoneCount() uint64 {
 func (x *SnapshotHeader) GetRunCount() uint64 {
 	if x != nil {
 		return x.RunCount
+	}
+	return 0
+}
+
+func (x *SnapshotHeader) GetRetiredGeneration() uint64 {
+	if x != nil {
+		return x.RetiredGeneration
 	}
 	return 0
 }
@@ -257,13 +269,14 @@ var File_raftcron_v1_snapshot_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_snapshot_proto_rawDesc = "" +
 	"\n" +
-	"\x1araftcron/v1/snapshot.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\"\xc3\x01\n" +
+	"\x1araftcron/v1/snapshot.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\"\xf2\x01\n" +
 	"\x0eSnapshotHeader\x12%\n" +
 	"\x0eformat_version\x18\x01 \x01(\rR\rformatVersion\x12'\n" +
 	"\x0ffencing_counter\x18\x02 \x01(\x04R\x0efencingCounter\x12\x1b\n" +
 	"\tjob_count\x18\x03 \x01(\x04R\bjobCount\x12'\n" +
 	"\x0ftombstone_count\x18\x04 \x01(\x04R\x0etombstoneCount\x12\x1b\n" +
-	"\trun_count\x18\x05 \x01(\x04R\brunCount\"\x9e\x01\n" +
+	"\trun_count\x18\x05 \x01(\x04R\brunCount\x12-\n" +
+	"\x12retired_generation\x18\x06 \x01(\x04R\x11retiredGeneration\"\x9e\x01\n" +
 	"\x0eSnapshotRecord\x12$\n" +
 	"\x03job\x18\x01 \x01(\v2\x10.raftcron.v1.JobH\x00R\x03job\x126\n" +
 	"\ttombstone\x18\x02 \x01(\v2\x16.raftcron.v1.TombstoneH\x00R\ttombstone\x12$\n" +

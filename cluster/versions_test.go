@@ -1,0 +1,177 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"google.golang.org/grpc"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// v2Puts stands in for a kind a newer release introduced: a put of a name
+// starting with "v2-" needs command version 2.
+func v2Puts(c *pb.Command) uint32 {
+	if strings.HasPrefix(c.GetPutJob().GetSpec().GetName(), "v2-") {
+		return 2
+	}
+	return 1
+}
+
+// withVersions gives each node the command version of its ID (1 when not
+// listed) and the v2Puts view of commands.
+func withVersions(versions map[string]uint32) nodeOpts {
+	return func(c *Config) {
+		c.VersionOf = v2Puts
+		c.CommandVersion = versions[c.ID]
+	}
+}
+
+func peersOf(tc *testCluster) []Peer {
+	var peers []Peer
+	for _, tn := range tc.nodes {
+		peers = append(peers, Peer{ID: tn.id, Addr: tn.addr})
+	}
+	return peers
+}
+
+// applyRetrying is Apply that rides out a transient lack of leader.
+func applyRetrying(t *testing.T, n *Node, cmd *pb.Command) (*pb.CommandResult, error) {
+	t.Helper()
+	ctx := ctxTimeout(t, 10*time.Second)
+	for {
+		res, err := n.Apply(ctx, cmd)
+		if errors.Is(err, ErrNoLeader) && ctx.Err() == nil {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		return res, err
+	}
+}
+
+// The leader refuses a command of a version one voter does not apply,
+// whichever node received it, and names that voter; once the voter runs a
+// build that applies it, the same command commits.
+func TestLeaderRefusesCommandUntilEveryVoterAppliesIt(t *testing.T) {
+	tc := newCluster(t, 3, withVersions(map[string]uint32{"n1": 2, "n2": 2}))
+	tc.waitLeader(10 * time.Second)
+
+	for _, tn := range tc.nodes {
+		_, err := applyRetrying(t, tn.node, putCmd("v2-token", "@daily"))
+		if !errors.Is(err, ErrUnsupportedCommand) {
+			t.Fatalf("v2 command through %s: %v, want ErrUnsupportedCommand", tn.id, err)
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, "command put_job needs command version 2") || !strings.Contains(msg, "upgrade n3 (applies version 1)") ||
+			strings.Contains(msg, "n1") || strings.Contains(msg, "n2") {
+			t.Errorf("v2 command through %s: %q, want it to name put_job, version 2 and n3 only", tn.id, msg)
+		}
+	}
+	// Commands of version 1 are not held back.
+	put(t, tc.nodes[2].node, "plain", "@daily")
+	for _, tn := range tc.nodes {
+		readBarrier(t, tn.node)
+		if _, ok := tn.fsm.get("v2-token"); ok {
+			t.Fatalf("%s applied a refused command", tn.id)
+		}
+	}
+
+	// Upgrade n3: the same command now commits.
+	peers := peersOf(tc)
+	old := tc.byID("n3")
+	old.stop()
+	up := startNode(t, "n3", old.dir, listen(t, old.addr), func(c *Config) { c.Peers = peers },
+		withVersions(map[string]uint32{"n1": 2, "n2": 2, "n3": 2}))
+	tc.nodes[2] = up
+	tc.waitLeader(10 * time.Second)
+	if res, err := applyRetrying(t, up.node, putCmd("v2-token", "@daily")); err != nil || res.GetCode() != pb.ResultCode_RESULT_CODE_OK {
+		t.Fatalf("v2 command after every voter applies it: %v, %v", res, err)
+	}
+	for _, tn := range tc.nodes {
+		readBarrier(t, tn.node)
+		if _, ok := tn.fsm.get("v2-token"); !ok {
+			t.Errorf("%s lacks the v2 command after the upgrade", tn.id)
+		}
+	}
+}
+
+// A voter that cannot be asked counts as not applying the version; the
+// batch path is gated as well.
+func TestUnreachableVoterCountsAsNotApplying(t *testing.T) {
+	tc := newCluster(t, 3, withVersions(map[string]uint32{"n1": 2, "n2": 2, "n3": 2}))
+	leader := tc.waitLeader(10 * time.Second)
+	down := tc.followers(leader)[0]
+	down.crash()
+	leader = tc.waitLeader(10 * time.Second)
+
+	_, err := applyRetrying(t, leader.node, putCmd("v2-token", "@daily"))
+	if !errors.Is(err, ErrUnsupportedCommand) || !strings.Contains(err.Error(), "upgrade "+down.id+" (unreachable)") {
+		t.Fatalf("v2 command with %s down: %v, want ErrUnsupportedCommand naming it unreachable", down.id, err)
+	}
+	ctx := ctxTimeout(t, 10*time.Second)
+	results, err := leader.node.ApplyBulk(ctx, []*pb.Command{putCmd("plain", "@daily"), putCmd("v2-batch", "@daily")})
+	if err != nil {
+		t.Fatalf("ApplyBulk: %v", err)
+	}
+	if results[0].Err != nil || results[0].Result.GetCode() != pb.ResultCode_RESULT_CODE_OK {
+		t.Errorf("version 1 command of the batch: %+v, want OK", results[0])
+	}
+	if !errors.Is(results[1].Err, ErrUnsupportedCommand) {
+		t.Errorf("v2 command of the batch: %+v, want ErrUnsupportedCommand", results[1])
+	}
+	if _, ok := leader.fsm.get("v2-batch"); ok {
+		t.Error("the leader applied a refused batch command")
+	}
+}
+
+// nodeInfoStub answers NodeInfo as another node would.
+type nodeInfoStub struct {
+	pb.UnimplementedInternalServiceServer
+	id string
+}
+
+func (s nodeInfoStub) NodeInfo(context.Context, *pb.NodeInfoRequest) (*pb.NodeInfoResponse, error) {
+	return &pb.NodeInfoResponse{Id: s.id, CommandVersion: 7}, nil
+}
+
+func serveInternal(t *testing.T, impl pb.InternalServiceServer) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	srv := grpc.NewServer()
+	pb.RegisterInternalServiceServer(srv, impl)
+	go srv.Serve(ln)
+	t.Cleanup(srv.Stop)
+	return ln.Addr().String()
+}
+
+// A release from before versions has no NodeInfo: it applies version 1
+// exactly. An address now held by another node says nothing of the voter.
+func TestVoterVersionOfOlderReleaseAndOfStrangers(t *testing.T) {
+	n := &Node{cfg: Config{ID: "n1", CommandVersion: 2}, log: testLogger(), peers: newPeerConns(nil)}
+	t.Cleanup(n.peers.close)
+	ctx := ctxTimeout(t, 5*time.Second)
+
+	old := raft.Server{ID: "n2", Address: raft.ServerAddress(serveInternal(t, pb.UnimplementedInternalServiceServer{}))}
+	if got := n.voterVersion(ctx, old, 2); got != 1 {
+		t.Errorf("voter without NodeInfo: version %d, want 1", got)
+	}
+	stranger := raft.Server{ID: "n3", Address: raft.ServerAddress(serveInternal(t, nodeInfoStub{id: "n9"}))}
+	if got := n.voterVersion(ctx, stranger, 2); got != 0 {
+		t.Errorf("address answered by n9 for voter n3: version %d, want 0", got)
+	}
+	same := raft.Server{ID: "n9", Address: stranger.Address}
+	if got := n.voterVersion(ctx, same, 2); got != 7 {
+		t.Errorf("n9 at its own address: version %d, want 7", got)
+	}
+	if got := n.voterVersion(ctx, raft.Server{ID: "n1"}, 2); got != 2 {
+		t.Errorf("the leader itself: version %d, want its own 2", got)
+	}
+}

@@ -1,0 +1,109 @@
+package fsm
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// CommandVersion is the highest command version this build applies. Nodes
+// advertise it, and the leader proposes a command only once every voter
+// advertises at least VersionOf it, so a node never meets a kind it cannot
+// apply in a healthy rolling upgrade.
+const CommandVersion uint32 = 1
+
+// introducedIn is the command version that introduced each kind, by the
+// name of its Command.kind oneof field. A new kind is one line here (and
+// CommandVersion raised to it if it is the first of its version); a test
+// fails if a kind is missing.
+var introducedIn = map[protoreflect.Name]uint32{
+	"put_job":        1,
+	"delete_job":     1,
+	"set_paused":     1,
+	"fire_batch":     1,
+	"complete_batch": 1,
+}
+
+// ErrUnknownCommand: a committed entry holds a command kind this build does
+// not know, proposed by a newer leader. Apply returns it as an error value
+// instead of a result, because answering MALFORMED would apply something
+// different from the peers that know the kind: the node must stop and be
+// upgraded.
+var ErrUnknownCommand = errors.New("command kind unknown to this build")
+
+// VersionOf is the command version that introduced c's kind: what every
+// voter must understand before a leader proposes c. A kind this build does
+// not know needs a newer version than CommandVersion. A command with no
+// kind at all is version 1: every build refuses it alike, as malformed.
+func VersionOf(c *pb.Command) uint32 {
+	if c == nil {
+		return 1
+	}
+	fd := c.ProtoReflect().WhichOneof(kindOneof)
+	if fd == nil {
+		if _, ok := unknownKind(c); ok {
+			return CommandVersion + 1
+		}
+		return 1
+	}
+	if v, ok := introducedIn[fd.Name()]; ok {
+		return v
+	}
+	// Compiled in but not listed (the test prevents it): assume the newest
+	// version this build knows rather than one an older voter may lack.
+	return CommandVersion
+}
+
+// firstKindNumber is the lowest field number of a Command.kind case.
+// command.proto keeps Command's other fields below it, so an unknown
+// length-delimited field at or above it is a kind from a newer build.
+var firstKindNumber = func() protowire.Number {
+	fields := kindOneof.Fields()
+	lowest := fields.Get(0).Number()
+	for i := 1; i < fields.Len(); i++ {
+		lowest = min(lowest, fields.Get(i).Number())
+	}
+	return lowest
+}()
+
+// unknownKind reports whether c sets no known kind but carries one this
+// build does not know. proto3 decodes an unknown oneof case into the
+// message's unknown fields and leaves the oneof unset, so this is the one
+// way to tell a newer command from a malformed one. It returns the unknown
+// field numbers for the operator's message.
+func unknownKind(c *pb.Command) ([]protowire.Number, bool) {
+	if c.ProtoReflect().WhichOneof(kindOneof) != nil {
+		return nil, false
+	}
+	var kinds []protowire.Number
+	b := c.ProtoReflect().GetUnknown()
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeField(b)
+		if n < 0 {
+			return nil, false
+		}
+		if typ == protowire.BytesType && num >= firstKindNumber {
+			kinds = append(kinds, num)
+		}
+		b = b[n:]
+	}
+	return kinds, len(kinds) > 0
+}
+
+// unknownCommand is the error Apply returns for an entry of a newer kind;
+// it names the entry and what to do about it.
+func unknownCommand(index uint64, fields []protowire.Number) error {
+	nums := make([]string, len(fields))
+	for i, f := range fields {
+		nums[i] = fmt.Sprint(f)
+	}
+	return fail(ErrUnknownCommand, "log entry %d holds a command of a kind this build does not know "+
+		"(raftcron.v1.Command field %s; this build applies command versions up to %d): a newer leader "+
+		"proposed it; upgrade this node to the cluster's newest release and start it again",
+		index, strings.Join(nums, ", "), CommandVersion)
+}

@@ -1,0 +1,103 @@
+package fsm_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/raft"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/raftcron/raftcron/fsm"
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// newerKind is a command as a newer build would marshal it: a kind this
+// build does not know, at a oneof field number beyond today's.
+func newerKind(t testing.TB) []byte {
+	t.Helper()
+	b, err := proto.Marshal(&pb.Command{ProposedAtUnixNano: baseTime.UnixNano()})
+	if err != nil {
+		t.Fatalf("marshal: %v", err)
+	}
+	inner := protowire.AppendTag(nil, 1, protowire.BytesType)
+	inner = protowire.AppendString(inner, "ops-token")
+	b = protowire.AppendTag(b, 99, protowire.BytesType)
+	return protowire.AppendBytes(b, inner)
+}
+
+func decodeCmd(t testing.TB, data []byte) *pb.Command {
+	t.Helper()
+	var c pb.Command
+	if err := proto.Unmarshal(data, &c); err != nil {
+		t.Fatalf("unmarshal: %v", err)
+	}
+	return &c
+}
+
+func TestVersionOf(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cmd  *pb.Command
+		want uint32
+	}{
+		{"put_job", createCmd(testSpec("billing")), 1},
+		{"delete_job", deleteCmd("billing", 0), 1},
+		{"set_paused", pauseCmd("billing", true, ""), 1},
+		{"fire_batch", fireBatchCmd(leaderID, leaderTerm, nil, nil), 1},
+		{"complete_batch", completeBatchCmd(), 1},
+		{"no kind", &pb.Command{}, 1},
+		{"nil", nil, 1},
+		{"no kind, unknown varint field", decodeCmd(t, []byte{0xa0, 0x06, 0x01}), 1},
+		{"a kind newer than this build", decodeCmd(t, newerKind(t)), fsm.CommandVersion + 1},
+	} {
+		if got := fsm.VersionOf(tc.cmd); got != tc.want {
+			t.Errorf("VersionOf(%s) = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// An entry of a kind this build does not know is not answered MALFORMED
+// (its peers that know the kind apply it): Apply returns ErrUnknownCommand
+// and changes nothing at all, so the node can stop in the state its peers
+// had before the entry.
+func TestApplyOfUnknownKindStopsInsteadOfAnswering(t *testing.T) {
+	h := newHarness(t)
+	h.mustOK(createCmd(testSpec("billing")))
+	rec := &recorder{}
+	h.f.SetObserver(rec)
+	before, applied := h.f.StateHash(), h.f.AppliedIndex()
+
+	out := h.f.Apply(&raft.Log{Index: 42, Term: 1, Type: raft.LogCommand, Data: newerKind(t)})
+	err, ok := out.(error)
+	if !ok || !errors.Is(err, fsm.ErrUnknownCommand) {
+		t.Fatalf("Apply = %T(%v), want an error wrapping ErrUnknownCommand", out, out)
+	}
+	for _, want := range []string{"log entry 42", "field 99", "upgrade this node"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("message %q does not say %q", err, want)
+		}
+	}
+	if h.f.StateHash() != before || h.f.AppliedIndex() != applied {
+		t.Fatal("an entry of an unknown kind changed the state or the applied index")
+	}
+	if names, runs := rec.take(); len(names)+len(runs) != 0 {
+		t.Fatalf("an entry of an unknown kind notified %v %v", names, runs)
+	}
+}
+
+// A newer build's extra field on a kind this build knows is ignored: only
+// a new kind needs a new version (fsm/DESIGN.md says why).
+func TestUnknownFieldOfKnownKindIsApplied(t *testing.T) {
+	h := newHarness(t)
+	b, err := proto.Marshal(createCmd(testSpec("billing")))
+	if err != nil {
+		t.Fatalf("marshal: %v", err)
+	}
+	b = protowire.AppendTag(b, 9, protowire.BytesType)
+	b = protowire.AppendString(b, "principal")
+	if r := h.applyRaw(b); r.GetCode() != codeOK || !r.GetCreated() {
+		t.Fatalf("create with an unknown extra field: %v, want OK and created", r)
+	}
+}
