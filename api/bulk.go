@@ -48,9 +48,17 @@ func (j *jobService) ApplyJobs(ctx context.Context, req *pb.ApplyJobsRequest) (*
 	if err != nil {
 		return nil, err
 	}
+	if err := j.allowExecBatch(writes); err != nil {
+		return nil, err
+	}
+	caller := PrincipalFrom(ctx).caller()
 	cmds := make([]*pb.Command, len(writes))
 	for i, w := range writes {
+		if err := checkInScope(ctx, fmt.Sprintf("specs[%d].labels", i), w.spec); err != nil {
+			return nil, err
+		}
 		cmds[i] = w.command(pb.PutMode_PUT_MODE_UPSERT, 0, j.limits.maxJobs())
+		cmds[i].Caller = caller
 	}
 	results, err := j.applyBulk(ctx, cmds)
 	if errors.Is(err, cluster.ErrNotLeader) {

@@ -53,6 +53,9 @@ type JobServiceConfig struct {
 	// Leadership lets a follower forward TriggerJob to the leader. Nil: no
 	// forwarding.
 	Leadership Leadership
+	// Exec decides which programs exec jobs may run. Nil: no exec job may be
+	// registered (PermissionDenied).
+	Exec ExecPolicy
 	// Limits bound what the service admits; zero fields take defaults.
 	Limits Limits
 }
@@ -64,6 +67,7 @@ type jobService struct {
 	now        func() time.Time
 	trigger    Triggerer
 	leadership Leadership
+	exec       ExecPolicy
 	limits     Limits
 }
 
@@ -82,7 +86,7 @@ func NewJobServiceWith(c JobServiceConfig) pb.JobServiceServer {
 	return &jobService{
 		store: c.Store, reg: c.Registry, now: c.Now,
 		trigger: c.Triggerer, leadership: c.Leadership,
-		limits: c.Limits,
+		exec: c.Exec, limits: c.Limits,
 	}
 }
 
@@ -124,6 +128,12 @@ func (j *jobService) put(ctx context.Context, spec *pb.JobSpec, mode pb.PutMode,
 	if err != nil {
 		return nil, nil, invalidArgument(err, "spec")
 	}
+	if err := checkInScope(ctx, "spec.labels", spec); err != nil {
+		return nil, nil, err
+	}
+	if err := j.allowExec(spec); err != nil {
+		return nil, nil, execDenied(execField, execField+": "+err.Error())
+	}
 	res, err := j.apply(ctx, w.command(mode, expectedVersion, j.limits.maxJobs()))
 	if err != nil {
 		return nil, nil, err
@@ -138,9 +148,9 @@ func (j *jobService) GetJob(ctx context.Context, req *pb.GetJobRequest) (*pb.Get
 	if err := j.barrier(ctx, req.GetStale()); err != nil {
 		return nil, err
 	}
-	job, err := j.reg.Job(req.GetName())
+	job, err := visibleJob(ctx, j.reg, req.GetName())
 	if err != nil {
-		return nil, statusOf(err)
+		return nil, err
 	}
 	return &pb.GetJobResponse{Job: j.withNextFire(job)}, nil
 }
@@ -150,13 +160,17 @@ func (j *jobService) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (*pb
 	if err != nil {
 		return nil, err
 	}
+	labels, matchable := scopedLabels(ctx, req.GetLabelSelector())
+	if !matchable {
+		return &pb.ListJobsResponse{}, nil
+	}
 	if err := j.barrier(ctx, req.GetStale()); err != nil {
 		return nil, err
 	}
 	jobs, next := j.reg.ListJobs(fsm.ListQuery{
 		After:   after,
 		Limit:   pageSize(req.GetPageSize()),
-		Labels:  req.GetLabelSelector(),
+		Labels:  labels,
 		MaxScan: maxListScan,
 	})
 	now := j.now()
@@ -207,8 +221,9 @@ func (j *jobService) setPaused(ctx context.Context, name string, paused bool, no
 	}}})
 }
 
-// apply commits cmd; a result other than OK is an error.
+// apply commits cmd as the caller's; a result other than OK is an error.
 func (j *jobService) apply(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
+	cmd.Caller = PrincipalFrom(ctx).caller()
 	res, err := j.store.Apply(ctx, cmd)
 	if err != nil {
 		return nil, statusOf(err)

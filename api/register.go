@@ -16,6 +16,7 @@ type registration struct {
 	runs     pb.RunServiceServer
 	fence    pb.FenceServiceServer
 	snapshot pb.SnapshotServiceServer
+	acl      pb.AclServiceServer
 }
 
 // WithRunService also serves RunService.
@@ -31,6 +32,11 @@ func WithFenceService(fence pb.FenceServiceServer) RegisterOption {
 // WithSnapshotService also serves SnapshotService.
 func WithSnapshotService(snapshot pb.SnapshotServiceServer) RegisterOption {
 	return func(r *registration) { r.snapshot = snapshot }
+}
+
+// WithACLService also serves AclService.
+func WithACLService(acl pb.AclServiceServer) RegisterOption {
+	return func(r *registration) { r.acl = acl }
 }
 
 // Register puts the services on s, together with the standard health
@@ -57,6 +63,10 @@ func Register(s *grpc.Server, jobs pb.JobServiceServer, cl pb.ClusterServiceServ
 	if r.snapshot != nil {
 		pb.RegisterSnapshotServiceServer(s, r.snapshot)
 		names = append(names, pb.SnapshotService_ServiceDesc.ServiceName)
+	}
+	if r.acl != nil {
+		pb.RegisterAclServiceServer(s, r.acl)
+		names = append(names, pb.AclService_ServiceDesc.ServiceName)
 	}
 	h := health.NewServer()
 	for _, name := range names {

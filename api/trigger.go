@@ -75,8 +75,8 @@ func (j *jobService) TriggerJob(ctx context.Context, req *pb.TriggerJobRequest) 
 	if err := j.barrier(ctx, false); err != nil {
 		return nil, err
 	}
-	if _, err := j.reg.Job(req.GetName()); err != nil {
-		return nil, statusOf(err)
+	if _, err := visibleJob(ctx, j.reg, req.GetName()); err != nil {
+		return nil, err
 	}
 	res, err := j.trigger.Trigger(ctx, req.GetName(), req.GetRequestId(), req.GetForce())
 	if err != nil {
@@ -118,7 +118,7 @@ func (j *jobService) leaderClient(ctx context.Context, forwarded bool) (pb.JobSe
 	if err != nil {
 		return nil, ctx, statusOf(err)
 	}
-	return pb.NewJobServiceClient(conn), metadata.AppendToOutgoingContext(ctx, ForwardedKey, "1"), nil
+	return pb.NewJobServiceClient(conn), forwardIdentity(ctx), nil
 }
 
 func isForwarded(ctx context.Context) bool {

@@ -16,7 +16,7 @@ import (
 // FireBatch and CompleteBatch are the leading node's own: its scheduler
 // proposes them through ApplyLocal, stamped with the scheduler's clock on
 // that same node, and they never travel through Apply or forwarding, which
-// carry registry writes (and later ACL writes) only.
+// carry registry and ACL writes only.
 
 // forwardable refuses the commands that only the leader's own scheduler
 // proposes. A new command kind of that sort must be added here.

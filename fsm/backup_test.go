@@ -177,10 +177,12 @@ func TestWithCounterFloorRefusesUnknownFormat(t *testing.T) {
 }
 
 // A restore's two rewrites keep the generation retired with collected
-// tombstones: a name deleted before the backup and re-created after the
-// restore still starts above every generation it had (G1).
-func TestBackupRewritesKeepTheRetiredGeneration(t *testing.T) {
+// tombstones, so a name deleted before the backup and re-created after the
+// restore still starts above every generation it had (G1), and the ACL
+// tokens with the bootstrap mark.
+func TestBackupRewritesKeepTheRetiredGenerationAndTheACL(t *testing.T) {
 	h := newHarness(t)
+	h.mustOK(bootstrapCmd(aclToken("root", pb.AclRole_ACL_ROLE_MANAGEMENT, nil)))
 	h.create(testSpec("gone"))
 	gen := h.retarget("gone", "http://billing.test/v2")
 	h.mustOK(deleteCmd("gone", 0))
@@ -204,8 +206,12 @@ func TestBackupRewritesKeepTheRetiredGeneration(t *testing.T) {
 	if err := restore(restored, out); err != nil {
 		t.Fatalf("Restore of the rewritten stream: %v", err)
 	}
-	if got := snapshotHeader(t, restored).GetRetiredGeneration(); got != gen {
+	hd := snapshotHeader(t, restored)
+	if got := hd.GetRetiredGeneration(); got != gen {
 		t.Fatalf("retired generation %d after the rewrites, want %d", got, gen)
+	}
+	if _, ok := restored.ACLToken(secretHash("secret-root")); !ok || !hd.GetAclBootstrapped() {
+		t.Fatalf("after the rewrites: token found %v, bootstrapped %v; want both", ok, hd.GetAclBootstrapped())
 	}
 	r := newHarness(t)
 	r.f, r.index = restored, h.index

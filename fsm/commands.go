@@ -76,6 +76,7 @@ func createJob(s *state, spec *pb.JobSpec, e entry) outcome {
 		CreatedAt:   now,
 		UpdatedAt:   now,
 		ModifyIndex: e.index,
+		UpdatedBy:   e.principal,
 	}
 	st := s.share.status(&pb.JobStatus{CursorUnix: e.seconds()})
 	s.tombstones.Delete(tombstone{name: name})
@@ -193,6 +194,7 @@ func changedJob(old *pb.Job, spec *pb.JobSpec, e entry) *pb.Job {
 		CreatedAt:   old.GetCreatedAt(),
 		UpdatedAt:   e.timestamp(),
 		ModifyIndex: e.index,
+		UpdatedBy:   e.principal,
 	}
 }
 

@@ -2,6 +2,9 @@ package fsm
 
 // Reasons in FireResult.reason, CompletionResult.reason and Run.reason.
 // They are part of the replicated state and of the API: never rename one.
+// Run.reason may also be a reason the executor reported with its outcome
+// (dispatch.ReasonExecDenied, dispatch.ReasonEgressDenied): the FSM records
+// it as given.
 const (
 	// A fire was refused.
 	ReasonGone             = "gone"              // the job does not exist (any more)

@@ -82,6 +82,8 @@ type state struct {
 	// attempt that was accepted, and tokens strictly increase in log order.
 	// It is snapshotted and restored so it never goes backwards.
 	counter uint64
+	// acl holds the ACL tokens; see acl.go.
+	acl aclState
 
 	// ix holds the derived indexes; see ledger.go.
 	ix *indexes
@@ -97,6 +99,7 @@ func newState() state {
 		jobs:       btree.NewG(treeDegree, jobLess),
 		tombstones: btree.NewG(treeDegree, tombstoneLess),
 		runs:       btree.NewG(treeDegree, runLess),
+		acl:        newACLState(),
 		ix:         newIndexes(),
 		share:      newSharer(),
 	}
@@ -157,5 +160,6 @@ func (s *state) capture() state {
 		runs:       s.runs.Clone(),
 		counter:    s.counter,
 		retired:    s.retired,
+		acl:        s.acl.capture(),
 	}
 }

@@ -131,7 +131,8 @@ type fakeExec struct {
 	gates    map[string]chan struct{}
 	blocked  map[string]int // executions waiting at a gate, per job
 	outcomes map[string]pb.RunState
-	cancels  map[uint64]error // cause seen by cancelled attempts
+	reasons  map[string]string // a policy refusal's reason, per job
+	cancels  map[uint64]error  // cause seen by cancelled attempts
 	seq      int
 	count    atomic.Int64 // attempts started
 }
@@ -151,6 +152,7 @@ func newFakeExec(c *schedtest.Clock) *fakeExec {
 		maxPer:   map[string]int{},
 		gates:    map[string]chan struct{}{},
 		outcomes: map[string]pb.RunState{},
+		reasons:  map[string]string{},
 		cancels:  map[uint64]error{},
 		blocked:  map[string]int{},
 	}
@@ -169,8 +171,9 @@ func (e *fakeExec) Execute(ctx context.Context, a dispatch.Attempt) dispatch.Out
 	if !ok {
 		state = pb.RunState_RUN_STATE_SUCCEEDED
 	}
+	reason := e.reasons[a.Job]
 	e.mu.Unlock()
-	out := dispatch.Outcome{StartedAt: e.clock.Now(), State: state, Detail: "fake"}
+	out := dispatch.Outcome{StartedAt: e.clock.Now(), State: state, Detail: "fake", Reason: reason}
 	if gate != nil {
 		e.setBlocked(a.Job, +1)
 		select {
@@ -232,6 +235,14 @@ func (e *fakeExec) setOutcome(job string, s pb.RunState) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.outcomes[job] = s
+}
+
+// setRefused makes every attempt of job fail as refused by the node's policy.
+func (e *fakeExec) setRefused(job, reason string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.outcomes[job] = pb.RunState_RUN_STATE_FAILED
+	e.reasons[job] = reason
 }
 
 func (e *fakeExec) startedOf(job string) []dispatch.Attempt {

@@ -48,6 +48,12 @@ type Config struct {
 	// Limits bound what the node holds and serves; zero fields take
 	// their defaults.
 	Limits Limits
+	// Policy is what jobs may do on this node: exec, egress, signing.
+	Policy Policy
+
+	// ACL requires an ACL token on every gRPC call but the health service
+	// (docs/acl.md); set it alike on every node.
+	ACL bool
 
 	// Logger receives the node's logs; nil discards them.
 	Logger *slog.Logger

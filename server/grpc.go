@@ -32,11 +32,11 @@ const (
 // expected concurrent call, not one per core.
 const grpcStreamWorkers = 128
 
-func newGRPCServer(log *slog.Logger, maxStreams uint32) *grpc.Server {
+func newGRPCServer(log *slog.Logger, maxStreams uint32, auth *api.Authorizer) *grpc.Server {
 	return grpc.NewServer(
 		grpc.MaxConcurrentStreams(maxStreams),
-		grpc.ChainUnaryInterceptor(api.RecoveryInterceptor(log)),
-		grpc.ChainStreamInterceptor(api.RecoveryStreamInterceptor(log)),
+		grpc.ChainUnaryInterceptor(api.RecoveryInterceptor(log), auth.Unary()),
+		grpc.ChainStreamInterceptor(api.RecoveryStreamInterceptor(log), auth.Stream()),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: keepaliveMinTime, PermitWithoutStream: true}),
 		grpc.NumStreamWorkers(grpcStreamWorkers),
 		grpc.StaticStreamWindowSize(grpcStreamWindow),

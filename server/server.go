@@ -24,7 +24,6 @@ import (
 	"github.com/raftcron/raftcron/fsm"
 	"github.com/raftcron/raftcron/ops"
 	"github.com/raftcron/raftcron/scheduler"
-	"github.com/raftcron/raftcron/scheduler/dispatch"
 )
 
 // Bounds of the graceful stop; a stuck step must not keep the process alive.
@@ -133,7 +132,13 @@ func (s *Server) wire() error {
 	if err != nil {
 		return err
 	}
-	var exec dispatch.Executor = dispatch.NewRouter(dispatch.NewHTTPExecutor(nil), dispatch.NewExecExecutor())
+	pol, err := s.cfg.Policy.withDefaults()
+	if err != nil {
+		s.shutdownNode(node, context.Background())
+		return err
+	}
+	s.cfg.Policy = pol
+	exec := pol.executor()
 	if s.cfg.WrapExecutor != nil {
 		exec = s.cfg.WrapExecutor(exec)
 	}
@@ -160,7 +165,8 @@ func (s *Server) wire() error {
 	s.node, s.sched, s.ops = node, sched, opsServer
 	s.hub = api.NewRunHubWith(s.cfg.Limits.MaxWatchers)
 	s.state.SetObserver(observers{sched, s.hub})
-	s.grpc = newGRPCServer(s.log, s.cfg.Limits.maxConcurrentStreams())
+	auth := api.NewAuthorizer(api.AuthConfig{Enabled: s.cfg.ACL, Tokens: s.state, Barrier: node})
+	s.grpc = newGRPCServer(s.log, s.cfg.Limits.maxConcurrentStreams(), auth)
 	s.health = s.registerServices()
 	s.http = &http.Server{Handler: opsServer.Handler(), ReadHeaderTimeout: readHeaderWait}
 	return nil
@@ -172,14 +178,15 @@ func (s *Server) registerServices() *health.Server {
 	jobs := api.NewJobServiceWith(api.JobServiceConfig{
 		Store: s.node, Registry: s.state, Now: s.cfg.Now,
 		Triggerer: s.sched, Leadership: s.node,
-		Limits: s.cfg.Limits.jobs(),
+		Exec: s.cfg.Policy.Exec, Limits: s.cfg.Limits.jobs(),
 	})
 	h := api.Register(s.grpc, jobs, api.NewClusterService(s.node, s.state),
 		api.WithRunService(api.NewRunService(s.node, s.state, s.hub)),
 		api.WithFenceService(api.NewFenceService(s.node, s.state)),
 		api.WithSnapshotService(api.NewSnapshotService(api.SnapshotServiceConfig{
 			Node: s.node, Counter: s.state, ScratchDir: s.cfg.DataDir,
-		})))
+		})),
+		api.WithACLService(api.NewACLService(s.node, s.state, s.cfg.Now)))
 	cluster.RegisterInternal(s.grpc, s.node)
 	return h
 }
@@ -212,7 +219,8 @@ func (s *Server) Start(ctx context.Context) error {
 	go s.serve("http server on "+s.HTTPAddr(), func() error { return s.http.Serve(s.httpLn) })
 	go s.watchNode()
 	s.log.Info("raftcron started", "id", s.cfg.ID, "addr", s.cfg.Addr, "http_addr", s.HTTPAddr(),
-		"data_dir", s.cfg.DataDir, "version", s.cfg.Version)
+		"data_dir", s.cfg.DataDir, "version", s.cfg.Version, "acl", s.cfg.ACL)
+	s.cfg.Policy.log(s.log)
 	return nil
 }
 

@@ -87,7 +87,7 @@ func specBlock(out string) string {
 }
 
 func TestCLIJobLifecycle(t *testing.T) {
-	c := startCluster(t, 3)
+	c := startCluster(t, 3, "--exec-allow", "/usr/local/bin/*") // twoJobs runs /usr/local/bin/prune
 	leader := c.leader(t)
 	follower := c.follower(t)
 	nightly := writeFile(t, "nightly.yaml", nightlyJob)

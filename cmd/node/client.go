@@ -22,6 +22,7 @@ import (
 const (
 	flagOutput  = "output"
 	flagTimeout = "timeout"
+	flagToken   = "token"
 
 	defaultClientAddr = "127.0.0.1:7001"
 )
@@ -31,6 +32,7 @@ type clientOptions struct {
 	addr    string
 	output  outputFormat
 	timeout time.Duration
+	token   string
 	// dialer is the connection's, once dial has made one.
 	dialer *dialer
 }
@@ -40,11 +42,12 @@ func (o *clientOptions) register(fs *pflag.FlagSet) {
 	fs.StringVar(&o.addr, flagAddr, defaultClientAddr, "host:port of any raftcron node (env RAFTCRON_ADDR)")
 	fs.VarP(&o.output, flagOutput, "o", "output format: table, json or yaml (env RAFTCRON_OUTPUT)")
 	fs.DurationVar(&o.timeout, flagTimeout, 10*time.Second, "deadline of each call (env RAFTCRON_TIMEOUT)")
+	fs.StringVar(&o.token, flagToken, "", "ACL token secret, sent as authorization: Bearer (env RAFTCRON_TOKEN)")
 }
 
 // resolve fills the flags not set on the command line from RAFTCRON_*.
 func (o *clientOptions) resolve(fs *pflag.FlagSet) error {
-	for _, name := range []string{flagAddr, flagOutput, flagTimeout} {
+	for _, name := range []string{flagAddr, flagOutput, flagTimeout, flagToken} {
 		f := fs.Lookup(name)
 		if f == nil || f.Changed {
 			continue
@@ -81,12 +84,17 @@ const clientWindow = 1 << 20
 // not resolve fails in the dialer, which keeps the error.
 func (o *clientOptions) dial() (*grpc.ClientConn, error) {
 	o.dialer = &dialer{}
-	conn, err := grpc.NewClient("passthrough:///"+o.addr,
+	opts := []grpc.DialOption{
 		grpc.WithContextDialer(o.dialer.dial),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithUnaryInterceptor(retryNotLeader),
 		grpc.WithStaticStreamWindowSize(clientWindow),
-		grpc.WithStaticConnWindowSize(clientWindow))
+		grpc.WithStaticConnWindowSize(clientWindow),
+	}
+	if o.token != "" {
+		opts = append(opts, grpc.WithPerRPCCredentials(bearerToken(o.token)))
+	}
+	conn, err := grpc.NewClient("passthrough:///"+o.addr, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("--addr %q: %w", o.addr, err)
 	}
@@ -135,6 +143,10 @@ func (c call) describe(err error) error {
 		return fmt.Errorf("no answer from raftcron at %s within %s", c.addr, c.timeout)
 	case codes.Canceled:
 		return errors.New("canceled")
+	case codes.Unauthenticated:
+		return fmt.Errorf("not authenticated: %s", st.Message())
+	case codes.PermissionDenied:
+		return fmt.Errorf("permission denied: %s", st.Message())
 	default:
 		return fmt.Errorf("%s (%s)", st.Message(), st.Code())
 	}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -40,6 +41,7 @@ const (
 	flagLogFormat     = "log-format"
 	flagMemoryLimit   = "memory-limit"
 	flagDiskStall     = "disk-stall-timeout"
+	flagACL           = "acl"
 )
 
 // serveConfig is the validated configuration of one node: the node's own
@@ -126,6 +128,9 @@ func addServeFlags(fs *pflag.FlagSet) {
 		"reports not ready, and exits non-zero if it leads (at least 100ms; 0: the default)")
 	fs.String(flagMemoryLimit, memoryLimitAuto, "Go soft memory limit: a size (1800MiB, 2GiB), off, or auto: "+
 		"GOMEMLIMIT if set, else 90% of the cgroup's memory limit or of the machine's memory")
+	addPolicyFlags(fs)
+	fs.Bool(flagACL, false, "require an ACL token (authorization: Bearer <secret>) on every call but "+
+		"grpc.health.v1; create the first with `raftcron acl bootstrap`")
 	addLimitFlags(fs)
 }
 
@@ -215,6 +220,8 @@ func parseServeConfig(k *koanf.Koanf) (serveConfig, error) {
 	var limitErrs []error
 	cfg.Limits, limitErrs = parseLimits(k)
 	errs = append(errs, limitErrs...)
+	cfg.ACL, err = boolValue(k, flagACL)
+	check(err)
 	// A value that did not parse is left zero, which breaks no rule of its
 	// own: the rest are still checked.
 	check(cfg.Validate())
@@ -226,6 +233,8 @@ func parseServeConfig(k *koanf.Koanf) (serveConfig, error) {
 		check(fmt.Errorf("--log-format: %q is not text or json", cfg.LogFormat))
 	}
 	cfg.MemoryLimit, err = parseMemoryLimit(stringValue(k, flagMemoryLimit))
+	check(err)
+	cfg.Policy, err = parsePolicyConfig(k, os.Geteuid())
 	check(err)
 	if len(errs) > 0 {
 		return serveConfig{}, flagError(errors.Join(errs...))
@@ -294,6 +303,25 @@ func durationValue(k *koanf.Koanf, key string) (time.Duration, error) {
 		return 0, fmt.Errorf("--%s: %v is not a duration like 300ms or 1s", key, v)
 	}
 	return d, nil
+}
+
+// boolValue reads a boolean flag, also given as "true"/"false" by the
+// environment or the file.
+func boolValue(k *koanf.Koanf, key string) (bool, error) {
+	switch v := k.Get(key).(type) {
+	case nil:
+		return false, nil
+	case bool:
+		return v, nil
+	case string:
+		b, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			return false, fmt.Errorf("--%s: %q is not true or false", key, v)
+		}
+		return b, nil
+	default:
+		return false, fmt.Errorf("--%s: %v is not true or false", key, v)
+	}
 }
 
 func parseLogLevel(s string) (slog.Level, error) {

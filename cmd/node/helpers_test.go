@@ -133,10 +133,16 @@ func (r cliResult) String() string {
 // status and output.
 func runCLI(t testing.TB, stdin string, args ...string) cliResult {
 	t.Helper()
+	return runCLIEnv(t, nil, stdin, args...)
+}
+
+// runCLIEnv is runCLI with env (KEY=value) added to the clean environment.
+func runCLIEnv(t testing.TB, env []string, stdin string, args ...string) cliResult {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary(t), args...)
-	cmd.Env = proc.Environ()
+	cmd.Env = append(proc.Environ(), env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut

@@ -78,6 +78,8 @@ type node struct {
 	dir   string
 	peers []cluster.Peer
 	gains *gains
+	// acl is serve --acl: every call but health needs a token.
+	acl bool
 
 	// The running incarnation; nil when stopped.
 	srv  *server.Server
@@ -110,6 +112,7 @@ func (n *node) start(ln net.Listener) {
 		HeartbeatTimeout:   heartbeat,
 		ElectionTimeout:    election,
 		LeaderLeaseTimeout: lease,
+		ACL:                n.acl,
 		Logger:             testLogger().With("node", n.id),
 		Isolation:          iso,
 		WrapExecutor: func(next dispatch.Executor) dispatch.Executor {
@@ -177,7 +180,9 @@ type testCluster struct {
 	gains *gains
 }
 
-func newCluster(t *testing.T, size int) *testCluster {
+// newCluster starts size nodes; each option adjusts every node before it
+// starts.
+func newCluster(t *testing.T, size int, options ...func(*node)) *testCluster {
 	t.Helper()
 	tc := &testCluster{t: t, gains: &gains{}}
 	lns := make([]net.Listener, size)
@@ -192,6 +197,9 @@ func newCluster(t *testing.T, size int) *testCluster {
 	}
 	for i, p := range peers {
 		n := &node{t: t, id: p.ID, addr: p.Addr, dir: t.TempDir(), peers: peers, gains: tc.gains}
+		for _, o := range options {
+			o(n)
+		}
 		n.start(lns[i])
 		tc.nodes = append(tc.nodes, n)
 	}

@@ -152,6 +152,9 @@ type Command struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The proposer's wall clock; the FSM's only source of time.
 	ProposedAtUnixNano int64 `protobuf:"varint,1,opt,name=proposed_at_unix_nano,json=proposedAtUnixNano,proto3" json:"proposed_at_unix_nano,omitempty"`
+	// Who asked for a registry or ACL write; unset for the scheduler's own
+	// fire and complete batches.
+	Caller *Caller `protobuf:"bytes,2,opt,name=caller,proto3" json:"caller,omitempty"`
 	// Types that are valid to be assigned to Kind:
 	//
 	//	*Command_PutJob
@@ -159,6 +162,9 @@ type Command struct {
 	//	*Command_SetPaused
 	//	*Command_FireBatch
 	//	*Command_CompleteBatch
+	//	*Command_BootstrapAcl
+	//	*Command_CreateAclToken
+	//	*Command_DeleteAclToken
 	Kind          isCommand_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -199,6 +205,13 @@ func (x *Command) GetProposedAtUnixNano() int64 {
 		return x.ProposedAtUnixNano
 	}
 	return 0
+}
+
+func (x *Command) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
 }
 
 func (x *Command) GetKind() isCommand_Kind {
@@ -253,6 +266,33 @@ func (x *Command) GetCompleteBatch() *CompleteBatchCommand {
 	return nil
 }
 
+func (x *Command) GetBootstrapAcl() *BootstrapAclCommand {
+	if x != nil {
+		if x, ok := x.Kind.(*Command_BootstrapAcl); ok {
+			return x.BootstrapAcl
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetCreateAclToken() *CreateAclTokenCommand {
+	if x != nil {
+		if x, ok := x.Kind.(*Command_CreateAclToken); ok {
+			return x.CreateAclToken
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetDeleteAclToken() *DeleteAclTokenCommand {
+	if x != nil {
+		if x, ok := x.Kind.(*Command_DeleteAclToken); ok {
+			return x.DeleteAclToken
+		}
+	}
+	return nil
+}
+
 type isCommand_Kind interface {
 	isCommand_Kind()
 }
@@ -277,6 +317,18 @@ type Command_CompleteBatch struct {
 	CompleteBatch *CompleteBatchCommand `protobuf:"bytes,14,opt,name=complete_batch,json=completeBatch,proto3,oneof"`
 }
 
+type Command_BootstrapAcl struct {
+	BootstrapAcl *BootstrapAclCommand `protobuf:"bytes,21,opt,name=bootstrap_acl,json=bootstrapAcl,proto3,oneof"`
+}
+
+type Command_CreateAclToken struct {
+	CreateAclToken *CreateAclTokenCommand `protobuf:"bytes,22,opt,name=create_acl_token,json=createAclToken,proto3,oneof"`
+}
+
+type Command_DeleteAclToken struct {
+	DeleteAclToken *DeleteAclTokenCommand `protobuf:"bytes,23,opt,name=delete_acl_token,json=deleteAclToken,proto3,oneof"`
+}
+
 func (*Command_PutJob) isCommand_Kind() {}
 
 func (*Command_DeleteJob) isCommand_Kind() {}
@@ -286,6 +338,12 @@ func (*Command_SetPaused) isCommand_Kind() {}
 func (*Command_FireBatch) isCommand_Kind() {}
 
 func (*Command_CompleteBatch) isCommand_Kind() {}
+
+func (*Command_BootstrapAcl) isCommand_Kind() {}
+
+func (*Command_CreateAclToken) isCommand_Kind() {}
+
+func (*Command_DeleteAclToken) isCommand_Kind() {}
 
 type PutJobCommand struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -982,8 +1040,11 @@ type Completion struct {
 	FinishedAtUnixNano int64    `protobuf:"varint,5,opt,name=finished_at_unix_nano,json=finishedAtUnixNano,proto3" json:"finished_at_unix_nano,omitempty"`
 	Detail             string   `protobuf:"bytes,6,opt,name=detail,proto3" json:"detail,omitempty"`
 	Output             []byte   `protobuf:"bytes,7,opt,name=output,proto3" json:"output,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// Set when the node refused the attempt by its own policy (exec_denied,
+	// egress_denied): the run's reason, and such an attempt is never retried.
+	Reason        string `protobuf:"bytes,8,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Completion) Reset() {
@@ -1065,6 +1126,13 @@ func (x *Completion) GetOutput() []byte {
 	return nil
 }
 
+func (x *Completion) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 type CompletionResult struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Accepted bool                   `protobuf:"varint,1,opt,name=accepted,proto3" json:"accepted,omitempty"`
@@ -1130,9 +1198,10 @@ var File_raftcron_v1_command_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\n" +
-	"\x19raftcron/v1/command.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\"\x87\x03\n" +
+	"\x19raftcron/v1/command.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/acl.proto\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\"\x9d\x05\n" +
 	"\aCommand\x121\n" +
-	"\x15proposed_at_unix_nano\x18\x01 \x01(\x03R\x12proposedAtUnixNano\x125\n" +
+	"\x15proposed_at_unix_nano\x18\x01 \x01(\x03R\x12proposedAtUnixNano\x12+\n" +
+	"\x06caller\x18\x02 \x01(\v2\x13.raftcron.v1.CallerR\x06caller\x125\n" +
 	"\aput_job\x18\n" +
 	" \x01(\v2\x1a.raftcron.v1.PutJobCommandH\x00R\x06putJob\x12>\n" +
 	"\n" +
@@ -1141,7 +1210,10 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"set_paused\x18\f \x01(\v2\x1d.raftcron.v1.SetPausedCommandH\x00R\tsetPaused\x12>\n" +
 	"\n" +
 	"fire_batch\x18\r \x01(\v2\x1d.raftcron.v1.FireBatchCommandH\x00R\tfireBatch\x12J\n" +
-	"\x0ecomplete_batch\x18\x0e \x01(\v2!.raftcron.v1.CompleteBatchCommandH\x00R\rcompleteBatchB\x06\n" +
+	"\x0ecomplete_batch\x18\x0e \x01(\v2!.raftcron.v1.CompleteBatchCommandH\x00R\rcompleteBatch\x12G\n" +
+	"\rbootstrap_acl\x18\x15 \x01(\v2 .raftcron.v1.BootstrapAclCommandH\x00R\fbootstrapAcl\x12N\n" +
+	"\x10create_acl_token\x18\x16 \x01(\v2\".raftcron.v1.CreateAclTokenCommandH\x00R\x0ecreateAclToken\x12N\n" +
+	"\x10delete_acl_token\x18\x17 \x01(\v2\".raftcron.v1.DeleteAclTokenCommandH\x00R\x0edeleteAclTokenB\x06\n" +
 	"\x04kind\"\xa9\x01\n" +
 	"\rPutJobCommand\x12(\n" +
 	"\x04spec\x18\x01 \x01(\v2\x14.raftcron.v1.JobSpecR\x04spec\x12(\n" +
@@ -1200,7 +1272,7 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x03run\x18\x06 \x01(\v2\x10.raftcron.v1.RunR\x03run\x12(\n" +
 	"\x04spec\x18\a \x01(\v2\x14.raftcron.v1.JobSpecR\x04spec\"Q\n" +
 	"\x14CompleteBatchCommand\x129\n" +
-	"\vcompletions\x18\x01 \x03(\v2\x17.raftcron.v1.CompletionR\vcompletions\"\xfe\x01\n" +
+	"\vcompletions\x18\x01 \x03(\v2\x17.raftcron.v1.CompletionR\vcompletions\"\x96\x02\n" +
 	"\n" +
 	"Completion\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x14\n" +
@@ -1209,7 +1281,8 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x14started_at_unix_nano\x18\x04 \x01(\x03R\x11startedAtUnixNano\x121\n" +
 	"\x15finished_at_unix_nano\x18\x05 \x01(\x03R\x12finishedAtUnixNano\x12\x16\n" +
 	"\x06detail\x18\x06 \x01(\tR\x06detail\x12\x16\n" +
-	"\x06output\x18\a \x01(\fR\x06output\"j\n" +
+	"\x06output\x18\a \x01(\fR\x06output\x12\x16\n" +
+	"\x06reason\x18\b \x01(\tR\x06reason\"j\n" +
 	"\x10CompletionResult\x12\x1a\n" +
 	"\baccepted\x18\x01 \x01(\bR\baccepted\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\"\n" +
@@ -1245,51 +1318,59 @@ func file_raftcron_v1_command_proto_rawDescGZIP() []byte {
 var file_raftcron_v1_command_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
 var file_raftcron_v1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_raftcron_v1_command_proto_goTypes = []any{
-	(PutMode)(0),                 // 0: raftcron.v1.PutMode
-	(ResultCode)(0),              // 1: raftcron.v1.ResultCode
-	(*Command)(nil),              // 2: raftcron.v1.Command
-	(*PutJobCommand)(nil),        // 3: raftcron.v1.PutJobCommand
-	(*DeleteJobCommand)(nil),     // 4: raftcron.v1.DeleteJobCommand
-	(*SetPausedCommand)(nil),     // 5: raftcron.v1.SetPausedCommand
-	(*CommandResult)(nil),        // 6: raftcron.v1.CommandResult
-	(*FireBatchCommand)(nil),     // 7: raftcron.v1.FireBatchCommand
-	(*Fire)(nil),                 // 8: raftcron.v1.Fire
-	(*Miss)(nil),                 // 9: raftcron.v1.Miss
-	(*FireResult)(nil),           // 10: raftcron.v1.FireResult
-	(*CompleteBatchCommand)(nil), // 11: raftcron.v1.CompleteBatchCommand
-	(*Completion)(nil),           // 12: raftcron.v1.Completion
-	(*CompletionResult)(nil),     // 13: raftcron.v1.CompletionResult
-	(*JobSpec)(nil),              // 14: raftcron.v1.JobSpec
-	(*Job)(nil),                  // 15: raftcron.v1.Job
-	(FireKind)(0),                // 16: raftcron.v1.FireKind
-	(*Run)(nil),                  // 17: raftcron.v1.Run
-	(RunState)(0),                // 18: raftcron.v1.RunState
+	(PutMode)(0),                  // 0: raftcron.v1.PutMode
+	(ResultCode)(0),               // 1: raftcron.v1.ResultCode
+	(*Command)(nil),               // 2: raftcron.v1.Command
+	(*PutJobCommand)(nil),         // 3: raftcron.v1.PutJobCommand
+	(*DeleteJobCommand)(nil),      // 4: raftcron.v1.DeleteJobCommand
+	(*SetPausedCommand)(nil),      // 5: raftcron.v1.SetPausedCommand
+	(*CommandResult)(nil),         // 6: raftcron.v1.CommandResult
+	(*FireBatchCommand)(nil),      // 7: raftcron.v1.FireBatchCommand
+	(*Fire)(nil),                  // 8: raftcron.v1.Fire
+	(*Miss)(nil),                  // 9: raftcron.v1.Miss
+	(*FireResult)(nil),            // 10: raftcron.v1.FireResult
+	(*CompleteBatchCommand)(nil),  // 11: raftcron.v1.CompleteBatchCommand
+	(*Completion)(nil),            // 12: raftcron.v1.Completion
+	(*CompletionResult)(nil),      // 13: raftcron.v1.CompletionResult
+	(*Caller)(nil),                // 14: raftcron.v1.Caller
+	(*BootstrapAclCommand)(nil),   // 15: raftcron.v1.BootstrapAclCommand
+	(*CreateAclTokenCommand)(nil), // 16: raftcron.v1.CreateAclTokenCommand
+	(*DeleteAclTokenCommand)(nil), // 17: raftcron.v1.DeleteAclTokenCommand
+	(*JobSpec)(nil),               // 18: raftcron.v1.JobSpec
+	(*Job)(nil),                   // 19: raftcron.v1.Job
+	(FireKind)(0),                 // 20: raftcron.v1.FireKind
+	(*Run)(nil),                   // 21: raftcron.v1.Run
+	(RunState)(0),                 // 22: raftcron.v1.RunState
 }
 var file_raftcron_v1_command_proto_depIdxs = []int32{
-	3,  // 0: raftcron.v1.Command.put_job:type_name -> raftcron.v1.PutJobCommand
-	4,  // 1: raftcron.v1.Command.delete_job:type_name -> raftcron.v1.DeleteJobCommand
-	5,  // 2: raftcron.v1.Command.set_paused:type_name -> raftcron.v1.SetPausedCommand
-	7,  // 3: raftcron.v1.Command.fire_batch:type_name -> raftcron.v1.FireBatchCommand
-	11, // 4: raftcron.v1.Command.complete_batch:type_name -> raftcron.v1.CompleteBatchCommand
-	14, // 5: raftcron.v1.PutJobCommand.spec:type_name -> raftcron.v1.JobSpec
-	0,  // 6: raftcron.v1.PutJobCommand.mode:type_name -> raftcron.v1.PutMode
-	1,  // 7: raftcron.v1.CommandResult.code:type_name -> raftcron.v1.ResultCode
-	15, // 8: raftcron.v1.CommandResult.job:type_name -> raftcron.v1.Job
-	10, // 9: raftcron.v1.CommandResult.fires:type_name -> raftcron.v1.FireResult
-	13, // 10: raftcron.v1.CommandResult.completions:type_name -> raftcron.v1.CompletionResult
-	8,  // 11: raftcron.v1.FireBatchCommand.fires:type_name -> raftcron.v1.Fire
-	9,  // 12: raftcron.v1.FireBatchCommand.misses:type_name -> raftcron.v1.Miss
-	16, // 13: raftcron.v1.Fire.kind:type_name -> raftcron.v1.FireKind
-	17, // 14: raftcron.v1.FireResult.run:type_name -> raftcron.v1.Run
-	14, // 15: raftcron.v1.FireResult.spec:type_name -> raftcron.v1.JobSpec
-	12, // 16: raftcron.v1.CompleteBatchCommand.completions:type_name -> raftcron.v1.Completion
-	18, // 17: raftcron.v1.Completion.outcome:type_name -> raftcron.v1.RunState
-	17, // 18: raftcron.v1.CompletionResult.run:type_name -> raftcron.v1.Run
-	19, // [19:19] is the sub-list for method output_type
-	19, // [19:19] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	14, // 0: raftcron.v1.Command.caller:type_name -> raftcron.v1.Caller
+	3,  // 1: raftcron.v1.Command.put_job:type_name -> raftcron.v1.PutJobCommand
+	4,  // 2: raftcron.v1.Command.delete_job:type_name -> raftcron.v1.DeleteJobCommand
+	5,  // 3: raftcron.v1.Command.set_paused:type_name -> raftcron.v1.SetPausedCommand
+	7,  // 4: raftcron.v1.Command.fire_batch:type_name -> raftcron.v1.FireBatchCommand
+	11, // 5: raftcron.v1.Command.complete_batch:type_name -> raftcron.v1.CompleteBatchCommand
+	15, // 6: raftcron.v1.Command.bootstrap_acl:type_name -> raftcron.v1.BootstrapAclCommand
+	16, // 7: raftcron.v1.Command.create_acl_token:type_name -> raftcron.v1.CreateAclTokenCommand
+	17, // 8: raftcron.v1.Command.delete_acl_token:type_name -> raftcron.v1.DeleteAclTokenCommand
+	18, // 9: raftcron.v1.PutJobCommand.spec:type_name -> raftcron.v1.JobSpec
+	0,  // 10: raftcron.v1.PutJobCommand.mode:type_name -> raftcron.v1.PutMode
+	1,  // 11: raftcron.v1.CommandResult.code:type_name -> raftcron.v1.ResultCode
+	19, // 12: raftcron.v1.CommandResult.job:type_name -> raftcron.v1.Job
+	10, // 13: raftcron.v1.CommandResult.fires:type_name -> raftcron.v1.FireResult
+	13, // 14: raftcron.v1.CommandResult.completions:type_name -> raftcron.v1.CompletionResult
+	8,  // 15: raftcron.v1.FireBatchCommand.fires:type_name -> raftcron.v1.Fire
+	9,  // 16: raftcron.v1.FireBatchCommand.misses:type_name -> raftcron.v1.Miss
+	20, // 17: raftcron.v1.Fire.kind:type_name -> raftcron.v1.FireKind
+	21, // 18: raftcron.v1.FireResult.run:type_name -> raftcron.v1.Run
+	18, // 19: raftcron.v1.FireResult.spec:type_name -> raftcron.v1.JobSpec
+	12, // 20: raftcron.v1.CompleteBatchCommand.completions:type_name -> raftcron.v1.Completion
+	22, // 21: raftcron.v1.Completion.outcome:type_name -> raftcron.v1.RunState
+	21, // 22: raftcron.v1.CompletionResult.run:type_name -> raftcron.v1.Run
+	23, // [23:23] is the sub-list for method output_type
+	23, // [23:23] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_command_proto_init() }
@@ -1297,6 +1378,7 @@ func file_raftcron_v1_command_proto_init() {
 	if File_raftcron_v1_command_proto != nil {
 		return
 	}
+	file_raftcron_v1_acl_proto_init()
 	file_raftcron_v1_job_proto_init()
 	file_raftcron_v1_run_proto_init()
 	file_raftcron_v1_command_proto_msgTypes[0].OneofWrappers = []any{
@@ -1305,6 +1387,9 @@ func file_raftcron_v1_command_proto_init() {
 		(*Command_SetPaused)(nil),
 		(*Command_FireBatch)(nil),
 		(*Command_CompleteBatch)(nil),
+		(*Command_BootstrapAcl)(nil),
+		(*Command_CreateAclToken)(nil),
+		(*Command_DeleteAclToken)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
