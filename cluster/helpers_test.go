@@ -404,3 +404,9 @@ func ctxTimeout(tb testing.TB, d time.Duration) context.Context {
 	tb.Cleanup(cancel)
 	return ctx
 }
+
+// mustGet is get for a key a test expects; a missing key reads as "".
+func (f *kvFSM) mustGet(name string) string {
+	v, _ := f.get(name)
+	return v
+}

@@ -43,6 +43,10 @@ type Config struct {
 	HeartbeatTimeout   time.Duration
 	ElectionTimeout    time.Duration
 	LeaderLeaseTimeout time.Duration
+	// DiskStallTimeout is how long a Raft disk write may run before the
+	// node reports not ready, and exits if it leads; zero means
+	// cluster.DefaultDiskStallTimeout.
+	DiskStallTimeout time.Duration
 
 	// TLS, if set, makes every connection to Addr TLS (cluster.ListenTLS):
 	// Raft and node-to-node forwarding only for node certificates of its
@@ -127,6 +131,7 @@ func (cfg Config) cluster() cluster.Config {
 		HeartbeatTimeout:   cfg.HeartbeatTimeout,
 		ElectionTimeout:    cfg.ElectionTimeout,
 		LeaderLeaseTimeout: cfg.LeaderLeaseTimeout,
+		DiskStallTimeout:   cfg.DiskStallTimeout,
 		Now:                cfg.Now,
 		CommandVersion:     fsm.CommandVersion,
 		VersionOf:          fsm.VersionOf,

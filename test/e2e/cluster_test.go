@@ -144,6 +144,32 @@ func appendFile(path, text string) error {
 	return err
 }
 
+// pid is the process ID of n's running process, 0 if it is down.
+func (n *node) pid() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.proc == nil || n.proc.Exited() {
+		return 0
+	}
+	return n.proc.Pid()
+}
+
+// waitExit waits until n's process exits by itself and returns its exit
+// status.
+func (c *cluster) waitExit(n *node, timeout time.Duration) int {
+	c.t.Helper()
+	n.mu.Lock()
+	p := n.proc
+	n.mu.Unlock()
+	if p == nil {
+		c.t.Fatalf("%s was never started", n.ID)
+	}
+	if !p.Wait(timeout) {
+		c.t.Fatalf("%s did not exit within %s", n.ID, timeout)
+	}
+	return p.ExitCode()
+}
+
 func (n *node) procState() procState {
 	n.mu.Lock()
 	defer n.mu.Unlock()
