@@ -2,6 +2,8 @@ package api
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net"
 	"sync"
 	"testing"
@@ -90,6 +92,7 @@ type aclHarness struct {
 	fence  pb.FenceServiceClient
 	admin  pb.ClusterServiceClient
 	acl    pb.AclServiceClient
+	snap   pb.SnapshotServiceClient
 	health healthpb.HealthClient
 }
 
@@ -110,7 +113,10 @@ func newACLHarness(t *testing.T, enabled bool) *aclHarness {
 	Register(s, jobs, NewClusterService(&fakeCluster{}, state),
 		WithRunService(NewRunService(h.store, state, h.hub)),
 		WithFenceService(NewFenceService(h.store, state)),
-		WithACLService(NewACLService(h.store, state, now)))
+		WithACLService(NewACLService(h.store, state, now)),
+		WithSnapshotService(NewSnapshotService(SnapshotServiceConfig{
+			Node: &snapNode{leader: true, src: state, dst: fsm.New()}, Counter: state, ScratchDir: t.TempDir(), Now: now,
+		})))
 
 	lis := bufconn.Listen(1 << 20)
 	served := make(chan struct{})
@@ -135,8 +141,25 @@ func newACLHarness(t *testing.T, enabled bool) *aclHarness {
 	h.fence = pb.NewFenceServiceClient(conn)
 	h.admin = pb.NewClusterServiceClient(conn)
 	h.acl = pb.NewAclServiceClient(conn)
+	h.snap = pb.NewSnapshotServiceClient(conn)
 	h.health = healthpb.NewHealthClient(conn)
 	return h
+}
+
+// saveSnapshot reads a whole SaveSnapshot stream and returns how it ended.
+func (h *aclHarness) saveSnapshot(ctx context.Context) error {
+	stream, err := h.snap.SaveSnapshot(ctx, &pb.SaveSnapshotRequest{})
+	if err != nil {
+		return err
+	}
+	for {
+		if _, err := stream.Recv(); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+	}
 }
 
 // with is ctx carrying secret as the call's token.

@@ -21,7 +21,8 @@ import (
 // the version before it did. The version lives in the replicated state
 // (snapshot header; absent means 1), is raised by a set_cluster_version
 // entry that the leader proposes once every voter applies the version, and
-// never goes back.
+// no entry lowers it. (Restoring a backup restores the file's version; the
+// leader raises it again within seconds, since every voter applies it.)
 
 // version2 is the release that added the ACL kinds, and changed how the
 // kinds of version 1 apply: generation checks on manual, retry and
