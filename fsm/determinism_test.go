@@ -35,7 +35,7 @@ func TestSameLogGivesSameStateAndResults(t *testing.T) {
 		tally(seen, ra)
 	}
 	// The sequence must exercise every outcome, or equal hashes prove little.
-	for _, c := range []pb.ResultCode{codeOK, codeNotFound, codeExists, codeMismatch, codeMalformed} {
+	for _, c := range []pb.ResultCode{codeOK, codeNotFound, codeExists, codeMismatch, codeMalformed, pb.ResultCode_RESULT_CODE_RUN_FINISHED} {
 		if codes[c] == 0 {
 			t.Fatalf("the generated log never produced %v (codes: %v)", c, codes)
 		}
@@ -46,6 +46,7 @@ func TestSameLogGivesSameStateAndResults(t *testing.T) {
 		"fire " + fsm.ReasonDuplicateRequest, "fire " + fsm.ReasonBuffered,
 		"completion accepted", "completion " + fsm.ReasonSuperseded, "completion " + fsm.ReasonUnknownRun,
 		"kind RETRY", "kind REDISPATCH", "state RETRYING", "state CANCELLED", "state MISSED",
+		"cancel accepted",
 	} {
 		if seen[v] == 0 {
 			t.Fatalf("the generated log never produced %q (seen: %v)", v, seen)
@@ -57,6 +58,9 @@ func TestSameLogGivesSameStateAndResults(t *testing.T) {
 	}
 	if a.StateHash() == fsm.New().StateHash() {
 		t.Fatal("state hash equals an empty FSM's")
+	}
+	if len(a.ListAudit(fsm.AuditQuery{Job: "alpha"})) == 0 {
+		t.Fatal("the generated log left no audit record of a job")
 	}
 
 	// A third FSM, holding unrelated state, restored from a snapshot of the
@@ -103,6 +107,9 @@ func tally(seen map[string]int, r *pb.CommandResult) {
 			seen["fire "+f.GetReason()]++
 		}
 		runs(f.GetRun())
+	}
+	if run := r.GetRun(); run.GetReason() == fsm.ReasonCancelRequested {
+		seen["cancel accepted"]++
 	}
 	for _, c := range r.GetCompletions() {
 		if c.GetAccepted() {

@@ -15,6 +15,8 @@ var (
 	ErrVersionMismatch = errors.New("job version mismatch")
 	ErrMalformed       = errors.New("malformed command")
 	ErrInvalid         = errors.New("invalid command")
+	// ErrRunFinished: a cancel named a run that is no longer open.
+	ErrRunFinished = errors.New("run is finished")
 )
 
 // codes pairs each sentinel with its result code; the order is the order in
@@ -28,6 +30,7 @@ var codes = []struct {
 	{pb.ResultCode_RESULT_CODE_VERSION_MISMATCH, ErrVersionMismatch},
 	{pb.ResultCode_RESULT_CODE_MALFORMED, ErrMalformed},
 	{pb.ResultCode_RESULT_CODE_INVALID, ErrInvalid},
+	{pb.ResultCode_RESULT_CODE_RUN_FINISHED, ErrRunFinished},
 }
 
 // resultError carries a human message while unwrapping to its sentinel, so

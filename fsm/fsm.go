@@ -72,6 +72,7 @@ type outcome struct {
 	created     bool
 	fires       []*pb.FireResult
 	completions []*pb.CompletionResult
+	run         *pb.Run // a stored run the command changed, for the result (cancel_run)
 }
 
 // handler applies one kind of command. It checks everything before it
@@ -79,12 +80,16 @@ type outcome struct {
 type handler func(s *state, c *pb.Command, e entry) (outcome, error)
 
 // handlers is keyed by the name of the Command.kind oneof field.
+// The registry's writes, manual fires and cancels go through their audited
+// wrappers (audit.go).
 var handlers = map[protoreflect.Name]handler{
-	"put_job":        putJob,
-	"delete_job":     deleteJob,
-	"set_paused":     setPaused,
-	"fire_batch":     fireBatch,
+	"put_job":        auditedPut,
+	"delete_job":     auditedDelete,
+	"set_paused":     auditedSetPaused,
+	"fire_batch":     auditedFireBatch,
 	"complete_batch": completeBatch,
+	"cancel_run":     auditedCancelRun,
+	"set_audit":      setAudit,
 }
 
 var kindOneof = (&pb.Command{}).ProtoReflect().Descriptor().Oneofs().ByName("kind")
@@ -160,6 +165,7 @@ func result(o outcome, err error) *pb.CommandResult {
 		Created:     o.created,
 		Fires:       o.fires,
 		Completions: o.completions,
+		Run:         cloneRun(o.run),
 	}
 	if o.job != nil {
 		r.Job = cloneJob(o.job, o.status)

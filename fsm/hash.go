@@ -10,7 +10,8 @@ import (
 
 // StateHash is a SHA-256 over a deterministic encoding of all replicated
 // state: the counter, then every job and its status in name order, then
-// every tombstone in name order, then every run in id order. The derived
+// every tombstone in name order, then every run in id order, then the audit
+// trail if it is on. The derived
 // indexes are functions of the runs and need no place of their own. Nodes
 // that applied the same log have equal hashes.
 func (f *FSM) StateHash() [32]byte {
@@ -40,6 +41,7 @@ func (s *state) hash() [32]byte {
 		m.write(e.run, "run", e.id)
 		return true
 	})
+	s.audit.hash(h, &m)
 	var sum [32]byte
 	h.Sum(sum[:0])
 	return sum

@@ -19,10 +19,14 @@ import (
 // one SnapshotHeader, then header.job_count SnapshotRecords holding jobs
 // (status filled in) in name order, then header.tombstone_count holding
 // tombstones in name order, then header.run_count holding runs in id order,
+// then (format 2) header.audit_count holding audit records in seq order,
 // then the end of the stream. Records are written and read one at a time,
 // so neither side holds more than the state plus one record.
 const (
+	// formatVersion is what a snapshot without an audit trail is written
+	// in: builds from before the trail read it. formatAudit adds the trail.
 	formatVersion = 1
+	formatAudit   = 2
 	// maxRecordSize bounds one record: far above the 4 MiB a gRPC request
 	// may carry, so every job the API accepted fits, while a corrupt length
 	// prefix cannot make Restore allocate gigabytes.
@@ -72,13 +76,15 @@ func (s *state) writeTo(w io.Writer) error {
 		}
 		return err
 	}
-	err := put(&pb.SnapshotHeader{
+	h := &pb.SnapshotHeader{
 		FormatVersion:  formatVersion,
 		FencingCounter: s.counter,
 		JobCount:       uint64(s.jobs.Len()),
 		TombstoneCount: uint64(s.tombstones.Len()),
 		RunCount:       uint64(s.runs.Len()),
-	})
+	}
+	s.audit.header(h)
+	err := put(h)
 	if err != nil {
 		return err
 	}
@@ -107,6 +113,9 @@ func (s *state) writeTo(w io.Writer) error {
 		return err == nil
 	})
 	if err != nil {
+		return err
+	}
+	if err := s.audit.writeTo(put); err != nil {
 		return err
 	}
 	return bw.Flush()
@@ -144,9 +153,9 @@ func readState(r *bufio.Reader) (state, uint64, error) {
 	if err := dec.UnmarshalFrom(r, &h); err != nil {
 		return state{}, 0, fmt.Errorf("header: %w", truncated(err))
 	}
-	if h.GetFormatVersion() != formatVersion {
-		return state{}, 0, fmt.Errorf("%w: snapshot has format version %d, this build reads version %d",
-			ErrSnapshotFormat, h.GetFormatVersion(), formatVersion)
+	if v := h.GetFormatVersion(); v != formatVersion && v != formatAudit {
+		return state{}, 0, fmt.Errorf("%w: snapshot has format version %d, this build reads versions %d and %d",
+			ErrSnapshotFormat, v, formatVersion, formatAudit)
 	}
 	st := newState()
 	st.counter = h.GetFencingCounter()
@@ -158,6 +167,9 @@ func readState(r *bufio.Reader) (state, uint64, error) {
 		return state{}, 0, err
 	}
 	if err := readRuns(r, dec, &st, h.GetRunCount()); err != nil {
+		return state{}, 0, err
+	}
+	if err := readAudit(r, dec, &st.audit, &h); err != nil {
 		return state{}, 0, err
 	}
 	if _, err := r.ReadByte(); err != io.EOF {

@@ -77,6 +77,8 @@ type state struct {
 	// attempt that was accepted, and tokens strictly increase in log order.
 	// It is snapshotted and restored so it never goes backwards.
 	counter uint64
+	// audit is the audit trail; see audit.go.
+	audit auditTrail
 
 	// ix holds the derived indexes; see ledger.go.
 	ix *indexes
@@ -92,6 +94,7 @@ func newState() state {
 		jobs:       btree.NewG(treeDegree, jobLess),
 		tombstones: btree.NewG(treeDegree, tombstoneLess),
 		runs:       btree.NewG(treeDegree, runLess),
+		audit:      newAuditTrail(),
 		ix:         newIndexes(),
 		share:      newSharer(),
 	}
@@ -147,5 +150,6 @@ func (s *state) capture() state {
 		tombstones: s.tombstones.Clone(),
 		runs:       s.runs.Clone(),
 		counter:    s.counter,
+		audit:      s.audit.capture(),
 	}
 }

@@ -15,7 +15,7 @@ import (
 // advertise it, and the leader proposes a command only once every voter
 // advertises at least VersionOf it, so a node never meets a kind it cannot
 // apply in a healthy rolling upgrade.
-const CommandVersion uint32 = 1
+const CommandVersion uint32 = 2
 
 // introducedIn is the command version that introduced each kind, by the
 // name of its Command.kind oneof field. A new kind is one line here (and
@@ -27,6 +27,8 @@ var introducedIn = map[protoreflect.Name]uint32{
 	"set_paused":     1,
 	"fire_batch":     1,
 	"complete_batch": 1,
+	"cancel_run":     2,
+	"set_audit":      2,
 }
 
 // ErrUnknownCommand: a committed entry holds a command kind this build does

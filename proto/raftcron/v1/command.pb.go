@@ -88,6 +88,8 @@ const (
 	ResultCode_RESULT_CODE_MALFORMED ResultCode = 5
 	// The command was decoded but its content breaks a rule the FSM enforces.
 	ResultCode_RESULT_CODE_INVALID ResultCode = 6
+	// The run is finished already: there is nothing left to cancel.
+	ResultCode_RESULT_CODE_RUN_FINISHED ResultCode = 7
 )
 
 // Enum value maps for ResultCode.
@@ -100,6 +102,7 @@ var (
 		4: "RESULT_CODE_VERSION_MISMATCH",
 		5: "RESULT_CODE_MALFORMED",
 		6: "RESULT_CODE_INVALID",
+		7: "RESULT_CODE_RUN_FINISHED",
 	}
 	ResultCode_value = map[string]int32{
 		"RESULT_CODE_UNSPECIFIED":      0,
@@ -109,6 +112,7 @@ var (
 		"RESULT_CODE_VERSION_MISMATCH": 4,
 		"RESULT_CODE_MALFORMED":        5,
 		"RESULT_CODE_INVALID":          6,
+		"RESULT_CODE_RUN_FINISHED":     7,
 	}
 )
 
@@ -148,6 +152,10 @@ type Command struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The proposer's wall clock; the FSM's only source of time.
 	ProposedAtUnixNano int64 `protobuf:"varint,1,opt,name=proposed_at_unix_nano,json=proposedAtUnixNano,proto3" json:"proposed_at_unix_nano,omitempty"`
+	// Who asked for the change (token name, certificate CN, or "anonymous"),
+	// as the node that took the request knows it; audit records carry it.
+	// Builds from before command version 2 ignore it.
+	Principal string `protobuf:"bytes,2,opt,name=principal,proto3" json:"principal,omitempty"`
 	// Types that are valid to be assigned to Kind:
 	//
 	//	*Command_PutJob
@@ -155,6 +163,8 @@ type Command struct {
 	//	*Command_SetPaused
 	//	*Command_FireBatch
 	//	*Command_CompleteBatch
+	//	*Command_CancelRun
+	//	*Command_SetAudit
 	Kind          isCommand_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -195,6 +205,13 @@ func (x *Command) GetProposedAtUnixNano() int64 {
 		return x.ProposedAtUnixNano
 	}
 	return 0
+}
+
+func (x *Command) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
 }
 
 func (x *Command) GetKind() isCommand_Kind {
@@ -249,6 +266,24 @@ func (x *Command) GetCompleteBatch() *CompleteBatchCommand {
 	return nil
 }
 
+func (x *Command) GetCancelRun() *CancelRunCommand {
+	if x != nil {
+		if x, ok := x.Kind.(*Command_CancelRun); ok {
+			return x.CancelRun
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetSetAudit() *SetAuditCommand {
+	if x != nil {
+		if x, ok := x.Kind.(*Command_SetAudit); ok {
+			return x.SetAudit
+		}
+	}
+	return nil
+}
+
 type isCommand_Kind interface {
 	isCommand_Kind()
 }
@@ -273,6 +308,15 @@ type Command_CompleteBatch struct {
 	CompleteBatch *CompleteBatchCommand `protobuf:"bytes,14,opt,name=complete_batch,json=completeBatch,proto3,oneof"`
 }
 
+type Command_CancelRun struct {
+	// Command version 2.
+	CancelRun *CancelRunCommand `protobuf:"bytes,15,opt,name=cancel_run,json=cancelRun,proto3,oneof"`
+}
+
+type Command_SetAudit struct {
+	SetAudit *SetAuditCommand `protobuf:"bytes,16,opt,name=set_audit,json=setAudit,proto3,oneof"`
+}
+
 func (*Command_PutJob) isCommand_Kind() {}
 
 func (*Command_DeleteJob) isCommand_Kind() {}
@@ -282,6 +326,10 @@ func (*Command_SetPaused) isCommand_Kind() {}
 func (*Command_FireBatch) isCommand_Kind() {}
 
 func (*Command_CompleteBatch) isCommand_Kind() {}
+
+func (*Command_CancelRun) isCommand_Kind() {}
+
+func (*Command_SetAudit) isCommand_Kind() {}
 
 type PutJobCommand struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -467,7 +515,9 @@ type CommandResult struct {
 	// FireBatch: one result per fire, in order.
 	Fires []*FireResult `protobuf:"bytes,6,rep,name=fires,proto3" json:"fires,omitempty"`
 	// CompleteBatch: one result per completion, in order.
-	Completions   []*CompletionResult `protobuf:"bytes,7,rep,name=completions,proto3" json:"completions,omitempty"`
+	Completions []*CompletionResult `protobuf:"bytes,7,rep,name=completions,proto3" json:"completions,omitempty"`
+	// CancelRun: the run as the cancel left it.
+	Run           *Run `protobuf:"bytes,8,opt,name=run,proto3" json:"run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -547,6 +597,13 @@ func (x *CommandResult) GetFires() []*FireResult {
 func (x *CommandResult) GetCompletions() []*CompletionResult {
 	if x != nil {
 		return x.Completions
+	}
+	return nil
+}
+
+func (x *CommandResult) GetRun() *Run {
+	if x != nil {
+		return x.Run
 	}
 	return nil
 }
@@ -633,7 +690,9 @@ type Fire struct {
 	// MANUAL: idempotency of the trigger.
 	RequestId string `protobuf:"bytes,6,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	// MANUAL: fire even if the job is paused.
-	Force         bool `protobuf:"varint,7,opt,name=force,proto3" json:"force,omitempty"`
+	Force bool `protobuf:"varint,7,opt,name=force,proto3" json:"force,omitempty"`
+	// MANUAL: who triggered the run, for the audit record.
+	Principal     string `protobuf:"bytes,8,opt,name=principal,proto3" json:"principal,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -715,6 +774,13 @@ func (x *Fire) GetForce() bool {
 		return x.Force
 	}
 	return false
+}
+
+func (x *Fire) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
 }
 
 // Miss records slots given up without dispatch (outside the catch-up window,
@@ -1089,13 +1155,122 @@ func (x *CompletionResult) GetRun() *Run {
 	return nil
 }
 
+// CancelRunCommand finishes an open run as CANCELLED (reason
+// cancel_requested): its executing attempt is cancelled with it, so the
+// attempt's late outcome is superseded, and no leader re-dispatches or
+// retries the run. A finished run is refused with RUN_FINISHED.
+type CancelRunCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RunId         string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelRunCommand) Reset() {
+	*x = CancelRunCommand{}
+	mi := &file_raftcron_v1_command_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelRunCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelRunCommand) ProtoMessage() {}
+
+func (x *CancelRunCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_command_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelRunCommand.ProtoReflect.Descriptor instead.
+func (*CancelRunCommand) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *CancelRunCommand) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+// SetAuditCommand turns the audit trail on, keeping the newest limit
+// records. Audit records are replicated state that builds from before
+// command version 2 do not keep, so the trail starts only with this command,
+// which a leader proposes once every voter applies version 2.
+type SetAuditCommand struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 1 to 1,000,000.
+	Limit uint32 `protobuf:"varint,1,opt,name=limit,proto3" json:"limit,omitempty"`
+	// Leave an audit trail that is on as it is: only switch it on. A node
+	// that does not lead proposes this, so that only the leader's limit
+	// ever changes the one in force.
+	EnableOnly    bool `protobuf:"varint,2,opt,name=enable_only,json=enableOnly,proto3" json:"enable_only,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetAuditCommand) Reset() {
+	*x = SetAuditCommand{}
+	mi := &file_raftcron_v1_command_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetAuditCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetAuditCommand) ProtoMessage() {}
+
+func (x *SetAuditCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_command_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetAuditCommand.ProtoReflect.Descriptor instead.
+func (*SetAuditCommand) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *SetAuditCommand) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *SetAuditCommand) GetEnableOnly() bool {
+	if x != nil {
+		return x.EnableOnly
+	}
+	return false
+}
+
 var File_raftcron_v1_command_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\n" +
-	"\x19raftcron/v1/command.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\"\x87\x03\n" +
+	"\x19raftcron/v1/command.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\"\xa2\x04\n" +
 	"\aCommand\x121\n" +
-	"\x15proposed_at_unix_nano\x18\x01 \x01(\x03R\x12proposedAtUnixNano\x125\n" +
+	"\x15proposed_at_unix_nano\x18\x01 \x01(\x03R\x12proposedAtUnixNano\x12\x1c\n" +
+	"\tprincipal\x18\x02 \x01(\tR\tprincipal\x125\n" +
 	"\aput_job\x18\n" +
 	" \x01(\v2\x1a.raftcron.v1.PutJobCommandH\x00R\x06putJob\x12>\n" +
 	"\n" +
@@ -1104,7 +1279,10 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"set_paused\x18\f \x01(\v2\x1d.raftcron.v1.SetPausedCommandH\x00R\tsetPaused\x12>\n" +
 	"\n" +
 	"fire_batch\x18\r \x01(\v2\x1d.raftcron.v1.FireBatchCommandH\x00R\tfireBatch\x12J\n" +
-	"\x0ecomplete_batch\x18\x0e \x01(\v2!.raftcron.v1.CompleteBatchCommandH\x00R\rcompleteBatchB\x06\n" +
+	"\x0ecomplete_batch\x18\x0e \x01(\v2!.raftcron.v1.CompleteBatchCommandH\x00R\rcompleteBatch\x12>\n" +
+	"\n" +
+	"cancel_run\x18\x0f \x01(\v2\x1d.raftcron.v1.CancelRunCommandH\x00R\tcancelRun\x12;\n" +
+	"\tset_audit\x18\x10 \x01(\v2\x1c.raftcron.v1.SetAuditCommandH\x00R\bsetAuditB\x06\n" +
 	"\x04kind\"\x8e\x01\n" +
 	"\rPutJobCommand\x12(\n" +
 	"\x04spec\x18\x01 \x01(\v2\x14.raftcron.v1.JobSpecR\x04spec\x12(\n" +
@@ -1116,7 +1294,7 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x10SetPausedCommand\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06paused\x18\x02 \x01(\bR\x06paused\x12\x12\n" +
-	"\x04note\x18\x03 \x01(\tR\x04note\"\x9e\x02\n" +
+	"\x04note\x18\x03 \x01(\tR\x04note\"\xc2\x02\n" +
 	"\rCommandResult\x12+\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x17.raftcron.v1.ResultCodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\"\n" +
@@ -1124,12 +1302,13 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\achanged\x18\x04 \x01(\bR\achanged\x12\x18\n" +
 	"\acreated\x18\x05 \x01(\bR\acreated\x12-\n" +
 	"\x05fires\x18\x06 \x03(\v2\x17.raftcron.v1.FireResultR\x05fires\x12?\n" +
-	"\vcompletions\x18\a \x03(\v2\x1d.raftcron.v1.CompletionResultR\vcompletions\"\x97\x01\n" +
+	"\vcompletions\x18\a \x03(\v2\x1d.raftcron.v1.CompletionResultR\vcompletions\x12\"\n" +
+	"\x03run\x18\b \x01(\v2\x10.raftcron.v1.RunR\x03run\"\x97\x01\n" +
 	"\x10FireBatchCommand\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12\x12\n" +
 	"\x04term\x18\x02 \x01(\x04R\x04term\x12'\n" +
 	"\x05fires\x18\x03 \x03(\v2\x11.raftcron.v1.FireR\x05fires\x12)\n" +
-	"\x06misses\x18\x04 \x03(\v2\x11.raftcron.v1.MissR\x06misses\"\xcc\x01\n" +
+	"\x06misses\x18\x04 \x03(\v2\x11.raftcron.v1.MissR\x06misses\"\xea\x01\n" +
 	"\x04Fire\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12\x1e\n" +
 	"\n" +
@@ -1140,7 +1319,8 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x06run_id\x18\x05 \x01(\tR\x05runId\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x06 \x01(\tR\trequestId\x12\x14\n" +
-	"\x05force\x18\a \x01(\bR\x05force\"\xae\x01\n" +
+	"\x05force\x18\a \x01(\bR\x05force\x12\x1c\n" +
+	"\tprincipal\x18\b \x01(\tR\tprincipal\"\xae\x01\n" +
 	"\x04Miss\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12\x1e\n" +
 	"\n" +
@@ -1173,12 +1353,18 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x10CompletionResult\x12\x1a\n" +
 	"\baccepted\x18\x01 \x01(\bR\baccepted\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\"\n" +
-	"\x03run\x18\x03 \x01(\v2\x10.raftcron.v1.RunR\x03run*b\n" +
+	"\x03run\x18\x03 \x01(\v2\x10.raftcron.v1.RunR\x03run\")\n" +
+	"\x10CancelRunCommand\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\"H\n" +
+	"\x0fSetAuditCommand\x12\x14\n" +
+	"\x05limit\x18\x01 \x01(\rR\x05limit\x12\x1f\n" +
+	"\venable_only\x18\x02 \x01(\bR\n" +
+	"enableOnly*b\n" +
 	"\aPutMode\x12\x18\n" +
 	"\x14PUT_MODE_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fPUT_MODE_CREATE\x10\x01\x12\x13\n" +
 	"\x0fPUT_MODE_UPDATE\x10\x02\x12\x13\n" +
-	"\x0fPUT_MODE_UPSERT\x10\x03*\xce\x01\n" +
+	"\x0fPUT_MODE_UPSERT\x10\x03*\xec\x01\n" +
 	"\n" +
 	"ResultCode\x12\x1b\n" +
 	"\x17RESULT_CODE_UNSPECIFIED\x10\x00\x12\x12\n" +
@@ -1187,7 +1373,8 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x1aRESULT_CODE_ALREADY_EXISTS\x10\x03\x12 \n" +
 	"\x1cRESULT_CODE_VERSION_MISMATCH\x10\x04\x12\x19\n" +
 	"\x15RESULT_CODE_MALFORMED\x10\x05\x12\x17\n" +
-	"\x13RESULT_CODE_INVALID\x10\x06B;Z9github.com/raftcron/raftcron/proto/raftcron/v1;raftcronv1b\x06proto3"
+	"\x13RESULT_CODE_INVALID\x10\x06\x12\x1c\n" +
+	"\x18RESULT_CODE_RUN_FINISHED\x10\aB;Z9github.com/raftcron/raftcron/proto/raftcron/v1;raftcronv1b\x06proto3"
 
 var (
 	file_raftcron_v1_command_proto_rawDescOnce sync.Once
@@ -1202,7 +1389,7 @@ func file_raftcron_v1_command_proto_rawDescGZIP() []byte {
 }
 
 var file_raftcron_v1_command_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_raftcron_v1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_raftcron_v1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_raftcron_v1_command_proto_goTypes = []any{
 	(PutMode)(0),                 // 0: raftcron.v1.PutMode
 	(ResultCode)(0),              // 1: raftcron.v1.ResultCode
@@ -1218,11 +1405,13 @@ var file_raftcron_v1_command_proto_goTypes = []any{
 	(*CompleteBatchCommand)(nil), // 11: raftcron.v1.CompleteBatchCommand
 	(*Completion)(nil),           // 12: raftcron.v1.Completion
 	(*CompletionResult)(nil),     // 13: raftcron.v1.CompletionResult
-	(*JobSpec)(nil),              // 14: raftcron.v1.JobSpec
-	(*Job)(nil),                  // 15: raftcron.v1.Job
-	(FireKind)(0),                // 16: raftcron.v1.FireKind
-	(*Run)(nil),                  // 17: raftcron.v1.Run
-	(RunState)(0),                // 18: raftcron.v1.RunState
+	(*CancelRunCommand)(nil),     // 14: raftcron.v1.CancelRunCommand
+	(*SetAuditCommand)(nil),      // 15: raftcron.v1.SetAuditCommand
+	(*JobSpec)(nil),              // 16: raftcron.v1.JobSpec
+	(*Job)(nil),                  // 17: raftcron.v1.Job
+	(*Run)(nil),                  // 18: raftcron.v1.Run
+	(FireKind)(0),                // 19: raftcron.v1.FireKind
+	(RunState)(0),                // 20: raftcron.v1.RunState
 }
 var file_raftcron_v1_command_proto_depIdxs = []int32{
 	3,  // 0: raftcron.v1.Command.put_job:type_name -> raftcron.v1.PutJobCommand
@@ -1230,24 +1419,27 @@ var file_raftcron_v1_command_proto_depIdxs = []int32{
 	5,  // 2: raftcron.v1.Command.set_paused:type_name -> raftcron.v1.SetPausedCommand
 	7,  // 3: raftcron.v1.Command.fire_batch:type_name -> raftcron.v1.FireBatchCommand
 	11, // 4: raftcron.v1.Command.complete_batch:type_name -> raftcron.v1.CompleteBatchCommand
-	14, // 5: raftcron.v1.PutJobCommand.spec:type_name -> raftcron.v1.JobSpec
-	0,  // 6: raftcron.v1.PutJobCommand.mode:type_name -> raftcron.v1.PutMode
-	1,  // 7: raftcron.v1.CommandResult.code:type_name -> raftcron.v1.ResultCode
-	15, // 8: raftcron.v1.CommandResult.job:type_name -> raftcron.v1.Job
-	10, // 9: raftcron.v1.CommandResult.fires:type_name -> raftcron.v1.FireResult
-	13, // 10: raftcron.v1.CommandResult.completions:type_name -> raftcron.v1.CompletionResult
-	8,  // 11: raftcron.v1.FireBatchCommand.fires:type_name -> raftcron.v1.Fire
-	9,  // 12: raftcron.v1.FireBatchCommand.misses:type_name -> raftcron.v1.Miss
-	16, // 13: raftcron.v1.Fire.kind:type_name -> raftcron.v1.FireKind
-	17, // 14: raftcron.v1.FireResult.run:type_name -> raftcron.v1.Run
-	12, // 15: raftcron.v1.CompleteBatchCommand.completions:type_name -> raftcron.v1.Completion
-	18, // 16: raftcron.v1.Completion.outcome:type_name -> raftcron.v1.RunState
-	17, // 17: raftcron.v1.CompletionResult.run:type_name -> raftcron.v1.Run
-	18, // [18:18] is the sub-list for method output_type
-	18, // [18:18] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	14, // 5: raftcron.v1.Command.cancel_run:type_name -> raftcron.v1.CancelRunCommand
+	15, // 6: raftcron.v1.Command.set_audit:type_name -> raftcron.v1.SetAuditCommand
+	16, // 7: raftcron.v1.PutJobCommand.spec:type_name -> raftcron.v1.JobSpec
+	0,  // 8: raftcron.v1.PutJobCommand.mode:type_name -> raftcron.v1.PutMode
+	1,  // 9: raftcron.v1.CommandResult.code:type_name -> raftcron.v1.ResultCode
+	17, // 10: raftcron.v1.CommandResult.job:type_name -> raftcron.v1.Job
+	10, // 11: raftcron.v1.CommandResult.fires:type_name -> raftcron.v1.FireResult
+	13, // 12: raftcron.v1.CommandResult.completions:type_name -> raftcron.v1.CompletionResult
+	18, // 13: raftcron.v1.CommandResult.run:type_name -> raftcron.v1.Run
+	8,  // 14: raftcron.v1.FireBatchCommand.fires:type_name -> raftcron.v1.Fire
+	9,  // 15: raftcron.v1.FireBatchCommand.misses:type_name -> raftcron.v1.Miss
+	19, // 16: raftcron.v1.Fire.kind:type_name -> raftcron.v1.FireKind
+	18, // 17: raftcron.v1.FireResult.run:type_name -> raftcron.v1.Run
+	12, // 18: raftcron.v1.CompleteBatchCommand.completions:type_name -> raftcron.v1.Completion
+	20, // 19: raftcron.v1.Completion.outcome:type_name -> raftcron.v1.RunState
+	18, // 20: raftcron.v1.CompletionResult.run:type_name -> raftcron.v1.Run
+	21, // [21:21] is the sub-list for method output_type
+	21, // [21:21] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_command_proto_init() }
@@ -1263,6 +1455,8 @@ func file_raftcron_v1_command_proto_init() {
 		(*Command_SetPaused)(nil),
 		(*Command_FireBatch)(nil),
 		(*Command_CompleteBatch)(nil),
+		(*Command_CancelRun)(nil),
+		(*Command_SetAudit)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1270,7 +1464,7 @@ func file_raftcron_v1_command_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_raftcron_v1_command_proto_rawDesc), len(file_raftcron_v1_command_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   12,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

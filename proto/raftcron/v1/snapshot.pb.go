@@ -31,8 +31,13 @@ type SnapshotHeader struct {
 	JobCount       uint64                 `protobuf:"varint,3,opt,name=job_count,json=jobCount,proto3" json:"job_count,omitempty"`
 	TombstoneCount uint64                 `protobuf:"varint,4,opt,name=tombstone_count,json=tombstoneCount,proto3" json:"tombstone_count,omitempty"`
 	RunCount       uint64                 `protobuf:"varint,5,opt,name=run_count,json=runCount,proto3" json:"run_count,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Format 2: the audit trail's limit (0: off), the last sequence number it
+	// issued, and how many audit records follow the runs.
+	AuditLimit    uint32 `protobuf:"varint,6,opt,name=audit_limit,json=auditLimit,proto3" json:"audit_limit,omitempty"`
+	AuditSeq      uint64 `protobuf:"varint,7,opt,name=audit_seq,json=auditSeq,proto3" json:"audit_seq,omitempty"`
+	AuditCount    uint64 `protobuf:"varint,8,opt,name=audit_count,json=auditCount,proto3" json:"audit_count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SnapshotHeader) Reset() {
@@ -100,6 +105,27 @@ func (x *SnapshotHeader) GetRunCount() uint64 {
 	return 0
 }
 
+func (x *SnapshotHeader) GetAuditLimit() uint32 {
+	if x != nil {
+		return x.AuditLimit
+	}
+	return 0
+}
+
+func (x *SnapshotHeader) GetAuditSeq() uint64 {
+	if x != nil {
+		return x.AuditSeq
+	}
+	return 0
+}
+
+func (x *SnapshotHeader) GetAuditCount() uint64 {
+	if x != nil {
+		return x.AuditCount
+	}
+	return 0
+}
+
 type SnapshotRecord struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Record:
@@ -107,6 +133,7 @@ type SnapshotRecord struct {
 	//	*SnapshotRecord_Job
 	//	*SnapshotRecord_Tombstone
 	//	*SnapshotRecord_Run
+	//	*SnapshotRecord_Audit
 	Record        isSnapshotRecord_Record `protobuf_oneof:"record"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -176,6 +203,15 @@ func (x *SnapshotRecord) GetRun() *Run {
 	return nil
 }
 
+func (x *SnapshotRecord) GetAudit() *AuditRecord {
+	if x != nil {
+		if x, ok := x.Record.(*SnapshotRecord_Audit); ok {
+			return x.Audit
+		}
+	}
+	return nil
+}
+
 type isSnapshotRecord_Record interface {
 	isSnapshotRecord_Record()
 }
@@ -193,11 +229,17 @@ type SnapshotRecord_Run struct {
 	Run *Run `protobuf:"bytes,3,opt,name=run,proto3,oneof"`
 }
 
+type SnapshotRecord_Audit struct {
+	Audit *AuditRecord `protobuf:"bytes,4,opt,name=audit,proto3,oneof"`
+}
+
 func (*SnapshotRecord_Job) isSnapshotRecord_Record() {}
 
 func (*SnapshotRecord_Tombstone) isSnapshotRecord_Record() {}
 
 func (*SnapshotRecord_Run) isSnapshotRecord_Record() {}
+
+func (*SnapshotRecord_Audit) isSnapshotRecord_Record() {}
 
 // Tombstone remembers a deleted job's last generation, so that a job
 // re-created under the same name never repeats a slot identity.
@@ -257,17 +299,23 @@ var File_raftcron_v1_snapshot_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_snapshot_proto_rawDesc = "" +
 	"\n" +
-	"\x1araftcron/v1/snapshot.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\"\xc3\x01\n" +
+	"\x1araftcron/v1/snapshot.proto\x12\vraftcron.v1\x1a\x17raftcron/v1/audit.proto\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\"\xa2\x02\n" +
 	"\x0eSnapshotHeader\x12%\n" +
 	"\x0eformat_version\x18\x01 \x01(\rR\rformatVersion\x12'\n" +
 	"\x0ffencing_counter\x18\x02 \x01(\x04R\x0efencingCounter\x12\x1b\n" +
 	"\tjob_count\x18\x03 \x01(\x04R\bjobCount\x12'\n" +
 	"\x0ftombstone_count\x18\x04 \x01(\x04R\x0etombstoneCount\x12\x1b\n" +
-	"\trun_count\x18\x05 \x01(\x04R\brunCount\"\x9e\x01\n" +
+	"\trun_count\x18\x05 \x01(\x04R\brunCount\x12\x1f\n" +
+	"\vaudit_limit\x18\x06 \x01(\rR\n" +
+	"auditLimit\x12\x1b\n" +
+	"\taudit_seq\x18\a \x01(\x04R\bauditSeq\x12\x1f\n" +
+	"\vaudit_count\x18\b \x01(\x04R\n" +
+	"auditCount\"\xd0\x01\n" +
 	"\x0eSnapshotRecord\x12$\n" +
 	"\x03job\x18\x01 \x01(\v2\x10.raftcron.v1.JobH\x00R\x03job\x126\n" +
 	"\ttombstone\x18\x02 \x01(\v2\x16.raftcron.v1.TombstoneH\x00R\ttombstone\x12$\n" +
-	"\x03run\x18\x03 \x01(\v2\x10.raftcron.v1.RunH\x00R\x03runB\b\n" +
+	"\x03run\x18\x03 \x01(\v2\x10.raftcron.v1.RunH\x00R\x03run\x120\n" +
+	"\x05audit\x18\x04 \x01(\v2\x18.raftcron.v1.AuditRecordH\x00R\x05auditB\b\n" +
 	"\x06record\"?\n" +
 	"\tTombstone\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1e\n" +
@@ -294,16 +342,18 @@ var file_raftcron_v1_snapshot_proto_goTypes = []any{
 	(*Tombstone)(nil),      // 2: raftcron.v1.Tombstone
 	(*Job)(nil),            // 3: raftcron.v1.Job
 	(*Run)(nil),            // 4: raftcron.v1.Run
+	(*AuditRecord)(nil),    // 5: raftcron.v1.AuditRecord
 }
 var file_raftcron_v1_snapshot_proto_depIdxs = []int32{
 	3, // 0: raftcron.v1.SnapshotRecord.job:type_name -> raftcron.v1.Job
 	2, // 1: raftcron.v1.SnapshotRecord.tombstone:type_name -> raftcron.v1.Tombstone
 	4, // 2: raftcron.v1.SnapshotRecord.run:type_name -> raftcron.v1.Run
-	3, // [3:3] is the sub-list for method output_type
-	3, // [3:3] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	5, // 3: raftcron.v1.SnapshotRecord.audit:type_name -> raftcron.v1.AuditRecord
+	4, // [4:4] is the sub-list for method output_type
+	4, // [4:4] is the sub-list for method input_type
+	4, // [4:4] is the sub-list for extension type_name
+	4, // [4:4] is the sub-list for extension extendee
+	0, // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_snapshot_proto_init() }
@@ -311,12 +361,14 @@ func file_raftcron_v1_snapshot_proto_init() {
 	if File_raftcron_v1_snapshot_proto != nil {
 		return
 	}
+	file_raftcron_v1_audit_proto_init()
 	file_raftcron_v1_job_proto_init()
 	file_raftcron_v1_run_proto_init()
 	file_raftcron_v1_snapshot_proto_msgTypes[1].OneofWrappers = []any{
 		(*SnapshotRecord_Job)(nil),
 		(*SnapshotRecord_Tombstone)(nil),
 		(*SnapshotRecord_Run)(nil),
+		(*SnapshotRecord_Audit)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

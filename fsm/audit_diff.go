@@ -1,0 +1,196 @@
+package fsm
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// Bounds of an audit record's diff, so that one change to a huge spec
+// cannot make the trail huge.
+const (
+	maxAuditChanges = 16
+	maxAuditValue   = 128
+)
+
+// hiddenValue stands for a value that may hold a secret: a change to it is
+// recorded, never the value.
+const hiddenValue = "(hidden)"
+
+// hiddenFields may hold secrets (tokens in headers, passwords in
+// environments or bodies); a field path under one of them is hidden.
+var hiddenFields = []string{"http.body", "http.headers.", "exec.env."}
+
+// specChanges lists the fields that differ between two stored specs (nil
+// for none, as before a create), in field-number order and map keys in
+// order, so every node renders the same diff. Values are rendered as in
+// JSON: strings quoted, durations like "30s", timestamps in RFC 3339 UTC.
+func specChanges(before, after *pb.JobSpec) []*pb.AuditChange {
+	var d differ
+	d.message("", plain(before).ProtoReflect(), plain(after).ProtoReflect())
+	if len(d.out) > maxAuditChanges {
+		more := len(d.out) - (maxAuditChanges - 1)
+		d.out = append(d.out[:maxAuditChanges-1], &pb.AuditChange{Field: "…", After: strconv.Itoa(more) + " more fields"})
+	}
+	return d.out
+}
+
+// plain is a copy of a stored spec with its labels back in their map.
+func plain(spec *pb.JobSpec) *pb.JobSpec {
+	if spec == nil {
+		return &pb.JobSpec{}
+	}
+	c := proto.CloneOf(spec)
+	thawSpec(c)
+	return c
+}
+
+type differ struct {
+	out []*pb.AuditChange
+}
+
+func (d *differ) add(path, before, after string) {
+	if hidden(path) {
+		before, after = hide(before), hide(after)
+	}
+	d.out = append(d.out, &pb.AuditChange{Field: path, Before: cut(before), After: cut(after)})
+}
+
+func (d *differ) message(prefix string, a, b protoreflect.Message) {
+	fields := a.Descriptor().Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		path := prefix + string(fd.Name())
+		switch {
+		case fd.IsMap():
+			d.mapField(path, fd, a.Get(fd).Map(), b.Get(fd).Map())
+		case fd.Kind() == protoreflect.MessageKind && !fd.IsList() && !isWellKnown(fd.Message()):
+			if a.Has(fd) || b.Has(fd) {
+				d.message(path+".", a.Get(fd).Message(), b.Get(fd).Message())
+			}
+		default:
+			va, vb := render(a, fd), render(b, fd)
+			if va != vb {
+				d.add(path, va, vb)
+			}
+		}
+	}
+}
+
+func (d *differ) mapField(path string, fd protoreflect.FieldDescriptor, a, b protoreflect.Map) {
+	keys := map[string]protoreflect.MapKey{}
+	for _, m := range []protoreflect.Map{a, b} {
+		m.Range(func(k protoreflect.MapKey, _ protoreflect.Value) bool {
+			keys[k.String()] = k
+			return true
+		})
+	}
+	names := make([]string, 0, len(keys))
+	for k := range keys {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		va, vb := "", ""
+		if a.Has(keys[k]) {
+			va = renderValue(fd.MapValue(), a.Get(keys[k]))
+		}
+		if b.Has(keys[k]) {
+			vb = renderValue(fd.MapValue(), b.Get(keys[k]))
+		}
+		if va != vb {
+			d.add(path+"."+k, va, vb)
+		}
+	}
+}
+
+func isWellKnown(md protoreflect.MessageDescriptor) bool {
+	switch md.FullName() {
+	case "google.protobuf.Duration", "google.protobuf.Timestamp":
+		return true
+	}
+	return false
+}
+
+// render is a field's value as text; "" when a message field is unset.
+func render(m protoreflect.Message, fd protoreflect.FieldDescriptor) string {
+	if fd.IsList() {
+		l := m.Get(fd).List()
+		if l.Len() == 0 {
+			return ""
+		}
+		parts := make([]string, l.Len())
+		for i := range l.Len() {
+			parts[i] = renderValue(fd, l.Get(i))
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	}
+	if fd.Kind() == protoreflect.MessageKind && !m.Has(fd) {
+		return ""
+	}
+	return renderValue(fd, m.Get(fd))
+}
+
+func renderValue(fd protoreflect.FieldDescriptor, v protoreflect.Value) string {
+	switch fd.Kind() {
+	case protoreflect.StringKind:
+		return strconv.Quote(v.String())
+	case protoreflect.BoolKind:
+		return strconv.FormatBool(v.Bool())
+	case protoreflect.EnumKind:
+		if ev := fd.Enum().Values().ByNumber(v.Enum()); ev != nil {
+			return string(ev.Name())
+		}
+		return strconv.Itoa(int(v.Enum()))
+	case protoreflect.MessageKind:
+		return renderWellKnown(v.Message())
+	case protoreflect.BytesKind:
+		return strconv.Itoa(len(v.Bytes())) + " bytes"
+	}
+	return v.String() // numbers
+}
+
+func renderWellKnown(m protoreflect.Message) string {
+	fields := m.Descriptor().Fields()
+	sec := m.Get(fields.ByName("seconds")).Int()
+	nanos := m.Get(fields.ByName("nanos")).Int()
+	if m.Descriptor().FullName() == "google.protobuf.Duration" {
+		return strconv.Quote((time.Duration(sec)*time.Second + time.Duration(nanos)).String())
+	}
+	return strconv.Quote(time.Unix(sec, nanos).UTC().Format(time.RFC3339Nano))
+}
+
+func hidden(path string) bool {
+	for _, h := range hiddenFields {
+		if path == h || (strings.HasSuffix(h, ".") && strings.HasPrefix(path, h)) {
+			return true
+		}
+	}
+	return false
+}
+
+func hide(v string) string {
+	if v == "" {
+		return ""
+	}
+	return hiddenValue
+}
+
+// cut bounds a rendered value at a rune boundary.
+func cut(v string) string {
+	if len(v) <= maxAuditValue {
+		return v
+	}
+	n := maxAuditValue
+	for n > 0 && !utf8.RuneStart(v[n]) {
+		n--
+	}
+	return v[:n] + "…"
+}
