@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/raftcron/raftcron/internal/principal"
+
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -12,6 +14,7 @@ type triggerReq struct {
 	name      string
 	requestID string
 	force     bool
+	principal string
 	done      chan triggerReply // cap 1
 }
 
@@ -31,14 +34,18 @@ func (t *triggerReq) reply(res *pb.FireResult, err error) {
 // slot and token) in the leader's next batch and dispatches it if the FSM
 // accepts it. requestID makes it idempotent: a second trigger with the same
 // id returns the first run (refused, reason duplicate_request). A paused job
-// is refused unless force. It fails with ErrNotLeader on a follower, and
+// is refused unless force. The fire carries the principal of ctx, for the
+// audit record of the run. It fails with ErrNotLeader on a follower, and
 // with a wrapped fsm.ErrNotFound for an unknown job.
 func (s *Scheduler) Trigger(ctx context.Context, name, requestID string, force bool) (*pb.FireResult, error) {
 	l := s.current()
 	if l == nil {
 		return nil, ErrNotLeader
 	}
-	req := &triggerReq{name: name, requestID: requestID, force: force, done: make(chan triggerReply, 1)}
+	req := &triggerReq{
+		name: name, requestID: requestID, force: force, principal: principal.From(ctx),
+		done: make(chan triggerReply, 1),
+	}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -84,6 +91,7 @@ func (l *leader) addTriggers(b *batch, reqs []*triggerReq) {
 			Kind:       pb.FireKind_FIRE_KIND_MANUAL,
 			RequestId:  req.requestID,
 			Force:      req.force,
+			Principal:  req.principal,
 		})
 		g.reqs = append(g.reqs, req)
 	}
