@@ -51,7 +51,7 @@ func (j *jobService) ApplyJobs(ctx context.Context, req *pb.ApplyJobsRequest) (*
 	cmds := make([]*pb.Command, len(writes))
 	for i, w := range writes {
 		cmds[i] = w.command(pb.PutMode_PUT_MODE_UPSERT, 0)
-		cmds[i].ProposedAtUnixNano = now.UnixNano()
+		stamp(ctx, j.audit, now, cmds[i])
 	}
 	results, err := j.applyBatch(ctx, cmds)
 	if errors.Is(err, cluster.ErrNotLeader) {

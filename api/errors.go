@@ -47,7 +47,8 @@ func statusOf(err error) error {
 		return status.Error(codes.NotFound, err.Error())
 	case errors.Is(err, cluster.ErrServerExists), errors.Is(err, fsm.ErrAlreadyExists):
 		return status.Error(codes.AlreadyExists, err.Error())
-	case errors.Is(err, fsm.ErrVersionMismatch), errors.Is(err, cluster.ErrUnsupportedCommand):
+	case errors.Is(err, fsm.ErrVersionMismatch), errors.Is(err, cluster.ErrUnsupportedCommand),
+		errors.Is(err, fsm.ErrRunFinished):
 		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.Is(err, cluster.ErrHalted):
 		return status.Error(codes.Unavailable, err.Error())
@@ -76,6 +77,8 @@ func resultStatus(res *pb.CommandResult) error {
 		return status.Error(codes.AlreadyExists, orDefault(msg, fsm.ErrAlreadyExists.Error()))
 	case pb.ResultCode_RESULT_CODE_VERSION_MISMATCH:
 		return status.Error(codes.FailedPrecondition, orDefault(msg, fsm.ErrVersionMismatch.Error()))
+	case pb.ResultCode_RESULT_CODE_RUN_FINISHED:
+		return status.Error(codes.FailedPrecondition, orDefault(msg, fsm.ErrRunFinished.Error()))
 	case pb.ResultCode_RESULT_CODE_INVALID:
 		// Validation runs before proposing, so this is a rule only the
 		// state can check; it is still about the caller's input.

@@ -52,6 +52,9 @@ type JobServiceConfig struct {
 	// Leadership lets a follower forward TriggerJob to the leader. Nil: no
 	// forwarding.
 	Leadership Leadership
+	// Audit switches the audit trail on before writes. Nil: never (the
+	// writes are still stamped with the caller's principal).
+	Audit *AuditSwitch
 }
 
 type jobService struct {
@@ -62,6 +65,7 @@ type jobService struct {
 	trigger    Triggerer
 	notLeader  error
 	leadership Leadership
+	audit      *AuditSwitch
 }
 
 // NewJobService serves JobService without manual triggers (TriggerJob
@@ -79,6 +83,7 @@ func NewJobServiceWith(c JobServiceConfig) pb.JobServiceServer {
 	return &jobService{
 		store: c.Store, reg: c.Registry, now: c.Now,
 		trigger: c.Triggerer, notLeader: c.NotLeader, leadership: c.Leadership,
+		audit: c.Audit,
 	}
 }
 
@@ -202,10 +207,10 @@ func (j *jobService) setPaused(ctx context.Context, name string, paused bool, no
 	}}})
 }
 
-// apply stamps cmd with now and commits it; a result other than OK is an
-// error.
+// apply stamps cmd with now and the caller's principal and commits it; a
+// result other than OK is an error.
 func (j *jobService) apply(ctx context.Context, now time.Time, cmd *pb.Command) (*pb.CommandResult, error) {
-	cmd.ProposedAtUnixNano = now.UnixNano()
+	stamp(ctx, j.audit, now, cmd)
 	res, err := j.store.Apply(ctx, cmd)
 	if err != nil {
 		return nil, statusOf(err)

@@ -78,6 +78,7 @@ func (j *jobService) TriggerJob(ctx context.Context, req *pb.TriggerJobRequest) 
 	if _, err := j.reg.Job(req.GetName()); err != nil {
 		return nil, statusOf(err)
 	}
+	j.audit.ensure(ctx)
 	res, err := j.trigger.Trigger(ctx, req.GetName(), req.GetRequestId(), req.GetForce())
 	if err != nil {
 		if j.lostLeadership(err) {

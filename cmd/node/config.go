@@ -19,7 +19,9 @@ import (
 	"github.com/knadh/koanf/v2"
 	"github.com/spf13/pflag"
 
+	"github.com/raftcron/raftcron/api"
 	"github.com/raftcron/raftcron/cluster"
+	"github.com/raftcron/raftcron/fsm"
 )
 
 // envPrefix prefixes the environment variable of every flag:
@@ -41,6 +43,7 @@ const (
 	flagLogLevel      = "log-level"
 	flagLogFormat     = "log-format"
 	flagMemoryLimit   = "memory-limit"
+	flagAuditLimit    = "audit-limit"
 )
 
 // serveConfig is the validated configuration of one node.
@@ -60,6 +63,10 @@ type serveConfig struct {
 	LogFormat string
 
 	MemoryLimit memoryLimit
+
+	// AuditLimit is how many audit records the cluster keeps while this
+	// node leads.
+	AuditLimit uint32
 }
 
 // addServeFlags declares the flags of serve. A Raft timing left at 0 takes
@@ -79,6 +86,8 @@ func addServeFlags(fs *pflag.FlagSet) {
 	fs.String(flagLogFormat, "text", "text or json")
 	fs.String(flagMemoryLimit, memoryLimitAuto, "Go soft memory limit: a size (1800MiB, 2GiB), off, or auto: "+
 		"GOMEMLIMIT if set, else 90% of the cgroup's memory limit or of the machine's memory")
+	fs.Uint32(flagAuditLimit, api.DefaultAuditLimit, fmt.Sprintf("audit records the cluster keeps, 1 to %d; "+
+		"the leader's value is the one in force, so set the same on every node", fsm.MaxAuditLimit))
 }
 
 // envName is the environment variable of a flag.
@@ -185,6 +194,8 @@ func parseServeConfig(k *koanf.Koanf) (serveConfig, error) {
 	}
 	cfg.MemoryLimit, err = parseMemoryLimit(stringValue(k, flagMemoryLimit))
 	check(err)
+	cfg.AuditLimit, err = parseAuditLimit(stringValue(k, flagAuditLimit))
+	check(err)
 	if len(errs) > 0 {
 		return serveConfig{}, joinOneLine(errs)
 	}
@@ -242,6 +253,16 @@ func durationValue(k *koanf.Koanf, key string) (time.Duration, error) {
 		return 0, fmt.Errorf("--%s: must not be negative, got %s", key, d)
 	}
 	return d, nil
+}
+
+// parseAuditLimit reads --audit-limit; the FSM refuses a limit outside
+// 1..fsm.MaxAuditLimit, so a node must not start with one.
+func parseAuditLimit(s string) (uint32, error) {
+	n, err := strconv.ParseUint(s, 10, 32)
+	if err != nil || n < 1 || n > fsm.MaxAuditLimit {
+		return 0, fmt.Errorf("--%s: %q must be a whole number from 1 to %d", flagAuditLimit, s, fsm.MaxAuditLimit)
+	}
+	return uint32(n), nil
 }
 
 func parseLogLevel(s string) (slog.Level, error) {

@@ -231,13 +231,17 @@ func start(cfg serveConfig, log *slog.Logger, mux *cluster.Mux) (*server, error)
 		return nil, fmt.Errorf("ops port: %w", err)
 	}
 	gs := newGRPCServer(log)
+	audit := api.NewAuditSwitch(node, state, cfg.AuditLimit, node, time.Now)
 	jobs := api.NewJobServiceWith(api.JobServiceConfig{
 		Store: node, Registry: state, Now: time.Now,
-		Triggerer: sched, NotLeader: scheduler.ErrNotLeader, Leadership: node,
+		Triggerer: sched, NotLeader: scheduler.ErrNotLeader, Leadership: node, Audit: audit,
 	})
 	healthServer := api.Register(gs, jobs, api.NewClusterService(node, state),
-		api.WithRunService(api.NewRunService(node, state, hub)),
-		api.WithFenceService(api.NewFenceService(node, state)))
+		api.WithRunService(api.NewRunServiceWith(api.RunServiceConfig{
+			Barrier: node, Ledger: state, Hub: hub, Store: node, Audit: audit,
+		})),
+		api.WithFenceService(api.NewFenceService(node, state)),
+		api.WithAuditService(api.NewAuditService(node, state)))
 	cluster.RegisterInternal(gs, node)
 	return &server{
 		log:    log,
