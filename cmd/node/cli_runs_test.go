@@ -20,6 +20,7 @@ import (
 
 	"github.com/raftcron/raftcron/api"
 	"github.com/raftcron/raftcron/fsm"
+	"github.com/raftcron/raftcron/internal/principal"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -52,7 +53,8 @@ func (l *localRaft) Trigger(ctx context.Context, name, requestID string, force b
 	}
 	res, err := l.Apply(ctx, &pb.Command{ProposedAtUnixNano: time.Now().UnixNano(), Kind: &pb.Command_FireBatch{FireBatch: &pb.FireBatchCommand{
 		LeaderId: "n1", Term: 1,
-		Fires: []*pb.Fire{{Job: name, Generation: job.GetGeneration(), Kind: pb.FireKind_FIRE_KIND_MANUAL, RequestId: requestID, Force: force}},
+		Fires: []*pb.Fire{{Job: name, Generation: job.GetGeneration(), Kind: pb.FireKind_FIRE_KIND_MANUAL, RequestId: requestID, Force: force,
+			Principal: principal.From(ctx)}},
 	}}})
 	if err != nil {
 		return nil, err
@@ -83,10 +85,14 @@ func startRunServer(t *testing.T) *runServer {
 	s := &runServer{raft: &localRaft{state: fsm.New()}, hub: api.NewRunHub()}
 	s.raft.state.SetObserver(observers{s.hub})
 	gs := grpc.NewServer()
-	jobs := api.NewJobServiceWith(api.JobServiceConfig{Store: s.raft, Registry: s.raft.state, Triggerer: s.raft})
+	audit := api.NewAuditSwitch(s.raft, s.raft.state, api.DefaultAuditLimit, nil, nil)
+	jobs := api.NewJobServiceWith(api.JobServiceConfig{Store: s.raft, Registry: s.raft.state, Triggerer: s.raft, Audit: audit})
 	api.Register(gs, jobs, api.NewClusterService(nil, s.raft.state),
-		api.WithRunService(api.NewRunService(s.raft, s.raft.state, s.hub)),
-		api.WithFenceService(api.NewFenceService(s.raft, s.raft.state)))
+		api.WithRunService(api.NewRunServiceWith(api.RunServiceConfig{
+			Barrier: s.raft, Ledger: s.raft.state, Hub: s.hub, Store: s.raft, Audit: audit,
+		})),
+		api.WithFenceService(api.NewFenceService(s.raft, s.raft.state)),
+		api.WithAuditService(api.NewAuditService(s.raft, s.raft.state)))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
