@@ -1,10 +1,13 @@
-// Package ops serves the plain-HTTP operations port: liveness, readiness,
-// status, Prometheus metrics and pprof. It stays plain HTTP on purpose:
-// probes such as Kubernetes' cannot speak TLS or gRPC-with-TLS.
+// Package ops serves the HTTP port of a node: liveness, readiness, status,
+// Prometheus metrics, pprof, and whatever else is mounted on it (the JSON
+// API). It is plain HTTP unless the http.Server it runs in has a TLS
+// config (Serve); probes that cannot speak TLS then use HealthHandler on a
+// plain port of their own.
 package ops
 
 import (
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/pprof"
 	"sync/atomic"
@@ -61,6 +64,30 @@ func New(n Node, r Registry, version string, extra ...prometheus.Collector) (*Se
 
 // Handler returns the ops port's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.mux }
+
+// Mount serves h under pattern (an http.ServeMux pattern, e.g. "/v1/") on
+// the ops port beside the operations endpoints. Call it before serving.
+func (s *Server) Mount(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
+// HealthHandler serves only /livez and /readyz, for a plain-HTTP port of
+// their own when the ops port speaks TLS: Kubernetes' probes, for one,
+// cannot check a certificate.
+func (s *Server) HealthHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /livez", s.livez)
+	mux.HandleFunc("GET /readyz", s.readyz)
+	return mux
+}
+
+// Serve serves srv on ln: over TLS when srv.TLSConfig is set (its
+// certificate, or GetCertificate, must then be the node's), plain HTTP
+// otherwise. It returns as http.Server.Serve does.
+func Serve(srv *http.Server, ln net.Listener) error {
+	if srv.TLSConfig != nil {
+		return srv.ServeTLS(ln, "", "")
+	}
+	return srv.Serve(ln)
+}
 
 // SetDraining makes /readyz fail from now on.
 func (s *Server) SetDraining() { s.draining.Store(true) }

@@ -96,6 +96,8 @@ type server struct {
 	// hub feeds WatchRuns; closing it ends the watches before draining.
 	hub  *api.RunHub
 	http *http.Server
+	// gw is the JSON API's connection to the node's own gRPC server.
+	gw *grpc.ClientConn
 }
 
 // serve runs a node until ctx ends (a signal) or a server fails. Both ports
@@ -126,7 +128,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) error {
 		}
 	}()
 	go func() {
-		if err := s.http.Serve(httpLn); !errors.Is(err, http.ErrServerClosed) {
+		if err := ops.Serve(s.http, httpLn); !errors.Is(err, http.ErrServerClosed) {
 			errc <- fmt.Errorf("http server on --http-addr %s: %w", cfg.HTTPAddr, err)
 		}
 	}()
@@ -243,6 +245,12 @@ func start(cfg serveConfig, log *slog.Logger, mux *cluster.Mux) (*server, error)
 		api.WithFenceService(api.NewFenceService(node, state)),
 		api.WithAuditService(api.NewAuditService(node, state)))
 	cluster.RegisterInternal(gs, node)
+	gw, err := mountGateway(opsServer, gs)
+	if err != nil {
+		sched.Stop()
+		shutdownNode(log, node)
+		return nil, err
+	}
 	return &server{
 		log:    log,
 		mux:    mux,
@@ -253,6 +261,7 @@ func start(cfg serveConfig, log *slog.Logger, mux *cluster.Mux) (*server, error)
 		health: healthServer,
 		hub:    hub,
 		http:   &http.Server{Handler: opsServer.Handler(), ReadHeaderTimeout: 10 * time.Second},
+		gw:     gw,
 	}, nil
 }
 
@@ -274,6 +283,7 @@ func (s *server) stop() {
 	s.sched.Stop() // cancels in-flight dispatches; fencing covers the rest
 	s.hub.Close()
 	drainGRPC(s.grpc, drainTimeout)
+	_ = s.gw.Close()
 	shutdownNode(s.log, s.node)
 	ctx, cancel := context.WithTimeout(context.Background(), httpStopTimeout)
 	defer cancel()
