@@ -7,7 +7,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
@@ -33,8 +32,12 @@ var hiddenFields = []string{"http.body", "http.headers.", "exec.env."}
 // order, so every node renders the same diff. Values are rendered as in
 // JSON: strings quoted, durations like "30s", timestamps in RFC 3339 UTC.
 func specChanges(before, after *pb.JobSpec) []*pb.AuditChange {
+	if before == nil {
+		before = &pb.JobSpec{}
+	}
 	var d differ
-	d.message("", plain(before).ProtoReflect(), plain(after).ProtoReflect())
+	d.message("", before.ProtoReflect(), after.ProtoReflect())
+	d.labels(labelPairs(before), labelPairs(after))
 	if len(d.out) > maxAuditChanges {
 		more := len(d.out) - (maxAuditChanges - 1)
 		d.out = append(d.out[:maxAuditChanges-1], &pb.AuditChange{Field: "…", After: strconv.Itoa(more) + " more fields"})
@@ -42,14 +45,45 @@ func specChanges(before, after *pb.JobSpec) []*pb.AuditChange {
 	return d.out
 }
 
-// plain is a copy of a stored spec with its labels back in their map.
-func plain(spec *pb.JobSpec) *pb.JobSpec {
-	if spec == nil {
-		return &pb.JobSpec{}
+// label is one label of a spec.
+type label struct{ k, v string }
+
+// labelPairs are the spec's labels in key order, read from the wire form
+// of a stored spec (stored.go) or from the map of a plain one.
+func labelPairs(spec *pb.JobSpec) []label {
+	var out []label
+	if m := spec.GetLabels(); len(m) > 0 {
+		for k, v := range m {
+			out = append(out, label{k, v})
+		}
+		slices.SortFunc(out, func(a, b label) int { return strings.Compare(a.k, b.k) })
+		return out
 	}
-	c := proto.CloneOf(spec)
-	thawSpec(c)
-	return c
+	eachLabel(spec, func(k, v []byte) bool {
+		out = append(out, label{string(k), string(v)})
+		return true
+	})
+	return out
+}
+
+// labels adds the labels that differ, merging two key-ordered lists; the
+// labels field comes last in field-number order, as here.
+func (d *differ) labels(a, b []label) {
+	for len(a) > 0 || len(b) > 0 {
+		switch {
+		case len(b) == 0 || (len(a) > 0 && a[0].k < b[0].k):
+			d.add("labels."+a[0].k, strconv.Quote(a[0].v), "")
+			a = a[1:]
+		case len(a) == 0 || b[0].k < a[0].k:
+			d.add("labels."+b[0].k, "", strconv.Quote(b[0].v))
+			b = b[1:]
+		default:
+			if a[0].v != b[0].v {
+				d.add("labels."+a[0].k, strconv.Quote(a[0].v), strconv.Quote(b[0].v))
+			}
+			a, b = a[1:], b[1:]
+		}
+	}
 }
 
 type differ struct {
@@ -67,21 +101,44 @@ func (d *differ) message(prefix string, a, b protoreflect.Message) {
 	fields := a.Descriptor().Fields()
 	for i := range fields.Len() {
 		fd := fields.Get(i)
-		path := prefix + string(fd.Name())
 		switch {
+		case prefix == "" && fd.Number() == labelsField:
+			// Diffed from the wire form by labels.
 		case fd.IsMap():
-			d.mapField(path, fd, a.Get(fd).Map(), b.Get(fd).Map())
+			d.mapField(prefix+string(fd.Name()), fd, a.Get(fd).Map(), b.Get(fd).Map())
 		case fd.Kind() == protoreflect.MessageKind && !fd.IsList() && !isWellKnown(fd.Message()):
 			if a.Has(fd) || b.Has(fd) {
-				d.message(path+".", a.Get(fd).Message(), b.Get(fd).Message())
+				d.message(prefix+string(fd.Name())+".", a.Get(fd).Message(), b.Get(fd).Message())
 			}
+		case sameScalar(fd, a.Get(fd), b.Get(fd)):
 		default:
-			va, vb := render(a, fd), render(b, fd)
-			if va != vb {
-				d.add(path, va, vb)
+			if va, vb := render(a, fd), render(b, fd); va != vb {
+				d.add(prefix+string(fd.Name()), va, vb)
 			}
 		}
 	}
+}
+
+// sameScalar reports equal singular scalars without rendering them: most
+// fields of an update did not change.
+func sameScalar(fd protoreflect.FieldDescriptor, a, b protoreflect.Value) bool {
+	if fd.IsList() {
+		return false
+	}
+	switch fd.Kind() {
+	case protoreflect.StringKind:
+		return a.String() == b.String()
+	case protoreflect.BoolKind:
+		return a.Bool() == b.Bool()
+	case protoreflect.EnumKind:
+		return a.Enum() == b.Enum()
+	case protoreflect.Int32Kind, protoreflect.Int64Kind, protoreflect.Sint32Kind, protoreflect.Sint64Kind,
+		protoreflect.Sfixed32Kind, protoreflect.Sfixed64Kind:
+		return a.Int() == b.Int()
+	case protoreflect.Uint32Kind, protoreflect.Uint64Kind, protoreflect.Fixed32Kind, protoreflect.Fixed64Kind:
+		return a.Uint() == b.Uint()
+	}
+	return false
 }
 
 func (d *differ) mapField(path string, fd protoreflect.FieldDescriptor, a, b protoreflect.Map) {
