@@ -28,7 +28,9 @@ const (
 const MaxAuditLimit = 100_000
 
 // auditTrail is the replicated audit trail: the newest limit records by
-// sequence number. It is off (limit 0, records kept: none) until a
+// sequence number, each kept with the specs its diff is rendered from on
+// read (AuditEntry): the state holds no rendering, which would differ
+// between builds that know different fields or quote differently. It is off (limit 0, records kept: none) until a
 // set_audit command turns it on, because builds from before command version
 // 2 keep no audit records: appending them for the commands such a build
 // also applies would leave its state different from its peers'. set_audit
@@ -38,14 +40,18 @@ const MaxAuditLimit = 100_000
 type auditTrail struct {
 	limit uint32
 	seq   uint64 // the last sequence number issued
-	// records, by seq. Stored records are immutable, like jobs and runs.
-	records *btree.BTreeG[*pb.AuditRecord]
+	// records, by their record's seq. Stored entries are immutable, like
+	// jobs and runs; their specs are the stored specs of the job, shared.
+	records *btree.BTreeG[*pb.AuditEntry]
 	// byJob is derived: the seqs of each job's records in the trail,
 	// oldest first. Restore rebuilds it; only Apply and Restore change it.
 	byJob map[string][]uint64
 }
 
-func auditLess(a, b *pb.AuditRecord) bool { return a.GetSeq() < b.GetSeq() }
+func auditLess(a, b *pb.AuditEntry) bool { return a.GetRecord().GetSeq() < b.GetRecord().GetSeq() }
+
+// auditKey is the pivot of a lookup by seq.
+func auditKey(seq uint64) *pb.AuditEntry { return &pb.AuditEntry{Record: &pb.AuditRecord{Seq: seq}} }
 
 func newAuditTrail() auditTrail {
 	return auditTrail{records: btree.NewG(treeDegree, auditLess), byJob: map[string][]uint64{}}
@@ -58,9 +64,11 @@ func (a *auditTrail) capture() auditTrail {
 
 func (a *auditTrail) on() bool { return a.limit > 0 }
 
-// appendRecord stores r, numbered and stamped with the entry, and drops the
-// oldest records beyond the limit. The caller checked that the trail is on.
-func (s *state) appendRecord(c *pb.Command, e entry, r *pb.AuditRecord) {
+// appendRecord stores r, numbered and stamped with the entry, with the
+// stored specs before and after a change of a job's spec (nil for none),
+// and drops the oldest records beyond the limit. The caller checked that
+// the trail is on.
+func (s *state) appendRecord(c *pb.Command, e entry, r *pb.AuditRecord, before, after *pb.JobSpec) {
 	a := &s.audit
 	a.seq++
 	r.Seq = a.seq
@@ -69,7 +77,7 @@ func (s *state) appendRecord(c *pb.Command, e entry, r *pb.AuditRecord) {
 	if r.Principal == "" {
 		r.Principal = c.GetPrincipal()
 	}
-	a.records.ReplaceOrInsert(r)
+	a.records.ReplaceOrInsert(&pb.AuditEntry{Record: r, SpecBefore: before, SpecAfter: after})
 	if job := r.GetJob(); job != "" {
 		a.byJob[job] = append(a.byJob[job], r.GetSeq())
 	}
@@ -80,7 +88,8 @@ func (s *state) appendRecord(c *pb.Command, e entry, r *pb.AuditRecord) {
 // prune drops the oldest records until at most limit are left.
 func (a *auditTrail) prune() {
 	for a.records.Len() > int(a.limit) {
-		r, _ := a.records.DeleteMin()
+		oldest, _ := a.records.DeleteMin()
+		r := oldest.GetRecord()
 		job := r.GetJob()
 		if seqs := a.byJob[job]; len(seqs) > 0 && seqs[0] == r.GetSeq() {
 			if len(seqs) == 1 {
@@ -95,9 +104,9 @@ func (a *auditTrail) prune() {
 // rebuildIndex derives byJob from the records, for Restore.
 func (a *auditTrail) rebuildIndex() {
 	a.byJob = map[string][]uint64{}
-	a.records.Ascend(func(r *pb.AuditRecord) bool {
-		if job := r.GetJob(); job != "" {
-			a.byJob[job] = append(a.byJob[job], r.GetSeq())
+	a.records.Ascend(func(ae *pb.AuditEntry) bool {
+		if r := ae.GetRecord(); r.GetJob() != "" {
+			a.byJob[r.GetJob()] = append(a.byJob[r.GetJob()], r.GetSeq())
 		}
 		return true
 	})
@@ -127,7 +136,7 @@ func setAudit(s *state, c *pb.Command, e entry) (outcome, error) {
 		Changes: []*pb.AuditChange{{
 			Field: "limit", Before: strconv.FormatUint(uint64(old), 10), After: strconv.FormatUint(uint64(limit), 10),
 		}},
-	})
+	}, nil, nil)
 	return outcome{changed: true}, nil
 }
 
@@ -153,8 +162,7 @@ func auditedPut(s *state, c *pb.Command, e entry) (outcome, error) {
 		Job:           o.job.GetSpec().GetName(),
 		VersionBefore: before.GetVersion(),
 		VersionAfter:  o.job.GetVersion(),
-		Changes:       specChanges(before.GetSpec(), o.job.GetSpec()),
-	})
+	}, before.GetSpec(), o.job.GetSpec())
 	return o, nil
 }
 
@@ -168,7 +176,7 @@ func auditedDelete(s *state, c *pb.Command, e entry) (outcome, error) {
 	if err != nil {
 		return o, err
 	}
-	s.appendRecord(c, e, &pb.AuditRecord{Action: AuditDelete, Job: name, VersionBefore: before.GetVersion()})
+	s.appendRecord(c, e, &pb.AuditRecord{Action: AuditDelete, Job: name, VersionBefore: before.GetVersion()}, nil, nil)
 	return o, nil
 }
 
@@ -191,8 +199,7 @@ func auditedSetPaused(s *state, c *pb.Command, e entry) (outcome, error) {
 		Job:           p.GetName(),
 		VersionBefore: before.GetVersion(),
 		VersionAfter:  o.job.GetVersion(),
-		Changes:       specChanges(before.GetSpec(), o.job.GetSpec()),
-	})
+	}, before.GetSpec(), o.job.GetSpec())
 	return o, nil
 }
 
@@ -220,7 +227,7 @@ func auditedFireBatch(s *state, c *pb.Command, e entry) (outcome, error) {
 		if f.GetForce() {
 			r.Changes = []*pb.AuditChange{{Field: "force", Before: "false", After: "true"}}
 		}
-		s.appendRecord(c, e, r)
+		s.appendRecord(c, e, r, nil, nil)
 	}
 	return o, nil
 }
@@ -237,7 +244,7 @@ func auditedCancelRun(s *state, c *pb.Command, e entry) (outcome, error) {
 		RunId:         o.run.GetId(),
 		VersionBefore: j.GetVersion(),
 		VersionAfter:  j.GetVersion(),
-	})
+	}, nil, nil)
 	return o, nil
 }
 
@@ -252,12 +259,28 @@ type AuditQuery struct {
 	Limit int
 }
 
-// ListAudit returns clones of the records q selects, newest first.
+// ListAudit returns the records q selects, newest first, each a fresh
+// message with the diff of its job's spec rendered.
 func (f *FSM) ListAudit(q AuditQuery) []*pb.AuditRecord {
+	entries := f.auditEntries(q)
+	out := make([]*pb.AuditRecord, len(entries))
+	for i, ae := range entries {
+		// The entries are immutable: rendering needs no lock.
+		r := proto.CloneOf(ae.GetRecord())
+		if ae.GetSpecAfter() != nil {
+			r.Changes = append(r.Changes, specChanges(ae.GetSpecBefore(), ae.GetSpecAfter())...)
+		}
+		out[i] = r
+	}
+	return out
+}
+
+// auditEntries collects the stored entries q selects, newest first.
+func (f *FSM) auditEntries(q AuditQuery) []*pb.AuditEntry {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	a := &f.st.audit
-	var out []*pb.AuditRecord
+	var out []*pb.AuditEntry
 	full := func() bool { return q.Limit > 0 && len(out) >= q.Limit }
 	if q.Job != "" {
 		seqs := a.byJob[q.Job]
@@ -265,23 +288,23 @@ func (f *FSM) ListAudit(q AuditQuery) []*pb.AuditRecord {
 			if q.Before != 0 && seqs[i] >= q.Before {
 				continue
 			}
-			if r, ok := a.records.Get(&pb.AuditRecord{Seq: seqs[i]}); ok {
-				out = append(out, proto.CloneOf(r))
+			if ae, ok := a.records.Get(auditKey(seqs[i])); ok {
+				out = append(out, ae)
 			}
 		}
 		return out
 	}
-	visit := func(r *pb.AuditRecord) bool {
+	visit := func(ae *pb.AuditEntry) bool {
 		if full() {
 			return false
 		}
-		out = append(out, proto.CloneOf(r))
+		out = append(out, ae)
 		return true
 	}
 	if q.Before == 0 {
 		a.records.Descend(visit)
 	} else {
-		a.records.DescendLessOrEqual(&pb.AuditRecord{Seq: q.Before - 1}, visit)
+		a.records.DescendLessOrEqual(auditKey(q.Before-1), visit)
 	}
 	return out
 }

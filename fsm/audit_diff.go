@@ -29,8 +29,9 @@ var hiddenFields = []string{"http.body", "http.headers.", "exec.env."}
 
 // specChanges lists the fields that differ between two stored specs (nil
 // for none, as before a create), in field-number order and map keys in
-// order, so every node renders the same diff. Values are rendered as in
-// JSON: strings quoted, durations like "30s", timestamps in RFC 3339 UTC.
+// order. Values are rendered as in JSON: strings quoted, durations like
+// "30s", timestamps in RFC 3339 UTC. It runs when a record is read, never
+// in Apply: what it renders is the reading build's business (audit.go).
 func specChanges(before, after *pb.JobSpec) []*pb.AuditChange {
 	if before == nil {
 		before = &pb.JobSpec{}

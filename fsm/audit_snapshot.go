@@ -32,9 +32,9 @@ func (a *auditTrail) writeTo(put func(proto.Message) error) error {
 		return nil
 	}
 	var err error
-	a.records.Ascend(func(r *pb.AuditRecord) bool {
-		if err = put(&pb.SnapshotRecord{Record: &pb.SnapshotRecord_Audit{Audit: r}}); err != nil {
-			err = fmt.Errorf("audit record %d: %w", r.GetSeq(), err)
+	a.records.Ascend(func(ae *pb.AuditEntry) bool {
+		if err = put(&pb.SnapshotRecord{Record: &pb.SnapshotRecord_Audit{Audit: ae}}); err != nil {
+			err = fmt.Errorf("audit record %d: %w", ae.GetRecord().GetSeq(), err)
 		}
 		return err == nil
 	})
@@ -60,17 +60,25 @@ func readAudit(r *bufio.Reader, dec protodelim.UnmarshalOptions, a *auditTrail, 
 		if err := dec.UnmarshalFrom(r, &rec); err != nil {
 			return fmt.Errorf("audit record %d of %d: %w", i+1, count, truncated(err))
 		}
-		ar := rec.GetAudit()
+		ae := rec.GetAudit()
+		seq := ae.GetRecord().GetSeq()
 		switch {
-		case ar == nil:
+		case ae.GetRecord() == nil:
 			return fmt.Errorf("record %d of %d audit records is not an audit record", i+1, count)
-		case ar.GetSeq() <= prev:
-			return fmt.Errorf("audit record %d follows %d: records must be in strictly increasing seq order", ar.GetSeq(), prev)
-		case ar.GetSeq() > a.seq:
-			return fmt.Errorf("audit record %d is beyond the trail's last sequence number %d", ar.GetSeq(), a.seq)
+		case seq <= prev:
+			return fmt.Errorf("audit record %d follows %d: records must be in strictly increasing seq order", seq, prev)
+		case seq > a.seq:
+			return fmt.Errorf("audit record %d is beyond the trail's last sequence number %d", seq, a.seq)
 		}
-		prev = ar.GetSeq()
-		a.records.ReplaceOrInsert(ar)
+		prev = seq
+		// The stored form, as Apply keeps the specs (stored.go), so the
+		// restored state hashes and snapshots as the original does.
+		for _, spec := range []*pb.JobSpec{ae.GetSpecBefore(), ae.GetSpecAfter()} {
+			if spec != nil {
+				storeSpec(spec)
+			}
+		}
+		a.records.ReplaceOrInsert(ae)
 	}
 	a.rebuildIndex()
 	return nil
@@ -85,8 +93,8 @@ func (a *auditTrail) hash(h hash.Hash, m *marshaler) {
 	writeUint(h, uint64(a.limit))
 	writeUint(h, a.seq)
 	writeUint(h, uint64(a.records.Len()))
-	a.records.Ascend(func(r *pb.AuditRecord) bool {
-		m.write(r, "audit", "")
+	a.records.Ascend(func(ae *pb.AuditEntry) bool {
+		m.write(ae, "audit", "")
 		return true
 	})
 }

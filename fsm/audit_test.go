@@ -314,7 +314,7 @@ func TestAuditSurvivesSnapshotAndRestore(t *testing.T) {
 
 func TestRestoreRejectsCorruptAuditTrails(t *testing.T) {
 	rec := func(seq uint64) *pb.SnapshotRecord {
-		return &pb.SnapshotRecord{Record: &pb.SnapshotRecord_Audit{Audit: &pb.AuditRecord{Seq: seq, Action: "create"}}}
+		return &pb.SnapshotRecord{Record: &pb.SnapshotRecord_Audit{Audit: &pb.AuditEntry{Record: &pb.AuditRecord{Seq: seq, Action: "create"}}}}
 	}
 	header := func(limit uint32, seq, count uint64) *pb.SnapshotHeader {
 		return &pb.SnapshotHeader{FormatVersion: 2, AuditLimit: limit, AuditSeq: seq, AuditCount: count}

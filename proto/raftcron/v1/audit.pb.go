@@ -41,7 +41,8 @@ type AuditRecord struct {
 	// (before a create, after a delete).
 	VersionBefore uint64 `protobuf:"varint,7,opt,name=version_before,json=versionBefore,proto3" json:"version_before,omitempty"`
 	VersionAfter  uint64 `protobuf:"varint,8,opt,name=version_after,json=versionAfter,proto3" json:"version_after,omitempty"`
-	// The fields the change set, at most 16, values cut to 128 bytes.
+	// The fields the change set, at most 16, values cut to 128 bytes. A
+	// spec's diff is rendered when the record is read, by the answering node.
 	Changes []*AuditChange `protobuf:"bytes,9,rep,name=changes,proto3" json:"changes,omitempty"`
 	// The Raft log index of the change.
 	Index         uint64 `protobuf:"varint,10,opt,name=index,proto3" json:"index,omitempty"`

@@ -203,7 +203,7 @@ func (x *SnapshotRecord) GetRun() *Run {
 	return nil
 }
 
-func (x *SnapshotRecord) GetAudit() *AuditRecord {
+func (x *SnapshotRecord) GetAudit() *AuditEntry {
 	if x != nil {
 		if x, ok := x.Record.(*SnapshotRecord_Audit); ok {
 			return x.Audit
@@ -230,7 +230,7 @@ type SnapshotRecord_Run struct {
 }
 
 type SnapshotRecord_Audit struct {
-	Audit *AuditRecord `protobuf:"bytes,4,opt,name=audit,proto3,oneof"`
+	Audit *AuditEntry `protobuf:"bytes,4,opt,name=audit,proto3,oneof"`
 }
 
 func (*SnapshotRecord_Job) isSnapshotRecord_Record() {}
@@ -240,6 +240,72 @@ func (*SnapshotRecord_Tombstone) isSnapshotRecord_Record() {}
 func (*SnapshotRecord_Run) isSnapshotRecord_Record() {}
 
 func (*SnapshotRecord_Audit) isSnapshotRecord_Record() {}
+
+// AuditEntry is how the audit trail keeps a record: the record without the
+// diff of the job's spec, and the two specs that diff is rendered from
+// when the record is read. Rendering on read keeps the replicated state
+// free of how a build renders a spec (its fields, enum names, quoting), so
+// nodes of different releases keep the same trail.
+type AuditEntry struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Record *AuditRecord           `protobuf:"bytes,1,opt,name=record,proto3" json:"record,omitempty"`
+	// Unset before a create.
+	SpecBefore    *JobSpec `protobuf:"bytes,2,opt,name=spec_before,json=specBefore,proto3" json:"spec_before,omitempty"`
+	SpecAfter     *JobSpec `protobuf:"bytes,3,opt,name=spec_after,json=specAfter,proto3" json:"spec_after,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuditEntry) Reset() {
+	*x = AuditEntry{}
+	mi := &file_raftcron_v1_snapshot_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuditEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuditEntry) ProtoMessage() {}
+
+func (x *AuditEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_snapshot_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuditEntry.ProtoReflect.Descriptor instead.
+func (*AuditEntry) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_snapshot_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *AuditEntry) GetRecord() *AuditRecord {
+	if x != nil {
+		return x.Record
+	}
+	return nil
+}
+
+func (x *AuditEntry) GetSpecBefore() *JobSpec {
+	if x != nil {
+		return x.SpecBefore
+	}
+	return nil
+}
+
+func (x *AuditEntry) GetSpecAfter() *JobSpec {
+	if x != nil {
+		return x.SpecAfter
+	}
+	return nil
+}
 
 // Tombstone remembers a deleted job's last generation, so that a job
 // re-created under the same name never repeats a slot identity.
@@ -253,7 +319,7 @@ type Tombstone struct {
 
 func (x *Tombstone) Reset() {
 	*x = Tombstone{}
-	mi := &file_raftcron_v1_snapshot_proto_msgTypes[2]
+	mi := &file_raftcron_v1_snapshot_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -265,7 +331,7 @@ func (x *Tombstone) String() string {
 func (*Tombstone) ProtoMessage() {}
 
 func (x *Tombstone) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_snapshot_proto_msgTypes[2]
+	mi := &file_raftcron_v1_snapshot_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -278,7 +344,7 @@ func (x *Tombstone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tombstone.ProtoReflect.Descriptor instead.
 func (*Tombstone) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_snapshot_proto_rawDescGZIP(), []int{2}
+	return file_raftcron_v1_snapshot_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Tombstone) GetName() string {
@@ -310,13 +376,20 @@ const file_raftcron_v1_snapshot_proto_rawDesc = "" +
 	"auditLimit\x12\x1b\n" +
 	"\taudit_seq\x18\a \x01(\x04R\bauditSeq\x12\x1f\n" +
 	"\vaudit_count\x18\b \x01(\x04R\n" +
-	"auditCount\"\xd0\x01\n" +
+	"auditCount\"\xcf\x01\n" +
 	"\x0eSnapshotRecord\x12$\n" +
 	"\x03job\x18\x01 \x01(\v2\x10.raftcron.v1.JobH\x00R\x03job\x126\n" +
 	"\ttombstone\x18\x02 \x01(\v2\x16.raftcron.v1.TombstoneH\x00R\ttombstone\x12$\n" +
-	"\x03run\x18\x03 \x01(\v2\x10.raftcron.v1.RunH\x00R\x03run\x120\n" +
-	"\x05audit\x18\x04 \x01(\v2\x18.raftcron.v1.AuditRecordH\x00R\x05auditB\b\n" +
-	"\x06record\"?\n" +
+	"\x03run\x18\x03 \x01(\v2\x10.raftcron.v1.RunH\x00R\x03run\x12/\n" +
+	"\x05audit\x18\x04 \x01(\v2\x17.raftcron.v1.AuditEntryH\x00R\x05auditB\b\n" +
+	"\x06record\"\xaa\x01\n" +
+	"\n" +
+	"AuditEntry\x120\n" +
+	"\x06record\x18\x01 \x01(\v2\x18.raftcron.v1.AuditRecordR\x06record\x125\n" +
+	"\vspec_before\x18\x02 \x01(\v2\x14.raftcron.v1.JobSpecR\n" +
+	"specBefore\x123\n" +
+	"\n" +
+	"spec_after\x18\x03 \x01(\v2\x14.raftcron.v1.JobSpecR\tspecAfter\"?\n" +
 	"\tTombstone\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1e\n" +
 	"\n" +
@@ -335,25 +408,30 @@ func file_raftcron_v1_snapshot_proto_rawDescGZIP() []byte {
 	return file_raftcron_v1_snapshot_proto_rawDescData
 }
 
-var file_raftcron_v1_snapshot_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_raftcron_v1_snapshot_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_raftcron_v1_snapshot_proto_goTypes = []any{
 	(*SnapshotHeader)(nil), // 0: raftcron.v1.SnapshotHeader
 	(*SnapshotRecord)(nil), // 1: raftcron.v1.SnapshotRecord
-	(*Tombstone)(nil),      // 2: raftcron.v1.Tombstone
-	(*Job)(nil),            // 3: raftcron.v1.Job
-	(*Run)(nil),            // 4: raftcron.v1.Run
-	(*AuditRecord)(nil),    // 5: raftcron.v1.AuditRecord
+	(*AuditEntry)(nil),     // 2: raftcron.v1.AuditEntry
+	(*Tombstone)(nil),      // 3: raftcron.v1.Tombstone
+	(*Job)(nil),            // 4: raftcron.v1.Job
+	(*Run)(nil),            // 5: raftcron.v1.Run
+	(*AuditRecord)(nil),    // 6: raftcron.v1.AuditRecord
+	(*JobSpec)(nil),        // 7: raftcron.v1.JobSpec
 }
 var file_raftcron_v1_snapshot_proto_depIdxs = []int32{
-	3, // 0: raftcron.v1.SnapshotRecord.job:type_name -> raftcron.v1.Job
-	2, // 1: raftcron.v1.SnapshotRecord.tombstone:type_name -> raftcron.v1.Tombstone
-	4, // 2: raftcron.v1.SnapshotRecord.run:type_name -> raftcron.v1.Run
-	5, // 3: raftcron.v1.SnapshotRecord.audit:type_name -> raftcron.v1.AuditRecord
-	4, // [4:4] is the sub-list for method output_type
-	4, // [4:4] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	4, // 0: raftcron.v1.SnapshotRecord.job:type_name -> raftcron.v1.Job
+	3, // 1: raftcron.v1.SnapshotRecord.tombstone:type_name -> raftcron.v1.Tombstone
+	5, // 2: raftcron.v1.SnapshotRecord.run:type_name -> raftcron.v1.Run
+	2, // 3: raftcron.v1.SnapshotRecord.audit:type_name -> raftcron.v1.AuditEntry
+	6, // 4: raftcron.v1.AuditEntry.record:type_name -> raftcron.v1.AuditRecord
+	7, // 5: raftcron.v1.AuditEntry.spec_before:type_name -> raftcron.v1.JobSpec
+	7, // 6: raftcron.v1.AuditEntry.spec_after:type_name -> raftcron.v1.JobSpec
+	7, // [7:7] is the sub-list for method output_type
+	7, // [7:7] is the sub-list for method input_type
+	7, // [7:7] is the sub-list for extension type_name
+	7, // [7:7] is the sub-list for extension extendee
+	0, // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_snapshot_proto_init() }
@@ -376,7 +454,7 @@ func file_raftcron_v1_snapshot_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_raftcron_v1_snapshot_proto_rawDesc), len(file_raftcron_v1_snapshot_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   3,
+			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
