@@ -16,6 +16,8 @@ import (
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
@@ -72,8 +74,23 @@ func New(ctx context.Context, conn grpc.ClientConnInterface, version string) (ht
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(doc)
 	})
-	h.Handle(Prefix, limitBody(checkPutName(mux, mux)))
+	h.Handle(Prefix, sameOrigin(mux, limitBody(checkPutName(mux, mux))))
 	return h, nil
+}
+
+// sameOrigin refuses writes a browser sends on behalf of another site
+// (CSRF): a page elsewhere could otherwise POST a trigger or a cancel to a
+// node whose ACLs are off, since such a request needs no preflight.
+// Requests from programs (curl, the CLI) and from the node's own pages
+// pass; a bearer token is no cookie, so with ACLs on a foreign page has
+// nothing to send anyway.
+func sameOrigin(mux *runtime.ServeMux, next http.Handler) http.Handler {
+	p := http.NewCrossOriginProtection()
+	p.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(mux, w, r, status.Error(codes.PermissionDenied,
+			"cross-origin write refused: call the API from this node's own pages or from a program"))
+	}))
+	return p.Handler(next)
 }
 
 // limitBody refuses bodies larger than a gRPC call could carry.

@@ -362,3 +362,36 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+func TestCrossSiteWritesAreRefused(t *testing.T) {
+	e := start(t)
+	e.ok("PUT", "/v1/jobs/billing", billing)
+	send := func(origin, site string) int {
+		req, _ := http.NewRequest("POST", e.url+"/v1/jobs/billing:pause", strings.NewReader(`{"note": "x"}`))
+		req.Header.Set("Content-Type", "text/plain")
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		if site != "" {
+			req.Header.Set("Sec-Fetch-Site", site)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := send("https://evil.example", "cross-site"); code != http.StatusForbidden {
+		t.Fatalf("a cross-site pause: %d, want 403", code)
+	}
+	if code := send("https://evil.example", ""); code != http.StatusForbidden {
+		t.Fatalf("a pause from another origin: %d, want 403", code)
+	}
+	if doc := e.ok("GET", "/v1/jobs/billing", ""); dig(doc, "job", "spec", "paused") != nil {
+		t.Fatalf("a refused cross-site write paused the job: %v", doc)
+	}
+	if code := send("", "same-origin"); code != http.StatusOK {
+		t.Fatalf("a same-origin pause: %d, want 200", code)
+	}
+}
