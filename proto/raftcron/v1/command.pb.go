@@ -89,7 +89,7 @@ const (
 	// The command was decoded but its content breaks a rule the FSM enforces.
 	ResultCode_RESULT_CODE_INVALID ResultCode = 6
 	// The run is finished already: there is nothing left to cancel.
-	ResultCode_RESULT_CODE_RUN_FINISHED ResultCode = 7
+	ResultCode_RESULT_CODE_RUN_FINISHED ResultCode = 8
 )
 
 // Enum value maps for ResultCode.
@@ -102,7 +102,7 @@ var (
 		4: "RESULT_CODE_VERSION_MISMATCH",
 		5: "RESULT_CODE_MALFORMED",
 		6: "RESULT_CODE_INVALID",
-		7: "RESULT_CODE_RUN_FINISHED",
+		8: "RESULT_CODE_RUN_FINISHED",
 	}
 	ResultCode_value = map[string]int32{
 		"RESULT_CODE_UNSPECIFIED":      0,
@@ -112,7 +112,7 @@ var (
 		"RESULT_CODE_VERSION_MISMATCH": 4,
 		"RESULT_CODE_MALFORMED":        5,
 		"RESULT_CODE_INVALID":          6,
-		"RESULT_CODE_RUN_FINISHED":     7,
+		"RESULT_CODE_RUN_FINISHED":     8,
 	}
 )
 
@@ -310,11 +310,11 @@ type Command_CompleteBatch struct {
 
 type Command_CancelRun struct {
 	// Command version 2.
-	CancelRun *CancelRunCommand `protobuf:"bytes,15,opt,name=cancel_run,json=cancelRun,proto3,oneof"`
+	CancelRun *CancelRunCommand `protobuf:"bytes,20,opt,name=cancel_run,json=cancelRun,proto3,oneof"`
 }
 
 type Command_SetAudit struct {
-	SetAudit *SetAuditCommand `protobuf:"bytes,16,opt,name=set_audit,json=setAudit,proto3,oneof"`
+	SetAudit *SetAuditCommand `protobuf:"bytes,21,opt,name=set_audit,json=setAudit,proto3,oneof"`
 }
 
 func (*Command_PutJob) isCommand_Kind() {}
@@ -1281,8 +1281,8 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"fire_batch\x18\r \x01(\v2\x1d.raftcron.v1.FireBatchCommandH\x00R\tfireBatch\x12J\n" +
 	"\x0ecomplete_batch\x18\x0e \x01(\v2!.raftcron.v1.CompleteBatchCommandH\x00R\rcompleteBatch\x12>\n" +
 	"\n" +
-	"cancel_run\x18\x0f \x01(\v2\x1d.raftcron.v1.CancelRunCommandH\x00R\tcancelRun\x12;\n" +
-	"\tset_audit\x18\x10 \x01(\v2\x1c.raftcron.v1.SetAuditCommandH\x00R\bsetAuditB\x06\n" +
+	"cancel_run\x18\x14 \x01(\v2\x1d.raftcron.v1.CancelRunCommandH\x00R\tcancelRun\x12;\n" +
+	"\tset_audit\x18\x15 \x01(\v2\x1c.raftcron.v1.SetAuditCommandH\x00R\bsetAuditB\x06\n" +
 	"\x04kind\"\x8e\x01\n" +
 	"\rPutJobCommand\x12(\n" +
 	"\x04spec\x18\x01 \x01(\v2\x14.raftcron.v1.JobSpecR\x04spec\x12(\n" +
@@ -1374,7 +1374,7 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x1cRESULT_CODE_VERSION_MISMATCH\x10\x04\x12\x19\n" +
 	"\x15RESULT_CODE_MALFORMED\x10\x05\x12\x17\n" +
 	"\x13RESULT_CODE_INVALID\x10\x06\x12\x1c\n" +
-	"\x18RESULT_CODE_RUN_FINISHED\x10\aB;Z9github.com/raftcron/raftcron/proto/raftcron/v1;raftcronv1b\x06proto3"
+	"\x18RESULT_CODE_RUN_FINISHED\x10\bB;Z9github.com/raftcron/raftcron/proto/raftcron/v1;raftcronv1b\x06proto3"
 
 var (
 	file_raftcron_v1_command_proto_rawDescOnce sync.Once

@@ -33,9 +33,9 @@ type SnapshotHeader struct {
 	RunCount       uint64                 `protobuf:"varint,5,opt,name=run_count,json=runCount,proto3" json:"run_count,omitempty"`
 	// Format 2: the audit trail's limit (0: off), the last sequence number it
 	// issued, and how many audit records follow the runs.
-	AuditLimit    uint32 `protobuf:"varint,6,opt,name=audit_limit,json=auditLimit,proto3" json:"audit_limit,omitempty"`
-	AuditSeq      uint64 `protobuf:"varint,7,opt,name=audit_seq,json=auditSeq,proto3" json:"audit_seq,omitempty"`
-	AuditCount    uint64 `protobuf:"varint,8,opt,name=audit_count,json=auditCount,proto3" json:"audit_count,omitempty"`
+	AuditLimit    uint32 `protobuf:"varint,20,opt,name=audit_limit,json=auditLimit,proto3" json:"audit_limit,omitempty"`
+	AuditSeq      uint64 `protobuf:"varint,21,opt,name=audit_seq,json=auditSeq,proto3" json:"audit_seq,omitempty"`
+	AuditCount    uint64 `protobuf:"varint,22,opt,name=audit_count,json=auditCount,proto3" json:"audit_count,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -372,10 +372,10 @@ const file_raftcron_v1_snapshot_proto_rawDesc = "" +
 	"\tjob_count\x18\x03 \x01(\x04R\bjobCount\x12'\n" +
 	"\x0ftombstone_count\x18\x04 \x01(\x04R\x0etombstoneCount\x12\x1b\n" +
 	"\trun_count\x18\x05 \x01(\x04R\brunCount\x12\x1f\n" +
-	"\vaudit_limit\x18\x06 \x01(\rR\n" +
+	"\vaudit_limit\x18\x14 \x01(\rR\n" +
 	"auditLimit\x12\x1b\n" +
-	"\taudit_seq\x18\a \x01(\x04R\bauditSeq\x12\x1f\n" +
-	"\vaudit_count\x18\b \x01(\x04R\n" +
+	"\taudit_seq\x18\x15 \x01(\x04R\bauditSeq\x12\x1f\n" +
+	"\vaudit_count\x18\x16 \x01(\x04R\n" +
 	"auditCount\"\xcf\x01\n" +
 	"\x0eSnapshotRecord\x12$\n" +
 	"\x03job\x18\x01 \x01(\v2\x10.raftcron.v1.JobH\x00R\x03job\x126\n" +
