@@ -32,7 +32,8 @@ func newAuditListCmd(o *clientOptions) *cobra.Command {
 		Short: "List audit records, newest first",
 		Long: "List audit records, newest first: the time the leader stamped, the principal,\n" +
 			"the action, the job, its version before and after, and the fields changed.\n" +
-			"Values that may hold secrets (http.body, http.headers, exec.env) read (hidden).",
+			"Values that may hold secrets (http.body, http.headers, exec.env) read (hidden).\n" +
+			"With ACLs on, it needs a token with the management role: records name principals.",
 		Args: cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command, _ []string) error {
 			if limit < 0 || limit > maxAuditLimit {

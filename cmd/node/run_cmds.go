@@ -108,7 +108,8 @@ func newRunCancelCmd(o *clientOptions) *cobra.Command {
 		Long: "Cancel an open run: the cancel is committed through Raft, so the run ends as\n" +
 			"cancelled on every node and is never re-dispatched or retried, even after a\n" +
 			"leader change; the leader stops its attempt (the webhook request is cancelled,\n" +
-			"the exec process group killed). A finished run cannot be cancelled.",
+			"the exec process group killed). A finished run cannot be cancelled.\n" +
+			"With ACLs on, it needs a token with the write role.",
 		Args: cobra.ExactArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			client, done, err := o.runClient()
