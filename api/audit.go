@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/raftcron/raftcron/fsm"
-	"github.com/raftcron/raftcron/internal/principal"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -72,9 +71,8 @@ func (a *AuditSwitch) ensure(ctx context.Context) {
 		return
 	}
 	cmd := &pb.Command{
-		ProposedAtUnixNano: now.UnixNano(),
-		Principal:          fsm.PrincipalSystem,
-		Kind:               &pb.Command_SetAudit{SetAudit: &pb.SetAuditCommand{Limit: a.limit, EnableOnly: !leads}},
+		Caller: &pb.Caller{Principal: fsm.PrincipalSystem},
+		Kind:   &pb.Command_SetAudit{SetAudit: &pb.SetAuditCommand{Limit: a.limit, EnableOnly: !leads}},
 	}
 	res, err := a.store.Apply(ctx, cmd)
 	if err != nil || res.GetCode() != pb.ResultCode_RESULT_CODE_OK {
@@ -85,15 +83,6 @@ func (a *AuditSwitch) ensure(ctx context.Context) {
 func (a *AuditSwitch) needed(leads bool) bool {
 	have := a.state.AuditLimit()
 	return have == 0 || (leads && have != a.limit)
-}
-
-// stamp readies a command a caller asked for: the proposer's time, the
-// caller's principal for its audit record, and the trail switched on if it
-// can be.
-func stamp(ctx context.Context, a *AuditSwitch, now time.Time, cmd *pb.Command) {
-	a.ensure(ctx)
-	cmd.ProposedAtUnixNano = now.UnixNano()
-	cmd.Principal = principal.From(ctx)
 }
 
 // AuditLog is this node's applied audit trail.

@@ -9,7 +9,6 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/raftcron/raftcron/fsm"
-	"github.com/raftcron/raftcron/internal/principal"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -39,7 +38,7 @@ func TestWritesTurnTheAuditTrailOnAndCarryThePrincipal(t *testing.T) {
 	sw := NewAuditSwitch(store, store, 500, nil, func() time.Time { return testNow })
 	svc := NewJobServiceWith(JobServiceConfig{Store: store, Registry: store, Now: func() time.Time { return testNow }, Audit: sw})
 
-	ctx := principal.With(testCtx(t), "alice")
+	ctx := withPrincipal(testCtx(t), Principal{Name: "alice", Role: pb.AclRole_ACL_ROLE_MANAGEMENT})
 	if _, err := svc.ApplyJob(ctx, &pb.ApplyJobRequest{Spec: validSpec("billing")}); err != nil {
 		t.Fatal(err)
 	}
@@ -51,14 +50,14 @@ func TestWritesTurnTheAuditTrailOnAndCarryThePrincipal(t *testing.T) {
 		t.Fatalf("proposed %v, want the trail switched on once, before the first write", got)
 	}
 	sa := cmds[0]
-	if sa.GetSetAudit().GetLimit() != 500 || sa.GetPrincipal() != fsm.PrincipalSystem || sa.GetProposedAtUnixNano() != testNow.UnixNano() {
-		t.Fatalf("set_audit %v, want limit 500 by %s, stamped", sa, fsm.PrincipalSystem)
+	if sa.GetSetAudit().GetLimit() != 500 || sa.GetCaller().GetPrincipal() != fsm.PrincipalSystem {
+		t.Fatalf("set_audit %v, want limit 500 by %s", sa, fsm.PrincipalSystem)
 	}
-	if p := cmds[1].GetPrincipal(); p != "alice" {
+	if p := cmds[1].GetCaller().GetPrincipal(); p != "alice" {
 		t.Fatalf("first write's principal %q, want alice", p)
 	}
-	if p := cmds[2].GetPrincipal(); p != principal.Anonymous {
-		t.Fatalf("unauthenticated write's principal %q, want %s", p, principal.Anonymous)
+	if p := cmds[2].GetCaller().GetPrincipal(); p != Anonymous {
+		t.Fatalf("unauthenticated write's principal %q, want %s", p, Anonymous)
 	}
 }
 

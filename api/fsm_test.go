@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 
 	"github.com/raftcron/raftcron/cluster"
 	"github.com/raftcron/raftcron/fsm"
-	"github.com/raftcron/raftcron/internal/principal"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -52,7 +50,7 @@ func TestRunHubObservesTheFSM(t *testing.T) {
 	state := fsm.New()
 	hub := NewRunHub()
 	state.SetObserver(hub)
-	w, cancel := hub.subscribe("billing")
+	w, cancel := mustSubscribe(t, hub, "billing")
 	defer cancel()
 
 	spec := validSpec("billing")
@@ -86,26 +84,6 @@ func TestRunHubObservesTheFSM(t *testing.T) {
 	}
 }
 
-// fsmStore commits commands straight to a real FSM, one index each, as a
-// one-node Raft would.
-type fsmStore struct {
-	fsmBarrier
-	f     *fsm.FSM
-	mu    sync.Mutex
-	index uint64
-}
-
-func (s *fsmStore) Apply(_ context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
-	data, err := proto.Marshal(cmd)
-	if err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.index++
-	return s.f.Apply(&raft.Log{Index: s.index, Term: 1, Type: raft.LogCommand, Data: data}).(*pb.CommandResult), nil
-}
-
 // TestAuditTrailThroughTheFSM: the first write switches the trail on, every
 // write is recorded with its principal, and a cancel of a finished run is
 // refused as FailedPrecondition, all against the real FSM.
@@ -115,10 +93,10 @@ func TestAuditTrailThroughTheFSM(t *testing.T) {
 	now := func() time.Time { return testNow }
 	sw := NewAuditSwitch(store, state, DefaultAuditLimit, nil, now)
 	jobs := NewJobServiceWith(JobServiceConfig{Store: store, Registry: state, Now: now, Audit: sw})
-	runs := NewRunServiceWith(RunServiceConfig{Barrier: store, Ledger: state, Store: store, Audit: sw, Now: now})
+	runs := NewRunServiceWith(RunServiceConfig{Barrier: store, Ledger: state, Store: store, Audit: sw})
 	audit := NewAuditService(store, state)
 
-	ctx := principal.With(testCtx(t), "alice")
+	ctx := withPrincipal(testCtx(t), Principal{Name: "alice", Role: pb.AclRole_ACL_ROLE_MANAGEMENT})
 	if _, err := jobs.CreateJob(ctx, &pb.CreateJobRequest{Spec: validSpec("billing")}); err != nil {
 		t.Fatal(err)
 	}

@@ -50,21 +50,29 @@ func newHarness(t *testing.T) *harness {
 
 // newHarnessWith lets a test replace the JobService (to make it panic).
 func newHarnessWith(t *testing.T, jobs func(*fakeStore) pb.JobServiceServer) *harness {
-	return startHarness(t, jobs, nil)
+	return startHarness(t, jobs, nil, nil)
 }
 
 // newHarnessConfig builds the JobService from a config that configure
 // completes (a Triggerer, Leadership).
 func newHarnessConfig(t *testing.T, configure func(*JobServiceConfig)) *harness {
-	return startHarness(t, nil, configure)
+	return startHarness(t, nil, configure, nil)
 }
 
-func startHarness(t *testing.T, jobs func(*fakeStore) pb.JobServiceServer, configure func(*JobServiceConfig)) *harness {
+// newHarnessHub serves RunService over hub.
+func newHarnessHub(t *testing.T, hub *RunHub) *harness {
+	return startHarness(t, nil, nil, hub)
+}
+
+func startHarness(t *testing.T, jobs func(*fakeStore) pb.JobServiceServer, configure func(*JobServiceConfig), hub *RunHub) *harness {
 	t.Helper()
+	if hub == nil {
+		hub = NewRunHub()
+	}
 	h := &harness{
 		store:   newFakeStore(),
 		cluster: &fakeCluster{},
-		hub:     NewRunHub(),
+		hub:     hub,
 		logs:    &syncBuffer{},
 	}
 	log := slog.New(slog.NewTextHandler(h.logs, nil))
@@ -82,7 +90,7 @@ func startHarness(t *testing.T, jobs func(*fakeStore) pb.JobServiceServer, confi
 	}
 	h.health = Register(h.server, js, NewClusterService(h.cluster, h.store),
 		WithRunService(NewRunServiceWith(RunServiceConfig{
-			Barrier: h.store, Ledger: h.store, Hub: h.hub, Store: h.store, Now: func() time.Time { return testNow },
+			Barrier: h.store, Ledger: h.store, Hub: h.hub, Store: h.store,
 		})),
 		WithFenceService(NewFenceService(h.store, h.store)),
 		WithAuditService(NewAuditService(h.store, h.store)))

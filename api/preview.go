@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -83,11 +82,7 @@ func (j *jobService) registeredJob(ctx context.Context, name string) (*pb.Job, e
 	if err := j.barrier(ctx, false); err != nil {
 		return nil, err
 	}
-	job, err := j.reg.Job(name)
-	if err != nil {
-		return nil, statusOf(err)
-	}
-	return job, nil
+	return visibleJob(ctx, j.reg, name)
 }
 
 // inlineSchedule applies exactly the schedule and timezone rules of a job
@@ -107,11 +102,7 @@ func (j *jobService) inlineSchedule(spec, zone string) (schedule.Schedule, error
 			return nil, invalidArgument(&jobspec.ValidationError{Violations: kept}, "schedule")
 		}
 	}
-	loc, err := schedule.LoadLocation(strings.TrimSpace(probe.GetTimezone()))
-	if err != nil {
-		return nil, fieldError("timezone", err.Error())
-	}
-	sched, err := schedule.Parse(probe.GetSchedule(), loc)
+	sched, err := schedule.CachedInZone(probe.GetSchedule(), probe.GetTimezone())
 	if err != nil {
 		return nil, fieldError("schedule", err.Error())
 	}
@@ -137,11 +128,8 @@ func jobWindow(job *pb.Job) (window, error) {
 func windowOf(job *pb.Job, sched schedule.Schedule) (window, error) {
 	spec := job.GetSpec()
 	if sched == nil {
-		loc, err := schedule.LoadLocation(strings.TrimSpace(spec.GetTimezone()))
-		if err != nil {
-			return window{}, err
-		}
-		if sched, err = schedule.Parse(spec.GetSchedule(), loc); err != nil {
+		var err error
+		if sched, err = schedule.CachedInZone(spec.GetSchedule(), spec.GetTimezone()); err != nil {
 			return window{}, err
 		}
 	}

@@ -16,6 +16,7 @@ type registration struct {
 	runs  pb.RunServiceServer
 	fence pb.FenceServiceServer
 	audit pb.AuditServiceServer
+	acl   pb.AclServiceServer
 }
 
 // WithRunService also serves RunService.
@@ -31,6 +32,11 @@ func WithAuditService(audit pb.AuditServiceServer) RegisterOption {
 // WithFenceService also serves FenceService.
 func WithFenceService(fence pb.FenceServiceServer) RegisterOption {
 	return func(r *registration) { r.fence = fence }
+}
+
+// WithACLService also serves AclService.
+func WithACLService(acl pb.AclServiceServer) RegisterOption {
+	return func(r *registration) { r.acl = acl }
 }
 
 // Register puts the services on s, together with the standard health
@@ -57,6 +63,10 @@ func Register(s *grpc.Server, jobs pb.JobServiceServer, cl pb.ClusterServiceServ
 	if r.fence != nil {
 		pb.RegisterFenceServiceServer(s, r.fence)
 		names = append(names, pb.FenceService_ServiceDesc.ServiceName)
+	}
+	if r.acl != nil {
+		pb.RegisterAclServiceServer(s, r.acl)
+		names = append(names, pb.AclService_ServiceDesc.ServiceName)
 	}
 	h := health.NewServer()
 	for _, name := range names {

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"time"
 	"unicode/utf8"
 
 	"google.golang.org/grpc"
@@ -21,6 +20,16 @@ type RunLedger interface {
 	ListRuns(job string, limit int) []*pb.Run
 }
 
+// ScopedRunLedger is what RunService needs of the ledger to serve a token
+// with a selector; a ledger without it serves such tokens nothing.
+type ScopedRunLedger interface {
+	// JobMatches reports whether the job exists and its labels include
+	// selector.
+	JobMatches(name string, selector map[string]string) bool
+	// ListRunsMatching is ListRuns of the jobs JobMatches accepts.
+	ListRunsMatching(job string, limit int, selector map[string]string) []*pb.Run
+}
+
 const (
 	defaultRunLimit = 20
 	maxRunLimit     = 1000
@@ -35,7 +44,6 @@ type runService struct {
 	hub     *RunHub
 	store   Store
 	audit   *AuditSwitch
-	now     func() time.Time
 }
 
 // NewRunService serves RunService: reads of the run ledger (linearizable
@@ -57,17 +65,12 @@ type RunServiceConfig struct {
 	Store Store
 	// Audit switches the audit trail on before a cancel; nil: never.
 	Audit *AuditSwitch
-	// Now stamps cancels; nil means time.Now.
-	Now func() time.Time
 }
 
 // NewRunServiceWith serves RunService, CancelRun included when c.Store is
 // set.
 func NewRunServiceWith(c RunServiceConfig) pb.RunServiceServer {
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	return &runService{barrier: c.Barrier, ledger: c.Ledger, hub: c.Hub, store: c.Store, audit: c.Audit, now: c.Now}
+	return &runService{barrier: c.Barrier, ledger: c.Ledger, hub: c.Hub, store: c.Store, audit: c.Audit}
 }
 
 func (s *runService) ListRuns(ctx context.Context, req *pb.ListRunsRequest) (*pb.ListRunsResponse, error) {
@@ -77,8 +80,15 @@ func (s *runService) ListRuns(ctx context.Context, req *pb.ListRunsRequest) (*pb
 	if err := s.readBarrier(ctx, req.GetStale()); err != nil {
 		return nil, err
 	}
-	runs := s.ledger.ListRuns(req.GetJob(), runLimit(req.GetLimit()))
-	return &pb.ListRunsResponse{Runs: runs}, nil
+	sel := PrincipalFrom(ctx).Selector
+	if len(sel) == 0 {
+		return &pb.ListRunsResponse{Runs: s.ledger.ListRuns(req.GetJob(), runLimit(req.GetLimit()))}, nil
+	}
+	scoped, err := s.scoped()
+	if err != nil {
+		return nil, err
+	}
+	return &pb.ListRunsResponse{Runs: scoped.ListRunsMatching(req.GetJob(), runLimit(req.GetLimit()), sel)}, nil
 }
 
 func runLimit(n uint32) int {
@@ -104,6 +114,13 @@ func (s *runService) GetRun(ctx context.Context, req *pb.GetRunRequest) (*pb.Get
 	if err != nil {
 		return nil, statusOf(err)
 	}
+	visible, err := s.visible(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	if !visible {
+		return nil, hiddenRun(id)
+	}
 	return &pb.GetRunResponse{Run: run}, nil
 }
 
@@ -117,12 +134,18 @@ func (s *runService) WatchRuns(req *pb.WatchRunsRequest, stream grpc.ServerStrea
 	if s.hub == nil {
 		return status.Error(codes.Unimplemented, "WatchRuns: this node publishes no run changes")
 	}
-	w, cancel := s.hub.subscribe(req.GetJob())
+	ctx := stream.Context()
+	if _, err := s.visible(ctx, nil); err != nil {
+		return err
+	}
+	w, cancel, err := s.hub.subscribe(req.GetJob())
+	if err != nil {
+		return err
+	}
 	defer cancel()
 	if err := stream.SendHeader(metadata.MD{}); err != nil {
 		return err
 	}
-	ctx := stream.Context()
 	for {
 		select {
 		case <-ctx.Done():
@@ -130,6 +153,9 @@ func (s *runService) WatchRuns(req *pb.WatchRunsRequest, stream grpc.ServerStrea
 		case <-w.end:
 			return w.err
 		case r := <-w.ch:
+			if visible, _ := s.visible(ctx, r); !visible {
+				continue
+			}
 			if err := stream.Send(&pb.WatchRunsResponse{Run: r}); err != nil {
 				return err
 			}
@@ -138,7 +164,8 @@ func (s *runService) WatchRuns(req *pb.WatchRunsRequest, stream grpc.ServerStrea
 }
 
 // CancelRun commits a cancel of an open run; the leader's scheduler stops
-// its attempt when it applies it. The Store forwards it to the leader.
+// its attempt when it applies it. The Store forwards it to the leader. The
+// FSM refuses a run of a job outside the caller's scope as a missing one.
 func (s *runService) CancelRun(ctx context.Context, req *pb.CancelRunRequest) (*pb.CancelRunResponse, error) {
 	id := req.GetId()
 	if err := validRunID(id); err != nil {
@@ -147,8 +174,11 @@ func (s *runService) CancelRun(ctx context.Context, req *pb.CancelRunRequest) (*
 	if s.store == nil {
 		return nil, status.Error(codes.Unimplemented, "CancelRun: this node commits no cancels")
 	}
-	cmd := &pb.Command{Kind: &pb.Command_CancelRun{CancelRun: &pb.CancelRunCommand{RunId: id}}}
-	stamp(ctx, s.audit, s.now(), cmd)
+	s.audit.ensure(ctx)
+	cmd := &pb.Command{
+		Caller: PrincipalFrom(ctx).caller(),
+		Kind:   &pb.Command_CancelRun{CancelRun: &pb.CancelRunCommand{RunId: id}},
+	}
 	res, err := s.store.Apply(ctx, cmd)
 	if err != nil {
 		return nil, statusOf(err)
@@ -167,6 +197,28 @@ func validRunID(id string) error {
 		return fieldError("id", "not a run id: at most 256 bytes of UTF-8")
 	}
 	return nil
+}
+
+// visible reports whether the caller may see run (nil: whether it may see
+// any run at all). A token with a selector sees the runs of the jobs in
+// its scope, judged by the jobs' labels now.
+func (s *runService) visible(ctx context.Context, run *pb.Run) (bool, error) {
+	sel := PrincipalFrom(ctx).Selector
+	if len(sel) == 0 {
+		return true, nil
+	}
+	scoped, err := s.scoped()
+	if err != nil || run == nil {
+		return err == nil, err
+	}
+	return scoped.JobMatches(run.GetJob(), sel), nil
+}
+
+func (s *runService) scoped() (ScopedRunLedger, error) {
+	if l, ok := s.ledger.(ScopedRunLedger); ok {
+		return l, nil
+	}
+	return nil, status.Error(codes.PermissionDenied, "this node cannot limit runs to an ACL token's selector")
 }
 
 func (s *runService) readBarrier(ctx context.Context, stale bool) error {

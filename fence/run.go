@@ -13,7 +13,10 @@ import (
 	"google.golang.org/grpc/metadata"
 )
 
-// HTTP header names raftcron sets on every dispatched request.
+// HTTP header names raftcron sets on every dispatched request (DESIGN §7).
+// They are declared here once: the node's executors send them and
+// downstream services read them. Each is in canonical form, so a sender may
+// set it in an http.Header map directly.
 const (
 	HeaderFencingToken   = "X-Raftcron-Fencing-Token"
 	HeaderJob            = "X-Raftcron-Job"
@@ -21,9 +24,13 @@ const (
 	HeaderScheduledAt    = "X-Raftcron-Scheduled-At"
 	HeaderAttempt        = "X-Raftcron-Attempt"
 	HeaderIdempotencyKey = "Idempotency-Key"
+	// HeaderSignature carries "v1=<signature>" when the nodes sign their dispatches
+	// (see Keys).
+	HeaderSignature = "X-Raftcron-Signature"
 )
 
-// Environment variables raftcron sets for every exec run.
+// Environment variables raftcron sets for every exec run (DESIGN §7),
+// declared here once like the header names.
 const (
 	EnvFencingToken   = "RAFTCRON_FENCING_TOKEN"
 	EnvJob            = "RAFTCRON_JOB"
@@ -31,6 +38,8 @@ const (
 	EnvScheduledAt    = "RAFTCRON_SCHEDULED_AT"
 	EnvAttempt        = "RAFTCRON_ATTEMPT"
 	EnvIdempotencyKey = "RAFTCRON_IDEMPOTENCY_KEY"
+	// EnvSignature is HeaderSignature's value, for exec runs.
+	EnvSignature = "RAFTCRON_SIGNATURE"
 )
 
 // MaxFieldLen bounds the run ID and the idempotency key, so that a misbehaving sender

@@ -234,3 +234,14 @@ func FuzzFromHeader(f *testing.F) {
 		}
 	})
 }
+
+// The node's HTTP executor stores these names in an http.Header map without
+// Set, which is only right for names in canonical form.
+func TestHeaderNamesAreCanonical(t *testing.T) {
+	for _, name := range []string{HeaderFencingToken, HeaderJob, HeaderRunID,
+		HeaderScheduledAt, HeaderAttempt, HeaderIdempotencyKey} {
+		if c := http.CanonicalHeaderKey(name); c != name {
+			t.Errorf("header %q is not in canonical form %q", name, c)
+		}
+	}
+}

@@ -68,16 +68,24 @@ func (a *auditTrail) on() bool { return a.limit > 0 }
 // stored specs before and after a change of a job's spec (nil for none),
 // and drops the oldest records beyond the limit. The caller checked that
 // the trail is on.
-func (s *state) appendRecord(c *pb.Command, e entry, r *pb.AuditRecord, before, after *pb.JobSpec) {
+func (s *state) appendRecord(e entry, r *pb.AuditRecord, before, after *pb.JobSpec) {
+	s.appendEntry(e, &pb.AuditEntry{Record: r, SpecBefore: before, SpecAfter: after})
+}
+
+// appendEntry stores ae, its record numbered and stamped with the entry
+// and named by the command's caller unless it names a principal of its
+// own, and drops the oldest records beyond the limit.
+func (s *state) appendEntry(e entry, ae *pb.AuditEntry) {
 	a := &s.audit
 	a.seq++
+	r := ae.GetRecord()
 	r.Seq = a.seq
 	r.AtUnixNano = e.proposedAt
 	r.Index = e.index
 	if r.Principal == "" {
-		r.Principal = c.GetPrincipal()
+		r.Principal = e.principal
 	}
-	a.records.ReplaceOrInsert(&pb.AuditEntry{Record: r, SpecBefore: before, SpecAfter: after})
+	a.records.ReplaceOrInsert(ae)
 	if job := r.GetJob(); job != "" {
 		a.byJob[job] = append(a.byJob[job], r.GetSeq())
 	}
@@ -126,11 +134,11 @@ func setAudit(s *state, c *pb.Command, e entry) (outcome, error) {
 		return outcome{}, nil
 	}
 	s.audit.limit = limit
-	principal := c.GetPrincipal()
+	principal := e.principal
 	if principal == "" {
 		principal = PrincipalSystem
 	}
-	s.appendRecord(c, e, &pb.AuditRecord{
+	s.appendRecord(e, &pb.AuditRecord{
 		Principal: principal,
 		Action:    AuditSetLimit,
 		Changes: []*pb.AuditChange{{
@@ -157,7 +165,7 @@ func auditedPut(s *state, c *pb.Command, e entry) (outcome, error) {
 	if o.created {
 		action = AuditCreate
 	}
-	s.appendRecord(c, e, &pb.AuditRecord{
+	s.appendRecord(e, &pb.AuditRecord{
 		Action:        action,
 		Job:           o.job.GetSpec().GetName(),
 		VersionBefore: before.GetVersion(),
@@ -176,7 +184,7 @@ func auditedDelete(s *state, c *pb.Command, e entry) (outcome, error) {
 	if err != nil {
 		return o, err
 	}
-	s.appendRecord(c, e, &pb.AuditRecord{Action: AuditDelete, Job: name, VersionBefore: before.GetVersion()}, nil, nil)
+	s.appendRecord(e, &pb.AuditRecord{Action: AuditDelete, Job: name, VersionBefore: before.GetVersion()}, nil, nil)
 	return o, nil
 }
 
@@ -194,7 +202,7 @@ func auditedSetPaused(s *state, c *pb.Command, e entry) (outcome, error) {
 	if p.GetPaused() {
 		action = AuditPause
 	}
-	s.appendRecord(c, e, &pb.AuditRecord{
+	s.appendRecord(e, &pb.AuditRecord{
 		Action:        action,
 		Job:           p.GetName(),
 		VersionBefore: before.GetVersion(),
@@ -227,7 +235,7 @@ func auditedFireBatch(s *state, c *pb.Command, e entry) (outcome, error) {
 		if f.GetForce() {
 			r.Changes = []*pb.AuditChange{{Field: "force", Before: "false", After: "true"}}
 		}
-		s.appendRecord(c, e, r, nil, nil)
+		s.appendRecord(e, r, nil, nil)
 	}
 	return o, nil
 }
@@ -238,7 +246,7 @@ func auditedCancelRun(s *state, c *pb.Command, e entry) (outcome, error) {
 		return o, err
 	}
 	j, _ := s.job(o.run.GetJob())
-	s.appendRecord(c, e, &pb.AuditRecord{
+	s.appendRecord(e, &pb.AuditRecord{
 		Action:        AuditCancel,
 		Job:           o.run.GetJob(),
 		RunId:         o.run.GetId(),
@@ -269,6 +277,9 @@ func (f *FSM) ListAudit(q AuditQuery) []*pb.AuditRecord {
 		r := proto.CloneOf(ae.GetRecord())
 		if ae.GetSpecAfter() != nil {
 			r.Changes = append(r.Changes, specChanges(ae.GetSpecBefore(), ae.GetSpecAfter())...)
+		}
+		if t := ae.GetToken(); t != nil {
+			r.Changes = append(r.Changes, tokenChanges(r.GetAction(), t)...)
 		}
 		out[i] = r
 	}

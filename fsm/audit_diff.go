@@ -39,11 +39,17 @@ func specChanges(before, after *pb.JobSpec) []*pb.AuditChange {
 	var d differ
 	d.message("", before.ProtoReflect(), after.ProtoReflect())
 	d.labels(labelPairs(before), labelPairs(after))
-	if len(d.out) > maxAuditChanges {
-		more := len(d.out) - (maxAuditChanges - 1)
-		d.out = append(d.out[:maxAuditChanges-1], &pb.AuditChange{Field: "…", After: strconv.Itoa(more) + " more fields"})
+	return capChanges(d.out)
+}
+
+// capChanges keeps the first changes of a record, the last one saying how
+// many more there were.
+func capChanges(out []*pb.AuditChange) []*pb.AuditChange {
+	if len(out) > maxAuditChanges {
+		more := len(out) - (maxAuditChanges - 1)
+		out = append(out[:maxAuditChanges-1], &pb.AuditChange{Field: "…", After: strconv.Itoa(more) + " more fields"})
 	}
-	return d.out
+	return out
 }
 
 // label is one label of a spec.

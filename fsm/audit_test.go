@@ -1,14 +1,11 @@
 package fsm_test
 
 import (
-	"bufio"
-	"bytes"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/encoding/protodelim"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
@@ -18,12 +15,6 @@ import (
 
 func setAuditCmd(limit uint32, enableOnly bool) *pb.Command {
 	return &pb.Command{Kind: &pb.Command_SetAudit{SetAudit: &pb.SetAuditCommand{Limit: limit, EnableOnly: enableOnly}}}
-}
-
-// as sets the command's principal.
-func as(principal string, c *pb.Command) *pb.Command {
-	c.Principal = principal
-	return c
 }
 
 // newAuditHarness is a harness whose trail is on, keeping limit records.
@@ -67,12 +58,12 @@ func wantChanges(t *testing.T, r *pb.AuditRecord, want ...string) {
 
 func TestAuditIsOffUntilSetAudit(t *testing.T) {
 	h := newHarness(t)
-	h.mustOK(as("alice", createCmd(testSpec("billing"))))
+	h.mustOK(as("alice", nil, createCmd(testSpec("billing"))))
 	if recs := h.audit(); len(recs) != 0 || h.f.AuditLimit() != 0 {
 		t.Fatalf("trail off: %d records, limit %d; want none", len(recs), h.f.AuditLimit())
 	}
 	// Builds from before the trail read the snapshot of a state without one.
-	if v := snapshotHeader(t, persist(t, h.f)).GetFormatVersion(); v != 1 {
+	if v := snapshotHeader(t, h.f).GetFormatVersion(); v != 1 {
 		t.Fatalf("snapshot format %d without a trail, want 1", v)
 	}
 }
@@ -86,7 +77,7 @@ func TestAuditRecordsEveryRegistryWrite(t *testing.T) {
 	wantChanges(t, start, "limit: 0 → 100")
 
 	spec := testSpec("billing")
-	h.mustOK(as("alice", createCmd(spec)))
+	h.mustOK(as("alice", nil, createCmd(spec)))
 	r := h.lastAudit()
 	if r.GetAction() != fsm.AuditCreate || r.GetPrincipal() != "alice" || r.GetJob() != "billing" ||
 		r.GetVersionBefore() != 0 || r.GetVersionAfter() != 1 || r.GetAtUnixNano() != h.now.UnixNano() ||
@@ -99,7 +90,7 @@ func TestAuditRecordsEveryRegistryWrite(t *testing.T) {
 
 	next := cloneSpec(spec)
 	next.Schedule = "0 * * * *"
-	h.mustOK(as("bob", updateCmd(next, 1)))
+	h.mustOK(as("bob", nil, updateCmd(next, 1)))
 	r = h.lastAudit()
 	if r.GetAction() != fsm.AuditUpdate || r.GetPrincipal() != "bob" || r.GetVersionBefore() != 1 || r.GetVersionAfter() != 2 {
 		t.Fatalf("update record %v, want bob's update 1→2", r)
@@ -107,24 +98,24 @@ func TestAuditRecordsEveryRegistryWrite(t *testing.T) {
 	wantChanges(t, r, `schedule: "*/5 * * * *" → "0 * * * *"`)
 
 	count := len(h.audit())
-	h.mustOK(as("bob", upsertCmd(cloneSpec(next)))) // identical: changes nothing
-	h.mustFail(as("bob", updateCmd(testSpec("ghost"), 0)), codeNotFound, fsm.ErrNotFound)
+	h.mustOK(as("bob", nil, upsertCmd(cloneSpec(next)))) // identical: changes nothing
+	h.mustFail(as("bob", nil, updateCmd(testSpec("ghost"), 0)), codeNotFound, fsm.ErrNotFound)
 	if got := len(h.audit()); got != count {
 		t.Fatalf("a no-op and a refused write added %d records", got-count)
 	}
 
-	h.mustOK(as("carol", pauseCmd("billing", true, "maintenance")))
+	h.mustOK(as("carol", nil, pauseCmd("billing", true, "maintenance")))
 	r = h.lastAudit()
 	if r.GetAction() != fsm.AuditPause || r.GetPrincipal() != "carol" || r.GetVersionAfter() != 3 {
 		t.Fatalf("pause record %v", r)
 	}
 	wantChanges(t, r, "paused: false → true", `pause_note: "" → "maintenance"`)
-	h.mustOK(as("carol", pauseCmd("billing", false, "")))
+	h.mustOK(as("carol", nil, pauseCmd("billing", false, "")))
 	if r = h.lastAudit(); r.GetAction() != fsm.AuditResume || r.GetVersionBefore() != 3 || r.GetVersionAfter() != 4 {
 		t.Fatalf("resume record %v", r)
 	}
 
-	trigger := manualFire("billing", "req-1", true)
+	trigger := ofGeneration(manualFire("billing", "req-1", true), h.job("billing").GetGeneration())
 	trigger.Principal = "dave"
 	run := h.accepted(trigger).GetRun()
 	r = h.lastAudit()
@@ -139,12 +130,12 @@ func TestAuditRecordsEveryRegistryWrite(t *testing.T) {
 		t.Fatalf("a duplicate trigger added %d records", got-count)
 	}
 
-	h.mustOK(as("erin", cancelCmd(run.GetId())))
+	h.mustOK(as("erin", nil, cancelCmd(run.GetId())))
 	if r = h.lastAudit(); r.GetAction() != fsm.AuditCancel || r.GetPrincipal() != "erin" || r.GetRunId() != run.GetId() || r.GetJob() != "billing" {
 		t.Fatalf("cancel record %v", r)
 	}
 
-	h.mustOK(as("frank", deleteCmd("billing", 0)))
+	h.mustOK(as("frank", nil, deleteCmd("billing", 0)))
 	if r = h.lastAudit(); r.GetAction() != fsm.AuditDelete || r.GetPrincipal() != "frank" ||
 		r.GetVersionBefore() != 4 || r.GetVersionAfter() != 0 || len(r.GetChanges()) != 0 {
 		t.Fatalf("delete record %v, want frank's delete 4→0", r)
@@ -220,7 +211,7 @@ func TestAuditLimitDropsTheOldestAndIsRecorded(t *testing.T) {
 		t.Fatal("an enable-only or unchanged set_audit changed the state")
 	}
 
-	h.mustOK(as("mallory", setAuditCmd(1, false)))
+	h.mustOK(as("mallory", nil, setAuditCmd(1, false)))
 	recs := h.audit()
 	if len(recs) != 1 || recs[0].GetAction() != fsm.AuditSetLimit || recs[0].GetPrincipal() != "mallory" {
 		t.Fatalf("after lowering the limit to 1: %v, want only the record of the change", recs)
@@ -277,10 +268,10 @@ func TestListAuditFilters(t *testing.T) {
 func TestAuditSurvivesSnapshotAndRestore(t *testing.T) {
 	h := newAuditHarness(t, 3)
 	for _, name := range []string{"a", "b", "c", "a"} {
-		h.mustOK(as("alice", upsertCmd(withNote(testSpec(name), name+h.now.String()))))
+		h.mustOK(as("alice", nil, upsertCmd(withNote(testSpec(name), name+h.now.String()))))
 	}
 	data := persist(t, h.f)
-	if v := snapshotHeader(t, data).GetFormatVersion(); v != 2 {
+	if v := snapshotHeader(t, h.f).GetFormatVersion(); v != 2 {
 		t.Fatalf("snapshot format %d with a trail, want 2", v)
 	}
 	g := fsm.New()
@@ -346,13 +337,4 @@ func TestRestoreRejectsCorruptAuditTrails(t *testing.T) {
 func withNote(spec *pb.JobSpec, note string) *pb.JobSpec {
 	spec.PauseNote = note
 	return spec
-}
-
-func snapshotHeader(t *testing.T, data []byte) *pb.SnapshotHeader {
-	t.Helper()
-	var h pb.SnapshotHeader
-	if err := protodelim.UnmarshalFrom(bufio.NewReader(bytes.NewReader(data)), &h); err != nil {
-		t.Fatalf("snapshot header: %v", err)
-	}
-	return &h
 }

@@ -29,7 +29,7 @@ func TestCancelFinishesAnExecutingRun(t *testing.T) {
 	token := h.f.FencingToken()
 
 	run := h.cancel(fired.GetRunId())
-	a := lastAttempt(run)
+	a := fsm.CurrentAttempt(run)
 	switch {
 	case run.GetState() != stCancelled || run.GetReason() != fsm.ReasonCancelRequested:
 		t.Fatalf("run %v, want CANCELLED (%s)", run, fsm.ReasonCancelRequested)
@@ -88,7 +88,7 @@ func TestCancelStopsAWaitingRetry(t *testing.T) {
 		t.Fatalf("run %v, want RETRYING", got)
 	}
 	run := h.cancel(fired.GetRunId())
-	if run.GetState() != stCancelled || run.GetNextAttemptAtUnixNano() != 0 || lastAttempt(run).GetState() != stFailed {
+	if run.GetState() != stCancelled || run.GetNextAttemptAtUnixNano() != 0 || fsm.CurrentAttempt(run).GetState() != stFailed {
 		t.Fatalf("run %v, want CANCELLED with no retry due and the failed attempt kept", run)
 	}
 	h.now = h.now.Add(time.Minute)

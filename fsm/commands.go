@@ -23,7 +23,7 @@ func putJob(s *state, c *pb.Command, e entry) (outcome, error) {
 	if mode != pb.PutMode_PUT_MODE_CREATE && mode != pb.PutMode_PUT_MODE_UPDATE && mode != pb.PutMode_PUT_MODE_UPSERT {
 		return outcome{}, malformed("put_job.mode must be CREATE, UPDATE or UPSERT, not %v", mode)
 	}
-	cur, exists := s.entry(name)
+	cur, exists := s.item(name)
 	old := cur.job
 	switch {
 	case exists && mode == pb.PutMode_PUT_MODE_CREATE:
@@ -33,6 +33,10 @@ func putJob(s *state, c *pb.Command, e entry) (outcome, error) {
 	}
 	if err := checkVersion(name, old, p.GetExpectedVersion()); err != nil {
 		return outcome{}, err
+	}
+	if limit := p.GetMaxJobs(); !exists && limit > 0 && uint64(s.jobs.Len()) >= limit {
+		return outcome{}, fail(ErrLimitExceeded, "job %q not created: the registry holds %d jobs, its limit (max_jobs) is %d jobs",
+			name, s.jobs.Len(), limit)
 	}
 	storeSpec(spec) // the command was decoded for this Apply: the spec is ours
 	s.share.spec(spec)
@@ -49,11 +53,12 @@ func putJob(s *state, c *pb.Command, e entry) (outcome, error) {
 	if targetChanged(old.GetSpec(), spec) {
 		next.Generation++
 		st = cursorAtLeast(st, e.seconds())
+		st = cancelStaleRetries(s, st, e)
 	}
 	if old.GetSpec().GetPaused() && !spec.GetPaused() {
 		st = cursorAtLeast(st, e.seconds())
 	}
-	s.putEntry(next, st)
+	s.setJob(next, st)
 	s.pruneHistory(name) // the limit may have shrunk
 	return outcome{job: next, status: st, changed: true}, nil
 }
@@ -71,10 +76,11 @@ func createJob(s *state, spec *pb.JobSpec, e entry) outcome {
 		CreatedAt:   now,
 		UpdatedAt:   now,
 		ModifyIndex: e.index,
+		UpdatedBy:   e.principal,
 	}
 	st := s.share.status(&pb.JobStatus{CursorUnix: e.seconds()})
 	s.tombstones.Delete(tombstone{name: name})
-	s.putEntry(j, st)
+	s.setJob(j, st)
 	s.pruneHistory(name) // finished runs of an earlier job of that name
 	return outcome{job: j, status: st, changed: true, created: true}
 }
@@ -96,7 +102,7 @@ func deleteJob(s *state, c *pb.Command, e entry) (outcome, error) {
 	if name == "" {
 		return outcome{}, malformed("delete_job.name must not be empty")
 	}
-	cur, exists := s.entry(name)
+	cur, exists := s.item(name)
 	if !exists {
 		return outcome{}, fail(ErrNotFound, "job %q not found", name)
 	}
@@ -104,10 +110,10 @@ func deleteJob(s *state, c *pb.Command, e entry) (outcome, error) {
 		return outcome{}, err
 	}
 	cancelWaitingRetries(s, cur, e)
-	s.jobs.Delete(jobEntry{name: name})
+	s.jobs.Delete(jobItem{name: name})
 	s.tx.jobChanged(name)
 	s.tombstones.ReplaceOrInsert(tombstone{name: name, generation: cur.job.GetGeneration()})
-	s.pruneHistory(name) // down to the default limit
+	s.collectTombstone(name) // at once if nothing of the job is open
 	return outcome{changed: true}, nil
 }
 
@@ -115,12 +121,36 @@ func deleteJob(s *state, c *pb.Command, e entry) (outcome, error) {
 // of theirs is executing, and no fire for a deleted job is ever accepted, so
 // they could never finish otherwise. Runs still executing stay open until
 // their outcome arrives (or a new leader cancels them on re-dispatch).
-func cancelWaitingRetries(s *state, cur jobEntry, e entry) {
+func cancelWaitingRetries(s *state, cur jobItem, e entry) {
 	for _, id := range cur.status.GetOpenRunIds() {
 		if r, ok := s.run(id); ok && r.GetState() == pb.RunState_RUN_STATE_RETRYING {
 			s.putRun(cancelled(r, ReasonDeleted, e))
 		}
 	}
+}
+
+// cancelStaleRetries cancels the open runs in st that wait for a retry,
+// when the job moves to a new generation: a retry of generation g must
+// never run g+1's target under g's idempotency key. Runs still executing
+// stay open until their outcome arrives, which is then final (complete);
+// an orphan among them is given up on re-dispatch. It returns st, or a
+// fresh status without the cancelled runs.
+func cancelStaleRetries(s *state, st *pb.JobStatus, e entry) *pb.JobStatus {
+	next := st
+	for _, id := range st.GetOpenRunIds() {
+		r, ok := s.run(id)
+		if !ok || r.GetState() != pb.RunState_RUN_STATE_RETRYING {
+			continue
+		}
+		if next == st {
+			next = copyStatus(st)
+		}
+		nr := cancelled(r, ReasonGeneration, e)
+		next.OpenRunIds = removeID(next.OpenRunIds, id)
+		noteFinished(next, nr)
+		s.putRun(nr)
+	}
+	return next
 }
 
 // setPaused pauses with a note or resumes, which clears the note. A request
@@ -131,7 +161,7 @@ func setPaused(s *state, c *pb.Command, e entry) (outcome, error) {
 	if name == "" {
 		return outcome{}, malformed("set_paused.name must not be empty")
 	}
-	cur, exists := s.entry(name)
+	cur, exists := s.item(name)
 	if !exists {
 		return outcome{}, fail(ErrNotFound, "job %q not found", name)
 	}
@@ -150,7 +180,7 @@ func setPaused(s *state, c *pb.Command, e entry) (outcome, error) {
 	if old.GetSpec().GetPaused() && !spec.Paused {
 		st = cursorAtLeast(st, e.seconds()) // no catch-up of the paused time
 	}
-	s.putEntry(next, st)
+	s.setJob(next, st)
 	return outcome{job: next, status: st, changed: true}, nil
 }
 
@@ -164,6 +194,7 @@ func changedJob(old *pb.Job, spec *pb.JobSpec, e entry) *pb.Job {
 		CreatedAt:   old.GetCreatedAt(),
 		UpdatedAt:   e.timestamp(),
 		ModifyIndex: e.index,
+		UpdatedBy:   e.principal,
 	}
 }
 

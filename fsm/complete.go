@@ -7,18 +7,15 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"google.golang.org/protobuf/types/known/durationpb"
-
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
 const (
-	// maxOutput and maxDetail bound what one attempt adds to the state.
+	// maxOutput, maxDetail and maxReason bound what one attempt adds to the
+	// state.
 	maxOutput = 4096
 	maxDetail = 4096
-
-	defaultInitialBackoff = time.Second
-	defaultMaxBackoff     = time.Minute
+	maxReason = 64
 )
 
 // completeBatch records the outcomes executors reported. Each completion is
@@ -45,7 +42,7 @@ func complete(s *state, e entry, c *pb.Completion, res *pb.CompletionResult, sla
 		res.Reason = ReasonUnknownRun
 		return
 	}
-	cur := current(r)
+	cur := CurrentAttempt(r)
 	if cur == nil || cur.GetToken() != c.GetToken() || cur.GetState() != pb.RunState_RUN_STATE_DISPATCHED ||
 		r.GetState() != pb.RunState_RUN_STATE_DISPATCHED {
 		res.Reason = ReasonSuperseded
@@ -64,23 +61,29 @@ func complete(s *state, e entry, c *pb.Completion, res *pb.CompletionResult, sla
 	nr := copyRun(r)
 	nr.Attempts = replaceLast(r.GetAttempts(), a)
 	nr.State = c.GetOutcome()
+	if c.GetReason() != "" {
+		nr.Reason = truncateString(c.GetReason(), maxReason)
+	}
 
 	finishedAt := c.GetFinishedAtUnixNano()
 	if finishedAt <= 0 {
 		finishedAt = e.proposedAt
 	}
-	je, owned := s.owner(r)
-	if owned && retryable(c.GetOutcome()) && len(nr.Attempts) < maxAttempts(je.job.GetSpec()) {
+	it, owned := s.owner(r)
+	// A run of an earlier generation is never retried: the target it would
+	// retry is gone.
+	if owned && retryable(c) && len(nr.Attempts) < maxAttempts(it.job.GetSpec()) &&
+		r.GetGeneration() == it.job.GetGeneration() {
 		nr.State = pb.RunState_RUN_STATE_RETRYING
-		nr.NextAttemptAtUnixNano = addSaturating(finishedAt, backoff(je.job.GetSpec().GetRetry(), len(nr.Attempts)))
+		nr.NextAttemptAtUnixNano = addSaturating(finishedAt, backoff(it.job.GetSpec().GetRetry(), len(nr.Attempts)))
 	} else {
 		nr.FinishedAtUnixNano = finishedAt
 	}
 	if owned && !isOpen(nr.State) {
-		next := copyStatus(je.status)
+		next := copyStatus(it.status)
 		next.OpenRunIds = removeID(next.OpenRunIds, nr.GetId())
 		noteFinished(next, nr)
-		s.setStatus(je, next)
+		s.setStatus(it, next)
 	}
 	s.putRun(nr)
 	res.Accepted, res.Run = true, slab.clone(nr)
@@ -97,24 +100,27 @@ func isOutcome(st pb.RunState) bool {
 }
 
 // retryable outcomes may be followed by another attempt. FENCED never is: a
-// newer attempt exists, and retrying would only be fenced again.
-func retryable(st pb.RunState) bool {
-	return st == pb.RunState_RUN_STATE_FAILED || st == pb.RunState_RUN_STATE_DEADLINE_EXCEEDED
+// newer attempt exists, and retrying would only be fenced again. Nor is an
+// attempt the node refused by its policy (a completion with a reason): the
+// same policy would refuse every retry.
+func retryable(c *pb.Completion) bool {
+	st := c.GetOutcome()
+	return c.GetReason() == "" && (st == pb.RunState_RUN_STATE_FAILED || st == pb.RunState_RUN_STATE_DEADLINE_EXCEEDED)
 }
 
-// maxAttempts is the job's attempt budget: 1 without a retry policy.
+// maxAttempts is the job's attempt budget: a run makes its first attempt
+// in any case, and only a retry policy allows more.
 func maxAttempts(spec *pb.JobSpec) int {
-	if n := spec.GetRetry().GetMaxAttempts(); n > 0 {
-		return int(n)
-	}
-	return 1
+	return int(spec.GetRetry().GetMaxAttempts())
 }
 
 // backoff is the wait before attempt n+1 after attempt n failed:
-// min(initial * 2^(n-1), max).
+// min(initial * 2^(n-1), max). The backoffs are the stored ones: the API
+// stores them filled in (jobspec.Normalize), so the FSM keeps no defaults;
+// an unset or negative one counts as zero.
 func backoff(r *pb.Retry, n int) time.Duration {
-	initial := durationOr(r.GetInitialBackoff(), defaultInitialBackoff)
-	limit := durationOr(r.GetMaxBackoff(), defaultMaxBackoff)
+	initial := max(r.GetInitialBackoff().AsDuration(), 0)
+	limit := max(r.GetMaxBackoff().AsDuration(), 0)
 	d := initial
 	for i := 1; i < n && d < limit; i++ {
 		if d > limit/2 {
@@ -124,13 +130,6 @@ func backoff(r *pb.Retry, n int) time.Duration {
 		d *= 2
 	}
 	return min(d, limit)
-}
-
-func durationOr(d *durationpb.Duration, def time.Duration) time.Duration {
-	if v := d.AsDuration(); d != nil && v > 0 {
-		return v
-	}
-	return def
 }
 
 func addSaturating(t int64, d time.Duration) int64 {

@@ -21,7 +21,7 @@ func TestCompletionSucceeds(t *testing.T) {
 	c.Detail = strings.Repeat("é", 3000) // 6000 bytes, two per rune
 	run := h.complete(c)[0].GetRun()
 
-	a := lastAttempt(run)
+	a := fsm.CurrentAttempt(run)
 	switch {
 	case run.GetState() != stSucceeded || run.GetFinishedAtUnixNano() != finishedAt.UnixNano():
 		t.Fatalf("run %v, want SUCCEEDED finished at the reported time", run)
@@ -60,7 +60,7 @@ func TestFailureRetriesWithExponentialCappedBackoff(t *testing.T) {
 		if run.GetState() != stRetrying || run.GetNextAttemptAtUnixNano() != finishedAt.Add(want).UnixNano() {
 			t.Fatalf("after attempt %d: %v, want RETRYING at finished_at + %v", n+1, run, want)
 		}
-		if lastAttempt(run).GetState() != stFailed || run.GetFinishedAtUnixNano() != 0 {
+		if fsm.CurrentAttempt(run).GetState() != stFailed || run.GetFinishedAtUnixNano() != 0 {
 			t.Fatalf("after attempt %d: %v, want the attempt FAILED and the run not finished", n+1, run)
 		}
 		if st := h.status("billing"); len(st.GetOpenRunIds()) != 1 || st.GetFailed() != 0 {
@@ -69,7 +69,7 @@ func TestFailureRetriesWithExponentialCappedBackoff(t *testing.T) {
 		h.now = time.Unix(0, run.GetNextAttemptAtUnixNano()).Add(-time.Second) // the next entry is exactly due
 		r := h.accepted(retryFire("billing", run.GetId()))
 		run = r.GetRun()
-		if r.GetAttempt() != uint32(n+2) || lastAttempt(run).GetKind() != kindRetry || run.GetState() != stDispatched ||
+		if r.GetAttempt() != uint32(n+2) || fsm.CurrentAttempt(run).GetKind() != kindRetry || run.GetState() != stDispatched ||
 			run.GetNextAttemptAtUnixNano() != 0 || r.GetToken() <= tokens[len(tokens)-1] {
 			t.Fatalf("retry %d: %v, want attempt %d DISPATCHED under a larger token", n+1, r, n+2)
 		}
@@ -91,7 +91,7 @@ func TestFailureRetriesWithExponentialCappedBackoff(t *testing.T) {
 	h.refused(retryFire("billing", run.GetId()), fsm.ReasonNotOpen)
 }
 
-func TestRetryDefaultsAndDeadline(t *testing.T) {
+func TestRetryKeepsNoDefaultsAndRetriesDeadlines(t *testing.T) {
 	h := newHarness(t)
 	// Without a retry policy a failure is final.
 	gen := h.create(testSpec("once"))
@@ -99,15 +99,15 @@ func TestRetryDefaultsAndDeadline(t *testing.T) {
 	if run.GetState() != stFailed {
 		t.Fatalf("failure without retry policy: %v, want FAILED", run)
 	}
-	// Unset backoffs default to 1s initial; a deadline is retried like a failure.
+	// The FSM keeps no backoff defaults (the API stores them filled in):
+	// unset backoffs are zero. A deadline is retried like a failure.
 	gen = h.create(withRetry(testSpec("defaults"), 2, 0, 0))
 	run = h.accepted(slotFire("defaults", gen, h.nextSlot("defaults"))).GetRun()
 	finishedAt := h.now
 	run = h.finish(run, stDeadline, finishedAt)
-	if run.GetState() != stRetrying || run.GetNextAttemptAtUnixNano() != finishedAt.Add(time.Second).UnixNano() {
-		t.Fatalf("deadline with retries left: %v, want RETRYING 1s later", run)
+	if run.GetState() != stRetrying || run.GetNextAttemptAtUnixNano() != finishedAt.UnixNano() {
+		t.Fatalf("deadline with retries left and no backoffs: %v, want RETRYING at once", run)
 	}
-	h.now = h.now.Add(time.Second)
 	run = h.accepted(retryFire("defaults", run.GetId())).GetRun()
 	run = h.finish(run, stDeadline, h.now)
 	if run.GetState() != stDeadline {
@@ -232,7 +232,7 @@ func TestRedispatchAtMostOnceMarksUnknown(t *testing.T) {
 		t.Fatalf("at_most_once redispatch: %v, want refused as unknown without a token", res)
 	}
 	if run.GetState() != stUnknown || run.GetReason() != fsm.ReasonLeaderChanged || len(run.GetAttempts()) != 1 ||
-		lastAttempt(run).GetState() != stUnknown || run.GetFinishedAtUnixNano() == 0 {
+		fsm.CurrentAttempt(run).GetState() != stUnknown || run.GetFinishedAtUnixNano() == 0 {
 		t.Fatalf("run %v, want UNKNOWN (leader_changed), finished, its only attempt UNKNOWN", run)
 	}
 	if st := h.status("billing"); len(st.GetOpenRunIds()) != 0 || st.GetLastOutcome() != stUnknown {
@@ -287,7 +287,7 @@ func TestDeleteKeepsExecutingRunsAndCancelsWaitingRetries(t *testing.T) {
 	// A new leader's re-dispatch of the other cancels it.
 	res := h.fireAs("n2", leaderTerm+1, []*pb.Fire{redispatchFire("billing", orphan.GetId())}, nil)[0]
 	if res.GetAccepted() || res.GetReason() != fsm.ReasonGone || res.GetRun().GetState() != stCancelled ||
-		res.GetRun().GetReason() != fsm.ReasonDeleted || lastAttempt(res.GetRun()).GetState() != stCancelled {
+		res.GetRun().GetReason() != fsm.ReasonDeleted || fsm.CurrentAttempt(res.GetRun()).GetState() != stCancelled {
 		t.Fatalf("redispatch of a deleted job's run: %v, want refused gone and the run CANCELLED (deleted)", res)
 	}
 	if len(h.f.OpenRuns()) != 0 {
@@ -354,6 +354,34 @@ func TestHistoryIsPrunedToLimit(t *testing.T) {
 	}
 }
 
+// The FSM keeps no history limit of its own: a deleted name keeps the
+// history its job left, and a job created again under it prunes to its own
+// limit.
+func TestDeletedNameKeepsItsJobsHistory(t *testing.T) {
+	h := newHarness(t)
+	spec := withOverlap(testSpec("billing"), pb.Overlap_OVERLAP_ALLOW)
+	spec.HistoryLimit = 20
+	gen := h.create(spec)
+	for range 15 {
+		h.finish(h.accepted(slotFire("billing", gen, h.nextSlot("billing"))).GetRun(), stSucceeded, h.now)
+	}
+	executing := h.accepted(slotFire("billing", gen, h.nextSlot("billing"))).GetRun()
+	h.mustOK(deleteCmd("billing", 0))
+	if got := len(h.f.ListRuns("billing", 0)); got != 16 {
+		t.Fatalf("%d runs under the deleted name, want its job's 15 finished and 1 executing", got)
+	}
+	h.finish(executing, stSucceeded, h.now)
+	if got := len(h.f.ListRuns("billing", 0)); got != 16 {
+		t.Fatalf("%d runs after the executing one finished, want all 16 kept", got)
+	}
+	again := testSpec("billing")
+	again.HistoryLimit = 4
+	h.create(again)
+	if got := len(h.f.ListRuns("billing", 0)); got != 4 {
+		t.Fatalf("%d runs after re-creating the job with history_limit 4, want 4", got)
+	}
+}
+
 func TestCountersAndLastOutcome(t *testing.T) {
 	h := newHarness(t)
 	gen := h.create(withOverlap(testSpec("billing"), pb.Overlap_OVERLAP_ALLOW))
@@ -372,7 +400,29 @@ func TestCountersAndLastOutcome(t *testing.T) {
 	if st.GetLastRunId() != last.GetId() || st.GetLastOutcome() != stFenced || st.GetLastFinishedAtUnixNano() != last.GetFinishedAtUnixNano() {
 		t.Fatalf("last outcome %v, want the fenced run", st)
 	}
-	if st.GetLatestToken() != lastAttempt(c).GetToken() {
-		t.Fatalf("latest token %d, want %d", st.GetLatestToken(), lastAttempt(c).GetToken())
+	if st.GetLatestToken() != fsm.CurrentAttempt(c).GetToken() {
+		t.Fatalf("latest token %d, want %d", st.GetLatestToken(), fsm.CurrentAttempt(c).GetToken())
+	}
+}
+
+func TestPolicyRefusalIsFinalAndRecordsItsReason(t *testing.T) {
+	h := newHarness(t)
+	gen := h.create(withRetry(testSpec("billing"), 5, time.Second, time.Second))
+	fired := h.accepted(slotFire("billing", gen, h.nextSlot("billing")))
+	c := done(fired.GetRun(), stFailed, h.now)
+	c.Reason = "egress_denied"
+	run := h.complete(c)[0].GetRun()
+	if run.GetState() != stFailed || run.GetReason() != "egress_denied" || run.GetFinishedAtUnixNano() == 0 {
+		t.Fatalf("run %v, want FAILED with reason egress_denied and finished: a refusal is not retried", run)
+	}
+	if st := h.status("billing"); st.GetFailed() != 1 || len(st.GetOpenRunIds()) != 0 {
+		t.Fatalf("status %v, want one failure and no open run", st)
+	}
+	h.refused(retryFire("billing", run.GetId()), fsm.ReasonNotOpen)
+
+	// An ordinary failure of the same job is still retried and has no reason.
+	fired = h.accepted(slotFire("billing", gen, h.nextSlot("billing")))
+	if run := h.finish(fired.GetRun(), stFailed, h.now); run.GetState() != stRetrying || run.GetReason() != "" {
+		t.Fatalf("run %v, want RETRYING without a reason", run)
 	}
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // TestReadsRunConcurrentlyWithApply is meant for -race: readers page through
-// the registry and the ledger, walk the schedule entries, take hashes and
+// the registry and the ledger, walk the stored jobs, take hashes and
 // persist snapshots, and change the values they get back, while Apply runs
 // a generated log with an observer installed.
 func TestReadsRunConcurrentlyWithApply(t *testing.T) {
@@ -131,13 +131,13 @@ func readLedger(f *fsm.FSM) string {
 		r.Id = "mutated"
 	}
 	prev, bad := "", ""
-	f.ScheduleEntries(func(e fsm.ScheduleEntry) bool {
+	f.StoredJobs(func(e fsm.StoredJob) bool {
 		name := e.Job.GetSpec().GetName()
 		switch {
 		case prev != "" && name <= prev:
-			bad = "ScheduleEntries out of order: " + name + " after " + prev
+			bad = "StoredJobs out of order: " + name + " after " + prev
 		case e.Status == nil:
-			bad = "ScheduleEntries without a status: " + name
+			bad = "StoredJobs without a status: " + name
 		}
 		prev = name
 		return bad == ""

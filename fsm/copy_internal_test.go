@@ -113,19 +113,16 @@ func TestBackoffDoublesUpToTheCap(t *testing.T) {
 			t.Errorf("backoff after attempt %d = %v, want %v", n+1, got, want*time.Second)
 		}
 	}
-	if got := backoff(nil, 1); got != time.Second {
-		t.Errorf("default first backoff %v, want 1s", got)
-	}
-	if got := backoff(nil, 60); got != time.Minute {
-		t.Errorf("default backoff after many attempts %v, want the 1m cap", got)
+	if got := backoff(nil, 60); got != 0 {
+		t.Errorf("backoff without stored backoffs %v, want 0: the FSM keeps no defaults", got)
 	}
 	huge := &pb.Retry{InitialBackoff: durationpb.New(time.Duration(1 << 62)), MaxBackoff: durationpb.New(time.Duration(1<<63 - 1))}
 	if got := backoff(huge, 1000); got != time.Duration(1<<63-1) {
 		t.Errorf("backoff near the int64 limit = %v, want the cap without overflow", got)
 	}
-	neg := &pb.Retry{InitialBackoff: durationpb.New(-time.Second)}
-	if got := backoff(neg, 1); got != time.Second {
-		t.Errorf("negative initial backoff gave %v, want the 1s default", got)
+	neg := &pb.Retry{InitialBackoff: durationpb.New(-time.Second), MaxBackoff: durationpb.New(time.Minute)}
+	if got := backoff(neg, 3); got != 0 {
+		t.Errorf("negative initial backoff gave %v, want 0", got)
 	}
 	if got := addSaturating(1<<62, time.Duration(1<<62)); got != 1<<63-1 {
 		t.Errorf("addSaturating overflowed to %d", got)

@@ -15,6 +15,7 @@ var (
 	ErrVersionMismatch = errors.New("job version mismatch")
 	ErrMalformed       = errors.New("malformed command")
 	ErrInvalid         = errors.New("invalid command")
+	ErrLimitExceeded   = errors.New("limit exceeded")
 	// ErrRunFinished: a cancel named a run that is no longer open.
 	ErrRunFinished = errors.New("run is finished")
 )
@@ -30,6 +31,7 @@ var codes = []struct {
 	{pb.ResultCode_RESULT_CODE_VERSION_MISMATCH, ErrVersionMismatch},
 	{pb.ResultCode_RESULT_CODE_MALFORMED, ErrMalformed},
 	{pb.ResultCode_RESULT_CODE_INVALID, ErrInvalid},
+	{pb.ResultCode_RESULT_CODE_LIMIT_EXCEEDED, ErrLimitExceeded},
 	{pb.ResultCode_RESULT_CODE_RUN_FINISHED, ErrRunFinished},
 }
 

@@ -17,7 +17,7 @@ func fireBatch(s *state, c *pb.Command, e entry) (outcome, error) {
 	if e.term != 0 && fb.GetTerm() != e.term {
 		return staleTerm(fires), nil
 	}
-	b := batch{s: s, e: e, leader: fb.GetLeaderId(), term: fb.GetTerm(), slab: newRunSlab(len(fires))}
+	b := batch{s: s, e: e, leader: fb.GetLeaderId(), term: fb.GetTerm(), maxOpen: fb.GetMaxOpenRuns(), slab: newRunSlab(len(fires))}
 	misses := fb.GetMisses()
 	for i, m := range misses {
 		b.miss(i, m)
@@ -50,7 +50,15 @@ type batch struct {
 	e      entry
 	leader string
 	term   uint64
-	slab   *runSlab // the runs of the results
+	// maxOpen caps one job's open runs under overlap allow; 0: no cap.
+	maxOpen uint32
+	slab    *runSlab // the runs of the results
+}
+
+// atOpenLimit reports whether a job whose status is st may open no more
+// runs in this batch.
+func (b *batch) atOpenLimit(st *pb.JobStatus) bool {
+	return b.maxOpen > 0 && len(st.GetOpenRunIds()) >= int(b.maxOpen)
 }
 
 func (b *batch) fire(pos int, f *pb.Fire, res *pb.FireResult) {
@@ -73,16 +81,16 @@ func (b *batch) fire(pos int, f *pb.Fire, res *pb.FireResult) {
 // start_at..end_at or an overlap skip is recorded as a MISSED run; all of
 // these but the refusals advance the cursor to the slot.
 func (b *batch) scheduled(pos int, f *pb.Fire, res *pb.FireResult) {
-	je, ok := b.s.entry(f.GetJob())
+	it, ok := b.s.item(f.GetJob())
 	switch {
 	case !ok:
 		res.Reason = ReasonGone
 		return
-	case f.GetGeneration() != je.job.GetGeneration():
+	case f.GetGeneration() != it.job.GetGeneration():
 		res.Reason = ReasonGeneration
 		return
 	}
-	st, slot := je.status, f.GetSlotUnix()
+	st, slot := it.status, f.GetSlotUnix()
 	// buffer_one keeps a slot it already passed the cursor for; firing it
 	// once the open run is gone is its release, not a duplicate.
 	release := f.GetKind() == pb.FireKind_FIRE_KIND_SCHEDULED && st.GetBufferedSlotUnix() != 0 &&
@@ -96,31 +104,35 @@ func (b *batch) scheduled(pos int, f *pb.Fire, res *pb.FireResult) {
 	if release {
 		next.BufferedSlotUnix = 0
 	}
-	spec := je.job.GetSpec()
+	spec := it.job.GetSpec()
 	if reason := gate(spec, slot); reason != "" {
-		b.recordMissed(je, next, pos, f.GetKind(), slot, reason, res)
+		b.recordMissed(it, next, pos, f.GetKind(), slot, reason, res)
 		return
 	}
 	if len(st.GetOpenRunIds()) > 0 {
 		switch spec.GetOverlap() {
 		case pb.Overlap_OVERLAP_ALLOW:
+			if b.atOpenLimit(st) {
+				b.recordMissed(it, next, pos, f.GetKind(), slot, ReasonOpenRunsLimit, res)
+				return
+			}
 		case pb.Overlap_OVERLAP_CANCEL_OTHER:
 			b.cancelOpen(next)
 		case pb.Overlap_OVERLAP_BUFFER_ONE:
 			if next.BufferedSlotUnix == 0 {
 				next.BufferedSlotUnix = slot
-				b.s.setStatus(je, next)
+				b.s.setStatus(it, next)
 				res.Reason = ReasonBuffered
 				return
 			}
-			b.recordMissed(je, next, pos, f.GetKind(), slot, ReasonOverlapSkipped, res)
+			b.recordMissed(it, next, pos, f.GetKind(), slot, ReasonOverlapSkipped, res)
 			return
-		default: // skip, and unspecified, which means skip
-			b.recordMissed(je, next, pos, f.GetKind(), slot, ReasonOverlapSkipped, res)
+		default: // skip (a stored spec states its policy)
+			b.recordMissed(it, next, pos, f.GetKind(), slot, ReasonOverlapSkipped, res)
 			return
 		}
 	}
-	b.accept(je, next, f.GetKind(), slot, "", res)
+	b.accept(it, next, f.GetKind(), slot, "", res)
 }
 
 // gate says why a slot of the job may not run at all, or "".
@@ -144,9 +156,10 @@ func before(slot, sec int64, nanos int32) bool {
 
 // manual commits a triggered run now. It has its own identity (kind MANUAL,
 // its own run id and token) and leaves the cursor alone, so it can neither
-// hide nor repeat a scheduled slot.
+// hide nor repeat a scheduled slot. Like a slot, it is for one generation
+// of the job: the spec the leader planned it with.
 func (b *batch) manual(f *pb.Fire, res *pb.FireResult) {
-	je, ok := b.s.entry(f.GetJob())
+	it, ok := b.s.item(f.GetJob())
 	if !ok {
 		res.Reason = ReasonGone
 		return
@@ -154,20 +167,28 @@ func (b *batch) manual(f *pb.Fire, res *pb.FireResult) {
 	// Idempotency first: a retried trigger gets the first call's run even if
 	// the job was paused in between.
 	if rid := f.GetRequestId(); rid != "" {
-		if r := b.s.requested(je.name, rid); r != nil {
+		if r := b.s.requested(it.name, rid); r != nil {
 			res.Reason, res.RunId, res.Run = ReasonDuplicateRequest, r.GetId(), b.slab.clone(r)
 			return
 		}
 	}
-	spec := je.job.GetSpec()
+	if f.GetGeneration() != it.job.GetGeneration() {
+		res.Reason = ReasonGeneration
+		return
+	}
+	spec := it.job.GetSpec()
 	if spec.GetPaused() && !f.GetForce() {
 		res.Reason = ReasonPaused
 		return
 	}
-	next := copyStatus(je.status)
+	next := copyStatus(it.status)
 	if len(next.OpenRunIds) > 0 {
 		switch spec.GetOverlap() {
 		case pb.Overlap_OVERLAP_ALLOW:
+			if b.atOpenLimit(next) {
+				res.Reason = ReasonOpenRunsLimit
+				return
+			}
 		case pb.Overlap_OVERLAP_CANCEL_OTHER:
 			b.cancelOpen(next)
 		default: // skip, buffer_one: a trigger is not a slot to buffer
@@ -175,7 +196,7 @@ func (b *batch) manual(f *pb.Fire, res *pb.FireResult) {
 			return
 		}
 	}
-	b.accept(je, next, pb.FireKind_FIRE_KIND_MANUAL, b.e.seconds(), f.GetRequestId(), res)
+	b.accept(it, next, pb.FireKind_FIRE_KIND_MANUAL, b.e.seconds(), f.GetRequestId(), res)
 }
 
 // requested finds the manual run of the name with that request id.
@@ -198,57 +219,86 @@ func (b *batch) retry(f *pb.Fire, res *pb.FireResult) {
 		res.Reason = ReasonNotOpen
 		return
 	}
-	je, owned := b.s.owner(r)
+	it, owned := b.s.owner(r)
 	if !owned {
 		b.cancelForDeletedJob(r, res)
+		return
+	}
+	if f.GetGeneration() != r.GetGeneration() {
+		res.Reason = ReasonGeneration
+		return
+	}
+	if r.GetGeneration() != it.job.GetGeneration() {
+		// The target it would retry is gone; an update normally closes
+		// such runs at once (putJob).
+		b.closeRetry(it, r, res)
 		return
 	}
 	if r.GetNextAttemptAtUnixNano() > b.e.proposedAt {
 		res.Reason = ReasonNotDue
 		return
 	}
-	b.reattempt(je, r, pb.FireKind_FIRE_KIND_RETRY, res)
+	b.reattempt(it, r, pb.FireKind_FIRE_KIND_RETRY, res)
+}
+
+// closeRetry cancels a run of an earlier generation that waits for a
+// retry: no attempt of it may start under the job's new target.
+func (b *batch) closeRetry(it jobItem, r *pb.Run, res *pb.FireResult) {
+	nr := cancelled(r, ReasonGeneration, b.e)
+	next := copyStatus(it.status)
+	next.OpenRunIds = removeID(next.OpenRunIds, nr.GetId())
+	noteFinished(next, nr)
+	b.s.setStatus(it, next)
+	b.s.putRun(nr)
+	res.Reason, res.RunId, res.Run = ReasonGeneration, nr.GetId(), b.slab.clone(nr)
 }
 
 // redispatch resolves a run an earlier leader dispatched and never heard
 // back about (G4): at_least_once runs it again under a new token,
-// at_most_once gives it up as UNKNOWN.
+// at_most_once gives it up as UNKNOWN. A run of an earlier generation than
+// the job's is given up too: its target is gone, and running the new one
+// under the old slot's idempotency key would be a different job.
 func (b *batch) redispatch(f *pb.Fire, res *pb.FireResult) {
 	r, ok := b.s.run(f.GetRunId())
-	cur := current(r)
+	cur := CurrentAttempt(r)
 	if !ok || r.GetJob() != f.GetJob() || r.GetState() != pb.RunState_RUN_STATE_DISPATCHED ||
 		cur == nil || cur.GetState() != pb.RunState_RUN_STATE_DISPATCHED || cur.GetTerm() >= b.term {
 		res.Reason = ReasonNotOrphan
 		return
 	}
-	je, owned := b.s.owner(r)
+	it, owned := b.s.owner(r)
 	if !owned {
 		b.cancelForDeletedJob(r, res)
 		return
 	}
-	if je.job.GetSpec().GetDelivery() == pb.Delivery_DELIVERY_AT_MOST_ONCE {
-		b.giveUp(je, r, res)
-		return
+	switch {
+	case f.GetGeneration() != r.GetGeneration():
+		res.Reason = ReasonGeneration
+	case it.job.GetSpec().GetDelivery() == pb.Delivery_DELIVERY_AT_MOST_ONCE:
+		b.giveUp(it, r, ReasonLeaderChanged, ReasonUnknown, res)
+	case r.GetGeneration() != it.job.GetGeneration():
+		b.giveUp(it, r, ReasonGeneration, ReasonGeneration, res)
+	default:
+		b.reattempt(it, r, pb.FireKind_FIRE_KIND_REDISPATCH, res)
 	}
-	b.reattempt(je, r, pb.FireKind_FIRE_KIND_REDISPATCH, res)
 }
 
-// giveUp marks an at_most_once orphan UNKNOWN: it may have run, so it must
-// not run again.
-func (b *batch) giveUp(je jobEntry, r *pb.Run, res *pb.FireResult) {
-	a := copyAttempt(current(r))
+// giveUp marks an orphan UNKNOWN, with why as the run's reason: it may have
+// run, so it must not run again. The fire is refused with refusal.
+func (b *batch) giveUp(it jobItem, r *pb.Run, why, refusal string, res *pb.FireResult) {
+	a := copyAttempt(CurrentAttempt(r))
 	a.State = pb.RunState_RUN_STATE_UNKNOWN
 	nr := copyRun(r)
 	nr.Attempts = replaceLast(r.GetAttempts(), a)
 	nr.State = pb.RunState_RUN_STATE_UNKNOWN
-	nr.Reason = ReasonLeaderChanged
+	nr.Reason = why
 	nr.FinishedAtUnixNano = b.e.proposedAt
-	next := copyStatus(je.status)
+	next := copyStatus(it.status)
 	next.OpenRunIds = removeID(next.OpenRunIds, nr.GetId())
 	noteFinished(next, nr)
-	b.s.setStatus(je, next)
+	b.s.setStatus(it, next)
 	b.s.putRun(nr)
-	res.Reason, res.RunId, res.Run = ReasonUnknown, nr.GetId(), b.slab.clone(nr)
+	res.Reason, res.RunId, res.Run = refusal, nr.GetId(), b.slab.clone(nr)
 }
 
 // cancelForDeletedJob finishes an open run whose job was deleted: no new
@@ -262,13 +312,13 @@ func (b *batch) cancelForDeletedJob(r *pb.Run, res *pb.FireResult) {
 // reattempt adds an attempt under a new token to an open run. A re-dispatch
 // supersedes the attempt it replaces; a retry follows one that already has
 // its outcome.
-func (b *batch) reattempt(je jobEntry, r *pb.Run, kind pb.FireKind, res *pb.FireResult) {
+func (b *batch) reattempt(it jobItem, r *pb.Run, kind pb.FireKind, res *pb.FireResult) {
 	token := b.s.nextToken()
 	prev := r.GetAttempts()
 	atts := make([]*pb.Attempt, len(prev)+1)
 	copy(atts, prev)
 	if kind == pb.FireKind_FIRE_KIND_REDISPATCH {
-		a := copyAttempt(current(r))
+		a := copyAttempt(CurrentAttempt(r))
 		a.State = pb.RunState_RUN_STATE_SUPERSEDED
 		atts[len(prev)-1] = a
 	}
@@ -278,23 +328,24 @@ func (b *batch) reattempt(je jobEntry, r *pb.Run, kind pb.FireKind, res *pb.Fire
 	nr.Attempts = atts
 	nr.State = pb.RunState_RUN_STATE_DISPATCHED
 	nr.NextAttemptAtUnixNano = 0
-	next := copyStatus(je.status)
+	next := copyStatus(it.status)
 	next.LatestToken = token
-	b.s.setStatus(je, next)
+	b.s.setStatus(it, next)
 	b.s.putRun(nr)
 	res.Accepted, res.Token, res.RunId, res.Attempt, res.Run = true, token, nr.GetId(), n, b.slab.clone(nr)
+	res.Spec = it.job.GetSpec()
 }
 
 // accept commits a new run with its first attempt: the only place, with
 // reattempt, where a token is issued. next is the job's fresh status, stored
 // here.
-func (b *batch) accept(je jobEntry, next *pb.JobStatus, kind pb.FireKind, slot int64, requestID string, res *pb.FireResult) {
+func (b *batch) accept(it jobItem, next *pb.JobStatus, kind pb.FireKind, slot int64, requestID string, res *pb.FireResult) {
 	token := b.s.nextToken()
-	id := b.s.newRunID(firedRunID(je.name, token))
+	id := b.s.newRunID(firedRunID(it.name, token))
 	r, a := firstRun()
 	r.Id = id
-	r.Job = je.name
-	r.Generation = je.job.GetGeneration()
+	r.Job = it.name
+	r.Generation = it.job.GetGeneration()
 	r.SlotUnix = slot
 	r.Kind = kind
 	r.State = pb.RunState_RUN_STATE_DISPATCHED
@@ -303,9 +354,10 @@ func (b *batch) accept(je jobEntry, next *pb.JobStatus, kind pb.FireKind, slot i
 	b.fillAttempt(a, 1, token, kind)
 	next.LatestToken = token
 	next.OpenRunIds = appendID(next.OpenRunIds, id)
-	b.s.setStatus(je, next)
+	b.s.setStatus(it, next)
 	b.s.putRun(r)
 	res.Accepted, res.Token, res.RunId, res.Attempt, res.Run = true, token, id, 1, b.slab.clone(r)
+	res.Spec = it.job.GetSpec()
 }
 
 func (b *batch) attempt(n uint32, token uint64, kind pb.FireKind) *pb.Attempt {
@@ -345,7 +397,7 @@ func cancelled(r *pb.Run, reason string, e entry) *pb.Run {
 	nr.Reason = reason
 	nr.FinishedAtUnixNano = e.proposedAt
 	nr.NextAttemptAtUnixNano = 0
-	if cur := current(r); cur != nil && cur.GetState() == pb.RunState_RUN_STATE_DISPATCHED {
+	if cur := CurrentAttempt(r); cur != nil && cur.GetState() == pb.RunState_RUN_STATE_DISPATCHED {
 		a := copyAttempt(cur)
 		a.State = pb.RunState_RUN_STATE_CANCELLED
 		nr.Attempts = replaceLast(r.GetAttempts(), a)
@@ -355,10 +407,10 @@ func cancelled(r *pb.Run, reason string, e entry) *pb.Run {
 
 // recordMissed stores a MISSED run for one slot given up and the job's
 // status next, whose cursor the caller already advanced.
-func (b *batch) recordMissed(je jobEntry, next *pb.JobStatus, pos int, kind pb.FireKind, slot int64, reason string, res *pb.FireResult) {
-	r := b.missedRun(je, pos, kind, slot, slot, 1, reason)
+func (b *batch) recordMissed(it jobItem, next *pb.JobStatus, pos int, kind pb.FireKind, slot int64, reason string, res *pb.FireResult) {
+	r := b.missedRun(it, pos, kind, slot, slot, 1, reason)
 	noteFinished(next, r)
-	b.s.setStatus(je, next)
+	b.s.setStatus(it, next)
 	b.s.putRun(r)
 	res.Reason, res.RunId, res.Run = reason, r.GetId(), b.slab.clone(r)
 }
@@ -366,23 +418,23 @@ func (b *batch) recordMissed(je jobEntry, next *pb.JobStatus, pos int, kind pb.F
 // miss records a range of slots the leader gave up, if it still concerns
 // the job: same generation and beyond the cursor. Anything else is ignored.
 func (b *batch) miss(pos int, m *pb.Miss) {
-	je, ok := b.s.entry(m.GetJob())
-	if !ok || m.GetGeneration() != je.job.GetGeneration() || m.GetToSlotUnix() <= je.status.GetCursorUnix() {
+	it, ok := b.s.item(m.GetJob())
+	if !ok || m.GetGeneration() != it.job.GetGeneration() || m.GetToSlotUnix() <= it.status.GetCursorUnix() {
 		return
 	}
-	next := copyStatus(je.status)
+	next := copyStatus(it.status)
 	next.CursorUnix = m.GetToSlotUnix()
-	r := b.missedRun(je, pos, pb.FireKind_FIRE_KIND_SCHEDULED, m.GetFromSlotUnix(), m.GetToSlotUnix(), m.GetCount(), m.GetReason())
+	r := b.missedRun(it, pos, pb.FireKind_FIRE_KIND_SCHEDULED, m.GetFromSlotUnix(), m.GetToSlotUnix(), m.GetCount(), m.GetReason())
 	noteFinished(next, r)
-	b.s.setStatus(je, next)
+	b.s.setStatus(it, next)
 	b.s.putRun(r)
 }
 
-func (b *batch) missedRun(je jobEntry, pos int, kind pb.FireKind, from, to int64, count uint64, reason string) *pb.Run {
+func (b *batch) missedRun(it jobItem, pos int, kind pb.FireKind, from, to int64, count uint64, reason string) *pb.Run {
 	return &pb.Run{
-		Id:                 b.s.newRunID(missedRunID(je.name, b.e.index, pos)),
-		Job:                je.name,
-		Generation:         je.job.GetGeneration(),
+		Id:                 b.s.newRunID(missedRunID(it.name, b.e.index, pos)),
+		Job:                it.name,
+		Generation:         it.job.GetGeneration(),
 		SlotUnix:           from,
 		Kind:               kind,
 		State:              pb.RunState_RUN_STATE_MISSED,
@@ -408,15 +460,6 @@ func noteFinished(next *pb.JobStatus, r *pb.Run) {
 	case pb.RunState_RUN_STATE_MISSED:
 		next.Missed += r.GetMissedCount()
 	}
-}
-
-// current is the run's latest attempt, or nil.
-func current(r *pb.Run) *pb.Attempt {
-	atts := r.GetAttempts()
-	if len(atts) == 0 {
-		return nil
-	}
-	return atts[len(atts)-1]
 }
 
 // replaceLast is a fresh copy of atts with the last one replaced by a.

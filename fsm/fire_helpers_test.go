@@ -5,6 +5,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/raftcron/raftcron/fsm"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -47,16 +48,25 @@ func slotFire(job string, generation uint64, slot int64) *pb.Fire {
 	return &pb.Fire{Job: job, Generation: generation, SlotUnix: slot, Kind: kindScheduled}
 }
 
+// manualFire, retryFire and redispatchFire are for generation 1, the
+// generation of a job created once and never retargeted; ofGeneration
+// names another.
+
 func manualFire(job, requestID string, force bool) *pb.Fire {
-	return &pb.Fire{Job: job, Kind: kindManual, RequestId: requestID, Force: force}
+	return &pb.Fire{Job: job, Generation: 1, Kind: kindManual, RequestId: requestID, Force: force}
 }
 
 func retryFire(job, runID string) *pb.Fire {
-	return &pb.Fire{Job: job, Kind: kindRetry, RunId: runID}
+	return &pb.Fire{Job: job, Generation: 1, Kind: kindRetry, RunId: runID}
 }
 
 func redispatchFire(job, runID string) *pb.Fire {
-	return &pb.Fire{Job: job, Kind: kindRedispatch, RunId: runID}
+	return &pb.Fire{Job: job, Generation: 1, Kind: kindRedispatch, RunId: runID}
+}
+
+func ofGeneration(f *pb.Fire, gen uint64) *pb.Fire {
+	f.Generation = gen
+	return f
 }
 
 // fire applies one FireBatch as the harness leader and returns its results.
@@ -154,10 +164,9 @@ func (h *harness) finishOpen(name string) {
 
 // done is the completion of run's current attempt.
 func done(run *pb.Run, outcome pb.RunState, finishedAt time.Time) *pb.Completion {
-	atts := run.GetAttempts()
 	return &pb.Completion{
 		RunId:              run.GetId(),
-		Token:              atts[len(atts)-1].GetToken(),
+		Token:              fsm.CurrentAttempt(run).GetToken(),
 		Outcome:            outcome,
 		StartedAtUnixNano:  finishedAt.Add(-time.Second).UnixNano(),
 		FinishedAtUnixNano: finishedAt.UnixNano(),
@@ -193,14 +202,6 @@ func (h *harness) create(spec *pb.JobSpec) uint64 {
 func (h *harness) nextSlot(name string) int64 {
 	h.t.Helper()
 	return h.status(name).GetCursorUnix() + 60
-}
-
-func lastAttempt(r *pb.Run) *pb.Attempt {
-	atts := r.GetAttempts()
-	if len(atts) == 0 {
-		return nil
-	}
-	return atts[len(atts)-1]
 }
 
 func withOverlap(spec *pb.JobSpec, o pb.Overlap) *pb.JobSpec {

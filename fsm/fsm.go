@@ -21,7 +21,7 @@ import (
 // reads no clock, does no I/O and takes time only from the command.
 type FSM struct {
 	// mu guards st, lastIndex and observer: Apply, Restore and the captures
-	// of Snapshot and ScheduleEntries take it for writing, the read views for
+	// of Snapshot and StoredJobs take it for writing, the read views for
 	// reading. The observer is called after it is released.
 	mu        sync.RWMutex
 	st        state
@@ -42,6 +42,7 @@ type entry struct {
 	index      uint64
 	term       uint64 // Raft term of the entry; 0 only for hand-built test logs
 	proposedAt int64
+	principal  string // who asked for it (Command.caller), "" for the scheduler's batches
 }
 
 // seconds is the proposer's clock in whole Unix seconds, rounded down: the
@@ -80,16 +81,19 @@ type outcome struct {
 type handler func(s *state, c *pb.Command, e entry) (outcome, error)
 
 // handlers is keyed by the name of the Command.kind oneof field.
-// The registry's writes, manual fires and cancels go through their audited
-// wrappers (audit.go).
+// The registry's, runs' and ACL writes go through their audited wrappers
+// (audit.go, audit_acl.go).
 var handlers = map[protoreflect.Name]handler{
-	"put_job":        auditedPut,
-	"delete_job":     auditedDelete,
-	"set_paused":     auditedSetPaused,
-	"fire_batch":     auditedFireBatch,
-	"complete_batch": completeBatch,
-	"cancel_run":     auditedCancelRun,
-	"set_audit":      setAudit,
+	"put_job":          scoped(auditedPut),
+	"delete_job":       scoped(auditedDelete),
+	"set_paused":       scoped(auditedSetPaused),
+	"fire_batch":       auditedFireBatch,
+	"complete_batch":   completeBatch,
+	"cancel_run":       scoped(auditedCancelRun),
+	"bootstrap_acl":    auditedBootstrapACL,
+	"create_acl_token": auditedCreateACLToken,
+	"delete_acl_token": auditedDeleteACLToken,
+	"set_audit":        setAudit,
 }
 
 var kindOneof = (&pb.Command{}).ProtoReflect().Descriptor().Oneofs().ByName("kind")
@@ -152,7 +156,10 @@ func (f *FSM) apply(l *raft.Log, c *pb.Command) (outcome, error) {
 	if !ok {
 		return outcome{}, malformed("log entry %d: command %s has no handler", l.Index, fd.Name())
 	}
-	return h(&f.st, c, entry{index: l.Index, term: l.Term, proposedAt: c.GetProposedAtUnixNano()})
+	return h(&f.st, c, entry{
+		index: l.Index, term: l.Term, proposedAt: c.GetProposedAtUnixNano(),
+		principal: f.st.share.str(c.GetCaller().GetPrincipal()),
+	})
 }
 
 func result(o outcome, err error) *pb.CommandResult {

@@ -103,16 +103,32 @@ func (g *commandGen) next() []byte {
 		c = &pb.Command{Kind: &pb.Command_SetAudit{SetAudit: &pb.SetAuditCommand{
 			Limit: uint32(g.rng.IntN(20) + 1), EnableOnly: g.rng.IntN(2) == 0,
 		}}}
+	case n < 95:
+		c = g.aclWrite()
 	default:
 		return g.malformed()
 	}
 	c.ProposedAtUnixNano = g.now
-	c.Principal = g.pick("", "alice", "bob")
+	c.Caller = &pb.Caller{Principal: g.pick("", "alice", "bob")}
 	data, err := proto.Marshal(c)
 	if err != nil {
 		panic(err) // the generator builds valid messages only
 	}
 	return data
+}
+
+// aclWrite bootstraps, creates or deletes a token of a few names, so that
+// some succeed and some are refused.
+func (g *commandGen) aclWrite() *pb.Command {
+	name := g.pick("root", "ci", "ops")
+	switch g.rng.IntN(3) {
+	case 0:
+		return bootstrapCmd(aclToken(name, pb.AclRole_ACL_ROLE_MANAGEMENT, nil))
+	case 1:
+		return createTokenCmd(aclToken(name, pb.AclRole(g.rng.IntN(4)+1), nil))
+	default:
+		return deleteTokenCmd("acc-" + name)
+	}
 }
 
 func (g *commandGen) malformed() []byte {
@@ -180,19 +196,19 @@ func (g *commandGen) fire() *pb.Fire {
 		}
 		return f
 	case k < 6:
-		f := manualFire(name, g.pick("", "r1", "r2"), g.rng.IntN(3) == 0)
+		f := ofGeneration(manualFire(name, g.pick("", "r1", "r2"), g.rng.IntN(3) == 0), gen)
 		f.Principal = g.pick("carol", "dave")
 		return f
 	case k < 8:
 		if r := g.openRun(stRetrying); r != nil {
-			return retryFire(r.GetJob(), r.GetId())
+			return ofGeneration(retryFire(r.GetJob(), r.GetId()), g.runGeneration(r))
 		}
-		return retryFire(name, name+"-1")
+		return ofGeneration(retryFire(name, name+"-1"), gen)
 	case k < 9:
 		if r := g.openRun(stDispatched); r != nil {
-			return redispatchFire(r.GetJob(), r.GetId())
+			return ofGeneration(redispatchFire(r.GetJob(), r.GetId()), g.runGeneration(r))
 		}
-		return redispatchFire(name, name+"-2")
+		return ofGeneration(redispatchFire(name, name+"-2"), gen)
 	default:
 		return &pb.Fire{Job: name, Kind: pb.FireKind(g.rng.IntN(8))}
 	}
@@ -212,7 +228,7 @@ func (g *commandGen) completeBatch() *pb.Command {
 			Output:             []byte(g.pick("", "ok", "boom")),
 		}
 		if r := g.openRun(stDispatched); r != nil && g.rng.IntN(5) > 0 {
-			c.RunId, c.Token = r.GetId(), lastAttempt(r).GetToken()
+			c.RunId, c.Token = r.GetId(), fsm.CurrentAttempt(r).GetToken()
 			if g.rng.IntN(6) == 0 {
 				c.Token-- // a stale attempt
 			}
@@ -230,6 +246,15 @@ func (g *commandGen) jobInfo(name string) (generation uint64, cursor, buffered i
 		}
 	}
 	return uint64(g.rng.IntN(3) + 1), g.now / int64(time.Second), 0
+}
+
+// runGeneration is the generation a retry or re-dispatch of r names: its
+// run's, now and then another.
+func (g *commandGen) runGeneration(r *pb.Run) uint64 {
+	if g.rng.IntN(8) == 0 {
+		return r.GetGeneration() + 1
+	}
+	return r.GetGeneration()
 }
 
 // openRun picks an open run of the view in the given state, or nil.

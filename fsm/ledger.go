@@ -9,10 +9,6 @@ import (
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
-// DefaultHistoryLimit is how many finished runs a name keeps when its job
-// sets no limit, or no longer exists.
-const DefaultHistoryLimit = 10
-
 // openKey orders the open runs as OpenRuns lists them.
 type openKey struct {
 	job  string
@@ -43,7 +39,7 @@ func createdLess(a, b createdKey) bool {
 	return a.id < b.id
 }
 
-// finished is one entry of a name's history.
+// finished is one run of a name's history.
 type finished struct {
 	at int64 // the run's finished_at
 	id string
@@ -77,6 +73,17 @@ func newIndexes() *indexes {
 	}
 }
 
+// CurrentAttempt is the run's current attempt: its last, the only one
+// that may still take an outcome. It is nil for a MISSED record, which has
+// none.
+func CurrentAttempt(r *pb.Run) *pb.Attempt {
+	atts := r.GetAttempts()
+	if len(atts) == 0 {
+		return nil
+	}
+	return atts[len(atts)-1]
+}
+
 func isOpen(st pb.RunState) bool {
 	return st == pb.RunState_RUN_STATE_DISPATCHED || st == pb.RunState_RUN_STATE_RETRYING
 }
@@ -85,7 +92,7 @@ func isOpen(st pb.RunState) bool {
 // the indexes in step. A run that finishes goes to its name's history, which
 // is then pruned. A run's id, job, slot and creation time never change.
 func (s *state) putRun(r *pb.Run) {
-	old, had := s.runs.ReplaceOrInsert(runEntry{id: r.GetId(), run: r})
+	old, had := s.runs.ReplaceOrInsert(runItem{id: r.GetId(), run: r})
 	s.tx.runChanged(r)
 	if !had {
 		s.ix.created.ReplaceOrInsert(createdKey{at: r.GetCreatedAtUnixNano(), id: r.GetId()})
@@ -101,6 +108,9 @@ func (s *state) putRun(r *pb.Run) {
 		}
 		s.addHistory(r)
 		s.pruneHistory(r.GetJob())
+		if wasOpen {
+			s.collectTombstone(r.GetJob()) // the last open run of a deleted job
+		}
 	}
 }
 
@@ -114,17 +124,26 @@ func (s *state) addHistory(r *pb.Run) {
 	s.ix.history[r.GetJob()] = slices.Insert(h, i, f)
 }
 
-// pruneHistory deletes the oldest finished runs of name beyond its limit.
+// pruneHistory deletes the oldest finished runs of name beyond the
+// history_limit of its job. The limit is the stored one (the API stores it
+// filled in), so the FSM keeps no default. A name without a job is not
+// pruned: its history stays as its job left it, plus the runs that were
+// still executing when it was deleted, until a job of that name is created
+// again and its own limit applies.
 func (s *state) pruneHistory(name string) {
+	j, ok := s.job(name)
+	if !ok {
+		return
+	}
 	h := s.ix.history[name]
-	limit := s.historyLimit(name)
+	limit := int(j.GetSpec().GetHistoryLimit())
 	if len(h) <= limit {
 		return
 	}
 	drop := len(h) - limit
 	for _, f := range h[:drop] {
-		if e, ok := s.runs.Delete(runEntry{id: f.id}); ok {
-			s.ix.created.Delete(createdKey{at: e.run.GetCreatedAtUnixNano(), id: f.id})
+		if it, ok := s.runs.Delete(runItem{id: f.id}); ok {
+			s.ix.created.Delete(createdKey{at: it.run.GetCreatedAtUnixNano(), id: f.id})
 		}
 	}
 	clear(h[:drop]) // let the ids go
@@ -132,34 +151,27 @@ func (s *state) pruneHistory(name string) {
 	s.tx.touch()
 }
 
-func (s *state) historyLimit(name string) int {
-	if j, ok := s.job(name); ok && j.GetSpec().GetHistoryLimit() > 0 {
-		return int(j.GetSpec().GetHistoryLimit())
-	}
-	return DefaultHistoryLimit
-}
-
 // owner is the live job a run is open for. A run has none once it finished,
 // or when the job that opened it was deleted (even if a job of the same name
 // was created since: that one did not open it).
-func (s *state) owner(r *pb.Run) (jobEntry, bool) {
-	e, ok := s.entry(r.GetJob())
-	if !ok || !slices.Contains(e.status.GetOpenRunIds(), r.GetId()) {
-		return jobEntry{}, false
+func (s *state) owner(r *pb.Run) (jobItem, bool) {
+	it, ok := s.item(r.GetJob())
+	if !ok || !slices.Contains(it.status.GetOpenRunIds(), r.GetId()) {
+		return jobItem{}, false
 	}
-	return e, true
+	return it, true
 }
 
 // newRunID returns base, or base with a "~n" suffix if base is taken: a job
 // name may contain "-m", so "<job>-<token>" of one job could equal
 // "<job>-m<index>-<i>" of another. Names never contain "~".
 func (s *state) newRunID(base string) string {
-	if !s.runs.Has(runEntry{id: base}) {
+	if !s.runs.Has(runItem{id: base}) {
 		return base
 	}
 	for n := 1; ; n++ {
 		id := base + "~" + strconv.Itoa(n)
-		if !s.runs.Has(runEntry{id: id}) {
+		if !s.runs.Has(runItem{id: id}) {
 			return id
 		}
 	}
@@ -187,8 +199,8 @@ const minInt64 = -1 << 63
 // rebuildIndexes derives the indexes from the runs, for Restore.
 func (s *state) rebuildIndexes() {
 	s.ix = newIndexes()
-	s.runs.Ascend(func(e runEntry) bool {
-		r := e.run
+	s.runs.Ascend(func(it runItem) bool {
+		r := it.run
 		s.ix.created.ReplaceOrInsert(createdKey{at: r.GetCreatedAtUnixNano(), id: r.GetId()})
 		if isOpen(r.GetState()) {
 			s.ix.open.ReplaceOrInsert(openKey{job: r.GetJob(), slot: r.GetSlotUnix(), id: r.GetId()})

@@ -73,7 +73,7 @@ func TestOverlapCancelOtherCancelsOpenRuns(t *testing.T) {
 	second := h.accepted(slotFire("billing", gen, slot+60))
 
 	old := h.run(first.GetRunId())
-	if old.GetState() != stCancelled || old.GetReason() != fsm.ReasonCancelOther || lastAttempt(old).GetState() != stCancelled ||
+	if old.GetState() != stCancelled || old.GetReason() != fsm.ReasonCancelOther || fsm.CurrentAttempt(old).GetState() != stCancelled ||
 		old.GetFinishedAtUnixNano() != h.now.UnixNano() {
 		t.Fatalf("cancelled run %v, want CANCELLED cancel_other with its attempt CANCELLED", old)
 	}
@@ -110,7 +110,7 @@ func TestManualTriggerHasOwnRunAndLeavesCursor(t *testing.T) {
 	r := h.accepted(manualFire("billing", "req-1", false))
 	run := r.GetRun()
 	if run.GetKind() != kindManual || run.GetSlotUnix() != h.now.Unix() || run.GetRequestId() != "req-1" ||
-		run.GetId() != "billing-1" || lastAttempt(run).GetKind() != kindManual {
+		run.GetId() != "billing-1" || fsm.CurrentAttempt(run).GetKind() != kindManual {
 		t.Fatalf("manual run %v, want kind MANUAL at now with the request id", run)
 	}
 	if st := h.status("billing"); st.GetCursorUnix() != cursor || st.GetLatestToken() != r.GetToken() {

@@ -14,11 +14,11 @@ import (
 func (f *FSM) Job(name string) (*pb.Job, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	e, ok := f.st.entry(name)
+	it, ok := f.st.item(name)
 	if !ok {
 		return nil, fail(ErrNotFound, "job %q not found", name)
 	}
-	return cloneJob(e.job, e.status), nil
+	return cloneJob(it.job, it.status), nil
 }
 
 // ListQuery selects one page of jobs in name order.
@@ -29,29 +29,41 @@ type ListQuery struct {
 	Limit int
 	// Labels must all be present on a job, with these values.
 	Labels map[string]string
+	// MaxScan caps the jobs one call looks at, matching or not, so that a
+	// selective filter never holds the read lock for a walk over the whole
+	// registry; zero or less means no cap.
+	MaxScan int
 }
 
 // ListJobs returns the jobs with a name after q.After that carry all of
 // q.Labels, in name order, status filled in, at most q.Limit of them.
-// nextAfter is the last returned name when more matching jobs follow, else "".
+// nextAfter is where the next page starts when the call stopped early, else
+// "": the last returned name when more matching jobs follow, or the last
+// name looked at when q.MaxScan ran out. A page may then hold fewer than
+// q.Limit jobs, even none.
 func (f *FSM) ListJobs(q ListQuery) (jobs []*pb.Job, nextAfter string) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	more := false
-	f.st.jobs.AscendGreaterOrEqual(jobEntry{name: q.After}, func(e jobEntry) bool {
-		if e.name == q.After || !hasLabels(e.job.GetSpec(), q.Labels) {
+	scanned, last := 0, ""
+	f.st.jobs.AscendGreaterOrEqual(jobItem{name: q.After}, func(it jobItem) bool {
+		if it.name == q.After {
+			return true
+		}
+		if q.MaxScan > 0 && scanned == q.MaxScan {
+			nextAfter = last
+			return false
+		}
+		scanned, last = scanned+1, it.name
+		if !hasLabels(it.job.GetSpec(), q.Labels) {
 			return true
 		}
 		if q.Limit > 0 && len(jobs) == q.Limit {
-			more = true
+			nextAfter = jobs[len(jobs)-1].GetSpec().GetName()
 			return false
 		}
-		jobs = append(jobs, cloneJob(e.job, e.status))
+		jobs = append(jobs, cloneJob(it.job, it.status))
 		return true
 	})
-	if more {
-		nextAfter = jobs[len(jobs)-1].GetSpec().GetName()
-	}
 	return jobs, nextAfter
 }
 
@@ -75,11 +87,11 @@ func (f *FSM) JobCount() int {
 func (f *FSM) JobStatus(name string) (*pb.JobStatus, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	e, ok := f.st.entry(name)
+	it, ok := f.st.item(name)
 	if !ok {
 		return nil, fail(ErrNotFound, "job %q not found", name)
 	}
-	return cloneStatus(e.status), nil
+	return cloneStatus(it.status), nil
 }
 
 // Run returns the run with that id, or an error wrapping ErrNotFound (it
@@ -159,40 +171,40 @@ func (f *FSM) OpenRuns() []*pb.Run {
 	return runs
 }
 
-// ScheduleEntry is what the scheduler needs to plan one job. Both messages
+// StoredJob is what the scheduler needs to plan one job. Both messages
 // are the FSM's stored values, shared to keep a walk over a million jobs
 // cheap: read them, never change them. Job.Status is not set; the status is
 // beside it. Job.Spec.Labels is not set either: the stored spec keeps its
 // labels in wire form among its unknown fields (see stored.go), and Job and
 // ListJobs return them. Job.CreatedAt and Job.UpdatedAt may be one message.
-type ScheduleEntry struct {
+type StoredJob struct {
 	Job    *pb.Job
 	Status *pb.JobStatus
 }
 
-// ScheduleEntries calls fn for every job in name order until fn returns
+// StoredJobs calls fn for every job in name order until fn returns
 // false. It walks a copy-on-write capture of the registry taken when it is
 // called, outside any lock, so fn sees one consistent state and may call
 // back into the FSM.
-func (f *FSM) ScheduleEntries(fn func(e ScheduleEntry) bool) {
+func (f *FSM) StoredJobs(fn func(sj StoredJob) bool) {
 	f.mu.Lock() // Clone writes the trees' copy-on-write bookkeeping
 	jobs := f.st.jobs.Clone()
 	f.mu.Unlock()
-	jobs.Ascend(func(e jobEntry) bool {
-		return fn(ScheduleEntry{Job: e.job, Status: e.status})
+	jobs.Ascend(func(it jobItem) bool {
+		return fn(StoredJob{Job: it.job, Status: it.status})
 	})
 }
 
-// Entry returns the stored job and its status without copying them, or an
-// error wrapping ErrNotFound. The same sharing rules as ScheduleEntry hold:
+// StoredJob returns the stored job and its status without copying them, or an
+// error wrapping ErrNotFound. The same sharing rules as StoredJob hold:
 // read, never change. It exists so the leader's per-fire planning does not
 // deep-copy a job two or three times per fire.
-func (f *FSM) Entry(name string) (ScheduleEntry, error) {
+func (f *FSM) StoredJob(name string) (StoredJob, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	e, ok := f.st.entry(name)
+	it, ok := f.st.item(name)
 	if !ok {
-		return ScheduleEntry{}, fail(ErrNotFound, "job %q not found", name)
+		return StoredJob{}, fail(ErrNotFound, "job %q not found", name)
 	}
-	return ScheduleEntry{Job: e.job, Status: e.status}, nil
+	return StoredJob{Job: it.job, Status: it.status}, nil
 }

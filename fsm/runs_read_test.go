@@ -78,20 +78,20 @@ func TestRunReadsReturnClones(t *testing.T) {
 	}
 }
 
-func TestScheduleEntriesWalksACaptureInNameOrder(t *testing.T) {
+func TestStoredJobsWalksACaptureInNameOrder(t *testing.T) {
 	h := newHarness(t)
 	for _, name := range []string{"charlie", "alpha", "bravo"} {
 		h.create(testSpec(name))
 	}
 	h.accepted(slotFire("bravo", 1, h.nextSlot("bravo")))
 	var names []string
-	h.f.ScheduleEntries(func(e fsm.ScheduleEntry) bool {
-		name := e.Job.GetSpec().GetName()
+	h.f.StoredJobs(func(sj fsm.StoredJob) bool {
+		name := sj.Job.GetSpec().GetName()
 		names = append(names, name)
 		// fn runs under no lock: it may read and even apply.
 		st := h.status(name)
-		if !proto.Equal(st, e.Status) {
-			t.Errorf("entry %s has status %v, JobStatus says %v", name, e.Status, st)
+		if !proto.Equal(st, sj.Status) {
+			t.Errorf("stored job %s has status %v, JobStatus says %v", name, sj.Status, st)
 		}
 		if name == "alpha" {
 			h.create(testSpec("alpha2"))
@@ -102,7 +102,7 @@ func TestScheduleEntriesWalksACaptureInNameOrder(t *testing.T) {
 		t.Fatalf("walked %v, want alpha,bravo,charlie: the capture predates alpha2", names)
 	}
 	n := 0
-	h.f.ScheduleEntries(func(fsm.ScheduleEntry) bool { n++; return n < 2 })
+	h.f.StoredJobs(func(fsm.StoredJob) bool { n++; return n < 2 })
 	if n != 2 {
 		t.Fatalf("fn called %d times after returning false at 2", n)
 	}
@@ -177,7 +177,7 @@ func TestObserverSeesWhatEachEntryChanged(t *testing.T) {
 	h.refused(slotFire("bravo", 1, slot), fsm.ReasonDuplicate)
 	h.mustFail(deleteCmd("ghost", 0), codeNotFound, fsm.ErrNotFound)
 	if names, runs := rec.take(); len(names)+len(runs) != 0 {
-		t.Fatalf("unchanged entries notified %v %v", names, runs)
+		t.Fatalf("entries that changed nothing notified %v %v", names, runs)
 	}
 
 	// A restore names every job before and after it.

@@ -19,8 +19,9 @@ import (
 // one SnapshotHeader, then header.job_count SnapshotRecords holding jobs
 // (status filled in) in name order, then header.tombstone_count holding
 // tombstones in name order, then header.run_count holding runs in id order,
-// then (format 2) header.audit_count holding audit records in seq order,
-// then the end of the stream. Records are written and read one at a time,
+// then header.acl_token_count holding ACL tokens in accessor order, then
+// (format 2) header.audit_count holding audit records in seq order, then the
+// end of the stream. Records are written and read one at a time,
 // so neither side holds more than the state plus one record.
 const (
 	// formatVersion is what a snapshot without an audit trail is written
@@ -77,20 +78,23 @@ func (s *state) writeTo(w io.Writer) error {
 		return err
 	}
 	h := &pb.SnapshotHeader{
-		FormatVersion:  formatVersion,
-		FencingCounter: s.counter,
-		JobCount:       uint64(s.jobs.Len()),
-		TombstoneCount: uint64(s.tombstones.Len()),
-		RunCount:       uint64(s.runs.Len()),
+		FormatVersion:     formatVersion,
+		FencingCounter:    s.counter,
+		JobCount:          uint64(s.jobs.Len()),
+		TombstoneCount:    uint64(s.tombstones.Len()),
+		RunCount:          uint64(s.runs.Len()),
+		RetiredGeneration: s.retired,
+		AclTokenCount:     uint64(s.acl.tokens.Len()),
+		AclBootstrapped:   s.acl.bootstrapped,
 	}
 	s.audit.header(h)
 	err := put(h)
 	if err != nil {
 		return err
 	}
-	s.jobs.Ascend(func(e jobEntry) bool {
-		if err = put(&pb.SnapshotRecord{Record: &pb.SnapshotRecord_Job{Job: withStatus(e.job, e.status)}}); err != nil {
-			err = fmt.Errorf("job %q: %w", e.name, err)
+	s.jobs.Ascend(func(it jobItem) bool {
+		if err = put(&pb.SnapshotRecord{Record: &pb.SnapshotRecord_Job{Job: withStatus(it.job, it.status)}}); err != nil {
+			err = fmt.Errorf("job %q: %w", it.name, err)
 		}
 		return err == nil
 	})
@@ -106,13 +110,16 @@ func (s *state) writeTo(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	s.runs.Ascend(func(e runEntry) bool {
-		if err = put(&pb.SnapshotRecord{Record: &pb.SnapshotRecord_Run{Run: e.run}}); err != nil {
-			err = fmt.Errorf("run %q: %w", e.id, err)
+	s.runs.Ascend(func(it runItem) bool {
+		if err = put(&pb.SnapshotRecord{Record: &pb.SnapshotRecord_Run{Run: it.run}}); err != nil {
+			err = fmt.Errorf("run %q: %w", it.id, err)
 		}
 		return err == nil
 	})
 	if err != nil {
+		return err
+	}
+	if err := s.acl.writeTokens(put); err != nil {
 		return err
 	}
 	if err := s.audit.writeTo(put); err != nil {
@@ -159,6 +166,7 @@ func readState(r *bufio.Reader) (state, uint64, error) {
 	}
 	st := newState()
 	st.counter = h.GetFencingCounter()
+	st.retired = h.GetRetiredGeneration()
 	lastIndex, err := readJobs(r, dec, &st, h.GetJobCount())
 	if err != nil {
 		return state{}, 0, err
@@ -169,6 +177,10 @@ func readState(r *bufio.Reader) (state, uint64, error) {
 	if err := readRuns(r, dec, &st, h.GetRunCount()); err != nil {
 		return state{}, 0, err
 	}
+	if err := st.acl.readTokens(r, dec, h.GetAclTokenCount()); err != nil {
+		return state{}, 0, err
+	}
+	st.acl.bootstrapped = h.GetAclBootstrapped()
 	if err := readAudit(r, dec, &st.audit, &h); err != nil {
 		return state{}, 0, err
 	}
@@ -211,9 +223,10 @@ func readJobs(r *bufio.Reader, dec protodelim.UnmarshalOptions, st *state, count
 			status = &pb.JobStatus{CursorUnix: max(0, j.GetUpdatedAt().GetSeconds())}
 		}
 		j.Status = nil // the decoded record is ours; the status is kept beside the job
+		j.UpdatedBy = st.share.str(j.GetUpdatedBy())
 		storeJob(j)
 		st.share.spec(j.GetSpec())
-		st.jobs.ReplaceOrInsert(jobEntry{name: name, job: j, status: st.share.status(status)})
+		st.jobs.ReplaceOrInsert(jobItem{name: name, job: j, status: st.share.status(status)})
 	}
 	return lastIndex, nil
 }
@@ -234,7 +247,7 @@ func readTombstones(r *bufio.Reader, dec protodelim.UnmarshalOptions, st *state,
 			return fmt.Errorf("tombstone record %d of %d has no name", i+1, count)
 		case i > 0 && name <= prev:
 			return fmt.Errorf("tombstone %q follows %q: tombstones must be in strictly increasing name order", name, prev)
-		case st.jobs.Has(jobEntry{name: name}):
+		case st.jobs.Has(jobItem{name: name}):
 			return fmt.Errorf("tombstone %q names a live job", name)
 		}
 		prev = name
@@ -277,7 +290,7 @@ func readRuns(r *bufio.Reader, dec protodelim.UnmarshalOptions, st *state, count
 			}
 		}
 		prev = id
-		st.runs.ReplaceOrInsert(runEntry{id: id, run: run})
+		st.runs.ReplaceOrInsert(runItem{id: id, run: run})
 	}
 	return nil
 }
@@ -286,23 +299,23 @@ func readRuns(r *bufio.Reader, dec protodelim.UnmarshalOptions, st *state, count
 // job's, once jobs and runs are both read.
 func (s *state) checkLedger() error {
 	var err error
-	s.jobs.Ascend(func(e jobEntry) bool {
-		if e.status.GetLatestToken() > s.counter {
-			err = fmt.Errorf("job %q has latest token %d above the fencing counter %d", e.name, e.status.GetLatestToken(), s.counter)
+	s.jobs.Ascend(func(it jobItem) bool {
+		if it.status.GetLatestToken() > s.counter {
+			err = fmt.Errorf("job %q has latest token %d above the fencing counter %d", it.name, it.status.GetLatestToken(), s.counter)
 			return false
 		}
-		ids := e.status.GetOpenRunIds()
+		ids := it.status.GetOpenRunIds()
 		for i, id := range ids {
 			r, ok := s.run(id)
 			switch {
 			case !ok:
-				err = fmt.Errorf("job %q lists open run %q, which is not in the snapshot", e.name, id)
-			case r.GetJob() != e.name:
-				err = fmt.Errorf("job %q lists open run %q of job %q", e.name, id, r.GetJob())
+				err = fmt.Errorf("job %q lists open run %q, which is not in the snapshot", it.name, id)
+			case r.GetJob() != it.name:
+				err = fmt.Errorf("job %q lists open run %q of job %q", it.name, id, r.GetJob())
 			case !isOpen(r.GetState()):
-				err = fmt.Errorf("job %q lists run %q as open, but it is %v", e.name, id, r.GetState())
+				err = fmt.Errorf("job %q lists run %q as open, but it is %v", it.name, id, r.GetState())
 			case slices.Contains(ids[:i], id):
-				err = fmt.Errorf("job %q lists open run %q twice", e.name, id)
+				err = fmt.Errorf("job %q lists open run %q twice", it.name, id)
 			}
 			if err != nil {
 				return false
@@ -314,11 +327,11 @@ func (s *state) checkLedger() error {
 }
 
 // unionNames is every name in a or b, sorted.
-func unionNames(a, b *btree.BTreeG[jobEntry]) []string {
+func unionNames(a, b *btree.BTreeG[jobItem]) []string {
 	names := make([]string, 0, max(a.Len(), b.Len()))
-	for _, t := range []*btree.BTreeG[jobEntry]{a, b} {
-		t.Ascend(func(e jobEntry) bool {
-			names = append(names, e.name)
+	for _, t := range []*btree.BTreeG[jobItem]{a, b} {
+		t.Ascend(func(it jobItem) bool {
+			names = append(names, it.name)
 			return true
 		})
 	}

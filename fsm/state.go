@@ -10,11 +10,11 @@ import (
 // four levels deep.
 const treeDegree = 32
 
-// jobEntry is one registered job and its run-side status, keyed by name.
+// jobItem is one registered job and its run-side status, keyed by name.
 // The status lives beside the job rather than inside it so that a fire,
 // which moves the cursor on every slot, stores a small fresh status and
 // leaves the job itself alone.
-type jobEntry struct {
+type jobItem struct {
 	name   string
 	job    *pb.Job // Status is always nil here: the status is the field below
 	status *pb.JobStatus
@@ -26,15 +26,15 @@ type tombstone struct {
 	generation uint64
 }
 
-// runEntry is one run of the ledger, keyed by id.
-type runEntry struct {
+// runItem is one run of the ledger, keyed by id.
+type runItem struct {
 	id  string
 	run *pb.Run
 }
 
-func jobLess(a, b jobEntry) bool        { return a.name < b.name }
+func jobLess(a, b jobItem) bool         { return a.name < b.name }
 func tombstoneLess(a, b tombstone) bool { return a.name < b.name }
-func runLess(a, b runEntry) bool        { return a.id < b.id }
+func runLess(a, b runItem) bool         { return a.id < b.id }
 
 // state is everything the FSM replicates, plus indexes derived from it.
 //
@@ -48,18 +48,23 @@ func runLess(a, b runEntry) bool        { return a.id < b.id }
 // Snapshot and StateHash ignore it, and only Apply and Restore (under the
 // write lock) change it.
 type state struct {
-	// jobs holds one entry per registered job. A *pb.Job or *pb.JobStatus
+	// jobs holds one item per registered job. A *pb.Job or *pb.JobStatus
 	// stored here, and every message reachable from them, is never mutated
 	// after it is stored: each change stores fresh values. Snapshots and
-	// ScheduleEntries share these pointers while Apply goes on, and reads
+	// StoredJobs share these pointers while Apply goes on, and reads
 	// may clone them under a read lock only.
 	//
 	// Invariant: a status's cursor never decreases while its job lives.
-	jobs *btree.BTreeG[jobEntry]
+	jobs *btree.BTreeG[jobItem]
 	// tombstones holds deleted names with their last generation, so that a
 	// re-created job starts above it. A name is never in jobs and tombstones
-	// at once: creating a job consumes its tombstone.
+	// at once: creating a job consumes its tombstone. A tombstone is
+	// collected once no run of its name is open (tombstone.go).
 	tombstones *btree.BTreeG[tombstone]
+	// retired is the highest generation of any collected tombstone. A name
+	// without a tombstone starts above it, so generations stay monotonic
+	// per name while deleted names cost nothing.
+	retired uint64
 	// runs is the run ledger: every open run and the newest finished runs of
 	// each name. Stored runs, their attempts and everything reachable from
 	// them are immutable like jobs: a change stores a new *pb.Run, which may
@@ -71,12 +76,14 @@ type state struct {
 	// outcome is accepted only for a run's current attempt, by its token,
 	// while that attempt is DISPATCHED: a late report of a superseded,
 	// cancelled or already reported attempt changes nothing.
-	runs *btree.BTreeG[runEntry]
+	runs *btree.BTreeG[runItem]
 	// counter is the fencing-token counter. It advances by one for each
 	// accepted attempt and for nothing else, so a token is issued only to an
 	// attempt that was accepted, and tokens strictly increase in log order.
 	// It is snapshotted and restored so it never goes backwards.
 	counter uint64
+	// acl holds the ACL tokens; see acl.go.
+	acl aclState
 	// audit is the audit trail; see audit.go.
 	audit auditTrail
 
@@ -94,42 +101,47 @@ func newState() state {
 		jobs:       btree.NewG(treeDegree, jobLess),
 		tombstones: btree.NewG(treeDegree, tombstoneLess),
 		runs:       btree.NewG(treeDegree, runLess),
+		acl:        newACLState(),
 		audit:      newAuditTrail(),
 		ix:         newIndexes(),
 		share:      newSharer(),
 	}
 }
 
-func (s *state) entry(name string) (jobEntry, bool) {
-	return s.jobs.Get(jobEntry{name: name})
+func (s *state) item(name string) (jobItem, bool) {
+	return s.jobs.Get(jobItem{name: name})
 }
 
 func (s *state) job(name string) (*pb.Job, bool) {
-	e, ok := s.entry(name)
-	return e.job, ok
+	it, ok := s.item(name)
+	return it.job, ok
 }
 
-// putEntry stores a job entry; j and st must be fresh or already stored
+// setJob stores a job and its status; j and st must be fresh or already stored
 // values, never ones that anything will change later.
-func (s *state) putEntry(j *pb.Job, st *pb.JobStatus) {
+func (s *state) setJob(j *pb.Job, st *pb.JobStatus) {
 	name := j.GetSpec().GetName()
-	s.jobs.ReplaceOrInsert(jobEntry{name: name, job: j, status: st})
+	s.jobs.ReplaceOrInsert(jobItem{name: name, job: j, status: st})
 	s.tx.jobChanged(name)
 }
 
 // setStatus replaces the status of a live job.
-func (s *state) setStatus(e jobEntry, st *pb.JobStatus) {
-	s.putEntry(e.job, st)
+func (s *state) setStatus(it jobItem, st *pb.JobStatus) {
+	s.setJob(it.job, st)
 }
 
+// lastGeneration is the generation a new job of name continues after: its
+// tombstone's, or for a name without one the highest ever retired.
 func (s *state) lastGeneration(name string) uint64 {
-	t, _ := s.tombstones.Get(tombstone{name: name})
-	return t.generation
+	if t, ok := s.tombstones.Get(tombstone{name: name}); ok {
+		return t.generation
+	}
+	return s.retired
 }
 
 func (s *state) run(id string) (*pb.Run, bool) {
-	e, ok := s.runs.Get(runEntry{id: id})
-	return e.run, ok
+	it, ok := s.runs.Get(runItem{id: id})
+	return it.run, ok
 }
 
 // nextToken issues the next fencing token. Call it only for an attempt that
@@ -150,6 +162,8 @@ func (s *state) capture() state {
 		tombstones: s.tombstones.Clone(),
 		runs:       s.runs.Clone(),
 		counter:    s.counter,
+		retired:    s.retired,
+		acl:        s.acl.capture(),
 		audit:      s.audit.capture(),
 	}
 }

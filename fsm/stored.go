@@ -19,13 +19,13 @@ import (
 // and a decoder (Restore, an older build) reads them back as the labels
 // field. Clones for callers decode them into the map again (thaw).
 //
-// The wire form is canonical — entries in key order, key and value always
+// The wire form is canonical — pairs in key order, key and value always
 // written — so two equal label sets have equal bytes, and proto.Equal on
 // two stored specs compares labels exactly.
 
 var labelsField = (&pb.JobSpec{}).ProtoReflect().Descriptor().Fields().ByName("labels").Number()
 
-// Field numbers of a map entry.
+// Field numbers of a map entry (one key/value pair on the wire).
 const (
 	mapKeyField   protowire.Number = 1
 	mapValueField protowire.Number = 2
@@ -44,7 +44,7 @@ func storeSpec(spec *pb.JobSpec) {
 	size := len(unknown)
 	for k, v := range spec.Labels {
 		keys = append(keys, k)
-		size += protowire.SizeTag(labelsField) + protowire.SizeBytes(labelEntrySize(k, v))
+		size += protowire.SizeTag(labelsField) + protowire.SizeBytes(labelPairSize(k, v))
 	}
 	slices.Sort(keys)
 	raw := make([]byte, 0, size)
@@ -52,7 +52,7 @@ func storeSpec(spec *pb.JobSpec) {
 	for _, k := range keys {
 		v := spec.Labels[k]
 		raw = protowire.AppendTag(raw, labelsField, protowire.BytesType)
-		raw = protowire.AppendVarint(raw, uint64(labelEntrySize(k, v)))
+		raw = protowire.AppendVarint(raw, uint64(labelPairSize(k, v)))
 		raw = protowire.AppendTag(raw, mapKeyField, protowire.BytesType)
 		raw = protowire.AppendString(raw, k)
 		raw = protowire.AppendTag(raw, mapValueField, protowire.BytesType)
@@ -62,7 +62,7 @@ func storeSpec(spec *pb.JobSpec) {
 	m.SetUnknown(raw)
 }
 
-func labelEntrySize(k, v string) int {
+func labelPairSize(k, v string) int {
 	return protowire.SizeTag(mapKeyField) + protowire.SizeBytes(len(k)) +
 		protowire.SizeTag(mapValueField) + protowire.SizeBytes(len(v))
 }
@@ -94,7 +94,7 @@ func thawSpec(spec *pb.JobSpec) {
 	}
 }
 
-// countLabels counts the label entries of raw unknown fields and reports
+// countLabels counts the label pairs of raw unknown fields and reports
 // whether they are all there is, well formed.
 func countLabels(raw []byte) (n int, onlyLabels bool) {
 	for len(raw) > 0 {
@@ -102,11 +102,11 @@ func countLabels(raw []byte) (n int, onlyLabels bool) {
 		if tn < 0 || num != labelsField || typ != protowire.BytesType {
 			return 0, false
 		}
-		entry, bn := protowire.ConsumeBytes(raw[tn:])
+		pair, bn := protowire.ConsumeBytes(raw[tn:])
 		if bn < 0 {
 			return 0, false
 		}
-		if _, _, ok := labelEntry(entry); !ok {
+		if _, _, ok := labelPair(pair); !ok {
 			return 0, false
 		}
 		raw = raw[tn+bn:]
@@ -162,20 +162,20 @@ func eachLabel(spec *pb.JobSpec, fn func(k, v []byte) bool) {
 			raw = raw[n:]
 			continue
 		}
-		entry, n := protowire.ConsumeBytes(raw)
+		pair, n := protowire.ConsumeBytes(raw)
 		if n < 0 {
 			return
 		}
 		raw = raw[n:]
-		k, v, ok := labelEntry(entry)
+		k, v, ok := labelPair(pair)
 		if ok && !fn(k, v) {
 			return
 		}
 	}
 }
 
-// labelEntry decodes one map entry; a missing key or value is empty.
-func labelEntry(b []byte) (k, v []byte, ok bool) {
+// labelPair decodes one key/value pair; a missing key or value is empty.
+func labelPair(b []byte) (k, v []byte, ok bool) {
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {

@@ -137,8 +137,8 @@ func TestASharedStatusIsNeverChangedThroughAnotherJob(t *testing.T) {
 	h := newHarness(t)
 	h.now = h.now.Add(10 * time.Second)
 	h.createAt(baseTime.UnixNano(), "a", "b", "c")
-	ea, _ := h.f.Entry("a")
-	eb, _ := h.f.Entry("b")
+	ea, _ := h.f.StoredJob("a")
+	eb, _ := h.f.StoredJob("b")
 	if ea.Status != eb.Status {
 		t.Fatal("jobs created in the same second hold separate statuses: nothing is shared to test")
 	}

@@ -1,12 +1,8 @@
 package jobspec
 
 import (
-	"fmt"
 	"regexp"
 	"testing"
-	"time"
-
-	"github.com/raftcron/raftcron/schedule"
 )
 
 // The name and label-key checks are written out by hand for speed; the
@@ -51,37 +47,4 @@ func FuzzNameRules(f *testing.F) {
 			t.Fatalf("validLabelKey(%q) = %v, the rule says %v", s, got, want)
 		}
 	})
-}
-
-func TestScheduleCacheIsPerZoneAndBounded(t *testing.T) {
-	c := scheduleCache{m: make(map[scheduleKey]schedule.Schedule)}
-	berlin, err := schedule.LoadLocation("Europe/Berlin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	utc, err := c.parse("0 2 * * *", time.UTC)
-	if err != nil {
-		t.Fatal(err)
-	}
-	local, err := c.parse("0 2 * * *", berlin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if utc.Next(now).Equal(local.Next(now)) {
-		t.Fatalf("the same spec in two zones gave the same next time %v", utc.Next(now))
-	}
-	if _, err := c.parse("61 * * * *", time.UTC); err == nil {
-		t.Fatal("a bad spec parsed")
-	}
-	if len(c.m) != 2 {
-		t.Fatalf("cache holds %d schedules, want the 2 that parsed", len(c.m))
-	}
-	for i := range maxParsedSchedules + 1 {
-		if _, err := c.parse(fmt.Sprintf("@every %ds", i+1), time.UTC); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if len(c.m) > maxParsedSchedules {
-		t.Fatalf("cache holds %d schedules, bound %d", len(c.m), maxParsedSchedules)
-	}
 }

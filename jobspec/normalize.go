@@ -11,12 +11,21 @@ import (
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
-// Defaults filled by Normalize.
+// Defaults filled by Normalize. They are declared here and nowhere else:
+// the API normalizes every spec before proposing it, so a stored spec
+// states every setting, and the FSM, the scheduler and the executors read
+// the stored values without defaults of their own (a zero there means
+// zero).
 const (
 	DefaultTimezone      = "UTC"
 	DefaultMethod        = "POST"
 	DefaultCatchupWindow = time.Minute
 	DefaultHistoryLimit  = 10
+	// A retry policy's backoffs, when it sets none; an initial backoff
+	// above DefaultMaxBackoff raises the cap to it, a cap below
+	// DefaultInitialBackoff lowers the initial backoff to it.
+	DefaultInitialBackoff = time.Second
+	DefaultMaxBackoff     = time.Minute
 )
 
 // Normalize fills defaults in place so that a stored spec states every
@@ -54,5 +63,29 @@ func Normalize(spec *pb.JobSpec) {
 	}
 	if spec.HistoryLimit == 0 {
 		spec.HistoryLimit = DefaultHistoryLimit
+	}
+	normalizeRetry(spec.Retry)
+}
+
+// normalizeRetry fills the backoffs of a retry policy. Without a policy a
+// job has one attempt, which needs no setting.
+func normalizeRetry(r *pb.Retry) {
+	if r == nil {
+		return
+	}
+	initial, limit := r.InitialBackoff, r.MaxBackoff
+	if initial == nil {
+		d := DefaultInitialBackoff
+		if v := limit.AsDuration(); limit != nil && v > 0 {
+			d = min(d, v) // an invalid cap is Validate's to report, alone
+		}
+		r.InitialBackoff = durationpb.New(d)
+	}
+	if limit == nil {
+		d := DefaultMaxBackoff
+		if initial != nil {
+			d = max(d, initial.AsDuration()) // a bad initial backoff stays below
+		}
+		r.MaxBackoff = durationpb.New(d)
 	}
 }

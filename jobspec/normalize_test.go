@@ -1,6 +1,7 @@
 package jobspec
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -79,5 +80,49 @@ func TestNormalizeNil(t *testing.T) {
 	Normalize(spec)
 	if spec.Catchup == nil {
 		t.Fatal("catchup not filled")
+	}
+}
+
+// A retry policy states its backoffs once stored, so that `job get` shows
+// them and the FSM, which computes the retries, reads them instead of
+// keeping defaults of its own.
+func TestNormalizeFillsRetryBackoffs(t *testing.T) {
+	cases := []struct {
+		name         string
+		retry        *pb.Retry
+		initial, max time.Duration
+	}{
+		{"both unset", &pb.Retry{MaxAttempts: 3}, time.Second, time.Minute},
+		{"initial above the default cap", &pb.Retry{MaxAttempts: 3, InitialBackoff: dur(2 * time.Minute)}, 2 * time.Minute, 2 * time.Minute},
+		{"cap below the default initial", &pb.Retry{MaxAttempts: 3, MaxBackoff: dur(500 * time.Millisecond)}, 500 * time.Millisecond, 500 * time.Millisecond},
+		{"both set", &pb.Retry{MaxAttempts: 3, InitialBackoff: dur(3 * time.Second), MaxBackoff: dur(time.Hour)}, 3 * time.Second, time.Hour},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			spec := fullJob()
+			spec.Retry = c.retry
+			Normalize(spec)
+			if got := spec.Retry.GetInitialBackoff().AsDuration(); spec.Retry.InitialBackoff == nil || got != c.initial {
+				t.Errorf("initial_backoff %v, want %v", spec.Retry.GetInitialBackoff(), c.initial)
+			}
+			if got := spec.Retry.GetMaxBackoff().AsDuration(); spec.Retry.MaxBackoff == nil || got != c.max {
+				t.Errorf("max_backoff %v, want %v", spec.Retry.GetMaxBackoff(), c.max)
+			}
+			if err := Validate(spec, now); err != nil {
+				t.Errorf("normalized spec does not validate: %v", err)
+			}
+		})
+	}
+}
+
+// A bad backoff is reported for the field the operator set, not also for
+// the one Normalize derived from it.
+func TestNormalizeRetryLeavesABadBackoffToValidate(t *testing.T) {
+	spec := fullJob()
+	spec.Retry = &pb.Retry{MaxAttempts: 3, MaxBackoff: dur(-time.Second)}
+	Normalize(spec)
+	var ve *ValidationError
+	if err := Validate(spec, now); !errors.As(err, &ve) || len(ve.Violations) != 1 || ve.Violations[0].Field != "retry.max_backoff" {
+		t.Fatalf("Validate = %v, want one violation of retry.max_backoff", err)
 	}
 }

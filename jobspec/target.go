@@ -121,6 +121,11 @@ func checkExec(v *violations, e *pb.ExecTarget) {
 		v.add("exec.command", "must not be empty")
 	} else if cmd[0] == "" {
 		v.add("exec.command[0]", "must name the program to run")
+	} else if !filepath.IsAbs(cmd[0]) || filepath.Clean(cmd[0]) != cmd[0] {
+		// The node's --exec-allow patterns match the path as written: a
+		// relative one would depend on a PATH, ".." could leave an allowed
+		// directory.
+		v.add("exec.command[0]", "must be an absolute path without . or .. elements, like /usr/local/bin/prune")
 	}
 	for i, arg := range cmd {
 		if !validArg(arg) {

@@ -104,7 +104,7 @@ func checkSchedule(v *violations, spec string, loc *time.Location, now time.Time
 		v.add("schedule", "must be valid UTF-8")
 		return nil
 	}
-	s, err := parsedSchedules.parse(spec, loc)
+	s, err := schedule.Cached(spec, loc)
 	if err == nil {
 		if next := s.Next(now); next.IsZero() || next.After(now.AddDate(schedule.SearchYears, 0, 0)) {
 			err = schedule.ErrNeverFires
@@ -115,4 +115,16 @@ func checkSchedule(v *violations, spec string, loc *time.Location, now time.Time
 		return nil
 	}
 	return s
+}
+
+// ValidateSelector checks a label selector (an ACL token's scope) against
+// the rules of labels, so that every selector can match some job; it
+// returns nil or a *ValidationError with the field "selector".
+func ValidateSelector(selector map[string]string) error {
+	var v violations
+	checkLabels(&v, "selector", selector)
+	if len(v) == 0 {
+		return nil
+	}
+	return &ValidationError{Violations: v}
 }

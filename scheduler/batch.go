@@ -2,9 +2,9 @@ package scheduler
 
 import pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 
-// batch is everything one tick proposes, grouped by job so that a job's
-// fires stay together (and in order) when the tick is split into entries.
-type batch struct {
+// planned is what (part of) a tick planned, grouped by job so that a job's
+// fires stay together (and in order) when it is split into fire batches.
+type planned struct {
 	groups []*group
 	byJob  map[string]*group
 }
@@ -26,24 +26,24 @@ type group struct {
 	fresh bool
 }
 
-func newBatch() *batch { return &batch{byJob: make(map[string]*group)} }
+func newPlanned() *planned { return &planned{byJob: make(map[string]*group)} }
 
-// group returns the job's group, creating it at the end of the batch.
-func (b *batch) group(name string, job *pb.Job) *group {
-	if g, ok := b.byJob[name]; ok {
+// group returns the job's group, creating it at the end.
+func (pl *planned) group(name string, job *pb.Job) *group {
+	if g, ok := pl.byJob[name]; ok {
 		if g.job == nil {
 			g.job = job
 		}
 		return g
 	}
 	g := &group{name: name, job: job}
-	b.groups = append(b.groups, g)
-	b.byJob[name] = g
+	pl.groups = append(pl.groups, g)
+	pl.byJob[name] = g
 	return g
 }
 
-func (b *batch) empty() bool {
-	for _, g := range b.groups {
+func (pl *planned) empty() bool {
+	for _, g := range pl.groups {
 		if len(g.fires) > 0 || len(g.misses) > 0 || len(g.adopt) > 0 {
 			return false
 		}
@@ -51,10 +51,10 @@ func (b *batch) empty() bool {
 	return true
 }
 
-// names lists the batch's jobs that must be planned again.
-func (b *batch) names() []string {
-	out := make([]string, 0, len(b.groups))
-	for _, g := range b.groups {
+// names lists the planned jobs that must be planned again.
+func (pl *planned) names() []string {
+	out := make([]string, 0, len(pl.groups))
+	for _, g := range pl.groups {
 		if g.name != "" && !g.fresh {
 			out = append(out, g.name)
 		}
@@ -62,20 +62,23 @@ func (b *batch) names() []string {
 	return out
 }
 
-// chunk is one FireBatch entry: fires and misses with, per fire, its job
-// and waiting trigger.
-type chunk struct {
+// fireBatch is one FireBatch entry: fires and misses with, per fire, its
+// job and waiting trigger.
+type fireBatch struct {
 	fires  []*pb.Fire
 	misses []*pb.Miss
-	jobOf  []*pb.Job
-	reqs   []*triggerReq
+	// jobOf is the job each fire was planned from. Accepted fires run the
+	// spec in their result instead; only the dispatch-before-commit
+	// failpoint, which has no result, dispatches from it.
+	jobOf []*pb.Job
+	reqs  []*triggerReq
 	// groups are the groups whose fires are in fires, in order.
 	groups []*group
 }
 
-func (c *chunk) size() int { return len(c.fires) + len(c.misses) }
+func (c *fireBatch) size() int { return len(c.fires) + len(c.misses) }
 
-func (c *chunk) failTriggers(err error) {
+func (c *fireBatch) failTriggers(err error) {
 	for _, r := range c.reqs {
 		if r != nil {
 			r.reply(nil, err)
@@ -83,20 +86,20 @@ func (c *chunk) failTriggers(err error) {
 	}
 }
 
-// chunks splits the batch into entries of about max fires and misses,
-// never splitting a job's group (a group larger than max gets its own
-// entry).
-func (b *batch) chunks(max int) []*chunk {
-	var out []*chunk
-	cur := &chunk{}
-	for _, g := range b.groups {
+// batches splits the planned work into fire batches of about max fires and
+// misses, never splitting a job's group (a group larger than max gets its
+// own batch).
+func (pl *planned) batches(max int) []*fireBatch {
+	var out []*fireBatch
+	cur := &fireBatch{}
+	for _, g := range pl.groups {
 		n := len(g.fires) + len(g.misses)
 		if n == 0 {
 			continue
 		}
 		if cur.size() > 0 && cur.size()+n > max {
 			out = append(out, cur)
-			cur = &chunk{}
+			cur = &fireBatch{}
 		}
 		if len(g.fires) > 0 {
 			cur.groups = append(cur.groups, g)

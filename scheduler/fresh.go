@@ -28,8 +28,8 @@ type freshPlan struct {
 
 // still reports whether the plan is still right for e at now: its
 // wake-up, still in the heap, has not come yet.
-func (f freshPlan) still(l *leader, name string, e fsm.ScheduleEntry, now time.Time) bool {
-	if at, ok := l.heap.when(name); !ok || at <= now.UnixNano() || e.Job != f.job || e.Status != f.status {
+func (f freshPlan) still(l *leader, name string, sj fsm.StoredJob, now time.Time) bool {
+	if at, ok := l.heap.when(name); !ok || at <= now.UnixNano() || sj.Job != f.job || sj.Status != f.status {
 		return false
 	}
 	for _, t := range f.tokens {
@@ -40,10 +40,10 @@ func (f freshPlan) still(l *leader, name string, e fsm.ScheduleEntry, now time.T
 	return true
 }
 
-// noteFresh records the quiet groups of a committed chunk whose fires were
-// all accepted, before any of them is dispatched: until then no outcome of
-// theirs can change the state read here.
-func (l *leader) noteFresh(c *chunk, res *pb.CommandResult) {
+// noteFresh records the quiet groups of a committed fire batch whose fires
+// were all accepted, before any of them is dispatched: until then no
+// outcome of theirs can change the state read here.
+func (l *leader) noteFresh(c *fireBatch, res *pb.CommandResult) {
 	i := 0
 	for _, g := range c.groups {
 		from := i
@@ -78,11 +78,11 @@ func (l *leader) freshFor(g *group, fires []*pb.Fire, reqs []*triggerReq, result
 		tokens = append(tokens, r.GetToken())
 		cursor = max(cursor, f.GetSlotUnix())
 	}
-	e, err := l.s.state.Entry(g.name)
-	if err != nil || e.Job != g.job {
+	sj, err := l.s.state.StoredJob(g.name)
+	if err != nil || sj.Job != g.job {
 		return freshPlan{}, false
 	}
-	st := e.Status
+	st := sj.Status
 	if st.GetCursorUnix() != cursor || st.GetBufferedSlotUnix() != 0 || len(st.GetOpenRunIds()) != len(ids) {
 		return freshPlan{}, false
 	}
@@ -91,5 +91,5 @@ func (l *leader) freshFor(g *group, fires []*pb.Fire, reqs []*triggerReq, result
 			return freshPlan{}, false
 		}
 	}
-	return freshPlan{job: e.Job, status: st, tokens: tokens}, true
+	return freshPlan{job: sj.Job, status: st, tokens: tokens}, true
 }

@@ -3,8 +3,8 @@ package scheduler
 import "container/heap"
 
 // dueHeap is a min-heap of (wake time, job) with an index by name, so that
-// re-planning a job moves its one entry instead of adding another. One entry
-// per job and no timer per job: the loop sleeps until the earliest entry.
+// re-planning a job moves its one item instead of adding another. One item
+// per job and no timer per job: the loop sleeps until the earliest item.
 // It is owned by the leader loop goroutine and not locked.
 type dueHeap struct {
 	items []*dueItem
@@ -24,7 +24,7 @@ func newDueHeap(capacity int) *dueHeap {
 	}
 }
 
-// set schedules job at at, replacing its earlier entry.
+// set schedules job at at, replacing its earlier item.
 func (h *dueHeap) set(job string, at int64) {
 	if it, ok := h.byJob[job]; ok {
 		it.at = at
@@ -37,7 +37,7 @@ func (h *dueHeap) set(job string, at int64) {
 }
 
 // add appends without restoring the heap order; call init after a run of
-// adds. Rebuilding a million entries this way is O(n) instead of O(n log n).
+// adds. Rebuilding a million items this way is O(n) instead of O(n log n).
 func (h *dueHeap) add(job string, at int64) {
 	if it, ok := h.byJob[job]; ok {
 		it.at = at
@@ -50,7 +50,7 @@ func (h *dueHeap) add(job string, at int64) {
 
 func (h *dueHeap) init() { heap.Init((*dueItems)(h)) }
 
-// when returns job's wake time; ok is false if it has no entry.
+// when returns job's wake time; ok is false if it has no item.
 func (h *dueHeap) when(job string) (at int64, ok bool) {
 	if it, ok := h.byJob[job]; ok {
 		return it.at, true
@@ -58,14 +58,14 @@ func (h *dueHeap) when(job string) (at int64, ok bool) {
 	return 0, false
 }
 
-// remove drops job's entry, if any.
+// remove drops job's item, if any.
 func (h *dueHeap) remove(job string) {
 	if it, ok := h.byJob[job]; ok {
 		heap.Remove((*dueItems)(h), it.index)
 	}
 }
 
-// peek returns the earliest entry's time; ok is false when empty.
+// peek returns the earliest item's time; ok is false when empty.
 func (h *dueHeap) peek() (at int64, ok bool) {
 	if len(h.items) == 0 {
 		return 0, false

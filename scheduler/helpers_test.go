@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/raftcron/raftcron/fsm"
+	"github.com/raftcron/raftcron/jobspec"
 	"github.com/raftcron/raftcron/scheduler/dispatch"
 	"github.com/raftcron/raftcron/scheduler/schedtest"
 
@@ -91,6 +92,18 @@ func (p *fakeProposer) Apply(ctx context.Context, cmd *pb.Command) (*pb.CommandR
 	return res.(*pb.CommandResult), nil
 }
 
+// commitLocked commits cmd at the next index, from within a hook (which
+// runs with mu held): another proposer's entry that lands just before the
+// one being applied.
+func (p *fakeProposer) commitLocked(cmd *pb.Command) *pb.CommandResult {
+	data, err := proto.Marshal(cmd)
+	if err != nil {
+		panic(err)
+	}
+	p.index++
+	return p.f.Apply(&raft.Log{Index: p.index, Term: p.term.Load(), Data: data}).(*pb.CommandResult)
+}
+
 func (p *fakeProposer) Barrier(context.Context) error {
 	if p.barrier != nil {
 		return p.barrier()
@@ -125,7 +138,8 @@ type fakeExec struct {
 	gates    map[string]chan struct{}
 	blocked  map[string]int // executions waiting at a gate, per job
 	outcomes map[string]pb.RunState
-	cancels  map[uint64]error // cause seen by cancelled attempts
+	reasons  map[string]string // a policy refusal's reason, per job
+	cancels  map[uint64]error  // cause seen by cancelled attempts
 	seq      int
 	count    atomic.Int64 // attempts started
 }
@@ -145,6 +159,7 @@ func newFakeExec(c *schedtest.Clock) *fakeExec {
 		maxPer:   map[string]int{},
 		gates:    map[string]chan struct{}{},
 		outcomes: map[string]pb.RunState{},
+		reasons:  map[string]string{},
 		cancels:  map[uint64]error{},
 		blocked:  map[string]int{},
 	}
@@ -163,8 +178,9 @@ func (e *fakeExec) Execute(ctx context.Context, a dispatch.Attempt) dispatch.Out
 	if !ok {
 		state = pb.RunState_RUN_STATE_SUCCEEDED
 	}
+	reason := e.reasons[a.Job]
 	e.mu.Unlock()
-	out := dispatch.Outcome{StartedAt: e.clock.Now(), State: state, Detail: "fake"}
+	out := dispatch.Outcome{StartedAt: e.clock.Now(), State: state, Detail: "fake", Reason: reason}
 	if gate != nil {
 		e.setBlocked(a.Job, +1)
 		select {
@@ -226,6 +242,14 @@ func (e *fakeExec) setOutcome(job string, s pb.RunState) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.outcomes[job] = s
+}
+
+// setRefused makes every attempt of job fail as refused by the node's policy.
+func (e *fakeExec) setRefused(job, reason string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.outcomes[job] = pb.RunState_RUN_STATE_FAILED
+	e.reasons[job] = reason
 }
 
 func (e *fakeExec) startedOf(job string) []dispatch.Attempt {
@@ -314,7 +338,7 @@ func (h *harness) gatedJobs() map[string]bool {
 	return out
 }
 
-// spec is a job every few seconds, defaults as the api fills them in.
+// spec is a job every few seconds; putJob fills in the rest as the api does.
 func spec(name, sched string) *pb.JobSpec {
 	return &pb.JobSpec{
 		Name:     name,
@@ -341,8 +365,12 @@ func (h *harness) apply(cmd *pb.Command) *pb.CommandResult {
 	return res
 }
 
+// putJob stores s as the api would: normalized, so with every default
+// filled in (the scheduler keeps none of its own).
 func (h *harness) putJob(s *pb.JobSpec) *pb.Job {
 	h.t.Helper()
+	s = proto.CloneOf(s)
+	jobspec.Normalize(s)
 	return h.apply(&pb.Command{Kind: &pb.Command_PutJob{PutJob: &pb.PutJobCommand{Spec: s, Mode: pb.PutMode_PUT_MODE_UPSERT}}}).GetJob()
 }
 

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/raftcron/raftcron/cluster"
 	"github.com/raftcron/raftcron/fsm"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
@@ -37,7 +38,7 @@ type leader struct {
 	// until when their planning rests, so a disagreement with the FSM
 	// never becomes a hot loop.
 	cool map[string]time.Time
-	// extra are fires for the first batch that no job plan produces:
+	// extra are fires for the first tick that no job plan produces:
 	// orphans of deleted jobs.
 	extra []*pb.Fire
 	// fresh holds jobs whose fires were just accepted and whose plan is
@@ -174,7 +175,7 @@ func (l *leader) revokeLeadership() {
 	l.triggers = nil
 	l.mu.Unlock()
 	for _, t := range triggers {
-		t.reply(nil, ErrNotLeader)
+		t.reply(nil, cluster.ErrNotLeader)
 	}
 	l.heap = nil
 	l.known = nil
@@ -186,33 +187,29 @@ func (l *leader) revokeLeadership() {
 // heap initialisation. Jobs with open runs or a buffered slot are due now,
 // so that the first ticks reconcile them.
 func (l *leader) rebuild(now time.Time) int {
-	type entry struct {
-		job    *pb.Job
-		status *pb.JobStatus
-	}
-	var entries []entry
+	var jobs []fsm.StoredJob
 	// The FSM's stored values are immutable, so the pointers may be kept
 	// past the walk. Collecting first keeps the walk short whatever the
 	// FSM holds while it runs.
-	l.s.state.ScheduleEntries(func(e fsm.ScheduleEntry) bool {
-		entries = append(entries, entry{e.Job, e.Status})
+	l.s.state.StoredJobs(func(sj fsm.StoredJob) bool {
+		jobs = append(jobs, sj)
 		return true
 	})
-	l.heap = newDueHeap(len(entries))
+	l.heap = newDueHeap(len(jobs))
 	nowNs := now.UnixNano()
-	for _, e := range entries {
-		name := e.job.GetSpec().GetName()
-		if len(e.status.GetOpenRunIds()) > 0 || e.status.GetBufferedSlotUnix() != 0 {
+	for _, sj := range jobs {
+		name := sj.Job.GetSpec().GetName()
+		if len(sj.Status.GetOpenRunIds()) > 0 || sj.Status.GetBufferedSlotUnix() != 0 {
 			l.heap.add(name, nowNs)
 			continue
 		}
-		sched, _ := l.s.scheds.get(e.job)
-		if at := firstWake(planInput{job: e.job, status: e.status, sched: sched, now: now}); !at.IsZero() {
+		sched, _ := jobSchedule(sj.Job)
+		if at := firstWake(planInput{job: sj.Job, status: sj.Status, sched: sched, now: now}); !at.IsZero() {
 			l.heap.add(name, at.UnixNano())
 		}
 	}
 	l.heap.init()
-	return len(entries)
+	return len(jobs)
 }
 
 // sweepDeletedJobs re-dispatches the orphans of deleted jobs, which no job
@@ -222,7 +219,7 @@ func (l *leader) sweepDeletedJobs() {
 	l.extra = l.orphansOf(func(name string) bool {
 		g, seen := gone[name]
 		if !seen {
-			_, err := l.s.state.Entry(name)
+			_, err := l.s.state.StoredJob(name)
 			g = errors.Is(err, fsm.ErrNotFound)
 			gone[name] = g
 		}
@@ -235,7 +232,7 @@ func (l *leader) sweepDeletedJobs() {
 func (l *leader) orphansOf(choose func(job string) bool) []*pb.Fire {
 	var fires []*pb.Fire
 	for _, r := range l.s.state.OpenRuns() {
-		cur := currentAttempt(r)
+		cur := fsm.CurrentAttempt(r)
 		if r.GetState() == pb.RunState_RUN_STATE_DISPATCHED && cur != nil && cur.GetTerm() < l.term &&
 			choose(r.GetJob()) {
 			fires = append(fires, runFire(r, pb.FireKind_FIRE_KIND_REDISPATCH))

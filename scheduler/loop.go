@@ -63,10 +63,10 @@ func (l *leader) wait(now time.Time) {
 	}
 }
 
-// planOne re-plans one job from the state and files its work in b. It
+// planOne re-plans one job from the state and files its work in pl. It
 // returns how many fires and misses it added.
-func (l *leader) planOne(name string, now time.Time, b *batch) int {
-	e, err := l.s.state.Entry(name)
+func (l *leader) planOne(name string, now time.Time, pl *planned) int {
+	sj, err := l.s.state.StoredJob(name)
 	if errors.Is(err, fsm.ErrNotFound) {
 		// Deleted: no new slots. This node's attempts are cancelled and
 		// recorded so; orphans of earlier terms are closed by the FSM on
@@ -77,7 +77,7 @@ func (l *leader) planOne(name string, now time.Time, b *batch) int {
 		l.s.disp.cancelJob(name, 0, errJobDeleted)
 		orphans := l.orphansOf(func(job string) bool { return job == name })
 		if len(orphans) > 0 {
-			g := b.group("", nil)
+			g := pl.group("", nil)
 			g.fires = append(g.fires, orphans...)
 		}
 		return len(orphans)
@@ -87,10 +87,10 @@ func (l *leader) planOne(name string, now time.Time, b *batch) int {
 		l.heap.set(name, now.Add(maxSleep).UnixNano())
 		return 0
 	}
-	job, status := e.Job, e.Status
+	job, status := sj.Job, sj.Status
 	if f, ok := l.fresh[name]; ok {
 		delete(l.fresh, name)
-		if f.still(l, name, e, now) {
+		if f.still(l, name, sj, now) {
 			return 0 // the wake-up planned before the fire stands
 		}
 	}
@@ -101,7 +101,7 @@ func (l *leader) planOne(name string, now time.Time, b *batch) int {
 		}
 		delete(l.cool, name)
 	}
-	sched, perr := l.s.scheds.get(job)
+	sched, perr := jobSchedule(job)
 	if perr != nil {
 		l.s.log.Warn("scheduler: job schedule does not parse; no slots fire", "job", name, "error", perr)
 	}
@@ -116,7 +116,7 @@ func (l *leader) planOne(name string, now time.Time, b *batch) int {
 		known:  l.isKnown,
 	})
 	if p.busy() {
-		g := b.group(name, job)
+		g := pl.group(name, job)
 		g.quiet = len(status.GetOpenRunIds()) == 0 && status.GetBufferedSlotUnix() == 0 && len(g.fires) == 0 &&
 			len(p.misses) == 0 && len(p.adopt) == 0 && p.wake.After(now)
 		g.fires = append(g.fires, p.fires...)
@@ -156,20 +156,21 @@ func (l *leader) openRuns(status *pb.JobStatus) []*pb.Run {
 	return runs
 }
 
-type chunkResult struct {
+type batchResult struct {
 	res *pb.CommandResult
 	err error
 }
 
 // propose commits one FireBatch entry.
-func (l *leader) propose(now time.Time, c *chunk) chunkResult {
+func (l *leader) propose(now time.Time, c *fireBatch) batchResult {
 	cmd := &pb.Command{
 		ProposedAtUnixNano: now.UnixNano(),
 		Kind: &pb.Command_FireBatch{FireBatch: &pb.FireBatchCommand{
-			LeaderId: l.s.self,
-			Term:     l.term,
-			Fires:    c.fires,
-			Misses:   c.misses,
+			LeaderId:    l.s.self,
+			Term:        l.term,
+			Fires:       c.fires,
+			Misses:      c.misses,
+			MaxOpenRuns: l.s.maxOpenRuns,
 		}},
 	}
 	ctx, cancel := context.WithTimeout(l.ctx, l.s.applyTimeout)
@@ -177,18 +178,18 @@ func (l *leader) propose(now time.Time, c *chunk) chunkResult {
 	res, err := l.s.prop.Apply(ctx, cmd)
 	switch {
 	case err != nil:
-		return chunkResult{err: err}
+		return batchResult{err: err}
 	case res.GetCode() != pb.ResultCode_RESULT_CODE_OK:
-		return chunkResult{err: fmt.Errorf("fire batch refused: %s: %s", res.GetCode(), res.GetMessage())}
+		return batchResult{err: fmt.Errorf("fire batch refused: %s: %s", res.GetCode(), res.GetMessage())}
 	case len(res.GetFires()) != len(c.fires):
-		return chunkResult{err: fmt.Errorf("fire batch: %d results for %d fires", len(res.GetFires()), len(c.fires))}
+		return batchResult{err: fmt.Errorf("fire batch: %d results for %d fires", len(res.GetFires()), len(c.fires))}
 	}
-	return chunkResult{res: res}
+	return batchResult{res: res}
 }
 
 // accept dispatches the accepted fires of a committed entry, in order (so
 // in token order), and counts what was recorded missed.
-func (l *leader) accept(now time.Time, c *chunk, res *pb.CommandResult) {
+func (l *leader) accept(now time.Time, c *fireBatch, res *pb.CommandResult) {
 	for _, m := range c.misses {
 		l.s.metrics.missed.WithLabelValues(m.GetReason()).Add(float64(m.GetCount()))
 	}
@@ -197,13 +198,12 @@ func (l *leader) accept(now time.Time, c *chunk, res *pb.CommandResult) {
 	}
 	for i, f := range c.fires {
 		r := res.GetFires()[i]
-		job := c.jobOf[i]
 		if req := c.reqs[i]; req != nil {
 			req.reply(r, nil)
 		}
 		if r.GetAccepted() {
 			if !failpoint.On(failpoint.DispatchBeforeCommit) {
-				l.dispatchAccepted(job, f, r)
+				l.dispatchAccepted(f, r)
 			}
 			continue
 		}
@@ -211,42 +211,66 @@ func (l *leader) accept(now time.Time, c *chunk, res *pb.CommandResult) {
 	}
 }
 
-// dispatchAccepted hands an accepted fire's attempt to the dispatcher.
-func (l *leader) dispatchAccepted(job *pb.Job, f *pb.Fire, r *pb.FireResult) {
+// dispatchAccepted hands an accepted fire's attempt to the dispatcher. It
+// runs the spec the FSM accepted the fire under, carried in the result, not
+// the one read while planning: a change committed in between is what runs,
+// and an attempt of one generation never runs another's target.
+func (l *leader) dispatchAccepted(f *pb.Fire, r *pb.FireResult) {
 	run := r.GetRun()
 	runID, slot := r.GetRunId(), f.GetSlotUnix()
 	if run != nil {
 		runID, slot = run.GetId(), run.GetSlotUnix()
 	}
-	if job == nil {
-		// Accepted without a job to take the target from: cannot happen
-		// (the FSM refuses fires of missing jobs); leave it to reconcile.
-		l.s.log.Error("scheduler: accepted fire without its job", "job", f.GetJob(), "run_id", runID)
+	spec := r.GetSpec()
+	if spec == nil {
+		// Accepted without a spec to take the target from: cannot happen
+		// (the FSM sets it on every accepted fire); leave it to reconcile.
+		l.s.log.Error("scheduler: accepted fire without its spec", "job", f.GetJob(), "run_id", runID)
 		return
 	}
 	if f.GetKind() != pb.FireKind_FIRE_KIND_RETRY && f.GetKind() != pb.FireKind_FIRE_KIND_REDISPATCH &&
-		overlapPolicy(job.GetSpec()) == pb.Overlap_OVERLAP_CANCEL_OTHER {
+		spec.GetOverlap() == pb.Overlap_OVERLAP_CANCEL_OTHER {
 		// The FSM cancelled the job's open runs; stop their attempts. The
 		// new one waits in the job's lane until they have stopped.
 		l.s.disp.cancelJob(f.GetJob(), r.GetToken(), errCancelOther)
 	}
-	l.dispatch(job, runID, slot, r.GetToken(), r.GetAttempt(), f.GetKind())
+	l.dispatch(spec, runID, slot, r.GetToken(), r.GetAttempt(), f.GetKind())
 }
 
 // adopt dispatches an attempt this node committed in this term without
-// learning it (the FireBatch's Apply had returned an error).
+// learning it (the FireBatch's Apply had returned an error), with the job
+// as planning read it. The FSM accepted the attempt under the run's
+// generation: if the job has moved to another since, its target is not
+// the attempt's, and the attempt is closed CANCELLED without running.
 func (l *leader) adopt(job *pb.Job, r *pb.Run) {
-	cur := currentAttempt(r)
+	cur := fsm.CurrentAttempt(r)
 	if job == nil || cur == nil || l.isKnown(cur.GetToken()) {
+		return
+	}
+	if r.GetGeneration() != job.GetGeneration() {
+		l.s.log.Info("scheduler: not dispatching an attempt of an earlier generation of its job",
+			"job", r.GetJob(), "run_id", r.GetId(), "token", cur.GetToken(),
+			"generation", r.GetGeneration(), "job_generation", job.GetGeneration())
+		l.abandon(r, cur, fmt.Sprintf("not dispatched: the job moved to generation %d", job.GetGeneration()))
 		return
 	}
 	l.s.log.Info("scheduler: dispatching an attempt committed after its proposal failed",
 		"job", r.GetJob(), "run_id", r.GetId(), "token", cur.GetToken())
-	l.dispatch(job, r.GetId(), r.GetSlotUnix(), cur.GetToken(), cur.GetNumber(), cur.GetKind())
+	l.dispatch(job.GetSpec(), r.GetId(), r.GetSlotUnix(), cur.GetToken(), cur.GetNumber(), cur.GetKind())
 }
 
-func (l *leader) dispatch(job *pb.Job, runID string, slot int64, token uint64, number uint32, kind pb.FireKind) {
-	spec := job.GetSpec()
+// abandon reports an attempt of this term that never ran as CANCELLED, so
+// that its run closes instead of waiting for the next leader.
+func (l *leader) abandon(r *pb.Run, cur *pb.Attempt, detail string) {
+	l.known[cur.GetToken()] = struct{}{} // in hand until the outcome commits
+	l.unsettled.Add(1)
+	c := &pb.Completion{RunId: r.GetId(), Token: cur.GetToken(), Outcome: pb.RunState_RUN_STATE_CANCELLED, Detail: detail}
+	if !l.comp.add(r.GetJob(), c) {
+		l.unsettled.Add(-1)
+	}
+}
+
+func (l *leader) dispatch(spec *pb.JobSpec, runID string, slot int64, token uint64, number uint32, kind pb.FireKind) {
 	a := dispatch.Attempt{
 		Job:         spec.GetName(),
 		RunID:       runID,
@@ -264,7 +288,7 @@ func (l *leader) dispatch(job *pb.Job, runID string, slot int64, token uint64, n
 	l.s.disp.dispatch(&task{
 		a:      a,
 		kind:   kind,
-		serial: overlapPolicy(spec) != pb.Overlap_OVERLAP_ALLOW,
+		serial: spec.GetOverlap() != pb.Overlap_OVERLAP_ALLOW,
 		ctx:    ctx,
 		cancel: cancel,
 		owner:  l,
@@ -299,7 +323,7 @@ func (l *leader) refused(now time.Time, f *pb.Fire, r *pb.FireResult) {
 			"scheduled_at", time.Unix(run.GetSlotUnix(), 0).UTC().Format(time.RFC3339),
 			"kind", kindLabel(f.GetKind()), "outcome", "unknown", "detail", run.GetReason())
 	}
-	if f.GetKind() != pb.FireKind_FIRE_KIND_MANUAL && noEffect[r.GetReason()] {
+	if f.GetKind() != pb.FireKind_FIRE_KIND_MANUAL && noEffect[r.GetReason()] && run == nil {
 		l.cool[f.GetJob()] = now.Add(refusedCooldown)
 	}
 	l.s.log.Debug("scheduler: fire not accepted", "job", f.GetJob(), "slot", f.GetSlotUnix(),
@@ -307,7 +331,7 @@ func (l *leader) refused(now time.Time, f *pb.Fire, r *pb.FireResult) {
 }
 
 func tokenOf(r *pb.Run) uint64 {
-	if a := currentAttempt(r); a != nil {
+	if a := fsm.CurrentAttempt(r); a != nil {
 		return a.GetToken()
 	}
 	return 0

@@ -52,21 +52,21 @@ func TestOneFireBatchPerTick(t *testing.T) {
 	}
 }
 
-func TestChunksKeepAJobTogether(t *testing.T) {
-	b := newBatch()
+func TestFireBatchesKeepAJobTogether(t *testing.T) {
+	b := newPlanned()
 	for i := range 5 {
 		g := b.group(fmt.Sprintf("j%d", i), &pb.Job{})
 		for range 800 {
 			g.fires = append(g.fires, &pb.Fire{Job: g.name})
 		}
 	}
-	chunks := b.chunks(2000)
-	if len(chunks) != 3 {
-		t.Fatalf("%d chunks, want 3 (800+800, 800+800, 800)", len(chunks))
+	batches := b.batches(2000)
+	if len(batches) != 3 {
+		t.Fatalf("%d batches, want 3 (800+800, 800+800, 800)", len(batches))
 	}
-	for _, c := range chunks {
+	for _, c := range batches {
 		if c.size() > 2000 {
-			t.Fatalf("chunk of %d > 2000", c.size())
+			t.Fatalf("fire batch of %d > 2000", c.size())
 		}
 		if len(c.jobOf) != len(c.fires) || len(c.reqs) != len(c.fires) {
 			t.Fatal("per-fire bookkeeping out of step")
@@ -77,22 +77,22 @@ func TestChunksKeepAJobTogether(t *testing.T) {
 		}
 		for j, n := range seen {
 			if n != 800 {
-				t.Fatalf("job %s split: %d fires in one chunk", j, n)
+				t.Fatalf("job %s split: %d fires in one fire batch", j, n)
 			}
 		}
 	}
-	big := newBatch()
+	big := newPlanned()
 	g := big.group("huge", &pb.Job{})
 	for range 2500 {
 		g.fires = append(g.fires, &pb.Fire{Job: "huge"})
 	}
-	if c := big.chunks(2000); len(c) != 1 || len(c[0].fires) != 2500 {
+	if c := big.batches(2000); len(c) != 1 || len(c[0].fires) != 2500 {
 		t.Fatal("a group larger than the cap must stay in one entry")
 	}
 }
 
 // A large tick is split into several entries, all dispatched.
-func TestLargeTickIsChunked(t *testing.T) {
+func TestLargeTickIsSplitIntoFireBatches(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.Workers = 16 })
 	const jobs = maxFiresPerEntry + 500
 	for i := range jobs {

@@ -30,9 +30,6 @@ const (
 	// heldRecheck re-plans a job that waits for its open run even if no
 	// change notification arrives: a safety net, not the normal path.
 	heldRecheck = time.Minute
-	// defaultCatchupWindow applies when a job has no catch-up settings (the
-	// api normally fills them in).
-	defaultCatchupWindow = time.Minute
 )
 
 // Reasons recorded with the slots the scheduler gives up.
@@ -114,7 +111,7 @@ func planJob(in planInput) plan {
 // planRuns handles the open runs and reports whether new slots must wait.
 func (p *plan) planRuns(in planInput) (hold bool) {
 	for _, r := range in.open {
-		cur := currentAttempt(r)
+		cur := fsm.CurrentAttempt(r)
 		switch r.GetState() {
 		case pb.RunState_RUN_STATE_DISPATCHED:
 			if cur == nil {
@@ -157,7 +154,9 @@ func (p *plan) planSlots(in planInput) {
 		p.finishWalk(in, w)
 		return
 	}
-	switch catchupPolicy(spec) {
+	// The policy and window are the stored ones: the API stores them
+	// filled in (jobspec.Normalize), so the scheduler keeps no defaults.
+	switch spec.GetCatchup().GetPolicy() {
 	case pb.CatchupPolicy_CATCHUP_POLICY_LATEST:
 		w.latest()
 	case pb.CatchupPolicy_CATCHUP_POLICY_NONE:
@@ -168,7 +167,7 @@ func (p *plan) planSlots(in planInput) {
 	p.addMiss(in.job, &w.windowMiss, reasonCatchupWindow)
 	p.addMiss(in.job, &w.policyMiss, reasonCatchupPolicy)
 	fire := w.fire
-	if overlapPolicy(spec) != pb.Overlap_OVERLAP_ALLOW && len(fire) > 0 &&
+	if spec.GetOverlap() != pb.Overlap_OVERLAP_ALLOW && len(fire) > 0 &&
 		(len(fire) > 1 || !w.onTime(fire[0]) || catchingUp(in.open)) {
 		// Catch-up of a job whose runs must not overlap: one slot at a
 		// time, and only once nothing of the job is open, so that each
@@ -283,7 +282,7 @@ func newWalk(in planInput) walk {
 		sched:  in.sched,
 		now:    in.now.Unix(),
 		nowT:   in.now,
-		window: max(catchupWindow(in.job.GetSpec()), OnTime),
+		window: max(in.job.GetSpec().GetCatchup().GetWindow().AsDuration(), OnTime),
 	}
 	w.after, w.end, w.hasEnd = slotBounds(in)
 	w.after = time.Unix(failpoint.RewindCursor(in.job.GetSpec().GetName(), w.after.Unix()), 0)
@@ -443,38 +442,10 @@ func runFire(r *pb.Run, kind pb.FireKind) *pb.Fire {
 	}
 }
 
-// currentAttempt is the run's last attempt, nil if it has none.
-func currentAttempt(r *pb.Run) *pb.Attempt {
-	a := r.GetAttempts()
-	if len(a) == 0 {
-		return nil
-	}
-	return a[len(a)-1]
-}
-
-func catchupWindow(spec *pb.JobSpec) time.Duration {
-	c := spec.GetCatchup()
-	if c == nil {
-		return defaultCatchupWindow
-	}
-	if d := c.GetWindow(); d != nil {
-		return d.AsDuration()
-	}
-	return 0
-}
-
-func catchupPolicy(spec *pb.JobSpec) pb.CatchupPolicy {
-	p := spec.GetCatchup().GetPolicy()
-	if p == pb.CatchupPolicy_CATCHUP_POLICY_UNSPECIFIED {
-		return pb.CatchupPolicy_CATCHUP_POLICY_ALL
-	}
-	return p
-}
-
-func overlapPolicy(spec *pb.JobSpec) pb.Overlap {
-	o := spec.GetOverlap()
-	if o == pb.Overlap_OVERLAP_UNSPECIFIED {
-		return pb.Overlap_OVERLAP_SKIP
-	}
-	return o
+// jobSchedule is the job's parsed schedule, from the process's one cache:
+// a heap rebuild over a million jobs and every tick neither parse a spec
+// again nor keep a parsed copy per job.
+func jobSchedule(job *pb.Job) (schedule.Schedule, error) {
+	spec := job.GetSpec()
+	return schedule.CachedInZone(spec.GetSchedule(), spec.GetTimezone())
 }

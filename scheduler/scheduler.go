@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
@@ -23,22 +24,28 @@ import (
 // State is the read side of the FSM the scheduler plans from. *fsm.FSM
 // satisfies it.
 type State interface {
-	// Entry returns the stored job (Status unset) and its status, shared:
-	// the FSM replaces them on every write and never changes them, so the
-	// scheduler reads them without a copy and must never change them.
-	// fsm.ErrNotFound if there is none.
-	Entry(name string) (fsm.ScheduleEntry, error)
+	// StoredJob returns the stored job (Status unset) and its status,
+	// shared: the FSM replaces them on every write and never changes them,
+	// so the scheduler reads them without a copy and must never change
+	// them. fsm.ErrNotFound if there is none.
+	StoredJob(name string) (fsm.StoredJob, error)
 	// Run returns one run of the ledger; fsm.ErrNotFound if there is none.
 	Run(id string) (*pb.Run, error)
 	// OpenRuns lists every DISPATCHED and RETRYING run.
 	OpenRuns() []*pb.Run
-	// ScheduleEntries walks every job in name order.
-	ScheduleEntries(fn func(e fsm.ScheduleEntry) bool)
+	// StoredJobs walks every job in name order.
+	StoredJobs(fn func(sj fsm.StoredJob) bool)
 }
 
 // DefaultWorkers is how many deliveries a node runs at once unless
 // Config.Workers says otherwise.
 const DefaultWorkers = 64
+
+// DefaultMaxOpenRuns caps one overlap-allow job's open runs unless
+// Config.MaxOpenRuns says otherwise. An allow job with more in flight has a
+// target that hangs; every open run stays in the ledger and in its job's
+// status, which each fire of the job copies.
+const DefaultMaxOpenRuns = 100
 
 // Config wires a Scheduler.
 type Config struct {
@@ -60,6 +67,9 @@ type Config struct {
 	NodeID string
 	// ApplyTimeout bounds one proposal or barrier; 0 means 10s.
 	ApplyTimeout time.Duration
+	// MaxOpenRuns caps the runs one overlap-allow job may have open; 0
+	// means DefaultMaxOpenRuns.
+	MaxOpenRuns int
 }
 
 // ErrInvalidConfig: a required Config field is missing.
@@ -73,12 +83,11 @@ type Scheduler struct {
 	log          *slog.Logger
 	self         string
 	applyTimeout time.Duration
-	metrics      *metrics
-	pool         *dispatch.Pool
-	disp         *dispatcher
-	// scheds caches parsed schedules. Only the leader loop touches it, and
-	// one loop runs at a time (each waits for the previous one to exit).
-	scheds *scheduleCache
+	// maxOpenRuns goes with every FireBatch (the FSM enforces it).
+	maxOpenRuns uint32
+	metrics     *metrics
+	pool        *dispatch.Pool
+	disp        *dispatcher
 
 	// mu guards cur, last and stopped.
 	mu sync.Mutex
@@ -111,8 +120,8 @@ func New(cfg Config) (*Scheduler, error) {
 		return nil, fmt.Errorf("%w: Proposer is required", ErrInvalidConfig)
 	case cfg.Executor == nil:
 		return nil, fmt.Errorf("%w: Executor is required", ErrInvalidConfig)
-	case cfg.Workers < 0 || cfg.Queue < 0 || cfg.ApplyTimeout < 0:
-		return nil, fmt.Errorf("%w: Workers, Queue and ApplyTimeout must not be negative", ErrInvalidConfig)
+	case cfg.Workers < 0 || cfg.Queue < 0 || cfg.ApplyTimeout < 0 || cfg.MaxOpenRuns < 0:
+		return nil, fmt.Errorf("%w: Workers, Queue, ApplyTimeout and MaxOpenRuns must not be negative", ErrInvalidConfig)
 	}
 	s := &Scheduler{
 		state:        cfg.State,
@@ -121,7 +130,6 @@ func New(cfg Config) (*Scheduler, error) {
 		log:          cfg.Logger,
 		self:         cfg.NodeID,
 		applyTimeout: cfg.ApplyTimeout,
-		scheds:       newScheduleCache(),
 		dirty:        make(map[string]struct{}),
 		kick:         make(chan struct{}, 1),
 	}
@@ -136,6 +144,10 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	if s.applyTimeout == 0 {
 		s.applyTimeout = 10 * time.Second
+	}
+	s.maxOpenRuns = DefaultMaxOpenRuns
+	if cfg.MaxOpenRuns > 0 {
+		s.maxOpenRuns = uint32(min(cfg.MaxOpenRuns, math.MaxUint32))
 	}
 	workers, queue := cfg.Workers, cfg.Queue
 	if workers == 0 {

@@ -31,9 +31,9 @@ func (l *leader) tick(now time.Time) (worked, ok bool) {
 	}
 
 	p := &pipeline{l: l, now: now}
-	b, n := newBatch(), 0
+	pl, n := newPlanned(), 0
 	if len(l.extra) > 0 {
-		g := b.group("", nil)
+		g := pl.group("", nil)
 		g.fires, l.extra = l.extra, nil
 		n += len(g.fires)
 	}
@@ -43,18 +43,18 @@ func (l *leader) tick(now time.Time) (worked, ok bool) {
 			last = append(last, name)
 			continue
 		}
-		n += l.planOne(name, now, b)
+		n += l.planOne(name, now, pl)
 		if n >= maxFiresPerEntry {
-			p.propose(b)
-			b, n = newBatch(), 0
+			p.propose(pl)
+			pl, n = newPlanned(), 0
 		}
 		p.acceptReady()
 	}
 	for _, name := range last {
-		l.planOne(name, now, b)
+		l.planOne(name, now, pl)
 	}
-	l.addTriggers(b, reqs)
-	p.propose(b)
+	l.addTriggers(pl, reqs)
+	p.propose(pl)
 	worked, ok = p.finish()
 	l.stopCancelled()
 	return worked, ok
@@ -64,12 +64,12 @@ func (l *leader) tick(now time.Time) (worked, ok bool) {
 // goroutine uses it; the proposals run on their own goroutines and hand
 // their result back through pending.done.
 type pipeline struct {
-	l       *leader
-	now     time.Time
-	batches []*batch
+	l     *leader
+	now   time.Time
+	parts []*planned
 	// pending are the proposed entries in proposal order; the first
 	// unaccepted one is pending[accepted].
-	pending  []*pendingChunk
+	pending  []*pendingBatch
 	accepted int
 	failed   bool
 	// fpToken is the token the dispatch-before-commit failpoint expects
@@ -77,26 +77,26 @@ type pipeline struct {
 	fpToken uint64
 }
 
-type pendingChunk struct {
-	c    *chunk
-	done chan chunkResult // cap 1
+type pendingBatch struct {
+	c    *fireBatch
+	done chan batchResult // cap 1
 }
 
-// propose starts the proposal of b's entries.
-func (p *pipeline) propose(b *batch) {
-	if b.empty() {
+// propose starts the proposal of pl's fire batches.
+func (p *pipeline) propose(pl *planned) {
+	if pl.empty() {
 		return
 	}
-	p.batches = append(p.batches, b)
-	chunks := b.chunks(maxFiresPerEntry)
+	p.parts = append(p.parts, pl)
+	batches := pl.batches(maxFiresPerEntry)
 	if failpoint.On(failpoint.DispatchBeforeCommit) {
-		p.fpToken = p.l.dispatchBeforeCommit(chunks, p.fpToken)
+		p.fpToken = p.l.dispatchBeforeCommit(batches, p.fpToken)
 	}
-	for _, c := range chunks {
+	for _, c := range batches {
 		if c.size() == 0 {
 			continue
 		}
-		pc := &pendingChunk{c: c, done: make(chan chunkResult, 1)}
+		pc := &pendingBatch{c: c, done: make(chan batchResult, 1)}
 		p.pending = append(p.pending, pc)
 		go func() { pc.done <- p.l.propose(p.now, c) }()
 	}
@@ -123,18 +123,18 @@ func (p *pipeline) finish() (worked, ok bool) {
 		pc := p.pending[p.accepted]
 		p.settle(pc, <-pc.done)
 	}
-	for _, b := range p.batches {
-		for _, g := range b.groups {
+	for _, pl := range p.parts {
+		for _, g := range pl.groups {
 			for _, r := range g.adopt {
 				p.l.adopt(g.job, r)
 			}
 		}
-		p.l.s.markDirty(b.names()...)
+		p.l.s.markDirty(pl.names()...)
 	}
-	return len(p.batches) > 0, !p.failed
+	return len(p.parts) > 0, !p.failed
 }
 
-func (p *pipeline) settle(pc *pendingChunk, r chunkResult) {
+func (p *pipeline) settle(pc *pendingBatch, r batchResult) {
 	p.accepted++
 	l, c := p.l, pc.c
 	if r.err != nil {

@@ -168,11 +168,11 @@ type gatedState struct {
 	wait atomic.Pointer[chan struct{}]
 }
 
-func (s *gatedState) Entry(name string) (fsm.ScheduleEntry, error) {
+func (s *gatedState) StoredJob(name string) (fsm.StoredJob, error) {
 	if c := s.wait.Load(); c != nil && name == s.job {
 		<-*c
 	}
-	return s.State.Entry(name)
+	return s.State.StoredJob(name)
 }
 
 // A tick's first entry is proposed as soon as it is planned, before the

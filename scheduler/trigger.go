@@ -4,12 +4,11 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/raftcron/raftcron/internal/principal"
-
+	"github.com/raftcron/raftcron/cluster"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
-// triggerReq is a manual run waiting for the next batch.
+// triggerReq is a manual run waiting for the next tick.
 type triggerReq struct {
 	name      string
 	requestID string
@@ -31,25 +30,25 @@ func (t *triggerReq) reply(res *pb.FireResult, err error) {
 }
 
 // Trigger commits a manual run of the job now (fire kind MANUAL, its own
-// slot and token) in the leader's next batch and dispatches it if the FSM
+// slot and token) in the leader's next tick and dispatches it if the FSM
 // accepts it. requestID makes it idempotent: a second trigger with the same
 // id returns the first run (refused, reason duplicate_request). A paused job
-// is refused unless force. The fire carries the principal of ctx, for the
-// audit record of the run. It fails with ErrNotLeader on a follower, and
-// with a wrapped fsm.ErrNotFound for an unknown job.
-func (s *Scheduler) Trigger(ctx context.Context, name, requestID string, force bool) (*pb.FireResult, error) {
+// is refused unless force. principal is who asked, for the audit record of
+// the run. It fails with cluster.ErrNotLeader on a follower, and with a
+// wrapped fsm.ErrNotFound for an unknown job.
+func (s *Scheduler) Trigger(ctx context.Context, name, requestID string, force bool, principal string) (*pb.FireResult, error) {
 	l := s.current()
 	if l == nil {
-		return nil, ErrNotLeader
+		return nil, cluster.ErrNotLeader
 	}
 	req := &triggerReq{
-		name: name, requestID: requestID, force: force, principal: principal.From(ctx),
+		name: name, requestID: requestID, force: force, principal: principal,
 		done: make(chan triggerReply, 1),
 	}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
-		return nil, ErrNotLeader
+		return nil, cluster.ErrNotLeader
 	}
 	l.triggers = append(l.triggers, req)
 	l.mu.Unlock()
@@ -71,17 +70,17 @@ func (l *leader) takeTriggers() []*triggerReq {
 	return reqs
 }
 
-// addTriggers puts triggers into b, each in its job's group after the job's
+// addTriggers puts triggers into pl, each in its job's group after the job's
 // planned fires.
-func (l *leader) addTriggers(b *batch, reqs []*triggerReq) {
+func (l *leader) addTriggers(pl *planned, reqs []*triggerReq) {
 	for _, req := range reqs {
-		e, err := l.s.state.Entry(req.name)
+		sj, err := l.s.state.StoredJob(req.name)
 		if err != nil {
 			req.reply(nil, fmt.Errorf("trigger %q: %w", req.name, err))
 			continue
 		}
-		job := e.Job
-		g := b.group(req.name, job)
+		job := sj.Job
+		g := pl.group(req.name, job)
 		for len(g.reqs) < len(g.fires) {
 			g.reqs = append(g.reqs, nil)
 		}

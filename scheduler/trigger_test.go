@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftcron/raftcron/internal/principal"
-
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -16,7 +14,7 @@ func TestTriggerCarriesThePrincipal(t *testing.T) {
 	h.lead()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := h.s.Trigger(principal.With(ctx, "deploy-bot"), "job", "r1", false); err != nil {
+	if _, err := h.s.Trigger(ctx, "job", "r1", false, "deploy-bot"); err != nil {
 		t.Fatal(err)
 	}
 	var got []string

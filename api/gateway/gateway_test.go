@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,13 +19,11 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/raftcron/raftcron/api"
 	"github.com/raftcron/raftcron/api/gateway"
 	"github.com/raftcron/raftcron/fsm"
-	"github.com/raftcron/raftcron/internal/principal"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -50,14 +49,14 @@ func (n *node) Apply(_ context.Context, cmd *pb.Command) (*pb.CommandResult, err
 
 func (n *node) ReadBarrier(context.Context) error { return nil }
 
-func (n *node) Trigger(ctx context.Context, name, requestID string, force bool) (*pb.FireResult, error) {
+func (n *node) Trigger(ctx context.Context, name, requestID string, force bool, principal string) (*pb.FireResult, error) {
 	job, err := n.state.Job(name)
 	if err != nil {
 		return nil, err
 	}
 	res, err := n.Apply(ctx, &pb.Command{ProposedAtUnixNano: time.Now().UnixNano(), Kind: &pb.Command_FireBatch{FireBatch: &pb.FireBatchCommand{
 		LeaderId: "n1", Term: 1, Fires: []*pb.Fire{{Job: name, Generation: job.GetGeneration(), Kind: pb.FireKind_FIRE_KIND_MANUAL,
-			RequestId: requestID, Force: force, Principal: principal.From(ctx)}},
+			RequestId: requestID, Force: force, Principal: principal}},
 	}}})
 	if err != nil {
 		return nil, err
@@ -76,9 +75,12 @@ func (cluster) TransferLeadership(context.Context, string) (*pb.ServerRef, error
 	return nil, nil
 }
 
-// tokens stands in for the ACL interceptor: "Bearer <name>" authenticates
-// as name, "Bearer bad" is refused. It also records whether any call
-// carried metadata an HTTP client must not be able to set.
+// smuggledKeys are metadata only a node may set: a forwarded call, and
+// the principal a forwarding node vouches for.
+var smuggledKeys = []string{api.ForwardedKey, "raftcron-principal"}
+
+// tokens records whether any call carried metadata an HTTP client must not
+// be able to set. The ACL interceptor after it authenticates the calls.
 type tokens struct {
 	mu       sync.Mutex
 	smuggled []string
@@ -86,19 +88,28 @@ type tokens struct {
 
 func (tk *tokens) intercept(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
-	if v := md.Get(api.ForwardedKey); len(v) > 0 {
-		tk.mu.Lock()
-		tk.smuggled = append(tk.smuggled, info.FullMethod)
-		tk.mu.Unlock()
-	}
-	if auth := md.Get("authorization"); len(auth) > 0 {
-		name := strings.TrimPrefix(auth[0], "Bearer ")
-		if name == "bad" {
-			return nil, status.Error(codes.Unauthenticated, "unknown token")
+	for _, k := range smuggledKeys {
+		if v := md.Get(k); len(v) > 0 {
+			tk.mu.Lock()
+			tk.smuggled = append(tk.smuggled, info.FullMethod+" "+k)
+			tk.mu.Unlock()
 		}
-		ctx = principal.With(ctx, name)
 	}
 	return handler(ctx, req)
+}
+
+// addToken stores a token whose secret is its name, as the ACL commands do.
+func (n *node) addToken(t *testing.T, name string, role pb.AclRole, bootstrap bool) {
+	t.Helper()
+	sum := sha256.Sum256([]byte(name))
+	tok := &pb.AclToken{AccessorId: "acc-" + name, Name: name, Role: role, SecretHash: sum[:]}
+	cmd := &pb.Command{Kind: &pb.Command_CreateAclToken{CreateAclToken: &pb.CreateAclTokenCommand{Token: tok}}}
+	if bootstrap {
+		cmd = &pb.Command{Kind: &pb.Command_BootstrapAcl{BootstrapAcl: &pb.BootstrapAclCommand{Token: tok}}}
+	}
+	if res, err := n.Apply(context.Background(), cmd); err != nil || res.GetCode() != pb.ResultCode_RESULT_CODE_OK {
+		t.Fatalf("token %s: %v %v", name, res, err)
+	}
 }
 
 type env struct {
@@ -110,26 +121,30 @@ type env struct {
 func start(t *testing.T) *env {
 	t.Helper()
 	n := &node{state: fsm.New()}
+	n.addToken(t, "alice", pb.AclRole_ACL_ROLE_MANAGEMENT, true)
+	n.addToken(t, "reader", pb.AclRole_ACL_ROLE_READ, false)
 	tk := &tokens{}
-	gs := grpc.NewServer(grpc.ChainUnaryInterceptor(api.RecoveryInterceptor(nil), tk.intercept))
+	auth := api.NewAuthorizer(api.AuthConfig{Enabled: true, Tokens: n.state})
+	gs := grpc.NewServer(grpc.ChainUnaryInterceptor(api.RecoveryInterceptor(nil), tk.intercept, auth.Unary()))
 	audit := api.NewAuditSwitch(n, n.state, api.DefaultAuditLimit, nil, nil)
 	jobs := api.NewJobServiceWith(api.JobServiceConfig{Store: n, Registry: n.state, Triggerer: n, Audit: audit})
 	api.Register(gs, jobs, api.NewClusterService(cluster{}, n.state),
 		api.WithRunService(api.NewRunServiceWith(api.RunServiceConfig{Barrier: n, Ledger: n.state, Store: n, Audit: audit})),
 		api.WithAuditService(api.NewAuditService(n, n.state)))
-	conn, err := gateway.InProcess(gs)
+	in, err := gateway.NewInProcess()
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := gateway.New(context.Background(), conn, "v-test")
+	go func() { _ = gs.Serve(in.Listener()) }()
+	h, err := gateway.New(context.Background(), in.Conn(), "v-test")
 	if err != nil {
 		t.Fatal(err)
 	}
 	hs := httptest.NewServer(h)
 	t.Cleanup(func() {
 		hs.Close()
-		_ = conn.Close()
 		gs.Stop()
+		_ = in.Close()
 	})
 	return &env{t: t, url: hs.URL, tokens: tk}
 }
@@ -150,6 +165,7 @@ func (e *env) do(method, path, body, token string) (int, map[string]any) {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	req.Header.Set("Grpc-Metadata-Raftcron-Forwarded", "1")
+	req.Header.Set("Grpc-Metadata-Raftcron-Principal", "mallory")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		e.t.Fatal(err)
@@ -307,6 +323,12 @@ func TestCallsGoThroughTheInterceptorsWithTheBearerToken(t *testing.T) {
 	if code, doc := e.do("PUT", "/v1/jobs/billing", billing, "bad"); code != http.StatusUnauthorized || doc["code"] != float64(codes.Unauthenticated) {
 		t.Fatalf("bad token: %d %v, want 401", code, doc)
 	}
+	if code, doc := e.do("PUT", "/v1/jobs/billing", billing, ""); code != http.StatusUnauthorized || doc["code"] != float64(codes.Unauthenticated) {
+		t.Fatalf("no token: %d %v, want 401", code, doc)
+	}
+	if code, doc := e.do("GET", "/v1/audit", "", "reader"); code != http.StatusForbidden || doc["code"] != float64(codes.PermissionDenied) {
+		t.Fatalf("audit with a read token: %d %v, want 403", code, doc)
+	}
 	e.ok("PUT", "/v1/jobs/billing", billing) // as alice
 	recs := e.ok("GET", "/v1/audit?job=billing", "")["records"].([]any)
 	if len(recs) != 1 || dig(recs[0].(map[string]any), "principal") != "alice" || dig(recs[0].(map[string]any), "action") != "create" {
@@ -369,6 +391,7 @@ func TestCrossSiteWritesAreRefused(t *testing.T) {
 	send := func(origin, site string) int {
 		req, _ := http.NewRequest("POST", e.url+"/v1/jobs/billing:pause", strings.NewReader(`{"note": "x"}`))
 		req.Header.Set("Content-Type", "text/plain")
+		req.Header.Set("Authorization", "Bearer alice") // refused all the same
 		if origin != "" {
 			req.Header.Set("Origin", origin)
 		}

@@ -13,22 +13,47 @@ import (
 // request fits, as it would in one TCP window.
 const inProcessBuffer = 1 << 20
 
-// InProcess makes gs serve an in-memory listener too, and returns a
-// connection to it for New: the gateway's calls go through gs and every
-// one of its interceptors, with no port and no network hop. Call it after
-// every service is registered on gs; gs.Stop ends it.
+// InProcess is an in-memory port of the node's own gRPC server and a
+// connection to it for New: the gateway's calls go through that server and
+// every one of its interceptors, with no port and no network hop.
 //
-// The connection has no transport security unless opts give some. A gRPC
-// server that requires TLS needs matching credentials here, but never the
-// node's own client certificate where certificates identify callers: HTTP
-// callers would then act as the node. They identify themselves with their
-// bearer token, which the gateway passes on.
-func InProcess(gs *grpc.Server, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
+// The connection has no transport security unless the dial options give
+// some. A gRPC server that requires TLS needs matching credentials here,
+// but never the node's own client certificate where certificates identify
+// callers: HTTP callers would then act as the node. They identify
+// themselves with their bearer token, which the gateway passes on.
+type InProcess struct {
+	lis  *bufconn.Listener
+	conn *grpc.ClientConn
+}
+
+// NewInProcess makes the port and the connection; nothing is served until
+// the gRPC server serves Listener.
+func NewInProcess(opts ...grpc.DialOption) (*InProcess, error) {
 	lis := bufconn.Listen(inProcessBuffer)
-	go func() { _ = gs.Serve(lis) }()
 	dial := append([]grpc.DialOption{
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 	}, opts...)
-	return grpc.NewClient("passthrough:///raftcron-in-process", dial...)
+	conn, err := grpc.NewClient("passthrough:///raftcron-in-process", dial...)
+	if err != nil {
+		_ = lis.Close()
+		return nil, err
+	}
+	return &InProcess{lis: lis, conn: conn}, nil
+}
+
+// Listener is the port the node's gRPC server must serve (grpc.Server.Serve)
+// besides its own.
+func (p *InProcess) Listener() net.Listener { return p.lis }
+
+// Conn is the connection for New.
+func (p *InProcess) Conn() *grpc.ClientConn { return p.conn }
+
+// Close closes the connection and the port. Close it after the gRPC
+// server's drain, so that HTTP calls in flight finish first.
+func (p *InProcess) Close() error {
+	err := p.conn.Close()
+	_ = p.lis.Close()
+	return err
 }

@@ -8,15 +8,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
-)
 
-// Headers the sink reads (DESIGN §7).
-const (
-	headerToken       = "X-Raftcron-Fencing-Token"
-	headerJob         = "X-Raftcron-Job"
-	headerRunID       = "X-Raftcron-Run-Id"
-	headerScheduledAt = "X-Raftcron-Scheduled-At"
-	headerAttempt     = "X-Raftcron-Attempt"
+	"github.com/raftcron/raftcron/fence"
 )
 
 // Delivery is one webhook request as the sink received it.
@@ -99,19 +92,19 @@ func (s *Sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 var errMissingHeader = errors.New("missing raftcron header")
 
 func parseDelivery(h http.Header, recv time.Time) (Delivery, error) {
-	d := Delivery{Job: h.Get(headerJob), RunID: h.Get(headerRunID), Recv: recv}
+	d := Delivery{Job: h.Get(fence.HeaderJob), RunID: h.Get(fence.HeaderRunID), Recv: recv}
 	if d.Job == "" || d.RunID == "" {
 		return d, errMissingHeader
 	}
-	tok, err := strconv.ParseUint(h.Get(headerToken), 10, 64)
+	tok, err := strconv.ParseUint(h.Get(fence.HeaderFencingToken), 10, 64)
 	if err != nil {
 		return d, err
 	}
 	d.Token = tok
-	if d.Attempt, err = strconv.Atoi(h.Get(headerAttempt)); err != nil {
+	if d.Attempt, err = strconv.Atoi(h.Get(fence.HeaderAttempt)); err != nil {
 		return d, err
 	}
-	at, err := time.Parse(time.RFC3339, h.Get(headerScheduledAt))
+	at, err := time.Parse(time.RFC3339, h.Get(fence.HeaderScheduledAt))
 	if err != nil {
 		return d, err
 	}

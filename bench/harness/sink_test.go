@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/raftcron/raftcron/fence"
 )
 
 func post(t *testing.T, url string, h map[string]string) {
@@ -35,10 +37,10 @@ func TestSinkRecordsDeliveriesAndLateness(t *testing.T) {
 	defer func() { _ = s.Close() }()
 	slot := time.Now().Truncate(time.Second)
 	post(t, s.URL(), map[string]string{
-		headerJob: "a", headerRunID: "a-7", headerToken: "7", headerAttempt: "2",
-		headerScheduledAt: slot.UTC().Format(time.RFC3339),
+		fence.HeaderJob: "a", fence.HeaderRunID: "a-7", fence.HeaderFencingToken: "7", fence.HeaderAttempt: "2",
+		fence.HeaderScheduledAt: slot.UTC().Format(time.RFC3339),
 	})
-	post(t, s.URL(), map[string]string{headerJob: "b"}) // no run id, token, ...
+	post(t, s.URL(), map[string]string{fence.HeaderJob: "b"}) // no run id, token, ...
 	if s.Len() != 1 || s.Malformed() != 1 {
 		t.Fatalf("Len %d Malformed %d, want 1 and 1", s.Len(), s.Malformed())
 	}
@@ -60,8 +62,8 @@ func TestSinkWatchSeesEachDeliveryOnceAndHonoursTheDeadline(t *testing.T) {
 	go func() {
 		for i := range 3 {
 			post(t, s.URL(), map[string]string{
-				headerJob: "j", headerRunID: "r", headerToken: "1", headerAttempt: "1",
-				headerScheduledAt: time.Unix(int64(i), 0).UTC().Format(time.RFC3339),
+				fence.HeaderJob: "j", fence.HeaderRunID: "r", fence.HeaderFencingToken: "1", fence.HeaderAttempt: "1",
+				fence.HeaderScheduledAt: time.Unix(int64(i), 0).UTC().Format(time.RFC3339),
 			})
 		}
 	}()

@@ -20,12 +20,12 @@ import (
 
 	"github.com/raftcron/raftcron/api"
 	"github.com/raftcron/raftcron/fsm"
-	"github.com/raftcron/raftcron/internal/principal"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
 // localRaft applies commands to the FSM in log order, as a one-node Raft
-// whose reads are always linearizable.
+// whose reads are always linearizable. Like the leader, it stamps the
+// clients' commands (those that come without a time).
 type localRaft struct {
 	state *fsm.FSM
 	mu    sync.Mutex // serializes Apply, like Raft's log
@@ -33,6 +33,9 @@ type localRaft struct {
 }
 
 func (l *localRaft) Apply(_ context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
+	if cmd.GetProposedAtUnixNano() == 0 {
+		cmd.ProposedAtUnixNano = time.Now().UnixNano()
+	}
 	data, err := proto.Marshal(cmd)
 	if err != nil {
 		return nil, err
@@ -46,7 +49,7 @@ func (l *localRaft) Apply(_ context.Context, cmd *pb.Command) (*pb.CommandResult
 func (l *localRaft) ReadBarrier(context.Context) error { return nil }
 
 // Trigger commits a manual fire, as the leader's scheduler would.
-func (l *localRaft) Trigger(ctx context.Context, name, requestID string, force bool) (*pb.FireResult, error) {
+func (l *localRaft) Trigger(ctx context.Context, name, requestID string, force bool, principal string) (*pb.FireResult, error) {
 	job, err := l.state.Job(name)
 	if err != nil {
 		return nil, err
@@ -54,7 +57,7 @@ func (l *localRaft) Trigger(ctx context.Context, name, requestID string, force b
 	res, err := l.Apply(ctx, &pb.Command{ProposedAtUnixNano: time.Now().UnixNano(), Kind: &pb.Command_FireBatch{FireBatch: &pb.FireBatchCommand{
 		LeaderId: "n1", Term: 1,
 		Fires: []*pb.Fire{{Job: name, Generation: job.GetGeneration(), Kind: pb.FireKind_FIRE_KIND_MANUAL, RequestId: requestID, Force: force,
-			Principal: principal.From(ctx)}},
+			Principal: principal}},
 	}}})
 	if err != nil {
 		return nil, err
@@ -83,7 +86,7 @@ type runServer struct {
 func startRunServer(t *testing.T) *runServer {
 	t.Helper()
 	s := &runServer{raft: &localRaft{state: fsm.New()}, hub: api.NewRunHub()}
-	s.raft.state.SetObserver(observers{s.hub})
+	s.raft.state.SetObserver(s.hub)
 	gs := grpc.NewServer()
 	audit := api.NewAuditSwitch(s.raft, s.raft.state, api.DefaultAuditLimit, nil, nil)
 	jobs := api.NewJobServiceWith(api.JobServiceConfig{Store: s.raft, Registry: s.raft.state, Triggerer: s.raft, Audit: audit})

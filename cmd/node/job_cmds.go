@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/raftcron/raftcron/api"
 	"github.com/raftcron/raftcron/jobfile"
 	"github.com/raftcron/raftcron/jobspec"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
@@ -84,7 +85,7 @@ func newJobApplyCmd(o *clientOptions) *cobra.Command {
 }
 
 // applyJobs applies a file's jobs and prints what changed, in file order.
-// Several jobs go in ApplyJobs calls of up to maxApplyBatch; a server
+// Several jobs go in ApplyJobs calls of up to api.MaxApplyJobs; a server
 // without ApplyJobs gets one ApplyJob per job. On the first failure the
 // changes made so far are printed and nothing more is sent.
 func applyJobs(cmd *cobra.Command, o *clientOptions, specs []*pb.JobSpec) error {
@@ -95,7 +96,7 @@ func applyJobs(cmd *cobra.Command, o *clientOptions, specs []*pb.JobSpec) error 
 	defer done()
 	var changes []change
 	if len(specs) > 1 {
-		changes, specs, err = applyBatches(cmd.Context(), o, client, specs)
+		changes, specs, err = applyInBulk(cmd.Context(), o, client, specs)
 		if err != nil {
 			_ = writeChanges(cmd.OutOrStdout(), o.output, changes)
 			return err
@@ -114,28 +115,25 @@ func applyJobs(cmd *cobra.Command, o *clientOptions, specs []*pb.JobSpec) error 
 	return writeChanges(cmd.OutOrStdout(), o.output, changes)
 }
 
-// maxApplyBatch is the server's cap on the specs of one ApplyJobs call.
-const maxApplyBatch = 1000
-
-// applyBatches sends specs in ApplyJobs calls. It returns the changes made
+// applyInBulk sends specs in ApplyJobs calls. It returns the changes made
 // and, when the server has no ApplyJobs, the specs still to apply one by
 // one. A spec that failed stops the apply after its call; every spec of
 // that call that was applied is among the changes.
-func applyBatches(parent context.Context, o *clientOptions, client pb.JobServiceClient, specs []*pb.JobSpec) ([]change, []*pb.JobSpec, error) {
+func applyInBulk(parent context.Context, o *clientOptions, client pb.JobServiceClient, specs []*pb.JobSpec) ([]change, []*pb.JobSpec, error) {
 	var changes []change
-	for off := 0; off < len(specs); off += maxApplyBatch {
-		chunk := specs[off:min(off+maxApplyBatch, len(specs))]
+	for off := 0; off < len(specs); off += api.MaxApplyJobs {
+		part := specs[off:min(off+api.MaxApplyJobs, len(specs))]
 		ctx, cancel := o.callContext(parent)
-		resp, err := client.ApplyJobs(ctx, &pb.ApplyJobsRequest{Specs: chunk})
+		resp, err := client.ApplyJobs(ctx, &pb.ApplyJobsRequest{Specs: part})
 		cancel()
 		if status.Code(err) == codes.Unimplemented && off == 0 {
 			return nil, specs, nil
 		}
 		if err != nil {
-			return changes, nil, o.call(chunkSubject(off, len(chunk), len(specs))).describe(err)
+			return changes, nil, o.call(partSubject(off, len(part), len(specs))).describe(err)
 		}
-		if len(resp.GetResults()) != len(chunk) {
-			return changes, nil, fmt.Errorf("the server answered %d results for %d jobs", len(resp.GetResults()), len(chunk))
+		if len(resp.GetResults()) != len(part) {
+			return changes, nil, fmt.Errorf("the server answered %d results for %d jobs", len(resp.GetResults()), len(part))
 		}
 		var failed []int
 		for i, r := range resp.GetResults() {
@@ -146,26 +144,26 @@ func applyBatches(parent context.Context, o *clientOptions, client pb.JobService
 			changes = append(changes, changeOf(r.GetJob(), applyResult(r.GetCreated(), r.GetChanged())))
 		}
 		if len(failed) > 0 {
-			return changes, nil, batchFailure(o, chunk, resp.GetResults(), failed)
+			return changes, nil, bulkFailure(o, part, resp.GetResults(), failed)
 		}
 	}
 	return changes, nil, nil
 }
 
-// chunkSubject names the jobs of one ApplyJobs call in an error; the
+// partSubject names the jobs of one ApplyJobs call in an error; the
 // server's messages number them from 0 within the call (specs[i]).
-func chunkSubject(off, n, total int) string {
+func partSubject(off, n, total int) string {
 	if n == total {
 		return "jobs"
 	}
 	return fmt.Sprintf("jobs %d-%d of the file (numbered from 0 as specs[i] below)", off+1, off+n)
 }
 
-// batchFailure describes the first spec of a call that failed, as a
+// bulkFailure describes the first spec of a call that failed, as a
 // failed ApplyJob of it would be, and counts the others.
-func batchFailure(o *clientOptions, chunk []*pb.JobSpec, results []*pb.ApplyJobsResult, failed []int) error {
+func bulkFailure(o *clientOptions, part []*pb.JobSpec, results []*pb.ApplyJobsResult, failed []int) error {
 	first := results[failed[0]]
-	err := o.call(jobSubject(chunk[failed[0]].GetName())).describe(status.Error(codes.Code(first.GetCode()), first.GetMessage()))
+	err := o.call(jobSubject(part[failed[0]].GetName())).describe(status.Error(codes.Code(first.GetCode()), first.GetMessage()))
 	if len(failed) > 1 {
 		return fmt.Errorf("%w (and %d more jobs failed)", err, len(failed)-1)
 	}
@@ -411,8 +409,10 @@ func listJobs(cmd *cobra.Command, o *clientOptions, selector map[string]string, 
 		if next == "" || (limit > 0 && len(jobs) >= limit) {
 			break
 		}
-		// A token that does not advance would loop forever.
-		if next == token || len(resp.GetJobs()) == 0 {
+		// A token that does not advance would loop forever. A page may be
+		// short, even empty, and still carry a token: the server looks at
+		// a bounded part of the registry per call.
+		if next == token {
 			return nil, fmt.Errorf("list: the server returned page token %q again", next)
 		}
 		token = next

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/raftcron/raftcron/api"
+	"github.com/raftcron/raftcron/fsm"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -93,7 +94,7 @@ func writeTriggered(w io.Writer, format outputFormat, r *pb.Run) error {
 	case outputYAML:
 		return writeYAML(w, runViewOf(r))
 	}
-	a := currentAttempt(r)
+	a := fsm.CurrentAttempt(r)
 	if a == nil {
 		return errors.New("the server returned a run without an attempt")
 	}

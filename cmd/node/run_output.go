@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/raftcron/raftcron/fsm"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -67,17 +68,8 @@ func orDash(s string) string {
 	return s
 }
 
-// currentAttempt is the run's last attempt, or nil for a MISSED record.
-func currentAttempt(r *pb.Run) *pb.Attempt {
-	a := r.GetAttempts()
-	if len(a) == 0 {
-		return nil
-	}
-	return a[len(a)-1]
-}
-
 func tokenOf(r *pb.Run) string {
-	if a := currentAttempt(r); a != nil {
+	if a := fsm.CurrentAttempt(r); a != nil {
 		return strconv.FormatUint(a.GetToken(), 10)
 	}
 	return "-"
@@ -93,7 +85,7 @@ func runNote(r *pb.Run) string {
 		note += fmt.Sprintf(" (%d slots, last %s)", r.GetMissedCount(), unixTime(r.GetLastSlotUnix()))
 	}
 	if note == "" {
-		note = currentAttempt(r).GetDetail()
+		note = fsm.CurrentAttempt(r).GetDetail()
 	}
 	if r.GetState() == pb.RunState_RUN_STATE_RETRYING {
 		note = strings.TrimSpace(note + " next attempt at " + nanoTime(r.GetNextAttemptAtUnixNano()))

@@ -11,47 +11,44 @@ import (
 	"slices"
 	"time"
 
+	"github.com/raftcron/raftcron/fence"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
-// Environment variables every exec attempt gets (DESIGN §7; external contract).
-const (
-	EnvToken          = "RAFTCRON_FENCING_TOKEN"
-	EnvJob            = "RAFTCRON_JOB"
-	EnvRunID          = "RAFTCRON_RUN_ID"
-	EnvScheduledAt    = "RAFTCRON_SCHEDULED_AT"
-	EnvAttempt        = "RAFTCRON_ATTEMPT"
-	EnvIdempotencyKey = "RAFTCRON_IDEMPOTENCY_KEY"
-)
+// waitDelay bounds the wait for the output pipes after the child has exited or been
+// killed: a process that escaped the group (setsid) can hold them open forever.
+const waitDelay = 2 * time.Second
 
-const (
-	// defaultPath is used when the node itself has no PATH.
-	defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-	// waitDelay bounds the wait for the output pipes after the child has
-	// exited or been killed: a process that escaped the group (setsid) can
-	// hold them open forever.
-	waitDelay = 2 * time.Second
-)
+// defaultDir is where a child starts unless its target names a dir: the node's own
+// working directory is no business of the job's.
+const defaultDir = "/"
+
+// ExecConfig is the node's policy for exec attempts. The zero value runs nothing.
+type ExecConfig struct {
+	// Allow decides which programs may run (policy.Exec, from --exec-allow). Nil
+	// allows none: exec is opt-in.
+	Allow CommandPolicy
+	// User, if set, is whom children run as (--exec-user; the node must be root).
+	User *User
+	// Signer, if set, signs every attempt into RAFTCRON_SIGNATURE.
+	Signer Signer
+}
 
 // ExecExecutor runs attempts with an exec target as a child process of the
 // node. It is safe for concurrent use.
 //
-// The child's environment is deliberately small: PATH and HOME inherited
-// from the node (so that commands resolve and tools find their dotfiles),
-// then the target's env, then the RAFTCRON_* variables. Nothing else of the
-// node's environment leaks in: it may hold the node's own secrets.
+// The child's environment is exactly the target's env and the RAFTCRON_*
+// variables (DESIGN §7): nothing of the node's environment leaks in, since it
+// may hold the node's own secrets; not even PATH (command[0] is an absolute
+// path; a job that runs a shell script sets PATH in its env, or lives with
+// the shell's built-in default).
 type ExecExecutor struct {
-	path, home string
+	cfg ExecConfig
 }
 
-// NewExecExecutor returns an executor whose children inherit the node's
-// current PATH and HOME.
-func NewExecExecutor() *ExecExecutor {
-	e := &ExecExecutor{path: os.Getenv("PATH"), home: os.Getenv("HOME")}
-	if e.path == "" {
-		e.path = defaultPath
-	}
-	return e
+// NewExecExecutor returns an executor under the policy c.
+func NewExecExecutor(c ExecConfig) *ExecExecutor {
+	return &ExecExecutor{cfg: c}
 }
 
 // Execute runs the command and waits for it. Exit status 0 succeeds, any
@@ -70,15 +67,28 @@ func (e *ExecExecutor) Execute(ctx context.Context, a Attempt) Outcome {
 	if len(t.GetCommand()) == 0 || t.GetCommand()[0] == "" {
 		return finish(out, pb.RunState_RUN_STATE_FAILED, "exec: empty command")
 	}
+	// The registering node checked its own policy; this is the leader's, and
+	// the leader's is the one that runs the program.
+	if err := e.allow(t.GetCommand()[0]); err != nil {
+		return refusedByPolicy(out, ReasonExecDenied, err.Error())
+	}
 	if err := checkDir(t.GetDir()); err != nil {
 		return finish(out, pb.RunState_RUN_STATE_FAILED, err.Error())
 	}
 	if state, detail, ok := interrupted(ctx, ctx); ok {
 		return finish(out, state, detail)
 	}
-	lctx, cancel := withLimit(ctx, a.Deadline, t.GetTimeout().AsDuration())
+	deadline, timeout := a.limits()
+	lctx, cancel := withLimit(ctx, deadline, timeout)
 	defer cancel()
 	return e.run(ctx, lctx, a, out)
+}
+
+func (e *ExecExecutor) allow(command string) error {
+	if e.cfg.Allow == nil {
+		return errors.New("exec denied: this node allows no exec jobs")
+	}
+	return e.cfg.Allow.Allow(command)
 }
 
 // checkDir catches a bad working directory up front: a failed chdir in the
@@ -110,10 +120,13 @@ func (e *ExecExecutor) run(parent, ctx context.Context, a Attempt, out Outcome) 
 	cmd := exec.CommandContext(ctx, t.Command[0], t.Command[1:]...)
 	cmd.Env = e.environ(a)
 	cmd.Dir = t.GetDir()
+	if cmd.Dir == "" {
+		cmd.Dir = defaultDir
+	}
 	var output headBuffer
 	cmd.Stdout = &output
 	cmd.Stderr = &output
-	setProcAttr(cmd)
+	setProcAttr(cmd, e.cfg.User)
 	cmd.Cancel = func() error { return killGroup(cmd) }
 	cmd.WaitDelay = waitDelay
 
@@ -166,20 +179,21 @@ func classifyExit(parent, ctx context.Context, interruptedAtExit bool, ps *os.Pr
 // keys (os/exec keeps the last), so the RAFTCRON_* values cannot be
 // overridden by the job's env.
 func (e *ExecExecutor) environ(a Attempt) []string {
-	env := []string{"PATH=" + e.path}
-	if e.home != "" {
-		env = append(env, "HOME="+e.home)
-	}
 	jobEnv := a.Exec.GetEnv()
+	env := make([]string, 0, len(jobEnv)+7)
 	for _, k := range slices.Sorted(maps.Keys(jobEnv)) {
 		env = append(env, k+"="+jobEnv[k])
 	}
-	return append(env,
-		EnvToken+"="+a.token(),
-		EnvJob+"="+a.Job,
-		EnvRunID+"="+a.RunID,
-		EnvScheduledAt+"="+a.scheduledAt(),
-		EnvAttempt+"="+a.number(),
-		EnvIdempotencyKey+"="+a.IdempotencyKey(),
+	env = append(env,
+		fence.EnvFencingToken+"="+a.token(),
+		fence.EnvJob+"="+a.Job,
+		fence.EnvRunID+"="+a.RunID,
+		fence.EnvScheduledAt+"="+a.scheduledAt(),
+		fence.EnvAttempt+"="+a.number(),
+		fence.EnvIdempotencyKey+"="+a.IdempotencyKey(),
 	)
+	if e.cfg.Signer != nil {
+		env = append(env, fence.EnvSignature+"="+e.cfg.Signer.Sign(a.fenceRun()))
+	}
+	return env
 }

@@ -16,6 +16,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/raftcron/raftcron/fence"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -47,25 +48,25 @@ func TestHTTPSendsEveryHeaderBodyAndMethod(t *testing.T) {
 	a.HTTP.Method = "PUT"
 	a.HTTP.Body = `{"x":1}`
 	a.HTTP.Headers = map[string]string{
-		"Content-Type": "application/json",
-		"X-Custom":     "yes",
-		"Host":         "billing.internal",
-		HeaderToken:    "999999", // must not override the real token
+		"Content-Type":           "application/json",
+		"X-Custom":               "yes",
+		"Host":                   "billing.internal",
+		fence.HeaderFencingToken: "999999", // must not override the real token
 	}
 	out := NewHTTPExecutor(nil).Execute(context.Background(), a)
 	wantState(t, out, pb.RunState_RUN_STATE_SUCCEEDED, "http 200 OK")
 
 	r := receive(t, seen, time.Second, "request")
 	want := map[string]string{
-		HeaderToken:          "42",
-		HeaderJob:            "billing",
-		HeaderRunID:          "run-7",
-		HeaderScheduledAt:    "2026-11-22T01:02:03Z",
-		HeaderAttempt:        "2",
-		HeaderIdempotencyKey: "billing/2026-11-22T01:02:03Z",
-		"Content-Type":       "application/json",
-		"X-Custom":           "yes",
-		"User-Agent":         "raftcron",
+		fence.HeaderFencingToken:   "42",
+		fence.HeaderJob:            "billing",
+		fence.HeaderRunID:          "run-7",
+		fence.HeaderScheduledAt:    "2026-11-22T01:02:03Z",
+		fence.HeaderAttempt:        "2",
+		fence.HeaderIdempotencyKey: "billing/2026-11-22T01:02:03Z",
+		"Content-Type":             "application/json",
+		"X-Custom":                 "yes",
+		"User-Agent":               "raftcron",
 	}
 	for k, v := range want {
 		if got := r.header.Values(k); len(got) != 1 || got[0] != v {
@@ -74,16 +75,6 @@ func TestHTTPSendsEveryHeaderBodyAndMethod(t *testing.T) {
 	}
 	if r.method != "PUT" || r.body != `{"x":1}` || r.host != "billing.internal" {
 		t.Errorf("method %q body %q host %q", r.method, r.body, r.host)
-	}
-}
-
-func TestHTTPDefaultMethodIsPost(t *testing.T) {
-	seen := make(chan string, 1)
-	s := newServer(t, func(w http.ResponseWriter, r *http.Request) { seen <- r.Method })
-	out := NewHTTPExecutor(nil).Execute(context.Background(), httpAttempt(s.URL))
-	wantState(t, out, pb.RunState_RUN_STATE_SUCCEEDED, "")
-	if m := receive(t, seen, time.Second, "request"); m != http.MethodPost {
-		t.Fatalf("method = %s, want POST", m)
 	}
 }
 
@@ -123,6 +114,7 @@ func TestHTTPStatusDecidesState(t *testing.T) {
 		t.Run(strings.TrimPrefix(c.path, "/"), func(t *testing.T) {
 			a := httpAttempt(s.URL + c.path)
 			a.HTTP.SuccessCodes = c.success
+			a.HTTP.KeepResponse = true
 			out := ex.Execute(context.Background(), a)
 			wantState(t, out, c.state, c.detail)
 			if c.path == "/500" && string(out.Output) != "body of /500" {
@@ -206,11 +198,17 @@ func TestHTTPOutputTruncatedTo4KiB(t *testing.T) {
 	s := newServer(t, func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, strings.Repeat("a", 100<<10))
 	})
-	out := NewHTTPExecutor(nil).Execute(context.Background(), httpAttempt(s.URL))
+	out := NewHTTPExecutor(nil).Execute(context.Background(), keepResponse(httpAttempt(s.URL)))
 	wantState(t, out, pb.RunState_RUN_STATE_SUCCEEDED, "http 200 OK")
 	if len(out.Output) != MaxOutput || strings.Trim(string(out.Output), "a") != "" {
 		t.Fatalf("output %d bytes, want %d of the body", len(out.Output), MaxOutput)
 	}
+}
+
+// keepResponse makes a keep the reply's body (http.keep_response).
+func keepResponse(a Attempt) Attempt {
+	a.HTTP.KeepResponse = true
+	return a
 }
 
 // Output is the whole body when it fits, whether its length is announced
@@ -237,7 +235,7 @@ func TestHTTPOutputOfShortBodies(t *testing.T) {
 					w.(http.Flusher).Flush()
 				}
 			})
-			out := NewHTTPExecutor(nil).Execute(context.Background(), httpAttempt(s.URL))
+			out := NewHTTPExecutor(nil).Execute(context.Background(), keepResponse(httpAttempt(s.URL)))
 			wantState(t, out, pb.RunState_RUN_STATE_SUCCEEDED, "http 200 OK")
 			if string(out.Output) != c.body || (c.body == "" && out.Output != nil) {
 				t.Fatalf("output %d bytes, want the %d of the body", len(out.Output), len(c.body))
@@ -262,13 +260,15 @@ func TestHTTPReusesConnections(t *testing.T) {
 	s.Start()
 	t.Cleanup(s.Close)
 	ex := NewHTTPExecutor(nil)
-	for range 5 {
-		wantState(t, ex.Execute(context.Background(), httpAttempt(s.URL)), pb.RunState_RUN_STATE_SUCCEEDED, "")
+	for i := range 6 {
+		a := httpAttempt(s.URL)
+		a.HTTP.KeepResponse = i%2 == 0 // a body kept in part, or not at all, is drained
+		wantState(t, ex.Execute(context.Background(), a), pb.RunState_RUN_STATE_SUCCEEDED, "")
 	}
 	mu.Lock()
 	defer mu.Unlock()
 	if conns != 1 {
-		t.Fatalf("5 sequential attempts opened %d connections, want 1", conns)
+		t.Fatalf("6 sequential attempts opened %d connections, want 1", conns)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/raftcron/raftcron/jobspec"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -23,6 +24,23 @@ func (e *limitError) Error() string {
 		return fmt.Sprintf("deadline %s exceeded", e.d)
 	}
 	return fmt.Sprintf("timeout after %s", e.d)
+}
+
+// limits are the job deadline and the target timeout that bound a. A
+// target without a timeout of its own gets the default of its kind: a
+// webhook jobspec.DefaultHTTPTimeout, a command its job's deadline, or
+// jobspec.DefaultExecTimeout when the job has none.
+func (a Attempt) limits() (deadline, timeout time.Duration) {
+	if a.HTTP != nil {
+		if a.HTTP.GetTimeout() == nil {
+			return a.Deadline, jobspec.DefaultHTTPTimeout
+		}
+		return a.Deadline, a.HTTP.GetTimeout().AsDuration()
+	}
+	if a.Exec.GetTimeout() == nil && a.Deadline <= 0 {
+		return 0, jobspec.DefaultExecTimeout
+	}
+	return a.Deadline, a.Exec.GetTimeout().AsDuration()
 }
 
 // withLimit bounds an attempt by the shorter of the job deadline and the

@@ -21,10 +21,14 @@ import (
 // therefore starts and waits for the child from a goroutine locked to its
 // thread (see ExecExecutor.run): no other goroutine can run on that thread,
 // so nothing can end it while the child lives.
-func setProcAttr(cmd *exec.Cmd) {
+//
+// With a user, the child runs with that user's ids and groups. Go sets
+// Pdeathsig after switching them, so the switch does not clear it.
+func setProcAttr(cmd *exec.Cmd, u *User) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Setpgid:   true,
-		Pdeathsig: syscall.SIGKILL,
+		Setpgid:    true,
+		Pdeathsig:  syscall.SIGKILL,
+		Credential: credential(u),
 	}
 }
 

@@ -11,9 +11,10 @@ import (
 
 // setProcAttr puts the child in a process group of its own so that the whole
 // tree it starts can be killed with one signal. There is no Pdeathsig here:
-// a node killed with SIGKILL leaves its children running.
-func setProcAttr(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+// a node killed with SIGKILL leaves its children running. With a user, the
+// child runs with that user's ids and groups.
+func setProcAttr(cmd *exec.Cmd, u *User) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: credential(u)}
 }
 
 // killGroup kills the child's whole process group (its pgid is its pid).

@@ -32,7 +32,8 @@ type AuditRecord struct {
 	// Token name, certificate CN, "anonymous", or "system" for the node's own
 	// changes (the audit limit).
 	Principal string `protobuf:"bytes,3,opt,name=principal,proto3" json:"principal,omitempty"`
-	// create, update, delete, pause, resume, trigger, cancel, audit_limit.
+	// create, update, delete, pause, resume, trigger, cancel, audit_limit,
+	// acl_bootstrap, acl_token_create, acl_token_delete.
 	Action string `protobuf:"bytes,4,opt,name=action,proto3" json:"action,omitempty"`
 	Job    string `protobuf:"bytes,5,opt,name=job,proto3" json:"job,omitempty"`
 	// trigger and cancel: the run concerned.

@@ -31,11 +31,20 @@ type SnapshotHeader struct {
 	JobCount       uint64                 `protobuf:"varint,3,opt,name=job_count,json=jobCount,proto3" json:"job_count,omitempty"`
 	TombstoneCount uint64                 `protobuf:"varint,4,opt,name=tombstone_count,json=tombstoneCount,proto3" json:"tombstone_count,omitempty"`
 	RunCount       uint64                 `protobuf:"varint,5,opt,name=run_count,json=runCount,proto3" json:"run_count,omitempty"`
+	// The highest generation of any deleted job whose tombstone was
+	// collected (once no run of it was open). A name without a tombstone
+	// starts above it, so generations never repeat across delete and
+	// re-create.
+	RetiredGeneration uint64 `protobuf:"varint,6,opt,name=retired_generation,json=retiredGeneration,proto3" json:"retired_generation,omitempty"`
+	// ACL tokens follow the runs; a snapshot without them has 0 here.
+	AclTokenCount uint64 `protobuf:"varint,20,opt,name=acl_token_count,json=aclTokenCount,proto3" json:"acl_token_count,omitempty"`
+	// Whether `acl bootstrap` has run: it works once per cluster.
+	AclBootstrapped bool `protobuf:"varint,21,opt,name=acl_bootstrapped,json=aclBootstrapped,proto3" json:"acl_bootstrapped,omitempty"`
 	// Format 2: the audit trail's limit (0: off), the last sequence number it
-	// issued, and how many audit records follow the runs.
-	AuditLimit    uint32 `protobuf:"varint,20,opt,name=audit_limit,json=auditLimit,proto3" json:"audit_limit,omitempty"`
-	AuditSeq      uint64 `protobuf:"varint,21,opt,name=audit_seq,json=auditSeq,proto3" json:"audit_seq,omitempty"`
-	AuditCount    uint64 `protobuf:"varint,22,opt,name=audit_count,json=auditCount,proto3" json:"audit_count,omitempty"`
+	// issued, and how many audit records follow the ACL tokens.
+	AuditLimit    uint32 `protobuf:"varint,22,opt,name=audit_limit,json=auditLimit,proto3" json:"audit_limit,omitempty"`
+	AuditSeq      uint64 `protobuf:"varint,23,opt,name=audit_seq,json=auditSeq,proto3" json:"audit_seq,omitempty"`
+	AuditCount    uint64 `protobuf:"varint,24,opt,name=audit_count,json=auditCount,proto3" json:"audit_count,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -105,6 +114,27 @@ func (x *SnapshotHeader) GetRunCount() uint64 {
 	return 0
 }
 
+func (x *SnapshotHeader) GetRetiredGeneration() uint64 {
+	if x != nil {
+		return x.RetiredGeneration
+	}
+	return 0
+}
+
+func (x *SnapshotHeader) GetAclTokenCount() uint64 {
+	if x != nil {
+		return x.AclTokenCount
+	}
+	return 0
+}
+
+func (x *SnapshotHeader) GetAclBootstrapped() bool {
+	if x != nil {
+		return x.AclBootstrapped
+	}
+	return false
+}
+
 func (x *SnapshotHeader) GetAuditLimit() uint32 {
 	if x != nil {
 		return x.AuditLimit
@@ -133,6 +163,7 @@ type SnapshotRecord struct {
 	//	*SnapshotRecord_Job
 	//	*SnapshotRecord_Tombstone
 	//	*SnapshotRecord_Run
+	//	*SnapshotRecord_AclToken
 	//	*SnapshotRecord_Audit
 	Record        isSnapshotRecord_Record `protobuf_oneof:"record"`
 	unknownFields protoimpl.UnknownFields
@@ -203,6 +234,15 @@ func (x *SnapshotRecord) GetRun() *Run {
 	return nil
 }
 
+func (x *SnapshotRecord) GetAclToken() *AclToken {
+	if x != nil {
+		if x, ok := x.Record.(*SnapshotRecord_AclToken); ok {
+			return x.AclToken
+		}
+	}
+	return nil
+}
+
 func (x *SnapshotRecord) GetAudit() *AuditEntry {
 	if x != nil {
 		if x, ok := x.Record.(*SnapshotRecord_Audit); ok {
@@ -229,8 +269,12 @@ type SnapshotRecord_Run struct {
 	Run *Run `protobuf:"bytes,3,opt,name=run,proto3,oneof"`
 }
 
+type SnapshotRecord_AclToken struct {
+	AclToken *AclToken `protobuf:"bytes,20,opt,name=acl_token,json=aclToken,proto3,oneof"`
+}
+
 type SnapshotRecord_Audit struct {
-	Audit *AuditEntry `protobuf:"bytes,4,opt,name=audit,proto3,oneof"`
+	Audit *AuditEntry `protobuf:"bytes,21,opt,name=audit,proto3,oneof"`
 }
 
 func (*SnapshotRecord_Job) isSnapshotRecord_Record() {}
@@ -238,6 +282,8 @@ func (*SnapshotRecord_Job) isSnapshotRecord_Record() {}
 func (*SnapshotRecord_Tombstone) isSnapshotRecord_Record() {}
 
 func (*SnapshotRecord_Run) isSnapshotRecord_Record() {}
+
+func (*SnapshotRecord_AclToken) isSnapshotRecord_Record() {}
 
 func (*SnapshotRecord_Audit) isSnapshotRecord_Record() {}
 
@@ -250,8 +296,10 @@ type AuditEntry struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Record *AuditRecord           `protobuf:"bytes,1,opt,name=record,proto3" json:"record,omitempty"`
 	// Unset before a create.
-	SpecBefore    *JobSpec `protobuf:"bytes,2,opt,name=spec_before,json=specBefore,proto3" json:"spec_before,omitempty"`
-	SpecAfter     *JobSpec `protobuf:"bytes,3,opt,name=spec_after,json=specAfter,proto3" json:"spec_after,omitempty"`
+	SpecBefore *JobSpec `protobuf:"bytes,2,opt,name=spec_before,json=specBefore,proto3" json:"spec_before,omitempty"`
+	SpecAfter  *JobSpec `protobuf:"bytes,3,opt,name=spec_after,json=specAfter,proto3" json:"spec_after,omitempty"`
+	// ACL writes: the token created or deleted, without its secret hash.
+	Token         *AclToken `protobuf:"bytes,4,opt,name=token,proto3" json:"token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -303,6 +351,13 @@ func (x *AuditEntry) GetSpecBefore() *JobSpec {
 func (x *AuditEntry) GetSpecAfter() *JobSpec {
 	if x != nil {
 		return x.SpecAfter
+	}
+	return nil
+}
+
+func (x *AuditEntry) GetToken() *AclToken {
+	if x != nil {
+		return x.Token
 	}
 	return nil
 }
@@ -365,31 +420,36 @@ var File_raftcron_v1_snapshot_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_snapshot_proto_rawDesc = "" +
 	"\n" +
-	"\x1araftcron/v1/snapshot.proto\x12\vraftcron.v1\x1a\x17raftcron/v1/audit.proto\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\"\xa2\x02\n" +
+	"\x1araftcron/v1/snapshot.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/acl.proto\x1a\x17raftcron/v1/audit.proto\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\"\xa4\x03\n" +
 	"\x0eSnapshotHeader\x12%\n" +
 	"\x0eformat_version\x18\x01 \x01(\rR\rformatVersion\x12'\n" +
 	"\x0ffencing_counter\x18\x02 \x01(\x04R\x0efencingCounter\x12\x1b\n" +
 	"\tjob_count\x18\x03 \x01(\x04R\bjobCount\x12'\n" +
 	"\x0ftombstone_count\x18\x04 \x01(\x04R\x0etombstoneCount\x12\x1b\n" +
-	"\trun_count\x18\x05 \x01(\x04R\brunCount\x12\x1f\n" +
-	"\vaudit_limit\x18\x14 \x01(\rR\n" +
+	"\trun_count\x18\x05 \x01(\x04R\brunCount\x12-\n" +
+	"\x12retired_generation\x18\x06 \x01(\x04R\x11retiredGeneration\x12&\n" +
+	"\x0facl_token_count\x18\x14 \x01(\x04R\raclTokenCount\x12)\n" +
+	"\x10acl_bootstrapped\x18\x15 \x01(\bR\x0faclBootstrapped\x12\x1f\n" +
+	"\vaudit_limit\x18\x16 \x01(\rR\n" +
 	"auditLimit\x12\x1b\n" +
-	"\taudit_seq\x18\x15 \x01(\x04R\bauditSeq\x12\x1f\n" +
-	"\vaudit_count\x18\x16 \x01(\x04R\n" +
-	"auditCount\"\xcf\x01\n" +
+	"\taudit_seq\x18\x17 \x01(\x04R\bauditSeq\x12\x1f\n" +
+	"\vaudit_count\x18\x18 \x01(\x04R\n" +
+	"auditCount\"\x85\x02\n" +
 	"\x0eSnapshotRecord\x12$\n" +
 	"\x03job\x18\x01 \x01(\v2\x10.raftcron.v1.JobH\x00R\x03job\x126\n" +
 	"\ttombstone\x18\x02 \x01(\v2\x16.raftcron.v1.TombstoneH\x00R\ttombstone\x12$\n" +
-	"\x03run\x18\x03 \x01(\v2\x10.raftcron.v1.RunH\x00R\x03run\x12/\n" +
-	"\x05audit\x18\x04 \x01(\v2\x17.raftcron.v1.AuditEntryH\x00R\x05auditB\b\n" +
-	"\x06record\"\xaa\x01\n" +
+	"\x03run\x18\x03 \x01(\v2\x10.raftcron.v1.RunH\x00R\x03run\x124\n" +
+	"\tacl_token\x18\x14 \x01(\v2\x15.raftcron.v1.AclTokenH\x00R\baclToken\x12/\n" +
+	"\x05audit\x18\x15 \x01(\v2\x17.raftcron.v1.AuditEntryH\x00R\x05auditB\b\n" +
+	"\x06record\"\xd7\x01\n" +
 	"\n" +
 	"AuditEntry\x120\n" +
 	"\x06record\x18\x01 \x01(\v2\x18.raftcron.v1.AuditRecordR\x06record\x125\n" +
 	"\vspec_before\x18\x02 \x01(\v2\x14.raftcron.v1.JobSpecR\n" +
 	"specBefore\x123\n" +
 	"\n" +
-	"spec_after\x18\x03 \x01(\v2\x14.raftcron.v1.JobSpecR\tspecAfter\"?\n" +
+	"spec_after\x18\x03 \x01(\v2\x14.raftcron.v1.JobSpecR\tspecAfter\x12+\n" +
+	"\x05token\x18\x04 \x01(\v2\x15.raftcron.v1.AclTokenR\x05token\"?\n" +
 	"\tTombstone\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1e\n" +
 	"\n" +
@@ -416,22 +476,25 @@ var file_raftcron_v1_snapshot_proto_goTypes = []any{
 	(*Tombstone)(nil),      // 3: raftcron.v1.Tombstone
 	(*Job)(nil),            // 4: raftcron.v1.Job
 	(*Run)(nil),            // 5: raftcron.v1.Run
-	(*AuditRecord)(nil),    // 6: raftcron.v1.AuditRecord
-	(*JobSpec)(nil),        // 7: raftcron.v1.JobSpec
+	(*AclToken)(nil),       // 6: raftcron.v1.AclToken
+	(*AuditRecord)(nil),    // 7: raftcron.v1.AuditRecord
+	(*JobSpec)(nil),        // 8: raftcron.v1.JobSpec
 }
 var file_raftcron_v1_snapshot_proto_depIdxs = []int32{
 	4, // 0: raftcron.v1.SnapshotRecord.job:type_name -> raftcron.v1.Job
 	3, // 1: raftcron.v1.SnapshotRecord.tombstone:type_name -> raftcron.v1.Tombstone
 	5, // 2: raftcron.v1.SnapshotRecord.run:type_name -> raftcron.v1.Run
-	2, // 3: raftcron.v1.SnapshotRecord.audit:type_name -> raftcron.v1.AuditEntry
-	6, // 4: raftcron.v1.AuditEntry.record:type_name -> raftcron.v1.AuditRecord
-	7, // 5: raftcron.v1.AuditEntry.spec_before:type_name -> raftcron.v1.JobSpec
-	7, // 6: raftcron.v1.AuditEntry.spec_after:type_name -> raftcron.v1.JobSpec
-	7, // [7:7] is the sub-list for method output_type
-	7, // [7:7] is the sub-list for method input_type
-	7, // [7:7] is the sub-list for extension type_name
-	7, // [7:7] is the sub-list for extension extendee
-	0, // [0:7] is the sub-list for field type_name
+	6, // 3: raftcron.v1.SnapshotRecord.acl_token:type_name -> raftcron.v1.AclToken
+	2, // 4: raftcron.v1.SnapshotRecord.audit:type_name -> raftcron.v1.AuditEntry
+	7, // 5: raftcron.v1.AuditEntry.record:type_name -> raftcron.v1.AuditRecord
+	8, // 6: raftcron.v1.AuditEntry.spec_before:type_name -> raftcron.v1.JobSpec
+	8, // 7: raftcron.v1.AuditEntry.spec_after:type_name -> raftcron.v1.JobSpec
+	6, // 8: raftcron.v1.AuditEntry.token:type_name -> raftcron.v1.AclToken
+	9, // [9:9] is the sub-list for method output_type
+	9, // [9:9] is the sub-list for method input_type
+	9, // [9:9] is the sub-list for extension type_name
+	9, // [9:9] is the sub-list for extension extendee
+	0, // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_snapshot_proto_init() }
@@ -439,6 +502,7 @@ func file_raftcron_v1_snapshot_proto_init() {
 	if File_raftcron_v1_snapshot_proto != nil {
 		return
 	}
+	file_raftcron_v1_acl_proto_init()
 	file_raftcron_v1_audit_proto_init()
 	file_raftcron_v1_job_proto_init()
 	file_raftcron_v1_run_proto_init()
@@ -446,6 +510,7 @@ func file_raftcron_v1_snapshot_proto_init() {
 		(*SnapshotRecord_Job)(nil),
 		(*SnapshotRecord_Tombstone)(nil),
 		(*SnapshotRecord_Run)(nil),
+		(*SnapshotRecord_AclToken)(nil),
 		(*SnapshotRecord_Audit)(nil),
 	}
 	type x struct{}

@@ -1,0 +1,26 @@
+package server
+
+import (
+	"github.com/raftcron/raftcron/fsm"
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// observers lets several parts of the node observe the one FSM (it takes a
+// single observer): the scheduler re-plans changed jobs, the run hub feeds
+// WatchRuns. Each is called in order, synchronously from Apply, so none may
+// block. They share the runs of a change, which keeps Apply from cloning
+// them once per observer: every observer must treat them as read-only (the
+// scheduler and the hub only read them).
+type observers []fsm.Observer
+
+func (o observers) JobsChanged(names []string) {
+	for _, obs := range o {
+		obs.JobsChanged(names)
+	}
+}
+
+func (o observers) RunsChanged(runs []*pb.Run) {
+	for _, obs := range o {
+		obs.RunsChanged(runs)
+	}
+}
