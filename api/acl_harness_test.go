@@ -2,6 +2,8 @@ package api
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net"
 	"sync"
 	"testing"
@@ -91,6 +93,7 @@ type aclHarness struct {
 	admin  pb.ClusterServiceClient
 	acl    pb.AclServiceClient
 	audit  pb.AuditServiceClient
+	snap   pb.SnapshotServiceClient
 	health healthpb.HealthClient
 }
 
@@ -108,7 +111,10 @@ func newACLHarness(t *testing.T, enabled bool) *aclHarness {
 		WithRunService(NewRunServiceWith(RunServiceConfig{Barrier: h.store, Ledger: state, Hub: h.hub, Store: h.store, Audit: sw})),
 		WithFenceService(NewFenceService(h.store, state)),
 		WithACLService(NewACLServiceWith(ACLServiceConfig{Store: h.store, Tokens: state, Now: now, Audit: sw})),
-		WithAuditService(NewAuditService(h.store, state)))
+		WithAuditService(NewAuditService(h.store, state)),
+		WithSnapshotService(NewSnapshotService(SnapshotServiceConfig{
+			Node: &snapNode{leader: true, src: state, dst: fsm.New()}, Counter: state, ScratchDir: t.TempDir(), Now: now,
+		})))
 
 	lis := bufconn.Listen(1 << 20)
 	served := make(chan struct{})
@@ -134,8 +140,25 @@ func newACLHarness(t *testing.T, enabled bool) *aclHarness {
 	h.admin = pb.NewClusterServiceClient(conn)
 	h.acl = pb.NewAclServiceClient(conn)
 	h.audit = pb.NewAuditServiceClient(conn)
+	h.snap = pb.NewSnapshotServiceClient(conn)
 	h.health = healthpb.NewHealthClient(conn)
 	return h
+}
+
+// saveSnapshot reads a whole SaveSnapshot stream and returns how it ended.
+func (h *aclHarness) saveSnapshot(ctx context.Context) error {
+	stream, err := h.snap.SaveSnapshot(ctx, &pb.SaveSnapshotRequest{})
+	if err != nil {
+		return err
+	}
+	for {
+		if _, err := stream.Recv(); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+	}
 }
 
 // with is ctx carrying secret as the call's token.

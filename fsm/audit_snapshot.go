@@ -11,6 +11,15 @@ import (
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
+// format is the snapshot format the trail is written in: 2 while it is
+// on, else 1.
+func (a *auditTrail) format() uint32 {
+	if a.on() {
+		return formatAudit
+	}
+	return formatVersion
+}
+
 // header marks a snapshot of a state whose trail is on as format 2, with
 // the trail's limit, sequence and count. A trail that is off leaves the
 // header at format 1, which builds from before the trail restore: a leader
@@ -20,7 +29,7 @@ func (a *auditTrail) header(h *pb.SnapshotHeader) {
 	if !a.on() {
 		return
 	}
-	h.FormatVersion = formatAudit
+	h.FormatVersion = a.format()
 	h.AuditLimit = a.limit
 	h.AuditSeq = a.seq
 	h.AuditCount = uint64(a.records.Len())

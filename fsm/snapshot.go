@@ -160,9 +160,8 @@ func readState(r *bufio.Reader) (state, uint64, error) {
 	if err := dec.UnmarshalFrom(r, &h); err != nil {
 		return state{}, 0, fmt.Errorf("header: %w", truncated(err))
 	}
-	if v := h.GetFormatVersion(); v != formatVersion && v != formatAudit {
-		return state{}, 0, fmt.Errorf("%w: snapshot has format version %d, this build reads versions %d and %d",
-			ErrSnapshotFormat, v, formatVersion, formatAudit)
+	if err := checkFormat(&h); err != nil {
+		return state{}, 0, err
 	}
 	st := newState()
 	st.counter = h.GetFencingCounter()
@@ -195,6 +194,15 @@ func readState(r *bufio.Reader) (state, uint64, error) {
 	}
 	st.rebuildIndexes()
 	return st, lastIndex, nil
+}
+
+// checkFormat refuses a snapshot format this build does not read.
+func checkFormat(h *pb.SnapshotHeader) error {
+	if v := h.GetFormatVersion(); v != formatVersion && v != formatAudit {
+		return fmt.Errorf("%w: snapshot has format version %d, this build reads versions %d and %d",
+			ErrSnapshotFormat, v, formatVersion, formatAudit)
+	}
+	return nil
 }
 
 func readJobs(r *bufio.Reader, dec protodelim.UnmarshalOptions, st *state, count uint64) (uint64, error) {

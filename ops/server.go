@@ -1,15 +1,18 @@
-// Package ops serves the HTTP port of a node: liveness, readiness, status,
-// Prometheus metrics, pprof, and whatever else is mounted on it (the JSON
-// API). It is plain HTTP unless the http.Server it runs in has a TLS
-// config (Serve); probes that cannot speak TLS then use HealthHandler on a
-// plain port of their own.
+// Package ops serves the HTTP port of a node: liveness, readiness, status
+// and Prometheus metrics, and whatever else is mounted on it (the JSON
+// API). What ops serves itself is open to whoever reaches it, so it changes
+// no state and reveals no more than status; pprof has a port of its own
+// (debug.go). The JSON API mounted beside it is a client of the node's own
+// gRPC server, behind its ACLs. The port is plain HTTP unless the
+// http.Server it runs in has a TLS config (Serve); probes such as
+// Kubernetes' cannot speak TLS, and HealthHandler serves them on a plain
+// port of their own then.
 package ops
 
 import (
 	"encoding/json"
 	"net"
 	"net/http"
-	"net/http/pprof"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -54,11 +57,6 @@ func New(n Node, r Registry, version string, extra ...prometheus.Collector) (*Se
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 	s.mux.HandleFunc("GET /status", s.status)
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	s.mux.HandleFunc("/debug/pprof/", pprof.Index)
-	s.mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	s.mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	s.mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	s.mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	return s, nil
 }
 

@@ -18,7 +18,12 @@ import (
 // secret is "", and returns the status and the decoded answer.
 func httpCall(t *testing.T, s *Server, method, path, secret string) (int, map[string]any) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, "http://"+s.HTTPAddr()+path, strings.NewReader(""))
+	return httpSend(t, s, method, path, "", secret)
+}
+
+func httpSend(t *testing.T, s *Server, method, path, body, secret string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, "http://"+s.HTTPAddr()+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,5 +73,26 @@ func TestTheJSONAPIIsServedBehindTheACLs(t *testing.T) {
 	}
 	if code, _ := httpCall(t, s, "GET", "/v1/openapi.json", ""); code != http.StatusOK {
 		t.Fatalf("GET /v1/openapi.json: %d, want 200", code)
+	}
+}
+
+// Under TLS the JSON API still reaches the node's gRPC server, over a
+// connection that presents no certificate: an HTTP caller acts for
+// nobody, never for the node, whose certificate would make it the node.
+func TestTheJSONAPIUnderTLSActsForItsCallerNotTheNode(t *testing.T) {
+	opt, _, _ := withTLS(t)
+	s := startCluster(t, 1, opt)[0]
+	leaderOf(t, []*Server{s})
+
+	spec := `{"schedule": "@hourly", "http": {"url": "http://127.0.0.1:1/"}}`
+	if code, doc := httpSend(t, s, "PUT", "/v1/jobs/hourly", spec, ""); code != http.StatusOK {
+		t.Fatalf("PUT /v1/jobs/hourly on a TLS node: %d %v, want 200", code, doc)
+	}
+	job, err := s.FSM().Job("hourly")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if by := job.GetUpdatedBy(); by != "anonymous" {
+		t.Fatalf("the job was written by %q, want anonymous: the JSON API must not act as the node", by)
 	}
 }

@@ -42,6 +42,7 @@ const (
 	flagLogLevel      = "log-level"
 	flagLogFormat     = "log-format"
 	flagMemoryLimit   = "memory-limit"
+	flagDiskStall     = "disk-stall-timeout"
 	flagACL           = "acl"
 	flagAuditLimit    = "audit-limit"
 )
@@ -55,6 +56,8 @@ type serveConfig struct {
 	LogFormat string
 
 	MemoryLimit memoryLimit
+
+	securityConfig
 }
 
 // flagOfField names the flag behind each field a *cluster.ConfigError may
@@ -69,6 +72,7 @@ var flagOfField = map[string]string{
 	cluster.FieldHeartbeatTimeout:    flagRaftHeartbeat,
 	cluster.FieldElectionTimeout:     flagRaftElection,
 	cluster.FieldLeaderLeaseTimeout:  flagRaftLease,
+	cluster.FieldDiskStallTimeout:    flagDiskStall,
 	server.FieldMaxJobs:              flagMaxJobs,
 	server.FieldMaxSpecBytes:         flagMaxSpecBytes,
 	server.FieldMaxHeaders:           flagMaxHeaders,
@@ -126,6 +130,8 @@ func addServeFlags(fs *pflag.FlagSet) {
 	fs.Duration(flagRaftLease, 0, "Raft leader lease timeout (0: half of --raft-heartbeat, at most 500ms; at most --raft-heartbeat)")
 	fs.String(flagLogLevel, "info", "debug, info, warn or error")
 	fs.String(flagLogFormat, "text", "text or json")
+	fs.Duration(flagDiskStall, cluster.DefaultDiskStallTimeout, "a node whose Raft disk write has not returned for this long "+
+		"reports not ready, and exits non-zero if it leads (at least 100ms; 0: the default)")
 	fs.String(flagMemoryLimit, memoryLimitAuto, "Go soft memory limit: a size (1800MiB, 2GiB), off, or auto: "+
 		"GOMEMLIMIT if set, else 90% of the cgroup's memory limit or of the machine's memory")
 	addPolicyFlags(fs)
@@ -134,6 +140,7 @@ func addServeFlags(fs *pflag.FlagSet) {
 	addLimitFlags(fs)
 	fs.Int(flagAuditLimit, api.DefaultAuditLimit, fmt.Sprintf("audit records the cluster keeps, 1 to %d; "+
 		"the leader's value is the one in force, so set the same on every node", fsm.MaxAuditLimit))
+	addSecurityFlags(fs)
 }
 
 // envName is the environment variable of a flag.
@@ -217,6 +224,8 @@ func parseServeConfig(k *koanf.Koanf) (serveConfig, error) {
 	check(err)
 	cfg.LeaderLeaseTimeout, err = durationValue(k, flagRaftLease)
 	check(err)
+	cfg.DiskStallTimeout, err = durationValue(k, flagDiskStall)
+	check(err)
 	var limitErrs []error
 	cfg.Limits, limitErrs = parseLimits(k)
 	errs = append(errs, limitErrs...)
@@ -238,6 +247,9 @@ func parseServeConfig(k *koanf.Koanf) (serveConfig, error) {
 	check(err)
 	cfg.Policy, err = parsePolicyConfig(k, os.Geteuid())
 	check(err)
+	var secErrs []error
+	cfg.securityConfig, secErrs = parseSecurity(k, cfg.Addr, cfg.HTTPAddr, cfg.ACL)
+	errs = append(errs, secErrs...)
 	if len(errs) > 0 {
 		return serveConfig{}, flagError(errors.Join(errs...))
 	}
