@@ -153,6 +153,16 @@ func v1Backoffs(r *pb.Retry) (initial, limit time.Duration) {
 	return initial, limit
 }
 
+// updatedBy is the principal a job changed by e records: none at version 1,
+// which did not record one. (The audit trail, which names it too, is on
+// only once every voter applies version 2: set_audit.)
+func (s *state) updatedBy(e entry) string {
+	if !s.atLeast(version2) {
+		return ""
+	}
+	return e.principal
+}
+
 // headerVersion is the version a snapshot header records: none for 1, so
 // that a snapshot of version 1 is exactly what the builds before versions
 // wrote.

@@ -46,7 +46,7 @@ func putJob(s *state, c *pb.Command, e entry) (outcome, error) {
 	if proto.Equal(old.GetSpec(), spec) {
 		return outcome{job: old, status: cur.status}, nil
 	}
-	next := changedJob(old, spec, e)
+	next := s.changedJob(old, spec, e)
 	st := cur.status
 	// A new schedule takes effect from the update on, and a resume does not
 	// catch up the paused time; neither moves the cursor back.
@@ -78,7 +78,7 @@ func createJob(s *state, spec *pb.JobSpec, e entry) outcome {
 		CreatedAt:   now,
 		UpdatedAt:   now,
 		ModifyIndex: e.index,
-		UpdatedBy:   e.principal,
+		UpdatedBy:   s.updatedBy(e),
 	}
 	st := s.share.status(&pb.JobStatus{CursorUnix: e.seconds()})
 	s.tombstones.Delete(tombstone{name: name})
@@ -181,7 +181,7 @@ func setPaused(s *state, c *pb.Command, e entry) (outcome, error) {
 	if proto.Equal(old.GetSpec(), spec) {
 		return outcome{job: old, status: cur.status}, nil
 	}
-	next := changedJob(old, spec, e)
+	next := s.changedJob(old, spec, e)
 	st := cur.status
 	if old.GetSpec().GetPaused() && !spec.Paused {
 		st = cursorAtLeast(st, e.seconds()) // no catch-up of the paused time
@@ -192,7 +192,7 @@ func setPaused(s *state, c *pb.Command, e entry) (outcome, error) {
 
 // changedJob is old with a new spec and the bookkeeping of a change. It
 // shares old's created_at, which is safe because stored jobs are immutable.
-func changedJob(old *pb.Job, spec *pb.JobSpec, e entry) *pb.Job {
+func (s *state) changedJob(old *pb.Job, spec *pb.JobSpec, e entry) *pb.Job {
 	return &pb.Job{
 		Spec:        spec,
 		Generation:  old.GetGeneration(),
@@ -200,7 +200,7 @@ func changedJob(old *pb.Job, spec *pb.JobSpec, e entry) *pb.Job {
 		CreatedAt:   old.GetCreatedAt(),
 		UpdatedAt:   e.timestamp(),
 		ModifyIndex: e.index,
-		UpdatedBy:   e.principal,
+		UpdatedBy:   s.updatedBy(e),
 	}
 }
 

@@ -14,7 +14,8 @@ import (
 // CommandVersion is the highest command version this build applies. Nodes
 // advertise it, and the leader proposes a command only once every voter
 // advertises at least VersionOf it, so a node never meets a kind it cannot
-// apply in a healthy rolling upgrade. Version 2 added the ACL commands.
+// apply in a healthy rolling upgrade. Version 2 added the ACL commands,
+// cancel_run and set_audit.
 const CommandVersion uint32 = 2
 
 // introducedIn is the command version that introduced each kind, by the
@@ -27,9 +28,11 @@ var introducedIn = map[protoreflect.Name]uint32{
 	"set_paused":       1,
 	"fire_batch":       1,
 	"complete_batch":   1,
+	"cancel_run":       2,
 	"bootstrap_acl":    2,
 	"create_acl_token": 2,
 	"delete_acl_token": 2,
+	"set_audit":        2,
 	// Also the version it raises to, if higher (VersionOf).
 	"set_cluster_version": 2,
 }

@@ -47,6 +47,7 @@ func TestVersionOf(t *testing.T) {
 		{"set_paused", pauseCmd("billing", true, ""), 1},
 		{"fire_batch", fireBatchCmd(leaderID, leaderTerm, nil, nil), 1},
 		{"complete_batch", completeBatchCmd(), 1},
+		{"cancel_run", cancelCmd("billing-1"), 2},
 		{"set_cluster_version 2", fsm.SetClusterVersion(2), 2},
 		{"set_cluster_version 1", fsm.SetClusterVersion(1), 2},
 		{"set_cluster_version beyond this build", fsm.SetClusterVersion(fsm.CommandVersion + 1), fsm.CommandVersion + 1},
