@@ -2,6 +2,7 @@ package ui_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,9 +54,11 @@ func chromiumPath(t *testing.T) string {
 // a tab's context; everything ends with the test.
 func newBrowser(t *testing.T, vp viewport) context.Context {
 	t.Helper()
+	exe := chromiumPath(t)
+	profile := profileDir(t)
 	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromiumPath(t)),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.ExecPath(exe),
+		chromedp.UserDataDir(profile),
 		chromedp.NoFirstRun,
 		chromedp.NoDefaultBrowserCheck,
 		chromedp.Headless,
@@ -72,8 +75,17 @@ func newBrowser(t *testing.T, vp viewport) context.Context {
 	t.Cleanup(cancel)
 	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
 	t.Cleanup(acancel)
-	bctx, bcancel := chromedp.NewContext(actx, chromedp.WithErrorf(t.Logf))
-	t.Cleanup(bcancel)
+	bctx, bcancel := chromedp.NewContext(actx, chromedp.WithErrorf(func(format string, args ...any) {
+		// chromedp does not know every event of a newer chromium; harmless.
+		if msg := fmt.Sprintf(format, args...); !strings.Contains(msg, "unhandled") {
+			t.Log(msg)
+		}
+	}))
+	t.Cleanup(func() {
+		// Close the browser and wait for it before its profile goes.
+		_ = chromedp.Cancel(bctx)
+		bcancel()
+	})
 	// A script error fails the test: the pages must run clean.
 	chromedp.ListenTarget(bctx, func(ev any) {
 		if e, ok := ev.(*runtime.EventExceptionThrown); ok {
@@ -86,6 +98,27 @@ func newBrowser(t *testing.T, vp viewport) context.Context {
 		t.Fatal(err)
 	}
 	return bctx
+}
+
+// profileDir is a fresh chromium profile, removed after the browser has
+// gone. Chromium's helpers may still write to it for a moment after the
+// browser exits, which t.TempDir's cleanup reports as an error.
+func profileDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "raftcron-ui-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for range 50 {
+			if os.RemoveAll(dir) == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Logf("chromium profile %s left behind", dir)
+	})
+	return dir
 }
 
 // run runs actions within stepTimeout; on failure it reports the page's

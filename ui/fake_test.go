@@ -238,11 +238,19 @@ func (f *fakeNode) record(who, action, job, runID string, before, after uint64, 
 func (f *fakeNode) status(w http.ResponseWriter, _ *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	idx := f.index + 10
 	writeJSON(w, map[string]any{
-		"id": "n1", "address": "127.0.0.1:7001", "state": "leader",
-		"leader": map[string]string{"id": "n1", "address": "127.0.0.1:7001"},
-		"term": 2, "commit_index": f.index + 10, "applied_index": f.index + 10, "last_log_index": f.index + 10,
-		"fencing_token": f.token, "ready": true, "command_version": 2,
+		"id":              "n1",
+		"address":         "127.0.0.1:7001",
+		"state":           "leader",
+		"leader":          map[string]string{"id": "n1", "address": "127.0.0.1:7001"},
+		"term":            2,
+		"commit_index":    idx,
+		"applied_index":   idx,
+		"last_log_index":  idx,
+		"fencing_token":   f.token,
+		"ready":           true,
+		"command_version": 2,
 		"servers": []map[string]any{
 			{"id": "n1", "address": "127.0.0.1:7001", "suffrage": "Voter", "leader": true},
 			{"id": "n2", "address": "127.0.0.1:7002", "suffrage": "Voter", "leader": false},

@@ -40,7 +40,9 @@ export const hasNano = (ns) => ns !== undefined && ns !== null && ns !== '0' && 
 const pad = (n) => String(n).padStart(2, '0');
 
 function zoneParts(date, zone) {
-  const parts = new Intl.DateTimeFormat('en-US', {
+  // en-GB names zones as operators write them (CET, CEST, BST), where
+  // en-US writes "GMT+1".
+  const parts = new Intl.DateTimeFormat('en-GB', {
     timeZone: zone || 'UTC', hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit',
     hour: '2-digit', minute: '2-digit', second: '2-digit', timeZoneName: 'short',
   }).formatToParts(date);
@@ -50,11 +52,12 @@ function zoneParts(date, zone) {
 }
 
 // zoneTime is "2026-03-29 03:00:00 CEST" for date in zone (default the
-// browser's own).
-export function zoneTime(date, zone) {
+// browser's own); bare leaves the zone's name out.
+export function zoneTime(date, zone, bare = false) {
   if (!(date instanceof Date) || isNaN(date)) return '—';
   const p = zoneParts(date, zone || localZone());
-  return `${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}:${p.second} ${p.timeZoneName}`;
+  const t = `${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}:${p.second}`;
+  return bare ? t : `${t} ${p.timeZoneName}`;
 }
 
 export const localZone = () => Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
@@ -227,12 +230,12 @@ function scalar(key, v) {
 }
 
 // quote leaves plain strings bare and quotes anything YAML would read as
-// something else.
+// something else: a number, a boolean, an indicator in front, a comment.
 function quote(s) {
-  if (s === '' || /^[\s]|[\s]$|[:#{}[\],&*!|>'"%@`]|^[-?]|^(true|false|null|yes|no|on|off|~)$|^[\d.+-]/i.test(s) || s.includes('\n')) {
-    return JSON.stringify(s);
-  }
-  return s;
+  const special = s === '' || s.includes('\n') || /^\s|\s$/.test(s) || /: |:$| #/.test(s) ||
+    /^[-?:,[\]{}#&*!|>'"%@`]/.test(s) || /^(true|false|null|yes|no|on|off|y|n|~)$/i.test(s) ||
+    /^[-+]?(\d|\.\d)/.test(s);
+  return special ? JSON.stringify(s) : s;
 }
 
 function emit(obj, indent, lines) {

@@ -38,7 +38,7 @@ export function Audit({ params }) {
     </form>
     <${ErrorNote} error=${error} />
     <div class="scroll">
-      <table class="audit">
+      <table class="audit cards">
         <thead><tr>
           <th scope="col">When</th><th scope="col">Who</th><th scope="col">Action</th><th scope="col">Job</th>
           <th scope="col">Version</th><th scope="col">Changes</th>
@@ -58,13 +58,12 @@ function Record({ rec }) {
   return html`<tr>
     <td>${hasNano(rec.at_unix_nano) ? html`<${When} date=${nanoDate(rec.at_unix_nano)} />` : '—'}
       <div class="muted small">#${rec.seq} · index ${rec.index}</div></td>
-    <td>${rec.principal}</td>
-    <td>${rec.action}${rec.run_id && html`<div class="muted small">${rec.run_id}</div>`}</td>
-    <td>${rec.job ? html`<a href="#/jobs/${encodeURIComponent(rec.job)}">${rec.job}</a>` : '—'}</td>
-    <td class="num">${rec.version_before || 0} → ${rec.version_after || 0}</td>
-    <td>${(rec.changes || []).length
-      ? html`<ul class="changes">${rec.changes.map((c) => html`<li key=${c.field}><code>${c.field}</code>:
-          <span class="before">${c.before || '∅'}</span> → <span class="after">${c.after || '∅'}</span></li>`)}</ul>`
+    <td data-label="Who">${rec.principal}</td>
+    <td data-label="Action"><div>${rec.action}${rec.run_id && html`<div class="muted small">${rec.run_id}</div>`}</div></td>
+    <td data-label="Job">${rec.job ? html`<a href="#/jobs/${encodeURIComponent(rec.job)}">${rec.job}</a>` : '—'}</td>
+    <td data-label="Version" class="num">${rec.version_before || rec.version_after ? `${rec.version_before || 0} → ${rec.version_after || 0}` : '—'}</td>
+    <td data-label="Changes">${(rec.changes || []).length
+      ? html`<ul class="changes">${rec.changes.map((c) => html`<li key=${c.field}><code>${c.field}</code>${': '}<span class="before">${c.before || '∅'}</span> → <span class="after">${c.after || '∅'}</span></li>`)}</ul>`
       : html`<span class="muted">—</span>`}</td>
   </tr>`;
 }

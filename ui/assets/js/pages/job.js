@@ -63,7 +63,7 @@ export function JobPage({ name, me }) {
     <div class="columns">
       <div>
         <h2>Schedule</h2>
-        <p>${describeSchedule(spec.schedule) || 'cron'} <code>${spec.schedule}</code>, in ${zone}</p>
+        <p>${describeSchedule(spec.schedule) || 'cron'} (<code>${spec.schedule}</code>), in ${zone}</p>
         <h3>Next ${NEXT_COUNT} fire times</h3>
         <${NextFires} times=${next} zone=${zone} />
         <h2>Status</h2>
@@ -86,8 +86,8 @@ function NextFires({ times, zone }) {
   if (!times) return html`<p class="loading">Loading…</p>`;
   if (!times.length) return html`<p class="muted">No fire times ahead.</p>`;
   return html`<ol class="fires">${markOffsets(times, zone).map((t) => html`<li key=${t.date.getTime()}>
-    <time datetime=${t.date.toISOString()}>${zoneTime(t.date, zone)}</time>
-    <span class="muted small">${t.offset}</span>
+    <time datetime=${t.date.toISOString()}>${zoneTime(t.date, zone, true)}</time>
+    <span class="muted small">${' '}${t.offset}</span>
     ${t.change && html` <span class="badge warn" title="the zone's UTC offset changes before this fire">DST ${t.change}</span>`}
   </li>`)}</ol>`;
 }
@@ -153,7 +153,7 @@ function Actions({ job, onDone }) {
 
 function Ledger({ runs, zone }) {
   return html`<div class="scroll tall">
-    <table class="ledger">
+    <table class="ledger cards">
       <thead><tr>
         <th scope="col">Slot</th><th scope="col">Kind</th><th scope="col">Attempts</th>
         <th scope="col">Led by</th><th scope="col">Outcome</th><th scope="col">Reason</th><th scope="col">Output</th>
@@ -173,14 +173,14 @@ function LedgerRow({ run, zone }) {
   const output = attempts.map((a) => outputText(a.output)).filter(Boolean).at(-1);
   return html`<tr id="run-${run.id}">
     <td>${zoneTime(unixDate(run.slot_unix), zone)}<div class="muted small">${run.id}</div></td>
-    <td>${kindWord(run.kind)}</td>
-    <td><${AttemptTokens} run=${run} />
+    <td data-label="Kind">${kindWord(run.kind)}</td>
+    <td data-label="Attempts"><div><${AttemptTokens} run=${run} />
       ${attempts.length > 1 && html`<ul class="attempts small">${attempts.map((a) => html`<li key=${a.number}>
-        ${a.number}: <${Token} value=${a.token} /> ${kindWord(a.kind)}, ${a.node_id}, ${stateWord(a.state)}</li>`)}</ul>`}</td>
-    <td>${leaders.join(', ') || '—'}${last?.term ? html`<div class="muted small">term ${last.term}</div>` : ''}</td>
-    <td><${StateBadge} state=${run.state} />${hasNano(run.finished_at_unix_nano) && html`<div class="muted small">${zoneTime(nanoDate(run.finished_at_unix_nano))}</div>`}</td>
-    <td>${run.reason || last?.detail || html`<span class="muted">—</span>`}</td>
-    <td>${output ? html`<details><summary>output</summary><pre class="output">${output}</pre></details>` : html`<span class="muted">—</span>`}</td>
+        ${a.number}: <${Token} value=${a.token} /> ${kindWord(a.kind)}, ${a.node_id}, ${stateWord(a.state)}</li>`)}</ul>`}</div></td>
+    <td data-label="Led by"><div>${leaders.join(', ') || '—'}${last?.term ? html`<div class="muted small">term ${last.term}</div>` : ''}</div></td>
+    <td data-label="Outcome"><div><${StateBadge} state=${run.state} />${hasNano(run.finished_at_unix_nano) && html`<div class="muted small">${zoneTime(nanoDate(run.finished_at_unix_nano))}</div>`}</div></td>
+    <td data-label="Reason">${run.reason || last?.detail || html`<span class="muted">—</span>`}</td>
+    <td data-label="Output">${output ? html`<details><summary>output</summary><pre class="output">${output}</pre></details>` : html`<span class="muted">—</span>`}</td>
   </tr>`;
 }
 

@@ -76,7 +76,7 @@ export function Jobs({ params }) {
     </form>
     <${ErrorNote} error=${error} />
     <div class="scroll">
-      <table class="jobs">
+      <table class="jobs cards">
         <thead><tr>
           <th scope="col">Job</th><th scope="col">Schedule</th><th scope="col">Next fire</th>
           <th scope="col">Last outcome</th><th scope="col">Recent</th><th scope="col">Paused</th>
@@ -114,11 +114,11 @@ function JobRow({ job, runs }) {
   return html`<tr>
     <th scope="row"><a href="#/jobs/${encodeURIComponent(spec.name)}">${spec.name}</a>
       ${Object.entries(spec.labels || {}).map(([k, v]) => html` <span class="label">${k}=${v}</span>`)}</th>
-    <td>${words || html`<code>${spec.schedule}</code>`}<div class="muted small">
-      ${words && html`<code>${spec.schedule}</code> · `}${zone}</div></td>
-    <td>${next ? html`<${When} date=${unixDate(next)} zone=${zone} />` : html`<span class="muted">never</span>`}</td>
-    <td>${last.state ? html`<${StateBadge} state=${last.state} /> <${Token} value=${last.token} />` : html`<span class="muted">no runs yet</span>`}</td>
-    <td><${Sparkline} runs=${runs.filter((r) => r.state !== 'RUN_STATE_MISSED')} /></td>
-    <td>${spec.paused ? html`<span class="badge warn">paused</span> <span class="note">${spec.pause_note}</span>` : html`<span class="muted">no</span>`}</td>
+    <td data-label="Schedule"><div>${words || html`<code>${spec.schedule}</code>`}<div class="muted small">
+      ${words && html`<code>${spec.schedule}</code> · `}${zone}</div></div></td>
+    <td data-label="Next fire">${next ? html`<${When} date=${unixDate(next)} zone=${zone} />` : html`<span class="muted">never</span>`}</td>
+    <td data-label="Last outcome">${last.state ? html`<span><${StateBadge} state=${last.state} /> <${Token} value=${last.token} /></span>` : html`<span class="muted">no runs yet</span>`}</td>
+    <td data-label="Recent"><${Sparkline} runs=${runs.filter((r) => r.state !== 'RUN_STATE_MISSED')} /></td>
+    <td data-label="Paused">${spec.paused ? html`<span><span class="badge warn">paused</span> <span class="note">${spec.pause_note}</span></span>` : html`<span class="muted">no</span>`}</td>
   </tr>`;
 }

@@ -69,7 +69,7 @@ export function Overview() {
       <${Stat} label="Runs in flight" value=${counts.inFlight} tone=${counts.inFlight ? 'busy' : ''} />
       <${Stat} label="Fires, last hour" value=${counts.fires} />
       <${Stat} label="Failures, last hour" value=${counts.failures} tone=${counts.failures ? 'bad' : ''} />
-      <${Stat} label="Missed slots, last hour" value=${counts.missed} tone=${counts.missed ? 'warn' : ''} />
+      <${Stat} label="Missed, last hour" value=${counts.missed} tone=${counts.missed ? 'warn' : ''} />
     </dl>
     <p class="muted small">Counted over the newest runs this page has seen (up to 1,000 listed, then live).</p>
 

@@ -52,7 +52,7 @@ export function Runs({ params, me }) {
       <button type="submit">Filter</button>
     </form>
     <div class="scroll tall">
-      <table class="runs">
+      <table class="runs cards">
         <thead><tr>
           <th scope="col">Run</th><th scope="col">Slot</th><th scope="col">Kind</th><th scope="col">State</th>
           <th scope="col">Tokens</th><th scope="col">Node</th><th scope="col">Created</th><th scope="col"><span class="sr">Actions</span></th>
@@ -81,13 +81,13 @@ function RunRow({ run, onCancel }) {
   const last = (run.attempts || []).at(-1);
   return html`<tr>
     <td><a href="#/jobs/${encodeURIComponent(run.job)}">${run.job}</a><div class="muted small">${run.id}</div></td>
-    <td>${zoneTime(unixDate(run.slot_unix), 'UTC')}</td>
-    <td>${kindWord(run.kind)}</td>
-    <td><${StateBadge} state=${run.state} />${run.reason && html`<div class="muted small">${run.reason}</div>`}</td>
-    <td><${AttemptTokens} run=${run} /></td>
-    <td>${last?.node_id || '—'}</td>
-    <td>${hasNano(run.created_at_unix_nano) ? html`<${When} date=${nanoDate(run.created_at_unix_nano)} />` : '—'}</td>
-    <td>${onCancel && html`<button type="button" class="danger small" onClick=${onCancel}
+    <td data-label="Slot">${zoneTime(unixDate(run.slot_unix), 'UTC')}</td>
+    <td data-label="Kind">${kindWord(run.kind)}</td>
+    <td data-label="State"><div><${StateBadge} state=${run.state} />${run.reason && html`<div class="muted small">${run.reason}</div>`}</div></td>
+    <td data-label="Tokens"><${AttemptTokens} run=${run} /></td>
+    <td data-label="Node">${last?.node_id || '—'}</td>
+    <td data-label="Created">${hasNano(run.created_at_unix_nano) ? html`<${When} date=${nanoDate(run.created_at_unix_nano)} />` : '—'}</td>
+    <td class="act">${onCancel && html`<button type="button" class="danger small" onClick=${onCancel}
         aria-label="Cancel run ${run.id}">Cancel</button>`}</td>
   </tr>`;
 }
