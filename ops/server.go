@@ -62,6 +62,10 @@ func New(n Node, r Registry, version string, extra ...prometheus.Collector) (*Se
 // Handler returns the ops port's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.mux }
 
+// Mount serves h under pattern (an http.ServeMux pattern, e.g. "/v1/") on
+// the ops port beside the operations endpoints. Call it before serving.
+func (s *Server) Mount(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
 // SetDraining makes /readyz fail from now on.
 func (s *Server) SetDraining() { s.draining.Store(true) }
 

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/raftcron/raftcron/ui"
 )
 
 // Raft timings of the demo nodes: short, so that a killed leader is replaced
@@ -254,6 +256,7 @@ func (d *demo) waitReady(ctx context.Context) error {
 }
 
 func (d *demo) printHints() {
+	d.out.printf("web UI     http://%s%s", d.nodes[0].httpAddr, ui.Prefix)
 	d.out.printf("try        %s --addr %s job get demo   (or cluster status)", os.Args[0], d.nodes[0].addr)
 	data := "removes the data dir"
 	if d.opts.keep {

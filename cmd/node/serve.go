@@ -96,6 +96,8 @@ type server struct {
 	// hub feeds WatchRuns; closing it ends the watches before draining.
 	hub  *api.RunHub
 	http *http.Server
+	// ui is the web UI's connection to the node's own gRPC server.
+	ui *grpc.ClientConn
 }
 
 // serve runs a node until ctx ends (a signal) or a server fails. Both ports
@@ -243,6 +245,12 @@ func start(cfg serveConfig, log *slog.Logger, mux *cluster.Mux) (*server, error)
 		api.WithRunService(api.NewRunService(node, state, hub)),
 		api.WithFenceService(api.NewFenceService(node, state)))
 	cluster.RegisterInternal(gs, node)
+	uiConn, err := mountUI(opsServer, gs)
+	if err != nil {
+		sched.Stop()
+		shutdownNode(log, node)
+		return nil, err
+	}
 	return &server{
 		log:    log,
 		mux:    mux,
@@ -253,6 +261,7 @@ func start(cfg serveConfig, log *slog.Logger, mux *cluster.Mux) (*server, error)
 		health: healthServer,
 		hub:    hub,
 		http:   &http.Server{Handler: opsServer.Handler(), ReadHeaderTimeout: 10 * time.Second},
+		ui:     uiConn,
 	}, nil
 }
 
@@ -274,6 +283,7 @@ func (s *server) stop() {
 	s.sched.Stop() // cancels in-flight dispatches; fencing covers the rest
 	s.hub.Close()
 	drainGRPC(s.grpc, drainTimeout)
+	_ = s.ui.Close()
 	shutdownNode(s.log, s.node)
 	ctx, cancel := context.WithTimeout(context.Background(), httpStopTimeout)
 	defer cancel()
