@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -234,5 +235,41 @@ func TestBrowserPhone(t *testing.T) {
 			t.Errorf("%s: the page is wider than the phone's screen", p.name)
 		}
 		screenshot(t, ctx, phone, p.name)
+	}
+}
+
+// TestBrowserFormatting runs the pages' formatting in the browser: the
+// schedule in words, Go durations, the job file's YAML and the marking of
+// daylight-saving changes.
+func TestBrowserFormatting(t *testing.T) {
+	chromiumPath(t)
+	node := newFakeNode(t, nil)
+	ctx := newBrowser(t, desktop)
+	run(t, ctx, chromedp.Navigate(node.url+"/ui/"), waitText("header .who", "anonymous"))
+	cases := map[string]string{
+		`f.describeSchedule("0 2 * * *")`:      "at 02:00, every day",
+		`f.describeSchedule("*/10 * * * * *")`: "every 10 seconds",
+		`f.describeSchedule("*/5 * * * *")`:    "every 5 minutes",
+		`f.describeSchedule("30 9 * * 1-5")`:   "at 09:30, on Monday to Friday",
+		`f.describeSchedule("0 16 */2 * sat")`: "at 16:00, every 2 days of the month or on Saturday",
+		`f.describeSchedule("0 0 1 jan *")`:    "at 00:00, on day 1 of the month in January",
+		`f.describeSchedule("@every 90s")`:     "every 90s",
+		`f.describeSchedule("@hourly")`:        "every hour, on the hour",
+		`f.describeSchedule("0 0 1,15 * *")`:   "",
+		`f.goDuration("5400s")`:                "1h30m",
+		`f.goDuration("1.500s")`:               "1.5s",
+		`f.goDuration("0s")`:                   "0s",
+		`f.specYAML({name: "a", schedule: "0 2 * * *", http: {url: "http://x/y", timeout: "30s"}, overlap: "OVERLAP_SKIP", labels: {team: "yes"}})`:                             "name: a\nschedule: \"0 2 * * *\"\nhttp:\n  url: http://x/y\n  timeout: 30s\noverlap: skip\nlabels:\n  team: \"yes\"\n",
+		`f.markOffsets([new Date("2026-03-28T01:00:00Z"), new Date("2026-03-29T01:00:00Z"), new Date("2026-03-30T01:00:00Z")], "Europe/Berlin").map((x) => x.change).join("|")`: "|GMT+01:00 → GMT+02:00|",
+		`f.markOffsets([new Date("2026-11-01T04:00:00Z"), new Date("2026-11-01T07:00:00Z")], "America/New_York").map((x) => x.change).join("|")`:                                "|GMT-04:00 → GMT-05:00",
+		`f.zoneTime(new Date("2026-07-01T12:00:00Z"), "Europe/London")`:                                                                                                         "2026-07-01 13:00:00 BST",
+	}
+	for expr, want := range cases {
+		var got string
+		run(t, ctx, chromedp.Evaluate(`import("/ui/js/format.js").then((f) => `+expr+`)`, &got,
+			func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }))
+		if got != want {
+			t.Errorf("%s\n got %q\nwant %q", expr, got, want)
+		}
 	}
 }

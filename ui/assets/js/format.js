@@ -209,6 +209,8 @@ export function describeSchedule(spec) {
   const time = timeWords(sec, min, hour);
   const days = dayWords(dom, mon, dow);
   if (!time || !days) return '';
+  // "every 5 minutes" needs no "every day".
+  if (days === 'every day' && !time.startsWith('at ')) return time;
   return `${time}, ${days}`;
 }
 
