@@ -217,9 +217,17 @@ func (f *fakeNode) newRunLocked(job string, kind pb.FireKind, state pb.RunState)
 	}
 	f.runs = append(f.runs, run)
 	if j := f.jobs[job]; j != nil {
-		j.Status.LatestToken = f.token
-		j.Status.LastRunId = run.GetId()
-		j.Status.LastOutcome = state
+		st := j.GetStatus()
+		st.LatestToken, st.LastRunId, st.LastOutcome = f.token, run.GetId(), state
+		if kind == pb.FireKind_FIRE_KIND_SCHEDULED {
+			st.CursorUnix = run.GetSlotUnix()
+		}
+		switch state {
+		case pb.RunState_RUN_STATE_SUCCEEDED:
+			st.Succeeded++
+		case pb.RunState_RUN_STATE_FAILED:
+			st.Failed++
+		}
 	}
 	return run
 }
@@ -356,10 +364,16 @@ func (f *fakeNode) jobRoute(method, rest, who string, body map[string]any) (any,
 	spec := j.GetSpec()
 	switch {
 	case method == http.MethodGet && sub == "next":
+		// Daily at 02:00 in Berlin across the spring-forward: on 29 March
+		// 02:00 does not exist and the slot fires at 03:00 CEST, as
+		// time.Date normalizes it.
 		var times []string
-		at := time.Date(2026, 3, 28, 1, 30, 0, 0, time.UTC) // around the EU spring-forward
-		for i := range 10 {
-			times = append(times, at.Add(time.Duration(i)*12*time.Hour).Format(time.RFC3339))
+		berlin, err := time.LoadLocation("Europe/Berlin")
+		if err != nil {
+			return nil, nil, err
+		}
+		for day := 26; day < 36; day++ {
+			times = append(times, time.Date(2026, 3, day, 2, 0, 0, 0, berlin).UTC().Format(time.RFC3339))
 		}
 		return map[string]any{"times": times}, nil, nil
 	case method == http.MethodGet:
