@@ -126,9 +126,13 @@ func TestBrowserOperator(t *testing.T) {
 	// The runs page is live: a run the scheduler commits shows up as it is
 	// committed; the triggered run hangs, and is cancelled from here.
 	run(t, ctx, goTo("#/runs"), waitText("h1 .live", "live"), waitText("table.runs", "billing-5"))
+	before := boxes(t, ctx)
 	node.fire("billing", scheduled, succeeded)
+	run(t, ctx, waitText("table.runs tbody", "billing-6"), settled)
+	if after := boxes(t, ctx); after != before {
+		t.Errorf("a live run moved the page around the runs table: %s, then %s", before, after)
+	}
 	run(t, ctx,
-		waitText("table.runs tbody", "billing-6"),
 		chromedp.Click(`button[aria-label="Cancel run billing-5"]`, chromedp.ByQuery),
 		clickButton("Cancel run"),
 		chromedp.WaitNotPresent(`button[aria-label="Cancel run billing-5"]`, chromedp.ByQuery),
@@ -145,6 +149,18 @@ func TestBrowserOperator(t *testing.T) {
 		}
 	}
 	screenshot(t, ctx, desktop, "audit")
+}
+
+// boxes is where the filters and the runs table's box are: a live run
+// lands inside the box and must move neither.
+func boxes(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	var s string
+	run(t, ctx, chromedp.Evaluate(`[".filters", ".scroll.tall"].map((q) => {
+		const r = document.querySelector(q).getBoundingClientRect();
+		return q + " " + [r.x, r.y, r.width, r.height].join(",");
+	}).join("; ")`, &s))
+	return s
 }
 
 // TestBrowserReadRole: a token with the read role sees the jobs and runs
