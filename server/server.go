@@ -47,16 +47,20 @@ type Server struct {
 	log    *slog.Logger
 	mux    *cluster.Mux
 	httpLn net.Listener
-	state  *fsm.FSM
-	node   *cluster.Node
-	sched  *scheduler.Scheduler
-	grpc   *grpc.Server
-	ops    *ops.Server
+	// healthLn is the plain-HTTP probe port; nil without HealthAddr.
+	healthLn net.Listener
+	state    *fsm.FSM
+	node     *cluster.Node
+	sched    *scheduler.Scheduler
+	grpc     *grpc.Server
+	ops      *ops.Server
 	// health is the gRPC health service; draining turns it NOT_SERVING.
 	health *health.Server
 	// hub feeds WatchRuns; closing it ends the watches before draining.
 	hub  *api.RunHub
 	http *http.Server
+	// healthHTTP serves healthLn; nil without HealthAddr.
+	healthHTTP *http.Server
 	// gw is the JSON API's in-process port of the gRPC server.
 	gw *gateway.InProcess
 	// errc receives the first failure of each listener's server and the
@@ -100,7 +104,7 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// listen binds the node's port and the ops port.
+// listen binds the node's port, the ops port and the probe port.
 func (s *Server) listen() error {
 	mux, err := s.listenNode()
 	if err != nil {
@@ -113,6 +117,11 @@ func (s *Server) listen() error {
 		return cluster.ListenError(FieldHTTPAddr, s.cfg.HTTPAddr, err)
 	}
 	s.httpLn = ln
+	if err := s.listenHealth(); err != nil {
+		_ = s.httpLn.Close()
+		_ = s.mux.Close()
+		return err
+	}
 	s.mux.SetIsolation(s.cfg.Isolation)
 	return nil
 }
@@ -197,7 +206,10 @@ func (s *Server) wire() error {
 		s.shutdownNode(node, context.Background())
 		return err
 	}
-	s.http = ops.HTTPServer(opsServer.Handler())
+	s.http = s.opsHTTPServer()
+	if s.healthLn != nil {
+		s.healthHTTP = ops.HTTPServer(opsServer.HealthHandler())
+	}
 	return nil
 }
 
@@ -253,9 +265,12 @@ func (s *Server) Start(ctx context.Context) error {
 	go s.serve("grpc server", func() error { return s.grpc.Serve(s.mux.GRPCListener()) })
 	go s.serve("json api's grpc server", func() error { return s.grpc.Serve(cluster.LocalListener(s.gw.Listener())) })
 	go s.serve("http server on "+s.HTTPAddr(), func() error { return ops.Serve(s.http, s.httpLn) })
+	if s.healthHTTP != nil {
+		go s.serve("health server on "+s.HealthAddr(), func() error { return s.healthHTTP.Serve(s.healthLn) })
+	}
 	go s.watchNode()
 	s.log.Info("raftcron started", "id", s.cfg.ID, "addr", s.cfg.Addr, "http_addr", s.HTTPAddr(),
-		"data_dir", s.cfg.DataDir, "version", s.cfg.Version, "acl", s.cfg.ACL)
+		"https", s.http.TLSConfig != nil, "health_addr", s.HealthAddr(), "data_dir", s.cfg.DataDir, "version", s.cfg.Version, "acl", s.cfg.ACL)
 	s.cfg.Policy.log(s.log)
 	return nil
 }
@@ -328,8 +343,10 @@ func (s *Server) Stop(ctx context.Context) error {
 	s.shutdownNode(s.node, ctx)
 	hctx, cancel := context.WithTimeout(ctx, httpStopTimeout)
 	defer cancel()
-	if err := s.http.Shutdown(hctx); err != nil {
-		_ = s.http.Close()
+	for _, srv := range []*http.Server{s.http, s.healthHTTP} {
+		if srv != nil && srv.Shutdown(hctx) != nil {
+			_ = srv.Close()
+		}
 	}
 	_ = s.mux.Close()
 	s.log.Info("raftcron stopped", "id", s.cfg.ID)
@@ -384,6 +401,9 @@ func (s *Server) release(ctx context.Context) {
 
 func (s *Server) closeListeners() {
 	_ = s.httpLn.Close()
+	if s.healthLn != nil {
+		_ = s.healthLn.Close()
+	}
 	_ = s.mux.Close()
 }
 
