@@ -41,7 +41,7 @@ func TestTLS3(t *testing.T) {
 	tlsRun(t, bin, "tls", "cert", "create", "--dir", certs, "--client", "e2e")
 
 	sink := newTokenSink(t)
-	addrs := loopbackAddrs(t, 6)
+	addrs := loopbackAddrs(t, 9) // node ports, ops ports (HTTPS), probe ports (plain)
 	var peers []string
 	for i := range 3 {
 		peers = append(peers, fmt.Sprintf("n%d=%s", i+1, addrs[i]))
@@ -52,10 +52,13 @@ func TestTLS3(t *testing.T) {
 		startTLSNode(t, bin, dir, id, append([]string{"serve", "--id", id, "--data-dir", filepath.Join(dir, id),
 			"--addr", addrs[i], "--http-addr", addrs[3+i], "--peers", strings.Join(peers, ","),
 			"--tls-cert", filepath.Join(certs, "node-"+id+".pem"), "--tls-key", filepath.Join(certs, "node-"+id+"-key.pem"),
-			"--tls-ca", filepath.Join(certs, "ca.pem"), "--tls-verify-clients"}, raftFlags...))
+			"--tls-ca", filepath.Join(certs, "ca.pem"), "--tls-verify-clients", "--health-addr", addrs[6+i]}, raftFlags...))
 	}
 	for i := range 3 {
-		waitUntil(t, readyTimeout, fmt.Sprintf("n%d ready", i+1), func() bool { return httpOK("http://" + addrs[3+i] + "/readyz") })
+		waitUntil(t, readyTimeout, fmt.Sprintf("n%d ready", i+1), func() bool { return httpOK("http://" + addrs[6+i] + "/readyz") })
+	}
+	if httpOK("http://" + addrs[3] + "/status") {
+		t.Errorf("plain HTTP /status on a TLS node's ops port answered; want HTTPS only")
 	}
 
 	job := filepath.Join(dir, "tick.yaml")
