@@ -113,7 +113,7 @@ func (c *cluster) start(n *node, membership ...string) {
 	c.t.Helper()
 	// --insecure: in network namespaces the nodes listen on 10.77.0.x, not
 	// loopback, and these scenarios exercise the plaintext protocol
-	// (TestTLS3 covers TLS).
+	// (TestSecure3 covers TLS and ACLs).
 	args := append([]string{"serve", "--id", n.ID, "--data-dir", n.DataDir,
 		"--addr", c.net.Addr(n.idx), "--http-addr", c.net.HTTPAddr(n.idx), "--insecure"}, membership...)
 	args = append(args, raftFlags...)
