@@ -10,6 +10,7 @@ TOOLS     := $(CURDIR)/bin/tools
 BUF_VERSION            := v1.50.0
 PROTOC_GEN_GO_VERSION  := v1.36.12
 PROTOC_GEN_GRPC_VERSION := v1.5.1
+GRPC_GATEWAY_VERSION   := v2.33.0
 TEST_TIMEOUT ?= 10m
 E2E_TIMEOUT  ?= 15m
 
@@ -24,18 +25,19 @@ build:
 # the negative controls (partitions in network namespaces when root), the
 # secure cluster (TLS, ACLs, exec and egress policy, signed dispatches;
 # grpcurl from `make grpcurl-tool` when present), the
-# leader's disk stalled and failing (strace, when root), and the recovery of
-# a survivor after the quorum is lost.
+# leader's disk stalled and failing (strace, when root), the recovery of a
+# survivor after the quorum is lost, and the rolling upgrade from the
+# previous release.
 test: build
 	$(GO) vet -tags $(TAGS) ./...
 	$(GO) vet -tags $(TAGS),e2e ./test/e2e/
 	$(GO) vet -tags $(TAGS),failpoints ./...
 	$(GO) test -tags $(TAGS) -race -count=1 -timeout $(TEST_TIMEOUT) ./...
-	$(GO) test -tags $(TAGS),e2e -count=1 -timeout $(E2E_TIMEOUT) -v -run '^Test(Kill3|Pause3|Partition3|Secure3|DiskStall3|DiskEIO3|Recover3|Control.*)$$' ./test/e2e/
+	$(GO) test -tags $(TAGS),e2e -count=1 -timeout $(E2E_TIMEOUT) -v -run '^Test(Kill3|Pause3|Partition3|Secure3|DiskStall3|DiskEIO3|Recover3|Upgrade3|Control.*)$$' ./test/e2e/
 
 # Every end-to-end scenario: also 5 nodes, membership, clock skew, a long mixed run.
 e2e-long: build
-	$(GO) test -tags $(TAGS),e2e -count=1 -timeout 45m -v -run '^Test(Kill3|Pause3|Partition3|Secure3|DiskStall3|DiskEIO3|Recover3|Control.*|Long.*)$$' ./test/e2e/
+	$(GO) test -tags $(TAGS),e2e -count=1 -timeout 45m -v -run '^Test(Kill3|Pause3|Partition3|Secure3|DiskStall3|DiskEIO3|Recover3|Upgrade3|Control.*|Long.*)$$' ./test/e2e/
 
 # A local 3-node cluster, a fenced demo downstream and a job every 2 s; kill
 # the leader by the PID it prints; Ctrl-C stops everything.
@@ -46,7 +48,11 @@ proto-tools:
 	GOBIN=$(TOOLS) $(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
 	GOBIN=$(TOOLS) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
 	GOBIN=$(TOOLS) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GRPC_VERSION)
+	GOBIN=$(TOOLS) $(GO) install github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-grpc-gateway@$(GRPC_GATEWAY_VERSION)
+	GOBIN=$(TOOLS) $(GO) install github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-openapiv2@$(GRPC_GATEWAY_VERSION)
 
+# Go code, the HTTP gateway (routes in proto/raftcron/v1/gateway.yaml) and
+# the OpenAPI document api/gateway embeds.
 proto: proto-tools
 	cd proto && PATH=$(TOOLS):$$PATH buf lint && PATH=$(TOOLS):$$PATH buf generate
 

@@ -66,14 +66,14 @@ func (s *fsmStore) barrierCount() int {
 // scheduler would (without dispatching it).
 type fsmTriggerer struct{ store *fsmStore }
 
-func (t fsmTriggerer) Trigger(ctx context.Context, name, requestID string, force bool) (*pb.FireResult, error) {
+func (t fsmTriggerer) Trigger(ctx context.Context, name, requestID string, force bool, principal string) (*pb.FireResult, error) {
 	j, err := t.store.f.Job(name)
 	if err != nil {
 		return &pb.FireResult{Reason: fsm.ReasonGone}, nil
 	}
 	res, err := t.store.Apply(ctx, &pb.Command{ProposedAtUnixNano: testNow.UnixNano(), Kind: &pb.Command_FireBatch{FireBatch: &pb.FireBatchCommand{
 		LeaderId: "n1", Term: 1,
-		Fires: []*pb.Fire{{Job: name, Generation: j.GetGeneration(), Kind: pb.FireKind_FIRE_KIND_MANUAL, RequestId: requestID, Force: force}},
+		Fires: []*pb.Fire{{Job: name, Generation: j.GetGeneration(), Kind: pb.FireKind_FIRE_KIND_MANUAL, RequestId: requestID, Force: force, Principal: principal}},
 	}}})
 	if err != nil {
 		return nil, err
@@ -92,6 +92,7 @@ type aclHarness struct {
 	fence  pb.FenceServiceClient
 	admin  pb.ClusterServiceClient
 	acl    pb.AclServiceClient
+	audit  pb.AuditServiceClient
 	snap   pb.SnapshotServiceClient
 	health healthpb.HealthClient
 }
@@ -100,15 +101,22 @@ func newACLHarness(t *testing.T, enabled bool) *aclHarness {
 	t.Helper()
 	state := fsm.New()
 	h := &aclHarness{store: &fsmStore{f: state}, hub: NewRunHub()}
+	// The rules of this build, as a cluster of it applies them once its
+	// first leader raised the cluster version.
+	if _, err := h.store.Apply(context.Background(), fsm.SetClusterVersion(fsm.CommandVersion)); err != nil {
+		t.Fatal(err)
+	}
 	state.SetObserver(h.hub)
 	auth := NewAuthorizer(AuthConfig{Enabled: enabled, Tokens: state, Barrier: h.store})
 	s := grpc.NewServer(grpc.ChainUnaryInterceptor(auth.Unary()), grpc.ChainStreamInterceptor(auth.Stream()))
 	now := func() time.Time { return testNow }
-	jobs := NewJobServiceWith(JobServiceConfig{Store: h.store, Registry: state, Now: now, Triggerer: fsmTriggerer{h.store}})
+	sw := NewAuditSwitch(h.store, state, DefaultAuditLimit, nil, now)
+	jobs := NewJobServiceWith(JobServiceConfig{Store: h.store, Registry: state, Now: now, Triggerer: fsmTriggerer{h.store}, Audit: sw})
 	Register(s, jobs, NewClusterService(&fakeCluster{}, state),
-		WithRunService(NewRunService(h.store, state, h.hub)),
+		WithRunService(NewRunServiceWith(RunServiceConfig{Barrier: h.store, Ledger: state, Hub: h.hub, Store: h.store, Audit: sw})),
 		WithFenceService(NewFenceService(h.store, state)),
-		WithACLService(NewACLService(h.store, state, now)),
+		WithACLService(NewACLServiceWith(ACLServiceConfig{Store: h.store, Tokens: state, Now: now, Audit: sw})),
+		WithAuditService(NewAuditService(h.store, state)),
 		WithSnapshotService(NewSnapshotService(SnapshotServiceConfig{
 			Node: &snapNode{leader: true, src: state, dst: fsm.New()}, Counter: state, ScratchDir: t.TempDir(), Now: now,
 		})))
@@ -136,6 +144,7 @@ func newACLHarness(t *testing.T, enabled bool) *aclHarness {
 	h.fence = pb.NewFenceServiceClient(conn)
 	h.admin = pb.NewClusterServiceClient(conn)
 	h.acl = pb.NewAclServiceClient(conn)
+	h.audit = pb.NewAuditServiceClient(conn)
 	h.snap = pb.NewSnapshotServiceClient(conn)
 	h.health = healthpb.NewHealthClient(conn)
 	return h

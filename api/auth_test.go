@@ -61,6 +61,7 @@ func TestEveryMethodHasAnACLRule(t *testing.T) {
 		WithRunService(NewRunService(&fsmStore{f: state}, state, nil)),
 		WithFenceService(NewFenceService(&fsmStore{f: state}, state)),
 		WithACLService(NewACLService(&fsmStore{f: state}, state, nil)),
+		WithAuditService(NewAuditService(&fsmStore{f: state}, state)),
 		WithSnapshotService(NewSnapshotService(SnapshotServiceConfig{})))
 	pb.RegisterInternalServiceServer(s, pb.UnimplementedInternalServiceServer{})
 	for svc, info := range s.GetServiceInfo() {

@@ -175,3 +175,36 @@ func TestVoterVersionOfOlderReleaseAndOfStrangers(t *testing.T) {
 		t.Errorf("the leader itself: version %d, want its own 2", got)
 	}
 }
+
+// A release from before versions leads and checks nothing: a newer
+// follower must not forward it a command that some voter (the leader
+// itself, at least) does not apply, or the old leader would commit it and
+// the nodes would diverge.
+func TestFollowerRefusesToForwardWhatAnOldLeaderWouldCommit(t *testing.T) {
+	oldLeader := func(c *Config) {
+		if c.ID == "n1" {
+			c.CommandVersion, c.VersionOf = 0, nil // a release that knows no versions
+			return
+		}
+		c.CommandVersion, c.VersionOf = 2, v2Puts
+	}
+	tc := newCluster(t, 3, oldLeader)
+	if leader := tc.waitLeader(10 * time.Second); leader.id != "n1" {
+		if _, err := leader.node.TransferLeadership(ctxTimeout(t, 10*time.Second), "n1"); err != nil {
+			t.Fatalf("transfer leadership to n1: %v", err)
+		}
+	}
+	waitFor(t, 10*time.Second, "n1 leading", func() bool { return tc.waitLeader(10*time.Second).id == "n1" })
+
+	_, err := applyRetrying(t, tc.byID("n2").node, putCmd("v2-token", "@daily"))
+	if !errors.Is(err, ErrUnsupportedCommand) || !strings.Contains(err.Error(), "upgrade n1 (applies version 1)") {
+		t.Fatalf("v2 command through a new follower of an old leader: %v, want ErrUnsupportedCommand naming n1", err)
+	}
+	put(t, tc.byID("n2").node, "plain", "@daily")
+	for _, tn := range tc.nodes {
+		readBarrier(t, tn.node)
+		if _, ok := tn.fsm.get("v2-token"); ok {
+			t.Errorf("%s applied the command the old leader should never have been given", tn.id)
+		}
+	}
+}

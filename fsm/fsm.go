@@ -73,6 +73,7 @@ type outcome struct {
 	created     bool
 	fires       []*pb.FireResult
 	completions []*pb.CompletionResult
+	run         *pb.Run // a stored run the command changed, for the result (cancel_run)
 }
 
 // handler applies one kind of command. It checks everything before it
@@ -80,15 +81,20 @@ type outcome struct {
 type handler func(s *state, c *pb.Command, e entry) (outcome, error)
 
 // handlers is keyed by the name of the Command.kind oneof field.
+// The registry's, runs' and ACL writes go through their audited wrappers
+// (audit.go, audit_acl.go).
 var handlers = map[protoreflect.Name]handler{
-	"put_job":          scoped(putJob),
-	"delete_job":       scoped(deleteJob),
-	"set_paused":       scoped(setPaused),
-	"fire_batch":       fireBatch,
-	"complete_batch":   completeBatch,
-	"bootstrap_acl":    bootstrapACL,
-	"create_acl_token": createACLToken,
-	"delete_acl_token": deleteACLToken,
+	"put_job":             scoped(auditedPut),
+	"delete_job":          scoped(auditedDelete),
+	"set_paused":          scoped(auditedSetPaused),
+	"fire_batch":          auditedFireBatch,
+	"complete_batch":      completeBatch,
+	"cancel_run":          scoped(auditedCancelRun),
+	"bootstrap_acl":       auditedBootstrapACL,
+	"create_acl_token":    auditedCreateACLToken,
+	"delete_acl_token":    auditedDeleteACLToken,
+	"set_audit":           setAudit,
+	"set_cluster_version": setClusterVersion,
 }
 
 var kindOneof = (&pb.Command{}).ProtoReflect().Descriptor().Oneofs().ByName("kind")
@@ -107,7 +113,7 @@ func (f *FSM) Apply(l *raft.Log) interface{} {
 	}
 	var c pb.Command
 	decodeErr := decode(l, &c)
-	if errors.Is(decodeErr, ErrUnknownCommand) {
+	if errors.Is(decodeErr, ErrUnknownCommand) || errors.Is(decodeErr, ErrVersionTooNew) {
 		return decodeErr
 	}
 	f.mu.Lock()
@@ -131,13 +137,13 @@ func (f *FSM) Apply(l *raft.Log) interface{} {
 
 // decode reads the entry's command into c: a malformed error when it does
 // not decode or sets no kind, ErrUnknownCommand when its kind is newer than
-// this build.
+// this build, ErrVersionTooNew when it raises the cluster version beyond it.
 func decode(l *raft.Log, c *pb.Command) error {
 	if err := proto.Unmarshal(l.Data, c); err != nil {
 		return malformed("log entry %d does not decode as a raftcron.v1.Command", l.Index)
 	}
 	if c.ProtoReflect().WhichOneof(kindOneof) != nil {
-		return nil
+		return tooNew(l.Index, c)
 	}
 	if fields, ok := unknownKind(c); ok {
 		return unknownCommand(l.Index, fields)
@@ -167,6 +173,7 @@ func result(o outcome, err error) *pb.CommandResult {
 		Created:     o.created,
 		Fires:       o.fires,
 		Completions: o.completions,
+		Run:         cloneRun(o.run),
 	}
 	if o.job != nil {
 		r.Job = cloneJob(o.job, o.status)

@@ -30,6 +30,8 @@ const (
 	ReasonCancelOther   = "cancel_other"
 	ReasonDeleted       = "deleted"
 	ReasonLeaderChanged = "leader_changed"
+	// An operator cancelled the run (RunService.CancelRun).
+	ReasonCancelRequested = "cancel_requested"
 
 	// A completion was refused.
 	ReasonUnknownRun = "unknown_run"

@@ -84,6 +84,11 @@ type state struct {
 	counter uint64
 	// acl holds the ACL tokens; see acl.go.
 	acl aclState
+	// audit is the audit trail; see audit.go.
+	audit auditTrail
+	// version is the active cluster version, at least 1: the rules by which
+	// the kinds of earlier versions apply (clusterversion.go).
+	version uint32
 
 	// ix holds the derived indexes; see ledger.go.
 	ix *indexes
@@ -100,6 +105,8 @@ func newState() state {
 		tombstones: btree.NewG(treeDegree, tombstoneLess),
 		runs:       btree.NewG(treeDegree, runLess),
 		acl:        newACLState(),
+		audit:      newAuditTrail(),
+		version:    1,
 		ix:         newIndexes(),
 		share:      newSharer(),
 	}
@@ -161,5 +168,7 @@ func (s *state) capture() state {
 		counter:    s.counter,
 		retired:    s.retired,
 		acl:        s.acl.capture(),
+		audit:      s.audit.capture(),
+		version:    s.version,
 	}
 }

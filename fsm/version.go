@@ -14,7 +14,8 @@ import (
 // CommandVersion is the highest command version this build applies. Nodes
 // advertise it, and the leader proposes a command only once every voter
 // advertises at least VersionOf it, so a node never meets a kind it cannot
-// apply in a healthy rolling upgrade. Version 2 added the ACL commands.
+// apply in a healthy rolling upgrade. Version 2 added the ACL commands,
+// cancel_run and set_audit.
 const CommandVersion uint32 = 2
 
 // introducedIn is the command version that introduced each kind, by the
@@ -27,9 +28,13 @@ var introducedIn = map[protoreflect.Name]uint32{
 	"set_paused":       1,
 	"fire_batch":       1,
 	"complete_batch":   1,
+	"cancel_run":       2,
 	"bootstrap_acl":    2,
 	"create_acl_token": 2,
 	"delete_acl_token": 2,
+	"set_audit":        2,
+	// Also the version it raises to, if higher (VersionOf).
+	"set_cluster_version": 2,
 }
 
 // ErrUnknownCommand: a committed entry holds a command kind this build does
@@ -42,8 +47,13 @@ var ErrUnknownCommand = errors.New("command kind unknown to this build")
 // VersionOf is the command version that introduced c's kind: what every
 // voter must understand before a leader proposes c. A kind this build does
 // not know needs a newer version than CommandVersion. A command with no
-// kind at all is version 1: every build refuses it alike, as malformed.
+// kind at all is version 1: every build refuses it alike, as malformed. A
+// set_cluster_version needs the version it raises to as well: every voter
+// must apply those rules.
 func VersionOf(c *pb.Command) uint32 {
+	if raise := c.GetSetClusterVersion(); raise != nil {
+		return max(introducedIn["set_cluster_version"], raise.GetVersion())
+	}
 	if c == nil {
 		return 1
 	}

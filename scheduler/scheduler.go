@@ -105,6 +105,8 @@ type Scheduler struct {
 	tracking bool
 	// dirty names jobs to re-plan from the state.
 	dirty map[string]struct{}
+	// cancelled holds runs cancelled since the tick began (cancel.go).
+	cancelled []*pb.Run
 	// kick wakes the loop (cap 1; a pending kick is enough).
 	kick chan struct{}
 }
@@ -198,6 +200,9 @@ func (s *Scheduler) RunsChanged(runs []*pb.Run) {
 	names := make([]string, 0, len(runs))
 	for _, r := range runs {
 		names = append(names, r.GetJob())
+		if isCancelRequest(r) {
+			s.runCancelled(r)
+		}
 	}
 	s.markDirty(names...)
 }
@@ -238,6 +243,7 @@ func (s *Scheduler) setTracking(on bool) {
 	defer s.dmu.Unlock()
 	s.tracking = on
 	clear(s.dirty)
+	s.cancelled = nil
 }
 
 // takeDirty appends the dirty jobs to into and empties the set.

@@ -64,6 +64,10 @@ type Config struct {
 	// ACL requires an ACL token on every gRPC call but the health service
 	// (docs/acl.md); set it alike on every node.
 	ACL bool
+	// AuditLimit is how many audit records the cluster keeps while this
+	// node leads, up to fsm.MaxAuditLimit; 0 means api.DefaultAuditLimit.
+	// Set it alike on every node.
+	AuditLimit int
 
 	// Logger receives the node's logs; nil discards them.
 	Logger *slog.Logger
@@ -108,7 +112,8 @@ func (cfg Config) Validate() error {
 	if cfg.TLS != nil && cfg.TLS.Source == nil {
 		tlsErr = &cluster.ConfigError{Field: FieldTLS, Rule: "Source is required", Err: cluster.ErrInvalidConfig}
 	}
-	return errors.Join(cfg.cluster().Validate(), addrErr, checkHTTPAddr(cfg.HTTPAddr), cfg.Limits.validate(), tlsErr)
+	return errors.Join(cfg.cluster().Validate(), addrErr, checkHTTPAddr(cfg.HTTPAddr), cfg.Limits.validate(), tlsErr,
+		checkAuditLimit(cfg.AuditLimit))
 }
 
 // withListenerAddr takes the address of a listener the caller bound.
@@ -135,7 +140,10 @@ func (cfg Config) cluster() cluster.Config {
 		Now:                cfg.Now,
 		CommandVersion:     fsm.CommandVersion,
 		VersionOf:          fsm.VersionOf,
-		NoSync:             cfg.NoSync,
+		// The leader raises the cluster version once every voter runs
+		// this build (cluster/clusterversion.go).
+		RaiseClusterVersion: fsm.SetClusterVersion,
+		NoSync:              cfg.NoSync,
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/raftcron/raftcron/cluster"
+	"github.com/raftcron/raftcron/ui"
 )
 
 // Raft timings of the demo nodes: short, so that a killed leader is replaced
@@ -283,6 +284,7 @@ func (d *demo) printHints() {
 	for _, line := range exports(d.nodes[0].addr, d.client().auth) {
 		d.out.printf("  %s", line)
 	}
+	d.out.printf("web UI     http://%s%s", d.nodes[0].httpAddr, ui.Prefix)
 	d.out.printf("try        %s job get demo   (or cluster status)", os.Args[0])
 	data := "removes the data dir"
 	if d.opts.keep {

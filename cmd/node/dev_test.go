@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,6 +35,7 @@ var (
 	devAttemptLine = regexp.MustCompile(`^\S+ job=demo slot=(\S+) token=(\d+) attempt=(\d+) node=(n\d) (\w+)`)
 	devLeaderLine  = regexp.MustCompile(`leader is now (n\d) \(pid (\d+)\); kill the leader: kill -9 (\d+)$`)
 	devExitLine    = regexp.MustCompile(`^\S+ (n\d) \(pid (\d+)\) exited: (.*)$`)
+	devUILine      = regexp.MustCompile(`^web UI\s+(http://127\.0\.0\.1:\d+/ui/)$`)
 )
 
 func TestDevRefusesBadFlags(t *testing.T) {
@@ -88,6 +90,20 @@ func TestDevSmoke(t *testing.T) {
 		t.Skip("reads /proc")
 	}
 	dev := startDev(t)
+
+	// The web UI's address is printed, and answers.
+	var uiURL string
+	dev.expect(t, devFirstRunsTimeout, "the web UI's URL", func(line string) bool {
+		if m := devUILine.FindStringSubmatch(line); m != nil {
+			uiURL = m[1]
+		}
+		return uiURL != ""
+	})
+	if resp, err := http.Get(uiURL); err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("GET %s (printed by dev): %v %v", uiURL, resp, err)
+	} else {
+		_ = resp.Body.Close()
+	}
 
 	// Runs arrive with rising tokens.
 	var tokens []uint64

@@ -37,6 +37,8 @@ type scenarioOptions struct {
 	nodeEnv map[int][]string
 	sink    SinkMode
 	expect  Expect
+	// bin: start the nodes with this binary instead of this build's.
+	bin string
 }
 
 // scenario is one run of the workload against a cluster under a nemesis.
@@ -96,6 +98,9 @@ func newScenario(t *testing.T, name string, opts scenarioOptions) *scenario {
 	bin := plainBinary.get(t)
 	if len(opts.failpoints) > 0 || opts.holdDirs || len(opts.nodeEnv) > 0 {
 		bin = failpointsBinary.get(t)
+	}
+	if opts.bin != "" {
+		bin = opts.bin
 	}
 	s.c = newCluster(t, s.dir, nw, clusterOptions{nodes: opts.nodes, bin: bin, env: s.nodeEnv})
 	for i, id := range s.c.ids {
