@@ -222,6 +222,25 @@ func callCtx(t *testing.T, token string) context.Context {
 	return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token)
 }
 
+// httpGet is the status of a GET on a node's HTTP port with token as the
+// bearer (none if empty).
+func (c *secureCluster) httpGet(addr, path, token string) int {
+	c.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := (&http.Client{Timeout: secureCallTimeout}).Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
 // servingSerial is the serial of the certificate addr presents to a new TLS
 // handshake, verified against the cluster's CA.
 func (c *secureCluster) servingSerial(addr string) (*big.Int, error) {

@@ -107,6 +107,16 @@ func (c *secureCluster) checkTokens() {
 	_, err = jobs.GetJob(callCtx(t, randomSecret(t)), get)
 	wantCode(t, "GetJob with an unknown token", err, codes.Unauthenticated)
 
+	// The JSON API on the plain-HTTP port goes through the same ACLs.
+	for _, tc := range []struct {
+		token string
+		want  int
+	}{{"", http.StatusUnauthorized}, {randomSecret(t), http.StatusUnauthorized}, {c.mgmt, http.StatusOK}} {
+		if code := c.httpGet(c.httpAddrs[0], "/v1/jobs/"+secureJob, tc.token); code != tc.want {
+			t.Fatalf("GET /v1/jobs/%s (token %t): HTTP %d, want %d", secureJob, tc.token != "", code, tc.want)
+		}
+	}
+
 	if _, err := jobs.GetJob(callCtx(t, reader), get); err != nil {
 		t.Fatalf("GetJob with the read token: %v", err)
 	}
