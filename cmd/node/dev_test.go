@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -125,12 +126,17 @@ func TestDevSmoke(t *testing.T) {
 		}
 		return len(tokens) >= 3
 	})
-	// The printed exports reach the TLS cluster; without them, no way in.
+	// The printed exports reach the cluster over TLS with the management
+	// token dev bootstrapped; without the token no write gets in, without
+	// TLS nothing does.
 	env := dev.exports(t)
-	if len(env) != 4 {
-		t.Fatalf("exports %v: want RAFTCRON_ADDR, _CA_CERT, _CLIENT_CERT and _CLIENT_KEY", env)
+	want := []string{"RAFTCRON_ADDR", "RAFTCRON_CA_CERT", "RAFTCRON_CLIENT_CERT", "RAFTCRON_CLIENT_KEY", "RAFTCRON_TOKEN"}
+	if got := envNames(env); !slices.Equal(got, want) {
+		t.Fatalf("exports %v: want %v", got, want)
 	}
 	expectOK(t, runCLIEnv(t, env, "", "job", "get", "demo"))
+	expectOK(t, runCLIEnv(t, env, "", "acl", "token", "list")) // the management role
+	expectFailure(t, runCLIEnv(t, env[:len(env)-1], "", "job", "pause", "demo"), "not authenticated")
 	expectFailure(t, runCLIEnv(t, env[:1], "", "job", "get", "demo"), "closed the connection")
 
 	leaderID, leaderPID := dev.leader(t)
@@ -178,6 +184,27 @@ func TestDevSmoke(t *testing.T) {
 	}
 	if _, err := os.Stat(dev.dataDir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("data dir %s still there after Ctrl-C (stat: %v)", dev.dataDir, err)
+	}
+}
+
+// TestDevInsecure: --insecure is today's plaintext demo, without ACLs: the
+// one export line is all a second terminal needs, for reads and writes.
+func TestDevInsecure(t *testing.T) {
+	dev := startDev(t, "--insecure")
+	dev.expect(t, devFirstRunsTimeout, "an applied run", func(line string) bool {
+		a, ok := parseAttempt(line)
+		return ok && a.outcome == "applied"
+	})
+	env := dev.exports(t)
+	if got := envNames(env); !slices.Equal(got, []string{"RAFTCRON_ADDR"}) {
+		t.Fatalf("exports %v: want RAFTCRON_ADDR only", got)
+	}
+	expectOK(t, runCLIEnv(t, env, "", "job", "pause", "demo"))
+	if err := dev.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := dev.wait(t, devExitTimeout); code != 0 {
+		t.Fatalf("dev exited %d after SIGTERM; stderr %q", code, dev.stderr())
 	}
 }
 
@@ -347,6 +374,15 @@ func (d *devRun) exports(t *testing.T) []string {
 		}
 	}
 	return env
+}
+
+// envNames are the names of KEY=VALUE pairs, in order.
+func envNames(env []string) []string {
+	names := make([]string, len(env))
+	for i, kv := range env {
+		names[i], _, _ = strings.Cut(kv, "=")
+	}
+	return names
 }
 
 // wait waits for dev to exit and returns its status (-1: killed).
