@@ -270,7 +270,7 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	go s.watchNode()
 	s.log.Info("raftcron started", "id", s.cfg.ID, "addr", s.cfg.Addr, "http_addr", s.HTTPAddr(),
-		"https", s.http.TLSConfig != nil, "health_addr", s.HealthAddr(), "data_dir", s.cfg.DataDir, "version", s.cfg.Version, "acl", s.cfg.ACL)
+		"https", s.cfg.TLS != nil, "health_addr", s.HealthAddr(), "data_dir", s.cfg.DataDir, "version", s.cfg.Version, "acl", s.cfg.ACL)
 	s.cfg.Policy.log(s.log)
 	return nil
 }
