@@ -226,7 +226,10 @@ func (s *Server) registerServices() *health.Server {
 		Barrier: s.node, Ledger: s.state, Hub: s.hub, Store: s.node, Audit: audit,
 	})
 	acl := api.NewACLServiceWith(api.ACLServiceConfig{Store: s.node, Tokens: s.state, Now: s.cfg.Now, Audit: audit})
-	h := api.Register(s.grpc, jobs, api.NewClusterService(s.node, s.state),
+	members := api.NewClusterServiceWith(api.ClusterServiceConfig{
+		Cluster: s.node, Registry: s.state, Store: s.node, Audit: audit,
+	})
+	h := api.Register(s.grpc, jobs, members,
 		api.WithRunService(runs),
 		api.WithFenceService(api.NewFenceService(s.node, s.state)),
 		api.WithSnapshotService(api.NewSnapshotService(api.SnapshotServiceConfig{
