@@ -185,5 +185,6 @@ func targetChanged(a, b *pb.JobSpec) bool {
 	return a.GetSchedule() != b.GetSchedule() ||
 		a.GetTimezone() != b.GetTimezone() ||
 		!proto.Equal(a.GetHttp(), b.GetHttp()) ||
-		!proto.Equal(a.GetExec(), b.GetExec())
+		!proto.Equal(a.GetExec(), b.GetExec()) ||
+		!proto.Equal(a.GetWorker(), b.GetWorker())
 }

@@ -210,14 +210,15 @@ func (b *batch) retry(f *pb.Fire, res *pb.FireResult) {
 	b.reattempt(it, r, pb.FireKind_FIRE_KIND_RETRY, res)
 }
 
-// redispatch resolves a run an earlier leader dispatched and never heard
-// back about (G4): at_least_once runs it again under a new token,
-// at_most_once gives it up as UNKNOWN.
+// redispatch resolves a run whose attempt nobody will report on: one an
+// earlier leader dispatched and never heard back about (G4), or, with
+// lost_token, one of this term whose worker was lost. at_least_once runs
+// it again under a new token, at_most_once gives it up as UNKNOWN.
 func (b *batch) redispatch(f *pb.Fire, res *pb.FireResult) {
 	r, ok := b.s.run(f.GetRunId())
 	cur := CurrentAttempt(r)
 	if !ok || r.GetJob() != f.GetJob() || r.GetState() != pb.RunState_RUN_STATE_DISPATCHED ||
-		cur == nil || cur.GetState() != pb.RunState_RUN_STATE_DISPATCHED || cur.GetTerm() >= b.term {
+		cur == nil || cur.GetState() != pb.RunState_RUN_STATE_DISPATCHED || !b.unresolved(cur, f.GetLostToken()) {
 		res.Reason = ReasonNotOrphan
 		return
 	}
@@ -227,21 +228,36 @@ func (b *batch) redispatch(f *pb.Fire, res *pb.FireResult) {
 		return
 	}
 	if it.job.GetSpec().GetDelivery() == pb.Delivery_DELIVERY_AT_MOST_ONCE {
-		b.giveUp(it, r, res)
+		reason := ReasonLeaderChanged
+		if f.GetLostToken() != 0 {
+			reason = ReasonWorkerLost
+		}
+		b.giveUp(it, r, reason, res)
 		return
 	}
 	b.reattempt(it, r, pb.FireKind_FIRE_KIND_REDISPATCH, res)
 }
 
-// giveUp marks an at_most_once orphan UNKNOWN: it may have run, so it must
+// unresolved reports whether the executing attempt cur may be resolved by a
+// re-dispatch: the lost one named by its token, or else any of an earlier
+// term. A token that is no longer current means the attempt's outcome or a
+// later attempt came first.
+func (b *batch) unresolved(cur *pb.Attempt, lostToken uint64) bool {
+	if lostToken != 0 {
+		return cur.GetToken() == lostToken
+	}
+	return cur.GetTerm() < b.term
+}
+
+// giveUp marks an at_most_once attempt UNKNOWN: it may have run, so it must
 // not run again.
-func (b *batch) giveUp(it jobItem, r *pb.Run, res *pb.FireResult) {
+func (b *batch) giveUp(it jobItem, r *pb.Run, reason string, res *pb.FireResult) {
 	a := copyAttempt(CurrentAttempt(r))
 	a.State = pb.RunState_RUN_STATE_UNKNOWN
 	nr := copyRun(r)
 	nr.Attempts = replaceLast(r.GetAttempts(), a)
 	nr.State = pb.RunState_RUN_STATE_UNKNOWN
-	nr.Reason = ReasonLeaderChanged
+	nr.Reason = reason
 	nr.FinishedAtUnixNano = b.e.proposedAt
 	next := copyStatus(it.status)
 	next.OpenRunIds = removeID(next.OpenRunIds, nr.GetId())

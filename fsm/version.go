@@ -15,7 +15,7 @@ import (
 // advertise it, and the leader proposes a command only once every voter
 // advertises at least VersionOf it, so a node never meets a kind it cannot
 // apply in a healthy rolling upgrade.
-const CommandVersion uint32 = 1
+const CommandVersion uint32 = 2
 
 // introducedIn is the command version that introduced each kind, by the
 // name of its Command.kind oneof field. A new kind is one line here (and
@@ -29,6 +29,29 @@ var introducedIn = map[protoreflect.Name]uint32{
 	"complete_batch": 1,
 }
 
+// introducedBy lists the fields added to kinds of an earlier version that an
+// older build would ignore and so apply differently: a command that sets one
+// needs the version that added it. A new field belongs here only if its
+// kind alone does not already need that version.
+var introducedBy = []struct {
+	version uint32
+	uses    func(*pb.Command) bool
+}{
+	// An older build stores the spec but never bumps the generation for
+	// a changed worker target, nor dispatches it.
+	{2, func(c *pb.Command) bool { return c.GetPutJob().GetSpec().GetWorker() != nil }},
+	// An older build refuses the re-dispatch of an attempt of the
+	// current term (not_orphan) that this one accepts.
+	{2, func(c *pb.Command) bool {
+		for _, f := range c.GetFireBatch().GetFires() {
+			if f.GetLostToken() != 0 {
+				return true
+			}
+		}
+		return false
+	}},
+}
+
 // ErrUnknownCommand: a committed entry holds a command kind this build does
 // not know, proposed by a newer leader. Apply returns it as an error value
 // instead of a result, because answering MALFORMED would apply something
@@ -36,11 +59,23 @@ var introducedIn = map[protoreflect.Name]uint32{
 // upgraded.
 var ErrUnknownCommand = errors.New("command kind unknown to this build")
 
-// VersionOf is the command version that introduced c's kind: what every
-// voter must understand before a leader proposes c. A kind this build does
-// not know needs a newer version than CommandVersion. A command with no
-// kind at all is version 1: every build refuses it alike, as malformed.
+// VersionOf is the command version that introduced c's kind, or a field c
+// sets (introducedBy), whichever is newer: what every voter must understand
+// before a leader proposes c. A kind this build does not know needs a newer
+// version than CommandVersion. A command with no kind at all is version 1:
+// every build refuses it alike, as malformed.
 func VersionOf(c *pb.Command) uint32 {
+	v := kindVersion(c)
+	for _, f := range introducedBy {
+		if f.version > v && f.uses(c) {
+			v = f.version
+		}
+	}
+	return v
+}
+
+// kindVersion is the command version that introduced c's kind.
+func kindVersion(c *pb.Command) uint32 {
 	if c == nil {
 		return 1
 	}

@@ -51,6 +51,9 @@ func TestVersionOf(t *testing.T) {
 		{"nil", nil, 1},
 		{"no kind, unknown varint field", decodeCmd(t, []byte{0xa0, 0x06, 0x01}), 1},
 		{"a kind newer than this build", decodeCmd(t, newerKind(t)), fsm.CommandVersion + 1},
+		{"put_job with a worker target", createCmd(workerSpec("billing")), 2},
+		{"fire_batch re-dispatching a lost attempt", fireBatchCmd(leaderID, leaderTerm,
+			[]*pb.Fire{slotFire("other", 1, 1), lostFire("billing", "billing-1", 1)}, nil), 2},
 	} {
 		if got := fsm.VersionOf(tc.cmd); got != tc.want {
 			t.Errorf("VersionOf(%s) = %d, want %d", tc.name, got, tc.want)

@@ -633,7 +633,12 @@ type Fire struct {
 	// MANUAL: idempotency of the trigger.
 	RequestId string `protobuf:"bytes,6,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	// MANUAL: fire even if the job is paused.
-	Force         bool `protobuf:"varint,7,opt,name=force,proto3" json:"force,omitempty"`
+	Force bool `protobuf:"varint,7,opt,name=force,proto3" json:"force,omitempty"`
+	// REDISPATCH of an attempt of this term whose worker was lost (missed its
+	// lease or its stream broke): the token of that attempt, which must still
+	// be the run's current one. 0 for an orphan of an earlier term. Needs
+	// command version 2 (fsm.VersionOf).
+	LostToken     uint64 `protobuf:"varint,8,opt,name=lost_token,json=lostToken,proto3" json:"lost_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -715,6 +720,13 @@ func (x *Fire) GetForce() bool {
 		return x.Force
 	}
 	return false
+}
+
+func (x *Fire) GetLostToken() uint64 {
+	if x != nil {
+		return x.LostToken
+	}
+	return 0
 }
 
 // Miss records slots given up without dispatch (outside the catch-up window,
@@ -1129,7 +1141,7 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12\x12\n" +
 	"\x04term\x18\x02 \x01(\x04R\x04term\x12'\n" +
 	"\x05fires\x18\x03 \x03(\v2\x11.raftcron.v1.FireR\x05fires\x12)\n" +
-	"\x06misses\x18\x04 \x03(\v2\x11.raftcron.v1.MissR\x06misses\"\xcc\x01\n" +
+	"\x06misses\x18\x04 \x03(\v2\x11.raftcron.v1.MissR\x06misses\"\xeb\x01\n" +
 	"\x04Fire\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12\x1e\n" +
 	"\n" +
@@ -1140,7 +1152,9 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x06run_id\x18\x05 \x01(\tR\x05runId\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x06 \x01(\tR\trequestId\x12\x14\n" +
-	"\x05force\x18\a \x01(\bR\x05force\"\xae\x01\n" +
+	"\x05force\x18\a \x01(\bR\x05force\x12\x1d\n" +
+	"\n" +
+	"lost_token\x18\b \x01(\x04R\tlostToken\"\xae\x01\n" +
 	"\x04Miss\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12\x1e\n" +
 	"\n" +
