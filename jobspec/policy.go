@@ -3,6 +3,7 @@ package jobspec
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -85,20 +86,7 @@ func checkBounds(v *violations, spec *pb.JobSpec, now time.Time) {
 }
 
 func checkMetadata(v *violations, spec *pb.JobSpec) {
-	labels := spec.GetLabels()
-	if len(labels) > MaxLabels {
-		v.add("labels", fmt.Sprintf("at most %d labels", MaxLabels))
-	}
-	for _, k := range sortedKeys(labels) {
-		switch val := labels[k]; {
-		case !validLabelKey(k):
-			v.add("labels", "key "+quote(k)+" must match "+labelKeyRule)
-		case !utf8.ValidString(val):
-			v.add("labels", "value of "+quote(k)+" must be valid UTF-8")
-		case utf8.RuneCountInString(val) > MaxLabelValue:
-			v.add("labels", fmt.Sprintf("value of %s must be at most %d characters", quote(k), MaxLabelValue))
-		}
-	}
+	checkTags(v, "labels", spec.GetLabels())
 	if spec.GetHistoryLimit() > MaxHistoryLimit {
 		v.add("history_limit", fmt.Sprintf("must be at most %d", MaxHistoryLimit))
 	}
@@ -107,6 +95,24 @@ func checkMetadata(v *violations, spec *pb.JobSpec) {
 		v.add("pause_note", "must be valid UTF-8")
 	} else if utf8.RuneCountInString(note) > MaxPauseNote {
 		v.add("pause_note", fmt.Sprintf("must be at most %d characters", MaxPauseNote))
+	}
+}
+
+// checkTags checks a map of key/value pairs with the rules of labels:
+// the job's labels and a worker target's tags.
+func checkTags(v *violations, field string, tags map[string]string) {
+	if len(tags) > MaxLabels {
+		v.add(field, fmt.Sprintf("at most %d %s", MaxLabels, field[strings.LastIndexByte(field, '.')+1:]))
+	}
+	for _, k := range sortedKeys(tags) {
+		switch val := tags[k]; {
+		case !validLabelKey(k):
+			v.add(field, "key "+quote(k)+" must match "+labelKeyRule)
+		case !utf8.ValidString(val):
+			v.add(field, "value of "+quote(k)+" must be valid UTF-8")
+		case utf8.RuneCountInString(val) > MaxLabelValue:
+			v.add(field, fmt.Sprintf("value of %s must be at most %d characters", quote(k), MaxLabelValue))
+		}
 	}
 }
 
