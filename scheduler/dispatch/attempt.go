@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/raftcron/raftcron/internal/proc"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -42,7 +43,7 @@ func (a Attempt) number() string { return strconv.FormatUint(uint64(a.Number), 1
 // Outcome is what became of one attempt.
 type Outcome struct {
 	State      pb.RunState // SUCCEEDED, FAILED, FENCED, DEADLINE_EXCEEDED or CANCELLED
-	Detail     string      // one line, valid UTF-8, at most maxDetail bytes
+	Detail     string      // one line, valid UTF-8, at most proc.MaxDetail bytes
 	Output     []byte      // at most the first MaxOutput bytes of response body / combined stdout+stderr
 	StartedAt  time.Time
 	FinishedAt time.Time
@@ -55,14 +56,15 @@ type Executor interface {
 	Execute(ctx context.Context, a Attempt) Outcome
 }
 
-// MaxOutput is how much output an attempt keeps: the run record travels
-// through the Raft log, so it must stay small whatever the target prints.
-const MaxOutput = 4 << 10
+// MaxOutput is how much output an attempt keeps (proc.MaxOutput): the run
+// record travels through the Raft log, so it must stay small whatever the
+// target prints.
+const MaxOutput = proc.MaxOutput
 
 // finish stamps the end of an attempt.
 func finish(o Outcome, state pb.RunState, detail string) Outcome {
 	o.State = state
-	o.Detail = oneLine(detail)
+	o.Detail = proc.OneLine(detail)
 	if o.FinishedAt.IsZero() {
 		o.FinishedAt = time.Now()
 	}

@@ -2,7 +2,6 @@ package dispatch
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -19,42 +18,6 @@ func TestIdempotencyKeyIsSlotInUTCSeconds(t *testing.T) {
 	b.Token, b.Number, b.RunID = 99, 3, "other"
 	if b.IdempotencyKey() != a.IdempotencyKey() {
 		t.Fatalf("key differs between attempts of one slot: %q vs %q", a.IdempotencyKey(), b.IdempotencyKey())
-	}
-}
-
-func TestLimitJobDeadlineWinsTie(t *testing.T) {
-	parent := context.Background()
-	ctx, cancel := withLimit(parent, time.Millisecond, time.Millisecond)
-	defer cancel()
-	<-ctx.Done()
-	state, detail, ok := interrupted(parent, ctx)
-	if !ok || state != pb.RunState_RUN_STATE_DEADLINE_EXCEEDED || detail != "deadline 1ms exceeded" {
-		t.Fatalf("got %v %v %q", ok, state, detail)
-	}
-}
-
-func TestLimitShorterTargetTimeoutFails(t *testing.T) {
-	parent := context.Background()
-	ctx, cancel := withLimit(parent, time.Hour, time.Millisecond)
-	defer cancel()
-	<-ctx.Done()
-	state, detail, ok := interrupted(parent, ctx)
-	if !ok || state != pb.RunState_RUN_STATE_FAILED || detail != "timeout after 1ms" {
-		t.Fatalf("got %v %v %q", ok, state, detail)
-	}
-}
-
-func TestOneLineDetail(t *testing.T) {
-	got := oneLine("line one\nline\ttwo \xff")
-	if got != "line one line two \uFFFD" {
-		t.Fatalf("oneLine = %q", got)
-	}
-	long := oneLine(strings.Repeat("é", 1000))
-	if len(long) > maxDetail || !strings.HasSuffix(long, "...") || !strings.HasPrefix(long, "é") {
-		t.Fatalf("long detail not bounded: %d bytes", len(long))
-	}
-	if strings.ContainsRune(long, '\uFFFD') {
-		t.Fatalf("truncation split a rune: %q", long[len(long)-10:])
 	}
 }
 

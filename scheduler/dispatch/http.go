@@ -13,6 +13,7 @@ import (
 
 	"github.com/raftcron/raftcron/fence"
 	"github.com/raftcron/raftcron/internal/failpoint"
+	"github.com/raftcron/raftcron/internal/proc"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -69,10 +70,10 @@ func (h *HTTPExecutor) Execute(ctx context.Context, a Attempt) Outcome {
 	if t == nil {
 		return finish(out, pb.RunState_RUN_STATE_FAILED, "no http target")
 	}
-	if state, detail, ok := interrupted(ctx, ctx); ok {
+	if state, detail, ok := proc.Interrupted(ctx, ctx); ok {
 		return finish(out, state, detail)
 	}
-	lctx, cancel := withLimit(ctx, a.Deadline, t.GetTimeout().AsDuration())
+	lctx, cancel := proc.WithLimit(ctx, a.Deadline, t.GetTimeout().AsDuration())
 	defer cancel()
 
 	req, err := newRequest(lctx, a)
@@ -81,7 +82,7 @@ func (h *HTTPExecutor) Execute(ctx context.Context, a Attempt) Outcome {
 	}
 	resp, err := h.client.Do(req)
 	if err != nil {
-		if state, detail, ok := interrupted(ctx, lctx); ok {
+		if state, detail, ok := proc.Interrupted(ctx, lctx); ok {
 			return finish(out, state, detail)
 		}
 		return finish(out, pb.RunState_RUN_STATE_FAILED, transportError(err))
@@ -89,7 +90,7 @@ func (h *HTTPExecutor) Execute(ctx context.Context, a Attempt) Outcome {
 	body, complete, err := readOutput(resp)
 	if err != nil && lctx.Err() != nil {
 		resp.Body.Close()
-		state, detail, _ := interrupted(ctx, lctx)
+		state, detail, _ := proc.Interrupted(ctx, lctx)
 		return finish(out, state, detail)
 	}
 	if len(body) > 0 {

@@ -1,4 +1,4 @@
-package dispatch
+package proc
 
 import (
 	"context"
@@ -25,10 +25,10 @@ func (e *limitError) Error() string {
 	return fmt.Sprintf("timeout after %s", e.d)
 }
 
-// withLimit bounds an attempt by the shorter of the job deadline and the
+// WithLimit bounds an attempt by the shorter of the job deadline and the
 // target timeout (zero or negative = none). On a tie the job deadline wins:
 // the run is over either way.
-func withLimit(parent context.Context, jobDeadline, targetTimeout time.Duration) (context.Context, context.CancelFunc) {
+func WithLimit(parent context.Context, jobDeadline, targetTimeout time.Duration) (context.Context, context.CancelFunc) {
 	var cause *limitError
 	switch {
 	case jobDeadline > 0 && (targetTimeout <= 0 || jobDeadline <= targetTimeout):
@@ -41,10 +41,10 @@ func withLimit(parent context.Context, jobDeadline, targetTimeout time.Duration)
 	return context.WithTimeoutCause(parent, cause.d, cause)
 }
 
-// interrupted says how an attempt ended if its context did: CANCELLED when
+// Interrupted says how an attempt ended if its context did: CANCELLED when
 // the caller's context (parent) was cancelled, the limit's verdict when a
 // limit ran out. ok is false while ctx is still live.
-func interrupted(parent, ctx context.Context) (state pb.RunState, detail string, ok bool) {
+func Interrupted(parent, ctx context.Context) (state pb.RunState, detail string, ok bool) {
 	if parent.Err() != nil {
 		return pb.RunState_RUN_STATE_CANCELLED, "cancelled: " + context.Cause(parent).Error(), true
 	}

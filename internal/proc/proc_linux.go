@@ -1,4 +1,4 @@
-package dispatch
+package proc
 
 import (
 	"errors"
@@ -19,13 +19,15 @@ import (
 // goroutine locked to it exits; if such a goroutine ever ran on the thread
 // that forked the child, the child would be killed in mid-run. The caller
 // therefore starts and waits for the child from a goroutine locked to its
-// thread (see ExecExecutor.run): no other goroutine can run on that thread,
-// so nothing can end it while the child lives.
-func setProcAttr(cmd *exec.Cmd) {
+// thread (see Run): no other goroutine can run on that thread, so nothing
+// can end it while the child lives.
+func setProcAttr(cmd *exec.Cmd, u *User) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Setpgid:   true,
-		Pdeathsig: syscall.SIGKILL,
+		Setpgid:    true,
+		Pdeathsig:  syscall.SIGKILL,
+		Credential: u.credential(),
 	}
+	return nil
 }
 
 // killGroup kills the child's whole process group (its pgid is its pid).
