@@ -75,6 +75,17 @@ type fireBatch struct {
 
 func (c *fireBatch) size() int { return len(c.fires) + len(c.misses) }
 
+// lostFires are the batch's re-dispatches of lost attempts.
+func (c *fireBatch) lostFires() []*pb.Fire {
+	var out []*pb.Fire
+	for _, f := range c.fires {
+		if f.GetLostToken() != 0 {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 func (c *fireBatch) failTriggers(err error) {
 	for _, r := range c.reqs {
 		if r != nil {

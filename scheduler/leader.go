@@ -54,13 +54,16 @@ type leader struct {
 	// to a time has been handled.
 	idleAt atomic.Int64
 
-	// mu guards forgotten, triggers and closed (written from other
+	// mu guards forgotten, triggers, lostFires and closed (written from other
 	// goroutines).
 	mu sync.Mutex
 	// forgotten are tokens whose outcome was committed; the loop removes
 	// them from known at the start of a tick, before it reads the state.
 	forgotten []uint64
 	triggers  []*triggerReq
+	// lostFires are REDISPATCH fires for attempts whose remote worker was
+	// lost, for the next tick.
+	lostFires []*pb.Fire
 	closed    bool
 }
 

@@ -5,6 +5,7 @@
 package scheduler
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -47,6 +48,9 @@ type Config struct {
 	// Executor delivers attempts (dispatch.NewRouter over the http and
 	// exec executors). Required.
 	Executor dispatch.Executor
+	// Remote takes the attempts of jobs with a worker target (the node's
+	// worker service); nil fails them.
+	Remote Remote
 	// Workers bounds concurrent deliveries; 0 means DefaultWorkers.
 	Workers int
 	// Queue is how many attempts may wait for a worker inside the pool;
@@ -60,6 +64,15 @@ type Config struct {
 	NodeID string
 	// ApplyTimeout bounds one proposal or barrier; 0 means 10s.
 	ApplyTimeout time.Duration
+}
+
+// Remote hands attempts to remote workers. Submit never blocks; done is
+// called once with the attempt's outcome, from any goroutine. After an
+// outcome with Lost set, done may be called once more with the outcome the
+// lost worker reported late: it is committed for the FSM to judge (it is
+// superseded once the attempt was re-dispatched), and changes nothing else.
+type Remote interface {
+	Submit(ctx context.Context, a dispatch.Attempt, done func(dispatch.Attempt, dispatch.Outcome)) error
 }
 
 // ErrInvalidConfig: a required Config field is missing.
@@ -140,7 +153,7 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	s.metrics = newMetrics(func() float64 { return float64(s.InFlight()) })
 	s.pool = dispatch.NewPool(workers, queue, cfg.Executor, s.clock.Now)
-	s.disp = newDispatcher(s.pool, s.clock, s.log, s.metrics)
+	s.disp = newDispatcher(s.pool, cfg.Remote, s.clock, s.log, s.metrics)
 	return s, nil
 }
 

@@ -18,7 +18,12 @@ type Attempt struct {
 	ScheduledAt time.Time // the slot's nominal time
 	HTTP        *pb.HttpTarget
 	Exec        *pb.ExecTarget
+	Worker      *pb.WorkerTarget
 	Deadline    time.Duration // job-level max run duration, counted from the start of delivery; 0 = none
+	// WaitUntil: a worker attempt that no worker of its pool has taken by
+	// then fails with no_worker (the job's deadline, or the catch-up window
+	// of a scheduled slot).
+	WaitUntil time.Time
 }
 
 // IdempotencyKey is "<job>/<scheduled-at>": it names the slot, not the
@@ -47,6 +52,10 @@ type Outcome struct {
 	Output     []byte      // at most the first MaxOutput bytes of response body / combined stdout+stderr
 	StartedAt  time.Time
 	FinishedAt time.Time
+	// Lost: the attempt's worker missed its lease or its stream broke, so
+	// nobody knows what became of it; State is not set. The scheduler
+	// re-dispatches it (at_least_once) or gives it up (at_most_once).
+	Lost bool
 }
 
 // Executor delivers one attempt and reports its outcome. Cancelling ctx
