@@ -13,8 +13,9 @@ import (
 type RegisterOption func(*registration)
 
 type registration struct {
-	runs  pb.RunServiceServer
-	fence pb.FenceServiceServer
+	runs    pb.RunServiceServer
+	fence   pb.FenceServiceServer
+	workers pb.WorkerServiceServer
 }
 
 // WithRunService also serves RunService.
@@ -25,6 +26,11 @@ func WithRunService(runs pb.RunServiceServer) RegisterOption {
 // WithFenceService also serves FenceService.
 func WithFenceService(fence pb.FenceServiceServer) RegisterOption {
 	return func(r *registration) { r.fence = fence }
+}
+
+// WithWorkerService also serves WorkerService.
+func WithWorkerService(workers pb.WorkerServiceServer) RegisterOption {
+	return func(r *registration) { r.workers = workers }
 }
 
 // Register puts the services on s, together with the standard health
@@ -47,6 +53,10 @@ func Register(s *grpc.Server, jobs pb.JobServiceServer, cl pb.ClusterServiceServ
 	if r.fence != nil {
 		pb.RegisterFenceServiceServer(s, r.fence)
 		names = append(names, pb.FenceService_ServiceDesc.ServiceName)
+	}
+	if r.workers != nil {
+		pb.RegisterWorkerServiceServer(s, r.workers)
+		names = append(names, pb.WorkerService_ServiceDesc.ServiceName)
 	}
 	h := health.NewServer()
 	for _, name := range names {
