@@ -70,44 +70,66 @@ type Config struct {
 
 var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
 
-// ErrConfig: a Config breaks a rule; the message names the field.
+// ErrConfig: a Config breaks a rule (a *ConfigError says which).
 var ErrConfig = errors.New("worker: invalid config")
+
+// ConfigError lists every rule a Config breaks, by field.
+type ConfigError struct {
+	Problems []Problem
+}
+
+// Problem is one broken rule: Field is the Config field's name.
+type Problem struct {
+	Field, Rule string
+}
+
+func (e *ConfigError) Error() string {
+	parts := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		parts[i] = p.Field + ": " + p.Rule
+	}
+	return ErrConfig.Error() + ": " + strings.Join(parts, "; ")
+}
+
+func (e *ConfigError) Is(target error) bool { return target == ErrConfig }
 
 // check reports every broken rule at once, naming the fields, and fills
 // in the defaults.
 func (c *Config) check() error {
-	var problems []string
-	bad := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
+	var e ConfigError
+	bad := func(field, format string, a ...any) {
+		e.Problems = append(e.Problems, Problem{field, fmt.Sprintf(format, a...)})
+	}
 	if !idPattern.MatchString(c.ID) {
-		bad("ID: %q must match [a-z0-9][a-z0-9._-]{0,62}", c.ID)
+		bad("ID", "%q must match [a-z0-9][a-z0-9._-]{0,62}", c.ID)
 	}
 	if !idPattern.MatchString(c.Pool) {
-		bad("Pool: %q must match [a-z0-9][a-z0-9._-]{0,62}", c.Pool)
+		bad("Pool", "%q must match [a-z0-9][a-z0-9._-]{0,62}", c.Pool)
 	}
 	if len(c.Addrs) == 0 {
-		bad("Addrs: at least one host:port is required")
+		bad("Addrs", "at least one host:port is required")
 	}
 	for _, a := range c.Addrs {
 		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
-			bad("Addrs: %q is not host:port", a)
+			bad("Addrs", "%q is not host:port", a)
 		}
 	}
 	if c.Concurrency < 0 || c.Concurrency > maxConcurrency {
-		bad("Concurrency: must be between 1 and %d", maxConcurrency)
+		bad("Concurrency", "must be between 1 and %d", maxConcurrency)
 	}
 	for _, g := range c.ExecAllow {
 		if err := checkGlob(g); err != nil {
-			bad("ExecAllow: %v", err)
+			bad("ExecAllow", "%v", err)
 		}
 	}
 	if c.Token != "" && c.TLS == nil {
-		bad("Token: needs TLS (a bearer token must not cross the network in the clear)")
+		bad("Token", "needs TLS (a bearer token must not cross the network in the clear)")
 	}
 	if c.MinBackoff < 0 || c.MaxBackoff < 0 || (c.MaxBackoff > 0 && c.MinBackoff > c.MaxBackoff) {
-		bad("MinBackoff, MaxBackoff: must not be negative, and min at most max")
+		bad("MinBackoff", "backoffs must not be negative, and MinBackoff at most MaxBackoff")
 	}
-	if len(problems) > 0 {
-		return fmt.Errorf("%w: %s", ErrConfig, strings.Join(problems, "; "))
+	if len(e.Problems) > 0 {
+		return &e
 	}
 	if c.Concurrency == 0 {
 		c.Concurrency = DefaultConcurrency
@@ -146,10 +168,10 @@ func execUser(name string) (*proc.User, error) {
 	}
 	u, err := proc.LookupUser(name)
 	if err != nil {
-		return nil, fmt.Errorf("%w: ExecUser: %v", ErrConfig, err)
+		return nil, &ConfigError{[]Problem{{"ExecUser", err.Error()}}}
 	}
 	if euid := os.Geteuid(); euid != 0 && uint32(euid) != u.UID {
-		return nil, fmt.Errorf("%w: ExecUser: running commands as %s needs the worker to run as root", ErrConfig, name)
+		return nil, &ConfigError{[]Problem{{"ExecUser", "running commands as " + name + " needs the worker to run as root"}}}
 	}
 	return u, nil
 }

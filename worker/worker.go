@@ -78,11 +78,11 @@ func (w *Worker) Handle(name string, h HandlerFunc) error {
 	case w.started:
 		return ErrStarted
 	case !handlerPattern.MatchString(name):
-		return fmt.Errorf("%w: handler name %q must match [a-zA-Z0-9][a-zA-Z0-9._/-]{0,62}", ErrConfig, name)
+		return &ConfigError{[]Problem{{"handler", fmt.Sprintf("name %q must match [a-zA-Z0-9][a-zA-Z0-9._/-]{0,62}", name)}}}
 	case h == nil:
-		return fmt.Errorf("%w: handler %q is nil", ErrConfig, name)
+		return &ConfigError{[]Problem{{"handler", fmt.Sprintf("%q is nil", name)}}}
 	case w.handlers[name] != nil:
-		return fmt.Errorf("%w: handler %q is registered twice", ErrConfig, name)
+		return &ConfigError{[]Problem{{"handler", fmt.Sprintf("%q is registered twice", name)}}}
 	}
 	w.handlers[name] = h
 	return nil

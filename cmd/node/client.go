@@ -74,15 +74,22 @@ const clientWindow = 1 << 20
 
 // dial creates a client connection; gRPC connects lazily on the first call.
 func (o *clientOptions) dial() (*grpc.ClientConn, error) {
-	conn, err := grpc.NewClient(o.addr,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithUnaryInterceptor(retryNotLeader),
-		grpc.WithStaticStreamWindowSize(clientWindow),
-		grpc.WithStaticConnWindowSize(clientWindow))
+	conn, err := grpc.NewClient(o.addr, o.dialOptions()...)
 	if err != nil {
 		return nil, fmt.Errorf("--addr %q: %w", o.addr, err)
 	}
 	return conn, nil
+}
+
+// dialOptions are how every client command, and the worker, connects to
+// a node.
+func (o *clientOptions) dialOptions() []grpc.DialOption {
+	return []grpc.DialOption{
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithUnaryInterceptor(retryNotLeader),
+		grpc.WithStaticStreamWindowSize(clientWindow),
+		grpc.WithStaticConnWindowSize(clientWindow),
+	}
 }
 
 // callContext bounds one call by --timeout.

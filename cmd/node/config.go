@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/raftcron/raftcron/cluster"
+	"github.com/raftcron/raftcron/scheduler/remote"
 )
 
 // envPrefix prefixes the environment variable of every flag:
@@ -41,6 +42,7 @@ const (
 	flagLogLevel      = "log-level"
 	flagLogFormat     = "log-format"
 	flagMemoryLimit   = "memory-limit"
+	flagWorkerLease   = "worker-lease"
 )
 
 // serveConfig is the validated configuration of one node.
@@ -60,6 +62,9 @@ type serveConfig struct {
 	LogFormat string
 
 	MemoryLimit memoryLimit
+
+	// WorkerLease: a remote worker silent this long loses its attempts.
+	WorkerLease time.Duration
 }
 
 // addServeFlags declares the flags of serve. A Raft timing left at 0 takes
@@ -77,6 +82,8 @@ func addServeFlags(fs *pflag.FlagSet) {
 	fs.Duration(flagRaftLease, 0, "Raft leader lease timeout (0: half of --raft-heartbeat, at most 500ms; at most --raft-heartbeat)")
 	fs.String(flagLogLevel, "info", "debug, info, warn or error")
 	fs.String(flagLogFormat, "text", "text or json")
+	fs.Duration(flagWorkerLease, remote.DefaultLease, "a remote worker that sends nothing for this long (or whose stream breaks) loses its attempts: "+
+		"re-dispatched (at_least_once) or recorded unknown (at_most_once)")
 	fs.String(flagMemoryLimit, memoryLimitAuto, "Go soft memory limit: a size (1800MiB, 2GiB), off, or auto: "+
 		"GOMEMLIMIT if set, else 90% of the cgroup's memory limit or of the machine's memory")
 }
@@ -135,6 +142,10 @@ func loadConfigFile(k *koanf.Koanf, fs *pflag.FlagSet, path string) error {
 	return k.Merge(fk)
 }
 
+// minWorkerLease keeps a worker's heartbeats (a third of the lease) well
+// apart from the network's jitter.
+const minWorkerLease = 100 * time.Millisecond
+
 var nodeIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
 
 func parseServeConfig(k *koanf.Koanf) (serveConfig, error) {
@@ -185,6 +196,11 @@ func parseServeConfig(k *koanf.Koanf) (serveConfig, error) {
 	}
 	cfg.MemoryLimit, err = parseMemoryLimit(stringValue(k, flagMemoryLimit))
 	check(err)
+	cfg.WorkerLease, err = durationValue(k, flagWorkerLease)
+	check(err)
+	if err == nil && cfg.WorkerLease < minWorkerLease {
+		check(fmt.Errorf("--%s: must be at least %s, got %s", flagWorkerLease, minWorkerLease, cfg.WorkerLease))
+	}
 	if len(errs) > 0 {
 		return serveConfig{}, joinOneLine(errs)
 	}

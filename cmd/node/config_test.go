@@ -80,7 +80,8 @@ func TestServeConfigDefaultsWhenNothingSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.Addr != "127.0.0.1:7001" || cfg.HTTPAddr != "127.0.0.1:8001" || cfg.RaftHeartbeat != 0 ||
-		cfg.RaftElection != 0 || cfg.RaftLease != 0 || cfg.LogFormat != "text" || cfg.LogLevel.String() != "INFO" {
+		cfg.RaftElection != 0 || cfg.RaftLease != 0 || cfg.LogFormat != "text" || cfg.LogLevel.String() != "INFO" ||
+		cfg.WorkerLease != 10*time.Second {
 		t.Fatalf("defaults: %+v", cfg)
 	}
 }
@@ -141,6 +142,7 @@ func TestServeConfigRejectsBadValues(t *testing.T) {
 		{name: "env duration typo", env: map[string]string{"RAFTCRON_RAFT_ELECTION": "1 second"}, args: minimal, want: "--raft-election:"},
 		{name: "log level", args: append(minimal, "--log-level", "loud"), want: "--log-level:"},
 		{name: "log format", args: append(minimal, "--log-format", "xml"), want: "--log-format:"},
+		{name: "worker lease too short", args: append(minimal, "--worker-lease", "10ms"), want: "--worker-lease: must be at least 100ms"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

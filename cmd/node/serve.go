@@ -25,6 +25,7 @@ import (
 	"github.com/raftcron/raftcron/ops"
 	"github.com/raftcron/raftcron/scheduler"
 	"github.com/raftcron/raftcron/scheduler/dispatch"
+	"github.com/raftcron/raftcron/scheduler/remote"
 )
 
 // Bounds of the graceful stop; a stuck step must not keep the process alive.
@@ -89,8 +90,10 @@ type server struct {
 	mux   *cluster.Mux
 	node  *cluster.Node
 	sched *scheduler.Scheduler
-	grpc  *grpc.Server
-	ops   *ops.Server
+	// workers holds the remote workers' streams while this node leads.
+	workers *remote.Hub
+	grpc    *grpc.Server
+	ops     *ops.Server
 	// health is the gRPC health service; draining turns it NOT_SERVING.
 	health *health.Server
 	// hub feeds WatchRuns; closing it ends the watches before draining.
@@ -210,23 +213,31 @@ func start(cfg serveConfig, log *slog.Logger, mux *cluster.Mux) (*server, error)
 	if err != nil {
 		return nil, err
 	}
+	workers, err := remote.New(remote.Config{Lease: cfg.WorkerLease, Leading: node.IsLeader, Logger: log})
+	if err != nil {
+		shutdownNode(log, node)
+		return nil, err
+	}
 	sched, err := scheduler.New(scheduler.Config{
 		State:    state,
 		Proposer: scheduler.NewNodeProposer(node),
 		Executor: dispatch.NewRouter(dispatch.NewHTTPExecutor(nil), dispatch.NewExecExecutor()),
+		Remote:   workers,
 		Logger:   log,
 		NodeID:   cfg.ID,
 	})
 	if err != nil {
+		workers.Close()
 		shutdownNode(log, node)
 		return nil, err
 	}
 	hub := api.NewRunHub()
 	state.SetObserver(observers{sched, hub})
 	relay.attach(sched)
-	opsServer, err := ops.New(node, state, version, sched.Collectors()...)
+	opsServer, err := ops.New(node, state, version, append(sched.Collectors(), workers.Collectors()...)...)
 	if err != nil {
 		sched.Stop()
+		workers.Close()
 		shutdownNode(log, node)
 		return nil, fmt.Errorf("ops port: %w", err)
 	}
@@ -237,18 +248,20 @@ func start(cfg serveConfig, log *slog.Logger, mux *cluster.Mux) (*server, error)
 	})
 	healthServer := api.Register(gs, jobs, api.NewClusterService(node, state),
 		api.WithRunService(api.NewRunService(node, state, hub)),
-		api.WithFenceService(api.NewFenceService(node, state)))
+		api.WithFenceService(api.NewFenceService(node, state)),
+		api.WithWorkerService(api.NewWorkerService(workers, node)))
 	cluster.RegisterInternal(gs, node)
 	return &server{
-		log:    log,
-		mux:    mux,
-		node:   node,
-		sched:  sched,
-		grpc:   gs,
-		ops:    opsServer,
-		health: healthServer,
-		hub:    hub,
-		http:   &http.Server{Handler: opsServer.Handler(), ReadHeaderTimeout: 10 * time.Second},
+		log:     log,
+		mux:     mux,
+		node:    node,
+		sched:   sched,
+		workers: workers,
+		grpc:    gs,
+		ops:     opsServer,
+		health:  healthServer,
+		hub:     hub,
+		http:    &http.Server{Handler: opsServer.Handler(), ReadHeaderTimeout: 10 * time.Second},
 	}, nil
 }
 
@@ -267,7 +280,8 @@ func (s *server) stop() {
 			s.log.Info("leadership transferred", "to", to.GetId(), "address", to.GetAddress())
 		}
 	}
-	s.sched.Stop() // cancels in-flight dispatches; fencing covers the rest
+	s.sched.Stop()    // cancels in-flight dispatches; fencing covers the rest
+	s.workers.Close() // ends the workers' streams, which would hold up the drain
 	s.hub.Close()
 	drainGRPC(s.grpc, drainTimeout)
 	shutdownNode(s.log, s.node)
