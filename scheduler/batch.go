@@ -75,15 +75,15 @@ type fireBatch struct {
 
 func (c *fireBatch) size() int { return len(c.fires) + len(c.misses) }
 
-// lostFires are the batch's re-dispatches of lost attempts.
-func (c *fireBatch) lostFires() []*pb.Fire {
-	var out []*pb.Fire
+// onlyLost reports whether the batch holds nothing but re-dispatches of
+// lost attempts (which planning never proposes again).
+func (c *fireBatch) onlyLost() bool {
 	for _, f := range c.fires {
-		if f.GetLostToken() != 0 {
-			out = append(out, f)
+		if f.GetLostToken() == 0 {
+			return false
 		}
 	}
-	return out
+	return len(c.misses) == 0
 }
 
 func (c *fireBatch) failTriggers(err error) {

@@ -177,44 +177,6 @@ func (l *leader) afterCompletions(batch []pendingCompletion, results []*pb.Compl
 	l.unsettled.Add(-int64(len(batch)))
 }
 
-// lost takes an attempt whose remote worker was lost: the next tick
-// re-dispatches it by its token (the FSM gives an at_most_once run up
-// instead). Its token stays known until then, so that planning never
-// adopts it. Once the term is over the next leader reconciles it.
-func (l *leader) lost(t *task) {
-	if l.ctx.Err() != nil {
-		return
-	}
-	f := &pb.Fire{
-		Job:       t.a.Job,
-		SlotUnix:  t.a.ScheduledAt.Unix(),
-		Kind:      pb.FireKind_FIRE_KIND_REDISPATCH,
-		RunId:     t.a.RunID,
-		LostToken: t.a.Token,
-	}
-	l.requeueLost([]*pb.Fire{f})
-}
-
-// requeueLost queues lost attempts' fires for the next tick.
-func (l *leader) requeueLost(fires []*pb.Fire) {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		return
-	}
-	l.lostFires = append(l.lostFires, fires...)
-	l.mu.Unlock()
-	l.s.wakeLoop()
-}
-
-func (l *leader) takeLost() []*pb.Fire {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	f := l.lostFires
-	l.lostFires = nil
-	return f
-}
-
 // completed takes an attempt's outcome from the dispatcher, on a pool
 // worker. Once the term is over the outcome is dropped: an attempt cut
 // short by the leadership loss must stay open for the next leader, which

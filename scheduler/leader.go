@@ -62,8 +62,8 @@ type leader struct {
 	forgotten []uint64
 	triggers  []*triggerReq
 	// lostFires are REDISPATCH fires for attempts whose remote worker was
-	// lost, for the next tick.
-	lostFires []*pb.Fire
+	// lost, for the next tick after their notBefore.
+	lostFires []lostFire
 	closed    bool
 }
 

@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/raftcron/raftcron/internal/failpoint"
-
-	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
 // tick plans every job that changed or is due, and the pending triggers,
@@ -33,13 +31,13 @@ func (l *leader) tick(now time.Time) (worked, ok bool) {
 	}
 
 	p := &pipeline{l: l, now: now}
+	p.propose(l.planLost(now)) // in entries of their own: see lost.go
 	pl, n := newPlanned(), 0
 	if len(l.extra) > 0 {
 		g := pl.group("", nil)
 		g.fires, l.extra = l.extra, nil
 		n += len(g.fires)
 	}
-	n += l.planLost(pl)
 	var last []string
 	for _, name := range names {
 		if triggered[name] {
@@ -138,6 +136,10 @@ func (p *pipeline) finish() (worked, ok bool) {
 func (p *pipeline) settle(pc *pendingBatch, r batchResult) {
 	p.accepted++
 	l, c := p.l, pc.c
+	if r.err != nil && c.onlyLost() {
+		l.lostNotCommitted(p.now, c, r.err)
+		return
+	}
 	if r.err != nil {
 		p.failed = true
 		if l.ctx.Err() == nil {
@@ -145,26 +147,7 @@ func (p *pipeline) settle(pc *pendingBatch, r batchResult) {
 				"error", r.err, "fires", len(c.fires), "misses", len(c.misses))
 		}
 		c.failTriggers(r.err)
-		l.requeueLost(c.lostFires()) // planning never proposes them again
 		return
 	}
 	l.accept(p.now, c, r.res)
-}
-
-// planLost files the re-dispatches of lost attempts, each in its job's
-// group ahead of the job's own plan: the lost attempt is resolved before
-// any newer slot of the job fires. A job deleted meanwhile gets no job;
-// the FSM then closes the run.
-func (l *leader) planLost(pl *planned) int {
-	fires := l.takeLost()
-	for _, f := range fires {
-		var job *pb.Job
-		if sj, err := l.s.state.StoredJob(f.GetJob()); err == nil {
-			job = sj.Job
-			f.Generation = job.GetGeneration()
-		}
-		g := pl.group(f.GetJob(), job)
-		g.fires = append(g.fires, f)
-	}
-	return len(fires)
 }

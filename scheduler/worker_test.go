@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -173,5 +174,48 @@ func TestWorkerWaitIsCatchupWindowOrDeadline(t *testing.T) {
 		if got := workerWait(s, tc.kind, slot, now); !got.Equal(tc.want) {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
 		}
+	}
+}
+
+// While a lost attempt's re-dispatch cannot commit (a voter is down and
+// its command version unknown), it waits and is tried again; the fires of
+// every other job go on meanwhile.
+func TestLostReDispatchThatCannotCommitHoldsUpNothingElse(t *testing.T) {
+	r := &fakeRemote{}
+	h := newHarness(t, withRemote(r))
+	h.putJob(workerJob("render"))
+	h.putJob(spec("ping", "@every 1s"))
+	h.lead()
+	h.waiting = 1
+	h.clock.Advance(10 * time.Second)
+	h.settle()
+	first := r.attempts()[0]
+	before := len(h.exec.startedOf("ping"))
+
+	var refused atomic.Int64
+	h.prop.setHook(func(cmd *pb.Command) (error, bool) {
+		for _, f := range cmd.GetFireBatch().GetFires() {
+			if f.GetLostToken() != 0 {
+				refused.Add(1)
+				return errInjected, false
+			}
+		}
+		return nil, false
+	})
+	first.done(first.a, dispatch.Outcome{Lost: true, Detail: "worker w1 missed its lease"})
+	h.waitFor("the re-dispatch to be refused", func() bool { return refused.Load() > 0 })
+	h.waiting = 0
+	h.step(3 * time.Second)
+	if got := len(h.exec.startedOf("ping")) - before; got != 3 {
+		t.Fatalf("ping ran %d times in 3 s while the re-dispatch was refused, want 3", got)
+	}
+	if len(r.attempts()) != 1 || refused.Load() < 2 {
+		t.Fatalf("%d worker attempts, %d refusals: want the re-dispatch tried again, not sent", len(r.attempts()), refused.Load())
+	}
+	h.prop.setHook(nil)
+	h.waiting = 1
+	h.step(time.Second)
+	if got := r.attempts(); len(got) != 2 || got[1].a.RunID != first.a.RunID || got[1].a.Token <= first.a.Token {
+		t.Fatalf("worker attempts %v, want the re-dispatch once it commits", got)
 	}
 }

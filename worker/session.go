@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -252,5 +253,5 @@ func (l logger) debug(msg string, args ...any) { l.Debug(msg, args...) }
 func (l logger) logAttempt(a *pb.WorkerAttempt, o *pb.WorkerOutcome) {
 	l.Info("run attempt finished", "job", a.GetJob(), "run_id", a.GetRunId(), "token", a.GetToken(),
 		"attempt", a.GetAttempt(), "scheduled_at", time.Unix(a.GetSlotUnix(), 0).UTC().Format(time.RFC3339),
-		"outcome", o.GetState().String(), "detail", o.GetDetail())
+		"outcome", strings.ToLower(strings.TrimPrefix(o.GetState().String(), "RUN_STATE_")), "detail", o.GetDetail())
 }

@@ -32,6 +32,7 @@ var (
 	errShuttingDown = status.Error(codes.Unavailable, "the node is shutting down: connect to the leader")
 	errReplaced     = status.Error(codes.Unavailable, "replaced by a newer connection of the same worker ID")
 	errNoAck        = status.Error(codes.Unavailable, "an offer was not acknowledged within the lease")
+	errStreamBroke  = errors.New("its stream broke (the worker stopped, or the network failed)")
 )
 
 // leaseError ends the stream of a worker that went silent.
@@ -145,8 +146,11 @@ func (h *Hub) Serve(stream pb.WorkerService_ConnectServer) error {
 	go h.receive(ctx, c, stream, cancel)
 	<-ctx.Done()
 	cause := context.Cause(ctx)
+	if stream.Context().Err() != nil {
+		cause = errStreamBroke
+	}
 	h.drop(c, cause)
-	if errors.Is(cause, io.EOF) || (errors.Is(cause, context.Canceled) && stream.Context().Err() != nil) {
+	if errors.Is(cause, io.EOF) || cause == errStreamBroke {
 		return nil // the worker went away
 	}
 	return cause
