@@ -30,7 +30,6 @@ const (
 var (
 	errNotLeading   = status.Error(codes.Unavailable, "this node no longer leads: connect to the leader")
 	errShuttingDown = status.Error(codes.Unavailable, "the node is shutting down: connect to the leader")
-	errReplaced     = status.Error(codes.Unavailable, "replaced by a newer connection of the same worker ID")
 	errNoAck        = status.Error(codes.Unavailable, "an offer was not acknowledged within the lease")
 	errStreamBroke  = errors.New("its stream broke (the worker stopped, or the network failed)")
 )
@@ -131,12 +130,14 @@ func (h *Hub) Serve(stream pb.WorkerService_ConnectServer) error {
 	ctx, cancel := context.WithCancelCause(stream.Context())
 	defer cancel(nil)
 	c := newConn(hello, cancel)
+	if err := h.register(c); err != nil {
+		return err
+	}
+	// Offers wait in the outbox until the send loop starts, after this.
 	if err := stream.Send(&pb.ConnectResponse{Msg: &pb.ConnectResponse_Welcome{Welcome: &pb.WorkerWelcome{
 		Lease: durationpb.New(h.lease),
 	}}}); err != nil {
-		return err
-	}
-	if err := h.register(c); err != nil {
+		h.drop(c, err)
 		return err
 	}
 	// Neither goroutine is waited for: a Send blocked on a worker that
@@ -218,19 +219,23 @@ func joinProblems(p []string) string {
 	return out
 }
 
-// register adds c, replacing an earlier connection of the same worker.
+// register adds c. A second connection under a live worker's ID is
+// refused rather than let in: two workers configured with one ID would
+// otherwise take turns dropping each other, losing attempts every time. A
+// restarted worker whose old stream still looks alive gets in once that
+// stream breaks or misses its lease.
 func (h *Hub) register(c *conn) error {
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	if h.closed {
-		h.mu.Unlock()
 		return errShuttingDown
 	}
-	old := h.conns[c.id]
-	h.conns[c.id] = c
-	h.mu.Unlock()
-	if old != nil {
-		h.drop(old, errReplaced)
+	if old := h.conns[c.id]; old != nil {
+		return status.Errorf(codes.AlreadyExists,
+			"worker %s is already connected (worker IDs must be unique; a restarted worker gets in once its old stream is gone, within the lease of %s)",
+			c.id, h.lease)
 	}
+	h.conns[c.id] = c
 	h.metrics.connected.WithLabelValues(c.pool).Inc()
 	h.log.Info("worker connected", "worker", c.id, "pool", c.pool, "concurrency", c.concurrency,
 		"tags", c.tags, "handlers", len(c.handlers), "commands", c.commands)

@@ -200,12 +200,29 @@ func TestWorkersAreDroppedWhenTheNodeStopsLeading(t *testing.T) {
 	}
 }
 
-func TestSecondConnectionOfAWorkerReplacesTheFirst(t *testing.T) {
+// Two workers started with one ID would take turns dropping each other:
+// the second is refused while the first is connected, and gets in once
+// the first is gone.
+func TestSecondConnectionOfALiveWorkerIsRefused(t *testing.T) {
 	f := newFixture(t, 10*time.Second)
 	first := f.connect(hello("w1", "batch", 2))
-	second := f.connect(hello("w1", "batch", 2))
-	if err := first.end(); !strings.Contains(err.Error(), "replaced") {
-		t.Fatalf("first stream ended with %v, want replaced", err)
+	if _, err := f.dial(hello("w1", "batch", 2)); status.Code(err) != codes.AlreadyExists ||
+		!strings.Contains(err.Error(), "worker w1 is already connected") {
+		t.Fatalf("second connection: %v, want AlreadyExists", err)
+	}
+	first.cancel()
+	var second *rawWorker
+	deadline := time.Now().Add(10 * time.Second)
+	for second == nil {
+		w, err := f.dial(hello("w1", "batch", 2))
+		switch {
+		case err == nil:
+			second = w
+		case time.Now().After(deadline):
+			t.Fatalf("reconnection after the first stream ended: %v", err)
+		default:
+			time.Sleep(10 * time.Millisecond) // the hub sees the broken stream a moment later
+		}
 	}
 	a := attemptIn("batch")
 	f.submit(context.Background(), a)

@@ -140,7 +140,8 @@ func (*ConnectRequest_Outcomes) isConnectRequest_Msg() {}
 
 type WorkerHello struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// [a-z0-9][a-z0-9._-]{0,62}; a second connection with the same ID replaces the first.
+	// [a-z0-9][a-z0-9._-]{0,62}; a second connection with the ID of a connected
+	// worker is refused (AlreadyExists).
 	Id   string            `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	Pool string            `protobuf:"bytes,2,opt,name=pool,proto3" json:"pool,omitempty"`
 	Tags map[string]string `protobuf:"bytes,3,rep,name=tags,proto3" json:"tags,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
