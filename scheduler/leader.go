@@ -33,6 +33,9 @@ type leader struct {
 	// that is not in it was committed without this node knowing (an
 	// Apply error after all), and is adopted.
 	known map[uint64]struct{}
+	// resolving holds the tokens of lost attempts whose re-dispatch was
+	// planned and is not decided yet: their jobs' new slots wait.
+	resolving map[uint64]struct{}
 	// cool holds jobs whose last fires were refused without effect, and
 	// until when their planning rests, so a disagreement with the FSM
 	// never becomes a hot loop.
@@ -70,14 +73,15 @@ type leader struct {
 func newLeader(s *Scheduler) *leader {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	return &leader{
-		s:      s,
-		ctx:    ctx,
-		cancel: cancel,
-		done:   make(chan struct{}),
-		known:  make(map[uint64]struct{}),
-		cool:   make(map[string]time.Time),
-		fresh:  make(map[string]freshPlan),
-		comp:   newCompleter(),
+		s:         s,
+		ctx:       ctx,
+		cancel:    cancel,
+		done:      make(chan struct{}),
+		known:     make(map[uint64]struct{}),
+		resolving: make(map[uint64]struct{}),
+		cool:      make(map[string]time.Time),
+		fresh:     make(map[string]freshPlan),
+		comp:      newCompleter(),
 	}
 }
 

@@ -114,6 +114,7 @@ func (l *leader) planOne(name string, now time.Time, pl *planned) int {
 		term:   l.term,
 		self:   l.s.self,
 		known:  l.isKnown,
+		lost:   l.isResolving,
 	})
 	if p.busy() {
 		g := pl.group(name, job)
@@ -204,6 +205,7 @@ func (l *leader) accept(now time.Time, c *fireBatch, res *pb.CommandResult) {
 		// A lost attempt is resolved either way: re-dispatched, given up,
 		// or already finished by its outcome.
 		delete(l.known, f.GetLostToken())
+		delete(l.resolving, f.GetLostToken())
 		if r.GetAccepted() {
 			if !failpoint.On(failpoint.DispatchBeforeCommit) {
 				l.dispatchAccepted(job, f, r)

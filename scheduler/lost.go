@@ -81,8 +81,14 @@ func (l *leader) planLost(now time.Time) *planned {
 		}
 		g := pl.group(f.GetJob(), job)
 		g.fires = append(g.fires, f)
+		l.resolving[f.GetLostToken()] = struct{}{}
 	}
 	return pl
+}
+
+func (l *leader) isResolving(token uint64) bool {
+	_, ok := l.resolving[token]
+	return ok
 }
 
 // lostNotCommitted queues the re-dispatches of a batch that failed to

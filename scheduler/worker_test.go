@@ -179,11 +179,14 @@ func TestWorkerWaitIsCatchupWindowOrDeadline(t *testing.T) {
 
 // While a lost attempt's re-dispatch cannot commit (a voter is down and
 // its command version unknown), it waits and is tried again; the fires of
-// every other job go on meanwhile.
+// every other job go on meanwhile, and those of its own job wait for it,
+// even when its runs may overlap.
 func TestLostReDispatchThatCannotCommitHoldsUpNothingElse(t *testing.T) {
 	r := &fakeRemote{}
 	h := newHarness(t, withRemote(r))
-	h.putJob(workerJob("render"))
+	render := workerJob("render")
+	render.Overlap = pb.Overlap_OVERLAP_ALLOW
+	h.putJob(render)
 	h.putJob(spec("ping", "@every 1s"))
 	h.lead()
 	h.waiting = 1
@@ -205,17 +208,23 @@ func TestLostReDispatchThatCannotCommitHoldsUpNothingElse(t *testing.T) {
 	first.done(first.a, dispatch.Outcome{Lost: true, Detail: "worker w1 missed its lease"})
 	h.waitFor("the re-dispatch to be refused", func() bool { return refused.Load() > 0 })
 	h.waiting = 0
-	h.step(3 * time.Second)
-	if got := len(h.exec.startedOf("ping")) - before; got != 3 {
-		t.Fatalf("ping ran %d times in 3 s while the re-dispatch was refused, want 3", got)
+	h.step(12 * time.Second) // render's next slot comes due meanwhile
+	if got := len(h.exec.startedOf("ping")) - before; got != 12 {
+		t.Fatalf("ping ran %d times in 12 s while the re-dispatch was refused, want 12", got)
 	}
 	if len(r.attempts()) != 1 || refused.Load() < 2 {
-		t.Fatalf("%d worker attempts, %d refusals: want the re-dispatch tried again, not sent", len(r.attempts()), refused.Load())
+		t.Fatalf("%d worker attempts, %d refusals: want the re-dispatch tried again, and render's new slot held", len(r.attempts()), refused.Load())
 	}
 	h.prop.setHook(nil)
 	h.waiting = 1
 	h.step(time.Second)
-	if got := r.attempts(); len(got) != 2 || got[1].a.RunID != first.a.RunID || got[1].a.Token <= first.a.Token {
-		t.Fatalf("worker attempts %v, want the re-dispatch once it commits", got)
+	got := r.attempts()
+	if len(got) != 2 || got[1].a.RunID != first.a.RunID || got[1].a.Token <= first.a.Token {
+		t.Fatalf("worker attempts %v, want the re-dispatch, and the held slot still waiting for its outcome", got)
+	}
+	got[1].done(got[1].a, succeeded(h))
+	h.waitFor("the held slot", func() bool { return len(r.attempts()) == 3 })
+	if held := r.attempts()[2].a; held.ScheduledAt.Unix() != first.a.ScheduledAt.Unix()+10 {
+		t.Fatalf("after the re-dispatch: %+v, want the slot that came due meanwhile", held)
 	}
 }
