@@ -69,6 +69,7 @@ type cluster struct {
 	nodes []*node
 	ids   []string
 	polls *poller
+	args  []string // more serve flags
 
 	// mu guards events.
 	mu     sync.Mutex
@@ -81,13 +82,15 @@ type clusterOptions struct {
 	bin   string
 	// env returns extra environment for node i (failpoints), or nil.
 	env func(i int, dir string) []string
+	// args are more flags of every node's serve.
+	args []string
 }
 
 // newCluster starts opts.nodes nodes bootstrapped together and waits until
 // all are ready. Cleanup kills them and deletes the network.
 func newCluster(t testing.TB, dir string, nw network, opts clusterOptions) *cluster {
 	t.Helper()
-	c := &cluster{t: t, dir: dir, net: nw, bin: opts.bin}
+	c := &cluster{t: t, dir: dir, net: nw, bin: opts.bin, args: opts.args}
 	for i := range opts.nodes {
 		c.ids = append(c.ids, fmt.Sprintf("n%d", i+1))
 	}
@@ -125,7 +128,7 @@ func (c *cluster) start(n *node, membership ...string) {
 	c.t.Helper()
 	args := append([]string{"serve", "--id", n.ID, "--data-dir", n.DataDir,
 		"--addr", c.net.Addr(n.idx), "--http-addr", c.net.HTTPAddr(n.idx)}, membership...)
-	args = append(args, raftFlags...)
+	args = append(append(args, raftFlags...), c.args...)
 	logFile, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		c.t.Fatal(err)
