@@ -38,7 +38,7 @@ func (n *Node) Apply(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, e
 		// Leadership moved before Raft took the entry: nothing was written,
 		// so one forward is safe.
 	}
-	return n.forwardApply(ctx, data)
+	return n.forwardApply(ctx, cmd, data)
 }
 
 // applyLocal proposes data, the marshalled cmd, on this node, which must be
@@ -74,9 +74,12 @@ func (n *Node) applyLocal(ctx context.Context, cmd *pb.Command, data []byte) (*p
 	}
 }
 
-func (n *Node) forwardApply(ctx context.Context, data []byte) (*pb.CommandResult, error) {
+func (n *Node) forwardApply(ctx context.Context, cmd *pb.Command, data []byte) (*pb.CommandResult, error) {
 	c, leader, err := n.leaderClient()
 	if err != nil {
+		return nil, err
+	}
+	if err := n.leaderApplies(ctx, cmd, leader); err != nil {
 		return nil, err
 	}
 	resp, err := c.Apply(ctx, &pb.ApplyRequest{Command: data})

@@ -175,3 +175,35 @@ func TestVoterVersionOfOlderReleaseAndOfStrangers(t *testing.T) {
 		t.Errorf("the leader itself: version %d, want its own 2", got)
 	}
 }
+
+// A leader of an older release cannot see that a command needs a newer
+// version when the newness is a field of a kind it knows: it would take
+// the command for the older one. A follower that knows better does not
+// forward it to such a leader.
+func TestFollowerDoesNotForwardToALeaderThatCannotApply(t *testing.T) {
+	tc := newCluster(t, 3, func(c *Config) {
+		if c.ID == "n1" { // the older release: it knows no command of version 2
+			c.CommandVersion = 1
+			c.VersionOf = func(*pb.Command) uint32 { return 1 }
+			return
+		}
+		c.CommandVersion = 2
+		c.VersionOf = v2Puts
+	})
+	leader := tc.waitLeader(10 * time.Second)
+	if leader.id != "n1" {
+		ctx := ctxTimeout(t, 10*time.Second)
+		if _, err := leader.node.TransferLeadership(ctx, "n1"); err != nil {
+			t.Fatalf("transfer to n1: %v", err)
+		}
+		waitFor(t, 10*time.Second, "n1 to lead", func() bool { return tc.byID("n1").node.IsLeader() })
+	}
+	_, err := applyRetrying(t, tc.byID("n2").node, putCmd("v2-field", "@daily"))
+	if !errors.Is(err, ErrUnsupportedCommand) || !strings.Contains(err.Error(), "upgrade the leader n1 (applies version 1)") {
+		t.Fatalf("v2 command through a follower to an older leader: %v, want ErrUnsupportedCommand naming the leader", err)
+	}
+	readBarrier(t, tc.byID("n2").node)
+	if _, ok := tc.byID("n2").fsm.get("v2-field"); ok {
+		t.Fatal("the older leader committed a command it could not apply as its peers do")
+	}
+}
