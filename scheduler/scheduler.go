@@ -165,6 +165,14 @@ func (s *Scheduler) Collectors() []prometheus.Collector { return s.metrics.colle
 // finished: waiting for their job's earlier attempt, queued, or executing.
 func (s *Scheduler) InFlight() int { return s.disp.inFlight() }
 
+// CancelRun stops what this node runs of a run, whatever its target
+// (a webhook, a process, an attempt on a remote worker), after a cancel of
+// the run was committed; cause is its outcome's detail. It reports whether
+// an attempt of the run was in flight here.
+func (s *Scheduler) CancelRun(job, runID string, cause error) bool {
+	return s.disp.cancelRun(job, runID, cause)
+}
+
 // Stop ends the loop, cancels every in-flight attempt and waits until each
 // has stopped. The scheduler cannot be started again.
 func (s *Scheduler) Stop() {

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -226,5 +227,33 @@ func TestLostReDispatchThatCannotCommitHoldsUpNothingElse(t *testing.T) {
 	h.waitFor("the held slot", func() bool { return len(r.attempts()) == 3 })
 	if held := r.attempts()[2].a; held.ScheduledAt.Unix() != first.a.ScheduledAt.Unix()+10 {
 		t.Fatalf("after the re-dispatch: %+v, want the slot that came due meanwhile", held)
+	}
+}
+
+// A committed run cancel reaches an attempt on a remote worker through the
+// attempt's context, which the worker service turns into a cancel sent to
+// the worker.
+func TestCancelRunCancelsTheWorkerAttempt(t *testing.T) {
+	r := &fakeRemote{}
+	h := newHarness(t, withRemote(r))
+	h.putJob(workerJob("render"))
+	h.lead()
+	h.waiting = 1
+	h.clock.Advance(10 * time.Second)
+	h.settle()
+	got := r.attempts()[0]
+	if h.s.CancelRun("render", "render-other", errors.New("x")) {
+		t.Fatal("CancelRun of a run not in flight reported one")
+	}
+	if !h.s.CancelRun("render", got.a.RunID, errors.New("run cancelled by alice")) {
+		t.Fatal("CancelRun did not find the run in flight")
+	}
+	select {
+	case <-got.ctx.Done():
+		if cause := context.Cause(got.ctx); cause == nil || cause.Error() != "run cancelled by alice" {
+			t.Fatalf("the attempt's context ended with %v", cause)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the worker attempt's context was not cancelled")
 	}
 }
