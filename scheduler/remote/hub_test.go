@@ -20,14 +20,23 @@ const testLease = 300 * time.Millisecond
 // worker's name and the leader's clock.
 func TestOffersTravelInBatches(t *testing.T) {
 	f := newFixture(t, 10*time.Second)
-	w := f.connect(hello("w1", "batch", 5000))
 	const n = 2500
 	before := time.Now()
+	// Waiting when the worker connects: one pump, messages of 1,000.
 	for range n {
 		f.submit(context.Background(), attemptIn("batch"))
 	}
+	w := f.connect(hello("w1", "batch", 2*n))
 	got, msgs := w.offers(n)
-	if msgs > 10 {
+	if msgs != 3 {
+		t.Fatalf("%d waiting attempts came in %d messages, want 3 of at most 1,000", n, msgs)
+	}
+	// Submitted while it is connected: the pump takes what gathered since
+	// its last round, however the two interleave.
+	for range n {
+		f.submit(context.Background(), attemptIn("batch"))
+	}
+	if _, msgs := w.offers(n); msgs > n/10 {
 		t.Fatalf("%d attempts came in %d messages, want them batched", n, msgs)
 	}
 	a := got[0]
