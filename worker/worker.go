@@ -138,10 +138,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	return nil
 }
 
-// fatal errors are answers that a reconnection would only get again.
+// fatal errors are answers that a reconnection would only get again. A
+// node without the worker service (Unimplemented: a release from before
+// it, during an upgrade) is not one: another node, or the same one
+// upgraded, will have it.
 func fatal(err error) bool {
 	switch status.Code(err) {
-	case codes.InvalidArgument, codes.Unauthenticated, codes.PermissionDenied, codes.Unimplemented:
+	case codes.InvalidArgument, codes.Unauthenticated, codes.PermissionDenied:
 		return true
 	}
 	return false
