@@ -290,3 +290,22 @@ func TestConfigIsChecked(t *testing.T) {
 		t.Errorf("Handle with a bad name: %v", err)
 	}
 }
+
+// What the leader refuses outright ends Run with the reason, rather than
+// reconnecting forever.
+func TestRefusedHelloEndsRun(t *testing.T) {
+	n := newNode(t, 10*time.Second)
+	tags := map[string]string{}
+	for i := range 65 {
+		tags["t"+strconv.Itoa(i)] = "x"
+	}
+	w, err := worker.New(worker.Config{ID: "w1", Pool: "batch", Addrs: []string{n.addr}, Tags: tags})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := w.Run(ctx); err == nil || !strings.Contains(err.Error(), "hello.tags: at most 64") {
+		t.Fatalf("Run = %v, want the refusal naming hello.tags", err)
+	}
+}
