@@ -21,7 +21,7 @@ import (
 
 // Bounds of what a worker may declare.
 const (
-	MaxConcurrency = 100_000
+	maxConcurrency = 100_000
 	maxHandlers    = 1000
 	maxTags        = 64
 )
@@ -196,8 +196,8 @@ func checkHello(m *pb.WorkerHello) error {
 	if err := jobspec.ValidateName(m.GetPool()); err != nil {
 		problems = append(problems, "hello.pool: must match [a-z0-9][a-z0-9._-]{0,62}")
 	}
-	if n := m.GetConcurrency(); n < 1 || n > MaxConcurrency {
-		problems = append(problems, fmt.Sprintf("hello.concurrency: must be between 1 and %d", MaxConcurrency))
+	if n := m.GetConcurrency(); n < 1 || n > maxConcurrency {
+		problems = append(problems, fmt.Sprintf("hello.concurrency: must be between 1 and %d", maxConcurrency))
 	}
 	if len(m.GetTags()) > maxTags {
 		problems = append(problems, fmt.Sprintf("hello.tags: at most %d", maxTags))

@@ -112,9 +112,6 @@ func New(cfg Config) (*Hub, error) {
 	return h, nil
 }
 
-// Lease is the lease workers get.
-func (h *Hub) Lease() time.Duration { return h.lease }
-
 // Collectors are the hub's Prometheus metrics, for the node's registry.
 func (h *Hub) Collectors() []prometheus.Collector { return h.metrics.collectors() }
 
