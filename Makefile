@@ -13,7 +13,7 @@ PROTOC_GEN_GRPC_VERSION := v1.5.1
 TEST_TIMEOUT ?= 10m
 E2E_TIMEOUT  ?= 15m
 
-.PHONY: build test e2e-long run proto proto-tools lint bench bench-quick clean
+.PHONY: build test e2e-long run proto proto-tools lint bench bench-quick clean image image-test helm-tool
 
 build:
 	$(GO) build -tags $(TAGS) -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/node
@@ -69,6 +69,27 @@ bench: build
 
 bench-quick: build
 	$(GO) run -tags $(TAGS) ./bench/cmd/raftcron-bench -quick -bin $(BIN) -out bench/results $(BENCH_FLAGS)
+
+# The release image from a static binary built here: no network inside the
+# image build (deploy/docker/Dockerfile.release). The top-level Dockerfile
+# builds from source instead, where a golang base image can be pulled.
+IMAGE ?= raftcron/raftcron:latest
+CA_BUNDLE ?= /etc/ssl/certs/ca-certificates.crt
+image:
+	rm -rf bin/image && mkdir -p bin/image/data
+	CGO_ENABLED=0 $(GO) build -trimpath -tags $(TAGS) -ldflags '-s -w $(LDFLAGS)' -o bin/image/raftcron ./cmd/node
+	cp $(CA_BUNDLE) bin/image/ca-certificates.crt
+	docker build -f deploy/docker/Dockerfile.release -t $(IMAGE) bin/image
+
+# Three containers of the image on host networking elect a leader and fire a
+# job; needs a running Docker daemon (skips with a message otherwise).
+image-test: image build
+	RAFTCRON_IMAGE=$(IMAGE) $(GO) test -tags $(TAGS),image -count=1 -v -run '^TestImage' ./deploy/
+
+# helm for the chart's lint and template tests, from the Go module proxy.
+HELM_VERSION ?= v3.16.4
+helm-tool:
+	@[ -x $(TOOLS)/helm ] || GOBIN=$(TOOLS) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 
 clean:
 	rm -rf bin

@@ -44,14 +44,21 @@ func (j *jobService) ApplyJobs(ctx context.Context, req *pb.ApplyJobsRequest) (*
 		return j.forwardApplyJobs(ctx, req, forwarded)
 	}
 	now := j.now()
-	writes, err := prepareBulk(specs, now)
+	writes, err := prepareBulk(specs, now, j.limits.Spec)
 	if err != nil {
 		return nil, err
 	}
+	if err := j.allowExecBatch(writes); err != nil {
+		return nil, err
+	}
+	caller := PrincipalFrom(ctx).caller()
 	cmds := make([]*pb.Command, len(writes))
 	for i, w := range writes {
-		cmds[i] = w.command(pb.PutMode_PUT_MODE_UPSERT, 0)
-		cmds[i].ProposedAtUnixNano = now.UnixNano()
+		if err := checkInScope(ctx, fmt.Sprintf("specs[%d].labels", i), w.spec); err != nil {
+			return nil, err
+		}
+		cmds[i] = w.command(pb.PutMode_PUT_MODE_UPSERT, 0, j.limits.maxJobs())
+		cmds[i].Caller = caller
 	}
 	results, err := j.applyBulk(ctx, cmds)
 	if errors.Is(err, cluster.ErrNotLeader) {
@@ -71,7 +78,7 @@ func (j *jobService) ApplyJobs(ctx context.Context, req *pb.ApplyJobsRequest) (*
 // prepareBulk normalizes and validates every spec. One invalid spec, or
 // two with the same name, refuse the whole call: the error names each
 // offending spec by its index ("specs[3].schedule").
-func prepareBulk(specs []*pb.JobSpec, now time.Time) ([]write, error) {
+func prepareBulk(specs []*pb.JobSpec, now time.Time, limits jobspec.Limits) ([]write, error) {
 	writes := make([]write, len(specs))
 	seen := make(map[string]int, len(specs))
 	var (
@@ -92,7 +99,7 @@ func prepareBulk(specs []*pb.JobSpec, now time.Time) ([]write, error) {
 			refuse(i, "required", &errdetails.BadRequest_FieldViolation{Field: at(i), Description: "required"})
 			continue
 		}
-		w, err := prepare(spec, now)
+		w, err := prepare(spec, now, limits)
 		if err != nil {
 			refuse(i, err.Error(), specViolations(at(i), err)...)
 			continue

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/raftcron/raftcron/cluster"
+	"github.com/raftcron/raftcron/jobspec"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -112,8 +113,8 @@ func TestApplyJobsResultPerSpec(t *testing.T) {
 		t.Errorf("results[3] = %v, want Unavailable naming job \"lost\" and no job", lost)
 	}
 	for _, cmd := range h.store.proposed()[2:] {
-		if mode := cmd.GetPutJob().GetMode(); mode != pb.PutMode_PUT_MODE_UPSERT || cmd.GetProposedAtUnixNano() == 0 {
-			t.Errorf("proposed %v, want an UPSERT stamped with the time", cmd)
+		if mode := cmd.GetPutJob().GetMode(); mode != pb.PutMode_PUT_MODE_UPSERT || cmd.GetProposedAtUnixNano() != 0 {
+			t.Errorf("proposed %v, want an UPSERT left for the leader to stamp", cmd)
 		}
 		if cmd.GetPutJob().GetSpec().GetTimezone() != "UTC" {
 			t.Errorf("proposed spec %v is not normalized", cmd.GetPutJob().GetSpec())
@@ -278,7 +279,7 @@ func TestApplyJobsForwardsOnlyOnce(t *testing.T) {
 	a.lead.conn, b.lead.conn = b.conn, a.conn
 	_, err := a.jobs.ApplyJobs(testCtx(t), &pb.ApplyJobsRequest{Specs: specsNamed("x")})
 	st := wantCode(t, err, codes.Unavailable)
-	if info := errorInfo(st); info == nil || info.GetReason() != ReasonNotLeader {
+	if info := errorInfo(st); info == nil || info.GetReason() != cluster.ReasonNotLeader {
 		t.Errorf("error %v, want NOT_LEADER", st)
 	}
 	if a.lead.dialed() != 1 || b.lead.dialed() != 0 {
@@ -287,7 +288,7 @@ func TestApplyJobsForwardsOnlyOnce(t *testing.T) {
 }
 
 func TestPrepareBulkNilSpec(t *testing.T) {
-	_, err := prepareBulk([]*pb.JobSpec{validSpec("a"), nil}, testNow)
+	_, err := prepareBulk([]*pb.JobSpec{validSpec("a"), nil}, testNow, jobspec.Limits{})
 	st := wantCode(t, err, codes.InvalidArgument)
 	if fields := badRequestFields(t, st); !slices.Equal(fields, []string{"specs[1]"}) {
 		t.Errorf("violations on %v, want specs[1]", fields)

@@ -2,14 +2,12 @@ package api
 
 import (
 	"context"
-	"net"
-	"regexp"
-	"strconv"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/raftcron/raftcron/cluster"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -20,10 +18,6 @@ type Cluster interface {
 	RemoveServer(ctx context.Context, id string) error
 	TransferLeadership(ctx context.Context, id string) (*pb.ServerRef, error)
 }
-
-// nodeIDPattern is the shape of a node ID: the same as a job name, so IDs
-// are safe in paths, metrics labels and flags.
-var nodeIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
 
 type clusterService struct {
 	pb.UnimplementedClusterServiceServer
@@ -80,28 +74,18 @@ func (s *clusterService) TransferLeadership(ctx context.Context, req *pb.Transfe
 	return &pb.TransferLeadershipResponse{Leader: leader}, nil
 }
 
+// validNodeID and validAddress apply cluster's rules before any node is
+// asked, so that a bad request names its field.
 func validNodeID(id string) error {
-	if id == "" {
-		return fieldError("id", "required")
-	}
-	if !nodeIDPattern.MatchString(id) {
-		return fieldError("id", "invalid node ID "+strconv.Quote(id)+": want [a-z0-9][a-z0-9._-]{0,62}")
+	if err := cluster.ValidateID(id); err != nil {
+		return fieldError("id", err.Error())
 	}
 	return nil
 }
 
-// validAddress wants host:port with a non-empty host and a port in 1-65535.
 func validAddress(addr string) error {
-	const want = "want host:port, e.g. 10.0.0.4:7001"
-	if addr == "" {
-		return fieldError("address", "required ("+want+")")
-	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil || host == "" {
-		return fieldError("address", "invalid address "+strconv.Quote(addr)+": "+want)
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return fieldError("address", "invalid port "+strconv.Quote(port)+": want 1-65535")
+	if err := cluster.ValidateAddr(addr); err != nil {
+		return fieldError("address", err.Error())
 	}
 	return nil
 }

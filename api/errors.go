@@ -14,17 +14,10 @@ import (
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
-// The ErrorInfo a client sees when no leader is known: it should retry,
-// optionally against the leader address in the metadata.
-const (
-	ErrorDomain           = "raftcron.io"
-	ReasonNotLeader       = "NOT_LEADER"
-	MetadataLeaderID      = "leader_id"
-	MetadataLeaderAddress = "leader_address"
-)
-
-// statusOf maps an error from the Store, the Registry or the Cluster to the
-// gRPC status the client sees. It is the one place where that mapping lives.
+// statusOf maps an error from the Store, the Registry, the Cluster or a
+// command's result (fsm.ResultError) to the gRPC status the client sees. It
+// is the one place where that mapping lives. A refusal for want of a leader
+// carries cluster's NOT_LEADER ErrorInfo, so that clients retry.
 func statusOf(err error) error {
 	if err == nil {
 		return nil
@@ -32,15 +25,15 @@ func statusOf(err error) error {
 	var noLeader *cluster.NoLeaderError
 	switch {
 	case errors.As(err, &noLeader):
-		return notLeader(err.Error(), noLeader.LeaderID, noLeader.LeaderAddr)
+		return cluster.NotLeaderStatus(err.Error(), noLeader.LeaderID, noLeader.LeaderAddr)
 	case errors.Is(err, cluster.ErrNoLeader):
-		return notLeader(err.Error(), "", "")
+		return cluster.NotLeaderStatus(err.Error(), "", "")
 	case errors.Is(err, cluster.ErrIndeterminate):
 		return status.Error(codes.Unavailable, "leadership changed while committing; the outcome is unknown "+
 			"(the change may still be applied): read the current state before retrying: "+err.Error())
 	case errors.Is(err, cluster.ErrNotLeader):
 		// Nothing was proposed: as safe to retry as having no leader at all.
-		return notLeader(err.Error()+": retry", "", "")
+		return cluster.NotLeaderStatus(err.Error()+": retry", "", "")
 	case errors.Is(err, cluster.ErrShutdown):
 		return status.Error(codes.Unavailable, err.Error())
 	case errors.Is(err, cluster.ErrNotFound), errors.Is(err, fsm.ErrNotFound):
@@ -49,6 +42,16 @@ func statusOf(err error) error {
 		return status.Error(codes.AlreadyExists, err.Error())
 	case errors.Is(err, fsm.ErrVersionMismatch), errors.Is(err, cluster.ErrUnsupportedCommand):
 		return status.Error(codes.FailedPrecondition, err.Error())
+	case errors.Is(err, fsm.ErrLimitExceeded):
+		return status.Error(codes.ResourceExhausted, err.Error())
+	case errors.Is(err, fsm.ErrInvalid):
+		// Validation runs before proposing, so this is a rule only the
+		// state can check; it is still about the caller's input.
+		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, fsm.ErrMalformed):
+		// The command this server built was broken: a bug here, not in
+		// the request.
+		return status.Error(codes.Internal, err.Error())
 	case errors.Is(err, cluster.ErrHalted):
 		return status.Error(codes.Unavailable, err.Error())
 	case errors.Is(err, cluster.ErrInvalidConfig):
@@ -67,47 +70,13 @@ func statusOf(err error) error {
 }
 
 // resultStatus maps a CommandResult that is not OK to a gRPC status.
-func resultStatus(res *pb.CommandResult) error {
-	msg := res.GetMessage()
-	switch res.GetCode() {
-	case pb.ResultCode_RESULT_CODE_NOT_FOUND:
-		return status.Error(codes.NotFound, orDefault(msg, fsm.ErrNotFound.Error()))
-	case pb.ResultCode_RESULT_CODE_ALREADY_EXISTS:
-		return status.Error(codes.AlreadyExists, orDefault(msg, fsm.ErrAlreadyExists.Error()))
-	case pb.ResultCode_RESULT_CODE_VERSION_MISMATCH:
-		return status.Error(codes.FailedPrecondition, orDefault(msg, fsm.ErrVersionMismatch.Error()))
-	case pb.ResultCode_RESULT_CODE_INVALID:
-		// Validation runs before proposing, so this is a rule only the
-		// state can check; it is still about the caller's input.
-		return status.Error(codes.InvalidArgument, orDefault(msg, "invalid command"))
-	default:
-		// MALFORMED or an unknown code: the command this server built was
-		// broken, which is a bug here, not in the request.
-		return status.Errorf(codes.Internal, "command failed with %v: %s", res.GetCode(), msg)
-	}
-}
+func resultStatus(res *pb.CommandResult) error { return statusOf(fsm.ResultError(res)) }
 
 func orDefault(s, def string) string {
 	if s == "" {
 		return def
 	}
 	return s
-}
-
-func notLeader(msg, leaderID, leaderAddr string) error {
-	st := status.New(codes.Unavailable, msg)
-	st, err := st.WithDetails(&errdetails.ErrorInfo{
-		Reason: ReasonNotLeader,
-		Domain: ErrorDomain,
-		Metadata: map[string]string{
-			MetadataLeaderID:      leaderID,
-			MetadataLeaderAddress: leaderAddr,
-		},
-	})
-	if err != nil { // only fails if the detail cannot be marshalled
-		return status.Error(codes.Unavailable, msg)
-	}
-	return st.Err()
 }
 
 // invalidArgument turns a validation error into InvalidArgument with a

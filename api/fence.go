@@ -35,9 +35,9 @@ func (s *fenceService) CheckToken(ctx context.Context, req *pb.CheckTokenRequest
 	if err := statusOf(s.barrier.ReadBarrier(ctx)); err != nil {
 		return nil, err
 	}
-	job, err := s.reg.Job(req.GetJob())
+	job, err := visibleJob(ctx, s.reg, req.GetJob())
 	if err != nil {
-		return nil, statusOf(err)
+		return nil, err
 	}
 	latest := job.GetStatus().GetLatestToken()
 	return &pb.CheckTokenResponse{Current: req.GetToken() >= latest, LatestToken: latest}, nil

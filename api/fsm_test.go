@@ -46,7 +46,7 @@ func TestRunHubObservesTheFSM(t *testing.T) {
 	state := fsm.New()
 	hub := NewRunHub()
 	state.SetObserver(hub)
-	w, cancel := hub.subscribe("billing")
+	w, cancel := mustSubscribe(t, hub, "billing")
 	defer cancel()
 
 	spec := validSpec("billing")

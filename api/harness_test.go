@@ -49,21 +49,29 @@ func newHarness(t *testing.T) *harness {
 
 // newHarnessWith lets a test replace the JobService (to make it panic).
 func newHarnessWith(t *testing.T, jobs func(*fakeStore) pb.JobServiceServer) *harness {
-	return startHarness(t, jobs, nil)
+	return startHarness(t, jobs, nil, nil)
 }
 
 // newHarnessConfig builds the JobService from a config that configure
 // completes (a Triggerer, Leadership).
 func newHarnessConfig(t *testing.T, configure func(*JobServiceConfig)) *harness {
-	return startHarness(t, nil, configure)
+	return startHarness(t, nil, configure, nil)
 }
 
-func startHarness(t *testing.T, jobs func(*fakeStore) pb.JobServiceServer, configure func(*JobServiceConfig)) *harness {
+// newHarnessHub serves RunService over hub.
+func newHarnessHub(t *testing.T, hub *RunHub) *harness {
+	return startHarness(t, nil, nil, hub)
+}
+
+func startHarness(t *testing.T, jobs func(*fakeStore) pb.JobServiceServer, configure func(*JobServiceConfig), hub *RunHub) *harness {
 	t.Helper()
+	if hub == nil {
+		hub = NewRunHub()
+	}
 	h := &harness{
 		store:   newFakeStore(),
 		cluster: &fakeCluster{},
-		hub:     NewRunHub(),
+		hub:     hub,
 		logs:    &syncBuffer{},
 	}
 	log := slog.New(slog.NewTextHandler(h.logs, nil))

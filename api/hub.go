@@ -14,6 +14,10 @@ import (
 // is dropped.
 const defaultWatchBuffer = 1024
 
+// DefaultMaxWatchers bounds the WatchRuns streams of one node: each holds a
+// buffer of defaultWatchBuffer runs and costs every applied run a send.
+const DefaultMaxWatchers = 1000
+
 // WatchBehindMessage ends a watch that fell behind (ResourceExhausted).
 const WatchBehindMessage = "watch fell behind; re-list and watch again"
 
@@ -28,7 +32,8 @@ var (
 // dropped (its stream ends with an error telling it to re-list) instead of
 // holding up the log.
 type RunHub struct {
-	buffer int
+	buffer      int
+	maxWatchers int
 
 	mu sync.Mutex // guards the fields below; held only for non-blocking sends
 	// subs are the live watchers; an ended one is removed at once.
@@ -46,9 +51,18 @@ type runWatch struct {
 	err error
 }
 
-// NewRunHub returns a hub with no watchers.
-func NewRunHub() *RunHub {
-	return &RunHub{buffer: defaultWatchBuffer, subs: map[*runWatch]struct{}{}}
+// NewRunHub returns a hub with no watchers that serves at most
+// DefaultMaxWatchers.
+func NewRunHub() *RunHub { return NewRunHubWith(DefaultMaxWatchers) }
+
+// NewRunHubWith returns a hub with no watchers that serves at most
+// maxWatchers (DefaultMaxWatchers if 0 or less); one more is refused with
+// ResourceExhausted.
+func NewRunHubWith(maxWatchers int) *RunHub {
+	if maxWatchers <= 0 {
+		maxWatchers = DefaultMaxWatchers
+	}
+	return &RunHub{buffer: defaultWatchBuffer, maxWatchers: maxWatchers, subs: map[*runWatch]struct{}{}}
 }
 
 var _ fsm.Observer = (*RunHub)(nil)
@@ -96,22 +110,27 @@ func (h *RunHub) Watchers() int {
 	return len(h.subs)
 }
 
-// subscribe registers a watcher of job ("" for all); cancel removes it.
-func (h *RunHub) subscribe(job string) (w *runWatch, cancel func()) {
-	w = &runWatch{job: job, ch: make(chan *pb.Run, h.buffer), end: make(chan struct{})}
+// subscribe registers a watcher of job ("" for all); cancel removes it. It
+// fails with ResourceExhausted when the hub serves its limit of watchers.
+func (h *RunHub) subscribe(job string) (w *runWatch, cancel func(), err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if !h.closed && len(h.subs) >= h.maxWatchers {
+		return nil, nil, status.Errorf(codes.ResourceExhausted,
+			"this node serves %d run watchers, its limit of %d watchers: stop a watch or watch another node", len(h.subs), h.maxWatchers)
+	}
+	w = &runWatch{job: job, ch: make(chan *pb.Run, h.buffer), end: make(chan struct{})}
 	if h.closed {
 		w.err = errClosing
 		close(w.end)
-		return w, func() {}
+		return w, func() {}, nil
 	}
 	h.subs[w] = struct{}{}
 	return w, func() {
 		h.mu.Lock()
 		delete(h.subs, w)
 		h.mu.Unlock()
-	}
+	}, nil
 }
 
 func (h *RunHub) endLocked(w *runWatch, err error) {

@@ -17,7 +17,9 @@ import (
 )
 
 // Store commits commands through Raft (forwarding to the leader) and offers
-// the barrier that makes a following registry read linearizable.
+// the barrier that makes a following registry read linearizable. The
+// leader stamps each command with its own clock (cluster.Node does): the
+// time a command carries from here is never trusted.
 type Store interface {
 	Apply(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error)
 	Barrier
@@ -40,18 +42,22 @@ type Registry interface {
 type JobServiceConfig struct {
 	Store    Store
 	Registry Registry
-	// Now stamps commands (the FSM's only clock) and is the reference for
-	// validation and schedule previews; nil means time.Now.
+	// Now is the reference for validation and schedule previews; nil
+	// means time.Now. It never stamps a command: the leader does.
 	Now func() time.Time
 	// Triggerer commits manual runs; only the leader's scheduler can. Nil:
 	// this node never triggers itself and forwards TriggerJob to the leader.
+	// Its cluster.ErrNotLeader ("this node does not lead, yet or any more")
+	// sends the trigger to the leader instead.
 	Triggerer Triggerer
-	// NotLeader is the Triggerer's error for "this node does not lead (yet,
-	// or any more)"; such a trigger is forwarded to the leader instead.
-	NotLeader error
 	// Leadership lets a follower forward TriggerJob to the leader. Nil: no
 	// forwarding.
 	Leadership Leadership
+	// Exec decides which programs exec jobs may run. Nil: no exec job may be
+	// registered (PermissionDenied).
+	Exec ExecPolicy
+	// Limits bound what the service admits; zero fields take defaults.
+	Limits Limits
 }
 
 type jobService struct {
@@ -60,13 +66,14 @@ type jobService struct {
 	reg        Registry
 	now        func() time.Time
 	trigger    Triggerer
-	notLeader  error
 	leadership Leadership
+	exec       ExecPolicy
+	limits     Limits
 }
 
 // NewJobService serves JobService without manual triggers (TriggerJob
-// answers Unimplemented). now stamps commands (the FSM's only clock) and is
-// the reference for validation; nil means time.Now.
+// answers Unimplemented). now is the reference for validation; nil means
+// time.Now.
 func NewJobService(s Store, r Registry, now func() time.Time) pb.JobServiceServer {
 	return NewJobServiceWith(JobServiceConfig{Store: s, Registry: r, Now: now})
 }
@@ -78,7 +85,8 @@ func NewJobServiceWith(c JobServiceConfig) pb.JobServiceServer {
 	}
 	return &jobService{
 		store: c.Store, reg: c.Registry, now: c.Now,
-		trigger: c.Triggerer, notLeader: c.NotLeader, leadership: c.Leadership,
+		trigger: c.Triggerer, leadership: c.Leadership,
+		exec: c.Exec, limits: c.Limits,
 	}
 }
 
@@ -116,11 +124,17 @@ func (j *jobService) put(ctx context.Context, spec *pb.JobSpec, mode pb.PutMode,
 		return nil, nil, fieldError("spec", "required")
 	}
 	now := j.now()
-	w, err := prepare(spec, now)
+	w, err := prepare(spec, now, j.limits.Spec)
 	if err != nil {
 		return nil, nil, invalidArgument(err, "spec")
 	}
-	res, err := j.apply(ctx, now, w.command(mode, expectedVersion))
+	if err := checkInScope(ctx, "spec.labels", spec); err != nil {
+		return nil, nil, err
+	}
+	if err := j.allowExec(spec); err != nil {
+		return nil, nil, execDenied(execField, execField+": "+err.Error())
+	}
+	res, err := j.apply(ctx, w.command(mode, expectedVersion, j.limits.maxJobs()))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -134,9 +148,9 @@ func (j *jobService) GetJob(ctx context.Context, req *pb.GetJobRequest) (*pb.Get
 	if err := j.barrier(ctx, req.GetStale()); err != nil {
 		return nil, err
 	}
-	job, err := j.reg.Job(req.GetName())
+	job, err := visibleJob(ctx, j.reg, req.GetName())
 	if err != nil {
-		return nil, statusOf(err)
+		return nil, err
 	}
 	return &pb.GetJobResponse{Job: j.withNextFire(job)}, nil
 }
@@ -146,13 +160,18 @@ func (j *jobService) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (*pb
 	if err != nil {
 		return nil, err
 	}
+	labels, matchable := scopedLabels(ctx, req.GetLabelSelector())
+	if !matchable {
+		return &pb.ListJobsResponse{}, nil
+	}
 	if err := j.barrier(ctx, req.GetStale()); err != nil {
 		return nil, err
 	}
 	jobs, next := j.reg.ListJobs(fsm.ListQuery{
-		After:  after,
-		Limit:  pageSize(req.GetPageSize()),
-		Labels: req.GetLabelSelector(),
+		After:   after,
+		Limit:   pageSize(req.GetPageSize()),
+		Labels:  labels,
+		MaxScan: maxListScan,
 	})
 	now := j.now()
 	for _, job := range jobs {
@@ -165,7 +184,7 @@ func (j *jobService) DeleteJob(ctx context.Context, req *pb.DeleteJobRequest) (*
 	if err := validName(req.GetName()); err != nil {
 		return nil, err
 	}
-	_, err := j.apply(ctx, j.now(), &pb.Command{Kind: &pb.Command_DeleteJob{DeleteJob: &pb.DeleteJobCommand{
+	_, err := j.apply(ctx, &pb.Command{Kind: &pb.Command_DeleteJob{DeleteJob: &pb.DeleteJobCommand{
 		Name: req.GetName(), ExpectedVersion: req.GetExpectedVersion(),
 	}}})
 	if err != nil {
@@ -197,15 +216,14 @@ func (j *jobService) setPaused(ctx context.Context, name string, paused bool, no
 	if err := validPauseNote(note); err != nil {
 		return nil, err
 	}
-	return j.apply(ctx, j.now(), &pb.Command{Kind: &pb.Command_SetPaused{SetPaused: &pb.SetPausedCommand{
+	return j.apply(ctx, &pb.Command{Kind: &pb.Command_SetPaused{SetPaused: &pb.SetPausedCommand{
 		Name: name, Paused: paused, Note: note,
 	}}})
 }
 
-// apply stamps cmd with now and commits it; a result other than OK is an
-// error.
-func (j *jobService) apply(ctx context.Context, now time.Time, cmd *pb.Command) (*pb.CommandResult, error) {
-	cmd.ProposedAtUnixNano = now.UnixNano()
+// apply commits cmd as the caller's; a result other than OK is an error.
+func (j *jobService) apply(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
+	cmd.Caller = PrincipalFrom(ctx).caller()
 	res, err := j.store.Apply(ctx, cmd)
 	if err != nil {
 		return nil, statusOf(err)

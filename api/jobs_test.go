@@ -32,8 +32,8 @@ func TestCreateJobProposesNormalizedSpec(t *testing.T) {
 	if put.GetMode() != pb.PutMode_PUT_MODE_CREATE || !proto.Equal(put.GetSpec(), want) {
 		t.Errorf("proposed %v, want a CREATE of %v", put, want)
 	}
-	if got := cmds[0].GetProposedAtUnixNano(); got != testNow.UnixNano() {
-		t.Errorf("proposed_at_unix_nano = %d, want %d", got, testNow.UnixNano())
+	if got := cmds[0].GetProposedAtUnixNano(); got != 0 {
+		t.Errorf("proposed_at_unix_nano = %d, want 0: the leader stamps commands, not the receiving node", got)
 	}
 	if !proto.Equal(resp.GetJob().GetSpec(), want) || resp.GetJob().GetVersion() != 1 {
 		t.Errorf("response job %v, want version 1 of %v", resp.GetJob(), want)
@@ -237,7 +237,7 @@ func TestDeletePauseResume(t *testing.T) {
 		t.Errorf("paused job %v, want paused with note", paused.GetJob())
 	}
 	cmd := h.store.proposed()[1]
-	if sp := cmd.GetSetPaused(); sp.GetName() != "a" || !sp.GetPaused() || sp.GetNote() != "migration" || cmd.GetProposedAtUnixNano() != testNow.UnixNano() {
+	if sp := cmd.GetSetPaused(); sp.GetName() != "a" || !sp.GetPaused() || sp.GetNote() != "migration" || cmd.GetProposedAtUnixNano() != 0 {
 		t.Errorf("pause proposed %v", cmd)
 	}
 	resumed, err := h.jobs.ResumeJob(ctx, &pb.ResumeJobRequest{Name: "a"})

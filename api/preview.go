@@ -82,11 +82,7 @@ func (j *jobService) registeredJob(ctx context.Context, name string) (*pb.Job, e
 	if err := j.barrier(ctx, false); err != nil {
 		return nil, err
 	}
-	job, err := j.reg.Job(name)
-	if err != nil {
-		return nil, statusOf(err)
-	}
-	return job, nil
+	return visibleJob(ctx, j.reg, name)
 }
 
 // inlineSchedule applies exactly the schedule and timezone rules of a job

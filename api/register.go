@@ -15,6 +15,7 @@ type RegisterOption func(*registration)
 type registration struct {
 	runs    pb.RunServiceServer
 	fence   pb.FenceServiceServer
+	acl     pb.AclServiceServer
 	workers pb.WorkerServiceServer
 }
 
@@ -26,6 +27,11 @@ func WithRunService(runs pb.RunServiceServer) RegisterOption {
 // WithFenceService also serves FenceService.
 func WithFenceService(fence pb.FenceServiceServer) RegisterOption {
 	return func(r *registration) { r.fence = fence }
+}
+
+// WithACLService also serves AclService.
+func WithACLService(acl pb.AclServiceServer) RegisterOption {
+	return func(r *registration) { r.acl = acl }
 }
 
 // WithWorkerService also serves WorkerService.
@@ -53,6 +59,10 @@ func Register(s *grpc.Server, jobs pb.JobServiceServer, cl pb.ClusterServiceServ
 	if r.fence != nil {
 		pb.RegisterFenceServiceServer(s, r.fence)
 		names = append(names, pb.FenceService_ServiceDesc.ServiceName)
+	}
+	if r.acl != nil {
+		pb.RegisterAclServiceServer(s, r.acl)
+		names = append(names, pb.AclService_ServiceDesc.ServiceName)
 	}
 	if r.workers != nil {
 		pb.RegisterWorkerServiceServer(s, r.workers)

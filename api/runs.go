@@ -20,6 +20,16 @@ type RunLedger interface {
 	ListRuns(job string, limit int) []*pb.Run
 }
 
+// ScopedRunLedger is what RunService needs of the ledger to serve a token
+// with a selector; a ledger without it serves such tokens nothing.
+type ScopedRunLedger interface {
+	// JobMatches reports whether the job exists and its labels include
+	// selector.
+	JobMatches(name string, selector map[string]string) bool
+	// ListRunsMatching is ListRuns of the jobs JobMatches accepts.
+	ListRunsMatching(job string, limit int, selector map[string]string) []*pb.Run
+}
+
 const (
 	defaultRunLimit = 20
 	maxRunLimit     = 1000
@@ -48,8 +58,15 @@ func (s *runService) ListRuns(ctx context.Context, req *pb.ListRunsRequest) (*pb
 	if err := s.readBarrier(ctx, req.GetStale()); err != nil {
 		return nil, err
 	}
-	runs := s.ledger.ListRuns(req.GetJob(), runLimit(req.GetLimit()))
-	return &pb.ListRunsResponse{Runs: runs}, nil
+	sel := PrincipalFrom(ctx).Selector
+	if len(sel) == 0 {
+		return &pb.ListRunsResponse{Runs: s.ledger.ListRuns(req.GetJob(), runLimit(req.GetLimit()))}, nil
+	}
+	scoped, err := s.scoped()
+	if err != nil {
+		return nil, err
+	}
+	return &pb.ListRunsResponse{Runs: scoped.ListRunsMatching(req.GetJob(), runLimit(req.GetLimit()), sel)}, nil
 }
 
 func runLimit(n uint32) int {
@@ -78,6 +95,13 @@ func (s *runService) GetRun(ctx context.Context, req *pb.GetRunRequest) (*pb.Get
 	if err != nil {
 		return nil, statusOf(err)
 	}
+	visible, err := s.visible(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	if !visible {
+		return nil, hiddenRun(id)
+	}
 	return &pb.GetRunResponse{Run: run}, nil
 }
 
@@ -91,12 +115,18 @@ func (s *runService) WatchRuns(req *pb.WatchRunsRequest, stream grpc.ServerStrea
 	if s.hub == nil {
 		return status.Error(codes.Unimplemented, "WatchRuns: this node publishes no run changes")
 	}
-	w, cancel := s.hub.subscribe(req.GetJob())
+	ctx := stream.Context()
+	if _, err := s.visible(ctx, nil); err != nil {
+		return err
+	}
+	w, cancel, err := s.hub.subscribe(req.GetJob())
+	if err != nil {
+		return err
+	}
 	defer cancel()
 	if err := stream.SendHeader(metadata.MD{}); err != nil {
 		return err
 	}
-	ctx := stream.Context()
 	for {
 		select {
 		case <-ctx.Done():
@@ -104,11 +134,36 @@ func (s *runService) WatchRuns(req *pb.WatchRunsRequest, stream grpc.ServerStrea
 		case <-w.end:
 			return w.err
 		case r := <-w.ch:
+			if visible, _ := s.visible(ctx, r); !visible {
+				continue
+			}
 			if err := stream.Send(&pb.WatchRunsResponse{Run: r}); err != nil {
 				return err
 			}
 		}
 	}
+}
+
+// visible reports whether the caller may see run (nil: whether it may see
+// any run at all). A token with a selector sees the runs of the jobs in
+// its scope, judged by the jobs' labels now.
+func (s *runService) visible(ctx context.Context, run *pb.Run) (bool, error) {
+	sel := PrincipalFrom(ctx).Selector
+	if len(sel) == 0 {
+		return true, nil
+	}
+	scoped, err := s.scoped()
+	if err != nil || run == nil {
+		return err == nil, err
+	}
+	return scoped.JobMatches(run.GetJob(), sel), nil
+}
+
+func (s *runService) scoped() (ScopedRunLedger, error) {
+	if l, ok := s.ledger.(ScopedRunLedger); ok {
+		return l, nil
+	}
+	return nil, status.Error(codes.PermissionDenied, "this node cannot limit runs to an ACL token's selector")
 }
 
 func (s *runService) readBarrier(ctx context.Context, stale bool) error {

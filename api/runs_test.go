@@ -164,12 +164,21 @@ func TestWatchRunsStreamsPublishedRuns(t *testing.T) {
 	})
 }
 
+func mustSubscribe(t *testing.T, hub *RunHub, job string) (*runWatch, func()) {
+	t.Helper()
+	w, cancel, err := hub.subscribe(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, cancel
+}
+
 func TestRunHubDropsSlowWatcherWithoutBlocking(t *testing.T) {
 	hub := NewRunHub()
 	hub.buffer = 2
-	slow, cancelSlow := hub.subscribe("")
+	slow, cancelSlow := mustSubscribe(t, hub, "")
 	defer cancelSlow()
-	fast, cancelFast := hub.subscribe("")
+	fast, cancelFast := mustSubscribe(t, hub, "")
 	defer cancelFast()
 
 	published := make(chan struct{})

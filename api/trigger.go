@@ -75,12 +75,12 @@ func (j *jobService) TriggerJob(ctx context.Context, req *pb.TriggerJobRequest) 
 	if err := j.barrier(ctx, false); err != nil {
 		return nil, err
 	}
-	if _, err := j.reg.Job(req.GetName()); err != nil {
-		return nil, statusOf(err)
+	if _, err := visibleJob(ctx, j.reg, req.GetName()); err != nil {
+		return nil, err
 	}
 	res, err := j.trigger.Trigger(ctx, req.GetName(), req.GetRequestId(), req.GetForce())
 	if err != nil {
-		if j.lostLeadership(err) {
+		if errors.Is(err, cluster.ErrNotLeader) {
 			// Nothing was committed, or the request id finds the run that was.
 			return j.forwardTrigger(ctx, req, forwarded)
 		}
@@ -91,12 +91,6 @@ func (j *jobService) TriggerJob(ctx context.Context, req *pb.TriggerJobRequest) 
 		return nil, err
 	}
 	return &pb.TriggerJobResponse{Run: run}, nil
-}
-
-// lostLeadership tells a trigger that only the leader can serve from a
-// real failure.
-func (j *jobService) lostLeadership(err error) bool {
-	return (j.notLeader != nil && errors.Is(err, j.notLeader)) || errors.Is(err, cluster.ErrNotLeader)
 }
 
 // forwardTrigger hands the call to the leader, unless it was forwarded
@@ -118,13 +112,13 @@ func (j *jobService) forwardTrigger(ctx context.Context, req *pb.TriggerJobReque
 // NOT_LEADER instead: a call is forwarded at most once.
 func (j *jobService) leaderClient(ctx context.Context, forwarded bool) (pb.JobServiceClient, context.Context, error) {
 	if forwarded || j.leadership == nil {
-		return nil, ctx, notLeader("this node does not lead (any more): retry", "", "")
+		return nil, ctx, cluster.NotLeaderStatus("this node does not lead (any more): retry", "", "")
 	}
 	conn, err := j.leadership.LeaderConn()
 	if err != nil {
 		return nil, ctx, statusOf(err)
 	}
-	return pb.NewJobServiceClient(conn), metadata.AppendToOutgoingContext(ctx, ForwardedKey, "1"), nil
+	return pb.NewJobServiceClient(conn), forwardIdentity(ctx), nil
 }
 
 func isForwarded(ctx context.Context) bool {
@@ -150,8 +144,13 @@ func triggered(name string, res *pb.FireResult) (*pb.Run, error) {
 	case res.GetReason() == fsm.ReasonOverlapSkipped:
 		return nil, precondition(PreconditionOverlap, name,
 			fmt.Sprintf("job %q has a run still open and its overlap policy refuses another (%s)", name, res.GetReason()))
+	case res.GetReason() == fsm.ReasonOpenRunsLimit:
+		return nil, status.Errorf(codes.ResourceExhausted,
+			"job %q has as many runs open as the cluster allows one job (its limit of open runs); nothing ran: retry once one has finished", name)
+	case res.GetReason() == fsm.ReasonGeneration:
+		return nil, status.Errorf(codes.Aborted, "job %q changed while the trigger committed; nothing ran: retry", name)
 	case res.GetReason() == fsm.ReasonStaleTerm:
-		return nil, notLeader("leadership changed while the trigger committed; nothing ran: retry", "", "")
+		return nil, cluster.NotLeaderStatus("leadership changed while the trigger committed; nothing ran: retry", "", "")
 	default:
 		return nil, precondition(PreconditionRefused, name,
 			fmt.Sprintf("trigger of job %q refused: %s", name, res.GetReason()))

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -18,9 +17,6 @@ import (
 	"github.com/raftcron/raftcron/fsm"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
-
-// errFakeNotLeader is the fake scheduler's "I do not lead" sentinel.
-var errFakeNotLeader = errors.New("fake scheduler: not the leader")
 
 // errFakeNoLeader is what a node without a known leader answers.
 var errFakeNoLeader error = &cluster.NoLeaderError{LeaderID: "n1", LeaderAddr: "127.0.0.1:7001"}
@@ -133,7 +129,7 @@ func newTriggerNode(t *testing.T, leader bool) *triggerNode {
 	n := &triggerNode{lead: &fakeLeadership{leader: leader}}
 	n.harness = newHarnessConfig(t, func(c *JobServiceConfig) {
 		n.trig = newFakeTriggerer(c.Store.(*fakeStore))
-		c.Triggerer, c.NotLeader, c.Leadership = n.trig, errFakeNotLeader, n.lead
+		c.Triggerer, c.Leadership = n.trig, n.lead
 	})
 	return n
 }
@@ -205,6 +201,17 @@ func TestTriggerJobMissingJobIsNotFound(t *testing.T) {
 func TestTriggerJobGoneInBetweenIsNotFound(t *testing.T) {
 	_, err := triggered("billing", &pb.FireResult{Reason: fsm.ReasonGone})
 	wantCode(t, err, codes.NotFound)
+}
+
+// A job retargeted between the leader's planning and the commit refuses
+// the trigger with generation: nothing ran, and a retry will find the new
+// generation, so the caller is told to retry (Aborted).
+func TestTriggerJobRetargetedInBetweenIsAborted(t *testing.T) {
+	_, err := triggered("billing", &pb.FireResult{Reason: fsm.ReasonGeneration})
+	st := wantCode(t, err, codes.Aborted)
+	if !strings.Contains(st.Message(), "retry") {
+		t.Errorf("message %q does not tell the caller to retry", st.Message())
+	}
 }
 
 func TestTriggerJobPausedNeedsForce(t *testing.T) {
@@ -285,7 +292,7 @@ func TestTriggerJobSchedulerNotLeaderForwards(t *testing.T) {
 	// Raft says this node leads, but its scheduler has stepped down.
 	stepping := newTriggerNode(t, true)
 	stepping.store.putJob(&pb.Job{Spec: validSpec("billing"), Generation: 1, Version: 1})
-	stepping.trig.set(func(f *fakeTriggerer) { f.err = fmt.Errorf("wrapped: %w", errFakeNotLeader) })
+	stepping.trig.set(func(f *fakeTriggerer) { f.err = fmt.Errorf("wrapped: %w", cluster.ErrNotLeader) })
 	stepping.lead.conn = leader.conn
 
 	resp, err := stepping.jobs.TriggerJob(testCtx(t), &pb.TriggerJobRequest{Name: "billing", RequestId: "r-1"})
@@ -303,7 +310,7 @@ func TestTriggerJobForwardsOnlyOnce(t *testing.T) {
 	a.lead.conn, b.lead.conn = b.conn, a.conn
 	_, err := a.jobs.TriggerJob(testCtx(t), &pb.TriggerJobRequest{Name: "billing"})
 	st := wantCode(t, err, codes.Unavailable)
-	if ei := errorInfo(st); ei == nil || ei.GetReason() != ReasonNotLeader {
+	if ei := errorInfo(st); ei == nil || ei.GetReason() != cluster.ReasonNotLeader {
 		t.Fatalf("status %v, want NOT_LEADER so the client retries", st)
 	}
 	if a.lead.dialed() != 1 || b.lead.dialed() != 0 {
@@ -329,7 +336,7 @@ func TestTriggerJobNoLeaderKnown(t *testing.T) {
 	n.lead.connErr = errFakeNoLeader
 	_, err := n.jobs.TriggerJob(testCtx(t), &pb.TriggerJobRequest{Name: "billing"})
 	st := wantCode(t, err, codes.Unavailable)
-	if ei := errorInfo(st); ei == nil || ei.GetReason() != ReasonNotLeader {
+	if ei := errorInfo(st); ei == nil || ei.GetReason() != cluster.ReasonNotLeader {
 		t.Fatalf("status %v, want NOT_LEADER", st)
 	}
 }

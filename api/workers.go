@@ -1,6 +1,7 @@
 package api
 
 import (
+	"github.com/raftcron/raftcron/cluster"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -45,5 +46,5 @@ func (s *WorkerService) Connect(stream pb.WorkerService_ConnectServer) error {
 
 func (s *WorkerService) notLeader() error {
 	id, addr := s.leader.Leader()
-	return notLeader("this node does not lead: workers connect to the leader", id, addr)
+	return cluster.NotLeaderStatus("this node does not lead: workers connect to the leader", id, addr)
 }

@@ -4,10 +4,10 @@ import (
 	"errors"
 	"testing"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/raftcron/raftcron/cluster"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -38,13 +38,11 @@ func leaderAddressOf(t *testing.T, err error) string {
 	if st.Code() != codes.Unavailable {
 		t.Fatalf("code %v (%v), want Unavailable", st.Code(), err)
 	}
-	for _, d := range st.Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetReason() == ReasonNotLeader {
-			return info.GetMetadata()[MetadataLeaderAddress]
-		}
+	info, ok := cluster.NotLeaderInfo(err)
+	if !ok {
+		t.Fatalf("%v carries no NOT_LEADER ErrorInfo", err)
 	}
-	t.Fatalf("%v carries no NOT_LEADER ErrorInfo", err)
-	return ""
+	return info.GetMetadata()[cluster.MetadataLeaderAddress]
 }
 
 // A follower sends the worker to the leader; so does a leader that

@@ -15,20 +15,24 @@ type write struct {
 	sched schedule.Schedule
 }
 
-// prepare normalizes spec (not nil) in place and validates it; the error is
-// the validation's (a *jobspec.ValidationError).
-func prepare(spec *pb.JobSpec, now time.Time) (write, error) {
+// prepare normalizes spec (not nil) in place, validates it and checks it
+// against the node's limits; the error is a *jobspec.ValidationError.
+func prepare(spec *pb.JobSpec, now time.Time, limits jobspec.Limits) (write, error) {
 	jobspec.Normalize(spec)
 	sched, err := jobspec.ValidateParsed(spec, now)
 	if err != nil {
 		return write{}, err
 	}
+	if err := limits.Check(spec); err != nil {
+		return write{}, err
+	}
 	return write{spec: spec, sched: sched}, nil
 }
 
-func (w write) command(mode pb.PutMode, expectedVersion uint64) *pb.Command {
+// command is the put of the spec; it carries the registry's job limit.
+func (w write) command(mode pb.PutMode, expectedVersion, maxJobs uint64) *pb.Command {
 	return &pb.Command{Kind: &pb.Command_PutJob{PutJob: &pb.PutJobCommand{
-		Spec: w.spec, Mode: mode, ExpectedVersion: expectedVersion,
+		Spec: w.spec, Mode: mode, ExpectedVersion: expectedVersion, MaxJobs: maxJobs,
 	}}}
 }
 

@@ -12,7 +12,10 @@ import (
 )
 
 // Apply commits cmd through Raft and returns what the FSM made of it. On a
-// follower it is forwarded to the leader under the caller's deadline.
+// follower it is forwarded to the leader under the caller's deadline. The
+// leader stamps cmd with its own clock (proposed_at is overwritten, here or
+// on the leader it is forwarded to). FireBatch and CompleteBatch are
+// refused with ErrNotForwardable: only ApplyLocal proposes them.
 //
 // Errors: *NoLeaderError (ErrNoLeader) when no leader is known or
 // reachable; ErrUnsupportedCommand when a voter does not apply the
@@ -23,20 +26,27 @@ func (n *Node) Apply(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, e
 	if cmd == nil {
 		return nil, errors.New("apply: nil command")
 	}
+	if err := forwardable(cmd); err != nil {
+		return nil, fmt.Errorf("apply: %w", err)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	leading := n.raft.State() == raft.Leader
+	if leading {
+		n.stamp(cmd)
 	}
 	data, err := proto.Marshal(cmd)
 	if err != nil {
 		return nil, fmt.Errorf("apply: marshal command: %w", err)
 	}
-	if n.raft.State() == raft.Leader {
+	if leading {
 		res, _, err := n.applyLocal(ctx, cmd, data)
 		if !errors.Is(err, ErrNotLeader) {
 			return res, err
 		}
 		// Leadership moved before Raft took the entry: nothing was written,
-		// so one forward is safe.
+		// so one forward is safe (the new leader stamps it again).
 	}
 	return n.forwardApply(ctx, cmd, data)
 }

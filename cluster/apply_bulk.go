@@ -19,15 +19,16 @@ import (
 // over one entry per write.
 const bulkProposers = 64
 
-// bulkInFlight bounds the entries ApplyBulk proposed and has not seen
-// committed yet, over all calls together. Beyond the log cache (logCacheSize) the leader reads
-// the entries it replicates back from disk, and a larger backlog only costs
-// memory and garbage collection: measured, 64 calls of 100 cost the leader
-// half as much CPU again per entry as 2 calls of 100.
-var bulkInFlight = newSlots(logCacheSize / 2)
+// bulkInFlight bounds the entries a node has proposed through ApplyBulk and
+// not yet seen committed, over all its calls together. Beyond the log cache
+// (logCacheSize) the leader reads the entries it replicates back from disk,
+// and a larger backlog only costs memory and garbage collection: measured,
+// 64 calls of 100 cost the leader half as much CPU again per entry as 2
+// calls of 100.
+const bulkInFlight = logCacheSize / 2
 
-// slots is a counting semaphore. It is per process, like the log cache it
-// protects: a process runs one node (tests that run several share it).
+// slots is a counting semaphore. Each node has its own (Node.bulkSem), like
+// the log cache it protects.
 type slots chan struct{}
 
 func newSlots(n int) slots { return make(slots, n) }
@@ -57,12 +58,13 @@ type BulkResult struct {
 // is not the order of cmds.
 //
 // It runs on the leader only: on any other node it returns ErrNotLeader and
-// proposes nothing (the caller forwards the whole call). Other errors of
-// the call itself: ErrShutdown, context errors, a command that does not
-// marshal; none proposes anything. Once proposing has begun every outcome is
-// per command: one whose version a voter does not apply is
-// ErrUnsupportedCommand and not proposed; one still uncommitted when ctx
-// ends is ErrIndeterminate.
+// proposes nothing (the caller forwards the whole call). Every command is
+// stamped with the leader's clock, as Apply does. Other errors of the call
+// itself: ErrShutdown, context errors, a command that does not marshal or
+// that only the scheduler proposes (ErrNotForwardable); none proposes
+// anything. Once proposing has begun every outcome is per command: one
+// whose version a voter does not apply is ErrUnsupportedCommand and not
+// proposed; one still uncommitted when ctx ends is ErrIndeterminate.
 func (n *Node) ApplyBulk(ctx context.Context, cmds []*pb.Command) ([]BulkResult, error) {
 	if n.closed.Load() {
 		return nil, ErrShutdown
@@ -70,19 +72,23 @@ func (n *Node) ApplyBulk(ctx context.Context, cmds []*pb.Command) ([]BulkResult,
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if n.raft.State() != raft.Leader {
+		return nil, ErrNotLeader
+	}
 	data := make([][]byte, len(cmds))
 	for i, cmd := range cmds {
 		if cmd == nil {
 			return nil, fmt.Errorf("apply bulk: command %d is nil", i)
 		}
+		if err := forwardable(cmd); err != nil {
+			return nil, fmt.Errorf("apply bulk: command %d: %w", i, err)
+		}
+		n.stamp(cmd)
 		b, err := proto.Marshal(cmd)
 		if err != nil {
 			return nil, fmt.Errorf("apply bulk: marshal command %d: %w", i, err)
 		}
 		data[i] = b
-	}
-	if n.raft.State() != raft.Leader {
-		return nil, ErrNotLeader
 	}
 	return n.proposeBulk(ctx, cmds, data), nil
 }
@@ -153,10 +159,10 @@ func (n *Node) proposeOne(ctx context.Context, cmd *pb.Command, data []byte, tim
 	if err := n.admit(ctx, cmd); err != nil {
 		return BulkResult{Err: err} // nothing proposed
 	}
-	if err := bulkInFlight.take(ctx); err != nil {
+	if err := n.bulkSem.take(ctx); err != nil {
 		return BulkResult{Err: err} // nothing proposed
 	}
-	defer bulkInFlight.give()
+	defer n.bulkSem.give()
 	return futureResult(n.raft.Apply(data, timeout))
 }
 

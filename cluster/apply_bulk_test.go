@@ -83,6 +83,25 @@ func TestApplyBulkRefusedBeforeProposing(t *testing.T) {
 	}
 }
 
+// The bound on ApplyBulk's entries in flight belongs to each node: one
+// node with every slot taken (a leader whose followers are slow) must not
+// hold up the calls of another node of the same process.
+func TestBulkSlotsArePerNode(t *testing.T) {
+	busy := newCluster(t, 1, func(c *Config) { c.Peers = nil })
+	for range cap(busy.nodes[0].node.bulkSem) {
+		busy.nodes[0].node.bulkSem <- struct{}{}
+	}
+	tc := newCluster(t, 3)
+	leader := tc.waitLeader(10 * time.Second)
+	results, err := leader.node.ApplyBulk(ctxTimeout(t, 5*time.Second), []*pb.Command{putCmd("a", "@daily")})
+	if err != nil {
+		t.Fatalf("ApplyBulk: %v", err)
+	}
+	if r := results[0]; r.Err != nil || r.Result.GetCode() != pb.ResultCode_RESULT_CODE_OK {
+		t.Fatalf("ApplyBulk beside a node with no free slot: %v, %v", r.Result, r.Err)
+	}
+}
+
 // BenchmarkApplyBulk100: 64 concurrent clients on the leader, each
 // committing 100 commands per call.
 func BenchmarkApplyBulk100(b *testing.B) {

@@ -503,3 +503,77 @@ func TestApplyReturnsFSMResult(t *testing.T) {
 		}
 	}
 }
+
+// New opens the node but applies nothing: not even the snapshot Raft
+// restores on start reaches the FSM before Start, so whatever observes the
+// FSM can be wired between the two.
+func TestNewAppliesNothingBeforeStart(t *testing.T) {
+	mux := listen(t, "127.0.0.1:0")
+	addr := mux.Addr().String()
+	cfg := Config{ID: "n1", Addr: addr, DataDir: t.TempDir(), FSM: newKVFSM(), Logger: testLogger(), NoSync: true,
+		Peers: []Peer{{ID: "n1", Addr: addr}}} // one node: it commits alone
+	fastTimings(&cfg)
+	n, err := New(cfg, mux)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the one-node cluster to elect itself", n.IsLeader)
+	ctx := ctxTimeout(t, 10*time.Second)
+	for i := range 3 {
+		if _, err := n.Apply(ctx, putCmd(fmt.Sprintf("job-%d", i), "@hourly")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := n.raft.Snapshot().Error(); err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	if err := n.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mux.Close()
+
+	mux = listen(t, addr)
+	defer mux.Close()
+	fresh := newKVFSM()
+	cfg.FSM = fresh
+	again, err := New(cfg, mux)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = again.Shutdown(context.Background()) })
+	if got := fresh.len(); got != 0 {
+		t.Fatalf("the FSM holds %d jobs after New, before Start; want 0", got)
+	}
+	if err := again.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the restarted node to restore its 3 jobs", func() bool { return fresh.len() == 3 })
+}
+
+// A node never started shuts down cleanly and frees its data dir.
+func TestShutdownBeforeStartReleasesTheDataDir(t *testing.T) {
+	dir := t.TempDir()
+	mux := listen(t, "127.0.0.1:0")
+	defer mux.Close()
+	cfg := Config{ID: "n1", DataDir: dir, FSM: newKVFSM(), Logger: testLogger(), NoSync: true}
+	n, err := New(cfg, mux)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Shutdown(t.Context()); err != nil {
+		t.Fatalf("Shutdown before Start: %v", err)
+	}
+	if err := n.Start(context.Background()); err == nil {
+		t.Error("Start after Shutdown succeeded")
+	}
+	other := listen(t, "127.0.0.1:0")
+	defer other.Close()
+	again, err := New(cfg, other)
+	if err != nil {
+		t.Fatalf("New on the released data dir: %v", err)
+	}
+	_ = again.Shutdown(t.Context())
+}

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"errors"
 	"log/slog"
 	"net"
 	"time"
@@ -10,26 +11,40 @@ import (
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
+// Names of the Config fields that ConfigError.Field reports. They are the
+// field names themselves: whoever built the Config from flags or files
+// knows where each came from (cmd/node maps them to its flags).
+const (
+	FieldID                 = "ID"
+	FieldAddr               = "Addr"
+	FieldDataDir            = "DataDir"
+	FieldPeers              = "Peers"
+	FieldJoin               = "Join"
+	FieldHeartbeatTimeout   = "HeartbeatTimeout"
+	FieldElectionTimeout    = "ElectionTimeout"
+	FieldLeaderLeaseTimeout = "LeaderLeaseTimeout"
+)
+
 // Config describes one node. Zero timings mean Raft's defaults.
 type Config struct {
-	// ID is the node's permanent Raft server ID (--id).
+	// ID is the node's permanent Raft server ID.
 	ID string
-	// Addr is the advertised host:port of the node's one port (--addr):
-	// peers dial it for Raft and for forwarded requests. Empty means the
-	// mux's bound address.
+	// Addr is the advertised host:port of the node's one port: peers dial
+	// it for Raft and for forwarded requests. Empty means the mux's bound
+	// address.
 	Addr string
-	// DataDir holds raft.db and the snapshots (--data-dir).
+	// DataDir holds raft.db and the snapshots.
 	DataDir string
-	// Peers is the bootstrap set (--peers); it must contain ID. Used only
-	// when DataDir holds no Raft state yet.
-	Peers []Peer
-	// Join lists existing nodes to join through (--join). Used only when
+	// Peers is the bootstrap set; it must contain ID. Used only when
 	// DataDir holds no Raft state yet.
+	Peers []Peer
+	// Join lists existing nodes to join through. Used only when DataDir
+	// holds no Raft state yet.
 	Join []string
 
-	HeartbeatTimeout   time.Duration // --raft-heartbeat
-	ElectionTimeout    time.Duration // --raft-election
-	LeaderLeaseTimeout time.Duration // --raft-lease
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
 
 	// FSM receives every committed command; its Apply returns a
 	// *pb.CommandResult.
@@ -37,8 +52,14 @@ type Config struct {
 	Logger *slog.Logger
 	// OnLeadershipChange is called on every change of this node's
 	// leadership, from a goroutine Raft waits on: it must return quickly
-	// and must not call into Raft or this Node.
+	// and must not call into Raft or this Node. Raft runs only from Start
+	// on, so whatever the callback uses may be built between New and Start.
 	OnLeadershipChange func(isLeader bool)
+	// Now is the leader's clock. The leader stamps every command it
+	// proposes for a client (Apply, ApplyBulk, and what followers forward)
+	// with it, so that no other node's clock ever reaches the FSM. Nil
+	// means time.Now.
+	Now func() time.Time
 	// CommandVersion is the highest command version FSM applies
 	// (fsm.CommandVersion); the node advertises it to the leader and on
 	// /status. 0 means 1.
@@ -61,121 +82,110 @@ const (
 	trailingLogs = 10240
 )
 
-// check validates cfg and fills defaults derived from the mux.
-func (cfg Config) check(mux *Mux) (Config, error) {
-	if mux == nil {
-		return cfg, configErrorf("cluster: nil mux")
-	}
-	if err := validateID(cfg.ID); err != nil {
-		return cfg, configErrorf("--id: %v", err)
+// Validate checks every rule of the fields a caller sets from outside (ID,
+// Addr, DataDir, Peers, Join and the timings) and reports each broken one as
+// a *ConfigError; several are joined. It needs no mux: an empty Addr is
+// left to New, which takes the mux's bound address.
+func (cfg Config) Validate() error {
+	var errs []error
+	if err := ValidateID(cfg.ID); err != nil {
+		errs = append(errs, fieldError(FieldID, err))
 	}
 	if cfg.DataDir == "" {
-		return cfg, configErrorf("--data-dir must not be empty")
+		errs = append(errs, invalidField(FieldDataDir, "required"))
 	}
-	if cfg.FSM == nil {
-		return cfg, configErrorf("cluster: Config.FSM must not be nil")
+	addrOK := true
+	if cfg.Addr != "" {
+		if err := checkAdvertise(cfg.Addr); err != nil {
+			errs = append(errs, fieldError(FieldAddr, err))
+			addrOK = false
+		}
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.CommandVersion == 0 {
-		cfg.CommandVersion = baseCommandVersion
-	}
-	if cfg.VersionOf == nil {
-		cfg.VersionOf = func(*pb.Command) uint32 { return baseCommandVersion }
-	}
-	if cfg.Addr == "" {
-		cfg.Addr = mux.Addr().String()
-	}
-	if err := checkAdvertise(cfg.Addr); err != nil {
-		return cfg, err
-	}
-	if err := cfg.checkPeers(); err != nil {
-		return cfg, err
-	}
+	errs = append(errs, cfg.checkPeers(addrOK)...)
 	if err := cfg.checkJoin(); err != nil {
-		return cfg, err
+		errs = append(errs, err)
 	}
-	return cfg, nil
+	if _, err := cfg.timings(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // checkAdvertise refuses addresses peers could not dial back.
 func checkAdvertise(addr string) error {
-	if err := validateAddr(addr); err != nil {
-		return configErrorf("--addr: %v", err)
+	if err := ValidateAddr(addr); err != nil {
+		return err
 	}
 	host, _, _ := net.SplitHostPort(addr)
 	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
-		return configErrorf("--addr %s: peers must be able to dial it: use a reachable host, not %s", addr, host)
+		return errors.New(addr + " is not reachable: the other nodes dial it, so use a reachable host, not " + host)
 	}
 	return nil
 }
 
-func (cfg Config) checkPeers() error {
+// checkPeers checks the bootstrap set on its own, then against this node's
+// ID and address (the address only once it is known and valid).
+func (cfg Config) checkPeers(addrOK bool) []error {
 	if len(cfg.Peers) == 0 {
 		return nil
 	}
 	if len(cfg.Join) > 0 {
-		return configErrorf("--peers and --join are mutually exclusive: bootstrap a new cluster with --peers, or join an existing one with --join")
+		return []error{invalidField(FieldJoin, "cannot be combined with a bootstrap set of peers: "+
+			"bootstrap a new cluster with peers, or join an existing one")}
 	}
-	for _, p := range cfg.Peers {
-		if err := validateID(p.ID); err != nil {
-			return configErrorf("--peers: %v", err)
-		}
-		if err := validateAddr(p.Addr); err != nil {
-			return configErrorf("--peers: %v", err)
-		}
+	if err := checkPeerList(cfg.Peers); err != nil {
+		return []error{err}
 	}
-	if err := checkUniquePeers(cfg.Peers); err != nil {
-		return err
+	if ValidateID(cfg.ID) != nil {
+		return nil // reported as the ID's own error
 	}
 	for _, p := range cfg.Peers {
 		if p.ID != cfg.ID {
 			continue
 		}
-		if p.Addr != cfg.Addr {
-			return configErrorf("--peers gives %s the address %s but --addr is %s: they must match", p.ID, p.Addr, cfg.Addr)
+		if addrOK && cfg.Addr != "" && p.Addr != cfg.Addr {
+			return []error{invalidFieldf(FieldPeers, "%s=%s does not match this node's address %s", p.ID, p.Addr, cfg.Addr)}
 		}
 		return nil
 	}
-	return configErrorf("--peers must contain --id %s", cfg.ID)
+	return []error{invalidFieldf(FieldPeers, "must contain this node's ID %s", cfg.ID)}
 }
 
 func (cfg Config) checkJoin() error {
 	others := 0
 	for _, a := range cfg.Join {
-		if err := validateAddr(a); err != nil {
-			return configErrorf("--join: %v", err)
+		if err := checkAdvertise(a); err != nil {
+			return fieldError(FieldJoin, err)
 		}
 		if a != cfg.Addr {
 			others++
 		}
 	}
 	if len(cfg.Join) > 0 && others == 0 {
-		return configErrorf("--join must name at least one node other than --addr %s", cfg.Addr)
+		return invalidFieldf(FieldJoin, "must name at least one node other than this one (%s)", cfg.Addr)
 	}
 	return nil
 }
 
-// raftConfig builds Raft's configuration. An unset timing is clamped to the
-// ones that are set, so "--raft-heartbeat 200ms" alone is valid; values set
+// timings resolves Raft's three timeouts. An unset timing is clamped to the
+// ones that are set, so a 200ms heartbeat alone is valid; values set
 // explicitly and in conflict are refused.
-func (cfg Config) raftConfig() (*raft.Config, error) {
+func (cfg Config) timings() (*raft.Config, error) {
 	rc := raft.DefaultConfig()
 	for _, t := range []struct {
-		flag string
-		v    time.Duration
-		dst  *time.Duration
+		field string
+		v     time.Duration
+		dst   *time.Duration
 	}{
-		{"--raft-heartbeat", cfg.HeartbeatTimeout, &rc.HeartbeatTimeout},
-		{"--raft-election", cfg.ElectionTimeout, &rc.ElectionTimeout},
-		{"--raft-lease", cfg.LeaderLeaseTimeout, &rc.LeaderLeaseTimeout},
+		{FieldHeartbeatTimeout, cfg.HeartbeatTimeout, &rc.HeartbeatTimeout},
+		{FieldElectionTimeout, cfg.ElectionTimeout, &rc.ElectionTimeout},
+		{FieldLeaderLeaseTimeout, cfg.LeaderLeaseTimeout, &rc.LeaderLeaseTimeout},
 	} {
 		switch {
 		case t.v < 0:
-			return nil, configErrorf("%s %s: must not be negative", t.flag, t.v)
+			return nil, invalidFieldf(t.field, "%s must not be negative", t.v)
 		case t.v > 0 && t.v < minTimeout:
-			return nil, configErrorf("%s %s: must be at least %s", t.flag, t.v, minTimeout)
+			return nil, invalidFieldf(t.field, "%s must be at least %s", t.v, minTimeout)
 		case t.v > 0:
 			*t.dst = t.v
 		}
@@ -189,10 +199,19 @@ func (cfg Config) raftConfig() (*raft.Config, error) {
 		rc.LeaderLeaseTimeout = max(min(rc.LeaderLeaseTimeout, rc.HeartbeatTimeout/2), minTimeout)
 	}
 	if rc.ElectionTimeout < rc.HeartbeatTimeout {
-		return nil, configErrorf("--raft-election %s must be at least --raft-heartbeat %s", rc.ElectionTimeout, rc.HeartbeatTimeout)
+		return nil, invalidFieldf(FieldElectionTimeout, "%s must be at least the heartbeat timeout %s", rc.ElectionTimeout, rc.HeartbeatTimeout)
 	}
 	if rc.LeaderLeaseTimeout > rc.HeartbeatTimeout {
-		return nil, configErrorf("--raft-lease %s must not exceed --raft-heartbeat %s", rc.LeaderLeaseTimeout, rc.HeartbeatTimeout)
+		return nil, invalidFieldf(FieldLeaderLeaseTimeout, "%s must not exceed the heartbeat timeout %s", rc.LeaderLeaseTimeout, rc.HeartbeatTimeout)
+	}
+	return rc, nil
+}
+
+// raftConfig builds Raft's configuration from a validated Config.
+func (cfg Config) raftConfig() (*raft.Config, error) {
+	rc, err := cfg.timings()
+	if err != nil {
+		return nil, err
 	}
 	rc.LocalID = raft.ServerID(cfg.ID)
 	// A removed node must never carry on as a one-node cluster.
@@ -205,7 +224,7 @@ func (cfg Config) raftConfig() (*raft.Config, error) {
 		cfg.tune(rc)
 	}
 	if err := raft.ValidateConfig(rc); err != nil {
-		return nil, configErrorf("raft configuration: %v", err)
+		return nil, invalidf("raft configuration: %v", err)
 	}
 	return rc, nil
 }

@@ -20,11 +20,12 @@ func TestParsePeers(t *testing.T) {
 		{name: "spaces", in: " n1 = host-a:7001 , n2=host-b:7001 ", want: []Peer{{"n1", "host-a:7001"}, {"n2", "host-b:7001"}}},
 		{name: "empty", in: "", want: nil},
 		{name: "missing equals", in: "n1=127.0.0.1:7001,127.0.0.1:7002", errHas: `"127.0.0.1:7002": missing '='`},
-		{name: "empty id", in: "=127.0.0.1:7001", errHas: "empty ID"},
-		{name: "bad id", in: "n 1=127.0.0.1:7001", errHas: "may contain only"},
-		{name: "missing port", in: "n1=127.0.0.1", errHas: "want HOST:PORT"},
-		{name: "port zero", in: "n1=127.0.0.1:0", errHas: "port must be a number in 1..65535"},
-		{name: "empty host", in: "n1=:7001", errHas: "empty host"},
+		{name: "empty id", in: "=127.0.0.1:7001", errHas: "entry =127.0.0.1:7001: required"},
+		{name: "bad id", in: "n 1=127.0.0.1:7001", errHas: `"n 1" must match [a-z0-9][a-z0-9._-]{0,62}`},
+		{name: "capital id", in: "N1=127.0.0.1:7001", errHas: `"N1" must match`},
+		{name: "missing port", in: "n1=127.0.0.1", errHas: "is not HOST:PORT"},
+		{name: "port zero", in: "n1=127.0.0.1:0", errHas: "needs a port between 1 and 65535"},
+		{name: "empty host", in: "n1=:7001", errHas: "needs a host"},
 		{name: "empty entry", in: "n1=127.0.0.1:7001,,n2=127.0.0.1:7002", errHas: "entry 2 is empty"},
 		{name: "duplicate id", in: "n1=127.0.0.1:7001,n1=127.0.0.1:7002", errHas: `duplicate ID "n1"`},
 		{name: "duplicate address", in: "n1=127.0.0.1:7001,n2=127.0.0.1:7001", errHas: "duplicate address 127.0.0.1:7001"},
@@ -32,8 +33,9 @@ func TestParsePeers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := ParsePeers(tc.in)
 			if tc.errHas != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.errHas) || !strings.HasPrefix(err.Error(), "--peers") {
-					t.Fatalf("ParsePeers(%q) = %v, %v; want an error naming --peers and containing %q", tc.in, got, err, tc.errHas)
+				var ce *ConfigError
+				if !errors.As(err, &ce) || ce.Field != FieldPeers || !strings.Contains(ce.Rule, tc.errHas) {
+					t.Fatalf("ParsePeers(%q) = %v, %v; want a ConfigError naming the Peers field and containing %q", tc.in, got, err, tc.errHas)
 				}
 				if !errors.Is(err, ErrInvalidConfig) {
 					t.Errorf("error %v does not match ErrInvalidConfig", err)
@@ -60,22 +62,23 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		mod    func(*Config)
 		errHas string
 	}{
-		{"peers without id", func(c *Config) { c.Peers = c.Peers[1:] }, "--peers must contain --id n1"},
-		{"peers address differs", func(c *Config) { c.Peers[0].Addr = "127.0.0.1:2" }, "--peers gives n1 the address 127.0.0.1:2 but --addr is"},
-		{"peers duplicate", func(c *Config) { c.Peers = append(c.Peers, Peer{"n2", "127.0.0.1:3"}) }, `duplicate ID "n2"`},
-		{"peers and join", func(c *Config) { c.Join = []string{"127.0.0.1:1"} }, "--peers and --join are mutually exclusive"},
-		{"join only self", func(c *Config) { c.Peers = nil; c.Join = []string{self} }, "--join must name at least one node other than --addr"},
-		{"join bad address", func(c *Config) { c.Peers = nil; c.Join = []string{"nowhere"} }, "--join: address \"nowhere\""},
-		{"empty id", func(c *Config) { c.ID = "" }, "--id: empty ID"},
-		{"bad id", func(c *Config) { c.ID = "n=1" }, "--id: ID \"n=1\" may contain only"},
-		{"empty data dir", func(c *Config) { c.DataDir = "" }, "--data-dir must not be empty"},
+		{"peers without id", func(c *Config) { c.Peers = c.Peers[1:] }, "Peers: must contain this node's ID n1"},
+		{"peers address differs", func(c *Config) { c.Peers[0].Addr = "127.0.0.1:2" }, "Peers: n1=127.0.0.1:2 does not match this node's address"},
+		{"peers duplicate", func(c *Config) { c.Peers = append(c.Peers, Peer{"n2", "127.0.0.1:3"}) }, `Peers: duplicate ID "n2"`},
+		{"peers and join", func(c *Config) { c.Join = []string{"127.0.0.1:1"} }, "Join: cannot be combined with a bootstrap set of peers"},
+		{"join only self", func(c *Config) { c.Peers = nil; c.Join = []string{self} }, "Join: must name at least one node other than this one"},
+		{"join bad address", func(c *Config) { c.Peers = nil; c.Join = []string{"nowhere"} }, `Join: "nowhere" is not HOST:PORT`},
+		{"join unspecified address", func(c *Config) { c.Peers = nil; c.Join = []string{"0.0.0.0:7001"} }, "Join: 0.0.0.0:7001 is not reachable"},
+		{"empty id", func(c *Config) { c.ID = "" }, "ID: required"},
+		{"bad id", func(c *Config) { c.ID = "n=1" }, `ID: "n=1" must match [a-z0-9][a-z0-9._-]{0,62}`},
+		{"empty data dir", func(c *Config) { c.DataDir = "" }, "DataDir: required"},
 		{"nil fsm", func(c *Config) { c.FSM = nil }, "Config.FSM must not be nil"},
-		{"unspecified addr", func(c *Config) { c.Addr = "0.0.0.0:7001"; c.Peers = nil }, "--addr 0.0.0.0:7001: peers must be able to dial it"},
-		{"addr without port", func(c *Config) { c.Addr = "host" }, "--addr: address \"host\""},
-		{"negative heartbeat", func(c *Config) { c.HeartbeatTimeout = -time.Second }, "--raft-heartbeat -1s: must not be negative"},
-		{"tiny election", func(c *Config) { c.ElectionTimeout = time.Millisecond }, "--raft-election 1ms: must be at least 5ms"},
-		{"lease over heartbeat", func(c *Config) { c.HeartbeatTimeout, c.LeaderLeaseTimeout = time.Second, 2*time.Second }, "--raft-lease 2s must not exceed --raft-heartbeat 1s"},
-		{"election under heartbeat", func(c *Config) { c.HeartbeatTimeout, c.ElectionTimeout = 2*time.Second, time.Second }, "--raft-election 1s must be at least --raft-heartbeat 2s"},
+		{"unspecified addr", func(c *Config) { c.Addr = "0.0.0.0:7001"; c.Peers = nil }, "Addr: 0.0.0.0:7001 is not reachable: the other nodes dial it"},
+		{"addr without port", func(c *Config) { c.Addr = "host" }, `Addr: "host" is not HOST:PORT`},
+		{"negative heartbeat", func(c *Config) { c.HeartbeatTimeout = -time.Second }, "HeartbeatTimeout: -1s must not be negative"},
+		{"tiny election", func(c *Config) { c.ElectionTimeout = time.Millisecond }, "ElectionTimeout: 1ms must be at least 5ms"},
+		{"lease over heartbeat", func(c *Config) { c.HeartbeatTimeout, c.LeaderLeaseTimeout = time.Second, 2*time.Second }, "LeaderLeaseTimeout: 2s must not exceed the heartbeat timeout 1s"},
+		{"election under heartbeat", func(c *Config) { c.HeartbeatTimeout, c.ElectionTimeout = 2*time.Second, time.Second }, "ElectionTimeout: 1s must be at least the heartbeat timeout 2s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "data")
@@ -127,5 +130,35 @@ func TestRaftConfigTimings(t *testing.T) {
 				t.Errorf("ShutdownOnRemove %v, TrailingLogs %d, LocalID %q", rc.ShutdownOnRemove, rc.TrailingLogs, rc.LocalID)
 			}
 		})
+	}
+}
+
+// Validate reports every broken rule at once, each as a ConfigError naming
+// the Config field, and names no command-line flag: mapping fields to flags
+// is the caller's business.
+func TestValidateReportsEveryRuleByField(t *testing.T) {
+	cfg := Config{ID: "Bad", Addr: "0.0.0.0:7001", HeartbeatTimeout: -time.Second,
+		Peers: []Peer{{"n2", "127.0.0.1:7002"}}, Join: []string{"127.0.0.1:7003"}}
+	err := cfg.Validate()
+	if !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("Validate: %v, want ErrInvalidConfig", err)
+	}
+	var fields []string
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		var ce *ConfigError
+		if !errors.As(e, &ce) {
+			t.Fatalf("%v is no ConfigError", e)
+		}
+		if strings.Contains(ce.Rule, "--") {
+			t.Errorf("rule %q names a flag", ce.Rule)
+		}
+		fields = append(fields, ce.Field)
+	}
+	want := []string{FieldID, FieldDataDir, FieldAddr, FieldJoin, FieldHeartbeatTimeout}
+	if !reflect.DeepEqual(fields, want) {
+		t.Errorf("fields %v, want %v (%v)", fields, want, err)
+	}
+	if err := (Config{ID: "n1", DataDir: "/d", Addr: "127.0.0.1:7001"}).Validate(); err != nil {
+		t.Errorf("a valid config: %v", err)
 	}
 }

@@ -91,7 +91,7 @@ func (n *Node) hurryElection(stop <-chan struct{}, dead raft.ServerAddress) {
 	fast.HeartbeatTimeout = n.lease
 	fast.ElectionTimeout = n.lease
 	if fast.HeartbeatTimeout >= orig.HeartbeatTimeout {
-		return // --raft-lease equals --raft-heartbeat: nothing to shorten
+		return // the lease equals the heartbeat timeout: nothing to shorten
 	}
 	if !sleepOrStop(stop, rand.N(2*crashWatchPoll)) {
 		return

@@ -27,9 +27,16 @@ var (
 	ErrServerExists = errors.New("server already in the cluster configuration")
 	// ErrDataDirLocked: another process (or node) holds the data dir's lock.
 	ErrDataDirLocked = errors.New("data dir is in use by another raftcron process")
-	// ErrAddrInUse: the --addr port is taken.
+	// ErrAddrInUse: the port of the node's address is taken.
 	ErrAddrInUse = errors.New("address already in use")
-	// ErrInvalidConfig: a Config field or flag value breaks a rule.
+	// ErrNotForwardable: the command is one that only the leading node's
+	// own scheduler proposes, through ApplyLocal (FireBatch,
+	// CompleteBatch); Apply and forwarding never carry it.
+	ErrNotForwardable = errors.New("only the leading node's own scheduler proposes this command: it is never forwarded")
+	// ErrMalformedCommand: forwarded bytes do not decode as a command.
+	// Nothing was written.
+	ErrMalformedCommand = errors.New("forwarded command does not decode as a raftcron.v1.Command")
+	// ErrInvalidConfig: a Config field or a request breaks a rule.
 	ErrInvalidConfig = errors.New("invalid cluster configuration")
 	// ErrUnsupportedCommand: the command's version is above what some voter
 	// applies (or a voter could not say); nothing was written. The message
@@ -74,16 +81,39 @@ func (e *dataDirLockedError) Error() string {
 
 func (e *dataDirLockedError) Is(target error) bool { return target == ErrDataDirLocked }
 
-// configError is a rule violation in Config; its message names the flag.
-type configError struct{ msg string }
-
-func (e *configError) Error() string { return e.msg }
-
-func (e *configError) Is(target error) bool { return target == ErrInvalidConfig }
-
-func configErrorf(format string, args ...any) error {
-	return &configError{msg: fmt.Sprintf(format, args...)}
+// ConfigError is a Config field whose value breaks a rule or cannot be
+// used. It names the field, never a flag: the caller knows where the value
+// came from. errors.Is matches Err: ErrInvalidConfig for a broken rule,
+// ErrAddrInUse for a taken port. Field is empty for a request's values
+// (AddVoter's ID) rather than a Config's.
+type ConfigError struct {
+	Field string
+	Rule  string
+	Err   error
 }
+
+func (e *ConfigError) Error() string {
+	if e.Field == "" {
+		return e.Rule
+	}
+	return e.Field + ": " + e.Rule
+}
+
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+func invalidField(field, rule string) error {
+	return &ConfigError{Field: field, Rule: rule, Err: ErrInvalidConfig}
+}
+
+func invalidFieldf(field, format string, args ...any) error {
+	return invalidField(field, fmt.Sprintf(format, args...))
+}
+
+// fieldError reports a rule a field's value breaks, in err's words.
+func fieldError(field string, err error) error { return invalidField(field, err.Error()) }
+
+// invalidf is a broken rule that belongs to no Config field.
+func invalidf(format string, args ...any) error { return invalidFieldf("", format, args...) }
 
 // unsupportedError is ErrUnsupportedCommand with the message that names the
 // voters to upgrade; forwarding carries the message to the follower.

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
@@ -103,6 +102,20 @@ func (n *Node) leaderClient() (pb.InternalServiceClient, *pb.ServerRef, error) {
 	return c, &pb.ServerRef{Id: id, Address: addr}, nil
 }
 
+// LeaderConn is a client connection to the current leader, for requests
+// that only the leader can serve and that are not Raft commands. It fails
+// with a *NoLeaderError when no other node is known to lead.
+func (n *Node) LeaderConn() (*grpc.ClientConn, error) {
+	if n.closed.Load() {
+		return nil, ErrShutdown
+	}
+	id, addr := n.Leader()
+	if addr == "" || id == n.cfg.ID {
+		return nil, n.noLeader(nil)
+	}
+	return n.peers.conn(addr)
+}
+
 // forwardError maps a gRPC error from the leader back to this package's
 // errors, the inverse of statusError.
 func forwardError(leader *pb.ServerRef, err error) error {
@@ -112,10 +125,10 @@ func forwardError(leader *pb.ServerRef, err error) error {
 	}
 	info := errorInfo(st)
 	switch {
-	case st.Code() == codes.Unavailable && info != nil && info.Reason == reasonNotLeader:
+	case st.Code() == codes.Unavailable && info != nil && info.Reason == ReasonNotLeader:
 		return &NoLeaderError{
-			LeaderID:   info.Metadata[metaLeaderID],
-			LeaderAddr: info.Metadata[metaLeaderAddr],
+			LeaderID:   info.Metadata[MetadataLeaderID],
+			LeaderAddr: info.Metadata[MetadataLeaderAddress],
 			Err:        fmt.Errorf("%s is not the leader", name(leader)),
 		}
 	case st.Code() == codes.Unavailable && info != nil && info.Reason == reasonShutdown:
@@ -134,7 +147,7 @@ func forwardError(leader *pb.ServerRef, err error) error {
 	case st.Code() == codes.AlreadyExists:
 		return fmt.Errorf("%w: %s", ErrServerExists, st.Message())
 	case st.Code() == codes.InvalidArgument:
-		return &configError{msg: st.Message()}
+		return invalidf("%s", st.Message())
 	case st.Code() == codes.FailedPrecondition:
 		return &unsupportedError{msg: st.Message()}
 	default:
@@ -149,13 +162,4 @@ func name(r *pb.ServerRef) string {
 		return r.GetAddress()
 	}
 	return r.GetId() + " at " + r.GetAddress()
-}
-
-func errorInfo(st *status.Status) *errdetails.ErrorInfo {
-	for _, d := range st.Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Domain == errorDomain {
-			return info
-		}
-	}
-	return nil
 }

@@ -21,11 +21,15 @@ import (
 
 // kvFSM is a tiny FSM for these tests: job name → schedule.
 type kvFSM struct {
-	mu sync.Mutex // guards kv
+	mu sync.Mutex // guards kv, at and applied
 	kv map[string]string
+	// at is the proposed_at of each name's last put.
+	at map[string]int64
+	// applied counts the entries Apply saw.
+	applied int
 }
 
-func newKVFSM() *kvFSM { return &kvFSM{kv: make(map[string]string)} }
+func newKVFSM() *kvFSM { return &kvFSM{kv: make(map[string]string), at: make(map[string]int64)} }
 
 func (f *kvFSM) Apply(l *raft.Log) any {
 	var cmd pb.Command
@@ -34,6 +38,7 @@ func (f *kvFSM) Apply(l *raft.Log) any {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.applied++
 	switch k := cmd.GetKind().(type) {
 	case *pb.Command_PutJob:
 		name := k.PutJob.GetSpec().GetName()
@@ -42,6 +47,7 @@ func (f *kvFSM) Apply(l *raft.Log) any {
 		}
 		_, existed := f.kv[name]
 		f.kv[name] = k.PutJob.GetSpec().GetSchedule()
+		f.at[name] = cmd.GetProposedAtUnixNano()
 		return &pb.CommandResult{Code: pb.ResultCode_RESULT_CODE_OK, Changed: true, Created: !existed}
 	case *pb.Command_DeleteJob:
 		if _, ok := f.kv[k.DeleteJob.GetName()]; !ok {
@@ -81,6 +87,20 @@ func (f *kvFSM) get(name string) (string, bool) {
 	defer f.mu.Unlock()
 	v, ok := f.kv[name]
 	return v, ok
+}
+
+// proposedAt is the proposed_at of name's last put.
+func (f *kvFSM) proposedAt(name string) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.at[name]
+}
+
+// entries is how many entries Apply saw.
+func (f *kvFSM) entries() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.applied
 }
 
 func (f *kvFSM) len() int {
@@ -196,6 +216,11 @@ func startNode(tb testing.TB, id, dir string, mux *Mux, opts ...nodeOpts) *testN
 	if err != nil {
 		mux.Close()
 		tb.Fatalf("New(%s): %v", id, err)
+	}
+	if err := n.Start(context.Background()); err != nil {
+		_ = n.Shutdown(context.Background())
+		mux.Close()
+		tb.Fatalf("Start(%s): %v", id, err)
 	}
 	tn.node = n
 	tn.srv = grpc.NewServer()

@@ -4,24 +4,18 @@ import (
 	"context"
 	"errors"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
-// The ErrorInfo a node attaches to what it refuses; api uses the same
-// reason and domain for clients.
+// Reasons of the ErrorInfo a node attaches to what it refuses another node,
+// besides ReasonNotLeader.
 const (
-	errorDomain         = "raftcron.io"
-	reasonNotLeader     = "NOT_LEADER"
 	reasonShutdown      = "SHUTDOWN"
 	reasonIndeterminate = "OUTCOME_UNKNOWN"
-	metaLeaderID        = "leader_id"
-	metaLeaderAddr      = "leader_address"
 )
 
 // RegisterInternal serves node-to-node forwarding on s. Every method but
@@ -36,13 +30,16 @@ type internalServer struct {
 	n *Node
 }
 
+// Apply proposes a command a follower forwarded, stamped with this
+// leader's clock. It carries registry writes only: the scheduler's own
+// commands are refused (PermissionDenied), and so are bytes that do not
+// decode (InvalidArgument).
 func (s *internalServer) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.ApplyResponse, error) {
-	// Decoded for the version check only; Raft gets the bytes as they came.
-	var cmd pb.Command
-	if err := proto.Unmarshal(req.GetCommand(), &cmd); err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "forwarded command does not decode: %v", err)
+	cmd, data, err := s.n.restamp(req.GetCommand())
+	if err != nil {
+		return nil, s.n.statusError(err)
 	}
-	res, idx, err := s.n.applyLocal(ctx, &cmd, req.GetCommand())
+	res, idx, err := s.n.applyLocal(ctx, cmd, data)
 	if err != nil {
 		return nil, s.n.statusError(err)
 	}
@@ -95,9 +92,7 @@ func (n *Node) statusError(err error) error {
 				id, addr = last.Id, last.Address
 			}
 		}
-		return withInfo(codes.Unavailable, err.Error(), reasonNotLeader, map[string]string{
-			metaLeaderID: id, metaLeaderAddr: addr,
-		})
+		return NotLeaderStatus(err.Error(), id, addr)
 	case errors.Is(err, ErrShutdown):
 		return withInfo(codes.Unavailable, err.Error(), reasonShutdown, nil)
 	case errors.Is(err, ErrIndeterminate):
@@ -108,20 +103,13 @@ func (n *Node) statusError(err error) error {
 		return status.Error(codes.NotFound, err.Error())
 	case errors.Is(err, ErrServerExists):
 		return status.Error(codes.AlreadyExists, err.Error())
-	case errors.Is(err, ErrInvalidConfig):
+	case errors.Is(err, ErrInvalidConfig), errors.Is(err, ErrMalformedCommand):
 		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, ErrNotForwardable):
+		return status.Error(codes.PermissionDenied, err.Error())
 	case errors.Is(err, ErrUnsupportedCommand):
 		return status.Error(codes.FailedPrecondition, err.Error())
 	default:
 		return status.Error(codes.Internal, err.Error())
 	}
-}
-
-func withInfo(code codes.Code, msg, reason string, meta map[string]string) error {
-	st := status.New(code, msg)
-	detailed, err := st.WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: errorDomain, Metadata: meta})
-	if err != nil {
-		return st.Err()
-	}
-	return detailed.Err()
 }

@@ -136,7 +136,7 @@ func TestErrorsSurviveForwarding(t *testing.T) {
 		{context.Canceled, context.Canceled},
 		{fmt.Errorf("remove server %q: %w", "x", ErrNotFound), ErrNotFound},
 		{fmt.Errorf("add voter: %w", ErrServerExists), ErrServerExists},
-		{configErrorf("add voter: empty ID"), ErrInvalidConfig},
+		{invalidf("add voter: ID required"), ErrInvalidConfig},
 	} {
 		got := forwardError(ref, n.statusError(tc.local))
 		if !errors.Is(got, tc.want) {

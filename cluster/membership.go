@@ -20,11 +20,11 @@ const (
 // AddVoter adds a voting member, through the leader. Adding a member that
 // is already a voter at the same address succeeds without change.
 func (n *Node) AddVoter(ctx context.Context, id, addr string) error {
-	if err := validateID(id); err != nil {
-		return configErrorf("add voter: %v", err)
+	if err := ValidateID(id); err != nil {
+		return invalidf("add voter: ID %v", err)
 	}
-	if err := validateAddr(addr); err != nil {
-		return configErrorf("add voter %s: %v", id, err)
+	if err := ValidateAddr(addr); err != nil {
+		return invalidf("add voter %s: address %v", id, err)
 	}
 	err := n.addVoterLocal(ctx, id, addr)
 	if !errors.Is(err, ErrNotLeader) {
@@ -66,8 +66,10 @@ func (n *Node) addVoterLocal(ctx context.Context, id, addr string) error {
 // RemoveServer removes a member, through the leader. The removed node shuts
 // its Raft down by itself (ShutdownOnRemove) and never leads alone.
 func (n *Node) RemoveServer(ctx context.Context, id string) error {
-	if err := validateID(id); err != nil {
-		return configErrorf("remove server: %v", err)
+	// Only presence is checked: a server in the configuration stays
+	// removable whatever its ID looks like.
+	if id == "" {
+		return invalidf("remove server: ID required")
 	}
 	err := n.removeServerLocal(ctx, id)
 	if !errors.Is(err, ErrNotLeader) {
@@ -101,11 +103,6 @@ func (n *Node) removeServerLocal(ctx context.Context, id string) error {
 // TransferLeadership hands leadership to voter id, or to the most
 // up-to-date voter if id is empty, and returns the new leader.
 func (n *Node) TransferLeadership(ctx context.Context, id string) (*pb.ServerRef, error) {
-	if id != "" {
-		if err := validateID(id); err != nil {
-			return nil, configErrorf("transfer leadership: %v", err)
-		}
-	}
 	ref, err := n.transferLocal(ctx, id)
 	if !errors.Is(err, ErrNotLeader) {
 		return ref, err
@@ -186,8 +183,9 @@ func (n *Node) server(id string) (raft.Server, bool) {
 
 // join asks the listed nodes, in turn, to add this one as a voter; a node
 // that is not the leader names it, and the leader is asked next. It retries while no leader answers, up to
-// joinTimeout; a refusal (conflicting ID or address) ends it at once.
-func (n *Node) join() error {
+// joinTimeout or until ctx ends; a refusal (conflicting ID or address)
+// ends it at once.
+func (n *Node) join(ctx context.Context) error {
 	deadline := time.Now().Add(joinTimeout)
 	var last error
 	for {
@@ -195,37 +193,41 @@ func (n *Node) join() error {
 			if addr == n.cfg.Addr {
 				continue
 			}
-			err := n.joinVia(addr)
+			err := n.joinVia(ctx, addr)
 			var nl *NoLeaderError
 			if errors.As(err, &nl) && nl.LeaderAddr != "" && nl.LeaderAddr != addr && nl.LeaderAddr != n.cfg.Addr {
 				// Not the leader but it knows one: ask that one directly,
 				// so the request still travels a single hop.
 				addr = nl.LeaderAddr
-				err = n.joinVia(addr)
+				err = n.joinVia(ctx, addr)
 			}
 			if err == nil {
 				n.log.Info("joined cluster", "via", addr)
 				return nil
 			}
 			if errors.Is(err, ErrServerExists) || errors.Is(err, ErrInvalidConfig) {
-				return fmt.Errorf("--join %s: %w", addr, err)
+				return &ConfigError{Field: FieldJoin, Rule: fmt.Sprintf("%s refused this node: %v", addr, err), Err: err}
 			}
 			last = err
 			n.log.Warn("join attempt failed", "via", addr, "error", err)
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("--join: no node of %v added this node within %s: %w", n.cfg.Join, joinTimeout, last)
+			return fmt.Errorf("join: no node of %v added this node within %s: %w", n.cfg.Join, joinTimeout, last)
 		}
-		time.Sleep(joinBackoff)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("join: %w (last attempt: %v)", ctx.Err(), last)
+		case <-time.After(joinBackoff):
+		}
 	}
 }
 
-func (n *Node) joinVia(addr string) error {
+func (n *Node) joinVia(ctx context.Context, addr string) error {
 	c, err := n.peers.client(addr)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), joinAttempt)
+	ctx, cancel := context.WithTimeout(ctx, joinAttempt)
 	defer cancel()
 	_, err = c.AddVoter(ctx, &pb.AddVoterRequest{Id: n.cfg.ID, Address: n.cfg.Addr})
 	if err != nil {

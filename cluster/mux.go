@@ -39,15 +39,30 @@ type Mux struct {
 	iso atomic.Pointer[Isolation]
 }
 
-// Listen binds addr and starts routing connections.
+// Listen binds addr and starts routing connections. A failure is a
+// *ConfigError naming the Addr field; a taken port matches ErrAddrInUse.
 func Listen(addr string) (*Mux, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		if errors.Is(err, syscall.EADDRINUSE) {
-			return nil, fmt.Errorf("--addr %s: %w", addr, ErrAddrInUse)
-		}
-		return nil, fmt.Errorf("--addr %s: %w", addr, err)
+		return nil, ListenError(FieldAddr, addr, err)
 	}
+	return NewMux(ln), nil
+}
+
+// ListenError reports a failed bind of a node's port, the address addr of
+// Config field field, as a *ConfigError in words that name the problem: a
+// taken port matches ErrAddrInUse. The server binds its HTTP port through
+// it too, so that every bind failure reads alike.
+func ListenError(field, addr string, err error) error {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return &ConfigError{Field: field, Rule: addr + ": " + ErrAddrInUse.Error(), Err: ErrAddrInUse}
+	}
+	return &ConfigError{Field: field, Rule: fmt.Sprintf("%s: %v", addr, err), Err: err}
+}
+
+// NewMux routes the connections of a listener the caller bound; the mux
+// owns it from now on.
+func NewMux(ln net.Listener) *Mux {
 	m := &Mux{
 		ln:      ln,
 		raft:    newSubListener(ln.Addr()),
@@ -57,7 +72,7 @@ func Listen(addr string) (*Mux, error) {
 	}
 	m.loop.Add(1)
 	go m.acceptLoop()
-	return m, nil
+	return m
 }
 
 // Addr is the bound address (useful when listening on port 0).

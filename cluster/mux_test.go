@@ -126,10 +126,11 @@ func TestListenAddrInUse(t *testing.T) {
 	if !errors.Is(err, ErrAddrInUse) {
 		t.Fatalf("Listen on a used port: %v, want ErrAddrInUse", err)
 	}
-	if want := "--addr " + addr + ": address already in use"; err.Error() != want {
-		t.Errorf("error %q, want %q", err, want)
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Field != FieldAddr || ce.Rule != addr+": address already in use" {
+		t.Errorf("error %#v, want a ConfigError of Addr reading %q", err, addr+": address already in use")
 	}
-	if _, err := Listen("127.0.0.1"); err == nil || !strings.HasPrefix(err.Error(), "--addr 127.0.0.1:") {
-		t.Errorf("Listen without port: %v, want an error naming --addr", err)
+	if _, err := Listen("127.0.0.1"); !errors.As(err, &ce) || ce.Field != FieldAddr || !strings.HasPrefix(ce.Rule, "127.0.0.1: ") {
+		t.Errorf("Listen without port: %v, want a ConfigError of Addr", err)
 	}
 }

@@ -33,14 +33,19 @@ const (
 
 // Node is one running Raft member. Its methods are safe for concurrent use.
 type Node struct {
-	cfg   Config
-	log   *slog.Logger
+	cfg Config
+	log *slog.Logger
+	rc  *raft.Config
+	// raft is set by Start; nil before, so no other method may be called
+	// until Start has returned (Shutdown excepted).
 	raft  *raft.Raft
 	fsm   *trackingFSM
 	logs  raft.LogStore
 	store *raftboltdb.BoltStore
 	trans *raft.NetworkTransport
 	peers *peerConns
+	// bulkSem bounds ApplyBulk's entries in flight (apply_bulk.go).
+	bulkSem slots
 
 	// isLeader mirrors Raft's NotifyCh; only the watcher writes it.
 	isLeader      atomic.Bool
@@ -78,18 +83,41 @@ type Node struct {
 	halted  chan struct{}
 	haltErr error
 
+	started      atomic.Bool
 	closed       atomic.Bool
 	shutdownOnce sync.Once
 	shutdownErr  error
 }
 
-// New opens the node's storage, starts Raft on the mux's Raft route, and
-// bootstraps or joins if DataDir holds no Raft state. One Node per Mux. The
-// caller serves RegisterInternal on mux.GRPCListener() and closes the mux
-// after Shutdown.
+// New validates cfg and opens the node's storage, snapshot store and
+// transport on the mux's Raft route; Raft itself runs only from Start, so
+// that the caller can wire what the FSM and OnLeadershipChange feed before
+// the first entry is applied. One Node per Mux. The caller serves
+// RegisterInternal on mux.GRPCListener(), calls Shutdown (also when Start
+// fails or was never called) and closes the mux after it.
 func New(cfg Config, mux *Mux) (*Node, error) {
-	cfg, err := cfg.check(mux)
-	if err != nil {
+	switch {
+	case mux == nil:
+		return nil, invalidf("cluster: nil mux")
+	case cfg.FSM == nil:
+		return nil, invalidf("cluster: Config.FSM must not be nil")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.CommandVersion == 0 {
+		cfg.CommandVersion = baseCommandVersion
+	}
+	if cfg.VersionOf == nil {
+		cfg.VersionOf = func(*pb.Command) uint32 { return baseCommandVersion }
+	}
+	if cfg.Addr == "" {
+		cfg.Addr = mux.Addr().String()
+	}
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	rc, err := cfg.raftConfig()
@@ -97,7 +125,7 @@ func New(cfg Config, mux *Mux) (*Node, error) {
 		return nil, err
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("--data-dir: %w", err)
+		return nil, &ConfigError{Field: FieldDataDir, Rule: err.Error(), Err: err}
 	}
 	store, err := openStore(cfg.DataDir, cfg.NoSync)
 	if err != nil {
@@ -106,8 +134,10 @@ func New(cfg Config, mux *Mux) (*Node, error) {
 	n := &Node{
 		cfg:       cfg,
 		log:       cfg.Logger.With("node", cfg.ID),
+		rc:        rc,
 		store:     store,
 		peers:     newPeerConns(mux.isolation()),
+		bulkSem:   newSlots(bulkInFlight),
 		notifyCh:  make(chan bool, notifyChBuffer),
 		stopWatch: make(chan struct{}),
 		watchDone: make(chan struct{}),
@@ -116,12 +146,8 @@ func New(cfg Config, mux *Mux) (*Node, error) {
 		raftUp:    make(chan struct{}),
 		halted:    make(chan struct{}),
 	}
-	if err := n.start(rc, mux); err != nil {
+	if err := n.open(mux); err != nil {
 		store.Close()
-		return nil, err
-	}
-	if err := n.bootstrapOrJoin(); err != nil {
-		n.Shutdown(context.Background())
 		return nil, err
 	}
 	return n, nil
@@ -145,8 +171,8 @@ func openStore(dir string, noSync bool) (*raftboltdb.BoltStore, error) {
 	return store, nil
 }
 
-// start builds the snapshot store and transport and starts Raft.
-func (n *Node) start(rc *raft.Config, mux *Mux) error {
+// open builds the log cache, the snapshot store and the transport.
+func (n *Node) open(mux *Mux) error {
 	logs, err := raft.NewLogCache(logCacheSize, n.store)
 	if err != nil {
 		return fmt.Errorf("raft log cache: %w", err)
@@ -163,24 +189,36 @@ func (n *Node) start(rc *raft.Config, mux *Mux) error {
 		Timeout: transportIO,
 		Logger:  newHCLog(n.log, "raft-net"),
 	})
-	rc.NotifyCh = n.notifyCh
+	return nil
+}
+
+// Start starts Raft, which replays the node's state into the FSM, and
+// bootstraps or joins if the data dir held no Raft state; ctx bounds the
+// join. It may be called once. On error, Shutdown releases what New opened.
+func (n *Node) Start(ctx context.Context) error {
+	if !n.started.CompareAndSwap(false, true) {
+		return errors.New("cluster: node already started")
+	}
+	if n.closed.Load() {
+		return ErrShutdown
+	}
+	n.rc.NotifyCh = n.notifyCh
 	go n.watchLeadership()
-	r, err := raft.NewRaft(rc, n.fsm, logs, n.store, snaps, n.trans)
+	r, err := raft.NewRaft(n.rc, n.fsm, n.logs, n.store, n.fsm.snaps, n.trans)
 	if err != nil {
 		close(n.stopWatch)
 		<-n.watchDone
-		n.trans.Close()
 		return fmt.Errorf("start raft: %w", err)
 	}
 	n.raft = r
 	close(n.raftUp)
 	go n.watchCrash(n.stopWatch, n.crashDone)
-	return nil
+	return n.bootstrapOrJoin(ctx)
 }
 
 // bootstrapOrJoin acts only on a data dir without Raft state: a restarted
 // node already knows its cluster.
-func (n *Node) bootstrapOrJoin() error {
+func (n *Node) bootstrapOrJoin(ctx context.Context) error {
 	existing, err := raft.HasExistingState(n.logs, n.store, n.fsm.snaps)
 	if err != nil {
 		return fmt.Errorf("read raft state in %s: %w", n.cfg.DataDir, err)
@@ -192,9 +230,9 @@ func (n *Node) bootstrapOrJoin() error {
 	case len(n.cfg.Peers) > 0:
 		return n.bootstrap()
 	case len(n.cfg.Join) > 0:
-		return n.join()
+		return n.join(ctx)
 	default:
-		n.log.Warn("no raft state, --peers or --join: waiting to be added to a cluster", "addr", n.cfg.Addr)
+		n.log.Warn("no raft state, no peers to bootstrap with and none to join: waiting to be added to a cluster", "addr", n.cfg.Addr)
 		return nil
 	}
 }
@@ -281,6 +319,13 @@ func (n *Node) Shutdown(ctx context.Context) error {
 }
 
 func (n *Node) shutdown(ctx context.Context) error {
+	if n.raft == nil {
+		// Never started, or Raft failed to start: only storage to release.
+		n.closed.Store(true)
+		n.trans.Close()
+		n.peers.close()
+		return n.store.Close()
+	}
 	if n.raft.State() == raft.Leader && n.voters() > 1 {
 		start := time.Now()
 		if err := waitFuture(ctx, n.raft.LeadershipTransfer()); err != nil {

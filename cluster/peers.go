@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -12,10 +13,9 @@ import (
 // advertised host:port (Raft and gRPC share it).
 type Peer struct{ ID, Addr string }
 
-const maxIDLen = 64
-
-// ParsePeers parses the --peers flag, "n1=127.0.0.1:7001,n2=127.0.0.1:7002".
-// An empty string means no peers. IDs and addresses must be unique.
+// ParsePeers parses a bootstrap set written "n1=127.0.0.1:7001,n2=127.0.0.1:7002".
+// An empty string means no peers. IDs and addresses must be valid and
+// unique; errors are *ConfigError naming the Peers field.
 func ParsePeers(s string) ([]Peer, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, nil
@@ -24,74 +24,77 @@ func ParsePeers(s string) ([]Peer, error) {
 	for i, entry := range strings.Split(s, ",") {
 		entry = strings.TrimSpace(entry)
 		if entry == "" {
-			return nil, configErrorf("--peers entry %d is empty: want ID=HOST:PORT", i+1)
+			return nil, invalidFieldf(FieldPeers, "entry %d is empty: want ID=HOST:PORT", i+1)
 		}
 		id, addr, ok := strings.Cut(entry, "=")
 		if !ok {
-			return nil, configErrorf("--peers entry %q: missing '=': want ID=HOST:PORT", entry)
+			return nil, invalidFieldf(FieldPeers, "entry %q: missing '=': want ID=HOST:PORT", entry)
 		}
-		p := Peer{ID: strings.TrimSpace(id), Addr: strings.TrimSpace(addr)}
-		if err := validateID(p.ID); err != nil {
-			return nil, configErrorf("--peers entry %q: %v", entry, err)
-		}
-		if err := validateAddr(p.Addr); err != nil {
-			return nil, configErrorf("--peers entry %q: %v", entry, err)
-		}
-		peers = append(peers, p)
+		peers = append(peers, Peer{ID: strings.TrimSpace(id), Addr: strings.TrimSpace(addr)})
 	}
-	if err := checkUniquePeers(peers); err != nil {
+	if err := checkPeerList(peers); err != nil {
 		return nil, err
 	}
 	return peers, nil
 }
 
-func checkUniquePeers(peers []Peer) error {
+// checkPeerList checks each peer and that no ID or address repeats.
+func checkPeerList(peers []Peer) error {
 	ids := make(map[string]bool, len(peers))
 	addrs := make(map[string]string, len(peers))
 	for _, p := range peers {
+		if err := ValidateID(p.ID); err != nil {
+			return invalidFieldf(FieldPeers, "entry %s=%s: %v", p.ID, p.Addr, err)
+		}
+		if err := ValidateAddr(p.Addr); err != nil {
+			return invalidFieldf(FieldPeers, "entry %s=%s: %v", p.ID, p.Addr, err)
+		}
 		if ids[p.ID] {
-			return configErrorf("--peers: duplicate ID %q", p.ID)
+			return invalidFieldf(FieldPeers, "duplicate ID %q", p.ID)
 		}
 		ids[p.ID] = true
 		if other, dup := addrs[p.Addr]; dup {
-			return configErrorf("--peers: duplicate address %s (IDs %q and %q)", p.Addr, other, p.ID)
+			return invalidFieldf(FieldPeers, "duplicate address %s (IDs %q and %q)", p.Addr, other, p.ID)
 		}
 		addrs[p.Addr] = p.ID
 	}
 	return nil
 }
 
-// validateID: IDs appear in flags, logs and the Raft configuration forever,
-// so keep them to a small, unambiguous alphabet ('=' and ',' would break --peers).
-func validateID(id string) error {
+// idPattern is the one rule for node IDs, the same as for job names: IDs
+// appear in flags, paths, metric labels and the Raft configuration forever,
+// so they keep to a small, unambiguous alphabet ('=' and ',' would break
+// a peer list).
+const idPattern = `[a-z0-9][a-z0-9._-]{0,62}`
+
+var idRegexp = regexp.MustCompile(`^` + idPattern + `$`)
+
+// ValidateID checks a node ID against the one rule for node IDs.
+func ValidateID(id string) error {
 	if id == "" {
-		return errors.New("empty ID")
+		return errors.New("required")
 	}
-	if len(id) > maxIDLen {
-		return fmt.Errorf("ID %q is longer than %d characters", id, maxIDLen)
-	}
-	for _, r := range id {
-		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
-			r == '-' || r == '_' || r == '.'
-		if !ok {
-			return fmt.Errorf("ID %q may contain only letters, digits, '-', '_' and '.'", id)
-		}
+	if !idRegexp.MatchString(id) {
+		return fmt.Errorf("%q must match %s", id, idPattern)
 	}
 	return nil
 }
 
-// validateAddr checks an address other nodes will dial: HOST:PORT with a
+// ValidateAddr checks an address other nodes will dial: HOST:PORT with a
 // non-empty host and a port in 1..65535.
-func validateAddr(addr string) error {
+func ValidateAddr(addr string) error {
+	if addr == "" {
+		return errors.New("required (HOST:PORT)")
+	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("address %q: want HOST:PORT", addr)
+		return fmt.Errorf("%q is not HOST:PORT", addr)
 	}
 	if host == "" {
-		return fmt.Errorf("address %q: empty host", addr)
+		return fmt.Errorf("%q needs a host: the other nodes dial it", addr)
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return fmt.Errorf("address %q: port must be a number in 1..65535", addr)
+		return fmt.Errorf("%q needs a port between 1 and 65535", addr)
 	}
 	return nil
 }

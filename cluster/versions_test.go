@@ -116,7 +116,7 @@ func TestUnreachableVoterCountsAsNotApplying(t *testing.T) {
 	ctx := ctxTimeout(t, 10*time.Second)
 	results, err := leader.node.ApplyBulk(ctx, []*pb.Command{putCmd("plain", "@daily"), putCmd("v2-batch", "@daily")})
 	if err != nil {
-		t.Fatalf("ApplyBatch: %v", err)
+		t.Fatalf("ApplyBulk: %v", err)
 	}
 	if results[0].Err != nil || results[0].Result.GetCode() != pb.ResultCode_RESULT_CODE_OK {
 		t.Errorf("version 1 command of the batch: %+v, want OK", results[0])

@@ -18,6 +18,9 @@
 //   - [Dedupe] remembers applied idempotency keys ([NewMemoryDedupe], [NewBoltDedupe]).
 //   - [Fence] combines both around an effect; [Middleware] and [UnaryServerInterceptor]
 //     put it in front of HTTP and gRPC handlers.
+//   - [Keys] verify the X-Raftcron-Signature that nodes started with --fence-key-file
+//     put on every dispatch; [WithKeys] makes the middleware and interceptor refuse an
+//     unsigned or forged request before its token reaches the Guard.
 //   - [BoltFence.Update] admits the token, checks and records the key, and runs the
 //     caller's write in one bbolt transaction: the exactly-once-effect path for services
 //     that keep their state in bbolt. SQL users do the same with a conditional UPDATE (see

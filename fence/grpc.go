@@ -3,6 +3,7 @@ package fence
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -10,9 +11,14 @@ import (
 	"google.golang.org/grpc/status"
 )
 
+// metadataSignature is HeaderSignature as a gRPC metadata key.
+var metadataSignature = strings.ToLower(HeaderSignature)
+
 // UnaryServerInterceptor fences unary gRPC methods the way Middleware fences HTTP
 // handlers, reading the run from the incoming metadata (the lowercase header names):
 //
+//   - with WithKeys, signature missing or not made with the keys: Unauthenticated,
+//     handler not called, nothing recorded;
 //   - metadata missing or malformed: InvalidArgument, handler not called, nothing recorded;
 //   - stale token: FailedPrecondition naming both tokens, handler not called;
 //   - idempotency key already recorded: AlreadyExists "duplicate idempotency key", handler
@@ -28,9 +34,16 @@ func UnaryServerInterceptor(f *Fence, opts ...Option) grpc.UnaryServerIntercepto
 			return handler(ctx, req)
 		}
 		md, _ := metadata.FromIncomingContext(ctx)
+		signatures := md.Get(metadataSignature)
+		if o.requiresSignature(signatures) {
+			return nil, status.Error(codes.Unauthenticated, ErrUnsigned.Error())
+		}
 		run, err := FromMetadata(md)
 		if err != nil {
 			return nil, status.Error(codes.InvalidArgument, err.Error())
+		}
+		if err := o.authenticate(run, signatures); err != nil {
+			return nil, status.Error(codes.Unauthenticated, err.Error())
 		}
 		var resp any
 		var herr error

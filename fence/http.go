@@ -9,6 +9,8 @@ import (
 
 // Middleware fences an HTTP handler that raftcron calls:
 //
+//   - with WithKeys, signature missing or not made with the keys: 401 {"error": "..."};
+//     nothing is recorded and the handler is not called;
 //   - headers missing or malformed: 400 {"error": "..."}; nothing is recorded and the
 //     handler is not called;
 //   - token lower than the highest admitted for the scope: 409 {"error":"stale fencing
@@ -33,9 +35,18 @@ func Middleware(f *Fence, opts ...Option) func(http.Handler) http.Handler {
 var errNot2xx = errors.New("handler answered with a non-2xx status")
 
 func serveFenced(f *Fence, o options, next http.Handler, w http.ResponseWriter, r *http.Request) {
+	signatures := r.Header.Values(HeaderSignature)
+	if o.requiresSignature(signatures) {
+		unauthorized(w, ErrUnsigned)
+		return
+	}
 	run, err := FromHeader(r.Header)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": err.Error()})
+		return
+	}
+	if err := o.authenticate(run, signatures); err != nil {
+		unauthorized(w, err)
 		return
 	}
 	sw := &statusWriter{ResponseWriter: w}
@@ -70,6 +81,12 @@ func serveFenced(f *Fence, o options, next http.Handler, w http.ResponseWriter, 
 		o.logger.Error("fence: cannot check the run", "job", run.Job, "token", run.Token, "error", err)
 		writeJSON(w, http.StatusInternalServerError, map[string]any{"error": err.Error()})
 	}
+}
+
+// unauthorized refuses a request whose signature WithKeys could not verify.
+func unauthorized(w http.ResponseWriter, err error) {
+	w.Header().Set("WWW-Authenticate", `Raftcron-Signature version="v1"`)
+	writeJSON(w, http.StatusUnauthorized, map[string]any{"error": err.Error()})
 }
 
 func writeJSON(w http.ResponseWriter, status int, body map[string]any) {

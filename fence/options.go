@@ -1,6 +1,9 @@
 package fence
 
-import "log/slog"
+import (
+	"errors"
+	"log/slog"
+)
 
 // Option configures Middleware and UnaryServerInterceptor.
 type Option func(*options)
@@ -9,6 +12,7 @@ type options struct {
 	scope  func(Run) string
 	logger *slog.Logger
 	fenced func(fullMethod string) bool
+	keys   *Keys
 }
 
 func newOptions(opts []Option) options {
@@ -53,4 +57,32 @@ func WithMethods(fenced func(fullMethod string) bool) Option {
 			o.fenced = fenced
 		}
 	}
+}
+
+// WithKeys makes Middleware and UnaryServerInterceptor require a valid
+// X-Raftcron-Signature made with one of keys (see Keys) before the run's token reaches
+// the Guard: an unsigned or forged request is refused (HTTP 401, gRPC Unauthenticated)
+// and changes nothing, so that only the raftcron nodes holding the key can raise a
+// high-water mark. A nil keys turns verification off (the default).
+func WithKeys(keys *Keys) Option {
+	return func(o *options) { o.keys = keys }
+}
+
+// authenticate checks the signature values of a request when WithKeys asked for it.
+func (o options) authenticate(run Run, signatures []string) error {
+	if o.keys == nil {
+		return nil
+	}
+	err := o.keys.verifyValues(run, signatures)
+	if errors.Is(err, ErrBadSignature) {
+		o.logger.Warn("fence: refused a run with a bad signature", "job", run.Job, "token", run.Token,
+			"run_id", run.RunID, "error", err)
+	}
+	return err
+}
+
+// requiresSignature reports whether a request without any signature is refused before
+// its run is even parsed.
+func (o options) requiresSignature(signatures []string) bool {
+	return o.keys != nil && len(signatures) == 0
 }

@@ -24,6 +24,9 @@ const (
 	HeaderScheduledAt    = "X-Raftcron-Scheduled-At"
 	HeaderAttempt        = "X-Raftcron-Attempt"
 	HeaderIdempotencyKey = "Idempotency-Key"
+	// HeaderSignature carries "v1=<signature>" when the nodes sign their dispatches
+	// (see Keys).
+	HeaderSignature = "X-Raftcron-Signature"
 )
 
 // Environment variables raftcron sets for every exec run (DESIGN §7),
@@ -35,6 +38,8 @@ const (
 	EnvScheduledAt    = "RAFTCRON_SCHEDULED_AT"
 	EnvAttempt        = "RAFTCRON_ATTEMPT"
 	EnvIdempotencyKey = "RAFTCRON_IDEMPOTENCY_KEY"
+	// EnvSignature is HeaderSignature's value, for exec runs.
+	EnvSignature = "RAFTCRON_SIGNATURE"
 )
 
 // MaxFieldLen bounds the run ID and the idempotency key, so that a misbehaving sender

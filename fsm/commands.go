@@ -34,6 +34,10 @@ func putJob(s *state, c *pb.Command, e entry) (outcome, error) {
 	if err := checkVersion(name, old, p.GetExpectedVersion()); err != nil {
 		return outcome{}, err
 	}
+	if limit := p.GetMaxJobs(); !exists && limit > 0 && uint64(s.jobs.Len()) >= limit {
+		return outcome{}, fail(ErrLimitExceeded, "job %q not created: the registry holds %d jobs, its limit (max_jobs) is %d jobs",
+			name, s.jobs.Len(), limit)
+	}
 	storeSpec(spec) // the command was decoded for this Apply: the spec is ours
 	s.share.spec(spec)
 	if !exists {
@@ -49,6 +53,7 @@ func putJob(s *state, c *pb.Command, e entry) (outcome, error) {
 	if targetChanged(old.GetSpec(), spec) {
 		next.Generation++
 		st = cursorAtLeast(st, e.seconds())
+		st = cancelStaleRetries(s, st, e)
 	}
 	if old.GetSpec().GetPaused() && !spec.GetPaused() {
 		st = cursorAtLeast(st, e.seconds())
@@ -71,6 +76,7 @@ func createJob(s *state, spec *pb.JobSpec, e entry) outcome {
 		CreatedAt:   now,
 		UpdatedAt:   now,
 		ModifyIndex: e.index,
+		UpdatedBy:   e.principal,
 	}
 	st := s.share.status(&pb.JobStatus{CursorUnix: e.seconds()})
 	s.tombstones.Delete(tombstone{name: name})
@@ -107,6 +113,7 @@ func deleteJob(s *state, c *pb.Command, e entry) (outcome, error) {
 	s.jobs.Delete(jobItem{name: name})
 	s.tx.jobChanged(name)
 	s.tombstones.ReplaceOrInsert(tombstone{name: name, generation: cur.job.GetGeneration()})
+	s.collectTombstone(name) // at once if nothing of the job is open
 	return outcome{changed: true}, nil
 }
 
@@ -120,6 +127,30 @@ func cancelWaitingRetries(s *state, cur jobItem, e entry) {
 			s.putRun(cancelled(r, ReasonDeleted, e))
 		}
 	}
+}
+
+// cancelStaleRetries cancels the open runs in st that wait for a retry,
+// when the job moves to a new generation: a retry of generation g must
+// never run g+1's target under g's idempotency key. Runs still executing
+// stay open until their outcome arrives, which is then final (complete);
+// an orphan among them is given up on re-dispatch. It returns st, or a
+// fresh status without the cancelled runs.
+func cancelStaleRetries(s *state, st *pb.JobStatus, e entry) *pb.JobStatus {
+	next := st
+	for _, id := range st.GetOpenRunIds() {
+		r, ok := s.run(id)
+		if !ok || r.GetState() != pb.RunState_RUN_STATE_RETRYING {
+			continue
+		}
+		if next == st {
+			next = copyStatus(st)
+		}
+		nr := cancelled(r, ReasonGeneration, e)
+		next.OpenRunIds = removeID(next.OpenRunIds, id)
+		noteFinished(next, nr)
+		s.putRun(nr)
+	}
+	return next
 }
 
 // setPaused pauses with a note or resumes, which clears the note. A request
@@ -163,6 +194,7 @@ func changedJob(old *pb.Job, spec *pb.JobSpec, e entry) *pb.Job {
 		CreatedAt:   old.GetCreatedAt(),
 		UpdatedAt:   e.timestamp(),
 		ModifyIndex: e.index,
+		UpdatedBy:   e.principal,
 	}
 }
 

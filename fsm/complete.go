@@ -11,9 +11,11 @@ import (
 )
 
 const (
-	// maxOutput and maxDetail bound what one attempt adds to the state.
+	// maxOutput, maxDetail and maxReason bound what one attempt adds to the
+	// state.
 	maxOutput = 4096
 	maxDetail = 4096
+	maxReason = 64
 )
 
 // completeBatch records the outcomes executors reported. Each completion is
@@ -59,13 +61,19 @@ func complete(s *state, e entry, c *pb.Completion, res *pb.CompletionResult, sla
 	nr := copyRun(r)
 	nr.Attempts = replaceLast(r.GetAttempts(), a)
 	nr.State = c.GetOutcome()
+	if c.GetReason() != "" {
+		nr.Reason = truncateString(c.GetReason(), maxReason)
+	}
 
 	finishedAt := c.GetFinishedAtUnixNano()
 	if finishedAt <= 0 {
 		finishedAt = e.proposedAt
 	}
 	it, owned := s.owner(r)
-	if owned && retryable(c.GetOutcome()) && len(nr.Attempts) < maxAttempts(it.job.GetSpec()) {
+	// A run of an earlier generation is never retried: the target it would
+	// retry is gone.
+	if owned && retryable(c) && len(nr.Attempts) < maxAttempts(it.job.GetSpec()) &&
+		r.GetGeneration() == it.job.GetGeneration() {
 		nr.State = pb.RunState_RUN_STATE_RETRYING
 		nr.NextAttemptAtUnixNano = addSaturating(finishedAt, backoff(it.job.GetSpec().GetRetry(), len(nr.Attempts)))
 	} else {
@@ -92,9 +100,12 @@ func isOutcome(st pb.RunState) bool {
 }
 
 // retryable outcomes may be followed by another attempt. FENCED never is: a
-// newer attempt exists, and retrying would only be fenced again.
-func retryable(st pb.RunState) bool {
-	return st == pb.RunState_RUN_STATE_FAILED || st == pb.RunState_RUN_STATE_DEADLINE_EXCEEDED
+// newer attempt exists, and retrying would only be fenced again. Nor is an
+// attempt the node refused by its policy (a completion with a reason): the
+// same policy would refuse every retry.
+func retryable(c *pb.Completion) bool {
+	st := c.GetOutcome()
+	return c.GetReason() == "" && (st == pb.RunState_RUN_STATE_FAILED || st == pb.RunState_RUN_STATE_DEADLINE_EXCEEDED)
 }
 
 // maxAttempts is the job's attempt budget: a run makes its first attempt

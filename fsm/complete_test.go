@@ -404,3 +404,25 @@ func TestCountersAndLastOutcome(t *testing.T) {
 		t.Fatalf("latest token %d, want %d", st.GetLatestToken(), fsm.CurrentAttempt(c).GetToken())
 	}
 }
+
+func TestPolicyRefusalIsFinalAndRecordsItsReason(t *testing.T) {
+	h := newHarness(t)
+	gen := h.create(withRetry(testSpec("billing"), 5, time.Second, time.Second))
+	fired := h.accepted(slotFire("billing", gen, h.nextSlot("billing")))
+	c := done(fired.GetRun(), stFailed, h.now)
+	c.Reason = "egress_denied"
+	run := h.complete(c)[0].GetRun()
+	if run.GetState() != stFailed || run.GetReason() != "egress_denied" || run.GetFinishedAtUnixNano() == 0 {
+		t.Fatalf("run %v, want FAILED with reason egress_denied and finished: a refusal is not retried", run)
+	}
+	if st := h.status("billing"); st.GetFailed() != 1 || len(st.GetOpenRunIds()) != 0 {
+		t.Fatalf("status %v, want one failure and no open run", st)
+	}
+	h.refused(retryFire("billing", run.GetId()), fsm.ReasonNotOpen)
+
+	// An ordinary failure of the same job is still retried and has no reason.
+	fired = h.accepted(slotFire("billing", gen, h.nextSlot("billing")))
+	if run := h.finish(fired.GetRun(), stFailed, h.now); run.GetState() != stRetrying || run.GetReason() != "" {
+		t.Fatalf("run %v, want RETRYING without a reason", run)
+	}
+}

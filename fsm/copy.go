@@ -179,5 +179,6 @@ func withStatus(j *pb.Job, st *pb.JobStatus) *pb.Job {
 		UpdatedAt:   j.GetUpdatedAt(),
 		ModifyIndex: j.GetModifyIndex(),
 		Status:      st,
+		UpdatedBy:   j.GetUpdatedBy(),
 	}
 }

@@ -15,6 +15,7 @@ var (
 	ErrVersionMismatch = errors.New("job version mismatch")
 	ErrMalformed       = errors.New("malformed command")
 	ErrInvalid         = errors.New("invalid command")
+	ErrLimitExceeded   = errors.New("limit exceeded")
 )
 
 // codes pairs each sentinel with its result code; the order is the order in
@@ -28,6 +29,7 @@ var codes = []struct {
 	{pb.ResultCode_RESULT_CODE_VERSION_MISMATCH, ErrVersionMismatch},
 	{pb.ResultCode_RESULT_CODE_MALFORMED, ErrMalformed},
 	{pb.ResultCode_RESULT_CODE_INVALID, ErrInvalid},
+	{pb.ResultCode_RESULT_CODE_LIMIT_EXCEEDED, ErrLimitExceeded},
 }
 
 // resultError carries a human message while unwrapping to its sentinel, so

@@ -17,7 +17,7 @@ func fireBatch(s *state, c *pb.Command, e entry) (outcome, error) {
 	if e.term != 0 && fb.GetTerm() != e.term {
 		return staleTerm(fires), nil
 	}
-	b := batch{s: s, e: e, leader: fb.GetLeaderId(), term: fb.GetTerm(), slab: newRunSlab(len(fires))}
+	b := batch{s: s, e: e, leader: fb.GetLeaderId(), term: fb.GetTerm(), maxOpen: fb.GetMaxOpenRuns(), slab: newRunSlab(len(fires))}
 	misses := fb.GetMisses()
 	for i, m := range misses {
 		b.miss(i, m)
@@ -50,7 +50,15 @@ type batch struct {
 	e      entry
 	leader string
 	term   uint64
-	slab   *runSlab // the runs of the results
+	// maxOpen caps one job's open runs under overlap allow; 0: no cap.
+	maxOpen uint32
+	slab    *runSlab // the runs of the results
+}
+
+// atOpenLimit reports whether a job whose status is st may open no more
+// runs in this batch.
+func (b *batch) atOpenLimit(st *pb.JobStatus) bool {
+	return b.maxOpen > 0 && len(st.GetOpenRunIds()) >= int(b.maxOpen)
 }
 
 func (b *batch) fire(pos int, f *pb.Fire, res *pb.FireResult) {
@@ -104,6 +112,10 @@ func (b *batch) scheduled(pos int, f *pb.Fire, res *pb.FireResult) {
 	if len(st.GetOpenRunIds()) > 0 {
 		switch spec.GetOverlap() {
 		case pb.Overlap_OVERLAP_ALLOW:
+			if b.atOpenLimit(st) {
+				b.recordMissed(it, next, pos, f.GetKind(), slot, ReasonOpenRunsLimit, res)
+				return
+			}
 		case pb.Overlap_OVERLAP_CANCEL_OTHER:
 			b.cancelOpen(next)
 		case pb.Overlap_OVERLAP_BUFFER_ONE:
@@ -144,7 +156,8 @@ func before(slot, sec int64, nanos int32) bool {
 
 // manual commits a triggered run now. It has its own identity (kind MANUAL,
 // its own run id and token) and leaves the cursor alone, so it can neither
-// hide nor repeat a scheduled slot.
+// hide nor repeat a scheduled slot. Like a slot, it is for one generation
+// of the job: the spec the leader planned it with.
 func (b *batch) manual(f *pb.Fire, res *pb.FireResult) {
 	it, ok := b.s.item(f.GetJob())
 	if !ok {
@@ -159,6 +172,10 @@ func (b *batch) manual(f *pb.Fire, res *pb.FireResult) {
 			return
 		}
 	}
+	if f.GetGeneration() != it.job.GetGeneration() {
+		res.Reason = ReasonGeneration
+		return
+	}
 	spec := it.job.GetSpec()
 	if spec.GetPaused() && !f.GetForce() {
 		res.Reason = ReasonPaused
@@ -168,6 +185,10 @@ func (b *batch) manual(f *pb.Fire, res *pb.FireResult) {
 	if len(next.OpenRunIds) > 0 {
 		switch spec.GetOverlap() {
 		case pb.Overlap_OVERLAP_ALLOW:
+			if b.atOpenLimit(next) {
+				res.Reason = ReasonOpenRunsLimit
+				return
+			}
 		case pb.Overlap_OVERLAP_CANCEL_OTHER:
 			b.cancelOpen(next)
 		default: // skip, buffer_one: a trigger is not a slot to buffer
@@ -203,6 +224,16 @@ func (b *batch) retry(f *pb.Fire, res *pb.FireResult) {
 		b.cancelForDeletedJob(r, res)
 		return
 	}
+	if f.GetGeneration() != r.GetGeneration() {
+		res.Reason = ReasonGeneration
+		return
+	}
+	if r.GetGeneration() != it.job.GetGeneration() {
+		// The target it would retry is gone; an update normally closes
+		// such runs at once (putJob).
+		b.closeRetry(it, r, res)
+		return
+	}
 	if r.GetNextAttemptAtUnixNano() > b.e.proposedAt {
 		res.Reason = ReasonNotDue
 		return
@@ -210,10 +241,25 @@ func (b *batch) retry(f *pb.Fire, res *pb.FireResult) {
 	b.reattempt(it, r, pb.FireKind_FIRE_KIND_RETRY, res)
 }
 
+// closeRetry cancels a run of an earlier generation that waits for a
+// retry: no attempt of it may start under the job's new target.
+func (b *batch) closeRetry(it jobItem, r *pb.Run, res *pb.FireResult) {
+	nr := cancelled(r, ReasonGeneration, b.e)
+	next := copyStatus(it.status)
+	next.OpenRunIds = removeID(next.OpenRunIds, nr.GetId())
+	noteFinished(next, nr)
+	b.s.setStatus(it, next)
+	b.s.putRun(nr)
+	res.Reason, res.RunId, res.Run = ReasonGeneration, nr.GetId(), b.slab.clone(nr)
+}
+
 // redispatch resolves a run whose attempt nobody will report on: one an
 // earlier leader dispatched and never heard back about (G4), or, with
 // lost_token, one of this term whose worker was lost. at_least_once runs
-// it again under a new token, at_most_once gives it up as UNKNOWN.
+// it again under a new token, at_most_once gives it up as UNKNOWN. A run of
+// an earlier generation than the job's is given up too: its target is gone,
+// and running the new one under the old slot's idempotency key would be a
+// different job.
 func (b *batch) redispatch(f *pb.Fire, res *pb.FireResult) {
 	r, ok := b.s.run(f.GetRunId())
 	cur := CurrentAttempt(r)
@@ -227,15 +273,20 @@ func (b *batch) redispatch(f *pb.Fire, res *pb.FireResult) {
 		b.cancelForDeletedJob(r, res)
 		return
 	}
-	if it.job.GetSpec().GetDelivery() == pb.Delivery_DELIVERY_AT_MOST_ONCE {
-		reason := ReasonLeaderChanged
+	switch {
+	case f.GetGeneration() != r.GetGeneration():
+		res.Reason = ReasonGeneration
+	case it.job.GetSpec().GetDelivery() == pb.Delivery_DELIVERY_AT_MOST_ONCE:
+		why := ReasonLeaderChanged
 		if f.GetLostToken() != 0 {
-			reason = ReasonWorkerLost
+			why = ReasonWorkerLost
 		}
-		b.giveUp(it, r, reason, res)
-		return
+		b.giveUp(it, r, why, ReasonUnknown, res)
+	case r.GetGeneration() != it.job.GetGeneration():
+		b.giveUp(it, r, ReasonGeneration, ReasonGeneration, res)
+	default:
+		b.reattempt(it, r, pb.FireKind_FIRE_KIND_REDISPATCH, res)
 	}
-	b.reattempt(it, r, pb.FireKind_FIRE_KIND_REDISPATCH, res)
 }
 
 // unresolved reports whether the executing attempt cur may be resolved by a
@@ -249,22 +300,23 @@ func (b *batch) unresolved(cur *pb.Attempt, lostToken uint64) bool {
 	return cur.GetTerm() < b.term
 }
 
-// giveUp marks an at_most_once attempt UNKNOWN: it may have run, so it must
-// not run again.
-func (b *batch) giveUp(it jobItem, r *pb.Run, reason string, res *pb.FireResult) {
+// giveUp marks an unresolved attempt UNKNOWN, with why as the run's reason:
+// it may have run, so it must not run again. The fire is refused with
+// refusal.
+func (b *batch) giveUp(it jobItem, r *pb.Run, why, refusal string, res *pb.FireResult) {
 	a := copyAttempt(CurrentAttempt(r))
 	a.State = pb.RunState_RUN_STATE_UNKNOWN
 	nr := copyRun(r)
 	nr.Attempts = replaceLast(r.GetAttempts(), a)
 	nr.State = pb.RunState_RUN_STATE_UNKNOWN
-	nr.Reason = reason
+	nr.Reason = why
 	nr.FinishedAtUnixNano = b.e.proposedAt
 	next := copyStatus(it.status)
 	next.OpenRunIds = removeID(next.OpenRunIds, nr.GetId())
 	noteFinished(next, nr)
 	b.s.setStatus(it, next)
 	b.s.putRun(nr)
-	res.Reason, res.RunId, res.Run = ReasonUnknown, nr.GetId(), b.slab.clone(nr)
+	res.Reason, res.RunId, res.Run = refusal, nr.GetId(), b.slab.clone(nr)
 }
 
 // cancelForDeletedJob finishes an open run whose job was deleted: no new
@@ -299,6 +351,7 @@ func (b *batch) reattempt(it jobItem, r *pb.Run, kind pb.FireKind, res *pb.FireR
 	b.s.setStatus(it, next)
 	b.s.putRun(nr)
 	res.Accepted, res.Token, res.RunId, res.Attempt, res.Run = true, token, nr.GetId(), n, b.slab.clone(nr)
+	res.Spec = it.job.GetSpec()
 }
 
 // accept commits a new run with its first attempt: the only place, with
@@ -322,6 +375,7 @@ func (b *batch) accept(it jobItem, next *pb.JobStatus, kind pb.FireKind, slot in
 	b.s.setStatus(it, next)
 	b.s.putRun(r)
 	res.Accepted, res.Token, res.RunId, res.Attempt, res.Run = true, token, id, 1, b.slab.clone(r)
+	res.Spec = it.job.GetSpec()
 }
 
 func (b *batch) attempt(n uint32, token uint64, kind pb.FireKind) *pb.Attempt {

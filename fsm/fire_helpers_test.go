@@ -48,16 +48,25 @@ func slotFire(job string, generation uint64, slot int64) *pb.Fire {
 	return &pb.Fire{Job: job, Generation: generation, SlotUnix: slot, Kind: kindScheduled}
 }
 
+// manualFire, retryFire and redispatchFire are for generation 1, the
+// generation of a job created once and never retargeted; ofGeneration
+// names another.
+
 func manualFire(job, requestID string, force bool) *pb.Fire {
-	return &pb.Fire{Job: job, Kind: kindManual, RequestId: requestID, Force: force}
+	return &pb.Fire{Job: job, Generation: 1, Kind: kindManual, RequestId: requestID, Force: force}
 }
 
 func retryFire(job, runID string) *pb.Fire {
-	return &pb.Fire{Job: job, Kind: kindRetry, RunId: runID}
+	return &pb.Fire{Job: job, Generation: 1, Kind: kindRetry, RunId: runID}
 }
 
 func redispatchFire(job, runID string) *pb.Fire {
-	return &pb.Fire{Job: job, Kind: kindRedispatch, RunId: runID}
+	return &pb.Fire{Job: job, Generation: 1, Kind: kindRedispatch, RunId: runID}
+}
+
+func ofGeneration(f *pb.Fire, gen uint64) *pb.Fire {
+	f.Generation = gen
+	return f
 }
 
 // fire applies one FireBatch as the harness leader and returns its results.

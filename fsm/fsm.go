@@ -42,6 +42,7 @@ type entry struct {
 	index      uint64
 	term       uint64 // Raft term of the entry; 0 only for hand-built test logs
 	proposedAt int64
+	principal  string // who asked for it (Command.caller), "" for the scheduler's batches
 }
 
 // seconds is the proposer's clock in whole Unix seconds, rounded down: the
@@ -80,11 +81,14 @@ type handler func(s *state, c *pb.Command, e entry) (outcome, error)
 
 // handlers is keyed by the name of the Command.kind oneof field.
 var handlers = map[protoreflect.Name]handler{
-	"put_job":        putJob,
-	"delete_job":     deleteJob,
-	"set_paused":     setPaused,
-	"fire_batch":     fireBatch,
-	"complete_batch": completeBatch,
+	"put_job":          scoped(putJob),
+	"delete_job":       scoped(deleteJob),
+	"set_paused":       scoped(setPaused),
+	"fire_batch":       fireBatch,
+	"complete_batch":   completeBatch,
+	"bootstrap_acl":    bootstrapACL,
+	"create_acl_token": createACLToken,
+	"delete_acl_token": deleteACLToken,
 }
 
 var kindOneof = (&pb.Command{}).ProtoReflect().Descriptor().Oneofs().ByName("kind")
@@ -147,7 +151,10 @@ func (f *FSM) apply(l *raft.Log, c *pb.Command) (outcome, error) {
 	if !ok {
 		return outcome{}, malformed("log entry %d: command %s has no handler", l.Index, fd.Name())
 	}
-	return h(&f.st, c, entry{index: l.Index, term: l.Term, proposedAt: c.GetProposedAtUnixNano()})
+	return h(&f.st, c, entry{
+		index: l.Index, term: l.Term, proposedAt: c.GetProposedAtUnixNano(),
+		principal: f.st.share.str(c.GetCaller().GetPrincipal()),
+	})
 }
 
 func result(o outcome, err error) *pb.CommandResult {

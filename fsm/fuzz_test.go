@@ -60,9 +60,9 @@ func FuzzApply(f *testing.F) {
 		h := newHarness(t)
 		h.mustOK(createCmd(testSpec("billing")))
 		h.mustOK(createCmd(testSpec("gone")))
-		h.mustOK(deleteCmd("gone", 0))
-		h.accepted(slotFire("billing", 1, baseTime.Unix()+60)) // billing-1, token 1
 		h.mustOK(createCmd(withRetry(testSpec("retry"), 3, time.Second, time.Second)))
+		h.mustOK(deleteCmd("gone", 0))
+		h.accepted(slotFire("billing", 1, baseTime.Unix()+60))                                   // billing-1, token 1
 		h.finish(h.accepted(slotFire("retry", 1, baseTime.Unix()+60)).GetRun(), stFailed, h.now) // retry-2
 		before, token := h.f.StateHash(), h.f.FencingToken()
 

@@ -173,17 +173,17 @@ func (g *commandGen) fire() *pb.Fire {
 		}
 		return f
 	case k < 6:
-		return manualFire(name, g.pick("", "r1", "r2"), g.rng.IntN(3) == 0)
+		return ofGeneration(manualFire(name, g.pick("", "r1", "r2"), g.rng.IntN(3) == 0), gen)
 	case k < 8:
 		if r := g.openRun(stRetrying); r != nil {
-			return retryFire(r.GetJob(), r.GetId())
+			return ofGeneration(retryFire(r.GetJob(), r.GetId()), g.runGeneration(r))
 		}
-		return retryFire(name, name+"-1")
+		return ofGeneration(retryFire(name, name+"-1"), gen)
 	case k < 9:
 		if r := g.openRun(stDispatched); r != nil {
-			return redispatchFire(r.GetJob(), r.GetId())
+			return ofGeneration(redispatchFire(r.GetJob(), r.GetId()), g.runGeneration(r))
 		}
-		return redispatchFire(name, name+"-2")
+		return ofGeneration(redispatchFire(name, name+"-2"), gen)
 	default:
 		return &pb.Fire{Job: name, Kind: pb.FireKind(g.rng.IntN(8))}
 	}
@@ -221,6 +221,15 @@ func (g *commandGen) jobInfo(name string) (generation uint64, cursor, buffered i
 		}
 	}
 	return uint64(g.rng.IntN(3) + 1), g.now / int64(time.Second), 0
+}
+
+// runGeneration is the generation a retry or re-dispatch of r names: its
+// run's, now and then another.
+func (g *commandGen) runGeneration(r *pb.Run) uint64 {
+	if g.rng.IntN(8) == 0 {
+		return r.GetGeneration() + 1
+	}
+	return r.GetGeneration()
 }
 
 // openRun picks an open run of the view in the given state, or nil.

@@ -9,10 +9,11 @@ import (
 )
 
 // StateHash is a SHA-256 over a deterministic encoding of all replicated
-// state: the counter, then every job and its status in name order, then
-// every tombstone in name order, then every run in id order. The derived
-// indexes are functions of the runs and need no place of their own. Nodes
-// that applied the same log have equal hashes.
+// state: the counter and the retired generation, then every job and its
+// status in name order, then every tombstone in name order, then every run in
+// id order, then the ACL state when there is any. The derived indexes are
+// functions of the runs and need no place of their own. Nodes that applied
+// the same log have equal hashes.
 func (f *FSM) StateHash() [32]byte {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -23,6 +24,7 @@ func (s *state) hash() [32]byte {
 	h := sha256.New()
 	m := marshaler{h: h}
 	writeUint(h, s.counter)
+	writeUint(h, s.retired)
 	writeUint(h, uint64(s.jobs.Len()))
 	s.jobs.Ascend(func(it jobItem) bool {
 		m.write(it.job, "job", it.name)
@@ -40,6 +42,7 @@ func (s *state) hash() [32]byte {
 		m.write(it.run, "run", it.id)
 		return true
 	})
+	s.acl.hashTokens(h, &m)
 	var sum [32]byte
 	h.Sum(sum[:0])
 	return sum

@@ -108,6 +108,9 @@ func (s *state) putRun(r *pb.Run) {
 		}
 		s.addHistory(r)
 		s.pruneHistory(r.GetJob())
+		if wasOpen {
+			s.collectTombstone(r.GetJob()) // the last open run of a deleted job
+		}
 	}
 }
 

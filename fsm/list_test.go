@@ -109,3 +109,33 @@ func TestListJobsFiltersByLabels(t *testing.T) {
 		t.Fatalf("team=even matched %d jobs, want 13", len(got))
 	}
 }
+
+// MaxScan bounds the jobs one call looks at: a selective filter answers
+// short pages, even empty ones, with a nextAfter to go on from, and paging
+// on finds every match once.
+func TestListJobsBoundsTheScan(t *testing.T) {
+	h := listHarness(t)
+	q := fsm.ListQuery{Labels: map[string]string{"env": "prod", "team": "odd"}, Limit: 100, MaxScan: 5}
+	got, next := names(h, q)
+	if want := jobNames(3); fmt.Sprint(got) != fmt.Sprint(want) || next != "job-04" {
+		t.Fatalf("first call: %v, next %q; want %v and next job-04 (5 jobs looked at)", got, next, want)
+	}
+	var all []string
+	calls := 1
+	for all = got; next != ""; calls++ {
+		q.After = next
+		got, next = names(h, q)
+		all = append(all, got...)
+		if calls > 10 {
+			t.Fatal("paging does not end")
+		}
+	}
+	if want := jobNames(3, 9, 15, 21); fmt.Sprint(all) != fmt.Sprint(want) || calls != 5 {
+		t.Fatalf("paged: %v in %d calls, want %v in 5", all, calls, want)
+	}
+	// The page limit still ends a call early, at the last job returned.
+	q = fsm.ListQuery{Labels: map[string]string{"team": "odd"}, Limit: 2, MaxScan: 100}
+	if got, next := names(h, q); fmt.Sprint(got) != fmt.Sprint(jobNames(1, 3)) || next != "job-03" {
+		t.Fatalf("page of 2: %v, next %q; want %v and next job-03", got, next, jobNames(1, 3))
+	}
+}

@@ -29,29 +29,41 @@ type ListQuery struct {
 	Limit int
 	// Labels must all be present on a job, with these values.
 	Labels map[string]string
+	// MaxScan caps the jobs one call looks at, matching or not, so that a
+	// selective filter never holds the read lock for a walk over the whole
+	// registry; zero or less means no cap.
+	MaxScan int
 }
 
 // ListJobs returns the jobs with a name after q.After that carry all of
 // q.Labels, in name order, status filled in, at most q.Limit of them.
-// nextAfter is the last returned name when more matching jobs follow, else "".
+// nextAfter is where the next page starts when the call stopped early, else
+// "": the last returned name when more matching jobs follow, or the last
+// name looked at when q.MaxScan ran out. A page may then hold fewer than
+// q.Limit jobs, even none.
 func (f *FSM) ListJobs(q ListQuery) (jobs []*pb.Job, nextAfter string) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	more := false
+	scanned, last := 0, ""
 	f.st.jobs.AscendGreaterOrEqual(jobItem{name: q.After}, func(it jobItem) bool {
-		if it.name == q.After || !hasLabels(it.job.GetSpec(), q.Labels) {
+		if it.name == q.After {
+			return true
+		}
+		if q.MaxScan > 0 && scanned == q.MaxScan {
+			nextAfter = last
+			return false
+		}
+		scanned, last = scanned+1, it.name
+		if !hasLabels(it.job.GetSpec(), q.Labels) {
 			return true
 		}
 		if q.Limit > 0 && len(jobs) == q.Limit {
-			more = true
+			nextAfter = jobs[len(jobs)-1].GetSpec().GetName()
 			return false
 		}
 		jobs = append(jobs, cloneJob(it.job, it.status))
 		return true
 	})
-	if more {
-		nextAfter = jobs[len(jobs)-1].GetSpec().GetName()
-	}
 	return jobs, nextAfter
 }
 

@@ -2,10 +2,13 @@ package fsm
 
 // Reasons in FireResult.reason, CompletionResult.reason and Run.reason.
 // They are part of the replicated state and of the API: never rename one.
+// Run.reason may also be a reason the executor reported with its outcome
+// (dispatch.ReasonExecDenied, dispatch.ReasonEgressDenied): the FSM records
+// it as given.
 const (
 	// A fire was refused.
 	ReasonGone             = "gone"              // the job does not exist (any more)
-	ReasonGeneration       = "generation"        // the fire is for another generation of the job
+	ReasonGeneration       = "generation"        // the fire is for another generation of the job; also a run's, ended because its job moved on
 	ReasonDuplicate        = "duplicate"         // the slot is at or before the cursor
 	ReasonDuplicateRequest = "duplicate_request" // a manual run with this request id exists
 	ReasonNotOpen          = "not_open"          // RETRY of a run that is not waiting for a retry
@@ -21,6 +24,7 @@ const (
 	ReasonBeforeStart    = "before_start"
 	ReasonAfterEnd       = "after_end"
 	ReasonOverlapSkipped = "overlap_skipped"
+	ReasonOpenRunsLimit  = "open_runs_limit" // overlap allow: the job has as many runs open as the batch allows
 
 	// A run was finished by the FSM rather than by its executor.
 	ReasonCancelOther   = "cancel_other"

@@ -19,7 +19,8 @@ import (
 // one SnapshotHeader, then header.job_count SnapshotRecords holding jobs
 // (status filled in) in name order, then header.tombstone_count holding
 // tombstones in name order, then header.run_count holding runs in id order,
-// then the end of the stream. Records are written and read one at a time,
+// then header.acl_token_count holding ACL tokens in accessor order, then the
+// end of the stream. Records are written and read one at a time,
 // so neither side holds more than the state plus one record.
 const (
 	formatVersion = 1
@@ -73,11 +74,14 @@ func (s *state) writeTo(w io.Writer) error {
 		return err
 	}
 	err := put(&pb.SnapshotHeader{
-		FormatVersion:  formatVersion,
-		FencingCounter: s.counter,
-		JobCount:       uint64(s.jobs.Len()),
-		TombstoneCount: uint64(s.tombstones.Len()),
-		RunCount:       uint64(s.runs.Len()),
+		FormatVersion:     formatVersion,
+		FencingCounter:    s.counter,
+		JobCount:          uint64(s.jobs.Len()),
+		TombstoneCount:    uint64(s.tombstones.Len()),
+		RunCount:          uint64(s.runs.Len()),
+		RetiredGeneration: s.retired,
+		AclTokenCount:     uint64(s.acl.tokens.Len()),
+		AclBootstrapped:   s.acl.bootstrapped,
 	})
 	if err != nil {
 		return err
@@ -107,6 +111,9 @@ func (s *state) writeTo(w io.Writer) error {
 		return err == nil
 	})
 	if err != nil {
+		return err
+	}
+	if err := s.acl.writeTokens(put); err != nil {
 		return err
 	}
 	return bw.Flush()
@@ -150,6 +157,7 @@ func readState(r *bufio.Reader) (state, uint64, error) {
 	}
 	st := newState()
 	st.counter = h.GetFencingCounter()
+	st.retired = h.GetRetiredGeneration()
 	lastIndex, err := readJobs(r, dec, &st, h.GetJobCount())
 	if err != nil {
 		return state{}, 0, err
@@ -160,6 +168,10 @@ func readState(r *bufio.Reader) (state, uint64, error) {
 	if err := readRuns(r, dec, &st, h.GetRunCount()); err != nil {
 		return state{}, 0, err
 	}
+	if err := st.acl.readTokens(r, dec, h.GetAclTokenCount()); err != nil {
+		return state{}, 0, err
+	}
+	st.acl.bootstrapped = h.GetAclBootstrapped()
 	if _, err := r.ReadByte(); err != io.EOF {
 		if err == nil {
 			return state{}, 0, errors.New("data after the last record the header announces")
@@ -199,6 +211,7 @@ func readJobs(r *bufio.Reader, dec protodelim.UnmarshalOptions, st *state, count
 			status = &pb.JobStatus{CursorUnix: max(0, j.GetUpdatedAt().GetSeconds())}
 		}
 		j.Status = nil // the decoded record is ours; the status is kept beside the job
+		j.UpdatedBy = st.share.str(j.GetUpdatedBy())
 		storeJob(j)
 		st.share.spec(j.GetSpec())
 		st.jobs.ReplaceOrInsert(jobItem{name: name, job: j, status: st.share.status(status)})

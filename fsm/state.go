@@ -58,8 +58,13 @@ type state struct {
 	jobs *btree.BTreeG[jobItem]
 	// tombstones holds deleted names with their last generation, so that a
 	// re-created job starts above it. A name is never in jobs and tombstones
-	// at once: creating a job consumes its tombstone.
+	// at once: creating a job consumes its tombstone. A tombstone is
+	// collected once no run of its name is open (tombstone.go).
 	tombstones *btree.BTreeG[tombstone]
+	// retired is the highest generation of any collected tombstone. A name
+	// without a tombstone starts above it, so generations stay monotonic
+	// per name while deleted names cost nothing.
+	retired uint64
 	// runs is the run ledger: every open run and the newest finished runs of
 	// each name. Stored runs, their attempts and everything reachable from
 	// them are immutable like jobs: a change stores a new *pb.Run, which may
@@ -77,6 +82,8 @@ type state struct {
 	// attempt that was accepted, and tokens strictly increase in log order.
 	// It is snapshotted and restored so it never goes backwards.
 	counter uint64
+	// acl holds the ACL tokens; see acl.go.
+	acl aclState
 
 	// ix holds the derived indexes; see ledger.go.
 	ix *indexes
@@ -92,6 +99,7 @@ func newState() state {
 		jobs:       btree.NewG(treeDegree, jobLess),
 		tombstones: btree.NewG(treeDegree, tombstoneLess),
 		runs:       btree.NewG(treeDegree, runLess),
+		acl:        newACLState(),
 		ix:         newIndexes(),
 		share:      newSharer(),
 	}
@@ -119,9 +127,13 @@ func (s *state) setStatus(it jobItem, st *pb.JobStatus) {
 	s.setJob(it.job, st)
 }
 
+// lastGeneration is the generation a new job of name continues after: its
+// tombstone's, or for a name without one the highest ever retired.
 func (s *state) lastGeneration(name string) uint64 {
-	t, _ := s.tombstones.Get(tombstone{name: name})
-	return t.generation
+	if t, ok := s.tombstones.Get(tombstone{name: name}); ok {
+		return t.generation
+	}
+	return s.retired
 }
 
 func (s *state) run(id string) (*pb.Run, bool) {
@@ -147,5 +159,7 @@ func (s *state) capture() state {
 		tombstones: s.tombstones.Clone(),
 		runs:       s.runs.Clone(),
 		counter:    s.counter,
+		retired:    s.retired,
+		acl:        s.acl.capture(),
 	}
 }

@@ -14,7 +14,8 @@ import (
 // CommandVersion is the highest command version this build applies. Nodes
 // advertise it, and the leader proposes a command only once every voter
 // advertises at least VersionOf it, so a node never meets a kind it cannot
-// apply in a healthy rolling upgrade.
+// apply in a healthy rolling upgrade. Version 2 added the ACL commands, the
+// worker target and the re-dispatch of a lost worker's attempt.
 const CommandVersion uint32 = 2
 
 // introducedIn is the command version that introduced each kind, by the
@@ -22,11 +23,14 @@ const CommandVersion uint32 = 2
 // CommandVersion raised to it if it is the first of its version); a test
 // fails if a kind is missing.
 var introducedIn = map[protoreflect.Name]uint32{
-	"put_job":        1,
-	"delete_job":     1,
-	"set_paused":     1,
-	"fire_batch":     1,
-	"complete_batch": 1,
+	"put_job":          1,
+	"delete_job":       1,
+	"set_paused":       1,
+	"fire_batch":       1,
+	"complete_batch":   1,
+	"bootstrap_acl":    2,
+	"create_acl_token": 2,
+	"delete_acl_token": 2,
 }
 
 // introducedBy lists the fields added to kinds of an earlier version that an

@@ -53,7 +53,7 @@ func TestVersionOf(t *testing.T) {
 		{"a kind newer than this build", decodeCmd(t, newerKind(t)), fsm.CommandVersion + 1},
 		{"put_job with a worker target", createCmd(workerSpec("billing")), 2},
 		{"fire_batch re-dispatching a lost attempt", fireBatchCmd(leaderID, leaderTerm,
-			[]*pb.Fire{slotFire("other", 1, 1), lostFire("billing", "billing-1", 1)}, nil), 2},
+			[]*pb.Fire{slotFire("other", 1, 1), lostFire("billing", 1, "billing-1", 1)}, nil), 2},
 	} {
 		if got := fsm.VersionOf(tc.cmd); got != tc.want {
 			t.Errorf("VersionOf(%s) = %d, want %d", tc.name, got, tc.want)

@@ -8,8 +8,10 @@ import (
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
-func lostFire(job, runID string, token uint64) *pb.Fire {
-	return &pb.Fire{Job: job, Kind: kindRedispatch, RunId: runID, LostToken: token}
+// lostFire re-dispatches the attempt of run r (of generation gen) that
+// carries token.
+func lostFire(job string, gen uint64, runID string, token uint64) *pb.Fire {
+	return &pb.Fire{Job: job, Generation: gen, Kind: kindRedispatch, RunId: runID, LostToken: token}
 }
 
 func workerSpec(name string) *pb.JobSpec {
@@ -28,7 +30,7 @@ func TestRedispatchOfLostAttemptSupersedesItInTheSameTerm(t *testing.T) {
 	gen := h.create(workerSpec("billing"))
 	first := h.accepted(slotFire("billing", gen, h.nextSlot("billing")))
 
-	res := h.accepted(lostFire("billing", first.GetRunId(), first.GetToken()))
+	res := h.accepted(lostFire("billing", gen, first.GetRunId(), first.GetToken()))
 	atts := res.GetRun().GetAttempts()
 	switch {
 	case res.GetToken() <= first.GetToken() || res.GetAttempt() != 2:
@@ -40,7 +42,7 @@ func TestRedispatchOfLostAttemptSupersedesItInTheSameTerm(t *testing.T) {
 		t.Fatalf("late report of the lost attempt: %v, want superseded", r)
 	}
 	// The lost token is no longer current: naming it again resolves nothing.
-	h.refused(lostFire("billing", first.GetRunId(), first.GetToken()), fsm.ReasonNotOrphan)
+	h.refused(lostFire("billing", gen, first.GetRunId(), first.GetToken()), fsm.ReasonNotOrphan)
 }
 
 func TestRedispatchOfLostAttemptAtMostOnceMarksUnknown(t *testing.T) {
@@ -51,7 +53,7 @@ func TestRedispatchOfLostAttemptAtMostOnceMarksUnknown(t *testing.T) {
 	first := h.accepted(slotFire("billing", gen, h.nextSlot("billing")))
 	token := h.f.FencingToken()
 
-	res := h.fireOne(lostFire("billing", first.GetRunId(), first.GetToken()))
+	res := h.fireOne(lostFire("billing", gen, first.GetRunId(), first.GetToken()))
 	run := res.GetRun()
 	if res.GetAccepted() || res.GetReason() != fsm.ReasonUnknown || h.f.FencingToken() != token {
 		t.Fatalf("at_most_once lost attempt: %v, want refused as unknown without a token", res)
@@ -68,10 +70,10 @@ func TestRedispatchOfLostAttemptNeedsItsCurrentToken(t *testing.T) {
 	h := newHarness(t)
 	gen := h.create(withRetry(workerSpec("billing"), 3, time.Hour, time.Hour))
 	first := h.accepted(slotFire("billing", gen, h.nextSlot("billing")))
-	h.refused(lostFire("billing", first.GetRunId(), first.GetToken()+1), fsm.ReasonNotOrphan)
-	h.refused(lostFire("other", first.GetRunId(), first.GetToken()), fsm.ReasonNotOrphan)
+	h.refused(lostFire("billing", gen, first.GetRunId(), first.GetToken()+1), fsm.ReasonNotOrphan)
+	h.refused(lostFire("other", gen, first.GetRunId(), first.GetToken()), fsm.ReasonNotOrphan)
 	h.finish(first.GetRun(), stFailed, h.now) // RETRYING
-	h.refused(lostFire("billing", first.GetRunId(), first.GetToken()), fsm.ReasonNotOrphan)
+	h.refused(lostFire("billing", gen, first.GetRunId(), first.GetToken()), fsm.ReasonNotOrphan)
 }
 
 func TestWorkerTargetChangeStartsNewGeneration(t *testing.T) {
@@ -88,5 +90,23 @@ func TestWorkerTargetChangeStartsNewGeneration(t *testing.T) {
 	spec.Http = &pb.HttpTarget{Url: "http://billing.internal/run"}
 	if got := h.mustOK(updateCmd(spec, 0)).GetJob().GetGeneration(); got != gen+2 {
 		t.Fatalf("generation after worker → http %d, want %d", got, gen+2)
+	}
+}
+
+// A lost attempt of a run whose job has moved to another generation is not
+// run again under the new target: it is given up like an orphan of it.
+func TestRedispatchOfLostAttemptOfAnEarlierGenerationGivesItUp(t *testing.T) {
+	h := newHarness(t)
+	spec := workerSpec("billing")
+	spec.Overlap = pb.Overlap_OVERLAP_ALLOW // the update leaves the run open
+	gen := h.create(spec)
+	first := h.accepted(slotFire("billing", gen, h.nextSlot("billing")))
+	spec = cloneSpec(spec)
+	spec.Worker.Pool = "other"
+	h.mustOK(updateCmd(spec, 0))
+
+	res := h.fireOne(lostFire("billing", gen, first.GetRunId(), first.GetToken()))
+	if res.GetAccepted() || res.GetReason() != fsm.ReasonGeneration || res.GetRun().GetState() != stUnknown {
+		t.Fatalf("lost attempt of generation %d after an update: %v, want given up (generation)", gen, res)
 	}
 }

@@ -281,6 +281,7 @@ func (f *jobFile) spec(path string) (*pb.JobSpec, error) {
 			Body:         h.Body,
 			Timeout:      c.duration("http.timeout", h.Timeout),
 			SuccessCodes: h.SuccessCodes,
+			KeepResponse: h.KeepResponse,
 		}
 	}
 	if e := f.Exec; e != nil {

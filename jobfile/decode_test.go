@@ -157,11 +157,11 @@ func TestDecodeWorkerTargets(t *testing.T) {
 }
 
 func TestDecodeJSONObjectWithTabs(t *testing.T) {
-	got := decodeOne(t, "{\n\t\"name\": \"a\",\n\t\"schedule\": \"@hourly\",\n\t\"http\": {\"url\": \"http://x/\", \"success_codes\": [200, 204]},\n\t\"catchup\": {\"window\": \"1h30m\", \"policy\": \"none\"},\n\t\"overlap\": \"cancel_other\",\n\t\"start_at\": \"2026-12-01T01:00:00.5+01:00\"\n}\n")
+	got := decodeOne(t, "{\n\t\"name\": \"a\",\n\t\"schedule\": \"@hourly\",\n\t\"http\": {\"url\": \"http://x/\", \"success_codes\": [200, 204], \"keep_response\": true},\n\t\"catchup\": {\"window\": \"1h30m\", \"policy\": \"none\"},\n\t\"overlap\": \"cancel_other\",\n\t\"start_at\": \"2026-12-01T01:00:00.5+01:00\"\n}\n")
 	want := &pb.JobSpec{
 		Name:     "a",
 		Schedule: "@hourly",
-		Http:     &pb.HttpTarget{Url: "http://x/", SuccessCodes: []uint32{200, 204}},
+		Http:     &pb.HttpTarget{Url: "http://x/", SuccessCodes: []uint32{200, 204}, KeepResponse: true},
 		Catchup:  &pb.Catchup{Window: durationpb.New(90 * time.Minute), Policy: pb.CatchupPolicy_CATCHUP_POLICY_NONE},
 		Overlap:  pb.Overlap_OVERLAP_CANCEL_OTHER,
 		StartAt:  timestamppb.New(time.Date(2026, 12, 1, 0, 0, 0, 5e8, time.UTC)),

@@ -95,6 +95,7 @@ func fromSpec(s *pb.JobSpec, path string) (*jobFile, error) {
 			Body:         h.GetBody(),
 			Timeout:      c.duration("http.timeout", h.GetTimeout()),
 			SuccessCodes: h.GetSuccessCodes(),
+			KeepResponse: h.GetKeepResponse(),
 		}
 	}
 	if e := s.GetExec(); e != nil {

@@ -27,6 +27,7 @@ func fullSpec() *pb.JobSpec {
 			Body:         "{\"mode\": \"full\"}\nline two: yes\n  indented\t<tag> & 'quote' ü",
 			Timeout:      durationpb.New(1500 * time.Millisecond),
 			SuccessCodes: []uint32{200, 202, 204},
+			KeepResponse: true,
 		},
 		Exec: &pb.ExecTarget{
 			Command: []string{"/usr/local/bin/prune", "--days", "30", "", "- dash", "yes", "null", "# hash"},

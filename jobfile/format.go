@@ -45,6 +45,7 @@ type httpFile struct {
 	Body         string            `json:"body,omitempty" yaml:"body,omitempty"`
 	Timeout      string            `json:"timeout,omitempty" yaml:"timeout,omitempty"`
 	SuccessCodes []uint32          `json:"success_codes,omitempty" yaml:"success_codes,omitempty"`
+	KeepResponse bool              `json:"keep_response,omitempty" yaml:"keep_response,omitempty"`
 }
 
 type execFile struct {

@@ -189,6 +189,8 @@ func TestValidateRejectsExecTargets(t *testing.T) {
 	}{
 		{"empty command", func(e *pb.ExecTarget) { e.Command = nil }, "exec.command"},
 		{"empty program", func(e *pb.ExecTarget) { e.Command = []string{"", "x"} }, "exec.command[0]"},
+		{"relative program", func(e *pb.ExecTarget) { e.Command = []string{"prune", "x"} }, "exec.command[0]"},
+		{"program climbing out", func(e *pb.ExecTarget) { e.Command = []string{"/usr/local/bin/../../../bin/sh"} }, "exec.command[0]"},
 		{"NUL in argument", func(e *pb.ExecTarget) { e.Command = []string{"/bin/echo", "a\x00b"} }, "exec.command[1]"},
 		{"env key with =", func(e *pb.ExecTarget) { e.Env = map[string]string{"A=B": "c"} }, "exec.env"},
 		{"empty env key", func(e *pb.ExecTarget) { e.Env = map[string]string{"": "c"} }, "exec.env"},

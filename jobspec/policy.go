@@ -3,7 +3,6 @@ package jobspec
 import (
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -86,7 +85,7 @@ func checkBounds(v *violations, spec *pb.JobSpec, now time.Time) {
 }
 
 func checkMetadata(v *violations, spec *pb.JobSpec) {
-	checkTags(v, "labels", spec.GetLabels())
+	checkLabels(v, "labels", spec.GetLabels())
 	if spec.GetHistoryLimit() > MaxHistoryLimit {
 		v.add("history_limit", fmt.Sprintf("must be at most %d", MaxHistoryLimit))
 	}
@@ -98,14 +97,14 @@ func checkMetadata(v *violations, spec *pb.JobSpec) {
 	}
 }
 
-// checkTags checks a map of key/value pairs with the rules of labels:
-// the job's labels and a worker target's tags.
-func checkTags(v *violations, field string, tags map[string]string) {
-	if len(tags) > MaxLabels {
-		v.add(field, fmt.Sprintf("at most %d %s", MaxLabels, field[strings.LastIndexByte(field, '.')+1:]))
+// checkLabels applies the label rules to labels, reported under field:
+// the job's labels, a worker target's tags and a token's selector.
+func checkLabels(v *violations, field string, labels map[string]string) {
+	if len(labels) > MaxLabels {
+		v.add(field, fmt.Sprintf("at most %d entries", MaxLabels))
 	}
-	for _, k := range sortedKeys(tags) {
-		switch val := tags[k]; {
+	for _, k := range sortedKeys(labels) {
+		switch val := labels[k]; {
 		case !validLabelKey(k):
 			v.add(field, "key "+quote(k)+" must match "+labelKeyRule)
 		case !utf8.ValidString(val):

@@ -133,6 +133,11 @@ func checkCommand(v *violations, prefix string, cmd []string, env map[string]str
 		v.add(prefix+".command", "must not be empty")
 	} else if cmd[0] == "" {
 		v.add(prefix+".command[0]", "must name the program to run")
+	} else if !filepath.IsAbs(cmd[0]) || filepath.Clean(cmd[0]) != cmd[0] {
+		// The --exec-allow patterns of a node or a worker match the path as
+		// written: a relative one would depend on a PATH, ".." could leave
+		// an allowed directory.
+		v.add(prefix+".command[0]", "must be an absolute path without . or .. elements, like /usr/local/bin/prune")
 	}
 	for i, arg := range cmd {
 		if !validArg(arg) {
@@ -165,7 +170,7 @@ func checkWorker(v *violations, w *pb.WorkerTarget) {
 	case !validName(p):
 		v.add("worker.pool", nameRule)
 	}
-	checkTags(v, "worker.tags", w.GetTags())
+	checkLabels(v, "worker.tags", w.GetTags())
 	switch {
 	case len(w.GetCommand()) > 0 && w.GetHandler() != "":
 		v.add("worker.command", "exactly one of command or handler must be set")

@@ -116,3 +116,15 @@ func checkSchedule(v *violations, spec string, loc *time.Location, now time.Time
 	}
 	return s
 }
+
+// ValidateSelector checks a label selector (an ACL token's scope) against
+// the rules of labels, so that every selector can match some job; it
+// returns nil or a *ValidationError with the field "selector".
+func ValidateSelector(selector map[string]string) error {
+	var v violations
+	checkLabels(&v, "selector", selector)
+	if len(v) == 0 {
+		return nil
+	}
+	return &ValidationError{Violations: v}
+}

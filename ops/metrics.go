@@ -75,6 +75,22 @@ func newRegistry(n Node, r Registry, version string, extra []prometheus.Collecto
 	return reg, nil
 }
 
+// collectors are the gauges that alerts need and only the Server can
+// answer: readiness as /readyz sees it (draining included), and the Raft term,
+// whose steps show elections on a dashboard.
+func (s *Server) collectors() []prometheus.Collector {
+	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "raftcron_ready",
+			Help: "1 while /readyz answers 200: a leader is known, the log is applied and the node is not draining.",
+		}, func() float64 { return boolFloat(s.Ready()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "raftcron_raft_term",
+			Help: "The Raft term this node is in.",
+		}, func() float64 { return float64(s.node.Status().GetTerm()) }),
+	}
+}
+
 func buildInfo(version string) prometheus.Collector {
 	g := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "raftcron_build_info",

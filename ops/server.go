@@ -42,11 +42,11 @@ type Server struct {
 // New builds the ops handlers for one node; extra collectors (the
 // scheduler's) are served on /metrics too.
 func New(n Node, r Registry, version string, extra ...prometheus.Collector) (*Server, error) {
-	reg, err := newRegistry(n, r, version, extra)
+	s := &Server{node: n, registry: r, mux: http.NewServeMux()}
+	reg, err := newRegistry(n, r, version, append(extra, s.collectors()...))
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{node: n, registry: r, mux: http.NewServeMux()}
 	s.mux.HandleFunc("GET /livez", s.livez)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 	s.mux.HandleFunc("GET /status", s.status)
@@ -80,56 +80,15 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 	}
 }
 
-// statusDoc is the /status contract of DESIGN §9; field names are fixed.
-type statusDoc struct {
-	ID           string      `json:"id"`
-	Address      string      `json:"address"`
-	State        string      `json:"state"`
-	Leader       serverRef   `json:"leader"`
-	Term         uint64      `json:"term"`
-	CommitIndex  uint64      `json:"commit_index"`
-	AppliedIndex uint64      `json:"applied_index"`
-	LastLogIndex uint64      `json:"last_log_index"`
-	FencingToken uint64      `json:"fencing_token"`
-	Ready        bool        `json:"ready"`
-	Servers      []serverDoc `json:"servers"`
-	// The highest command version the node applies (DESIGN §16): an
-	// operator watches it during a rolling upgrade.
-	CommandVersion uint32 `json:"command_version"`
-}
-
-type serverRef struct {
-	ID      string `json:"id"`
-	Address string `json:"address"`
-}
-
-type serverDoc struct {
-	ID       string `json:"id"`
-	Address  string `json:"address"`
-	Suffrage string `json:"suffrage"`
-	Leader   bool   `json:"leader"`
-}
+// Ready reports what /readyz answers: the node knows a leader and has
+// applied up to the commit index, and no stop has begun.
+func (s *Server) Ready() bool { return !s.draining.Load() && s.node.Ready() }
 
 func (s *Server) status(w http.ResponseWriter, _ *http.Request) {
-	st := s.node.Status()
-	doc := statusDoc{
-		ID:           st.GetId(),
-		Address:      st.GetAddress(),
-		State:        st.GetState(),
-		Leader:       serverRef{ID: st.GetLeader().GetId(), Address: st.GetLeader().GetAddress()},
-		Term:         st.GetTerm(),
-		CommitIndex:  st.GetCommitIndex(),
-		AppliedIndex: st.GetAppliedIndex(),
-		LastLogIndex: st.GetLastLogIndex(),
-		FencingToken: s.registry.FencingToken(),
-		Ready:        s.node.Ready() && !s.draining.Load(),
-		Servers:      []serverDoc{},
-		// DESIGN §16, beside the §9 fields above.
-		CommandVersion: st.GetCommandVersion(),
-	}
-	for _, sv := range st.GetServers() {
-		doc.Servers = append(doc.Servers, serverDoc{ID: sv.GetId(), Address: sv.GetAddress(), Suffrage: sv.GetSuffrage(), Leader: sv.GetLeader()})
-	}
+	doc := StatusOf(s.node.Status())
+	doc.FencingToken = s.registry.FencingToken()
+	ready := s.Ready()
+	doc.Ready = &ready
 	w.Header().Set("Content-Type", "application/json")
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

@@ -104,6 +104,33 @@ func TestStatusHasContractFields(t *testing.T) {
 	}
 }
 
+// /status decodes into Status, the type every reader uses, and says what
+// /readyz says.
+func TestStatusDecodesIntoStatusAndFollowsReadiness(t *testing.T) {
+	n, s, hs := newTestServer(t)
+	read := func() Status {
+		t.Helper()
+		_, body := get(t, hs.URL+"/status")
+		var st Status
+		if err := json.Unmarshal([]byte(body), &st); err != nil {
+			t.Fatalf("/status: %v\n%s", err, body)
+		}
+		return st
+	}
+	st := read()
+	if st.Ready == nil || *st.Ready || st.FencingToken != 99 || len(st.Servers) != 1 || !st.Servers[0].Leader {
+		t.Fatalf("/status of a node not ready: %+v", st)
+	}
+	n.ready.Store(true)
+	if st := read(); st.Ready == nil || !*st.Ready {
+		t.Fatalf("/status of a ready node: ready %v", st.Ready)
+	}
+	s.SetDraining()
+	if st := read(); st.Ready == nil || *st.Ready {
+		t.Fatalf("/status of a draining node: ready %v", st.Ready)
+	}
+}
+
 func TestMetricsHaveRaftcronSeries(t *testing.T) {
 	_, _, hs := newTestServer(t)
 	code, body := get(t, hs.URL+"/metrics")
@@ -125,5 +152,23 @@ func TestPprofIndex(t *testing.T) {
 	_, _, hs := newTestServer(t)
 	if code, _ := get(t, hs.URL+"/debug/pprof/"); code != http.StatusOK {
 		t.Fatalf("/debug/pprof/ = %d", code)
+	}
+}
+
+func TestMetricsReadyFollowsReadyzAndTermFollowsRaft(t *testing.T) {
+	n, s, hs := newTestServer(t)
+	_, body := get(t, hs.URL+"/metrics")
+	for _, series := range []string{"raftcron_ready 0", "raftcron_raft_term 3"} {
+		if !strings.Contains(body, series) {
+			t.Errorf("/metrics lacks %q", series)
+		}
+	}
+	n.ready.Store(true)
+	if _, body = get(t, hs.URL+"/metrics"); !strings.Contains(body, "raftcron_ready 1") {
+		t.Errorf("ready node: /metrics lacks raftcron_ready 1")
+	}
+	s.SetDraining()
+	if _, body = get(t, hs.URL+"/metrics"); !strings.Contains(body, "raftcron_ready 0") {
+		t.Errorf("draining node: /metrics lacks raftcron_ready 0")
 	}
 }

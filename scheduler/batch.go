@@ -67,8 +67,11 @@ func (pl *planned) names() []string {
 type fireBatch struct {
 	fires  []*pb.Fire
 	misses []*pb.Miss
-	jobOf  []*pb.Job
-	reqs   []*triggerReq
+	// jobOf is the job each fire was planned from. Accepted fires run the
+	// spec in their result instead; only the dispatch-before-commit
+	// failpoint, which has no result, dispatches from it.
+	jobOf []*pb.Job
+	reqs  []*triggerReq
 	// groups are the groups whose fires are in fires, in order.
 	groups []*group
 }

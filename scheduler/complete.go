@@ -47,6 +47,7 @@ func completion(a dispatch.Attempt, o dispatch.Outcome) *pb.Completion {
 		Outcome: o.State,
 		Detail:  o.Detail,
 		Output:  o.Output,
+		Reason:  o.Reason,
 	}
 	if !o.StartedAt.IsZero() {
 		c.StartedAtUnixNano = o.StartedAt.UnixNano()

@@ -25,7 +25,7 @@ func (l *leader) dispatchBeforeCommit(batches []*fireBatch, next uint64) uint64 
 				continue
 			}
 			next++
-			l.dispatch(c.jobOf[i], fmt.Sprintf("%s-%d", f.GetJob(), next), f.GetSlotUnix(), next, 1, k)
+			l.dispatch(c.jobOf[i].GetSpec(), fmt.Sprintf("%s-%d", f.GetJob(), next), f.GetSlotUnix(), next, 1, k)
 		}
 	}
 	return next

@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/raftcron/raftcron/cluster"
 	"github.com/raftcron/raftcron/fsm"
 	"github.com/raftcron/raftcron/scheduler/dispatch"
 
@@ -164,7 +165,7 @@ func TestTrigger(t *testing.T) {
 	h.putJob(withOverlap(pb.Overlap_OVERLAP_SKIP))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := h.s.Trigger(ctx, "job", "r1", false); !errors.Is(err, ErrNotLeader) {
+	if _, err := h.s.Trigger(ctx, "job", "r1", false); !errors.Is(err, cluster.ErrNotLeader) {
 		t.Fatalf("Trigger on a follower: %v, want ErrNotLeader", err)
 	}
 	h.lead()

@@ -85,6 +85,18 @@ func (p *fakeProposer) Apply(ctx context.Context, cmd *pb.Command) (*pb.CommandR
 	return res.(*pb.CommandResult), nil
 }
 
+// commitLocked commits cmd at the next index, from within a hook (which
+// runs with mu held): another proposer's entry that lands just before the
+// one being applied.
+func (p *fakeProposer) commitLocked(cmd *pb.Command) *pb.CommandResult {
+	data, err := proto.Marshal(cmd)
+	if err != nil {
+		panic(err)
+	}
+	p.index++
+	return p.f.Apply(&raft.Log{Index: p.index, Term: p.term.Load(), Data: data}).(*pb.CommandResult)
+}
+
 func (p *fakeProposer) Barrier(context.Context) error {
 	if p.barrier != nil {
 		return p.barrier()
@@ -119,7 +131,8 @@ type fakeExec struct {
 	gates    map[string]chan struct{}
 	blocked  map[string]int // executions waiting at a gate, per job
 	outcomes map[string]pb.RunState
-	cancels  map[uint64]error // cause seen by cancelled attempts
+	reasons  map[string]string // a policy refusal's reason, per job
+	cancels  map[uint64]error  // cause seen by cancelled attempts
 	seq      int
 	count    atomic.Int64 // attempts started
 }
@@ -139,6 +152,7 @@ func newFakeExec(c *schedtest.Clock) *fakeExec {
 		maxPer:   map[string]int{},
 		gates:    map[string]chan struct{}{},
 		outcomes: map[string]pb.RunState{},
+		reasons:  map[string]string{},
 		cancels:  map[uint64]error{},
 		blocked:  map[string]int{},
 	}
@@ -157,8 +171,9 @@ func (e *fakeExec) Execute(ctx context.Context, a dispatch.Attempt) dispatch.Out
 	if !ok {
 		state = pb.RunState_RUN_STATE_SUCCEEDED
 	}
+	reason := e.reasons[a.Job]
 	e.mu.Unlock()
-	out := dispatch.Outcome{StartedAt: e.clock.Now(), State: state, Detail: "fake"}
+	out := dispatch.Outcome{StartedAt: e.clock.Now(), State: state, Detail: "fake", Reason: reason}
 	if gate != nil {
 		e.setBlocked(a.Job, +1)
 		select {
@@ -220,6 +235,14 @@ func (e *fakeExec) setOutcome(job string, s pb.RunState) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.outcomes[job] = s
+}
+
+// setRefused makes every attempt of job fail as refused by the node's policy.
+func (e *fakeExec) setRefused(job, reason string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.outcomes[job] = pb.RunState_RUN_STATE_FAILED
+	e.reasons[job] = reason
 }
 
 func (e *fakeExec) startedOf(job string) []dispatch.Attempt {

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/raftcron/raftcron/cluster"
 	"github.com/raftcron/raftcron/fsm"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
@@ -181,7 +182,7 @@ func (l *leader) revokeLeadership() {
 	l.triggers = nil
 	l.mu.Unlock()
 	for _, t := range triggers {
-		t.reply(nil, ErrNotLeader)
+		t.reply(nil, cluster.ErrNotLeader)
 	}
 	l.heap = nil
 	l.known = nil

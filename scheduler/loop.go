@@ -167,10 +167,11 @@ func (l *leader) propose(now time.Time, c *fireBatch) batchResult {
 	cmd := &pb.Command{
 		ProposedAtUnixNano: now.UnixNano(),
 		Kind: &pb.Command_FireBatch{FireBatch: &pb.FireBatchCommand{
-			LeaderId: l.s.self,
-			Term:     l.term,
-			Fires:    c.fires,
-			Misses:   c.misses,
+			LeaderId:    l.s.self,
+			Term:        l.term,
+			Fires:       c.fires,
+			Misses:      c.misses,
+			MaxOpenRuns: l.s.maxOpenRuns,
 		}},
 	}
 	ctx, cancel := context.WithTimeout(l.ctx, l.s.applyTimeout)
@@ -198,7 +199,6 @@ func (l *leader) accept(now time.Time, c *fireBatch, res *pb.CommandResult) {
 	}
 	for i, f := range c.fires {
 		r := res.GetFires()[i]
-		job := c.jobOf[i]
 		if req := c.reqs[i]; req != nil {
 			req.reply(r, nil)
 		}
@@ -208,7 +208,7 @@ func (l *leader) accept(now time.Time, c *fireBatch, res *pb.CommandResult) {
 		delete(l.resolving, f.GetLostToken())
 		if r.GetAccepted() {
 			if !failpoint.On(failpoint.DispatchBeforeCommit) {
-				l.dispatchAccepted(job, f, r)
+				l.dispatchAccepted(f, r)
 			}
 			continue
 		}
@@ -216,42 +216,66 @@ func (l *leader) accept(now time.Time, c *fireBatch, res *pb.CommandResult) {
 	}
 }
 
-// dispatchAccepted hands an accepted fire's attempt to the dispatcher.
-func (l *leader) dispatchAccepted(job *pb.Job, f *pb.Fire, r *pb.FireResult) {
+// dispatchAccepted hands an accepted fire's attempt to the dispatcher. It
+// runs the spec the FSM accepted the fire under, carried in the result, not
+// the one read while planning: a change committed in between is what runs,
+// and an attempt of one generation never runs another's target.
+func (l *leader) dispatchAccepted(f *pb.Fire, r *pb.FireResult) {
 	run := r.GetRun()
 	runID, slot := r.GetRunId(), f.GetSlotUnix()
 	if run != nil {
 		runID, slot = run.GetId(), run.GetSlotUnix()
 	}
-	if job == nil {
-		// Accepted without a job to take the target from: cannot happen
-		// (the FSM refuses fires of missing jobs); leave it to reconcile.
-		l.s.log.Error("scheduler: accepted fire without its job", "job", f.GetJob(), "run_id", runID)
+	spec := r.GetSpec()
+	if spec == nil {
+		// Accepted without a spec to take the target from: cannot happen
+		// (the FSM sets it on every accepted fire); leave it to reconcile.
+		l.s.log.Error("scheduler: accepted fire without its spec", "job", f.GetJob(), "run_id", runID)
 		return
 	}
 	if f.GetKind() != pb.FireKind_FIRE_KIND_RETRY && f.GetKind() != pb.FireKind_FIRE_KIND_REDISPATCH &&
-		job.GetSpec().GetOverlap() == pb.Overlap_OVERLAP_CANCEL_OTHER {
+		spec.GetOverlap() == pb.Overlap_OVERLAP_CANCEL_OTHER {
 		// The FSM cancelled the job's open runs; stop their attempts. The
 		// new one waits in the job's lane until they have stopped.
 		l.s.disp.cancelJob(f.GetJob(), r.GetToken(), errCancelOther)
 	}
-	l.dispatch(job, runID, slot, r.GetToken(), r.GetAttempt(), f.GetKind())
+	l.dispatch(spec, runID, slot, r.GetToken(), r.GetAttempt(), f.GetKind())
 }
 
 // adopt dispatches an attempt this node committed in this term without
-// learning it (the FireBatch's Apply had returned an error).
+// learning it (the FireBatch's Apply had returned an error), with the job
+// as planning read it. The FSM accepted the attempt under the run's
+// generation: if the job has moved to another since, its target is not
+// the attempt's, and the attempt is closed CANCELLED without running.
 func (l *leader) adopt(job *pb.Job, r *pb.Run) {
 	cur := fsm.CurrentAttempt(r)
 	if job == nil || cur == nil || l.isKnown(cur.GetToken()) {
 		return
 	}
+	if r.GetGeneration() != job.GetGeneration() {
+		l.s.log.Info("scheduler: not dispatching an attempt of an earlier generation of its job",
+			"job", r.GetJob(), "run_id", r.GetId(), "token", cur.GetToken(),
+			"generation", r.GetGeneration(), "job_generation", job.GetGeneration())
+		l.abandon(r, cur, fmt.Sprintf("not dispatched: the job moved to generation %d", job.GetGeneration()))
+		return
+	}
 	l.s.log.Info("scheduler: dispatching an attempt committed after its proposal failed",
 		"job", r.GetJob(), "run_id", r.GetId(), "token", cur.GetToken())
-	l.dispatch(job, r.GetId(), r.GetSlotUnix(), cur.GetToken(), cur.GetNumber(), cur.GetKind())
+	l.dispatch(job.GetSpec(), r.GetId(), r.GetSlotUnix(), cur.GetToken(), cur.GetNumber(), cur.GetKind())
 }
 
-func (l *leader) dispatch(job *pb.Job, runID string, slot int64, token uint64, number uint32, kind pb.FireKind) {
-	spec := job.GetSpec()
+// abandon reports an attempt of this term that never ran as CANCELLED, so
+// that its run closes instead of waiting for the next leader.
+func (l *leader) abandon(r *pb.Run, cur *pb.Attempt, detail string) {
+	l.known[cur.GetToken()] = struct{}{} // in hand until the outcome commits
+	l.unsettled.Add(1)
+	c := &pb.Completion{RunId: r.GetId(), Token: cur.GetToken(), Outcome: pb.RunState_RUN_STATE_CANCELLED, Detail: detail}
+	if !l.comp.add(r.GetJob(), c) {
+		l.unsettled.Add(-1)
+	}
+}
+
+func (l *leader) dispatch(spec *pb.JobSpec, runID string, slot int64, token uint64, number uint32, kind pb.FireKind) {
 	a := dispatch.Attempt{
 		Job:         spec.GetName(),
 		RunID:       runID,
@@ -309,7 +333,7 @@ func (l *leader) refused(now time.Time, f *pb.Fire, r *pb.FireResult) {
 			"kind", kindLabel(f.GetKind()), "outcome", "unknown", "detail", run.GetReason())
 	}
 	// A lost attempt whose outcome came first says nothing about the job.
-	if f.GetKind() != pb.FireKind_FIRE_KIND_MANUAL && f.GetLostToken() == 0 && noEffect[r.GetReason()] {
+	if f.GetKind() != pb.FireKind_FIRE_KIND_MANUAL && f.GetLostToken() == 0 && noEffect[r.GetReason()] && run == nil {
 		l.cool[f.GetJob()] = now.Add(refusedCooldown)
 	}
 	l.s.log.Debug("scheduler: fire not accepted", "job", f.GetJob(), "slot", f.GetSlotUnix(),

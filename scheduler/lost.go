@@ -77,7 +77,11 @@ func (l *leader) planLost(now time.Time) *planned {
 		var job *pb.Job
 		if sj, err := l.s.state.StoredJob(f.GetJob()); err == nil {
 			job = sj.Job // a deleted job has none: the FSM closes its run
-			f.Generation = job.GetGeneration()
+		}
+		// The fire names the run's generation, not the job's: a run of
+		// an earlier one is then given up, not refused again every tick.
+		if r, err := l.s.state.Run(f.GetRunId()); err == nil {
+			f.Generation = r.GetGeneration()
 		}
 		g := pl.group(f.GetJob(), job)
 		g.fires = append(g.fires, f)

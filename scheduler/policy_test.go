@@ -7,6 +7,8 @@ import (
 
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/raftcron/raftcron/scheduler/dispatch"
+
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -230,6 +232,27 @@ func TestRetriesWithBackoff(t *testing.T) {
 	}
 	if n := len(h.exec.startedOf("job")); n != 4 {
 		t.Fatalf("%d executions, want 4", n)
+	}
+}
+
+// An attempt the node's policy refused fails the run with the refusal's
+// reason at once: retrying would be refused again.
+func TestPolicyRefusalIsNotRetried(t *testing.T) {
+	h := newHarness(t)
+	s := spec("job", "@every 1h")
+	s.Retry = &pb.Retry{MaxAttempts: 4, InitialBackoff: durationpb.New(time.Second)}
+	h.putJob(s)
+	h.exec.setRefused("job", dispatch.ReasonEgressDenied)
+	h.clock.Set(t0.Add(time.Hour - time.Second))
+	h.lead()
+	h.step(10 * time.Second)
+	runs := h.runs("job")
+	if len(runs) != 1 || runs[0].GetState() != pb.RunState_RUN_STATE_FAILED ||
+		runs[0].GetReason() != dispatch.ReasonEgressDenied || len(runs[0].GetAttempts()) != 1 {
+		t.Fatalf("runs %v, want one FAILED egress_denied run of one attempt", runs)
+	}
+	if n := len(h.exec.startedOf("job")); n != 1 {
+		t.Fatalf("%d executions, want 1", n)
 	}
 }
 

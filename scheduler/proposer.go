@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"errors"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
@@ -21,10 +20,6 @@ type Proposer interface {
 	// ID is this node's Raft server ID.
 	ID() string
 }
-
-// ErrNotLeader: this node does not lead (or no longer led when an
-// operation finished).
-var ErrNotLeader = errors.New("scheduler: this node is not the leader")
 
 // LeaderNode is the leader-only half of the cluster package's Node: an apply
 // that never forwards, so that a batch is committed by this node in its own

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
@@ -41,6 +42,12 @@ type State interface {
 // Config.Workers says otherwise.
 const DefaultWorkers = 64
 
+// DefaultMaxOpenRuns caps one overlap-allow job's open runs unless
+// Config.MaxOpenRuns says otherwise. An allow job with more in flight has a
+// target that hangs; every open run stays in the ledger and in its job's
+// status, which each fire of the job copies.
+const DefaultMaxOpenRuns = 100
+
 // Config wires a Scheduler.
 type Config struct {
 	State    State    // required
@@ -64,6 +71,9 @@ type Config struct {
 	NodeID string
 	// ApplyTimeout bounds one proposal or barrier; 0 means 10s.
 	ApplyTimeout time.Duration
+	// MaxOpenRuns caps the runs one overlap-allow job may have open; 0
+	// means DefaultMaxOpenRuns.
+	MaxOpenRuns int
 }
 
 // Remote hands attempts to remote workers. Submit never blocks; done is
@@ -86,9 +96,11 @@ type Scheduler struct {
 	log          *slog.Logger
 	self         string
 	applyTimeout time.Duration
-	metrics      *metrics
-	pool         *dispatch.Pool
-	disp         *dispatcher
+	// maxOpenRuns goes with every FireBatch (the FSM enforces it).
+	maxOpenRuns uint32
+	metrics     *metrics
+	pool        *dispatch.Pool
+	disp        *dispatcher
 
 	// mu guards cur, last and stopped.
 	mu sync.Mutex
@@ -119,8 +131,8 @@ func New(cfg Config) (*Scheduler, error) {
 		return nil, fmt.Errorf("%w: Proposer is required", ErrInvalidConfig)
 	case cfg.Executor == nil:
 		return nil, fmt.Errorf("%w: Executor is required", ErrInvalidConfig)
-	case cfg.Workers < 0 || cfg.Queue < 0 || cfg.ApplyTimeout < 0:
-		return nil, fmt.Errorf("%w: Workers, Queue and ApplyTimeout must not be negative", ErrInvalidConfig)
+	case cfg.Workers < 0 || cfg.Queue < 0 || cfg.ApplyTimeout < 0 || cfg.MaxOpenRuns < 0:
+		return nil, fmt.Errorf("%w: Workers, Queue, ApplyTimeout and MaxOpenRuns must not be negative", ErrInvalidConfig)
 	}
 	s := &Scheduler{
 		state:        cfg.State,
@@ -143,6 +155,10 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	if s.applyTimeout == 0 {
 		s.applyTimeout = 10 * time.Second
+	}
+	s.maxOpenRuns = DefaultMaxOpenRuns
+	if cfg.MaxOpenRuns > 0 {
+		s.maxOpenRuns = uint32(min(cfg.MaxOpenRuns, math.MaxUint32))
 	}
 	workers, queue := cfg.Workers, cfg.Queue
 	if workers == 0 {

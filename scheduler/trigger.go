@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/raftcron/raftcron/cluster"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -31,18 +32,18 @@ func (t *triggerReq) reply(res *pb.FireResult, err error) {
 // slot and token) in the leader's next tick and dispatches it if the FSM
 // accepts it. requestID makes it idempotent: a second trigger with the same
 // id returns the first run (refused, reason duplicate_request). A paused job
-// is refused unless force. It fails with ErrNotLeader on a follower, and
-// with a wrapped fsm.ErrNotFound for an unknown job.
+// is refused unless force. It fails with cluster.ErrNotLeader on a
+// follower, and with a wrapped fsm.ErrNotFound for an unknown job.
 func (s *Scheduler) Trigger(ctx context.Context, name, requestID string, force bool) (*pb.FireResult, error) {
 	l := s.current()
 	if l == nil {
-		return nil, ErrNotLeader
+		return nil, cluster.ErrNotLeader
 	}
 	req := &triggerReq{name: name, requestID: requestID, force: force, done: make(chan triggerReply, 1)}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
-		return nil, ErrNotLeader
+		return nil, cluster.ErrNotLeader
 	}
 	l.triggers = append(l.triggers, req)
 	l.mu.Unlock()

@@ -138,6 +138,34 @@ func TestLostWorkerAttemptAtMostOnceIsUnknown(t *testing.T) {
 	}
 }
 
+// A lost attempt of a run whose job moved to another generation while it
+// ran is given up as an orphan of that generation is: it may have run, and
+// the new target is another job's.
+func TestLostWorkerAttemptOfAnEarlierGenerationIsUnknown(t *testing.T) {
+	r := &fakeRemote{}
+	h := newHarness(t, withRemote(r))
+	h.putJob(workerJob("render"))
+	h.lead()
+	h.waiting = 1 // held by the worker service
+	h.clock.Advance(10 * time.Second)
+	h.settle()
+	first := r.attempts()[0]
+	moved := workerJob("render")
+	moved.Worker.Pool = "other"
+	h.putJob(moved)
+	h.waiting = 0
+	first.done(first.a, dispatch.Outcome{Lost: true, Detail: "worker w1 missed its lease"})
+	h.waitFor("the lost attempt to be resolved", func() bool {
+		run, _ := h.fsm.Run(first.a.RunID)
+		return run.GetState() != pb.RunState_RUN_STATE_DISPATCHED
+	})
+	h.settle()
+	run, _ := h.fsm.Run(first.a.RunID)
+	if run.GetState() != pb.RunState_RUN_STATE_UNKNOWN || run.GetReason() != fsm.ReasonGeneration || len(r.attempts()) != 1 {
+		t.Fatalf("run %v with %d worker attempts, want UNKNOWN (generation) and no second attempt", run, len(r.attempts()))
+	}
+}
+
 // A node without a worker service fails worker attempts at once rather
 // than holding them.
 func TestWorkerAttemptWithoutWorkerServiceFails(t *testing.T) {

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path"
 	"regexp"
 	"strings"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/raftcron/raftcron/internal/proc"
+	"github.com/raftcron/raftcron/policy"
 )
 
 // Defaults of a Config's zero fields.
@@ -42,10 +42,11 @@ type Config struct {
 	// Concurrency is how many attempts it runs at once; 0 means
 	// DefaultConcurrency.
 	Concurrency int
-	// ExecAllow lists the commands this worker runs: path.Match globs on
-	// the absolute path of command[0], such as /usr/local/bin/* (a glob
-	// never matches across a /). Empty: it runs no command, only handlers.
-	// This is the worker's own policy; no node can widen it.
+	// ExecAllow lists the commands this worker runs, with the rules of a
+	// node's --exec-allow (policy.NewExec): absolute path patterns matched
+	// against command[0] as written, such as /usr/local/bin/* ('*' stops
+	// at '/'). Empty: it runs no command, only handlers. This is the
+	// worker's own policy; no node can widen it.
 	ExecAllow []string
 	// ExecUser runs commands as this user (name or uid); the worker must
 	// run as root to switch. Empty: as the worker's own user.
@@ -117,10 +118,8 @@ func (c *Config) check() error {
 	if c.Concurrency < 0 {
 		bad("Concurrency", "must not be negative (the leader sets the upper bound)")
 	}
-	for _, g := range c.ExecAllow {
-		if err := checkGlob(g); err != nil {
-			bad("ExecAllow", "%v", err)
-		}
+	if _, err := policy.NewExec(c.ExecAllow); err != nil {
+		bad("ExecAllow", "%v", err)
 	}
 	if c.Token != "" && c.TLS == nil {
 		bad("Token", "needs TLS (a bearer token must not cross the network in the clear)")
@@ -142,17 +141,6 @@ func (c *Config) check() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	return nil
-}
-
-// checkGlob: an allow-list entry is an absolute path.Match pattern.
-func checkGlob(g string) error {
-	if !strings.HasPrefix(g, "/") {
-		return fmt.Errorf("%q must be an absolute path or glob, like /usr/local/bin/*", g)
-	}
-	if _, err := path.Match(g, ""); err != nil {
-		return fmt.Errorf("%q is not a valid glob: %v", g, err)
 	}
 	return nil
 }

@@ -15,11 +15,15 @@
 // A worker runs two kinds of targets. A handler target (worker.handler in
 // the job) calls the HandlerFunc registered under that name, with the
 // job's payload. A command target (worker.command) runs a child process,
-// as a node's exec target does — no shell, its own process group, killed
-// on deadline or cancel and when the worker dies, the first 4 KiB of its
-// output kept, the RAFTCRON_* variables plus RAFTCRON_WORKER in its
-// environment — but only if the worker's own ExecAllow permits it: a
-// cluster cannot make a worker run what its operator did not allow.
+// as a node's exec target does — no shell, in / unless the target names a
+// dir, its own process group, killed on deadline or cancel and when the
+// worker dies, the first 4 KiB of its output kept, an environment of the
+// target's env, the RAFTCRON_* variables (RAFTCRON_SIGNATURE when the
+// cluster signs its dispatches) and RAFTCRON_WORKER alone — but only if
+// the worker's own ExecAllow permits it (the rules of a node's
+// --exec-allow, package policy): a cluster cannot make a worker run what
+// its operator did not allow. A target without a timeout gets the one a
+// node's command would: its job's deadline, or an hour.
 //
 // Stopping a worker (cancelling Run's context) cancels what it runs; the
 // leader re-dispatches those attempts elsewhere.

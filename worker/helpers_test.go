@@ -57,13 +57,21 @@ func (l *leaderInfo) set(leading bool, addr string) {
 
 func newNode(t *testing.T, lease time.Duration) *node {
 	t.Helper()
+	return newNodeWith(t, remote.Config{Lease: lease})
+}
+
+// newNodeWith is newNode with the hub's configuration (Leading is the
+// node's).
+func newNodeWith(t *testing.T, cfg remote.Config) *node {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := &node{t: t, addr: ln.Addr().String(), got: newOutcomes()}
 	n.leader = &leaderInfo{leading: true, id: "n1", addr: n.addr}
-	n.hub, err = remote.New(remote.Config{Lease: lease, Leading: n.leader.IsLeader})
+	cfg.Leading = n.leader.IsLeader
+	n.hub, err = remote.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/raftcron/raftcron/internal/proc"
+	"github.com/raftcron/raftcron/policy"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
@@ -34,6 +35,7 @@ type HandlerFunc func(ctx context.Context, run Run) error
 // permits.
 type Worker struct {
 	cfg      Config
+	allow    *policy.Exec
 	user     *proc.User
 	log      logger
 	handlers map[string]HandlerFunc
@@ -51,12 +53,17 @@ func New(cfg Config) (*Worker, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
+	allow, err := policy.NewExec(cfg.ExecAllow) // checked above
+	if err != nil {
+		return nil, err
+	}
 	u, err := execUser(cfg.ExecUser)
 	if err != nil {
 		return nil, err
 	}
 	return &Worker{
 		cfg:      cfg,
+		allow:    allow,
 		user:     u,
 		log:      logger{cfg.Logger},
 		handlers: make(map[string]HandlerFunc),
@@ -261,6 +268,6 @@ func (w *Worker) hello() *pb.WorkerHello {
 		Tags:        w.cfg.Tags,
 		Concurrency: uint32(w.cfg.Concurrency),
 		Handlers:    w.handlerNames(),
-		Commands:    len(w.cfg.ExecAllow) > 0,
+		Commands:    w.allow.Enabled(),
 	}
 }

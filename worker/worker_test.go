@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/raftcron/raftcron/fence"
+	"github.com/raftcron/raftcron/scheduler/remote"
 	"github.com/raftcron/raftcron/worker"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
@@ -147,7 +148,7 @@ func TestCommandsRunOnlyIfTheWorkerAllowsThem(t *testing.T) {
 	}
 	for _, argv := range [][]string{{"/usr/bin/env"}, {"sh", "-c", "true"}, {"/bin/../usr/bin/env"}} {
 		o := n.got.wait(t, n.submit(context.Background(), cmd(argv...), 0))
-		if o.State != failed || !strings.Contains(o.Detail, "exec_denied: "+argv[0]+" is not allowed by this worker's --exec-allow") {
+		if o.State != failed || !strings.Contains(o.Detail, "exec denied: command[0] "+strconv.Quote(argv[0])) {
 			t.Errorf("%v: %v %q, want FAILED exec_denied", argv, o.State, o.Detail)
 		}
 	}
@@ -155,6 +156,45 @@ func TestCommandsRunOnlyIfTheWorkerAllowsThem(t *testing.T) {
 	timeout.Timeout = durationpb.New(100 * time.Millisecond)
 	if o := n.got.wait(t, n.submit(context.Background(), timeout, 0)); o.State != failed || !strings.Contains(o.Detail, "timeout after 100ms") {
 		t.Errorf("command past its timeout: %v %q", o.State, o.Detail)
+	}
+}
+
+// A command's environment is its env and the run's variables alone, as a
+// node's exec run's is, with the signature the leader made when the
+// cluster signs its dispatches: the downstream verifies it as it would a
+// node's.
+func TestCommandsGetTheSignatureAndNoEnvironmentOfTheWorker(t *testing.T) {
+	keys, err := fence.NewKeys([]byte(strings.Repeat("k", 32)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := newNodeWith(t, remote.Config{Lease: 10 * time.Second, Signer: keys})
+	t.Setenv("RAFTCRON_TEST_SECRET", "of the worker")
+	startWorker(t, worker.Config{Addrs: []string{n.addr}, ExecAllow: []string{"/usr/bin/env"}}, nil)
+	a := n.submit(context.Background(), &pb.WorkerTarget{Pool: "batch", Command: []string{"/usr/bin/env"}, Env: map[string]string{"A": "b"}}, 0)
+	o := n.got.wait(t, a)
+	if o.State != succeeded {
+		t.Fatalf("outcome %v %q", o.State, o.Detail)
+	}
+	env := map[string]string{}
+	for _, kv := range strings.Split(strings.TrimSpace(string(o.Output)), "\n") {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	run, err := fence.FromEnv(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := keys.Verify(run, env[fence.EnvSignature]); err != nil {
+		t.Fatalf("signature %q: %v", env[fence.EnvSignature], err)
+	}
+	delete(env, fence.EnvSignature)
+	for _, kv := range run.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		delete(env, k)
+	}
+	if len(env) != 2 || env["A"] != "b" || env[worker.EnvWorker] != "w1" {
+		t.Fatalf("environment %v besides the run's, want A=b and %s=w1 alone", env, worker.EnvWorker)
 	}
 }
 
@@ -272,8 +312,8 @@ func TestConfigIsChecked(t *testing.T) {
 		{worker.Config{ID: "w1", Pool: "Batch", Addrs: []string{"127.0.0.1:7001"}}, `Pool: "Batch" must match`},
 		{worker.Config{ID: "w1", Pool: "batch"}, "Addrs: at least one"},
 		{worker.Config{ID: "w1", Pool: "batch", Addrs: []string{"nohost"}}, `"nohost" is not host:port`},
-		{worker.Config{ID: "w1", Pool: "batch", Addrs: []string{"h:1"}, ExecAllow: []string{"bin/*"}}, "must be an absolute path"},
-		{worker.Config{ID: "w1", Pool: "batch", Addrs: []string{"h:1"}, ExecAllow: []string{"/bin/["}}, "not a valid glob"},
+		{worker.Config{ID: "w1", Pool: "batch", Addrs: []string{"h:1"}, ExecAllow: []string{"bin/*"}}, `ExecAllow: pattern "bin/*": must be an absolute, clean path pattern`},
+		{worker.Config{ID: "w1", Pool: "batch", Addrs: []string{"h:1"}, ExecAllow: []string{"/bin/["}}, `ExecAllow: pattern "/bin/[": syntax error in pattern`},
 		{worker.Config{ID: "w1", Pool: "batch", Addrs: []string{"h:1"}, Token: "s3cret"}, "Token: needs TLS"},
 		{worker.Config{ID: "w1", Pool: "batch", Addrs: []string{"h:1"}, ExecUser: "no-such-user-raftcron"}, "ExecUser"},
 	} {

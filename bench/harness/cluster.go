@@ -13,13 +13,15 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/raftcron/raftcron/internal/proc"
+	"github.com/raftcron/raftcron/ops"
 )
 
 // Bounds of the cluster's waits; generous for a loaded 2-core box.
@@ -59,10 +61,9 @@ type Node struct {
 	bin                                  string
 	args                                 []string
 
-	// mu guards cmd, exited and startedAt, which change on every (re)start.
+	// mu guards proc and startedAt, which change on every (re)start.
 	mu        sync.Mutex
-	cmd       *exec.Cmd
-	exited    chan struct{} // closed once the current process has been reaped
+	proc      *proc.Process
 	startedAt time.Time
 }
 
@@ -207,43 +208,19 @@ func (c *Cluster) WaitCaughtUp(ctx context.Context, index uint64, timeout time.D
 }
 
 // Start launches the node's process; its output is appended to its log.
+// If this process dies without cleaning up, the kernel kills the node too.
 func (n *Node) Start() error {
-	logFile, err := os.OpenFile(n.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
 	cmd := exec.Command(n.bin, n.args...)
-	cmd.Env = cleanEnv()
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// A backstop: if this process dies without cleaning up, the kernel
-	// kills the node too.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	exited := make(chan struct{})
+	cmd.Env = proc.Environ()
 	start := time.Now()
-	if err := startTracked(cmd, exited); err != nil {
-		_ = logFile.Close()
+	p, err := startTracked(cmd, n.LogPath)
+	if err != nil {
 		return fmt.Errorf("start %s: %w", n.ID, err)
 	}
 	n.mu.Lock()
-	n.cmd, n.exited, n.startedAt = cmd, exited, start
+	n.proc, n.startedAt = p, start
 	n.mu.Unlock()
-	go func() {
-		<-exited
-		_ = logFile.Close()
-	}()
 	return nil
-}
-
-// cleanEnv is this process's environment without RAFTCRON_* settings, so a
-// developer's shell cannot change what is measured.
-func cleanEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "RAFTCRON_") {
-			env = append(env, kv)
-		}
-	}
-	return env
 }
 
 // StartedAt is when the current process was started.
@@ -253,30 +230,24 @@ func (n *Node) StartedAt() time.Time {
 	return n.startedAt
 }
 
-// Pid of the current process, 0 if none.
-func (n *Node) Pid() int {
+func (n *Node) current() *proc.Process {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.cmd == nil || n.cmd.Process == nil {
-		return 0
+	return n.proc
+}
+
+// Pid of the current process, 0 if none.
+func (n *Node) Pid() int {
+	if p := n.current(); p != nil {
+		return p.Pid()
 	}
-	return n.cmd.Process.Pid
+	return 0
 }
 
 // Running reports whether the current process has not exited.
 func (n *Node) Running() bool {
-	n.mu.Lock()
-	exited := n.exited
-	n.mu.Unlock()
-	if exited == nil {
-		return false
-	}
-	select {
-	case <-exited:
-		return false
-	default:
-		return true
-	}
+	p := n.current()
+	return p != nil && !p.Exited()
 }
 
 // Kill sends SIGKILL and waits until the process is reaped; it returns the
@@ -298,15 +269,10 @@ func (n *Node) signalAndWait(sig syscall.Signal) time.Time {
 	if !n.Running() {
 		return time.Time{}
 	}
-	n.mu.Lock()
-	cmd, exited := n.cmd, n.exited
-	n.mu.Unlock()
+	p := n.current()
 	at := time.Now()
-	_ = cmd.Process.Signal(sig)
-	select {
-	case <-exited:
-	case <-time.After(exitTimeout):
-	}
+	_ = p.Signal(sig)
+	p.Wait(exitTimeout)
 	return at
 }
 
@@ -327,24 +293,9 @@ func (n *Node) Ready() bool {
 	return err == nil && code == http.StatusOK
 }
 
-// Status is the part of /status the scenarios read.
-type Status struct {
-	ID     string `json:"id"`
-	State  string `json:"state"`
-	Leader struct {
-		ID      string `json:"id"`
-		Address string `json:"address"`
-	} `json:"leader"`
-	Term         uint64 `json:"term"`
-	CommitIndex  uint64 `json:"commit_index"`
-	AppliedIndex uint64 `json:"applied_index"`
-	LastLogIndex uint64 `json:"last_log_index"`
-	FencingToken uint64 `json:"fencing_token"`
-}
-
 // Status reads /status.
-func (n *Node) Status() (Status, error) {
-	var st Status
+func (n *Node) Status() (ops.Status, error) {
+	var st ops.Status
 	code, body, err := n.get("/status")
 	if err != nil {
 		return st, err

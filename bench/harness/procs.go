@@ -5,53 +5,55 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/raftcron/raftcron/internal/proc"
 )
 
 // live holds every child process started and not yet reaped, so that
 // KillAll can end them however a scenario ended (error, panic, signal).
 var live = struct {
 	sync.Mutex
-	procs map[*exec.Cmd]chan struct{}
-}{procs: make(map[*exec.Cmd]chan struct{})}
+	procs map[*proc.Process]struct{}
+}{procs: make(map[*proc.Process]struct{})}
 
-// startTracked starts cmd, registers it, and closes exited once it has been
-// reaped.
-func startTracked(cmd *exec.Cmd, exited chan struct{}) error {
+// startTracked starts cmd with its output appended to logPath and
+// registers it until it has been reaped.
+func startTracked(cmd *exec.Cmd, logPath string) (*proc.Process, error) {
 	live.Lock()
 	defer live.Unlock()
-	if err := cmd.Start(); err != nil {
-		return err
+	p, err := proc.Start(cmd, logPath)
+	if err != nil {
+		return nil, err
 	}
-	live.procs[cmd] = exited
+	live.procs[p] = struct{}{}
 	go func() {
-		_ = cmd.Wait()
+		<-p.Done()
 		live.Lock()
-		delete(live.procs, cmd)
+		delete(live.procs, p)
 		live.Unlock()
-		close(exited)
 	}()
-	return nil
+	return p, nil
 }
 
 // KillAll sends SIGKILL to every child process still running and waits
 // (bounded) until each is reaped. It returns how many it had to kill.
 func KillAll() int {
 	live.Lock()
-	waits := make([]chan struct{}, 0, len(live.procs))
-	for cmd, exited := range live.procs {
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		waits = append(waits, exited)
+	procs := make([]*proc.Process, 0, len(live.procs))
+	for p := range live.procs {
+		_ = p.Signal(syscall.SIGKILL)
+		procs = append(procs, p)
 	}
 	live.Unlock()
 	deadline := time.After(exitTimeout)
-	for _, w := range waits {
+	for _, p := range procs {
 		select {
-		case <-w:
+		case <-p.Done():
 		case <-deadline:
-			return len(waits)
+			return len(procs)
 		}
 	}
-	return len(waits)
+	return len(procs)
 }
 
 // LiveCount is the number of child processes not yet reaped.

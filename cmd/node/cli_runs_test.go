@@ -24,7 +24,8 @@ import (
 )
 
 // localRaft applies commands to the FSM in log order, as a one-node Raft
-// whose reads are always linearizable.
+// whose reads are always linearizable. Like the leader, it stamps the
+// clients' commands (those that come without a time).
 type localRaft struct {
 	state *fsm.FSM
 	mu    sync.Mutex // serializes Apply, like Raft's log
@@ -32,6 +33,9 @@ type localRaft struct {
 }
 
 func (l *localRaft) Apply(_ context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
+	if cmd.GetProposedAtUnixNano() == 0 {
+		cmd.ProposedAtUnixNano = time.Now().UnixNano()
+	}
 	data, err := proto.Marshal(cmd)
 	if err != nil {
 		return nil, err
@@ -81,7 +85,7 @@ type runServer struct {
 func startRunServer(t *testing.T) *runServer {
 	t.Helper()
 	s := &runServer{raft: &localRaft{state: fsm.New()}, hub: api.NewRunHub()}
-	s.raft.state.SetObserver(observers{s.hub})
+	s.raft.state.SetObserver(s.hub)
 	gs := grpc.NewServer()
 	jobs := api.NewJobServiceWith(api.JobServiceConfig{Store: s.raft, Registry: s.raft.state, Triggerer: s.raft})
 	api.Register(gs, jobs, api.NewClusterService(nil, s.raft.state),

@@ -87,7 +87,7 @@ func specBlock(out string) string {
 }
 
 func TestCLIJobLifecycle(t *testing.T) {
-	c := startCluster(t, 3)
+	c := startCluster(t, 3, "--exec-allow", "/usr/local/bin/*") // twoJobs runs /usr/local/bin/prune
 	leader := c.leader(t)
 	follower := c.follower(t)
 	nightly := writeFile(t, "nightly.yaml", nightlyJob)
@@ -354,7 +354,7 @@ func testBadServeInput(t *testing.T, c *testCluster) {
 	t.Run("peers without id", func(t *testing.T) {
 		r := serve("--id", "n9", "--data-dir", t.TempDir(), "--addr", free[0], "--http-addr", free[1],
 			"--peers", "n1="+n1.Addr)
-		expectFailure(t, r, "--peers: must contain --id n9")
+		expectFailure(t, r, "--peers: must contain this node's ID n9")
 	})
 	t.Run("addr port in use", func(t *testing.T) {
 		r := serve("--id", "n9", "--data-dir", t.TempDir(), "--addr", n1.Addr, "--http-addr", free[1])

@@ -15,11 +15,14 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+
+	"github.com/raftcron/raftcron/cluster"
 )
 
 const (
 	flagOutput  = "output"
 	flagTimeout = "timeout"
+	flagToken   = "token"
 
 	defaultClientAddr = "127.0.0.1:7001"
 )
@@ -29,6 +32,9 @@ type clientOptions struct {
 	addr    string
 	output  outputFormat
 	timeout time.Duration
+	token   string
+	// dialer is the connection's, once dial has made one.
+	dialer *dialer
 }
 
 func (o *clientOptions) register(fs *pflag.FlagSet) {
@@ -36,11 +42,12 @@ func (o *clientOptions) register(fs *pflag.FlagSet) {
 	fs.StringVar(&o.addr, flagAddr, defaultClientAddr, "host:port of any raftcron node (env RAFTCRON_ADDR)")
 	fs.VarP(&o.output, flagOutput, "o", "output format: table, json or yaml (env RAFTCRON_OUTPUT)")
 	fs.DurationVar(&o.timeout, flagTimeout, 10*time.Second, "deadline of each call (env RAFTCRON_TIMEOUT)")
+	fs.StringVar(&o.token, flagToken, "", "ACL token secret, sent as authorization: Bearer (env RAFTCRON_TOKEN)")
 }
 
 // resolve fills the flags not set on the command line from RAFTCRON_*.
 func (o *clientOptions) resolve(fs *pflag.FlagSet) error {
-	for _, name := range []string{flagAddr, flagOutput, flagTimeout} {
+	for _, name := range []string{flagAddr, flagOutput, flagTimeout, flagToken} {
 		f := fs.Lookup(name)
 		if f == nil || f.Changed {
 			continue
@@ -73,8 +80,12 @@ func (o *clientOptions) persistentResolve() func(*cobra.Command, []string) error
 const clientWindow = 1 << 20
 
 // dial creates a client connection; gRPC connects lazily on the first call.
+// The address is dialled as given (passthrough), so that a name that does
+// not resolve fails in the dialer, which keeps the error.
 func (o *clientOptions) dial() (*grpc.ClientConn, error) {
-	conn, err := grpc.NewClient(o.addr, o.dialOptions()...)
+	o.dialer = &dialer{}
+	opts := append(o.dialOptions(), grpc.WithContextDialer(o.dialer.dial))
+	conn, err := grpc.NewClient("passthrough:///"+o.addr, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("--addr %q: %w", o.addr, err)
 	}
@@ -82,14 +93,18 @@ func (o *clientOptions) dial() (*grpc.ClientConn, error) {
 }
 
 // dialOptions are how every client command, and the worker, connects to
-// a node.
+// a node, with the --token of the command if it has one.
 func (o *clientOptions) dialOptions() []grpc.DialOption {
-	return []grpc.DialOption{
+	opts := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithUnaryInterceptor(retryNotLeader),
 		grpc.WithStaticStreamWindowSize(clientWindow),
 		grpc.WithStaticConnWindowSize(clientWindow),
 	}
+	if o.token != "" {
+		opts = append(opts, grpc.WithPerRPCCredentials(bearerToken(o.token)))
+	}
+	return opts
 }
 
 // callContext bounds one call by --timeout.
@@ -105,10 +120,12 @@ type call struct {
 	subject string
 	// expectedVersion is the version the call required, if any.
 	expectedVersion uint64
+	// dialer tells a failed connection from a node that answered.
+	dialer *dialer
 }
 
 func (o *clientOptions) call(subject string) call {
-	return call{addr: o.addr, timeout: o.timeout, subject: subject}
+	return call{addr: o.addr, timeout: o.timeout, subject: subject, dialer: o.dialer}
 }
 
 // describe turns a gRPC error into one readable line.
@@ -132,6 +149,10 @@ func (c call) describe(err error) error {
 		return fmt.Errorf("no answer from raftcron at %s within %s", c.addr, c.timeout)
 	case codes.Canceled:
 		return errors.New("canceled")
+	case codes.Unauthenticated:
+		return fmt.Errorf("not authenticated: %s", st.Message())
+	case codes.PermissionDenied:
+		return fmt.Errorf("permission denied: %s", st.Message())
 	default:
 		return fmt.Errorf("%s (%s)", st.Message(), st.Code())
 	}
@@ -190,43 +211,15 @@ func (c call) stale(st *status.Status) error {
 }
 
 func (c call) unavailable(st *status.Status) error {
-	for _, d := range st.Details() {
-		info, ok := d.(*errdetails.ErrorInfo)
-		if !ok || info.GetReason() != "NOT_LEADER" {
-			continue
-		}
-		id, addr := info.GetMetadata()["leader_id"], info.GetMetadata()["leader_address"]
+	if info, ok := cluster.NotLeaderInfo(st.Err()); ok {
+		id, addr := info.GetMetadata()[cluster.MetadataLeaderID], info.GetMetadata()[cluster.MetadataLeaderAddress]
 		if id == "" && addr == "" {
 			return errors.New("no leader (no leader known yet; is a quorum up?)")
 		}
 		return fmt.Errorf("no leader (last known leader %s at %s)", id, addr)
 	}
-	if isTransportFailure(st.Message()) {
-		return fmt.Errorf("cannot reach raftcron at %s: %s", c.addr, transportReason(st.Message()))
+	if err := c.dialer.failure(); err != nil {
+		return fmt.Errorf("cannot reach raftcron at %s: %s", c.addr, dialCause(err))
 	}
 	return fmt.Errorf("raftcron at %s is unavailable: %s", c.addr, st.Message())
-}
-
-// isTransportFailure tells a connection that could not be made (reported by
-// the gRPC client itself) from a node that answered Unavailable.
-func isTransportFailure(msg string) bool {
-	for _, s := range []string{"connection error", "transport:", "connection refused", "name resolver", "dial "} {
-		if strings.Contains(msg, s) {
-			return true
-		}
-	}
-	return false
-}
-
-// transportReason digs the cause out of gRPC's nested transport messages.
-func transportReason(msg string) string {
-	for _, cause := range []string{"connection refused", "no such host", "i/o timeout", "connection reset by peer"} {
-		if strings.Contains(msg, cause) {
-			return cause
-		}
-	}
-	if i := strings.LastIndex(msg, "desc = "); i >= 0 {
-		return strings.Trim(msg[i+len("desc = "):], `"`)
-	}
-	return msg
 }

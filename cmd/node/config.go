@@ -4,9 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,6 +19,7 @@ import (
 
 	"github.com/raftcron/raftcron/cluster"
 	"github.com/raftcron/raftcron/scheduler/remote"
+	"github.com/raftcron/raftcron/server"
 )
 
 // envPrefix prefixes the environment variable of every flag:
@@ -42,29 +41,73 @@ const (
 	flagLogLevel      = "log-level"
 	flagLogFormat     = "log-format"
 	flagMemoryLimit   = "memory-limit"
+	flagACL           = "acl"
 	flagWorkerLease   = "worker-lease"
 )
 
-// serveConfig is the validated configuration of one node.
+// serveConfig is the validated configuration of one node: the node's own
+// (server.Config) and what only the process has, its logging and memory.
 type serveConfig struct {
-	ID       string
-	DataDir  string
-	Addr     string
-	HTTPAddr string
-	Peers    []cluster.Peer
-	Join     []string
-
-	RaftHeartbeat time.Duration
-	RaftElection  time.Duration
-	RaftLease     time.Duration
+	server.Config
 
 	LogLevel  slog.Level
 	LogFormat string
 
 	MemoryLimit memoryLimit
+}
 
-	// WorkerLease: a remote worker silent this long loses its attempts.
-	WorkerLease time.Duration
+// flagOfField names the flag behind each field a *cluster.ConfigError may
+// report: the one mapping from the node's configuration to serve's flags.
+var flagOfField = map[string]string{
+	cluster.FieldID:                  flagID,
+	cluster.FieldDataDir:             flagDataDir,
+	cluster.FieldAddr:                flagAddr,
+	server.FieldHTTPAddr:             flagHTTPAddr,
+	cluster.FieldPeers:               flagPeers,
+	cluster.FieldJoin:                flagJoin,
+	cluster.FieldHeartbeatTimeout:    flagRaftHeartbeat,
+	cluster.FieldElectionTimeout:     flagRaftElection,
+	cluster.FieldLeaderLeaseTimeout:  flagRaftLease,
+	server.FieldMaxJobs:              flagMaxJobs,
+	server.FieldMaxSpecBytes:         flagMaxSpecBytes,
+	server.FieldMaxHeaders:           flagMaxHeaders,
+	server.FieldMaxEnv:               flagMaxEnv,
+	server.FieldMaxArgs:              flagMaxArgs,
+	server.FieldMaxOpenRuns:          flagMaxOpenRuns,
+	server.FieldMaxWatchers:          flagMaxWatchers,
+	server.FieldMaxConcurrentStreams: flagMaxConcurrentStreams,
+	server.FieldWorkerLease:          flagWorkerLease,
+}
+
+// flagErrors turns each *cluster.ConfigError in err (joined ones
+// included) into the same rule named by its flag; other errors stay as
+// they are.
+func flagErrors(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range joined.Unwrap() {
+			out = append(out, flagErrors(e)...)
+		}
+		return out
+	}
+	var ce *cluster.ConfigError
+	if errors.As(err, &ce) {
+		if flag, ok := flagOfField[ce.Field]; ok {
+			return []error{fmt.Errorf("--%s: %s", flag, ce.Rule)}
+		}
+	}
+	return []error{err}
+}
+
+// flagError is flagErrors on one line.
+func flagError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return joinOneLine(flagErrors(err))
 }
 
 // addServeFlags declares the flags of serve. A Raft timing left at 0 takes
@@ -86,6 +129,10 @@ func addServeFlags(fs *pflag.FlagSet) {
 		"re-dispatched (at_least_once) or recorded unknown (at_most_once)")
 	fs.String(flagMemoryLimit, memoryLimitAuto, "Go soft memory limit: a size (1800MiB, 2GiB), off, or auto: "+
 		"GOMEMLIMIT if set, else 90% of the cgroup's memory limit or of the machine's memory")
+	addPolicyFlags(fs)
+	fs.Bool(flagACL, false, "require an ACL token (authorization: Bearer <secret>) on every call but "+
+		"grpc.health.v1; create the first with `raftcron acl bootstrap`")
+	addLimitFlags(fs)
 }
 
 // envName is the environment variable of a flag.
@@ -142,12 +189,9 @@ func loadConfigFile(k *koanf.Koanf, fs *pflag.FlagSet, path string) error {
 	return k.Merge(fk)
 }
 
-// minWorkerLease keeps a worker's heartbeats (a third of the lease) well
-// apart from the network's jitter.
-const minWorkerLease = 100 * time.Millisecond
-
-var nodeIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
-
+// parseServeConfig reads every key into its type, then has the node's
+// rules checked where they live (server.Config.Validate); every mistake is
+// reported at once, named by its flag.
 func parseServeConfig(k *koanf.Koanf) (serveConfig, error) {
 	var cfg serveConfig
 	var errs []error
@@ -158,35 +202,30 @@ func parseServeConfig(k *koanf.Koanf) (serveConfig, error) {
 	}
 
 	cfg.ID = stringValue(k, flagID)
-	switch {
-	case cfg.ID == "":
-		check(errors.New("--id: required"))
-	case !nodeIDPattern.MatchString(cfg.ID):
-		check(fmt.Errorf("--id: %q must match [a-z0-9][a-z0-9._-]{0,62}", cfg.ID))
-	}
 	cfg.DataDir = stringValue(k, flagDataDir)
-	if cfg.DataDir == "" {
-		check(errors.New("--data-dir: required"))
-	}
 	cfg.Addr = stringValue(k, flagAddr)
-	check(checkAdvertisedAddr(flagAddr, cfg.Addr))
 	cfg.HTTPAddr = stringValue(k, flagHTTPAddr)
-	check(checkListenAddr(flagHTTPAddr, cfg.HTTPAddr))
+	peers, err := cluster.ParsePeers(stringValue(k, flagPeers))
+	check(err)
+	cfg.Peers = peers
+	cfg.Join = splitList(stringValue(k, flagJoin))
 
-	var err error
-	if cfg.ID != "" {
-		cfg.Peers, err = parsePeersFlag(stringValue(k, flagPeers), cfg.ID, cfg.Addr)
-		check(err)
-	}
-	cfg.Join, err = parseJoinFlag(stringValue(k, flagJoin))
+	cfg.HeartbeatTimeout, err = durationValue(k, flagRaftHeartbeat)
 	check(err)
-
-	cfg.RaftHeartbeat, err = durationValue(k, flagRaftHeartbeat)
+	cfg.ElectionTimeout, err = durationValue(k, flagRaftElection)
 	check(err)
-	cfg.RaftElection, err = durationValue(k, flagRaftElection)
+	cfg.LeaderLeaseTimeout, err = durationValue(k, flagRaftLease)
 	check(err)
-	cfg.RaftLease, err = durationValue(k, flagRaftLease)
+	var limitErrs []error
+	cfg.Limits, limitErrs = parseLimits(k)
+	errs = append(errs, limitErrs...)
+	cfg.ACL, err = boolValue(k, flagACL)
 	check(err)
+	cfg.WorkerLease, err = durationValue(k, flagWorkerLease)
+	check(err)
+	// A value that did not parse is left zero, which breaks no rule of its
+	// own: the rest are still checked.
+	check(cfg.Validate())
 
 	cfg.LogLevel, err = parseLogLevel(stringValue(k, flagLogLevel))
 	check(err)
@@ -196,15 +235,25 @@ func parseServeConfig(k *koanf.Koanf) (serveConfig, error) {
 	}
 	cfg.MemoryLimit, err = parseMemoryLimit(stringValue(k, flagMemoryLimit))
 	check(err)
-	cfg.WorkerLease, err = durationValue(k, flagWorkerLease)
+	cfg.Policy, err = parsePolicyConfig(k, os.Geteuid())
 	check(err)
-	if err == nil && cfg.WorkerLease < minWorkerLease {
-		check(fmt.Errorf("--%s: must be at least %s, got %s", flagWorkerLease, minWorkerLease, cfg.WorkerLease))
-	}
 	if len(errs) > 0 {
-		return serveConfig{}, joinOneLine(errs)
+		return serveConfig{}, flagError(errors.Join(errs...))
 	}
 	return cfg, nil
+}
+
+// splitList splits a comma-separated flag value, dropping blanks around
+// each item.
+func splitList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	items := strings.Split(s, ",")
+	for i, item := range items {
+		items[i] = strings.TrimSpace(item)
+	}
+	return items
 }
 
 // joinOneLine reports every configuration mistake at once, on one line.
@@ -238,8 +287,8 @@ func stringValue(k *koanf.Koanf, key string) string {
 }
 
 // durationValue reads a Go duration ("300ms"); koanf's own getter would turn
-// a typo into a silent zero. How the Raft timings relate to each other is
-// checked by cluster.New, which names the flags.
+// a typo into a silent zero. What values the Raft timings may take is
+// cluster's rule, checked by Validate.
 func durationValue(k *koanf.Koanf, key string) (time.Duration, error) {
 	var d time.Duration
 	switch v := k.Get(key).(type) {
@@ -254,10 +303,26 @@ func durationValue(k *koanf.Koanf, key string) (time.Duration, error) {
 	default:
 		return 0, fmt.Errorf("--%s: %v is not a duration like 300ms or 1s", key, v)
 	}
-	if d < 0 {
-		return 0, fmt.Errorf("--%s: must not be negative, got %s", key, d)
-	}
 	return d, nil
+}
+
+// boolValue reads a boolean flag, also given as "true"/"false" by the
+// environment or the file.
+func boolValue(k *koanf.Koanf, key string) (bool, error) {
+	switch v := k.Get(key).(type) {
+	case nil:
+		return false, nil
+	case bool:
+		return v, nil
+	case string:
+		b, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			return false, fmt.Errorf("--%s: %q is not true or false", key, v)
+		}
+		return b, nil
+	default:
+		return false, fmt.Errorf("--%s: %v is not true or false", key, v)
+	}
 }
 
 func parseLogLevel(s string) (slog.Level, error) {
@@ -267,76 +332,4 @@ func parseLogLevel(s string) (slog.Level, error) {
 	}
 	err := l.UnmarshalText([]byte(s))
 	return l, err
-}
-
-// checkAdvertisedAddr: --addr is given to the other nodes, so it needs a
-// concrete host and port.
-func checkAdvertisedAddr(flag, addr string) error {
-	host, _, err := splitHostPort(flag, addr)
-	if err != nil {
-		return err
-	}
-	if host == "" {
-		return fmt.Errorf("--%s: %q needs a host: it is advertised to the other nodes", flag, addr)
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
-		return fmt.Errorf("--%s: %q is not reachable: it is advertised to the other nodes", flag, addr)
-	}
-	return nil
-}
-
-func checkListenAddr(flag, addr string) error {
-	_, _, err := splitHostPort(flag, addr)
-	return err
-}
-
-func splitHostPort(flag, addr string) (host string, port int, err error) {
-	if addr == "" {
-		return "", 0, fmt.Errorf("--%s: required (host:port)", flag)
-	}
-	host, p, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", 0, fmt.Errorf("--%s: %q is not host:port", flag, addr)
-	}
-	port, err = strconv.Atoi(p)
-	if err != nil || port < 1 || port > 65535 {
-		return "", 0, fmt.Errorf("--%s: %q needs a port between 1 and 65535", flag, addr)
-	}
-	return host, port, nil
-}
-
-func parsePeersFlag(s, id, addr string) ([]cluster.Peer, error) {
-	if s == "" {
-		return nil, nil
-	}
-	peers, err := cluster.ParsePeers(s)
-	if err != nil {
-		if strings.HasPrefix(err.Error(), "--peers") {
-			return nil, err
-		}
-		return nil, fmt.Errorf("--peers: %w", err)
-	}
-	i := slices.IndexFunc(peers, func(p cluster.Peer) bool { return p.ID == id })
-	if i < 0 {
-		return nil, fmt.Errorf("--peers: must contain --id %s", id)
-	}
-	if peers[i].Addr != addr {
-		return nil, fmt.Errorf("--peers: %s=%s does not match --addr %s", id, peers[i].Addr, addr)
-	}
-	return peers, nil
-}
-
-func parseJoinFlag(s string) ([]string, error) {
-	if s == "" {
-		return nil, nil
-	}
-	var addrs []string
-	for _, a := range strings.Split(s, ",") {
-		a = strings.TrimSpace(a)
-		if err := checkAdvertisedAddr(flagJoin, a); err != nil {
-			return nil, err
-		}
-		addrs = append(addrs, a)
-	}
-	return addrs, nil
 }

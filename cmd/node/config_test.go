@@ -66,9 +66,9 @@ func TestServeConfigPrecedenceFlagsOverEnvOverFile(t *testing.T) {
 			if err != nil {
 				t.Fatalf("load: %v", err)
 			}
-			if cfg.DataDir != tc.dataDir || cfg.RaftHeartbeat != tc.beat || cfg.HTTPAddr != tc.http || cfg.LogLevel.String() != tc.level {
+			if cfg.DataDir != tc.dataDir || cfg.HeartbeatTimeout != tc.beat || cfg.HTTPAddr != tc.http || cfg.LogLevel.String() != tc.level {
 				t.Fatalf("got data-dir %q heartbeat %s http-addr %q level %s; want %q %s %q %s",
-					cfg.DataDir, cfg.RaftHeartbeat, cfg.HTTPAddr, cfg.LogLevel, tc.dataDir, tc.beat, tc.http, tc.level)
+					cfg.DataDir, cfg.HeartbeatTimeout, cfg.HTTPAddr, cfg.LogLevel, tc.dataDir, tc.beat, tc.http, tc.level)
 			}
 		})
 	}
@@ -79,8 +79,8 @@ func TestServeConfigDefaultsWhenNothingSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Addr != "127.0.0.1:7001" || cfg.HTTPAddr != "127.0.0.1:8001" || cfg.RaftHeartbeat != 0 ||
-		cfg.RaftElection != 0 || cfg.RaftLease != 0 || cfg.LogFormat != "text" || cfg.LogLevel.String() != "INFO" ||
+	if cfg.Addr != "127.0.0.1:7001" || cfg.HTTPAddr != "127.0.0.1:8001" || cfg.HeartbeatTimeout != 0 ||
+		cfg.ElectionTimeout != 0 || cfg.LeaderLeaseTimeout != 0 || cfg.LogFormat != "text" || cfg.LogLevel.String() != "INFO" ||
 		cfg.WorkerLease != 10*time.Second {
 		t.Fatalf("defaults: %+v", cfg)
 	}
@@ -88,14 +88,22 @@ func TestServeConfigDefaultsWhenNothingSet(t *testing.T) {
 
 func TestServeConfigFileFromEnvAndLists(t *testing.T) {
 	path := writeConfig(t, "id: n2\ndata-dir: /d\naddr: 127.0.0.1:7002\n"+
-		"peers: [n1=127.0.0.1:7001, n2=127.0.0.1:7002]\njoin:\n  - 127.0.0.1:7001\n")
+		"peers: [n1=127.0.0.1:7001, n2=127.0.0.1:7002]\n")
 	t.Setenv("RAFTCRON_CONFIG", path)
 	cfg, err := loadForTest(t)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cfg.Peers) != 2 || cfg.Peers[1].ID != "n2" || len(cfg.Join) != 1 || cfg.Join[0] != "127.0.0.1:7001" {
-		t.Fatalf("peers %v join %v", cfg.Peers, cfg.Join)
+	if len(cfg.Peers) != 2 || cfg.Peers[1].ID != "n2" {
+		t.Fatalf("peers %v", cfg.Peers)
+	}
+	path = writeConfig(t, "id: n2\ndata-dir: /d\naddr: 127.0.0.1:7002\njoin:\n  - 127.0.0.1:7001\n  - 127.0.0.1:7003\n")
+	t.Setenv("RAFTCRON_CONFIG", path)
+	if cfg, err = loadForTest(t); err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Join) != 2 || cfg.Join[0] != "127.0.0.1:7001" || cfg.Join[1] != "127.0.0.1:7003" {
+		t.Fatalf("join %v", cfg.Join)
 	}
 }
 
@@ -117,7 +125,7 @@ func TestServeConfigIgnoresUnrelatedEnv(t *testing.T) {
 
 func TestServeConfigPeersMustContainID(t *testing.T) {
 	_, err := loadForTest(t, append(minimal, "--peers", "n2=127.0.0.1:7002,n3=127.0.0.1:7003")...)
-	if err == nil || err.Error() != "--peers: must contain --id n1" {
+	if err == nil || err.Error() != "--peers: must contain this node's ID n1" {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -135,10 +143,13 @@ func TestServeConfigRejectsBadValues(t *testing.T) {
 		{name: "addr without port", args: append(minimal, "--addr", "localhost"), want: "--addr:"},
 		{name: "addr unspecified", args: append(minimal, "--addr", "0.0.0.0:7001"), want: "--addr:"},
 		{name: "http-addr bad port", args: append(minimal, "--http-addr", "127.0.0.1:99999"), want: "--http-addr:"},
-		{name: "peers address differs from addr", args: append(minimal, "--peers", "n1=127.0.0.1:7009"), want: "does not match --addr"},
+		{name: "peers address differs from addr", args: append(minimal, "--peers", "n1=127.0.0.1:7009"), want: "--peers: n1=127.0.0.1:7009 does not match this node's address 127.0.0.1:7001"},
 		{name: "peers malformed", args: append(minimal, "--peers", "n1"), want: "--peers"},
 		{name: "join malformed", args: append(minimal, "--join", "nohost"), want: "--join:"},
-		{name: "negative duration", args: append(minimal, "--raft-heartbeat", "-1s"), want: "--raft-heartbeat: must not be negative"},
+		{name: "negative duration", args: append(minimal, "--raft-heartbeat", "-1s"), want: "--raft-heartbeat: -1s must not be negative"},
+		{name: "election under heartbeat", args: append(minimal, "--raft-heartbeat", "2s", "--raft-election", "1s"), want: "--raft-election: 1s must be at least the heartbeat timeout 2s"},
+		{name: "join unspecified host", args: append(minimal, "--join", "0.0.0.0:7001"), want: "--join: 0.0.0.0:7001 is not reachable"},
+		{name: "peers and join", args: append(minimal, "--peers", "n1=127.0.0.1:7001", "--join", "127.0.0.1:7002"), want: "--join: cannot be combined with a bootstrap set of peers"},
 		{name: "env duration typo", env: map[string]string{"RAFTCRON_RAFT_ELECTION": "1 second"}, args: minimal, want: "--raft-election:"},
 		{name: "log level", args: append(minimal, "--log-level", "loud"), want: "--log-level:"},
 		{name: "log format", args: append(minimal, "--log-format", "xml"), want: "--log-format:"},
@@ -157,5 +168,23 @@ func TestServeConfigRejectsBadValues(t *testing.T) {
 				t.Fatalf("error spans several lines: %q", err)
 			}
 		})
+	}
+}
+
+// Every mistake is reported at once, each named by its flag, on one line.
+func TestServeConfigReportsEveryMistakeByFlag(t *testing.T) {
+	_, err := loadForTest(t, "--id", "N1", "--addr", "0.0.0.0:7001", "--http-addr", "nohost", "--raft-lease", "-1s")
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	for _, want := range []string{"--id: ", "--data-dir: required", "--addr: ", "--http-addr: ", "--raft-lease: -1s must not be negative"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not contain %q", err, want)
+		}
+	}
+	for _, field := range []string{"ID:", "DataDir", "Addr:", "HTTPAddr", "LeaderLeaseTimeout"} {
+		if strings.Contains(err.Error(), field) {
+			t.Errorf("error %q names the field %s instead of its flag", err, field)
+		}
 	}
 }

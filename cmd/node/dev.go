@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/raftcron/raftcron/cluster"
 )
 
 // Raft timings of the demo nodes: short, so that a killed leader is replaced
@@ -193,7 +195,7 @@ func listenDev(o *devOptions) ([]net.Listener, error) {
 		if err != nil {
 			closeAll(lns)
 			if o.basePort != 0 {
-				return nil, fmt.Errorf("--base-port: %s: %w", addr, listenCause(err))
+				return nil, fmt.Errorf("--base-port: %w", cluster.ListenError("", addr, err))
 			}
 			return nil, fmt.Errorf("pick a free port: %w", err)
 		}
@@ -220,7 +222,7 @@ func (d *demo) printHeader() {
 
 func (d *demo) printNodes() {
 	for _, n := range d.nodes {
-		d.out.printf("%-3s pid %-7d grpc %-21s http http://%-21s log %s", n.id, n.pid, n.addr, n.httpAddr, n.logPath)
+		d.out.printf("%-3s pid %-7d grpc %-21s http http://%-21s log %s", n.id, n.proc.Pid(), n.addr, n.httpAddr, n.logPath)
 	}
 }
 
@@ -233,7 +235,7 @@ func (d *demo) waitReady(ctx context.Context) error {
 		ready := 0
 		for _, n := range d.nodes {
 			if n.exited() {
-				return fmt.Errorf("%s exited while starting: %s%s", n.id, n.exitReason(), n.lastLog())
+				return fmt.Errorf("%s exited while starting: %s%s", n.id, n.proc.ExitReason(), n.lastLog())
 			}
 			if n.ready(ctx) {
 				ready++
@@ -264,10 +266,10 @@ func (d *demo) printHints() {
 
 // reportExit tells that a node died; dev keeps going with the others.
 func (d *demo) reportExit(n *devNode) {
-	line := fmt.Sprintf("%s (pid %d) exited: %s", n.id, n.pid, n.exitReason())
+	line := fmt.Sprintf("%s (pid %d) exited: %s", n.id, n.proc.Pid(), n.proc.ExitReason())
 	if d.watch.current() == n {
 		line += "; it was the leader: the others elect a new one"
-	} else if !n.killed() {
+	} else if !n.proc.Killed() {
 		line += n.lastLog()
 	}
 	d.out.eventf("%s", line)
@@ -302,18 +304,6 @@ func peersFlag(nodes []*devNode) string {
 		peers[i] = n.id + "=" + n.addr
 	}
 	return strings.Join(peers, ",")
-}
-
-// devEnv is this process's environment without RAFTCRON_* settings: the
-// nodes take their whole configuration from dev's flags.
-func devEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, envPrefix) {
-			env = append(env, kv)
-		}
-	}
-	return env
 }
 
 // logPathOf is where a node's output goes.

@@ -48,8 +48,11 @@ func startDownstream(dir string, ln net.Listener, leaders *leaderWatch, out *dev
 func (d *downstream) url() string    { return "http://" + d.addr + "/" }
 func (d *downstream) jobURL() string { return "http://" + d.addr + "/run" }
 
+// downstreamStopTimeout bounds the wait for requests in flight at close.
+const downstreamStopTimeout = 2 * time.Second
+
 func (d *downstream) close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), httpStopTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), downstreamStopTimeout)
 	defer cancel()
 	if err := d.srv.Shutdown(ctx); err != nil {
 		_ = d.srv.Close()

@@ -52,7 +52,7 @@ func (w *leaderWatch) announce(l *devNode) {
 		return
 	}
 	w.leader = l
-	w.out.eventf("leader is now %s (pid %d); kill the leader: kill -9 %d", l.id, l.pid, l.pid)
+	w.out.eventf("leader is now %s (pid %d); kill the leader: kill -9 %d", l.id, l.proc.Pid(), l.proc.Pid())
 }
 
 // run watches the leader until ctx ends.

@@ -12,24 +12,20 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/raftcron/raftcron/internal/proc"
+	"github.com/raftcron/raftcron/ops"
 )
 
 // devNode is one `raftcron serve` child of dev.
 type devNode struct {
 	id, addr, httpAddr, dataDir, logPath string
 
-	// Set by start before it returns; read-only afterwards.
-	pid  int
-	proc *os.Process
-
-	// done is closed once the process has exited and been reaped; waitErr
-	// is written before, so it may be read after <-done.
-	done    chan struct{}
-	waitErr error
+	// proc is set by start before it returns; read-only afterwards.
+	proc *proc.Process
 }
 
 // newDevNodes names n nodes after the first 2n listeners: the gRPC ports,
@@ -45,7 +41,6 @@ func newDevNodes(dir string, lns []net.Listener) []*devNode {
 			httpAddr: lns[n+i].Addr().String(),
 			dataDir:  filepath.Join(dir, id),
 			logPath:  logPathOf(dir, id),
-			done:     make(chan struct{}),
 		}
 	}
 	return nodes
@@ -57,61 +52,22 @@ func (n *devNode) args(peers string) []string {
 }
 
 // start launches the node; exits receives it once it has exited.
-//
-// The child is started and waited for by a goroutine locked to its OS
-// thread: Pdeathsig fires when the thread that forked the child ends, not
-// the process (golang/go#27505), and a locked thread runs nothing else, so
-// only the child's exit or dev's own death can end it.
 func (n *devNode) start(bin, peers string, exits chan<- *devNode) error {
-	logFile, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	cmd := exec.Command(bin, n.args(peers)...)
+	cmd.Env = proc.Environ()
+	p, err := proc.Start(cmd, n.logPath)
 	if err != nil {
-		return fmt.Errorf("%s: log file: %w", n.id, err)
+		return fmt.Errorf("%s: %w", n.id, err)
 	}
-	started := make(chan error, 1)
+	n.proc = p
 	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		cmd := exec.Command(bin, n.args(peers)...)
-		cmd.Env = devEnv()
-		cmd.Stdout, cmd.Stderr = logFile, logFile
-		cmd.SysProcAttr = childProcAttr()
-		if err := cmd.Start(); err != nil {
-			_ = logFile.Close()
-			started <- fmt.Errorf("start %s: %w", n.id, err)
-			return
-		}
-		n.pid, n.proc = cmd.Process.Pid, cmd.Process
-		started <- nil
-		n.waitErr = cmd.Wait()
-		_ = logFile.Close()
-		close(n.done)
+		<-p.Done()
 		exits <- n
 	}()
-	return <-started
+	return nil
 }
 
-func (n *devNode) exited() bool {
-	select {
-	case <-n.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// exitReason is how the process ended, as Go spells it ("signal: killed",
-// "exit status 1"); call it only after the exit.
-func (n *devNode) exitReason() string {
-	if n.waitErr == nil {
-		return "exit status 0"
-	}
-	return n.waitErr.Error()
-}
-
-// killed reports whether a signal ended the process.
-func (n *devNode) killed() bool {
-	var exitErr *exec.ExitError
-	return errors.As(n.waitErr, &exitErr) && exitErr.ExitCode() == -1
-}
+func (n *devNode) exited() bool { return n.proc.Exited() }
 
 // lastLog is the last line of the node's log, to say why it stopped.
 func (n *devNode) lastLog() string {
@@ -139,8 +95,8 @@ func (n *devNode) lastLog() string {
 }
 
 // signal sends sig to the node. Its error is ignored: a process already
-// reaped is not signalled (os.Process knows, so the pid cannot be a
-// stranger's), and a survivor is what the bounded wait reports.
+// reaped is not signalled, and a survivor is what the bounded wait
+// reports.
 func (n *devNode) signal(sig os.Signal) { _ = n.proc.Signal(sig) }
 
 // devHTTP asks the nodes' ops ports; loopback only, never through a proxy.
@@ -168,15 +124,8 @@ func (n *devNode) ready(ctx context.Context) bool {
 	return err == nil && code == http.StatusOK
 }
 
-// devStatus is the part of a node's /status that dev reads.
-type devStatus struct {
-	ID    string `json:"id"`
-	State string `json:"state"`
-	Term  uint64 `json:"term"`
-}
-
-func (n *devNode) status(ctx context.Context) (devStatus, error) {
-	var st devStatus
+func (n *devNode) status(ctx context.Context) (ops.Status, error) {
+	var st ops.Status
 	code, body, err := n.get(ctx, "/status")
 	if err != nil {
 		return st, err
@@ -205,7 +154,7 @@ func stopNodes(nodes []*devNode, hurry <-chan struct{}) error {
 	var errs []error
 	for _, n := range nodes {
 		if n.proc != nil && !n.exited() {
-			errs = append(errs, fmt.Errorf("%s (pid %d) did not exit after SIGKILL", n.id, n.pid))
+			errs = append(errs, fmt.Errorf("%s (pid %d) did not exit after SIGKILL", n.id, n.proc.Pid()))
 		}
 	}
 	return errors.Join(errs...)
@@ -221,7 +170,7 @@ func waitNodes(nodes []*devNode, d time.Duration, hurry <-chan struct{}) {
 			continue
 		}
 		select {
-		case <-n.done:
+		case <-n.proc.Done():
 		case <-timer.C:
 			return
 		case <-hurry:

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/raftcron/raftcron/internal/proc"
 )
 
 // Deadlines of the dev tests: upper bounds for a loaded box, not waits.
@@ -190,7 +192,7 @@ func startDev(t *testing.T, args ...string) *devRun {
 	tmp := t.TempDir()
 	d := &devRun{lines: make(chan string, 256), done: make(chan struct{})}
 	d.cmd = exec.Command(binary(t), append([]string{"dev"}, args...)...)
-	d.cmd.Env = append(cleanEnv(), "TMPDIR="+tmp)
+	d.cmd.Env = append(proc.Environ(), "TMPDIR="+tmp)
 	d.cmd.Stderr = &lockedWriter{mu: &d.mu, w: &d.errBuf}
 	stdout, err := d.cmd.StdoutPipe()
 	if err != nil {

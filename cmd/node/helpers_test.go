@@ -18,9 +18,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/raftcron/raftcron/internal/proc"
+	"github.com/raftcron/raftcron/ops"
 )
 
 // Deadlines of the multi-process tests; generous for a loaded 2-core box.
@@ -84,18 +86,6 @@ func binary(t testing.TB) string {
 	return binPath
 }
 
-// cleanEnv is this process's environment without RAFTCRON_* settings, so a
-// developer's shell cannot change what the tests run.
-func cleanEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, envPrefix) {
-			env = append(env, kv)
-		}
-	}
-	return env
-}
-
 // freeAddrs picks n distinct free local ports by listening on port 0.
 func freeAddrs(t testing.TB, n int) []string {
 	t.Helper()
@@ -143,10 +133,16 @@ func (r cliResult) String() string {
 // status and output.
 func runCLI(t testing.TB, stdin string, args ...string) cliResult {
 	t.Helper()
+	return runCLIEnv(t, nil, stdin, args...)
+}
+
+// runCLIEnv is runCLI with env (KEY=value) added to the clean environment.
+func runCLIEnv(t testing.TB, env []string, stdin string, args ...string) cliResult {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary(t), args...)
-	cmd.Env = cleanEnv()
+	cmd.Env = append(proc.Environ(), env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -170,10 +166,8 @@ type testNode struct {
 	args                        []string // serve flags
 	logPath                     string
 
-	mu       sync.Mutex
-	cmd      *exec.Cmd
-	exited   chan struct{} // closed when the current process has exited
-	exitCode int
+	mu   sync.Mutex // guards proc
+	proc *proc.Process
 }
 
 // testCluster is a set of nodes bootstrapped together with --peers.
@@ -226,51 +220,31 @@ func startCluster(t testing.TB, n int, extra ...string) *testCluster {
 // start launches the node's process; its output is appended to its log.
 func (n *testNode) start(t testing.TB, bin string) {
 	t.Helper()
-	logFile, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cmd := exec.Command(bin, n.args...)
-	cmd.Env = cleanEnv()
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		_ = logFile.Close()
+	cmd.Env = proc.Environ()
+	p, err := proc.Start(cmd, n.logPath)
+	if err != nil {
 		t.Fatalf("start %s: %v", n.ID, err)
 	}
-	exited := make(chan struct{})
 	n.mu.Lock()
-	n.cmd, n.exited = cmd, exited
+	n.proc = p
 	n.mu.Unlock()
-	go func() {
-		_ = cmd.Wait()
-		_ = logFile.Close()
-		n.mu.Lock()
-		n.exitCode = cmd.ProcessState.ExitCode()
-		n.mu.Unlock()
-		close(exited)
-	}()
+}
+
+func (n *testNode) current() *proc.Process {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.proc
 }
 
 func (n *testNode) running() bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.exited == nil {
-		return false
-	}
-	select {
-	case <-n.exited:
-		return false
-	default:
-		return true
-	}
+	p := n.current()
+	return p != nil && !p.Exited()
 }
 
 func (n *testNode) signal(t testing.TB, sig os.Signal) {
 	t.Helper()
-	n.mu.Lock()
-	cmd := n.cmd
-	n.mu.Unlock()
-	if err := cmd.Process.Signal(sig); err != nil {
+	if err := n.current().Signal(sig); err != nil {
 		t.Fatalf("signal %s: %v", n.ID, err)
 	}
 }
@@ -287,31 +261,17 @@ func (n *testNode) waitExit(t testing.TB, timeout time.Duration) int {
 
 // waitExitCode is waitExit for other goroutines: -1 means it did not exit.
 func (n *testNode) waitExitCode(timeout time.Duration) int {
-	n.mu.Lock()
-	exited := n.exited
-	n.mu.Unlock()
-	select {
-	case <-exited:
-	case <-time.After(timeout):
+	p := n.current()
+	if !p.Wait(timeout) {
 		return -1
 	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.exitCode
+	return p.ExitCode()
 }
 
 // kill ends the process at once if it still runs.
 func (n *testNode) kill() {
-	if !n.running() {
-		return
-	}
-	n.mu.Lock()
-	cmd, exited := n.cmd, n.exited
-	n.mu.Unlock()
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	select {
-	case <-exited:
-	case <-time.After(exitTimeout):
+	if n.running() {
+		n.current().Kill(exitTimeout)
 	}
 }
 
@@ -331,20 +291,8 @@ func (n *testNode) ready() bool {
 	return err == nil && code == http.StatusOK
 }
 
-// opsStatus is the part of /status the tests read.
-type opsStatus struct {
-	ID     string `json:"id"`
-	State  string `json:"state"`
-	Leader struct {
-		ID      string `json:"id"`
-		Address string `json:"address"`
-	} `json:"leader"`
-	Term           uint64 `json:"term"`
-	CommandVersion uint32 `json:"command_version"`
-}
-
-func (n *testNode) status() (opsStatus, error) {
-	var st opsStatus
+func (n *testNode) status() (ops.Status, error) {
+	var st ops.Status
 	code, body, err := n.get("/status")
 	if err != nil {
 		return st, err

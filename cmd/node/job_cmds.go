@@ -409,8 +409,10 @@ func listJobs(cmd *cobra.Command, o *clientOptions, selector map[string]string, 
 		if next == "" || (limit > 0 && len(jobs) >= limit) {
 			break
 		}
-		// A token that does not advance would loop forever.
-		if next == token || len(resp.GetJobs()) == 0 {
+		// A token that does not advance would loop forever. A page may be
+		// short, even empty, and still carry a token: the server looks at
+		// a bounded part of the registry per call.
+		if next == token {
 			return nil, fmt.Errorf("list: the server returned page token %q again", next)
 		}
 		token = next

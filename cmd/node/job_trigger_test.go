@@ -3,23 +3,21 @@ package main
 import (
 	"testing"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/raftcron/raftcron/cluster"
 )
 
 func TestTriggerErrorsThatMayHaveRun(t *testing.T) {
-	notLeader, err := status.New(codes.Unavailable, "no leader").WithDetails(&errdetails.ErrorInfo{Reason: "NOT_LEADER"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	notLeader := cluster.NotLeaderStatus("no leader", "", "")
 	cases := []struct {
 		err  error
 		want bool
 	}{
 		{status.Error(codes.Unavailable, "leadership changed while committing; the outcome is unknown"), true},
 		{status.Error(codes.DeadlineExceeded, "deadline"), true},
-		{notLeader.Err(), false},
+		{notLeader, false},
 		{status.Error(codes.FailedPrecondition, "paused"), false},
 		{status.Error(codes.NotFound, "job not found"), false},
 		{status.Error(codes.InvalidArgument, "name"), false},

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"net"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -66,7 +68,7 @@ func TestExitStatusAndOneLineErrors(t *testing.T) {
 		{name: "unreachable fence check", args: []string{"fence", "check", "--job", "a", "--token", "1", "--addr", down}, code: exitFailure, want: "cannot reach raftcron at " + down},
 		{name: "serve without id", args: []string{"serve", "--data-dir", t.TempDir()}, code: exitFailure, want: "--id: required"},
 		{name: "serve peers without id", args: []string{"serve", "--id", "n1", "--data-dir", t.TempDir(), "--peers", "n2=127.0.0.1:7002"},
-			code: exitFailure, want: "--peers: must contain --id n1"},
+			code: exitFailure, want: "--peers: must contain this node's ID n1"},
 		{name: "serve bad duration flag", args: []string{"serve", "--raft-lease", "soon"}, code: exitUsage, want: "--raft-lease"},
 	}
 	for _, tc := range cases {
@@ -144,6 +146,8 @@ func TestDescribeOtherCodes(t *testing.T) {
 	c := call{addr: "127.0.0.1:7001", timeout: 3 * time.Second, subject: `job "x"`}
 	stale := c
 	stale.expectedVersion = 4
+	refused := c
+	refused.dialer = &dialer{last: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}
 	cases := []struct {
 		c    call
 		err  error
@@ -155,7 +159,7 @@ func TestDescribeOtherCodes(t *testing.T) {
 			`version: stale: job "x" is at version 5, expected version 4; get it again and retry`},
 		{stale, status.Error(codes.FailedPrecondition, ""), `version: stale: job "x" is no longer at version 4; get it again and retry`},
 		{c, status.Error(codes.DeadlineExceeded, "deadline"), "no answer from raftcron at 127.0.0.1:7001 within 3s"},
-		{c, status.Error(codes.Unavailable, `connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:7001: connect: connection refused"`),
+		{refused, status.Error(codes.Unavailable, `connection error: desc = "transport: Error while dialing"`),
 			"cannot reach raftcron at 127.0.0.1:7001: connection refused"},
 		{c, status.Error(codes.Unavailable, "node is shut down"), "raftcron at 127.0.0.1:7001 is unavailable: node is shut down"},
 		{c, errors.New("plain"), "plain"},
@@ -163,6 +167,23 @@ func TestDescribeOtherCodes(t *testing.T) {
 	for _, tc := range cases {
 		if got := tc.c.describe(tc.err).Error(); got != tc.want {
 			t.Errorf("describe(%v) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
+}
+
+// A failed dial is described from its error, whatever gRPC's message says.
+func TestDialCause(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{&net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, "connection refused"},
+		{&net.OpError{Op: "dial", Err: &net.DNSError{Err: "no such host", Name: "nowhere", IsNotFound: true}}, "no such host"},
+		{&net.OpError{Op: "dial", Err: os.ErrDeadlineExceeded}, "i/o timeout"},
+		{errors.New("something else"), "something else"},
+	} {
+		if got := dialCause(tc.err); got != tc.want {
+			t.Errorf("dialCause(%v) = %q, want %q", tc.err, got, tc.want)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/raftcron/raftcron/jobfile"
+	"github.com/raftcron/raftcron/ops"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -221,52 +222,10 @@ func writeYAML(w io.Writer, v any) error {
 	return err
 }
 
-// nodeStatus is the JSON/YAML face of cluster status, with the field names
-// of the ops port's /status.
-type nodeStatus struct {
-	ID           string         `json:"id"`
-	Address      string         `json:"address,omitempty"`
-	State        string         `json:"state"`
-	Leader       serverRef      `json:"leader"`
-	Term         uint64         `json:"term"`
-	CommitIndex  uint64         `json:"commit_index"`
-	AppliedIndex uint64         `json:"applied_index"`
-	LastLogIndex uint64         `json:"last_log_index"`
-	FencingToken uint64         `json:"fencing_token"`
-	Servers      []serverStatus `json:"servers"`
-}
-
-type serverRef struct {
-	ID      string `json:"id"`
-	Address string `json:"address"`
-}
-
-type serverStatus struct {
-	ID       string `json:"id"`
-	Address  string `json:"address"`
-	Suffrage string `json:"suffrage"`
-	Leader   bool   `json:"leader"`
-}
-
-func toNodeStatus(s *pb.NodeStatus) nodeStatus {
-	out := nodeStatus{
-		ID: s.GetId(), Address: s.GetAddress(), State: s.GetState(),
-		Leader:       serverRef{ID: s.GetLeader().GetId(), Address: s.GetLeader().GetAddress()},
-		Term:         s.GetTerm(),
-		CommitIndex:  s.GetCommitIndex(),
-		AppliedIndex: s.GetAppliedIndex(),
-		LastLogIndex: s.GetLastLogIndex(),
-		FencingToken: s.GetFencingToken(),
-		Servers:      []serverStatus{},
-	}
-	for _, sv := range s.GetServers() {
-		out.Servers = append(out.Servers, serverStatus{ID: sv.GetId(), Address: sv.GetAddress(), Suffrage: sv.GetSuffrage(), Leader: sv.GetLeader()})
-	}
-	return out
-}
-
+// writeStatus prints `cluster status`; as JSON or YAML it is the ops
+// port's /status document.
 func writeStatus(w io.Writer, format outputFormat, s *pb.NodeStatus) error {
-	st := toNodeStatus(s)
+	st := ops.StatusOf(s)
 	switch format {
 	case outputJSON:
 		return writeJSON(w, st)

@@ -4,10 +4,9 @@ import (
 	"context"
 	"time"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
+
+	"github.com/raftcron/raftcron/cluster"
 )
 
 // retryNotLeader retries a call refused with NOT_LEADER until the call's
@@ -34,14 +33,6 @@ func retryNotLeader(ctx context.Context, method string, req, reply any, cc *grpc
 }
 
 func isNotLeader(err error) bool {
-	st, ok := status.FromError(err)
-	if !ok || st.Code() != codes.Unavailable {
-		return false
-	}
-	for _, d := range st.Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetReason() == "NOT_LEADER" {
-			return true
-		}
-	}
-	return false
+	_, ok := cluster.NotLeaderInfo(err)
+	return ok
 }

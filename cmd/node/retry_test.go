@@ -6,19 +6,16 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/raftcron/raftcron/cluster"
 )
 
 func notLeaderErr(t *testing.T) error {
 	t.Helper()
-	st, err := status.New(codes.Unavailable, "no leader").WithDetails(&errdetails.ErrorInfo{Reason: "NOT_LEADER"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st.Err()
+	return cluster.NotLeaderStatus("no leader", "", "")
 }
 
 func countingInvoker(errs ...error) (grpc.UnaryInvoker, *int) {

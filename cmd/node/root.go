@@ -23,7 +23,7 @@ func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetVersionTemplate(versionLine() + "\n")
-	root.AddCommand(newServeCmd(), newJobCmd(), newRunCmd(), newFenceCmd(), newClusterCmd(), newVersionCmd())
+	root.AddCommand(newServeCmd(), newJobCmd(), newRunCmd(), newFenceCmd(), newClusterCmd(), newACLCmd(), newVersionCmd())
 	root.AddCommand(newDevCmd(), newWorkerCmd())
 	// cobra's own completion command, made runnable so that an unknown
 	// shell is a usage error rather than a help page.

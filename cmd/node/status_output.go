@@ -48,6 +48,7 @@ type jobStatusView struct {
 	LastFinishedAt string   `json:"last_finished_at,omitempty"`
 	OpenRunIDs     []string `json:"open_run_ids"`
 	BufferedSlot   string   `json:"buffered_slot,omitempty"`
+	UpdatedBy      string   `json:"updated_by,omitempty"`
 }
 
 func jobStatusViewOf(job *pb.Job) jobStatusView {
@@ -68,6 +69,7 @@ func jobStatusViewOf(job *pb.Job) jobStatusView {
 		LastFinishedAt: nanoStamp(st.GetLastFinishedAtUnixNano()),
 		OpenRunIDs:     open,
 		BufferedSlot:   unixStamp(st.GetBufferedSlotUnix()),
+		UpdatedBy:      job.GetUpdatedBy(),
 	}
 }
 

@@ -20,8 +20,6 @@ const (
 	flagPool        = "pool"
 	flagTags        = "tags"
 	flagConcurrency = "concurrency"
-	flagExecAllow   = "exec-allow"
-	flagExecUser    = "exec-user"
 )
 
 // workerFlagOf names the flag of each worker.Config field, for errors.
@@ -38,7 +36,7 @@ func newWorkerCmd() *cobra.Command {
 		Long: "Run a remote worker: it connects to any node given in --addr, follows it to\n" +
 			"the leader, and runs the attempts of jobs whose worker.pool is --pool, up to\n" +
 			"--concurrency at once. It runs only the commands --exec-allow permits\n" +
-			"(absolute-path globs on command[0]; none by default), whatever the cluster\n" +
+			"(the rules of serve's --exec-allow; none by default), whatever the cluster\n" +
 			"asks. Every flag also reads RAFTCRON_<FLAG_IN_UPPER_SNAKE>.\n" +
 			"SIGTERM or SIGINT stops it; the leader re-dispatches what it was running.\n" +
 			"Callers: a token of role worker (or management) when the cluster runs --acl.",
@@ -50,7 +48,7 @@ func newWorkerCmd() *cobra.Command {
 			}
 			w, err := worker.New(cfg)
 			if err != nil {
-				return flagError(err)
+				return workerFlagError(err)
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
@@ -68,7 +66,8 @@ func newWorkerCmd() *cobra.Command {
 	fs.String(flagPool, "", "the pool whose attempts it runs")
 	fs.String(flagTags, "", "k=v,... that jobs' worker.tags choose by")
 	fs.Int(flagConcurrency, worker.DefaultConcurrency, "attempts it runs at once")
-	fs.String(flagExecAllow, "", "GLOB,...: the commands it may run (path.Match on the absolute command[0]); empty: none")
+	fs.String(flagExecAllow, "", "absolute path patterns GLOB,... of the commands it may run "+
+		"('*' stops at '/'); empty: none, only handlers")
 	fs.String(flagExecUser, "", "run commands as this user (the worker must run as root)")
 	fs.String(flagLogLevel, "info", "debug, info, warn or error")
 	return cmd
@@ -117,16 +116,6 @@ func workerConfig(fs *pflag.FlagSet, o *clientOptions) (worker.Config, error) {
 	return cfg, nil
 }
 
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 func parseTags(s string) (map[string]string, error) {
 	items := splitList(s)
 	if len(items) == 0 {
@@ -143,8 +132,8 @@ func parseTags(s string) (map[string]string, error) {
 	return tags, nil
 }
 
-// flagError names the flags of a worker.Config's broken rules.
-func flagError(err error) error {
+// workerFlagError names the flags of a worker.Config's broken rules.
+func workerFlagError(err error) error {
 	var ce *worker.ConfigError
 	if !errors.As(err, &ce) {
 		return err

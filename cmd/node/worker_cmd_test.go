@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/raftcron/raftcron/internal/proc"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -27,21 +27,14 @@ worker:
 func startWorker(t *testing.T, args ...string) {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), "worker.log")
-	logFile, err := os.Create(logPath)
+	cmd := exec.Command(binary(t), append([]string{"worker"}, args...)...)
+	cmd.Env = proc.Environ()
+	p, err := proc.Start(cmd, logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, binary(t), append([]string{"worker"}, args...)...)
-	cmd.Env = cleanEnv()
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() {
-		cancel()
-		_ = cmd.Wait()
-		_ = logFile.Close()
+		p.Stop(exitTimeout)
 		if t.Failed() {
 			logs, _ := os.ReadFile(logPath)
 			t.Logf("---- log of the worker ----\n%s", logs)
@@ -87,9 +80,10 @@ func TestCLIWorkerRunsJobs(t *testing.T) {
 
 // Bad flags fail before anything connects, naming each flag and its rule.
 func TestCLIWorkerFlags(t *testing.T) {
-	r := runCLI(t, "", "worker", "--id", "W1", "--pool", "batch", "--exec-allow", "bin/*,/usr/bin/[", "--addr", "127.0.0.1:1")
-	expectFailure(t, r, `--id: "W1" must match`, `--exec-allow: "bin/*" must be an absolute path`,
-		`--exec-allow: "/usr/bin/[" is not a valid glob`)
+	r := runCLI(t, "", "worker", "--id", "W1", "--pool", "batch", "--exec-allow", "bin/*", "--addr", "127.0.0.1:1")
+	expectFailure(t, r, `--id: "W1" must match`, `--exec-allow: pattern "bin/*": must be an absolute, clean path pattern`)
+	expectFailure(t, runCLI(t, "", "worker", "--id", "w1", "--pool", "batch", "--exec-allow", "/usr/bin/["),
+		`--exec-allow: pattern "/usr/bin/[": syntax error in pattern`)
 	expectFailure(t, runCLI(t, "", "worker", "--id", "w1", "--pool", "batch", "--tags", "region"),
 		`--tags: "region" is not key=value`)
 	expectFailure(t, runCLI(t, "", "worker", "--id", "w1", "--pool", "batch", "--concurrency", "0"),

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/user"
 	"runtime"
-	"strconv"
 	"time"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
@@ -29,36 +27,6 @@ type Command struct {
 	// User runs the child as another user (the caller needs the right to);
 	// nil runs it as the caller.
 	User *User
-}
-
-// User is who a child runs as.
-type User struct {
-	UID, GID uint32
-	Groups   []uint32
-}
-
-// LookupUser resolves a user name (or numeric id) with its primary and
-// supplementary groups.
-func LookupUser(name string) (*User, error) {
-	u, err := user.Lookup(name)
-	if err != nil {
-		if u, err = user.LookupId(name); err != nil {
-			return nil, fmt.Errorf("no user %q on this machine", name)
-		}
-	}
-	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
-	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
-	if err1 != nil || err2 != nil {
-		return nil, fmt.Errorf("user %q has no numeric uid and gid", name)
-	}
-	out := &User{UID: uint32(uid), GID: uint32(gid)}
-	gids, _ := u.GroupIds() // none listed: the primary group alone
-	for _, g := range gids {
-		if n, err := strconv.ParseUint(g, 10, 32); err == nil {
-			out.Groups = append(out.Groups, uint32(n))
-		}
-	}
-	return out, nil
 }
 
 // Result is how a child ended.
@@ -93,7 +61,7 @@ func CheckDir(dir string) error {
 //
 // The child is started and waited for on one goroutine locked to its OS
 // thread for the child's whole life, because Pdeathsig is tied to the
-// thread that forked the child (see setProcAttr); the lock is released only
+// thread that forked the child (see childAttr); the lock is released only
 // after the child has been reaped.
 func Run(parent, ctx context.Context, c Command) Result {
 	runtime.LockOSThread()
@@ -108,9 +76,7 @@ func Run(parent, ctx context.Context, c Command) Result {
 	var output headBuffer
 	cmd.Stdout = &output
 	cmd.Stderr = &output
-	if err := setProcAttr(cmd, c.User); err != nil {
-		return ended(pb.RunState_RUN_STATE_FAILED, err.Error(), nil)
-	}
+	cmd.SysProcAttr = childAttr(c.User)
 	cmd.Cancel = func() error { return killGroup(cmd) }
 	cmd.WaitDelay = WaitDelay
 

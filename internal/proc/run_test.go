@@ -19,16 +19,3 @@ func TestRunStartsInRootUnlessDirIsSet(t *testing.T) {
 		}
 	}
 }
-
-func TestLookupUser(t *testing.T) {
-	u, err := LookupUser("root")
-	if err != nil || u.UID != 0 || u.GID != 0 {
-		t.Fatalf("LookupUser(root) = %+v, %v; want uid and gid 0", u, err)
-	}
-	if u, err := LookupUser("0"); err != nil || u.UID != 0 {
-		t.Fatalf("LookupUser(0) = %+v, %v; want root by its id", u, err)
-	}
-	if _, err := LookupUser("no-such-user-raftcron"); err == nil || !strings.Contains(err.Error(), `no user "no-such-user-raftcron"`) {
-		t.Fatalf("unknown user: %v", err)
-	}
-}

@@ -49,7 +49,8 @@ func (a Attempt) number() string { return strconv.FormatUint(uint64(a.Number), 1
 type Outcome struct {
 	State      pb.RunState // SUCCEEDED, FAILED, FENCED, DEADLINE_EXCEEDED or CANCELLED
 	Detail     string      // one line, valid UTF-8, at most proc.MaxDetail bytes
-	Output     []byte      // at most the first MaxOutput bytes of response body / combined stdout+stderr
+	Output     []byte      // at most the first MaxOutput bytes of response body (if kept) / combined stdout+stderr
+	Reason     string      // set when the node refused the attempt by its policy: ReasonExecDenied, ReasonEgressDenied
 	StartedAt  time.Time
 	FinishedAt time.Time
 	// Lost: the attempt's worker missed its lease or its stream broke, so

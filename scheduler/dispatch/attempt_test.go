@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/types/known/durationpb"
+
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -47,4 +49,29 @@ func TestRouterPicksByTarget(t *testing.T) {
 		})
 	}
 	wantState(t, NewRouter(nil, nil).Execute(ctx, Attempt{Exec: &pb.ExecTarget{}}), pb.RunState_RUN_STATE_FAILED, "no exec executor")
+}
+
+// A target without a timeout of its own is still bounded: a webhook by
+// 30 s, a command or a worker target by its job's deadline, or by an hour
+// without one.
+func TestTargetsWithoutTimeoutGetDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		a                 Attempt
+		deadline, timeout time.Duration
+	}{
+		{"webhook", Attempt{HTTP: &pb.HttpTarget{}}, 0, 30 * time.Second},
+		{"webhook with a deadline", Attempt{HTTP: &pb.HttpTarget{}, Deadline: time.Minute}, time.Minute, 30 * time.Second},
+		{"webhook with its timeout", Attempt{HTTP: &pb.HttpTarget{Timeout: durationpb.New(5 * time.Minute)}}, 0, 5 * time.Minute},
+		{"command", Attempt{Exec: &pb.ExecTarget{}}, 0, time.Hour},
+		{"command with a deadline", Attempt{Exec: &pb.ExecTarget{}, Deadline: 3 * time.Hour}, 3 * time.Hour, 0},
+		{"command with its timeout", Attempt{Exec: &pb.ExecTarget{Timeout: durationpb.New(2 * time.Hour)}}, 0, 2 * time.Hour},
+		{"worker", Attempt{Worker: &pb.WorkerTarget{}}, 0, time.Hour},
+		{"worker with a deadline", Attempt{Worker: &pb.WorkerTarget{}, Deadline: 3 * time.Hour}, 3 * time.Hour, 0},
+		{"worker with its timeout", Attempt{Worker: &pb.WorkerTarget{Timeout: durationpb.New(time.Minute)}}, 0, time.Minute},
+	} {
+		if d, to := tc.a.Limits(); d != tc.deadline || to != tc.timeout {
+			t.Errorf("%s: deadline %v timeout %v, want %v and %v", tc.name, d, to, tc.deadline, tc.timeout)
+		}
+	}
 }

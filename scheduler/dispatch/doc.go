@@ -13,7 +13,13 @@
 //   - FAILED: it did not, or could not be reached or started: another
 //     status, a non-zero exit, a transport error ("dial tcp ...: connection
 //     refused"), or the target's own timeout ("timeout after 5s"). The job's
-//     retry policy may try again with a new token.
+//     retry policy may try again with a new token. A target without a
+//     timeout still has one: 30 s for a webhook; for a command its job's
+//     deadline, or 1 h without one (jobspec.DefaultHTTPTimeout,
+//     DefaultExecTimeout). An attempt the node's own policy refused also
+//     fails, with Outcome.Reason exec_denied (program not in
+//     ExecConfig.Allow) or egress_denied (an address in HTTPConfig.Egress),
+//     and is never retried.
 //   - FENCED: the downstream answered 409 Conflict, meaning it has already
 //     seen a larger token — a newer attempt exists, so this one is stale.
 //     Never retried.
@@ -40,17 +46,22 @@
 //
 // HTTP attempts carry X-Raftcron-Fencing-Token, X-Raftcron-Job,
 // X-Raftcron-Run-Id, X-Raftcron-Scheduled-At, X-Raftcron-Attempt and
-// Idempotency-Key (the same for every attempt of a run). Redirects are not
-// followed, and all attempts share one keep-alive client.
+// Idempotency-Key (the same for every attempt of a run), and
+// X-Raftcron-Signature when HTTPConfig.Signer is set. Redirects are not
+// followed, and all attempts share one keep-alive client. Each address the
+// client dials, after DNS, is checked against HTTPConfig.Egress before
+// connect(2). The reply's body is kept only with http.keep_response.
 //
 // # Processes
 //
 // Exec attempts run argv directly (no shell unless argv names one) in a
-// process group of their own, with a small environment: the node's PATH and
-// HOME, the target's env, and the RAFTCRON_* variables. On deadline, timeout
-// or cancel the whole group is killed with SIGKILL and reaped before the
-// outcome is reported; when the process exits on its own, whatever it left
-// running in its group is killed too, so a run never outlives itself.
+// process group of their own, only if ExecConfig.Allow allows command[0],
+// as ExecConfig.User if set, in / unless the target names a dir, with
+// exactly the target's env and the RAFTCRON_* variables (RAFTCRON_SIGNATURE
+// too with a Signer). On deadline, timeout or cancel the whole group is
+// killed with SIGKILL and reaped before the outcome is reported; when the
+// process exits on its own, whatever it left running in its group is killed
+// too, so a run never outlives itself.
 //
 // On Linux each child also gets Pdeathsig=SIGKILL, so that a node killed
 // with SIGKILL (no chance to clean up) does not leave the job running. Two

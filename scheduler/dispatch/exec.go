@@ -2,8 +2,8 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"maps"
-	"os"
 	"slices"
 	"time"
 
@@ -12,28 +12,32 @@ import (
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
-// defaultPath is used when the node itself has no PATH.
-const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+// ExecConfig is the node's policy for exec attempts. The zero value runs nothing.
+type ExecConfig struct {
+	// Allow decides which programs may run (policy.Exec, from --exec-allow). Nil
+	// allows none: exec is opt-in.
+	Allow CommandPolicy
+	// User, if set, is whom children run as (--exec-user; the node must be root).
+	User *proc.User
+	// Signer, if set, signs every attempt into RAFTCRON_SIGNATURE.
+	Signer Signer
+}
 
 // ExecExecutor runs attempts with an exec target as a child process of the
 // node. It is safe for concurrent use.
 //
-// The child's environment is deliberately small: PATH and HOME inherited
-// from the node (so that commands resolve and tools find their dotfiles),
-// then the target's env, then the RAFTCRON_* variables. Nothing else of the
-// node's environment leaks in: it may hold the node's own secrets.
+// The child's environment is exactly the target's env and the RAFTCRON_*
+// variables (DESIGN §7): nothing of the node's environment leaks in, since it
+// may hold the node's own secrets; not even PATH (command[0] is an absolute
+// path; a job that runs a shell script sets PATH in its env, or lives with
+// the shell's built-in default).
 type ExecExecutor struct {
-	path, home string
+	cfg ExecConfig
 }
 
-// NewExecExecutor returns an executor whose children inherit the node's
-// current PATH and HOME.
-func NewExecExecutor() *ExecExecutor {
-	e := &ExecExecutor{path: os.Getenv("PATH"), home: os.Getenv("HOME")}
-	if e.path == "" {
-		e.path = defaultPath
-	}
-	return e
+// NewExecExecutor returns an executor under the policy c.
+func NewExecExecutor(c ExecConfig) *ExecExecutor {
+	return &ExecExecutor{cfg: c}
 }
 
 // Execute runs the command and waits for it. Exit status 0 succeeds, any
@@ -52,32 +56,42 @@ func (e *ExecExecutor) Execute(ctx context.Context, a Attempt) Outcome {
 	if len(t.GetCommand()) == 0 || t.GetCommand()[0] == "" {
 		return finish(out, pb.RunState_RUN_STATE_FAILED, "exec: empty command")
 	}
+	// The registering node checked its own policy; this is the leader's, and
+	// the leader's is the one that runs the program.
+	if err := e.allow(t.GetCommand()[0]); err != nil {
+		return refusedByPolicy(out, ReasonExecDenied, err.Error())
+	}
 	if err := proc.CheckDir(t.GetDir()); err != nil {
 		return finish(out, pb.RunState_RUN_STATE_FAILED, err.Error())
 	}
 	if state, detail, ok := proc.Interrupted(ctx, ctx); ok {
 		return finish(out, state, detail)
 	}
-	lctx, cancel := proc.WithLimit(ctx, a.Deadline, t.GetTimeout().AsDuration())
+	deadline, timeout := a.Limits()
+	lctx, cancel := proc.WithLimit(ctx, deadline, timeout)
 	defer cancel()
-	r := proc.Run(ctx, lctx, proc.Command{Argv: t.GetCommand(), Env: e.environ(a), Dir: t.GetDir()})
+	r := proc.Run(ctx, lctx, proc.Command{Argv: t.GetCommand(), Env: e.environ(a), Dir: t.GetDir(), User: e.cfg.User})
 	out.Output, out.FinishedAt = r.Output, r.FinishedAt
 	return finish(out, r.State, r.Detail)
+}
+
+func (e *ExecExecutor) allow(command string) error {
+	if e.cfg.Allow == nil {
+		return errors.New("exec denied: this node allows no exec jobs")
+	}
+	return e.cfg.Allow.Allow(command)
 }
 
 // environ builds the child's environment. Later entries win on duplicate
 // keys (os/exec keeps the last), so the RAFTCRON_* values cannot be
 // overridden by the job's env.
 func (e *ExecExecutor) environ(a Attempt) []string {
-	env := []string{"PATH=" + e.path}
-	if e.home != "" {
-		env = append(env, "HOME="+e.home)
-	}
 	jobEnv := a.Exec.GetEnv()
+	env := make([]string, 0, len(jobEnv)+7)
 	for _, k := range slices.Sorted(maps.Keys(jobEnv)) {
 		env = append(env, k+"="+jobEnv[k])
 	}
-	return append(env,
+	env = append(env,
 		fence.EnvFencingToken+"="+a.token(),
 		fence.EnvJob+"="+a.Job,
 		fence.EnvRunID+"="+a.RunID,
@@ -85,4 +99,8 @@ func (e *ExecExecutor) environ(a Attempt) []string {
 		fence.EnvAttempt+"="+a.number(),
 		fence.EnvIdempotencyKey+"="+a.IdempotencyKey(),
 	)
+	if e.cfg.Signer != nil {
+		env = append(env, fence.EnvSignature+"="+e.cfg.Signer.Sign(a.FenceRun()))
+	}
+	return env
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,22 +19,42 @@ import (
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
-func TestExecEnvVarsPresent(t *testing.T) {
+// TestExecEnvIsExactlyRunVarsAndJobEnv: nothing of the node's environment, not even
+// PATH or HOME, reaches the child; the job cannot forge the run's variables.
+func TestExecEnvIsExactlyRunVarsAndJobEnv(t *testing.T) {
 	t.Setenv("RAFTCRON_TEST_NODE_SECRET", "s3cret")
-	a := execAttempt("/bin/sh", "-c",
-		`echo "$RAFTCRON_FENCING_TOKEN|$RAFTCRON_JOB|$RAFTCRON_RUN_ID|$RAFTCRON_SCHEDULED_AT|$RAFTCRON_ATTEMPT|$RAFTCRON_IDEMPOTENCY_KEY|$MY_VAR|${RAFTCRON_TEST_NODE_SECRET:-unset}|${PATH:+path}"`)
-	a.Exec.Env = map[string]string{"MY_VAR": "mine", fence.EnvFencingToken: "1"} // cannot forge the token
-	out := NewExecExecutor().Execute(context.Background(), a)
+	a := execAttempt("/usr/bin/env")
+	a.Exec.Env = map[string]string{"MY_VAR": "mine", fence.EnvFencingToken: "1"}
+	out := newTestExec().Execute(context.Background(), a)
 	wantState(t, out, pb.RunState_RUN_STATE_SUCCEEDED, "exit status 0")
-	want := "77|prune|run-9|2026-11-22T01:02:03Z|1|prune/2026-11-22T01:02:03Z|mine|unset|path\n"
-	if string(out.Output) != want {
-		t.Fatalf("output %q, want %q", out.Output, want)
+	got := strings.Split(strings.TrimSpace(string(out.Output)), "\n")
+	slices.Sort(got)
+	want := []string{
+		"MY_VAR=mine",
+		"RAFTCRON_ATTEMPT=1",
+		"RAFTCRON_FENCING_TOKEN=77",
+		"RAFTCRON_IDEMPOTENCY_KEY=prune/2026-11-22T01:02:03Z",
+		"RAFTCRON_JOB=prune",
+		"RAFTCRON_RUN_ID=run-9",
+		"RAFTCRON_SCHEDULED_AT=2026-11-22T01:02:03Z",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("child environment\n%s\nwant exactly\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestExecStartsInRootUnlessDirIsSet(t *testing.T) {
+	t.Chdir(t.TempDir()) // the node's own working directory must not leak into the child
+	out := newTestExec().Execute(context.Background(), execAttempt("/bin/pwd"))
+	wantState(t, out, pb.RunState_RUN_STATE_SUCCEEDED, "exit status 0")
+	if got := strings.TrimSpace(string(out.Output)); got != "/" {
+		t.Fatalf("pwd = %q, want /", got)
 	}
 }
 
 func TestExecArgvPassedLiterallyWithoutShell(t *testing.T) {
-	out := NewExecExecutor().Execute(context.Background(),
-		execAttempt("printf", "%s|", "two words", "$HOME", "*", "; echo injected"))
+	out := newTestExec().Execute(context.Background(),
+		execAttempt("/usr/bin/printf", "%s|", "two words", "$HOME", "*", "; echo injected"))
 	wantState(t, out, pb.RunState_RUN_STATE_SUCCEEDED, "exit status 0")
 	if want := "two words|$HOME|*|; echo injected|"; string(out.Output) != want {
 		t.Fatalf("output %q, want %q", out.Output, want)
@@ -42,9 +63,9 @@ func TestExecArgvPassedLiterallyWithoutShell(t *testing.T) {
 
 func TestExecDirIsWorkingDirectory(t *testing.T) {
 	dir := t.TempDir()
-	a := execAttempt("pwd")
+	a := execAttempt("/bin/pwd")
 	a.Exec.Dir = dir
-	out := NewExecExecutor().Execute(context.Background(), a)
+	out := newTestExec().Execute(context.Background(), a)
 	wantState(t, out, pb.RunState_RUN_STATE_SUCCEEDED, "")
 	if got := strings.TrimSpace(string(out.Output)); got != dir {
 		t.Fatalf("pwd = %q, want %q", got, dir)
@@ -52,7 +73,7 @@ func TestExecDirIsWorkingDirectory(t *testing.T) {
 }
 
 func TestExecNonZeroExitFails(t *testing.T) {
-	out := NewExecExecutor().Execute(context.Background(), execAttempt("/bin/sh", "-c", "echo oops >&2; exit 3"))
+	out := newTestExec().Execute(context.Background(), execAttempt("/bin/sh", "-c", "echo oops >&2; exit 3"))
 	wantState(t, out, pb.RunState_RUN_STATE_FAILED, "exit status 3")
 	if string(out.Output) != "oops\n" {
 		t.Fatalf("stderr not kept: %q", out.Output)
@@ -71,7 +92,6 @@ func TestExecCannotStartFailsWithReason(t *testing.T) {
 		want string
 	}{
 		"missing binary": {execAttempt("/nonexistent/tool", "x"), "no such file or directory"},
-		"not in PATH":    {execAttempt("raftcron-no-such-tool"), "executable file not found"},
 		"not executable": {execAttempt("/etc/passwd"), "permission denied"},
 		"missing dir":    {missingDir, "dir: stat " + missingDir.Exec.Dir + ": no such file or directory"},
 		"dir is a file":  {fileDir, "not a directory"},
@@ -81,7 +101,7 @@ func TestExecCannotStartFailsWithReason(t *testing.T) {
 		"no target":      {Attempt{Job: "x"}, "no exec target"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			out := NewExecExecutor().Execute(context.Background(), c.a)
+			out := newTestExec().Execute(context.Background(), c.a)
 			wantState(t, out, pb.RunState_RUN_STATE_FAILED, "")
 			if !strings.Contains(out.Detail, c.want) {
 				t.Fatalf("detail %q lacks %q", out.Detail, c.want)
@@ -117,7 +137,7 @@ func TestExecDeadlineKillsProcessGroup(t *testing.T) {
 	a, dir := groupAttempt(t)
 	a.Deadline = time.Second
 	start := time.Now()
-	out := NewExecExecutor().Execute(context.Background(), a)
+	out := newTestExec().Execute(context.Background(), a)
 	wantState(t, out, pb.RunState_RUN_STATE_DEADLINE_EXCEEDED, "deadline 1s exceeded")
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("Execute returned %s after a 1s deadline", d)
@@ -128,7 +148,7 @@ func TestExecDeadlineKillsProcessGroup(t *testing.T) {
 func TestExecTargetTimeoutKillsProcessGroupAndFails(t *testing.T) {
 	a, dir := groupAttempt(t)
 	a.Exec.Timeout = durationpb.New(time.Second)
-	out := NewExecExecutor().Execute(context.Background(), a)
+	out := newTestExec().Execute(context.Background(), a)
 	wantState(t, out, pb.RunState_RUN_STATE_FAILED, "timeout after 1s")
 	wantGroupGone(t, dir)
 }
@@ -146,7 +166,7 @@ func TestExecCancelKillsProcessGroup(t *testing.T) {
 		}
 		cancel(errors.New("leadership lost"))
 	}()
-	out := NewExecExecutor().Execute(ctx, a)
+	out := newTestExec().Execute(ctx, a)
 	wantState(t, out, pb.RunState_RUN_STATE_CANCELLED, "cancelled: leadership lost")
 	wantGroupGone(t, dir)
 }
@@ -156,7 +176,7 @@ func TestExecLeftoverProcessesKilledAfterExit(t *testing.T) {
 	a := execAttempt("/bin/sh", "-c", `sleep 60 & echo $! > "$D/bg.tmp" && mv "$D/bg.tmp" "$D/bg"; echo done`)
 	a.Exec.Env = map[string]string{"D": dir}
 	start := time.Now()
-	out := NewExecExecutor().Execute(context.Background(), a)
+	out := newTestExec().Execute(context.Background(), a)
 	wantState(t, out, pb.RunState_RUN_STATE_SUCCEEDED, "exit status 0")
 	elapsed := time.Since(start)
 	pid := readPid(t, filepath.Join(dir, "bg"))
@@ -172,7 +192,7 @@ func TestExecLeftoverProcessesKilledAfterExit(t *testing.T) {
 func TestExecOutputTruncatedWithoutBlockingChild(t *testing.T) {
 	// 1 MiB on stdout, then a marker on stderr: the child must be able to
 	// write it all (and exit 0) though only the first 4 KiB are kept.
-	out := NewExecExecutor().Execute(context.Background(),
+	out := newTestExec().Execute(context.Background(),
 		execAttempt("/bin/sh", "-c", `head -c 1048576 /dev/zero | tr '\0' a; echo end >&2`))
 	wantState(t, out, pb.RunState_RUN_STATE_SUCCEEDED, "exit status 0")
 	if len(out.Output) != MaxOutput || strings.Trim(string(out.Output), "a") != "" {
@@ -184,7 +204,7 @@ func TestExecAlreadyCancelledStartsNothing(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "ran")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	out := NewExecExecutor().Execute(ctx, execAttempt("/bin/sh", "-c", "touch "+marker))
+	out := newTestExec().Execute(ctx, execAttempt("/bin/sh", "-c", "touch "+marker))
 	wantState(t, out, pb.RunState_RUN_STATE_CANCELLED, "cancelled: context canceled")
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("a cancelled attempt ran")
@@ -200,7 +220,7 @@ func TestExecAlreadyCancelledStartsNothing(t *testing.T) {
 func TestExecChildSurvivesOtherThreadsExiting(t *testing.T) {
 	done := make(chan Outcome, 1)
 	go func() {
-		done <- NewExecExecutor().Execute(context.Background(), execAttempt("/bin/sh", "-c", "sleep 0.5"))
+		done <- newTestExec().Execute(context.Background(), execAttempt("/bin/sh", "-c", "sleep 0.5"))
 	}()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup

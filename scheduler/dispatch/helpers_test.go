@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/raftcron/raftcron/policy"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -57,3 +58,16 @@ func wantState(t *testing.T, out Outcome, state pb.RunState, detail string) {
 		t.Fatalf("bad times: started %v finished %v", out.StartedAt, out.FinishedAt)
 	}
 }
+
+// testPrograms is the exec policy of the tests: the programs they run, and the
+// missing or unrunnable ones whose failures they check.
+var testPrograms = func() *policy.Exec {
+	p, err := policy.NewExec([]string{"/bin/*", "/usr/bin/*", "/nonexistent/*", "/etc/passwd"})
+	if err != nil {
+		panic(err)
+	}
+	return p
+}()
+
+// newTestExec is an exec executor allowed to run testPrograms.
+func newTestExec() *ExecExecutor { return NewExecExecutor(ExecConfig{Allow: testPrograms}) }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -30,22 +31,45 @@ const (
 // It is safe for concurrent use.
 type HTTPExecutor struct {
 	client *http.Client
+	signer Signer
 }
 
-// NewHTTPExecutor returns an executor sending through client, or through one
-// shared keep-alive client when client is nil. The shared client has no
-// global timeout (each request is bounded by its attempt's limits through
-// its context) and does not follow redirects: a redirect would send the
-// fencing token somewhere the job does not name, so a 3xx is reported as is.
+// HTTPConfig is the node's policy for webhooks. The zero value adds nothing.
+type HTTPConfig struct {
+	// Egress refuses the addresses requests may not reach (policy.Egress, from
+	// --http-deny), checked on each address dialled, after DNS.
+	Egress AddrPolicy
+	// Resolver resolves webhook hosts; nil means net.DefaultResolver.
+	Resolver *net.Resolver
+	// Signer, if set, signs every attempt into X-Raftcron-Signature.
+	Signer Signer
+}
+
+// NewHTTPExecutor returns an executor with no policy, sending through client,
+// or through a client like NewHTTPExecutorWith's when client is nil.
 func NewHTTPExecutor(client *http.Client) *HTTPExecutor {
 	if client == nil {
-		client = newClient()
+		client = newClient(nil, nil)
 	}
 	return &HTTPExecutor{client: client}
 }
 
-func newClient() *http.Client {
+// NewHTTPExecutorWith returns an executor under the policy c, sending through
+// one shared keep-alive client of its own. That client has no global timeout
+// (each request is bounded by its attempt's limits through its context) and
+// does not follow redirects: a redirect would send the fencing token
+// somewhere the job does not name, so a 3xx is reported as is.
+//
+// A proxy from the environment (HTTPS_PROXY, HTTP_PROXY) is still used; the
+// address then dialled, and checked against c.Egress, is the proxy's, so the
+// proxy must enforce its own egress rules.
+func NewHTTPExecutorWith(c HTTPConfig) *HTTPExecutor {
+	return &HTTPExecutor{client: newClient(c.Egress, c.Resolver), signer: c.Signer}
+}
+
+func newClient(egress AddrPolicy, r *net.Resolver) *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DialContext = newDialer(egress, r).DialContext
 	// Many jobs often hit the same few hosts; keep their connections warm
 	// instead of re-dialling (and re-handshaking TLS) on every fire.
 	t.MaxIdleConns = 1024
@@ -73,21 +97,27 @@ func (h *HTTPExecutor) Execute(ctx context.Context, a Attempt) Outcome {
 	if state, detail, ok := proc.Interrupted(ctx, ctx); ok {
 		return finish(out, state, detail)
 	}
-	lctx, cancel := proc.WithLimit(ctx, a.Deadline, t.GetTimeout().AsDuration())
+	deadline, timeout := a.Limits()
+	lctx, cancel := proc.WithLimit(ctx, deadline, timeout)
 	defer cancel()
 
-	req, err := newRequest(lctx, a)
+	req, err := h.newRequest(lctx, a)
 	if err != nil {
 		return finish(out, pb.RunState_RUN_STATE_FAILED, "invalid request: "+err.Error())
 	}
 	resp, err := h.client.Do(req)
 	if err != nil {
+		// A refused address is the verdict even if a limit ran out while
+		// another address of the host was being tried.
+		if denied, ok := asEgressDenied(err); ok {
+			return refusedByPolicy(out, ReasonEgressDenied, denied.Error())
+		}
 		if state, detail, ok := proc.Interrupted(ctx, lctx); ok {
 			return finish(out, state, detail)
 		}
 		return finish(out, pb.RunState_RUN_STATE_FAILED, transportError(err))
 	}
-	body, complete, err := readOutput(resp)
+	body, complete, err := readOutput(resp, t.GetKeepResponse())
 	if err != nil && lctx.Err() != nil {
 		resp.Body.Close()
 		state, detail, _ := proc.Interrupted(ctx, lctx)
@@ -107,12 +137,17 @@ func (h *HTTPExecutor) Execute(ctx context.Context, a Attempt) Outcome {
 	return out
 }
 
-// readOutput reads the first MaxOutput bytes of the reply's body. complete
-// reports that the body ended within them. An empty reply, the common
-// answer of a webhook, costs no buffer.
-func readOutput(resp *http.Response) (body []byte, complete bool, err error) {
+// readOutput reads the first MaxOutput bytes of the reply's body if the job
+// keeps it (http.keep_response: a reply may carry data that readers of the
+// run ledger must not see). complete reports that the body ended within
+// them. An empty reply, the common answer of a webhook, costs no buffer; a
+// body not kept is left for release to drain.
+func readOutput(resp *http.Response, keep bool) (body []byte, complete bool, err error) {
 	if resp.ContentLength == 0 || resp.Body == http.NoBody {
 		return nil, true, nil
+	}
+	if !keep {
+		return nil, false, nil
 	}
 	size := MaxOutput + 1 // one byte more tells a body that ends at MaxOutput from a longer one
 	if n := resp.ContentLength; n > 0 && n < int64(size) {
@@ -133,7 +168,7 @@ func readOutput(resp *http.Response) (body []byte, complete bool, err error) {
 // newRequest builds the attempt's request. The method is the stored one:
 // the API stores it filled in (jobspec.Normalize), so the executor keeps no
 // default of its own.
-func newRequest(ctx context.Context, a Attempt) (*http.Request, error) {
+func (h *HTTPExecutor) newRequest(ctx context.Context, a Attempt) (*http.Request, error) {
 	t := a.HTTP
 	var body io.Reader = http.NoBody
 	if t.GetBody() != "" {
@@ -143,28 +178,32 @@ func newRequest(ctx context.Context, a Attempt) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := make(http.Header, len(t.GetHeaders())+7)
-	req.Header = h
+	hd := make(http.Header, len(t.GetHeaders())+8)
+	req.Header = hd
 	// One backing array for the values of the headers set here; the keys
 	// are constants in canonical form, so no Set is needed to canonicalise
 	// them.
 	at := a.scheduledAt()
-	vals := [...]string{userAgent, a.token(), a.Job, a.RunID, at, a.number(), a.idempotencyKey(at)}
-	h["User-Agent"] = vals[0:1:1]
+	vals := [...]string{userAgent, a.token(), a.Job, a.RunID, at, a.number(), a.idempotencyKey(at), ""}
+	hd["User-Agent"] = vals[0:1:1]
 	for k, v := range t.GetHeaders() {
 		if strings.EqualFold(k, "Host") {
 			req.Host = v
 			continue
 		}
-		h.Set(k, v)
+		hd.Set(k, v)
 	}
 	// Set last: the job's own headers must not be able to forge these.
-	h[fence.HeaderFencingToken] = vals[1:2:2]
-	h[fence.HeaderJob] = vals[2:3:3]
-	h[fence.HeaderRunID] = vals[3:4:4]
-	h[fence.HeaderScheduledAt] = vals[4:5:5]
-	h[fence.HeaderAttempt] = vals[5:6:6]
-	h[fence.HeaderIdempotencyKey] = vals[6:7:7]
+	hd[fence.HeaderFencingToken] = vals[1:2:2]
+	hd[fence.HeaderJob] = vals[2:3:3]
+	hd[fence.HeaderRunID] = vals[3:4:4]
+	hd[fence.HeaderScheduledAt] = vals[4:5:5]
+	hd[fence.HeaderAttempt] = vals[5:6:6]
+	hd[fence.HeaderIdempotencyKey] = vals[6:7:7]
+	if h.signer != nil {
+		vals[7] = h.signer.Sign(a.FenceRun())
+		hd[fence.HeaderSignature] = vals[7:8:8]
+	}
 	return req, nil
 }
 

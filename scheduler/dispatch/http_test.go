@@ -114,6 +114,7 @@ func TestHTTPStatusDecidesState(t *testing.T) {
 		t.Run(strings.TrimPrefix(c.path, "/"), func(t *testing.T) {
 			a := httpAttempt(s.URL + c.path)
 			a.HTTP.SuccessCodes = c.success
+			a.HTTP.KeepResponse = true
 			out := ex.Execute(context.Background(), a)
 			wantState(t, out, c.state, c.detail)
 			if c.path == "/500" && string(out.Output) != "body of /500" {
@@ -197,11 +198,17 @@ func TestHTTPOutputTruncatedTo4KiB(t *testing.T) {
 	s := newServer(t, func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, strings.Repeat("a", 100<<10))
 	})
-	out := NewHTTPExecutor(nil).Execute(context.Background(), httpAttempt(s.URL))
+	out := NewHTTPExecutor(nil).Execute(context.Background(), keepResponse(httpAttempt(s.URL)))
 	wantState(t, out, pb.RunState_RUN_STATE_SUCCEEDED, "http 200 OK")
 	if len(out.Output) != MaxOutput || strings.Trim(string(out.Output), "a") != "" {
 		t.Fatalf("output %d bytes, want %d of the body", len(out.Output), MaxOutput)
 	}
+}
+
+// keepResponse makes a keep the reply's body (http.keep_response).
+func keepResponse(a Attempt) Attempt {
+	a.HTTP.KeepResponse = true
+	return a
 }
 
 // Output is the whole body when it fits, whether its length is announced
@@ -228,7 +235,7 @@ func TestHTTPOutputOfShortBodies(t *testing.T) {
 					w.(http.Flusher).Flush()
 				}
 			})
-			out := NewHTTPExecutor(nil).Execute(context.Background(), httpAttempt(s.URL))
+			out := NewHTTPExecutor(nil).Execute(context.Background(), keepResponse(httpAttempt(s.URL)))
 			wantState(t, out, pb.RunState_RUN_STATE_SUCCEEDED, "http 200 OK")
 			if string(out.Output) != c.body || (c.body == "" && out.Output != nil) {
 				t.Fatalf("output %d bytes, want the %d of the body", len(out.Output), len(c.body))
@@ -253,13 +260,15 @@ func TestHTTPReusesConnections(t *testing.T) {
 	s.Start()
 	t.Cleanup(s.Close)
 	ex := NewHTTPExecutor(nil)
-	for range 5 {
-		wantState(t, ex.Execute(context.Background(), httpAttempt(s.URL)), pb.RunState_RUN_STATE_SUCCEEDED, "")
+	for i := range 6 {
+		a := httpAttempt(s.URL)
+		a.HTTP.KeepResponse = i%2 == 0 // a body kept in part, or not at all, is drained
+		wantState(t, ex.Execute(context.Background(), a), pb.RunState_RUN_STATE_SUCCEEDED, "")
 	}
 	mu.Lock()
 	defer mu.Unlock()
 	if conns != 1 {
-		t.Fatalf("5 sequential attempts opened %d connections, want 1", conns)
+		t.Fatalf("6 sequential attempts opened %d connections, want 1", conns)
 	}
 }
 

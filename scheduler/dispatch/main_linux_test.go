@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 func runNode(pidFile string) int {
 	a := execAttempt("/bin/sh", "-c", `echo $$ > "$PIDFILE.tmp" && mv "$PIDFILE.tmp" "$PIDFILE" && exec sleep 60`)
 	a.Exec.Env = map[string]string{"PIDFILE": pidFile}
-	out := NewExecExecutor().Execute(context.Background(), a)
+	out := newTestExec().Execute(context.Background(), a)
 	fmt.Fprintf(os.Stderr, "attempt ended: %v %s\n", out.State, out.Detail)
 	return 3
 }

@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -16,6 +17,10 @@ import (
 // DefaultLease is how long a worker may stay silent before its attempts
 // are lost, unless Config.Lease says otherwise.
 const DefaultLease = 10 * time.Second
+
+// MinLease is the shortest lease: a worker heartbeats every third of it,
+// which must stay well apart from the network's jitter.
+const MinLease = 100 * time.Millisecond
 
 // Bounds of the hub's work.
 const (
@@ -36,11 +41,15 @@ var ErrClosed = errors.New("worker service closed")
 // Config wires a Hub.
 type Config struct {
 	// Lease: a worker silent for longer loses its attempts; 0 means
-	// DefaultLease.
+	// DefaultLease, otherwise at least MinLease.
 	Lease time.Duration
 	// Leading reports whether this node leads; the hub drops every worker
 	// once it does not. Required.
 	Leading func() bool
+	// Signer, if set, signs every offer (WorkerAttempt.signature), as the
+	// node signs its own dispatches: a worker passes the signature on and
+	// the downstream verifies it.
+	Signer dispatch.Signer
 	// Logger; nil discards.
 	Logger *slog.Logger
 }
@@ -55,6 +64,7 @@ type Hub struct {
 	lease   time.Duration
 	check   time.Duration
 	leading func() bool
+	signer  dispatch.Signer
 	log     *slog.Logger
 	metrics *metrics
 
@@ -86,12 +96,13 @@ func New(cfg Config) (*Hub, error) {
 	if cfg.Leading == nil {
 		return nil, errors.New("remote: Config.Leading is required")
 	}
-	if cfg.Lease < 0 {
-		return nil, errors.New("remote: Config.Lease must not be negative")
+	if cfg.Lease != 0 && cfg.Lease < MinLease {
+		return nil, fmt.Errorf("remote: Config.Lease must be at least %s, got %s", MinLease, cfg.Lease)
 	}
 	h := &Hub{
 		lease:   cfg.Lease,
 		leading: cfg.Leading,
+		signer:  cfg.Signer,
 		log:     cfg.Logger,
 		wake:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
@@ -350,7 +361,7 @@ func (h *Hub) offer(c *conn, at *attempt, now time.Time) {
 	at.state, at.conn, at.offeredAt = stateOffered, c, now
 	c.inflight[at.a.Token] = at
 	c.lastOffer = h.seq
-	c.out.addOffer(wireAttempt(at.a))
+	c.out.addOffer(wireAttempt(at.a, h.signer))
 	h.metrics.offered.Inc()
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/raftcron/raftcron/internal/proc"
@@ -17,8 +18,12 @@ import (
 // pool took in time (DESIGN §14).
 const ReasonNoWorker = "no_worker"
 
-// wireAttempt is an attempt as offered to a worker.
-func wireAttempt(a dispatch.Attempt) *pb.WorkerAttempt {
+// wireAttempt is an attempt as offered to a worker, signed by signer if
+// the cluster signs its dispatches. Its limits are the leader's: a target
+// without a timeout goes with the default timeout the node's own command
+// would get (dispatch.Attempt.Limits), so that no worker holds an attempt
+// forever.
+func wireAttempt(a dispatch.Attempt, signer dispatch.Signer) *pb.WorkerAttempt {
 	w := &pb.WorkerAttempt{
 		Job:            a.Job,
 		RunId:          a.RunID,
@@ -28,8 +33,18 @@ func wireAttempt(a dispatch.Attempt) *pb.WorkerAttempt {
 		IdempotencyKey: a.IdempotencyKey(),
 		Target:         a.Worker,
 	}
-	if a.Deadline > 0 {
-		w.Deadline = durationpb.New(a.Deadline)
+	deadline, timeout := a.Limits()
+	if deadline > 0 {
+		w.Deadline = durationpb.New(deadline)
+	}
+	if timeout > 0 && a.Worker.GetTimeout() == nil {
+		// The spec is shared with the FSM: the default goes on a copy.
+		t := proto.CloneOf(a.Worker)
+		t.Timeout = durationpb.New(timeout)
+		w.Target = t
+	}
+	if signer != nil {
+		w.Signature = signer.Sign(a.FenceRun())
 	}
 	return w
 }

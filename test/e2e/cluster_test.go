@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/raftcron/raftcron/internal/proc"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -51,12 +51,11 @@ type node struct {
 	logPath string
 	env     []string // extra environment (failpoints)
 
-	// mu guards cmd, exited and state.
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan struct{}
-	state  procState
-	conn   *grpc.ClientConn
+	// mu guards proc, state and conn.
+	mu    sync.Mutex
+	proc  *proc.Process
+	state procState
+	conn  *grpc.ClientConn
 }
 
 // cluster is a set of nodes on one network, with the clients, the status
@@ -110,56 +109,47 @@ func newCluster(t testing.TB, dir string, nw network, opts clusterOptions) *clus
 	return c
 }
 
-// cleanEnv is this process's environment without RAFTCRON_* settings, so a
-// developer's shell cannot change what the nodes do.
-func cleanEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "RAFTCRON_") {
-			env = append(env, kv)
-		}
-	}
-	return env
-}
-
 // start launches n's process with the membership flags given (--peers or
-// --join); its output is appended to its log.
+// --join); its output is appended to its log, and it dies with the test
+// process, whatever ends it.
 func (c *cluster) start(n *node, membership ...string) {
 	c.t.Helper()
 	args := append([]string{"serve", "--id", n.ID, "--data-dir", n.DataDir,
 		"--addr", c.net.Addr(n.idx), "--http-addr", c.net.HTTPAddr(n.idx)}, membership...)
 	args = append(append(args, raftFlags...), c.args...)
-	logFile, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
+	header := fmt.Sprintf("---- %s start: %s\n", time.Now().UTC().Format(time.RFC3339Nano), strings.Join(args, " "))
+	if err := appendFile(n.logPath, header); err != nil {
 		c.t.Fatal(err)
 	}
-	fmt.Fprintf(logFile, "---- %s start: %s\n", time.Now().UTC().Format(time.RFC3339Nano), strings.Join(args, " "))
 	cmd := c.net.Command(n.idx, c.bin, args...)
-	cmd.Env = append(cleanEnv(), n.env...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// The nodes die with the test process, whatever ends it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		_ = logFile.Close()
+	cmd.Env = append(proc.Environ(), n.env...)
+	p, err := proc.Start(cmd, n.logPath)
+	if err != nil {
 		c.t.Fatalf("start %s: %v", n.ID, err)
 	}
-	exited := make(chan struct{})
 	n.mu.Lock()
-	n.cmd, n.exited, n.state = cmd, exited, procRunning
+	n.proc, n.state = p, procRunning
 	n.mu.Unlock()
-	go func() {
-		_ = cmd.Wait()
-		_ = logFile.Close()
-		n.mu.Lock()
-		n.state = procDown
-		n.mu.Unlock()
-		close(exited)
-	}()
+}
+
+func appendFile(path, text string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(text)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func (n *node) procState() procState {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.proc == nil || n.proc.Exited() {
+		return procDown
+	}
 	return n.state
 }
 
@@ -167,10 +157,10 @@ func (n *node) procState() procState {
 func (n *node) signal(sig syscall.Signal) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.state == procDown || n.cmd == nil {
+	if n.proc == nil || n.proc.Exited() {
 		return
 	}
-	_ = n.cmd.Process.Signal(sig)
+	_ = n.proc.Signal(sig)
 	switch sig {
 	case syscall.SIGSTOP:
 		n.state = procStopped
@@ -183,15 +173,13 @@ func (n *node) signal(sig syscall.Signal) {
 func (c *cluster) kill(n *node) {
 	c.t.Helper()
 	n.mu.Lock()
-	exited := n.exited
+	p := n.proc
 	n.mu.Unlock()
-	if exited == nil {
+	if p == nil {
 		return
 	}
 	n.signal(syscall.SIGKILL)
-	select {
-	case <-exited:
-	case <-time.After(exitTimeout):
+	if !p.Wait(exitTimeout) {
 		c.t.Fatalf("%s did not exit within %s of SIGKILL", n.ID, exitTimeout)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/raftcron/raftcron/ops"
 )
 
 // pollEvery is how often the poller reads every node's /status.
@@ -29,19 +31,6 @@ type poller struct {
 	mu     sync.Mutex
 	points []StatusPoint
 	last   map[string]StatusPoint // node -> latest successful poll
-}
-
-// opsStatus is the part of /status the harness reads.
-type opsStatus struct {
-	ID     string `json:"id"`
-	State  string `json:"state"`
-	Leader struct {
-		ID string `json:"id"`
-	} `json:"leader"`
-	Term    uint64 `json:"term"`
-	Commit  uint64 `json:"commit_index"`
-	Applied uint64 `json:"applied_index"`
-	Token   uint64 `json:"fencing_token"`
 }
 
 func newPoller(c *cluster) *poller {
@@ -86,7 +75,7 @@ func (p *poller) poll(ctx context.Context, n *node) {
 	} else if st, err := p.status(ctx, n); err != nil {
 		pt.Err = err.Error()
 	} else {
-		pt.State, pt.Leader, pt.Term, pt.Commit, pt.Applied, pt.Token = st.State, st.Leader.ID, st.Term, st.Commit, st.Applied, st.Token
+		pt.State, pt.Leader, pt.Term, pt.Commit, pt.Applied, pt.Token = st.State, st.Leader.ID, st.Term, st.CommitIndex, st.AppliedIndex, st.FencingToken
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -112,8 +101,8 @@ func (p *poller) get(ctx context.Context, n *node, path string) (int, []byte, er
 	return resp.StatusCode, body, err
 }
 
-func (p *poller) status(ctx context.Context, n *node) (opsStatus, error) {
-	var st opsStatus
+func (p *poller) status(ctx context.Context, n *node) (ops.Status, error) {
+	var st ops.Status
 	code, body, err := p.get(ctx, n, "/status")
 	if err != nil {
 		return st, err

@@ -347,7 +347,7 @@ func (s *scenario) commonCommit() uint64 {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		st, err := s.c.polls.status(ctx, leader)
-		commit = st.Commit
+		commit = st.CommitIndex
 		return err == nil && st.State == "leader"
 	})
 	waitUntil(s.t, 20*time.Second, fmt.Sprintf("every node applied index %d", commit), func() bool {
@@ -355,7 +355,7 @@ func (s *scenario) commonCommit() uint64 {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			st, err := s.c.polls.status(ctx, n)
 			cancel()
-			if err != nil || st.Applied < commit {
+			if err != nil || st.AppliedIndex < commit {
 				return false
 			}
 		}

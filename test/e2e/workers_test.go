@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/raftcron/raftcron/fence"
+	"github.com/raftcron/raftcron/internal/proc"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -68,7 +68,8 @@ func workerSpec(j JobInfo, sinkURL string) *pb.JobSpec {
 	spec.Worker = &pb.WorkerTarget{
 		Pool:    "e2e",
 		Command: []string{"/bin/sh", "-c", workerScript},
-		Env:     map[string]string{"SINK": sinkURL},
+		// A command's environment is its env alone (DESIGN §11).
+		Env:     map[string]string{"SINK": sinkURL, "PATH": "/usr/bin:/bin"},
 		Timeout: durationpb.New(10 * time.Second),
 	}
 	return spec
@@ -80,10 +81,10 @@ type workerProc struct {
 	k       int
 	logPath string
 
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan struct{}
-	state  procState
+	// mu guards proc and state.
+	mu    sync.Mutex
+	proc  *proc.Process
+	state procState
 }
 
 // startWorkers starts the scenario's workers, each knowing every node.
@@ -113,62 +114,48 @@ func (s *scenario) startWorker(w *workerProc, bin string) {
 	if err != nil {
 		s.t.Fatalf("worker %s: %v", w.id, err)
 	}
-	logFile, err := os.OpenFile(w.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
+	header := fmt.Sprintf("---- %s start: %s\n", time.Now().UTC().Format(time.RFC3339Nano), strings.Join(args, " "))
+	if err := appendFile(w.logPath, header); err != nil {
 		s.t.Fatal(err)
 	}
-	fmt.Fprintf(logFile, "---- %s start: %s\n", time.Now().UTC().Format(time.RFC3339Nano), strings.Join(args, " "))
-	cmd.Env = cleanEnv()
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		_ = logFile.Close()
+	cmd.Env = proc.Environ()
+	p, err := proc.Start(cmd, w.logPath)
+	if err != nil {
 		s.t.Fatalf("start worker %s: %v", w.id, err)
 	}
-	exited := make(chan struct{})
 	w.mu.Lock()
-	w.cmd, w.exited, w.state = cmd, exited, procRunning
+	w.proc, w.state = p, procRunning
 	w.mu.Unlock()
-	go func() {
-		_ = cmd.Wait()
-		_ = logFile.Close()
-		w.mu.Lock()
-		w.state = procDown
-		w.mu.Unlock()
-		close(exited)
-	}()
 }
 
 func (w *workerProc) procState() procState {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.proc == nil || w.proc.Exited() {
+		return procDown
+	}
 	return w.state
 }
 
 func (w *workerProc) pid() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.state == procDown || w.cmd == nil {
+	if w.proc == nil || w.proc.Exited() {
 		return 0
 	}
-	return w.cmd.Process.Pid
+	return w.proc.Pid()
 }
 
 // kill SIGKILLs the worker and waits for it to exit; its command dies
 // with it (Pdeathsig).
 func (w *workerProc) kill(t testing.TB) {
 	w.mu.Lock()
-	exited, running := w.exited, w.state != procDown && w.cmd != nil
-	if running {
-		_ = w.cmd.Process.Signal(syscall.SIGKILL)
-	}
+	p := w.proc
 	w.mu.Unlock()
-	if !running {
+	if p == nil || p.Exited() {
 		return
 	}
-	select {
-	case <-exited:
-	case <-time.After(exitTimeout):
+	if !p.Kill(exitTimeout) {
 		t.Fatalf("worker %s did not exit within %s of SIGKILL", w.id, exitTimeout)
 	}
 }

@@ -1,11 +1,12 @@
 // Package integration runs whole raftcron nodes inside one test process:
-// three real Raft members on loopback, each wired as `raftcron serve` wires
-// it (FSM, cluster node, scheduler, dispatch executors), firing jobs at a
+// three real Raft members on loopback, each built by package server exactly
+// as `raftcron serve` builds it (FSM, cluster node, scheduler, dispatch
+// executors, the public gRPC API and the ops port), firing jobs at a
 // fenced, de-duplicating HTTP sink that records every delivery. Faults are
-// injected in process: leaders are stopped or crashed, cut off at the
-// transport (cluster.Isolation), followers restarted on their data. A
-// checker then verifies the fire guarantees of DESIGN.md §1 on the recorded
-// history.
+// injected through server.Config's test hooks: leaders are stopped or
+// crashed, cut off at the transport (cluster.Isolation), an attempt is held
+// on the wire, followers restarted on their data. A checker then verifies
+// the fire guarantees of DESIGN.md §1 on the recorded history.
 //
 // The package holds tests only; they run in plain `go test ./...`.
 package integration

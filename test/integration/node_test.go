@@ -5,17 +5,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"sync"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-
 	"github.com/raftcron/raftcron/cluster"
 	"github.com/raftcron/raftcron/fsm"
 	"github.com/raftcron/raftcron/scheduler"
 	"github.com/raftcron/raftcron/scheduler/dispatch"
+	"github.com/raftcron/raftcron/server"
 )
 
 // Raft timings: short for quick failovers, yet stable under -race on two
@@ -65,11 +65,12 @@ func (g *gains) between(from, to time.Time) int {
 	return n
 }
 
-// node is one raftcron node, wired as `raftcron serve` wires it, minus the
-// public gRPC API and the ops port: FSM, cluster node with the leadership
-// relay, scheduler over the node with the http and exec executors, the FSM
-// observer, and the internal service for forwarding. Its data dir and
-// address survive restarts.
+// node is one raftcron node, wired by package server exactly as `raftcron
+// serve` wires it (public gRPC API, forwarding, scheduler with the http and
+// exec executors, ops port), with the test hooks of server.Config: an
+// Isolation to cut it off the network, an executor that can hold an
+// attempt, and a report of its leadership gains. Its data dir and address
+// survive restarts.
 type node struct {
 	t     *testing.T
 	id    string
@@ -77,93 +78,76 @@ type node struct {
 	dir   string
 	peers []cluster.Peer
 	gains *gains
+	// acl is serve --acl: every call but health needs a token.
+	acl bool
 
-	// The running incarnation; nil fields when stopped.
-	mux   *cluster.Mux
-	iso   *cluster.Isolation
-	fsm   *fsm.FSM
-	raft  *cluster.Node
-	sched *scheduler.Scheduler
-	grpc  *grpc.Server
-	exec  *holdingExecutor
+	// The running incarnation; nil when stopped.
+	srv  *server.Server
+	iso  *cluster.Isolation
+	exec *holdingExecutor
 }
 
-func (n *node) running() bool { return n.raft != nil }
+func (n *node) running() bool { return n.srv != nil }
+
+// raft, fsm and sched are the running incarnation's parts.
+func (n *node) raft() *cluster.Node         { return n.srv.Node() }
+func (n *node) fsm() *fsm.FSM               { return n.srv.FSM() }
+func (n *node) sched() *scheduler.Scheduler { return n.srv.Scheduler() }
 
 // start opens the node on its address and data dir: a fresh dir
-// bootstraps with the peers, an existing one restarts from its state.
-// fsync stays on (cluster.Config.NoSync false), as in production.
-func (n *node) start(mux *cluster.Mux) {
+// bootstraps with the peers, an existing one restarts from its state. ln is
+// the node's port bound beforehand, or nil to bind its address again.
+// fsync stays on (server.Config.NoSync false), as in production.
+func (n *node) start(ln net.Listener) {
 	n.t.Helper()
-	if mux == nil {
-		var err error
-		if mux, err = cluster.Listen(n.addr); err != nil {
-			n.t.Fatalf("restart %s: %v", n.id, err)
-		}
-	}
 	iso := cluster.NewIsolation()
-	mux.SetIsolation(iso)
-	log := testLogger().With("node", n.id)
-	state := fsm.New()
-	relay := &leaderRelay{onGain: func() { n.gains.add(n.id) }}
-	rn, err := cluster.New(cluster.Config{
+	var exec *holdingExecutor
+	srv, err := server.New(server.Config{
 		ID:                 n.id,
 		Addr:               n.addr,
+		Listener:           ln,
+		HTTPAddr:           "127.0.0.1:0",
 		DataDir:            n.dir,
 		Peers:              n.peers,
 		HeartbeatTimeout:   heartbeat,
 		ElectionTimeout:    election,
 		LeaderLeaseTimeout: lease,
-		FSM:                state,
-		Logger:             log,
-		OnLeadershipChange: relay.set,
-	}, mux)
-	if err != nil {
-		mux.Close()
-		n.t.Fatalf("start %s: %v", n.id, err)
-	}
-	exec := newHoldingExecutor(dispatch.NewRouter(dispatch.NewHTTPExecutor(nil), dispatch.NewExecExecutor()))
-	sched, err := scheduler.New(scheduler.Config{
-		State:    state,
-		Proposer: scheduler.NewNodeProposer(rn),
-		Executor: exec,
-		Logger:   log,
-		NodeID:   n.id,
+		ACL:                n.acl,
+		Logger:             testLogger().With("node", n.id),
+		Isolation:          iso,
+		WrapExecutor: func(next dispatch.Executor) dispatch.Executor {
+			exec = newHoldingExecutor(next)
+			return exec
+		},
+		OnLeadershipChange: func(isLeader bool) {
+			if isLeader {
+				n.gains.add(n.id)
+			}
+		},
 	})
 	if err != nil {
-		_ = rn.Shutdown(context.Background())
-		mux.Close()
-		n.t.Fatalf("scheduler of %s: %v", n.id, err)
+		if ln != nil {
+			_ = ln.Close()
+		}
+		n.t.Fatalf("start %s: %v", n.id, err)
 	}
-	state.SetObserver(sched)
-	relay.attach(sched)
-	gs := grpc.NewServer()
-	cluster.RegisterInternal(gs, rn)
-	go func() { _ = gs.Serve(mux.GRPCListener()) }()
-	n.mux, n.iso, n.fsm, n.raft, n.sched, n.grpc, n.exec = mux, iso, state, rn, sched, gs, exec
+	if err := srv.Start(context.Background()); err != nil {
+		n.t.Fatalf("start %s: %v", n.id, err)
+	}
+	n.srv, n.iso, n.exec = srv, iso, exec
 }
 
 // stop is the graceful stop of `raftcron serve`: leadership handed over,
-// scheduler stopped (in-flight attempts cancelled), Raft shut down, port
-// closed.
+// scheduler stopped (in-flight attempts cancelled), gRPC drained, Raft
+// shut down, ports closed.
 func (n *node) stop() {
 	n.t.Helper()
-	if !n.running() {
-		return
-	}
-	if n.raft.IsLeader() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if _, err := n.raft.TransferLeadership(ctx, ""); err != nil {
-			n.t.Logf("%s: leadership transfer before stop failed: %v", n.id, err)
-		}
-		cancel()
-	}
-	n.halt(10 * time.Second)
+	n.halt(15 * time.Second)
 }
 
 // crash stops the node as a killed process would: it drops off the
-// network at once, hands nothing over, and its attempts stop where they
-// are.
+// network at once, so it hands nothing over, and its attempts stop where
+// they are.
 func (n *node) crash() {
 	n.t.Helper()
 	if !n.running() {
@@ -173,47 +157,20 @@ func (n *node) crash() {
 	n.halt(2 * time.Second)
 }
 
-func (n *node) halt(raftWait time.Duration) {
+// halt stops the running incarnation, the courtesies of the stop bounded
+// by wait.
+func (n *node) halt(wait time.Duration) {
 	n.t.Helper()
+	if !n.running() {
+		return
+	}
 	n.exec.releaseAll()
-	n.sched.Stop()
-	n.grpc.Stop()
-	ctx, cancel := context.WithTimeout(context.Background(), raftWait)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	if err := n.raft.Shutdown(ctx); err != nil {
-		n.t.Logf("%s: raft shutdown: %v", n.id, err)
+	if err := n.srv.Stop(ctx); err != nil {
+		n.t.Logf("%s: stop: %v", n.id, err)
 	}
-	n.mux.Close()
-	n.mux, n.iso, n.fsm, n.raft, n.sched, n.grpc, n.exec = nil, nil, nil, nil, nil, nil, nil
-}
-
-// leaderRelay is serve.go's: it hands leadership changes to the scheduler,
-// which exists only after the node, and reports gains.
-type leaderRelay struct {
-	onGain func()
-
-	mu     sync.Mutex // orders set and attach
-	sched  *scheduler.Scheduler
-	leader bool
-}
-
-func (r *leaderRelay) set(isLeader bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if isLeader && !r.leader {
-		r.onGain()
-	}
-	r.leader = isLeader
-	if r.sched != nil {
-		r.sched.SetLeader(isLeader)
-	}
-}
-
-func (r *leaderRelay) attach(s *scheduler.Scheduler) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.sched = s
-	s.SetLeader(r.leader)
+	n.srv, n.iso, n.exec = nil, nil, nil
 }
 
 // testCluster is three nodes n1..n3 on loopback.
@@ -223,22 +180,27 @@ type testCluster struct {
 	gains *gains
 }
 
-func newCluster(t *testing.T, size int) *testCluster {
+// newCluster starts size nodes; each option adjusts every node before it
+// starts.
+func newCluster(t *testing.T, size int, options ...func(*node)) *testCluster {
 	t.Helper()
 	tc := &testCluster{t: t, gains: &gains{}}
-	muxes := make([]*cluster.Mux, size)
+	lns := make([]net.Listener, size)
 	peers := make([]cluster.Peer, size)
-	for i := range muxes {
-		m, err := cluster.Listen("127.0.0.1:0")
+	for i := range lns {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
-		muxes[i] = m
-		peers[i] = cluster.Peer{ID: fmt.Sprintf("n%d", i+1), Addr: m.Addr().String()}
+		lns[i] = ln
+		peers[i] = cluster.Peer{ID: fmt.Sprintf("n%d", i+1), Addr: ln.Addr().String()}
 	}
 	for i, p := range peers {
 		n := &node{t: t, id: p.ID, addr: p.Addr, dir: t.TempDir(), peers: peers, gains: tc.gains}
-		n.start(muxes[i])
+		for _, o := range options {
+			o(n)
+		}
+		n.start(lns[i])
 		tc.nodes = append(tc.nodes, n)
 	}
 	t.Cleanup(func() {
@@ -274,7 +236,7 @@ func (tc *testCluster) waitLeader(want int, timeout time.Duration) *node {
 			return false
 		}
 		for _, n := range nodes {
-			if n.raft.IsLeader() {
+			if n.raft().IsLeader() {
 				if leader != nil {
 					return false
 				}
@@ -285,7 +247,7 @@ func (tc *testCluster) waitLeader(want int, timeout time.Duration) *node {
 			return false
 		}
 		for _, n := range nodes {
-			if id, _ := n.raft.Leader(); id != leader.id || !n.raft.Ready() {
+			if id, _ := n.raft().Leader(); id != leader.id || !n.srv.Ready() {
 				return false
 			}
 		}

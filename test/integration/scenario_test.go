@@ -2,12 +2,13 @@ package integration
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/raftcron/raftcron/cluster"
@@ -48,7 +49,7 @@ func startScenario(t *testing.T) *scenario {
 	leader := sc.tc.waitLeader(3, 15*time.Second)
 	// The job's cursor starts at its creation second: the next slot is
 	// the first one owed.
-	sc.first = createJob(t, leader, sc.sink.url("/"+jobName)).Unix() + 1
+	sc.first = createJob(t, leader, sc.sink.url("/"+jobName)) + 1
 	sc.waitFiring(time.Now())
 	sc.mark("warm-up", sc.begin)
 	return sc
@@ -155,7 +156,7 @@ func (sc *scenario) checkLedgers(last int64) []*pb.Run {
 	// stop, or their runs would stay open.
 	leader := sc.tc.waitLeader(3, 10*time.Second)
 	waitFor(t, 10*time.Second, fmt.Sprintf("every run up to slot %d to finish", last), func() bool {
-		for _, r := range leader.fsm.OpenRuns() {
+		for _, r := range leader.fsm().OpenRuns() {
 			if r.GetJob() == jobName && r.GetSlotUnix() <= last {
 				return false
 			}
@@ -163,21 +164,21 @@ func (sc *scenario) checkLedgers(last int64) []*pb.Run {
 		return true
 	})
 	for _, n := range sc.tc.nodes {
-		n.sched.Stop()
+		n.sched().Stop()
 	}
 	waitFor(t, 15*time.Second, "the three ledgers to apply the same log and agree", func() bool {
 		ref := sc.tc.nodes[0]
-		want, hash := ref.raft.Status().GetLastLogIndex(), ref.fsm.StateHash()
+		want, hash := ref.raft().Status().GetLastLogIndex(), ref.fsm().StateHash()
 		for _, n := range sc.tc.nodes {
-			st := n.raft.Status()
-			if st.GetLastLogIndex() != want || st.GetAppliedIndex() != want || n.fsm.StateHash() != hash {
+			st := n.raft().Status()
+			if st.GetLastLogIndex() != want || st.GetAppliedIndex() != want || n.fsm().StateHash() != hash {
 				return false
 			}
 		}
 		return true
 	})
 
-	runs := sc.tc.nodes[0].fsm.ListRuns(jobName, 0)
+	runs := sc.tc.nodes[0].fsm().ListRuns(jobName, 0)
 	byID := make(map[string]*pb.Run, len(runs))
 	bySlot := make(map[int64][]*pb.Run)
 	for _, r := range runs {
@@ -233,10 +234,10 @@ func describeRuns(rs []*pb.Run) string {
 	return strings.Join(parts, "; ")
 }
 
-// createJob registers the every-second job through n, as the API would:
-// normalized, validated, created. It returns the command's time, which
-// the FSM takes as the job's creation time.
-func createJob(t *testing.T, n *node, url string) time.Time {
+// createJob registers the every-second job through n's public API, as a
+// client would, and returns the job's cursor: the FSM takes the command's
+// time as the creation time, and the first slot owed is the next one.
+func createJob(t *testing.T, n *node, url string) int64 {
 	t.Helper()
 	spec := &pb.JobSpec{
 		Name:     jobName,
@@ -248,28 +249,26 @@ func createJob(t *testing.T, n *node, url string) time.Time {
 		// Keep every finished run, so the ledger can be held against the sink.
 		HistoryLimit: jobspec.MaxHistoryLimit,
 	}
-	jobspec.Normalize(spec)
-	if err := jobspec.Validate(spec, time.Now()); err != nil {
+	conn, err := grpc.NewClient(n.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
 		t.Fatal(err)
 	}
+	defer func() { _ = conn.Close() }()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for {
-		now := time.Now()
-		res, err := n.raft.Apply(ctx, &pb.Command{
-			ProposedAtUnixNano: now.UnixNano(),
-			Kind:               &pb.Command_PutJob{PutJob: &pb.PutJobCommand{Spec: spec, Mode: pb.PutMode_PUT_MODE_CREATE}},
-		})
-		if errors.Is(err, cluster.ErrNoLeader) && ctx.Err() == nil {
-			time.Sleep(50 * time.Millisecond)
+		resp, err := pb.NewJobServiceClient(conn).CreateJob(ctx, &pb.CreateJobRequest{Spec: spec})
+		if _, notLeader := cluster.NotLeaderInfo(err); notLeader && ctx.Err() == nil {
+			time.Sleep(50 * time.Millisecond) // an election is under way
 			continue
 		}
 		if err != nil {
 			t.Fatalf("create job: %v", err)
 		}
-		if res.GetCode() != pb.ResultCode_RESULT_CODE_OK {
-			t.Fatalf("create job: %s: %s", res.GetCode(), res.GetMessage())
+		cursor := resp.GetJob().GetStatus().GetCursorUnix()
+		if cursor == 0 {
+			t.Fatalf("created job has no cursor: %v", resp.GetJob())
 		}
-		return now
+		return cursor
 	}
 }

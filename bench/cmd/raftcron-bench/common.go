@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/raftcron/raftcron/bench/harness"
+	"github.com/raftcron/raftcron/ops"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -64,13 +65,13 @@ type nodeSample struct {
 	self    harness.ProcSample
 	sys     harness.SystemSample
 	proc    map[string]harness.ProcSample
-	status  map[string]harness.Status
+	status  map[string]ops.Status
 	metrics map[string]harness.Metrics
 }
 
 func sampleNodes(c *harness.Cluster) nodeSample {
 	s := nodeSample{at: time.Now(), proc: map[string]harness.ProcSample{},
-		status: map[string]harness.Status{}, metrics: map[string]harness.Metrics{}}
+		status: map[string]ops.Status{}, metrics: map[string]harness.Metrics{}}
 	s.self, _ = harness.ReadProc(os.Getpid())
 	s.sys, _ = harness.ReadSystem()
 	for _, n := range c.Nodes {

@@ -88,6 +88,8 @@ const (
 	ResultCode_RESULT_CODE_MALFORMED ResultCode = 5
 	// The command was decoded but its content breaks a rule the FSM enforces.
 	ResultCode_RESULT_CODE_INVALID ResultCode = 6
+	// The command would take the state beyond a limit it carries.
+	ResultCode_RESULT_CODE_LIMIT_EXCEEDED ResultCode = 7
 )
 
 // Enum value maps for ResultCode.
@@ -100,6 +102,7 @@ var (
 		4: "RESULT_CODE_VERSION_MISMATCH",
 		5: "RESULT_CODE_MALFORMED",
 		6: "RESULT_CODE_INVALID",
+		7: "RESULT_CODE_LIMIT_EXCEEDED",
 	}
 	ResultCode_value = map[string]int32{
 		"RESULT_CODE_UNSPECIFIED":      0,
@@ -109,6 +112,7 @@ var (
 		"RESULT_CODE_VERSION_MISMATCH": 4,
 		"RESULT_CODE_MALFORMED":        5,
 		"RESULT_CODE_INVALID":          6,
+		"RESULT_CODE_LIMIT_EXCEEDED":   7,
 	}
 )
 
@@ -148,6 +152,9 @@ type Command struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The proposer's wall clock; the FSM's only source of time.
 	ProposedAtUnixNano int64 `protobuf:"varint,1,opt,name=proposed_at_unix_nano,json=proposedAtUnixNano,proto3" json:"proposed_at_unix_nano,omitempty"`
+	// Who asked for a registry or ACL write; unset for the scheduler's own
+	// fire and complete batches.
+	Caller *Caller `protobuf:"bytes,2,opt,name=caller,proto3" json:"caller,omitempty"`
 	// Types that are valid to be assigned to Kind:
 	//
 	//	*Command_PutJob
@@ -155,6 +162,9 @@ type Command struct {
 	//	*Command_SetPaused
 	//	*Command_FireBatch
 	//	*Command_CompleteBatch
+	//	*Command_BootstrapAcl
+	//	*Command_CreateAclToken
+	//	*Command_DeleteAclToken
 	Kind          isCommand_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -195,6 +205,13 @@ func (x *Command) GetProposedAtUnixNano() int64 {
 		return x.ProposedAtUnixNano
 	}
 	return 0
+}
+
+func (x *Command) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
 }
 
 func (x *Command) GetKind() isCommand_Kind {
@@ -249,6 +266,33 @@ func (x *Command) GetCompleteBatch() *CompleteBatchCommand {
 	return nil
 }
 
+func (x *Command) GetBootstrapAcl() *BootstrapAclCommand {
+	if x != nil {
+		if x, ok := x.Kind.(*Command_BootstrapAcl); ok {
+			return x.BootstrapAcl
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetCreateAclToken() *CreateAclTokenCommand {
+	if x != nil {
+		if x, ok := x.Kind.(*Command_CreateAclToken); ok {
+			return x.CreateAclToken
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetDeleteAclToken() *DeleteAclTokenCommand {
+	if x != nil {
+		if x, ok := x.Kind.(*Command_DeleteAclToken); ok {
+			return x.DeleteAclToken
+		}
+	}
+	return nil
+}
+
 type isCommand_Kind interface {
 	isCommand_Kind()
 }
@@ -273,6 +317,18 @@ type Command_CompleteBatch struct {
 	CompleteBatch *CompleteBatchCommand `protobuf:"bytes,14,opt,name=complete_batch,json=completeBatch,proto3,oneof"`
 }
 
+type Command_BootstrapAcl struct {
+	BootstrapAcl *BootstrapAclCommand `protobuf:"bytes,21,opt,name=bootstrap_acl,json=bootstrapAcl,proto3,oneof"`
+}
+
+type Command_CreateAclToken struct {
+	CreateAclToken *CreateAclTokenCommand `protobuf:"bytes,22,opt,name=create_acl_token,json=createAclToken,proto3,oneof"`
+}
+
+type Command_DeleteAclToken struct {
+	DeleteAclToken *DeleteAclTokenCommand `protobuf:"bytes,23,opt,name=delete_acl_token,json=deleteAclToken,proto3,oneof"`
+}
+
 func (*Command_PutJob) isCommand_Kind() {}
 
 func (*Command_DeleteJob) isCommand_Kind() {}
@@ -283,14 +339,24 @@ func (*Command_FireBatch) isCommand_Kind() {}
 
 func (*Command_CompleteBatch) isCommand_Kind() {}
 
+func (*Command_BootstrapAcl) isCommand_Kind() {}
+
+func (*Command_CreateAclToken) isCommand_Kind() {}
+
+func (*Command_DeleteAclToken) isCommand_Kind() {}
+
 type PutJobCommand struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Spec  *JobSpec               `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
 	Mode  PutMode                `protobuf:"varint,2,opt,name=mode,proto3,enum=raftcron.v1.PutMode" json:"mode,omitempty"`
 	// 0 means any version.
 	ExpectedVersion uint64 `protobuf:"varint,3,opt,name=expected_version,json=expectedVersion,proto3" json:"expected_version,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The most jobs the registry may hold: a create beyond it fails with
+	// LIMIT_EXCEEDED. Set by the proposer from its configuration, so that every
+	// node decides alike; 0 means no limit.
+	MaxJobs       uint64 `protobuf:"varint,4,opt,name=max_jobs,json=maxJobs,proto3" json:"max_jobs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PutJobCommand) Reset() {
@@ -340,6 +406,13 @@ func (x *PutJobCommand) GetMode() PutMode {
 func (x *PutJobCommand) GetExpectedVersion() uint64 {
 	if x != nil {
 		return x.ExpectedVersion
+	}
+	return 0
+}
+
+func (x *PutJobCommand) GetMaxJobs() uint64 {
+	if x != nil {
+		return x.MaxJobs
 	}
 	return 0
 }
@@ -554,11 +627,15 @@ func (x *CommandResult) GetCompletions() []*CompletionResult {
 // FireBatchCommand carries every fire and miss a leader decided in one tick.
 // The FSM checks each against the state and assigns tokens to those it accepts.
 type FireBatchCommand struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	LeaderId      string                 `protobuf:"bytes,1,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
-	Term          uint64                 `protobuf:"varint,2,opt,name=term,proto3" json:"term,omitempty"`
-	Fires         []*Fire                `protobuf:"bytes,3,rep,name=fires,proto3" json:"fires,omitempty"`
-	Misses        []*Miss                `protobuf:"bytes,4,rep,name=misses,proto3" json:"misses,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	LeaderId string                 `protobuf:"bytes,1,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
+	Term     uint64                 `protobuf:"varint,2,opt,name=term,proto3" json:"term,omitempty"`
+	Fires    []*Fire                `protobuf:"bytes,3,rep,name=fires,proto3" json:"fires,omitempty"`
+	Misses   []*Miss                `protobuf:"bytes,4,rep,name=misses,proto3" json:"misses,omitempty"`
+	// The most runs one job may have open (overlap allow): a slot beyond it is
+	// recorded MISSED open_runs_limit, a manual fire refused. Set by the
+	// leader's scheduler from its configuration; 0 means no limit.
+	MaxOpenRuns   uint32 `protobuf:"varint,5,opt,name=max_open_runs,json=maxOpenRuns,proto3" json:"max_open_runs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -621,6 +698,13 @@ func (x *FireBatchCommand) GetMisses() []*Miss {
 	return nil
 }
 
+func (x *FireBatchCommand) GetMaxOpenRuns() uint32 {
+	if x != nil {
+		return x.MaxOpenRuns
+	}
+	return 0
+}
+
 type Fire struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Job        string                 `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
@@ -638,7 +722,7 @@ type Fire struct {
 	// lease or its stream broke): the token of that attempt, which must still
 	// be the run's current one. 0 for an orphan of an earlier term. Needs
 	// command version 2 (fsm.VersionOf).
-	LostToken     uint64 `protobuf:"varint,8,opt,name=lost_token,json=lostToken,proto3" json:"lost_token,omitempty"`
+	LostToken     uint64 `protobuf:"varint,9,opt,name=lost_token,json=lostToken,proto3" json:"lost_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -825,7 +909,11 @@ type FireResult struct {
 	RunId   string `protobuf:"bytes,4,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
 	Attempt uint32 `protobuf:"varint,5,opt,name=attempt,proto3" json:"attempt,omitempty"`
 	// The run after the fire (accepted or recorded), for the dispatcher and the caller.
-	Run           *Run `protobuf:"bytes,6,opt,name=run,proto3" json:"run,omitempty"`
+	Run *Run `protobuf:"bytes,6,opt,name=run,proto3" json:"run,omitempty"`
+	// Accepted fires: the job's spec the FSM accepted the attempt under (its
+	// generation is the run's). The dispatcher runs this spec, never one it
+	// read earlier, so an attempt of generation g never runs g+1's target.
+	Spec          *JobSpec `protobuf:"bytes,7,opt,name=spec,proto3" json:"spec,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -902,6 +990,13 @@ func (x *FireResult) GetRun() *Run {
 	return nil
 }
 
+func (x *FireResult) GetSpec() *JobSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
 // CompleteBatchCommand carries attempt outcomes reported by executors.
 type CompleteBatchCommand struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -957,8 +1052,11 @@ type Completion struct {
 	FinishedAtUnixNano int64    `protobuf:"varint,5,opt,name=finished_at_unix_nano,json=finishedAtUnixNano,proto3" json:"finished_at_unix_nano,omitempty"`
 	Detail             string   `protobuf:"bytes,6,opt,name=detail,proto3" json:"detail,omitempty"`
 	Output             []byte   `protobuf:"bytes,7,opt,name=output,proto3" json:"output,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// Set when the node refused the attempt by its own policy (exec_denied,
+	// egress_denied): the run's reason, and such an attempt is never retried.
+	Reason        string `protobuf:"bytes,8,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Completion) Reset() {
@@ -1040,6 +1138,13 @@ func (x *Completion) GetOutput() []byte {
 	return nil
 }
 
+func (x *Completion) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 type CompletionResult struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Accepted bool                   `protobuf:"varint,1,opt,name=accepted,proto3" json:"accepted,omitempty"`
@@ -1105,9 +1210,10 @@ var File_raftcron_v1_command_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\n" +
-	"\x19raftcron/v1/command.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\"\x87\x03\n" +
+	"\x19raftcron/v1/command.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/acl.proto\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\"\x9d\x05\n" +
 	"\aCommand\x121\n" +
-	"\x15proposed_at_unix_nano\x18\x01 \x01(\x03R\x12proposedAtUnixNano\x125\n" +
+	"\x15proposed_at_unix_nano\x18\x01 \x01(\x03R\x12proposedAtUnixNano\x12+\n" +
+	"\x06caller\x18\x02 \x01(\v2\x13.raftcron.v1.CallerR\x06caller\x125\n" +
 	"\aput_job\x18\n" +
 	" \x01(\v2\x1a.raftcron.v1.PutJobCommandH\x00R\x06putJob\x12>\n" +
 	"\n" +
@@ -1116,12 +1222,16 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"set_paused\x18\f \x01(\v2\x1d.raftcron.v1.SetPausedCommandH\x00R\tsetPaused\x12>\n" +
 	"\n" +
 	"fire_batch\x18\r \x01(\v2\x1d.raftcron.v1.FireBatchCommandH\x00R\tfireBatch\x12J\n" +
-	"\x0ecomplete_batch\x18\x0e \x01(\v2!.raftcron.v1.CompleteBatchCommandH\x00R\rcompleteBatchB\x06\n" +
-	"\x04kind\"\x8e\x01\n" +
+	"\x0ecomplete_batch\x18\x0e \x01(\v2!.raftcron.v1.CompleteBatchCommandH\x00R\rcompleteBatch\x12G\n" +
+	"\rbootstrap_acl\x18\x15 \x01(\v2 .raftcron.v1.BootstrapAclCommandH\x00R\fbootstrapAcl\x12N\n" +
+	"\x10create_acl_token\x18\x16 \x01(\v2\".raftcron.v1.CreateAclTokenCommandH\x00R\x0ecreateAclToken\x12N\n" +
+	"\x10delete_acl_token\x18\x17 \x01(\v2\".raftcron.v1.DeleteAclTokenCommandH\x00R\x0edeleteAclTokenB\x06\n" +
+	"\x04kind\"\xa9\x01\n" +
 	"\rPutJobCommand\x12(\n" +
 	"\x04spec\x18\x01 \x01(\v2\x14.raftcron.v1.JobSpecR\x04spec\x12(\n" +
 	"\x04mode\x18\x02 \x01(\x0e2\x14.raftcron.v1.PutModeR\x04mode\x12)\n" +
-	"\x10expected_version\x18\x03 \x01(\x04R\x0fexpectedVersion\"Q\n" +
+	"\x10expected_version\x18\x03 \x01(\x04R\x0fexpectedVersion\x12\x19\n" +
+	"\bmax_jobs\x18\x04 \x01(\x04R\amaxJobs\"Q\n" +
 	"\x10DeleteJobCommand\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12)\n" +
 	"\x10expected_version\x18\x02 \x01(\x04R\x0fexpectedVersion\"R\n" +
@@ -1136,12 +1246,13 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\achanged\x18\x04 \x01(\bR\achanged\x12\x18\n" +
 	"\acreated\x18\x05 \x01(\bR\acreated\x12-\n" +
 	"\x05fires\x18\x06 \x03(\v2\x17.raftcron.v1.FireResultR\x05fires\x12?\n" +
-	"\vcompletions\x18\a \x03(\v2\x1d.raftcron.v1.CompletionResultR\vcompletions\"\x97\x01\n" +
+	"\vcompletions\x18\a \x03(\v2\x1d.raftcron.v1.CompletionResultR\vcompletions\"\xbb\x01\n" +
 	"\x10FireBatchCommand\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12\x12\n" +
 	"\x04term\x18\x02 \x01(\x04R\x04term\x12'\n" +
 	"\x05fires\x18\x03 \x03(\v2\x11.raftcron.v1.FireR\x05fires\x12)\n" +
-	"\x06misses\x18\x04 \x03(\v2\x11.raftcron.v1.MissR\x06misses\"\xeb\x01\n" +
+	"\x06misses\x18\x04 \x03(\v2\x11.raftcron.v1.MissR\x06misses\x12\"\n" +
+	"\rmax_open_runs\x18\x05 \x01(\rR\vmaxOpenRuns\"\xeb\x01\n" +
 	"\x04Fire\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12\x1e\n" +
 	"\n" +
@@ -1154,7 +1265,7 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"request_id\x18\x06 \x01(\tR\trequestId\x12\x14\n" +
 	"\x05force\x18\a \x01(\bR\x05force\x12\x1d\n" +
 	"\n" +
-	"lost_token\x18\b \x01(\x04R\tlostToken\"\xae\x01\n" +
+	"lost_token\x18\t \x01(\x04R\tlostToken\"\xae\x01\n" +
 	"\x04Miss\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12\x1e\n" +
 	"\n" +
@@ -1164,7 +1275,7 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\fto_slot_unix\x18\x04 \x01(\x03R\n" +
 	"toSlotUnix\x12\x14\n" +
 	"\x05count\x18\x05 \x01(\x04R\x05count\x12\x16\n" +
-	"\x06reason\x18\x06 \x01(\tR\x06reason\"\xab\x01\n" +
+	"\x06reason\x18\x06 \x01(\tR\x06reason\"\xd5\x01\n" +
 	"\n" +
 	"FireResult\x12\x1a\n" +
 	"\baccepted\x18\x01 \x01(\bR\baccepted\x12\x16\n" +
@@ -1172,9 +1283,10 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x05token\x18\x03 \x01(\x04R\x05token\x12\x15\n" +
 	"\x06run_id\x18\x04 \x01(\tR\x05runId\x12\x18\n" +
 	"\aattempt\x18\x05 \x01(\rR\aattempt\x12\"\n" +
-	"\x03run\x18\x06 \x01(\v2\x10.raftcron.v1.RunR\x03run\"Q\n" +
+	"\x03run\x18\x06 \x01(\v2\x10.raftcron.v1.RunR\x03run\x12(\n" +
+	"\x04spec\x18\a \x01(\v2\x14.raftcron.v1.JobSpecR\x04spec\"Q\n" +
 	"\x14CompleteBatchCommand\x129\n" +
-	"\vcompletions\x18\x01 \x03(\v2\x17.raftcron.v1.CompletionR\vcompletions\"\xfe\x01\n" +
+	"\vcompletions\x18\x01 \x03(\v2\x17.raftcron.v1.CompletionR\vcompletions\"\x96\x02\n" +
 	"\n" +
 	"Completion\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x14\n" +
@@ -1183,7 +1295,8 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x14started_at_unix_nano\x18\x04 \x01(\x03R\x11startedAtUnixNano\x121\n" +
 	"\x15finished_at_unix_nano\x18\x05 \x01(\x03R\x12finishedAtUnixNano\x12\x16\n" +
 	"\x06detail\x18\x06 \x01(\tR\x06detail\x12\x16\n" +
-	"\x06output\x18\a \x01(\fR\x06output\"j\n" +
+	"\x06output\x18\a \x01(\fR\x06output\x12\x16\n" +
+	"\x06reason\x18\b \x01(\tR\x06reason\"j\n" +
 	"\x10CompletionResult\x12\x1a\n" +
 	"\baccepted\x18\x01 \x01(\bR\baccepted\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\"\n" +
@@ -1192,7 +1305,7 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x14PUT_MODE_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fPUT_MODE_CREATE\x10\x01\x12\x13\n" +
 	"\x0fPUT_MODE_UPDATE\x10\x02\x12\x13\n" +
-	"\x0fPUT_MODE_UPSERT\x10\x03*\xce\x01\n" +
+	"\x0fPUT_MODE_UPSERT\x10\x03*\xee\x01\n" +
 	"\n" +
 	"ResultCode\x12\x1b\n" +
 	"\x17RESULT_CODE_UNSPECIFIED\x10\x00\x12\x12\n" +
@@ -1201,7 +1314,8 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x1aRESULT_CODE_ALREADY_EXISTS\x10\x03\x12 \n" +
 	"\x1cRESULT_CODE_VERSION_MISMATCH\x10\x04\x12\x19\n" +
 	"\x15RESULT_CODE_MALFORMED\x10\x05\x12\x17\n" +
-	"\x13RESULT_CODE_INVALID\x10\x06B;Z9github.com/raftcron/raftcron/proto/raftcron/v1;raftcronv1b\x06proto3"
+	"\x13RESULT_CODE_INVALID\x10\x06\x12\x1e\n" +
+	"\x1aRESULT_CODE_LIMIT_EXCEEDED\x10\aB;Z9github.com/raftcron/raftcron/proto/raftcron/v1;raftcronv1b\x06proto3"
 
 var (
 	file_raftcron_v1_command_proto_rawDescOnce sync.Once
@@ -1218,50 +1332,59 @@ func file_raftcron_v1_command_proto_rawDescGZIP() []byte {
 var file_raftcron_v1_command_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
 var file_raftcron_v1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_raftcron_v1_command_proto_goTypes = []any{
-	(PutMode)(0),                 // 0: raftcron.v1.PutMode
-	(ResultCode)(0),              // 1: raftcron.v1.ResultCode
-	(*Command)(nil),              // 2: raftcron.v1.Command
-	(*PutJobCommand)(nil),        // 3: raftcron.v1.PutJobCommand
-	(*DeleteJobCommand)(nil),     // 4: raftcron.v1.DeleteJobCommand
-	(*SetPausedCommand)(nil),     // 5: raftcron.v1.SetPausedCommand
-	(*CommandResult)(nil),        // 6: raftcron.v1.CommandResult
-	(*FireBatchCommand)(nil),     // 7: raftcron.v1.FireBatchCommand
-	(*Fire)(nil),                 // 8: raftcron.v1.Fire
-	(*Miss)(nil),                 // 9: raftcron.v1.Miss
-	(*FireResult)(nil),           // 10: raftcron.v1.FireResult
-	(*CompleteBatchCommand)(nil), // 11: raftcron.v1.CompleteBatchCommand
-	(*Completion)(nil),           // 12: raftcron.v1.Completion
-	(*CompletionResult)(nil),     // 13: raftcron.v1.CompletionResult
-	(*JobSpec)(nil),              // 14: raftcron.v1.JobSpec
-	(*Job)(nil),                  // 15: raftcron.v1.Job
-	(FireKind)(0),                // 16: raftcron.v1.FireKind
-	(*Run)(nil),                  // 17: raftcron.v1.Run
-	(RunState)(0),                // 18: raftcron.v1.RunState
+	(PutMode)(0),                  // 0: raftcron.v1.PutMode
+	(ResultCode)(0),               // 1: raftcron.v1.ResultCode
+	(*Command)(nil),               // 2: raftcron.v1.Command
+	(*PutJobCommand)(nil),         // 3: raftcron.v1.PutJobCommand
+	(*DeleteJobCommand)(nil),      // 4: raftcron.v1.DeleteJobCommand
+	(*SetPausedCommand)(nil),      // 5: raftcron.v1.SetPausedCommand
+	(*CommandResult)(nil),         // 6: raftcron.v1.CommandResult
+	(*FireBatchCommand)(nil),      // 7: raftcron.v1.FireBatchCommand
+	(*Fire)(nil),                  // 8: raftcron.v1.Fire
+	(*Miss)(nil),                  // 9: raftcron.v1.Miss
+	(*FireResult)(nil),            // 10: raftcron.v1.FireResult
+	(*CompleteBatchCommand)(nil),  // 11: raftcron.v1.CompleteBatchCommand
+	(*Completion)(nil),            // 12: raftcron.v1.Completion
+	(*CompletionResult)(nil),      // 13: raftcron.v1.CompletionResult
+	(*Caller)(nil),                // 14: raftcron.v1.Caller
+	(*BootstrapAclCommand)(nil),   // 15: raftcron.v1.BootstrapAclCommand
+	(*CreateAclTokenCommand)(nil), // 16: raftcron.v1.CreateAclTokenCommand
+	(*DeleteAclTokenCommand)(nil), // 17: raftcron.v1.DeleteAclTokenCommand
+	(*JobSpec)(nil),               // 18: raftcron.v1.JobSpec
+	(*Job)(nil),                   // 19: raftcron.v1.Job
+	(FireKind)(0),                 // 20: raftcron.v1.FireKind
+	(*Run)(nil),                   // 21: raftcron.v1.Run
+	(RunState)(0),                 // 22: raftcron.v1.RunState
 }
 var file_raftcron_v1_command_proto_depIdxs = []int32{
-	3,  // 0: raftcron.v1.Command.put_job:type_name -> raftcron.v1.PutJobCommand
-	4,  // 1: raftcron.v1.Command.delete_job:type_name -> raftcron.v1.DeleteJobCommand
-	5,  // 2: raftcron.v1.Command.set_paused:type_name -> raftcron.v1.SetPausedCommand
-	7,  // 3: raftcron.v1.Command.fire_batch:type_name -> raftcron.v1.FireBatchCommand
-	11, // 4: raftcron.v1.Command.complete_batch:type_name -> raftcron.v1.CompleteBatchCommand
-	14, // 5: raftcron.v1.PutJobCommand.spec:type_name -> raftcron.v1.JobSpec
-	0,  // 6: raftcron.v1.PutJobCommand.mode:type_name -> raftcron.v1.PutMode
-	1,  // 7: raftcron.v1.CommandResult.code:type_name -> raftcron.v1.ResultCode
-	15, // 8: raftcron.v1.CommandResult.job:type_name -> raftcron.v1.Job
-	10, // 9: raftcron.v1.CommandResult.fires:type_name -> raftcron.v1.FireResult
-	13, // 10: raftcron.v1.CommandResult.completions:type_name -> raftcron.v1.CompletionResult
-	8,  // 11: raftcron.v1.FireBatchCommand.fires:type_name -> raftcron.v1.Fire
-	9,  // 12: raftcron.v1.FireBatchCommand.misses:type_name -> raftcron.v1.Miss
-	16, // 13: raftcron.v1.Fire.kind:type_name -> raftcron.v1.FireKind
-	17, // 14: raftcron.v1.FireResult.run:type_name -> raftcron.v1.Run
-	12, // 15: raftcron.v1.CompleteBatchCommand.completions:type_name -> raftcron.v1.Completion
-	18, // 16: raftcron.v1.Completion.outcome:type_name -> raftcron.v1.RunState
-	17, // 17: raftcron.v1.CompletionResult.run:type_name -> raftcron.v1.Run
-	18, // [18:18] is the sub-list for method output_type
-	18, // [18:18] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	14, // 0: raftcron.v1.Command.caller:type_name -> raftcron.v1.Caller
+	3,  // 1: raftcron.v1.Command.put_job:type_name -> raftcron.v1.PutJobCommand
+	4,  // 2: raftcron.v1.Command.delete_job:type_name -> raftcron.v1.DeleteJobCommand
+	5,  // 3: raftcron.v1.Command.set_paused:type_name -> raftcron.v1.SetPausedCommand
+	7,  // 4: raftcron.v1.Command.fire_batch:type_name -> raftcron.v1.FireBatchCommand
+	11, // 5: raftcron.v1.Command.complete_batch:type_name -> raftcron.v1.CompleteBatchCommand
+	15, // 6: raftcron.v1.Command.bootstrap_acl:type_name -> raftcron.v1.BootstrapAclCommand
+	16, // 7: raftcron.v1.Command.create_acl_token:type_name -> raftcron.v1.CreateAclTokenCommand
+	17, // 8: raftcron.v1.Command.delete_acl_token:type_name -> raftcron.v1.DeleteAclTokenCommand
+	18, // 9: raftcron.v1.PutJobCommand.spec:type_name -> raftcron.v1.JobSpec
+	0,  // 10: raftcron.v1.PutJobCommand.mode:type_name -> raftcron.v1.PutMode
+	1,  // 11: raftcron.v1.CommandResult.code:type_name -> raftcron.v1.ResultCode
+	19, // 12: raftcron.v1.CommandResult.job:type_name -> raftcron.v1.Job
+	10, // 13: raftcron.v1.CommandResult.fires:type_name -> raftcron.v1.FireResult
+	13, // 14: raftcron.v1.CommandResult.completions:type_name -> raftcron.v1.CompletionResult
+	8,  // 15: raftcron.v1.FireBatchCommand.fires:type_name -> raftcron.v1.Fire
+	9,  // 16: raftcron.v1.FireBatchCommand.misses:type_name -> raftcron.v1.Miss
+	20, // 17: raftcron.v1.Fire.kind:type_name -> raftcron.v1.FireKind
+	21, // 18: raftcron.v1.FireResult.run:type_name -> raftcron.v1.Run
+	18, // 19: raftcron.v1.FireResult.spec:type_name -> raftcron.v1.JobSpec
+	12, // 20: raftcron.v1.CompleteBatchCommand.completions:type_name -> raftcron.v1.Completion
+	22, // 21: raftcron.v1.Completion.outcome:type_name -> raftcron.v1.RunState
+	21, // 22: raftcron.v1.CompletionResult.run:type_name -> raftcron.v1.Run
+	23, // [23:23] is the sub-list for method output_type
+	23, // [23:23] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_command_proto_init() }
@@ -1269,6 +1392,7 @@ func file_raftcron_v1_command_proto_init() {
 	if File_raftcron_v1_command_proto != nil {
 		return
 	}
+	file_raftcron_v1_acl_proto_init()
 	file_raftcron_v1_job_proto_init()
 	file_raftcron_v1_run_proto_init()
 	file_raftcron_v1_command_proto_msgTypes[0].OneofWrappers = []any{
@@ -1277,6 +1401,9 @@ func file_raftcron_v1_command_proto_init() {
 		(*Command_SetPaused)(nil),
 		(*Command_FireBatch)(nil),
 		(*Command_CompleteBatch)(nil),
+		(*Command_BootstrapAcl)(nil),
+		(*Command_CreateAclToken)(nil),
+		(*Command_DeleteAclToken)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -368,7 +368,10 @@ type HttpTarget struct {
 	Body    string               `protobuf:"bytes,4,opt,name=body,proto3" json:"body,omitempty"`
 	Timeout *durationpb.Duration `protobuf:"bytes,5,opt,name=timeout,proto3" json:"timeout,omitempty"`
 	// Empty means any 2xx.
-	SuccessCodes  []uint32 `protobuf:"varint,6,rep,packed,name=success_codes,json=successCodes,proto3" json:"success_codes,omitempty"`
+	SuccessCodes []uint32 `protobuf:"varint,6,rep,packed,name=success_codes,json=successCodes,proto3" json:"success_codes,omitempty"`
+	// Keep the first 4 KiB of the response body in the run. Off by default:
+	// a reply may carry data the registry's readers must not see.
+	KeepResponse  bool `protobuf:"varint,7,opt,name=keep_response,json=keepResponse,proto3" json:"keep_response,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -443,6 +446,13 @@ func (x *HttpTarget) GetSuccessCodes() []uint32 {
 		return x.SuccessCodes
 	}
 	return nil
+}
+
+func (x *HttpTarget) GetKeepResponse() bool {
+	if x != nil {
+		return x.KeepResponse
+	}
+	return false
 }
 
 type ExecTarget struct {
@@ -746,7 +756,10 @@ type Job struct {
 	// Raft log index of the last change.
 	ModifyIndex uint64 `protobuf:"varint,6,opt,name=modify_index,json=modifyIndex,proto3" json:"modify_index,omitempty"`
 	// What the scheduler has done with the job; filled on reads.
-	Status        *JobStatus `protobuf:"bytes,7,opt,name=status,proto3" json:"status,omitempty"`
+	Status *JobStatus `protobuf:"bytes,7,opt,name=status,proto3" json:"status,omitempty"`
+	// Who made the last change: the ACL token's name, the client
+	// certificate's common name, or "anonymous" when ACLs are off.
+	UpdatedBy     string `protobuf:"bytes,20,opt,name=updated_by,json=updatedBy,proto3" json:"updated_by,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -828,6 +841,13 @@ func (x *Job) GetStatus() *JobStatus {
 		return x.Status
 	}
 	return nil
+}
+
+func (x *Job) GetUpdatedBy() string {
+	if x != nil {
+		return x.UpdatedBy
+	}
+	return ""
 }
 
 // JobStatus is the replicated run-side state of a job.
@@ -1590,9 +1610,12 @@ func (x *ListJobsRequest) GetStale() bool {
 }
 
 type ListJobsResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Jobs          []*Job                 `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
-	NextPageToken string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Jobs  []*Job                 `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
+	// Set while more jobs may follow. A call looks at a bounded part of the
+	// registry, so with a label_selector a page may hold fewer than page_size
+	// jobs, even none, and still carry a token: page on until it is empty.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2168,7 +2191,7 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\x06worker\x18\x11 \x01(\v2\x19.raftcron.v1.WorkerTargetR\x06worker\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa0\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc5\x02\n" +
 	"\n" +
 	"HttpTarget\x12\x10\n" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12\x16\n" +
@@ -2176,7 +2199,8 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\aheaders\x18\x03 \x03(\v2$.raftcron.v1.HttpTarget.HeadersEntryR\aheaders\x12\x12\n" +
 	"\x04body\x18\x04 \x01(\tR\x04body\x123\n" +
 	"\atimeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\atimeout\x12#\n" +
-	"\rsuccess_codes\x18\x06 \x03(\rR\fsuccessCodes\x1a:\n" +
+	"\rsuccess_codes\x18\x06 \x03(\rR\fsuccessCodes\x12#\n" +
+	"\rkeep_response\x18\a \x01(\bR\fkeepResponse\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd9\x01\n" +
@@ -2211,7 +2235,7 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\fmax_attempts\x18\x01 \x01(\rR\vmaxAttempts\x12B\n" +
 	"\x0finitial_backoff\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x0einitialBackoff\x12:\n" +
 	"\vmax_backoff\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\n" +
-	"maxBackoff\"\xb2\x02\n" +
+	"maxBackoff\"\xd1\x02\n" +
 	"\x03Job\x12(\n" +
 	"\x04spec\x18\x01 \x01(\v2\x14.raftcron.v1.JobSpecR\x04spec\x12\x1e\n" +
 	"\n" +
@@ -2223,7 +2247,9 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\n" +
 	"updated_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12!\n" +
 	"\fmodify_index\x18\x06 \x01(\x04R\vmodifyIndex\x12.\n" +
-	"\x06status\x18\a \x01(\v2\x16.raftcron.v1.JobStatusR\x06status\"\xa9\x03\n" +
+	"\x06status\x18\a \x01(\v2\x16.raftcron.v1.JobStatusR\x06status\x12\x1d\n" +
+	"\n" +
+	"updated_by\x18\x14 \x01(\tR\tupdatedBy\"\xa9\x03\n" +
 	"\tJobStatus\x12\x1f\n" +
 	"\vcursor_unix\x18\x01 \x01(\x03R\n" +
 	"cursorUnix\x12!\n" +

@@ -31,8 +31,17 @@ type SnapshotHeader struct {
 	JobCount       uint64                 `protobuf:"varint,3,opt,name=job_count,json=jobCount,proto3" json:"job_count,omitempty"`
 	TombstoneCount uint64                 `protobuf:"varint,4,opt,name=tombstone_count,json=tombstoneCount,proto3" json:"tombstone_count,omitempty"`
 	RunCount       uint64                 `protobuf:"varint,5,opt,name=run_count,json=runCount,proto3" json:"run_count,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The highest generation of any deleted job whose tombstone was
+	// collected (once no run of it was open). A name without a tombstone
+	// starts above it, so generations never repeat across delete and
+	// re-create.
+	RetiredGeneration uint64 `protobuf:"varint,6,opt,name=retired_generation,json=retiredGeneration,proto3" json:"retired_generation,omitempty"`
+	// ACL tokens follow the runs; a snapshot without them has 0 here.
+	AclTokenCount uint64 `protobuf:"varint,20,opt,name=acl_token_count,json=aclTokenCount,proto3" json:"acl_token_count,omitempty"`
+	// Whether `acl bootstrap` has run: it works once per cluster.
+	AclBootstrapped bool `protobuf:"varint,21,opt,name=acl_bootstrapped,json=aclBootstrapped,proto3" json:"acl_bootstrapped,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *SnapshotHeader) Reset() {
@@ -100,6 +109,27 @@ func (x *SnapshotHeader) GetRunCount() uint64 {
 	return 0
 }
 
+func (x *SnapshotHeader) GetRetiredGeneration() uint64 {
+	if x != nil {
+		return x.RetiredGeneration
+	}
+	return 0
+}
+
+func (x *SnapshotHeader) GetAclTokenCount() uint64 {
+	if x != nil {
+		return x.AclTokenCount
+	}
+	return 0
+}
+
+func (x *SnapshotHeader) GetAclBootstrapped() bool {
+	if x != nil {
+		return x.AclBootstrapped
+	}
+	return false
+}
+
 type SnapshotRecord struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Record:
@@ -107,6 +137,7 @@ type SnapshotRecord struct {
 	//	*SnapshotRecord_Job
 	//	*SnapshotRecord_Tombstone
 	//	*SnapshotRecord_Run
+	//	*SnapshotRecord_AclToken
 	Record        isSnapshotRecord_Record `protobuf_oneof:"record"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -176,6 +207,15 @@ func (x *SnapshotRecord) GetRun() *Run {
 	return nil
 }
 
+func (x *SnapshotRecord) GetAclToken() *AclToken {
+	if x != nil {
+		if x, ok := x.Record.(*SnapshotRecord_AclToken); ok {
+			return x.AclToken
+		}
+	}
+	return nil
+}
+
 type isSnapshotRecord_Record interface {
 	isSnapshotRecord_Record()
 }
@@ -193,11 +233,17 @@ type SnapshotRecord_Run struct {
 	Run *Run `protobuf:"bytes,3,opt,name=run,proto3,oneof"`
 }
 
+type SnapshotRecord_AclToken struct {
+	AclToken *AclToken `protobuf:"bytes,20,opt,name=acl_token,json=aclToken,proto3,oneof"`
+}
+
 func (*SnapshotRecord_Job) isSnapshotRecord_Record() {}
 
 func (*SnapshotRecord_Tombstone) isSnapshotRecord_Record() {}
 
 func (*SnapshotRecord_Run) isSnapshotRecord_Record() {}
+
+func (*SnapshotRecord_AclToken) isSnapshotRecord_Record() {}
 
 // Tombstone remembers a deleted job's last generation, so that a job
 // re-created under the same name never repeats a slot identity.
@@ -257,17 +303,21 @@ var File_raftcron_v1_snapshot_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_snapshot_proto_rawDesc = "" +
 	"\n" +
-	"\x1araftcron/v1/snapshot.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\"\xc3\x01\n" +
+	"\x1araftcron/v1/snapshot.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/acl.proto\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\"\xc5\x02\n" +
 	"\x0eSnapshotHeader\x12%\n" +
 	"\x0eformat_version\x18\x01 \x01(\rR\rformatVersion\x12'\n" +
 	"\x0ffencing_counter\x18\x02 \x01(\x04R\x0efencingCounter\x12\x1b\n" +
 	"\tjob_count\x18\x03 \x01(\x04R\bjobCount\x12'\n" +
 	"\x0ftombstone_count\x18\x04 \x01(\x04R\x0etombstoneCount\x12\x1b\n" +
-	"\trun_count\x18\x05 \x01(\x04R\brunCount\"\x9e\x01\n" +
+	"\trun_count\x18\x05 \x01(\x04R\brunCount\x12-\n" +
+	"\x12retired_generation\x18\x06 \x01(\x04R\x11retiredGeneration\x12&\n" +
+	"\x0facl_token_count\x18\x14 \x01(\x04R\raclTokenCount\x12)\n" +
+	"\x10acl_bootstrapped\x18\x15 \x01(\bR\x0faclBootstrapped\"\xd4\x01\n" +
 	"\x0eSnapshotRecord\x12$\n" +
 	"\x03job\x18\x01 \x01(\v2\x10.raftcron.v1.JobH\x00R\x03job\x126\n" +
 	"\ttombstone\x18\x02 \x01(\v2\x16.raftcron.v1.TombstoneH\x00R\ttombstone\x12$\n" +
-	"\x03run\x18\x03 \x01(\v2\x10.raftcron.v1.RunH\x00R\x03runB\b\n" +
+	"\x03run\x18\x03 \x01(\v2\x10.raftcron.v1.RunH\x00R\x03run\x124\n" +
+	"\tacl_token\x18\x14 \x01(\v2\x15.raftcron.v1.AclTokenH\x00R\baclTokenB\b\n" +
 	"\x06record\"?\n" +
 	"\tTombstone\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1e\n" +
@@ -294,16 +344,18 @@ var file_raftcron_v1_snapshot_proto_goTypes = []any{
 	(*Tombstone)(nil),      // 2: raftcron.v1.Tombstone
 	(*Job)(nil),            // 3: raftcron.v1.Job
 	(*Run)(nil),            // 4: raftcron.v1.Run
+	(*AclToken)(nil),       // 5: raftcron.v1.AclToken
 }
 var file_raftcron_v1_snapshot_proto_depIdxs = []int32{
 	3, // 0: raftcron.v1.SnapshotRecord.job:type_name -> raftcron.v1.Job
 	2, // 1: raftcron.v1.SnapshotRecord.tombstone:type_name -> raftcron.v1.Tombstone
 	4, // 2: raftcron.v1.SnapshotRecord.run:type_name -> raftcron.v1.Run
-	3, // [3:3] is the sub-list for method output_type
-	3, // [3:3] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	5, // 3: raftcron.v1.SnapshotRecord.acl_token:type_name -> raftcron.v1.AclToken
+	4, // [4:4] is the sub-list for method output_type
+	4, // [4:4] is the sub-list for method input_type
+	4, // [4:4] is the sub-list for extension type_name
+	4, // [4:4] is the sub-list for extension extendee
+	0, // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_snapshot_proto_init() }
@@ -311,12 +363,14 @@ func file_raftcron_v1_snapshot_proto_init() {
 	if File_raftcron_v1_snapshot_proto != nil {
 		return
 	}
+	file_raftcron_v1_acl_proto_init()
 	file_raftcron_v1_job_proto_init()
 	file_raftcron_v1_run_proto_init()
 	file_raftcron_v1_snapshot_proto_msgTypes[1].OneofWrappers = []any{
 		(*SnapshotRecord_Job)(nil),
 		(*SnapshotRecord_Tombstone)(nil),
 		(*SnapshotRecord_Run)(nil),
+		(*SnapshotRecord_AclToken)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -9,14 +9,6 @@ import (
 	"syscall"
 )
 
-// setProcAttr puts the child in a process group of its own so that the whole
-// tree it starts can be killed with one signal. There is no Pdeathsig here:
-// a node killed with SIGKILL leaves its children running.
-func setProcAttr(cmd *exec.Cmd, u *User) error {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: u.credential()}
-	return nil
-}
-
 // killGroup kills the child's whole process group (its pgid is its pid).
 func killGroup(cmd *exec.Cmd) error {
 	err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)

@@ -5,15 +5,14 @@ import (
 	"errors"
 	"fmt"
 
-	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
-// What the leader-only scheduler needs. Unlike Apply, nothing here ever
-// forwards: a leader's own work must be committed by itself, in its own term,
-// or not at all (DESIGN G2).
+// Calls that act on this node alone and never forward, for the leader-only
+// scheduler: a leader's own work must be committed by itself, in its own
+// term, or not at all (DESIGN G2).
 
 // ID is this node's Raft server ID.
 func (n *Node) ID() string { return n.cfg.ID }
@@ -22,7 +21,10 @@ func (n *Node) ID() string { return n.cfg.ID }
 func (n *Node) Term() uint64 { return n.raft.CurrentTerm() }
 
 // ApplyLocal commits cmd through this node's Raft log if it is the leader,
-// and fails with ErrNotLeader otherwise. Errors are those of Apply.
+// and fails with ErrNotLeader otherwise. Errors are those of Apply. Unlike
+// Apply it keeps cmd's proposed_at: its caller is the leader's own
+// scheduler, which stamps with its own clock, on this very node. It is
+// the only way FireBatch and CompleteBatch reach the log.
 func (n *Node) ApplyLocal(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
 	if cmd == nil {
 		return nil, errors.New("apply: nil command")
@@ -45,18 +47,4 @@ func (n *Node) Barrier(ctx context.Context) error {
 		return raftError(err)
 	}
 	return nil
-}
-
-// LeaderConn is a client connection to the current leader, for requests
-// that only the leader can serve and that are not Raft commands. It fails
-// with a *NoLeaderError when no other node is known to lead.
-func (n *Node) LeaderConn() (*grpc.ClientConn, error) {
-	if n.closed.Load() {
-		return nil, ErrShutdown
-	}
-	id, addr := n.Leader()
-	if addr == "" || id == n.cfg.ID {
-		return nil, n.noLeader(nil)
-	}
-	return n.peers.conn(addr)
 }

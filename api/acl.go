@@ -1,0 +1,204 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/raftcron/raftcron/jobspec"
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// BootstrapTokenName is the name of the token `acl bootstrap` creates.
+const BootstrapTokenName = "bootstrap"
+
+// tokenNameRule keeps token names short and printable: they become the
+// updated_by of every job the token writes.
+const tokenNameRule = "[A-Za-z0-9][A-Za-z0-9._@-]{0,62}"
+
+var tokenNamePattern = regexp.MustCompile("^" + tokenNameRule + "$")
+
+// maxAccessorIDLen bounds an accessor ID in a request; ours have 26
+// characters (crypto/rand.Text).
+const maxAccessorIDLen = 64
+
+// TokenLister lists the replicated ACL tokens, without their hashes.
+type TokenLister interface {
+	ACLTokens() []*pb.AclToken
+}
+
+type aclService struct {
+	pb.UnimplementedAclServiceServer
+	store  Store
+	tokens TokenLister
+	now    func() time.Time
+}
+
+// NewACLService serves AclService. Secrets are generated here, at the
+// edge: the FSM must stay deterministic, so the log carries only their
+// hashes. now dates the token a response shows; nil means time.Now.
+func NewACLService(s Store, t TokenLister, now func() time.Time) pb.AclServiceServer {
+	if now == nil {
+		now = time.Now
+	}
+	return &aclService{store: s, tokens: t, now: now}
+}
+
+func (a *aclService) BootstrapAcl(ctx context.Context, _ *pb.BootstrapAclRequest) (*pb.BootstrapAclResponse, error) {
+	tok, secret := newToken(BootstrapTokenName, pb.AclRole_ACL_ROLE_MANAGEMENT, nil)
+	now := a.now()
+	res, err := a.apply(ctx, &pb.Command{Kind: &pb.Command_BootstrapAcl{BootstrapAcl: &pb.BootstrapAclCommand{Token: tok}}})
+	if err != nil {
+		return nil, err
+	}
+	if res.GetCode() == pb.ResultCode_RESULT_CODE_ALREADY_EXISTS {
+		return nil, status.Error(codes.FailedPrecondition, res.GetMessage())
+	}
+	if err := okResult(res); err != nil {
+		return nil, err
+	}
+	return &pb.BootstrapAclResponse{Token: issued(tok, now), Secret: secret}, nil
+}
+
+func (a *aclService) CreateAclToken(ctx context.Context, req *pb.CreateAclTokenRequest) (*pb.CreateAclTokenResponse, error) {
+	if err := validTokenRequest(req); err != nil {
+		return nil, err
+	}
+	tok, secret := newToken(req.GetName(), req.GetRole(), req.GetSelector())
+	now := a.now()
+	res, err := a.apply(ctx, &pb.Command{Kind: &pb.Command_CreateAclToken{CreateAclToken: &pb.CreateAclTokenCommand{Token: tok}}})
+	if err != nil {
+		return nil, err
+	}
+	if err := okResult(res); err != nil {
+		return nil, err
+	}
+	return &pb.CreateAclTokenResponse{Token: issued(tok, now), Secret: secret}, nil
+}
+
+func (a *aclService) ListAclTokens(ctx context.Context, _ *pb.ListAclTokensRequest) (*pb.ListAclTokensResponse, error) {
+	if err := statusOf(a.store.ReadBarrier(ctx)); err != nil {
+		return nil, err
+	}
+	return &pb.ListAclTokensResponse{Tokens: a.tokens.ACLTokens()}, nil
+}
+
+func (a *aclService) DeleteAclToken(ctx context.Context, req *pb.DeleteAclTokenRequest) (*pb.DeleteAclTokenResponse, error) {
+	id := req.GetAccessorId()
+	switch {
+	case id == "":
+		return nil, fieldError("accessor_id", "required")
+	case len(id) > maxAccessorIDLen:
+		return nil, fieldError("accessor_id", fmt.Sprintf("at most %d bytes", maxAccessorIDLen))
+	}
+	res, err := a.apply(ctx, &pb.Command{Kind: &pb.Command_DeleteAclToken{DeleteAclToken: &pb.DeleteAclTokenCommand{AccessorId: id}}})
+	if err != nil {
+		return nil, err
+	}
+	if res.GetCode() == pb.ResultCode_RESULT_CODE_INVALID {
+		// The API checked the request: the rule broken is one of the
+		// state's (the last management token stays).
+		return nil, status.Error(codes.FailedPrecondition, res.GetMessage())
+	}
+	if err := okResult(res); err != nil {
+		return nil, err
+	}
+	return &pb.DeleteAclTokenResponse{}, nil
+}
+
+// apply commits cmd as the caller's. Unlike jobService.apply it hands back
+// results that are not OK: each method maps the ACL refusals to its own
+// codes.
+func (a *aclService) apply(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
+	cmd.Caller = &pb.Caller{Principal: PrincipalFrom(ctx).Name}
+	res, err := a.store.Apply(ctx, cmd)
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	return res, nil
+}
+
+func okResult(res *pb.CommandResult) error {
+	if res.GetCode() != pb.ResultCode_RESULT_CODE_OK {
+		return resultStatus(res)
+	}
+	return nil
+}
+
+func validTokenRequest(req *pb.CreateAclTokenRequest) error {
+	name := req.GetName()
+	switch {
+	case name == "":
+		return fieldError("name", "required")
+	case strings.EqualFold(name, Anonymous):
+		return fieldError("name", fmt.Sprintf("%q is reserved for callers without a token", Anonymous))
+	case !tokenNamePattern.MatchString(name):
+		return fieldError("name", "must match "+tokenNameRule)
+	}
+	role := req.GetRole()
+	if _, known := roleNames[role]; !known {
+		return fieldError("role", "required: management, write, read or worker")
+	}
+	sel := req.GetSelector()
+	if len(sel) == 0 {
+		return nil
+	}
+	if role != pb.AclRole_ACL_ROLE_READ && role != pb.AclRole_ACL_ROLE_WRITE {
+		// A scoped management token could create an unscoped one.
+		return fieldError("selector", "only read and write tokens take a selector, not "+RoleName(role))
+	}
+	return selectorError(jobspec.ValidateSelector(sel))
+}
+
+// selectorError is InvalidArgument listing every broken selector rule.
+func selectorError(err error) error {
+	var ve *jobspec.ValidationError
+	if err == nil || !errors.As(err, &ve) {
+		return err
+	}
+	rules := make([]string, len(ve.Violations))
+	violations := make([]*errdetails.BadRequest_FieldViolation, len(ve.Violations))
+	for i, v := range ve.Violations {
+		rules[i] = v.Rule
+		violations[i] = &errdetails.BadRequest_FieldViolation{Field: v.Field, Description: v.Rule}
+	}
+	return badRequest("selector: "+strings.Join(rules, "; "), violations...)
+}
+
+// newToken is a token with a fresh accessor ID and secret (32 random
+// bytes), and the secret.
+func newToken(name string, role pb.AclRole, selector map[string]string) (*pb.AclToken, string) {
+	var b [32]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	secret := base64.RawURLEncoding.EncodeToString(b[:])
+	return &pb.AclToken{
+		AccessorId: rand.Text(),
+		Name:       name,
+		Role:       role,
+		Selector:   selector,
+		SecretHash: hashSecret(secret),
+	}, secret
+}
+
+// issued is the token as its creator sees it: without the hash, dated by
+// this node's clock (the stored created_at is the leader's, which stamps
+// the command).
+func issued(t *pb.AclToken, now time.Time) *pb.AclToken {
+	return &pb.AclToken{
+		AccessorId: t.GetAccessorId(),
+		Name:       t.GetName(),
+		Role:       t.GetRole(),
+		Selector:   t.GetSelector(),
+		CreatedAt:  timestamppb.New(now),
+	}
+}

@@ -1,0 +1,176 @@
+package api
+
+import (
+	"context"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/test/bufconn"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/raftcron/raftcron/fsm"
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// fsmStore commits commands straight into a real FSM, as a one-node
+// cluster would. Its barrier runs onBarrier first, so a test can make a
+// token "arrive" the way a follower catches up.
+type fsmStore struct {
+	f *fsm.FSM
+
+	mu        sync.Mutex // guards everything below
+	index     uint64
+	barriers  int
+	onBarrier func()
+}
+
+func (s *fsmStore) Apply(_ context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
+	data, err := proto.Marshal(cmd)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.index++
+	idx := s.index
+	s.mu.Unlock()
+	return s.f.Apply(&raft.Log{Index: idx, Term: 1, Type: raft.LogCommand, Data: data}).(*pb.CommandResult), nil
+}
+
+func (s *fsmStore) ReadBarrier(context.Context) error {
+	s.mu.Lock()
+	s.barriers++
+	hook := s.onBarrier
+	s.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	return nil
+}
+
+func (s *fsmStore) barrierCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.barriers
+}
+
+// fsmTriggerer commits a manual fire through the store, as the leader's
+// scheduler would (without dispatching it).
+type fsmTriggerer struct{ store *fsmStore }
+
+func (t fsmTriggerer) Trigger(ctx context.Context, name, requestID string, force bool) (*pb.FireResult, error) {
+	j, err := t.store.f.Job(name)
+	if err != nil {
+		return &pb.FireResult{Reason: fsm.ReasonGone}, nil
+	}
+	res, err := t.store.Apply(ctx, &pb.Command{ProposedAtUnixNano: testNow.UnixNano(), Kind: &pb.Command_FireBatch{FireBatch: &pb.FireBatchCommand{
+		LeaderId: "n1", Term: 1,
+		Fires: []*pb.Fire{{Job: name, Generation: j.GetGeneration(), Kind: pb.FireKind_FIRE_KIND_MANUAL, RequestId: requestID, Force: force}},
+	}}})
+	if err != nil {
+		return nil, err
+	}
+	return res.GetFires()[0], nil
+}
+
+// aclHarness is a gRPC server with the Authorizer in front of every
+// service, all backed by one real FSM.
+type aclHarness struct {
+	store  *fsmStore
+	hub    *RunHub
+	conn   *grpc.ClientConn
+	jobs   pb.JobServiceClient
+	runs   pb.RunServiceClient
+	fence  pb.FenceServiceClient
+	admin  pb.ClusterServiceClient
+	acl    pb.AclServiceClient
+	worker pb.WorkerServiceClient
+	health healthpb.HealthClient
+}
+
+// errWorkerServed is how the harness's worker hub ends every stream: a
+// call that gets it was let through.
+var errWorkerServed = status.Error(codes.FailedPrecondition, "reached the worker hub")
+
+func newACLHarness(t *testing.T, enabled bool) *aclHarness {
+	t.Helper()
+	state := fsm.New()
+	h := &aclHarness{store: &fsmStore{f: state}, hub: NewRunHub()}
+	state.SetObserver(h.hub)
+	auth := NewAuthorizer(AuthConfig{Enabled: enabled, Tokens: state, Barrier: h.store})
+	s := grpc.NewServer(grpc.ChainUnaryInterceptor(auth.Unary()), grpc.ChainStreamInterceptor(auth.Stream()))
+	now := func() time.Time { return testNow }
+	jobs := NewJobServiceWith(JobServiceConfig{Store: h.store, Registry: state, Now: now, Triggerer: fsmTriggerer{h.store}})
+	Register(s, jobs, NewClusterService(&fakeCluster{}, state),
+		WithRunService(NewRunService(h.store, state, h.hub)),
+		WithFenceService(NewFenceService(h.store, state)),
+		WithACLService(NewACLService(h.store, state, now)),
+		WithWorkerService(NewWorkerService(fakeWorkerHub{err: errWorkerServed}, &fakeLeaderInfo{leading: true})))
+
+	lis := bufconn.Listen(1 << 20)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = s.Serve(lis)
+	}()
+	conn, err := grpc.NewClient("passthrough:///bufconn",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = conn.Close()
+		s.Stop()
+		<-served
+	})
+	h.conn = conn
+	h.jobs = pb.NewJobServiceClient(conn)
+	h.runs = pb.NewRunServiceClient(conn)
+	h.fence = pb.NewFenceServiceClient(conn)
+	h.admin = pb.NewClusterServiceClient(conn)
+	h.acl = pb.NewAclServiceClient(conn)
+	h.worker = pb.NewWorkerServiceClient(conn)
+	h.health = healthpb.NewHealthClient(conn)
+	return h
+}
+
+// with is ctx carrying secret as the call's token.
+func with(ctx context.Context, secret string) context.Context {
+	return metadata.AppendToOutgoingContext(ctx, AuthorizationKey, "Bearer "+secret)
+}
+
+// bootstrap creates the management token and returns its secret.
+func (h *aclHarness) bootstrap(t *testing.T) string {
+	t.Helper()
+	resp, err := h.acl.BootstrapAcl(testCtx(t), &pb.BootstrapAclRequest{})
+	if err != nil {
+		t.Fatalf("BootstrapAcl: %v", err)
+	}
+	return resp.GetSecret()
+}
+
+// token creates a token with the management secret and returns its secret.
+func (h *aclHarness) token(t *testing.T, mgmt, name string, role pb.AclRole, selector map[string]string) string {
+	t.Helper()
+	resp, err := h.acl.CreateAclToken(with(testCtx(t), mgmt), &pb.CreateAclTokenRequest{Name: name, Role: role, Selector: selector})
+	if err != nil {
+		t.Fatalf("CreateAclToken %s: %v", name, err)
+	}
+	return resp.GetSecret()
+}
+
+// labelled is a valid spec with labels.
+func labelled(name string, labels map[string]string) *pb.JobSpec {
+	s := validSpec(name)
+	s.Labels = labels
+	return s
+}

@@ -1,0 +1,123 @@
+package api
+
+import (
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
+	reflectionalphapb "google.golang.org/grpc/reflection/grpc_reflection_v1alpha"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// Permission is what a method needs of its caller.
+type Permission int
+
+const (
+	// PermPublic needs nothing: the health service, for probes and load
+	// balancers that hold no token.
+	PermPublic Permission = iota + 1
+	// PermNode is node-to-node forwarding: the transport authenticates
+	// the peer by its node certificate (DESIGN §11), not a token.
+	PermNode
+	// PermBootstrap needs no token: it works once per cluster.
+	PermBootstrap
+	// PermAuthenticated needs any known token: server reflection, which
+	// reveals the schema only (grpcurl sends its -H headers with it).
+	PermAuthenticated
+	PermRead
+	PermWrite
+	PermManagement
+	// PermWorker is for remote workers: role worker, or management.
+	PermWorker
+)
+
+func (p Permission) String() string {
+	switch p {
+	case PermPublic:
+		return "nothing"
+	case PermNode:
+		return "a node certificate"
+	case PermBootstrap:
+		return "no token"
+	case PermAuthenticated:
+		return "any token"
+	case PermRead:
+		return "role read"
+	case PermWrite:
+		return "role write"
+	case PermManagement:
+		return "role management"
+	case PermWorker:
+		return "role worker"
+	default:
+		return "an unknown permission"
+	}
+}
+
+// methodPermissions is every method this server registers and what it
+// needs. A method missing here is refused (deny by default), and
+// TestEveryMethodHasAnACLRule fails.
+var methodPermissions = map[string]Permission{
+	healthpb.Health_Check_FullMethodName: PermPublic,
+	healthpb.Health_List_FullMethodName:  PermPublic,
+	healthpb.Health_Watch_FullMethodName: PermPublic,
+
+	reflectionpb.ServerReflection_ServerReflectionInfo_FullMethodName:      PermAuthenticated,
+	reflectionalphapb.ServerReflection_ServerReflectionInfo_FullMethodName: PermAuthenticated,
+
+	pb.JobService_GetJob_FullMethodName:          PermRead,
+	pb.JobService_ListJobs_FullMethodName:        PermRead,
+	pb.JobService_PreviewSchedule_FullMethodName: PermRead,
+	pb.JobService_CreateJob_FullMethodName:       PermWrite,
+	pb.JobService_UpdateJob_FullMethodName:       PermWrite,
+	pb.JobService_ApplyJob_FullMethodName:        PermWrite,
+	pb.JobService_ApplyJobs_FullMethodName:       PermWrite,
+	pb.JobService_DeleteJob_FullMethodName:       PermWrite,
+	pb.JobService_PauseJob_FullMethodName:        PermWrite,
+	pb.JobService_ResumeJob_FullMethodName:       PermWrite,
+	pb.JobService_TriggerJob_FullMethodName:      PermWrite,
+
+	pb.RunService_ListRuns_FullMethodName:  PermRead,
+	pb.RunService_GetRun_FullMethodName:    PermRead,
+	pb.RunService_WatchRuns_FullMethodName: PermRead,
+
+	pb.FenceService_CheckToken_FullMethodName: PermRead,
+
+	pb.ClusterService_GetStatus_FullMethodName:          PermRead,
+	pb.ClusterService_AddNode_FullMethodName:            PermManagement,
+	pb.ClusterService_RemoveNode_FullMethodName:         PermManagement,
+	pb.ClusterService_TransferLeadership_FullMethodName: PermManagement,
+
+	pb.AclService_BootstrapAcl_FullMethodName:   PermBootstrap,
+	pb.AclService_CreateAclToken_FullMethodName: PermManagement,
+	pb.AclService_ListAclTokens_FullMethodName:  PermManagement,
+	pb.AclService_DeleteAclToken_FullMethodName: PermManagement,
+
+	pb.WorkerService_Connect_FullMethodName: PermWorker,
+
+	pb.InternalService_Apply_FullMethodName:              PermNode,
+	pb.InternalService_ReadIndex_FullMethodName:          PermNode,
+	pb.InternalService_AddVoter_FullMethodName:           PermNode,
+	pb.InternalService_RemoveServer_FullMethodName:       PermNode,
+	pb.InternalService_TransferLeadership_FullMethodName: PermNode,
+	pb.InternalService_NodeInfo_FullMethodName:           PermNode,
+}
+
+// may reports whether the principal's role grants perm. PermPublic and
+// PermNode never reach it.
+func (p Principal) may(perm Permission) bool {
+	r := p.Role
+	switch perm {
+	case PermBootstrap, PermAuthenticated:
+		return true
+	case PermRead:
+		return r == pb.AclRole_ACL_ROLE_READ || r == pb.AclRole_ACL_ROLE_WRITE || r == pb.AclRole_ACL_ROLE_MANAGEMENT
+	case PermWrite:
+		return r == pb.AclRole_ACL_ROLE_WRITE || r == pb.AclRole_ACL_ROLE_MANAGEMENT
+	case PermManagement:
+		return r == pb.AclRole_ACL_ROLE_MANAGEMENT
+	case PermWorker:
+		return r == pb.AclRole_ACL_ROLE_WORKER || r == pb.AclRole_ACL_ROLE_MANAGEMENT
+	default:
+		return false
+	}
+}

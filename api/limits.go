@@ -1,0 +1,34 @@
+package api
+
+import "github.com/raftcron/raftcron/jobspec"
+
+// Limits bound what this node's JobService admits. A zero field takes its
+// default.
+type Limits struct {
+	// Spec bounds each spec; a spec beyond it is refused before anything
+	// is proposed (InvalidArgument naming the field and the limit).
+	Spec jobspec.Limits
+	// MaxJobs is the most jobs the registry may hold. Every put carries it,
+	// so that the FSM refuses a create beyond it alike on every node
+	// (ResourceExhausted).
+	MaxJobs uint64
+}
+
+// DefaultMaxJobs is twice the registry the scale target was measured at (a
+// million jobs within 1.5 GiB per node, DESIGN §13): the measured scale and
+// the benchmarks fit with room, and a runaway client is stopped before it
+// takes a node's memory far past what was measured.
+const DefaultMaxJobs = 2_000_000
+
+func (l Limits) maxJobs() uint64 {
+	if l.MaxJobs > 0 {
+		return l.MaxJobs
+	}
+	return DefaultMaxJobs
+}
+
+// maxListScan bounds the jobs one ListJobs call looks at, under the FSM's
+// read lock: a label filter that matches few of a million jobs answers a
+// short page, or an empty one, with a page token to go on from, instead of
+// holding the lock for a scan of the whole registry.
+const maxListScan = 10_000

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/raftcron/raftcron/api"
+	"github.com/raftcron/raftcron/jobspec"
+	"github.com/raftcron/raftcron/scheduler"
+	"github.com/raftcron/raftcron/server"
+)
+
+// Every limit has a flag with its owner's default, also read from the
+// environment and the file.
+func TestServeLimitsDefaultsAndSources(t *testing.T) {
+	cfg, err := loadForTest(t, minimal...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := server.Limits{
+		MaxJobs: api.DefaultMaxJobs, MaxSpecBytes: jobspec.DefaultLimits.SpecBytes,
+		MaxHeaders: jobspec.DefaultLimits.Headers, MaxEnv: jobspec.DefaultLimits.Env, MaxArgs: jobspec.DefaultLimits.Args,
+		MaxOpenRuns: scheduler.DefaultMaxOpenRuns, MaxWatchers: api.DefaultMaxWatchers, MaxConcurrentStreams: server.DefaultMaxConcurrentStreams,
+	}
+	if cfg.Limits != want {
+		t.Fatalf("defaults %+v, want %+v", cfg.Limits, want)
+	}
+	t.Setenv("RAFTCRON_MAX_WATCHERS", "7")
+	path := writeConfig(t, "max-open-runs: 9\n")
+	cfg, err = loadForTest(t, append(minimal, "--max-jobs", "5", "--config", path)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := cfg.Limits; l.MaxJobs != 5 || l.MaxWatchers != 7 || l.MaxOpenRuns != 9 {
+		t.Fatalf("limits %+v, want max-jobs 5 (flag), max-watchers 7 (env), max-open-runs 9 (file)", l)
+	}
+}
+
+// A limit that is not a positive whole number is refused, naming the flag.
+func TestServeLimitsRejectBadValues(t *testing.T) {
+	for _, v := range []string{"0", "-3", "99999999999"} {
+		_, err := loadForTest(t, append(minimal, "--max-headers", v)...)
+		if err == nil || !strings.Contains(err.Error(), "--max-headers") || !strings.Contains(err.Error(), "whole number") {
+			t.Errorf("--max-headers %s: %v, want an error naming the flag and the rule", v, err)
+		}
+	}
+	t.Setenv("RAFTCRON_MAX_JOBS", "lots")
+	if _, err := loadForTest(t, minimal...); err == nil || !strings.Contains(err.Error(), "--max-jobs") {
+		t.Errorf("RAFTCRON_MAX_JOBS=lots: %v, want an error naming --max-jobs", err)
+	}
+}
+
+// The limits reach the node's services: a spec beyond --max-headers and a
+// create beyond --max-jobs fail with one line naming the limit.
+func TestServeEnforcesItsLimits(t *testing.T) {
+	c := startCluster(t, 1, "--max-headers", "1", "--max-jobs", "1")
+	node := c.Nodes[0]
+	headers := writeFile(t, "headers.yaml", `name: headers
+schedule: "@hourly"
+http: {url: http://127.0.0.1:1/, headers: {A: "1", B: "2"}}
+`)
+	expectFailure(t, c.cli(t, node, "", "job", "create", "-f", headers), "http.headers", "limit of 1 headers")
+	expectOK(t, c.cli(t, node, "", "job", "create", "-f", writeFile(t, "nightly.yaml", nightlyJob)))
+	second := writeFile(t, "second.yaml", `name: second
+schedule: "@hourly"
+http: {url: http://127.0.0.1:1/}
+`)
+	expectFailure(t, c.cli(t, node, "", "job", "create", "-f", second), "max_jobs", "1 jobs")
+}

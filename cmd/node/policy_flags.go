@@ -1,0 +1,71 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/knadh/koanf/v2"
+	"github.com/spf13/pflag"
+
+	"github.com/raftcron/raftcron/fence"
+	"github.com/raftcron/raftcron/internal/proc"
+	"github.com/raftcron/raftcron/policy"
+	"github.com/raftcron/raftcron/server"
+)
+
+// Flag names of the node's dispatch policy (DESIGN §11).
+const (
+	flagExecAllow    = "exec-allow"
+	flagExecUser     = "exec-user"
+	flagHTTPDeny     = "http-deny"
+	flagFenceKeyFile = "fence-key-file"
+)
+
+func addPolicyFlags(fs *pflag.FlagSet) {
+	fs.String(flagExecAllow, "", "absolute path patterns GLOB,... of the programs exec jobs may run "+
+		"('*' stops at '/'); empty: exec jobs are refused")
+	fs.String(flagExecUser, "", "run exec jobs as this user (the node must run as root)")
+	fs.String(flagHTTPDeny, strings.Join(policy.DefaultHTTPDeny, ","), "CIDR,... that webhooks may not reach, "+
+		"checked on the dialled address after DNS; empty: none")
+	fs.String(flagFenceKeyFile, "", "file of the key that signs every dispatch (X-Raftcron-Signature), "+
+		"one key per line: the first signs, a second only takes part in a rotation")
+}
+
+// parsePolicyConfig reads the policy flags; euid is the node's effective
+// user id (switching users takes root).
+func parsePolicyConfig(k *koanf.Koanf, euid int) (server.Policy, error) {
+	var p server.Policy
+	var errs []error
+	var err error
+	if p.Exec, err = policy.NewExec(splitList(stringValue(k, flagExecAllow))); err != nil {
+		errs = append(errs, fmt.Errorf("--%s: %w", flagExecAllow, err))
+	}
+	if name := stringValue(k, flagExecUser); name != "" {
+		if p.ExecUser, err = lookupExecUser(name, euid); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if p.HTTPDeny, err = policy.NewEgress(splitList(stringValue(k, flagHTTPDeny))); err != nil {
+		errs = append(errs, fmt.Errorf("--%s: %w", flagHTTPDeny, err))
+	}
+	if path := stringValue(k, flagFenceKeyFile); path != "" {
+		if p.FenceKeys, err = fence.LoadKeys(path); err != nil {
+			errs = append(errs, fmt.Errorf("--%s: %w", flagFenceKeyFile, err))
+		}
+	}
+	if len(errs) > 0 {
+		return p, joinOneLine(errs)
+	}
+	return p, nil
+}
+
+func lookupExecUser(name string, euid int) (*proc.User, error) {
+	if euid != 0 {
+		return nil, fmt.Errorf("--%s: the node runs as uid %d, not root, so it cannot run jobs as %s", flagExecUser, euid, name)
+	}
+	u, err := proc.LookupUser(name)
+	if err != nil {
+		return nil, fmt.Errorf("--%s: %w", flagExecUser, err)
+	}
+	return u, nil
+}

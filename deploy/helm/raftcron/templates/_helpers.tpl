@@ -1,0 +1,22 @@
+{{- define "raftcron.fullname" -}}
+{{- printf "%s" .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "raftcron.labels" -}}
+app.kubernetes.io/name: raftcron
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* The advertised address of pod i: its name under the headless Service. */}}
+{{- define "raftcron.podAddr" -}}
+{{- $ := index . 0 -}}{{- $i := index . 1 -}}
+{{- printf "%s-%d.%s.%s.svc.cluster.local:%d" (include "raftcron.fullname" $) $i (include "raftcron.fullname" $) $.Release.Namespace (int $.Values.ports.grpc) -}}
+{{- end -}}
+
+{{- define "raftcron.peers" -}}
+{{- $peers := list -}}
+{{- range $i := until (int .Values.replicas) -}}
+{{- $peers = append $peers (printf "%s-%d=%s" (include "raftcron.fullname" $) $i (include "raftcron.podAddr" (list $ $i))) -}}
+{{- end -}}
+{{- join "," $peers -}}
+{{- end -}}

@@ -1,0 +1,244 @@
+package fsm
+
+import (
+	"crypto/sha256"
+
+	"github.com/google/btree"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// aclState holds the ACL tokens. Secrets never reach it: the API hashes
+// them, so a snapshot or a log leaks nothing a caller could present.
+type aclState struct {
+	// tokens is keyed by accessor ID. A stored token is immutable, like a
+	// stored job.
+	tokens *btree.BTreeG[tokenItem]
+	// bootstrapped is set by the first bootstrap_acl and never cleared, so
+	// that bootstrap works once even after every token is deleted.
+	bootstrapped bool
+	// byHash (secret hash → accessor) and byName (name → accessor) are
+	// derived from tokens: Restore rebuilds them, snapshots ignore them.
+	byHash map[string]string
+	byName map[string]string
+}
+
+type tokenItem struct {
+	accessor string
+	token    *pb.AclToken
+}
+
+func tokenLess(a, b tokenItem) bool { return a.accessor < b.accessor }
+
+func newACLState() aclState {
+	return aclState{
+		tokens: btree.NewG(treeDegree, tokenLess),
+		byHash: make(map[string]string),
+		byName: make(map[string]string),
+	}
+}
+
+// capture is a copy for a snapshot: the tree (copy-on-write) and the flag.
+func (a *aclState) capture() aclState {
+	return aclState{tokens: a.tokens.Clone(), bootstrapped: a.bootstrapped}
+}
+
+// put stores t, which must have passed checkToken and checkUnique.
+func (a *aclState) put(t *pb.AclToken) {
+	a.tokens.ReplaceOrInsert(tokenItem{accessor: t.GetAccessorId(), token: t})
+	a.byHash[string(t.GetSecretHash())] = t.GetAccessorId()
+	a.byName[t.GetName()] = t.GetAccessorId()
+}
+
+func (a *aclState) delete(t *pb.AclToken) {
+	a.tokens.Delete(tokenItem{accessor: t.GetAccessorId()})
+	delete(a.byHash, string(t.GetSecretHash()))
+	delete(a.byName, t.GetName())
+}
+
+func (a *aclState) token(accessor string) (*pb.AclToken, bool) {
+	it, ok := a.tokens.Get(tokenItem{accessor: accessor})
+	return it.token, ok
+}
+
+// checkUnique refuses a token whose accessor, name or secret is taken: a
+// name is the principal recorded in updated_by, and a secret must find
+// one token.
+func (a *aclState) checkUnique(t *pb.AclToken) error {
+	switch {
+	case a.tokens.Has(tokenItem{accessor: t.GetAccessorId()}):
+		return fail(ErrAlreadyExists, "ACL token with accessor ID %q already exists", t.GetAccessorId())
+	case a.byName[t.GetName()] != "":
+		return fail(ErrAlreadyExists, "ACL token named %q already exists", t.GetName())
+	case a.byHash[string(t.GetSecretHash())] != "":
+		return fail(ErrAlreadyExists, "ACL token with that secret already exists")
+	}
+	return nil
+}
+
+// managementTokens counts the tokens that may manage ACLs.
+func (a *aclState) managementTokens() int {
+	n := 0
+	a.tokens.Ascend(func(it tokenItem) bool {
+		if it.token.GetRole() == pb.AclRole_ACL_ROLE_MANAGEMENT {
+			n++
+		}
+		return true
+	})
+	return n
+}
+
+// checkToken checks what the FSM needs of a token to store it; field
+// names the command's field in messages.
+func checkToken(field string, t *pb.AclToken) error {
+	switch {
+	case t == nil:
+		return malformed("%s is required", field)
+	case t.GetAccessorId() == "":
+		return malformed("%s.accessor_id must not be empty", field)
+	case t.GetName() == "":
+		return malformed("%s.name must not be empty", field)
+	case len(t.GetSecretHash()) != sha256.Size:
+		return malformed("%s.secret_hash must be a SHA-256 (%d bytes), got %d bytes", field, sha256.Size, len(t.GetSecretHash()))
+	}
+	switch t.GetRole() {
+	case pb.AclRole_ACL_ROLE_READ, pb.AclRole_ACL_ROLE_WRITE:
+		return nil
+	case pb.AclRole_ACL_ROLE_MANAGEMENT, pb.AclRole_ACL_ROLE_WORKER:
+		if len(t.GetSelector()) > 0 {
+			// A scoped management token could create an unscoped one.
+			return fail(ErrInvalid, "%s.selector: only read and write tokens take a selector, not %v", field, t.GetRole())
+		}
+		return nil
+	default:
+		return malformed("%s.role must be MANAGEMENT, WRITE, READ or WORKER, not %v", field, t.GetRole())
+	}
+}
+
+// bootstrapACL stores the first management token, once per cluster.
+func bootstrapACL(s *state, c *pb.Command, e entry) (outcome, error) {
+	t := c.GetBootstrapAcl().GetToken()
+	if err := checkToken("bootstrap_acl.token", t); err != nil {
+		return outcome{}, err
+	}
+	if t.GetRole() != pb.AclRole_ACL_ROLE_MANAGEMENT {
+		return outcome{}, malformed("bootstrap_acl.token.role must be MANAGEMENT, not %v", t.GetRole())
+	}
+	if s.acl.bootstrapped {
+		return outcome{}, fail(ErrAlreadyExists, "ACLs are bootstrapped already: bootstrap works once")
+	}
+	if err := s.acl.checkUnique(t); err != nil {
+		return outcome{}, err
+	}
+	s.acl.bootstrapped = true
+	s.acl.put(storedToken(t, e))
+	s.tx.touch()
+	return outcome{changed: true, created: true}, nil
+}
+
+func createACLToken(s *state, c *pb.Command, e entry) (outcome, error) {
+	t := c.GetCreateAclToken().GetToken()
+	if err := checkToken("create_acl_token.token", t); err != nil {
+		return outcome{}, err
+	}
+	if err := s.acl.checkUnique(t); err != nil {
+		return outcome{}, err
+	}
+	s.acl.put(storedToken(t, e))
+	s.tx.touch()
+	return outcome{changed: true, created: true}, nil
+}
+
+// deleteACLToken deletes a token, but never the last management token:
+// bootstrap works once, so nobody could manage ACLs again.
+func deleteACLToken(s *state, c *pb.Command, _ entry) (outcome, error) {
+	accessor := c.GetDeleteAclToken().GetAccessorId()
+	if accessor == "" {
+		return outcome{}, malformed("delete_acl_token.accessor_id must not be empty")
+	}
+	t, ok := s.acl.token(accessor)
+	if !ok {
+		return outcome{}, fail(ErrNotFound, "ACL token %q not found", accessor)
+	}
+	if t.GetRole() == pb.AclRole_ACL_ROLE_MANAGEMENT && s.acl.managementTokens() == 1 {
+		return outcome{}, fail(ErrInvalid, "ACL token %q is the last management token: create another before deleting it", accessor)
+	}
+	s.acl.delete(t)
+	s.tx.touch()
+	return outcome{changed: true}, nil
+}
+
+// storedToken is t, decoded for this Apply and so ours, stamped with the
+// proposer's clock.
+func storedToken(t *pb.AclToken, e entry) *pb.AclToken {
+	t.CreatedAt = e.timestamp()
+	return t
+}
+
+// publicToken is a copy of a stored token for callers: without the hash.
+func publicToken(t *pb.AclToken) *pb.AclToken {
+	c := proto.CloneOf(t)
+	c.SecretHash = nil
+	return c
+}
+
+// scoped wraps a registry write so that a caller with a selector touches
+// only jobs whose labels match it, before and after the change. A job
+// outside the scope is answered as if it did not exist wherever that is an
+// answer (update, delete, pause, resume), so a scoped caller learns nothing
+// of other jobs; a create or upsert of its name can only say that the name
+// is taken.
+func scoped(h handler) handler {
+	return func(s *state, c *pb.Command, e entry) (outcome, error) {
+		if sel := c.GetCaller().GetSelector(); len(sel) > 0 {
+			if err := checkScope(s, c, sel); err != nil {
+				return outcome{}, err
+			}
+		}
+		return h(s, c, e)
+	}
+}
+
+func checkScope(s *state, c *pb.Command, sel map[string]string) error {
+	var name string
+	create := false
+	switch k := c.GetKind().(type) {
+	case *pb.Command_PutJob:
+		spec := k.PutJob.GetSpec()
+		if spec == nil {
+			return nil // the handler refuses it as malformed
+		}
+		name = spec.GetName()
+		if !SelectorMatches(spec.GetLabels(), sel) {
+			return fail(ErrInvalid, "labels: job %q must carry every label of the caller's selector", name)
+		}
+		create = k.PutJob.GetMode() != pb.PutMode_PUT_MODE_UPDATE
+	case *pb.Command_DeleteJob:
+		name = k.DeleteJob.GetName()
+	case *pb.Command_SetPaused:
+		name = k.SetPaused.GetName()
+	default:
+		return nil
+	}
+	j, ok := s.job(name)
+	switch {
+	case !ok || hasLabels(j.GetSpec(), sel):
+		return nil
+	case create:
+		return fail(ErrAlreadyExists, "job %q already exists", name)
+	default:
+		return fail(ErrNotFound, "job %q not found", name)
+	}
+}
+
+// SelectorMatches reports whether labels include every key of selector
+// with its value; an empty selector matches everything.
+func SelectorMatches(labels, selector map[string]string) bool {
+	for k, v := range selector {
+		if got, ok := labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}

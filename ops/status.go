@@ -1,0 +1,63 @@
+package ops
+
+import (
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// Status is the /status document of DESIGN §9, and the JSON/YAML face of
+// `cluster status`: the field names are a contract, and every reader of a
+// node's status (the CLI, dev, the benchmarks, the tests) decodes this type.
+type Status struct {
+	ID           string    `json:"id"`
+	Address      string    `json:"address,omitempty"`
+	State        string    `json:"state"` // leader, follower, candidate or shutdown
+	Leader       ServerRef `json:"leader"`
+	Term         uint64    `json:"term"`
+	CommitIndex  uint64    `json:"commit_index"`
+	AppliedIndex uint64    `json:"applied_index"`
+	LastLogIndex uint64    `json:"last_log_index"`
+	FencingToken uint64    `json:"fencing_token"`
+	// Ready is what /readyz answers. Only the ops port knows it: a status
+	// read over gRPC leaves it out.
+	Ready   *bool    `json:"ready,omitempty"`
+	Servers []Member `json:"servers"`
+	// CommandVersion is the highest command version the node applies
+	// (DESIGN §16): an operator watches it during a rolling upgrade.
+	CommandVersion uint32 `json:"command_version"`
+}
+
+// ServerRef names a node.
+type ServerRef struct {
+	ID      string `json:"id"`
+	Address string `json:"address"`
+}
+
+// Member is one server of the Raft configuration.
+type Member struct {
+	ID       string `json:"id"`
+	Address  string `json:"address"`
+	Suffrage string `json:"suffrage"`
+	Leader   bool   `json:"leader"`
+}
+
+// StatusOf converts the cluster's view of a node; Ready stays unset.
+func StatusOf(st *pb.NodeStatus) Status {
+	out := Status{
+		ID:           st.GetId(),
+		Address:      st.GetAddress(),
+		State:        st.GetState(),
+		Leader:       ServerRef{ID: st.GetLeader().GetId(), Address: st.GetLeader().GetAddress()},
+		Term:         st.GetTerm(),
+		CommitIndex:  st.GetCommitIndex(),
+		AppliedIndex: st.GetAppliedIndex(),
+		LastLogIndex: st.GetLastLogIndex(),
+		FencingToken: st.GetFencingToken(),
+		Servers:      []Member{},
+		// DESIGN §16, beside the §9 fields above.
+		CommandVersion: st.GetCommandVersion(),
+	}
+	for _, sv := range st.GetServers() {
+		out.Servers = append(out.Servers, Member{ID: sv.GetId(), Address: sv.GetAddress(), Suffrage: sv.GetSuffrage(), Leader: sv.GetLeader()})
+	}
+	return out
+}

@@ -1,0 +1,9 @@
+// Package policy holds what a node allows its jobs to reach: which programs
+// exec jobs may run (Exec) and which addresses webhooks may not dial
+// (Egress). Both are node configuration, not replicated state: every node
+// checks its own, so nodes should be started with the same lists.
+//
+// The API checks Exec when a job is registered; the dispatcher checks both
+// again when it delivers an attempt, because the leader that dispatches may
+// not be the node that accepted the job.
+package policy

@@ -1,0 +1,51 @@
+package dispatch
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"syscall"
+	"time"
+)
+
+// egressError is a dial the AddrPolicy refused. It travels up through net.OpError and
+// url.Error, so that Execute can tell it from a connection the target refused.
+type egressError struct{ err error }
+
+func (e *egressError) Error() string { return e.err.Error() }
+func (e *egressError) Unwrap() error { return e.err }
+
+// egressControl checks each address the dialer is about to connect to, after DNS
+// resolution and before connect(2): a host name cannot smuggle a denied address past
+// the check, and a refused address never receives a packet. Every address of a name is
+// checked as it is tried, so one allowed address is enough to reach the host.
+func egressControl(p AddrPolicy) func(network, address string, _ syscall.RawConn) error {
+	return func(network, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil {
+			return &egressError{fmt.Errorf("egress denied: cannot judge the address %q", address)}
+		}
+		if err := p.Allow(ap.Addr()); err != nil {
+			return &egressError{err}
+		}
+		return nil
+	}
+}
+
+// newDialer is http.DefaultTransport's dialer, with the egress check and resolver of
+// the node's policy.
+func newDialer(p AddrPolicy, r *net.Resolver) *net.Dialer {
+	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Resolver: r}
+	if p != nil {
+		d.Control = egressControl(p)
+	}
+	return d
+}
+
+// asEgressDenied reports whether err is a dial the AddrPolicy refused.
+func asEgressDenied(err error) (*egressError, bool) {
+	var e *egressError
+	ok := errors.As(err, &e)
+	return e, ok
+}

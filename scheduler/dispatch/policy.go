@@ -1,0 +1,57 @@
+package dispatch
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/raftcron/raftcron/fence"
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// Reasons of an attempt the node refused by its own policy, in Outcome.Reason and then
+// in the run's reason (DESIGN §11; external contract). Such a run fails and is never
+// retried: every retry would be refused alike.
+const (
+	// ReasonExecDenied: the exec job's program is not in this node's --exec-allow.
+	ReasonExecDenied = "exec_denied"
+	// ReasonEgressDenied: the webhook's host resolved into a range of --http-deny.
+	ReasonEgressDenied = "egress_denied"
+)
+
+// CommandPolicy decides which programs exec attempts may run (policy.Exec does). Allow
+// returns why command may not run, or nil.
+type CommandPolicy interface {
+	Allow(command string) error
+}
+
+// AddrPolicy decides which addresses webhooks may dial (policy.Egress does). Allow
+// returns why addr may not be dialled, or nil.
+type AddrPolicy interface {
+	Allow(addr netip.Addr) error
+}
+
+// Signer signs an attempt for the downstream to verify (fence.Keys does): the value of
+// X-Raftcron-Signature and RAFTCRON_SIGNATURE.
+type Signer interface {
+	Sign(fence.Run) string
+}
+
+// FenceRun is the attempt as the downstream reads it, for signing (here,
+// and in the offers to remote workers).
+func (a Attempt) FenceRun() fence.Run {
+	return fence.Run{
+		Token:          a.Token,
+		Job:            a.Job,
+		RunID:          a.RunID,
+		IdempotencyKey: a.IdempotencyKey(),
+		ScheduledAt:    a.ScheduledAt.UTC().Truncate(time.Second),
+		Attempt:        a.Number,
+	}
+}
+
+// refusedByPolicy is the outcome of an attempt the node would not deliver.
+func refusedByPolicy(o Outcome, reason, detail string) Outcome {
+	o = finish(o, pb.RunState_RUN_STATE_FAILED, detail)
+	o.Reason = reason
+	return o
+}

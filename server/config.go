@@ -1,0 +1,162 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/raftcron/raftcron/cluster"
+	"github.com/raftcron/raftcron/fsm"
+	"github.com/raftcron/raftcron/scheduler"
+	"github.com/raftcron/raftcron/scheduler/dispatch"
+	"github.com/raftcron/raftcron/scheduler/remote"
+)
+
+// FieldHTTPAddr and FieldWorkerLease name their fields in a
+// *cluster.ConfigError; the other fields keep cluster's names
+// (cluster.FieldID, ...).
+const (
+	FieldHTTPAddr    = "HTTPAddr"
+	FieldWorkerLease = "WorkerLease"
+)
+
+// Config is one node's configuration. It names no flags: cmd/node fills it
+// from flags, the environment and a file, tests fill it directly. Errors
+// about it are *cluster.ConfigError naming the field.
+type Config struct {
+	// ID is the node's permanent Raft server ID.
+	ID string
+	// DataDir holds the Raft log, stable store and snapshots.
+	DataDir string
+	// Addr is the host:port of the node's one port for Raft and gRPC, bound
+	// and advertised to the other nodes.
+	Addr string
+	// HTTPAddr is the host:port of the plain-HTTP ops port; port 0 picks a
+	// free one (HTTPAddr() tells which).
+	HTTPAddr string
+	// Peers is the bootstrap set, Join the nodes to join through; both are
+	// used only while DataDir holds no Raft state.
+	Peers []cluster.Peer
+	Join  []string
+
+	// Raft timings; zero means Raft's defaults, fitted to the ones set.
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
+
+	// Limits bound what the node holds and serves; zero fields take
+	// their defaults.
+	Limits Limits
+	// Policy is what jobs may do on this node: exec, egress, signing.
+	Policy Policy
+
+	// ACL requires an ACL token on every gRPC call but the health service
+	// (docs/acl.md); set it alike on every node.
+	ACL bool
+
+	// WorkerLease: a remote worker that sends nothing for this long, or
+	// whose stream breaks, loses its attempts (DESIGN §14); zero means
+	// remote.DefaultLease, otherwise at least remote.MinLease.
+	WorkerLease time.Duration
+
+	// Logger receives the node's logs; nil discards them.
+	Logger *slog.Logger
+	// Version is reported by /metrics (raftcron_build_info).
+	Version string
+
+	// What follows exists for tests, which run several nodes in one
+	// process and inject faults; production leaves it zero.
+
+	// Listener, if set, is the node's one port, bound by the caller (so
+	// that a test knows every address before it writes the peers). Addr
+	// may then be empty: it becomes the listener's address.
+	Listener net.Listener
+	// Isolation, if set, can cut the node off the network at its transport.
+	Isolation *cluster.Isolation
+	// Clock is the scheduler's clock; nil means the system clock.
+	Clock scheduler.Clock
+	// Now is the leader's clock, which stamps every command it proposes
+	// for a client, and the API's reference for validation and previews;
+	// nil means time.Now.
+	Now func() time.Time
+	// WrapExecutor, if set, wraps the executor that delivers attempts.
+	WrapExecutor func(dispatch.Executor) dispatch.Executor
+	// OnLeadershipChange, if set, is called after the scheduler has been
+	// told of a change of this node's leadership. It must return quickly.
+	OnLeadershipChange func(isLeader bool)
+	// NoSync skips fsync: unit tests only, a crash then loses acknowledged
+	// writes.
+	NoSync bool
+}
+
+// Validate reports every broken rule of cfg at once, each as a
+// *cluster.ConfigError naming its field, and changes nothing.
+func (cfg Config) Validate() error {
+	cfg = cfg.withListenerAddr()
+	var addrErr error
+	if cfg.Addr == "" {
+		// cluster would take the bound address; here it is what to bind.
+		addrErr = &cluster.ConfigError{Field: cluster.FieldAddr, Rule: "required (HOST:PORT)", Err: cluster.ErrInvalidConfig}
+	}
+	return errors.Join(cfg.cluster().Validate(), addrErr, checkHTTPAddr(cfg.HTTPAddr), cfg.Limits.validate(),
+		checkWorkerLease(cfg.WorkerLease))
+}
+
+// withListenerAddr takes the address of a listener the caller bound.
+func (cfg Config) withListenerAddr() Config {
+	if cfg.Addr == "" && cfg.Listener != nil {
+		cfg.Addr = cfg.Listener.Addr().String()
+	}
+	return cfg
+}
+
+// cluster is the part of cfg that the cluster node validates and runs on,
+// with the command versions of this build's FSM.
+func (cfg Config) cluster() cluster.Config {
+	return cluster.Config{
+		ID:                 cfg.ID,
+		Addr:               cfg.Addr,
+		DataDir:            cfg.DataDir,
+		Peers:              cfg.Peers,
+		Join:               cfg.Join,
+		HeartbeatTimeout:   cfg.HeartbeatTimeout,
+		ElectionTimeout:    cfg.ElectionTimeout,
+		LeaderLeaseTimeout: cfg.LeaderLeaseTimeout,
+		Now:                cfg.Now,
+		CommandVersion:     fsm.CommandVersion,
+		VersionOf:          fsm.VersionOf,
+		NoSync:             cfg.NoSync,
+	}
+}
+
+// checkWorkerLease: the worker hub's bounds (remote.New), reported with
+// the others.
+func checkWorkerLease(d time.Duration) error {
+	if d == 0 || d >= remote.MinLease {
+		return nil
+	}
+	return &cluster.ConfigError{Field: FieldWorkerLease, Err: cluster.ErrInvalidConfig,
+		Rule: fmt.Sprintf("must be at least %s, got %s", remote.MinLease, d)}
+}
+
+// checkHTTPAddr: the ops port is only listened on, so any host (or none)
+// will do; the port must be a number.
+func checkHTTPAddr(addr string) error {
+	invalid := func(rule string) error {
+		return &cluster.ConfigError{Field: FieldHTTPAddr, Rule: rule, Err: cluster.ErrInvalidConfig}
+	}
+	if addr == "" {
+		return invalid("required (HOST:PORT)")
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return invalid(strconv.Quote(addr) + " is not HOST:PORT")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return invalid(strconv.Quote(addr) + " needs a port between 0 (any free port) and 65535")
+	}
+	return nil
+}

@@ -1,0 +1,67 @@
+package server
+
+import (
+	"log/slog"
+
+	"github.com/raftcron/raftcron/fence"
+	"github.com/raftcron/raftcron/internal/proc"
+	"github.com/raftcron/raftcron/policy"
+	"github.com/raftcron/raftcron/scheduler/dispatch"
+)
+
+// Policy is what a node allows its jobs to do. Every node of a cluster
+// should have the same: the receiving node checks exec jobs at
+// registration, the leader checks again before it runs them. The zero
+// Policy is the secure default: no exec jobs, the default egress deny-list,
+// unsigned dispatches.
+type Policy struct {
+	Exec      *policy.Exec   // nil or empty: no exec jobs
+	ExecUser  *proc.User     // nil: children run as the node's user
+	HTTPDeny  *policy.Egress // nil: policy.DefaultHTTPDeny; empty: webhooks may dial anything
+	FenceKeys *fence.Keys    // nil: dispatches are not signed
+}
+
+// withDefaults fills the nil fields that have a default.
+func (p Policy) withDefaults() (Policy, error) {
+	var err error
+	if p.Exec == nil {
+		if p.Exec, err = policy.NewExec(nil); err != nil {
+			return p, err
+		}
+	}
+	if p.HTTPDeny == nil {
+		if p.HTTPDeny, err = policy.NewEgress(policy.DefaultHTTPDeny); err != nil {
+			return p, err
+		}
+	}
+	return p, nil
+}
+
+// signer signs the node's dispatches, its own and its workers' offers; nil
+// when they are not signed.
+func (p Policy) signer() dispatch.Signer {
+	if p.FenceKeys == nil { // a nil *fence.Keys in the interface would not be nil
+		return nil
+	}
+	return p.FenceKeys
+}
+
+// executor delivers the attempts of this node's scheduler under its policy.
+func (p Policy) executor() dispatch.Executor {
+	signer := p.signer()
+	return dispatch.NewRouter(
+		dispatch.NewHTTPExecutorWith(dispatch.HTTPConfig{Egress: p.HTTPDeny, Signer: signer}),
+		dispatch.NewExecExecutor(dispatch.ExecConfig{Allow: p.Exec, User: p.ExecUser, Signer: signer}),
+	)
+}
+
+// log says at start what jobs may do here, since it is easy to forget a
+// flag on one node of several.
+func (p Policy) log(log *slog.Logger) {
+	user := ""
+	if p.ExecUser != nil {
+		user = p.ExecUser.Name
+	}
+	log.Info("dispatch policy", "exec_enabled", p.Exec.Enabled(), "exec_user", user,
+		"http_deny", p.HTTPDeny.String(), "signed", p.FenceKeys != nil)
+}

@@ -1,0 +1,361 @@
+// Package server wires one raftcron node: the cluster member, the FSM, the
+// scheduler and its executors, the gRPC services and the ops port. It is
+// the composition root that `raftcron serve`, `raftcron dev` (through
+// serve) and the integration tests share; it parses no flags and prints
+// nothing but logs.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+
+	"github.com/raftcron/raftcron/api"
+	"github.com/raftcron/raftcron/cluster"
+	"github.com/raftcron/raftcron/fsm"
+	"github.com/raftcron/raftcron/ops"
+	"github.com/raftcron/raftcron/scheduler"
+	"github.com/raftcron/raftcron/scheduler/remote"
+)
+
+// Bounds of the graceful stop; a stuck step must not keep the process alive.
+const (
+	transferTimeout = 5 * time.Second
+	drainTimeout    = 5 * time.Second
+	shutdownTimeout = 10 * time.Second
+	httpStopTimeout = 2 * time.Second
+	readHeaderWait  = 10 * time.Second
+)
+
+// ErrStarted: Start was called on a server that was started or stopped
+// before.
+var ErrStarted = errors.New("server: already started or stopped")
+
+// Server is one node and everything it serves. Its methods are safe for
+// concurrent use.
+type Server struct {
+	cfg    Config
+	log    *slog.Logger
+	mux    *cluster.Mux
+	httpLn net.Listener
+	state  *fsm.FSM
+	node   *cluster.Node
+	sched  *scheduler.Scheduler
+	// workers holds the remote workers' streams while this node leads.
+	workers *remote.Hub
+	grpc    *grpc.Server
+	ops     *ops.Server
+	// health is the gRPC health service; draining turns it NOT_SERVING.
+	health *health.Server
+	// hub feeds WatchRuns; closing it ends the watches before draining.
+	hub  *api.RunHub
+	http *http.Server
+	// errc receives the first failure of each listener's server and the
+	// node's halt.
+	errc chan error
+	// stopc is closed when Stop begins; it ends watchHalt.
+	stopc chan struct{}
+
+	// mu orders Start and Stop; phase says how far the server got.
+	mu    sync.Mutex
+	phase phase
+}
+
+type phase int
+
+const (
+	built   phase = iota // New returned: ports bound, Raft not running
+	running              // Start succeeded
+	stopped              // Stop ran, or Start failed and cleaned up
+)
+
+// New validates cfg, binds both ports (so a taken port fails here, before
+// any Raft state is touched), opens the node's storage and wires every
+// part. Nothing runs until Start; Stop releases what New took.
+func New(cfg Config) (*Server, error) {
+	cfg = cfg.withListenerAddr()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, errc: make(chan error, 3), stopc: make(chan struct{})}
+	if err := s.listen(); err != nil {
+		return nil, err
+	}
+	if err := s.wire(); err != nil {
+		s.closeListeners()
+		return nil, err
+	}
+	return s, nil
+}
+
+// listen binds the node's port and the ops port.
+func (s *Server) listen() error {
+	if s.cfg.Listener != nil {
+		s.mux = cluster.NewMux(s.cfg.Listener)
+	} else {
+		mux, err := cluster.Listen(s.cfg.Addr)
+		if err != nil {
+			return err
+		}
+		s.mux = mux
+	}
+	ln, err := net.Listen("tcp", s.cfg.HTTPAddr)
+	if err != nil {
+		_ = s.mux.Close()
+		return cluster.ListenError(FieldHTTPAddr, s.cfg.HTTPAddr, err)
+	}
+	s.httpLn = ln
+	s.mux.SetIsolation(s.cfg.Isolation)
+	return nil
+}
+
+// wire builds every part. The cluster node applies nothing before Start,
+// so the scheduler and the run hub observe the FSM from its first entry,
+// and leadership reaches a scheduler that exists.
+func (s *Server) wire() error {
+	s.state = fsm.New()
+	cc := s.cfg.cluster()
+	cc.FSM = s.state
+	cc.Logger = s.log // cluster logs leadership changes itself
+	cc.OnLeadershipChange = s.leadershipChanged
+	node, err := cluster.New(cc, s.mux)
+	if err != nil {
+		return err
+	}
+	pol, err := s.cfg.Policy.withDefaults()
+	if err != nil {
+		s.shutdownNode(node, context.Background())
+		return err
+	}
+	s.cfg.Policy = pol
+	exec := pol.executor()
+	if s.cfg.WrapExecutor != nil {
+		exec = s.cfg.WrapExecutor(exec)
+	}
+	workers, err := remote.New(remote.Config{
+		Lease: s.cfg.WorkerLease, Leading: node.IsLeader, Signer: pol.signer(), Logger: s.log,
+	})
+	if err != nil {
+		s.shutdownNode(node, context.Background())
+		return err
+	}
+	sched, err := scheduler.New(scheduler.Config{
+		State:    s.state,
+		Proposer: scheduler.NewNodeProposer(node),
+		Executor: exec,
+		Remote:   workers,
+		Clock:    s.cfg.Clock,
+		Logger:   s.log,
+		NodeID:   s.cfg.ID,
+
+		MaxOpenRuns: s.cfg.Limits.MaxOpenRuns,
+	})
+	if err != nil {
+		workers.Close()
+		s.shutdownNode(node, context.Background())
+		return err
+	}
+	opsServer, err := ops.New(node, s.state, s.cfg.Version, append(sched.Collectors(), workers.Collectors()...)...)
+	if err != nil {
+		sched.Stop()
+		workers.Close()
+		s.shutdownNode(node, context.Background())
+		return fmt.Errorf("ops port: %w", err)
+	}
+	s.node, s.sched, s.workers, s.ops = node, sched, workers, opsServer
+	s.hub = api.NewRunHubWith(s.cfg.Limits.MaxWatchers)
+	s.state.SetObserver(observers{sched, s.hub})
+	auth := api.NewAuthorizer(api.AuthConfig{Enabled: s.cfg.ACL, Tokens: s.state, Barrier: node})
+	s.grpc = newGRPCServer(s.log, s.cfg.Limits.maxConcurrentStreams(), auth)
+	s.health = s.registerServices()
+	s.http = &http.Server{Handler: opsServer.Handler(), ReadHeaderTimeout: readHeaderWait}
+	return nil
+}
+
+// registerServices puts the public API and node-to-node forwarding on the
+// gRPC server.
+func (s *Server) registerServices() *health.Server {
+	jobs := api.NewJobServiceWith(api.JobServiceConfig{
+		Store: s.node, Registry: s.state, Now: s.cfg.Now,
+		Triggerer: s.sched, Leadership: s.node,
+		Exec: s.cfg.Policy.Exec, Limits: s.cfg.Limits.jobs(),
+	})
+	h := api.Register(s.grpc, jobs, api.NewClusterService(s.node, s.state),
+		api.WithRunService(api.NewRunService(s.node, s.state, s.hub)),
+		api.WithFenceService(api.NewFenceService(s.node, s.state)),
+		api.WithACLService(api.NewACLService(s.node, s.state, s.cfg.Now)),
+		api.WithWorkerService(api.NewWorkerService(s.workers, s.node)))
+	cluster.RegisterInternal(s.grpc, s.node)
+	return h
+}
+
+// leadershipChanged is the cluster node's leadership callback: it never
+// blocks (SetLeader only signals the scheduler's loop).
+func (s *Server) leadershipChanged(isLeader bool) {
+	s.sched.SetLeader(isLeader)
+	if hook := s.cfg.OnLeadershipChange; hook != nil {
+		hook(isLeader)
+	}
+}
+
+// Start starts Raft (which replays the node's state), bootstraps or joins
+// if the data dir is new (ctx bounds the join), and serves gRPC and HTTP.
+// On error everything is released, as by Stop.
+func (s *Server) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.phase != built {
+		return ErrStarted
+	}
+	if err := s.node.Start(ctx); err != nil {
+		s.release(context.Background())
+		s.phase = stopped
+		return err
+	}
+	s.phase = running
+	go s.serve("grpc server", func() error { return s.grpc.Serve(s.mux.GRPCListener()) })
+	go s.serve("http server on "+s.HTTPAddr(), func() error { return s.http.Serve(s.httpLn) })
+	go s.watchHalt()
+	s.log.Info("raftcron started", "id", s.cfg.ID, "addr", s.cfg.Addr, "http_addr", s.HTTPAddr(),
+		"data_dir", s.cfg.DataDir, "version", s.cfg.Version, "acl", s.cfg.ACL)
+	s.cfg.Policy.log(s.log)
+	return nil
+}
+
+func (s *Server) serve(what string, run func() error) {
+	err := run()
+	if err == nil || errors.Is(err, http.ErrServerClosed) || errors.Is(err, grpc.ErrServerStopped) {
+		return
+	}
+	s.fail(fmt.Errorf("%s: %w", what, err))
+}
+
+// watchHalt reports a node that stopped itself because its FSM cannot apply
+// a committed entry: Raft is down, so the process must exit and the node be
+// upgraded, not go on serving without it.
+func (s *Server) watchHalt() {
+	select {
+	case <-s.node.Halted():
+		s.fail(s.node.HaltErr())
+	case <-s.stopc:
+	}
+}
+
+func (s *Server) fail(err error) {
+	select {
+	case s.errc <- err:
+	default:
+	}
+}
+
+// Err delivers the failure of one of the node's servers, or the node's
+// halt (an error matching cluster.ErrHalted), after which the caller should
+// Stop the server and exit non-zero.
+func (s *Server) Err() <-chan error { return s.errc }
+
+// Stop is the graceful stop: not ready, leadership handed over, dispatch
+// stopped, watches ended, gRPC drained, Raft shut down, then the ports
+// closed. ctx bounds the courtesies (the handover and the drain, each also
+// bounded by its own timeout); Raft and the ports are always shut down.
+// Stop after Stop does nothing.
+func (s *Server) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch s.phase {
+	case stopped:
+		return nil
+	case built:
+		s.release(ctx)
+		s.phase = stopped
+		return nil
+	}
+	s.phase = stopped
+	close(s.stopc)
+	s.ops.SetDraining()
+	s.health.Shutdown()
+	s.handOver(ctx)
+	s.sched.Stop()    // cancels in-flight dispatches; fencing covers the rest
+	s.workers.Close() // ends the workers' streams, which would hold up the drain
+	s.hub.Close()
+	drainGRPC(s.grpc, drainTimeout, ctx.Done())
+	s.shutdownNode(s.node, ctx)
+	hctx, cancel := context.WithTimeout(ctx, httpStopTimeout)
+	defer cancel()
+	if err := s.http.Shutdown(hctx); err != nil {
+		_ = s.http.Close()
+	}
+	_ = s.mux.Close()
+	s.log.Info("raftcron stopped", "id", s.cfg.ID)
+	return nil
+}
+
+// handOver transfers leadership if this node leads, so that the cluster
+// fails over in a round trip instead of an election timeout.
+func (s *Server) handOver(ctx context.Context) {
+	if !s.node.IsLeader() {
+		return
+	}
+	tctx, cancel := context.WithTimeout(ctx, transferTimeout)
+	defer cancel()
+	to, err := s.node.TransferLeadership(tctx, "")
+	if err != nil {
+		s.log.Warn("leadership transfer failed; shutting down anyway", "err", err)
+		return
+	}
+	s.log.Info("leadership transferred", "to", to.GetId(), "address", to.GetAddress())
+}
+
+// release frees what New took when nothing was started (or Start failed).
+func (s *Server) release(ctx context.Context) {
+	s.sched.Stop()
+	s.workers.Close()
+	s.hub.Close()
+	s.grpc.Stop()
+	s.shutdownNode(s.node, ctx)
+	s.closeListeners()
+}
+
+func (s *Server) closeListeners() {
+	_ = s.httpLn.Close()
+	_ = s.mux.Close()
+}
+
+func (s *Server) shutdownNode(node *cluster.Node, ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, shutdownTimeout)
+	defer cancel()
+	if err := node.Shutdown(ctx); err != nil {
+		s.log.Warn("raft shutdown", "err", err)
+	}
+}
+
+// Addr is the node's advertised address (Raft and gRPC).
+func (s *Server) Addr() string { return s.cfg.Addr }
+
+// HTTPAddr is the bound address of the ops port.
+func (s *Server) HTTPAddr() string { return s.httpLn.Addr().String() }
+
+// Node is the node's cluster member; call its methods only between Start
+// and Stop.
+func (s *Server) Node() *cluster.Node { return s.node }
+
+// FSM is the node's replicated state (read it; only Raft writes it).
+func (s *Server) FSM() *fsm.FSM { return s.state }
+
+// Scheduler is the node's leader-only fire loop.
+func (s *Server) Scheduler() *scheduler.Scheduler { return s.sched }
+
+// Ready is what /readyz answers: a known leader, the log applied up to the
+// commit index, and no stop begun.
+func (s *Server) Ready() bool { return s.ops.Ready() }
