@@ -2,6 +2,8 @@ package api
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net"
 	"sync"
 	"testing"
@@ -93,6 +95,7 @@ type aclHarness struct {
 	admin  pb.ClusterServiceClient
 	acl    pb.AclServiceClient
 	worker pb.WorkerServiceClient
+	snap   pb.SnapshotServiceClient
 	health healthpb.HealthClient
 }
 
@@ -113,6 +116,9 @@ func newACLHarness(t *testing.T, enabled bool) *aclHarness {
 		WithRunService(NewRunService(h.store, state, h.hub)),
 		WithFenceService(NewFenceService(h.store, state)),
 		WithACLService(NewACLService(h.store, state, now)),
+		WithSnapshotService(NewSnapshotService(SnapshotServiceConfig{
+			Node: &snapNode{leader: true, src: state, dst: fsm.New()}, Counter: state, ScratchDir: t.TempDir(), Now: now,
+		})),
 		WithWorkerService(NewWorkerService(fakeWorkerHub{err: errWorkerServed}, &fakeLeaderInfo{leading: true})))
 
 	lis := bufconn.Listen(1 << 20)
@@ -139,8 +145,25 @@ func newACLHarness(t *testing.T, enabled bool) *aclHarness {
 	h.admin = pb.NewClusterServiceClient(conn)
 	h.acl = pb.NewAclServiceClient(conn)
 	h.worker = pb.NewWorkerServiceClient(conn)
+	h.snap = pb.NewSnapshotServiceClient(conn)
 	h.health = healthpb.NewHealthClient(conn)
 	return h
+}
+
+// saveSnapshot reads a whole SaveSnapshot stream and returns how it ended.
+func (h *aclHarness) saveSnapshot(ctx context.Context) error {
+	stream, err := h.snap.SaveSnapshot(ctx, &pb.SaveSnapshotRequest{})
+	if err != nil {
+		return err
+	}
+	for {
+		if _, err := stream.Recv(); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+	}
 }
 
 // with is ctx carrying secret as the call's token.

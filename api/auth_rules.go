@@ -87,6 +87,11 @@ var methodPermissions = map[string]Permission{
 	pb.ClusterService_RemoveNode_FullMethodName:         PermManagement,
 	pb.ClusterService_TransferLeadership_FullMethodName: PermManagement,
 
+	// A snapshot holds the whole state, ACL tokens included, and a
+	// restore replaces it.
+	pb.SnapshotService_SaveSnapshot_FullMethodName:    PermManagement,
+	pb.SnapshotService_RestoreSnapshot_FullMethodName: PermManagement,
+
 	pb.AclService_BootstrapAcl_FullMethodName:   PermBootstrap,
 	pb.AclService_CreateAclToken_FullMethodName: PermManagement,
 	pb.AclService_ListAclTokens_FullMethodName:  PermManagement,

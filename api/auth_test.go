@@ -63,6 +63,7 @@ func TestEveryMethodHasAnACLRule(t *testing.T) {
 		WithRunService(NewRunService(&fsmStore{f: state}, state, nil)),
 		WithFenceService(NewFenceService(&fsmStore{f: state}, state)),
 		WithACLService(NewACLService(&fsmStore{f: state}, state, nil)),
+		WithSnapshotService(NewSnapshotService(SnapshotServiceConfig{})),
 		WithWorkerService(NewWorkerService(fakeWorkerHub{}, &fakeLeaderInfo{})))
 	pb.RegisterInternalServiceServer(s, pb.UnimplementedInternalServiceServer{})
 	for svc, info := range s.GetServiceInfo() {
@@ -130,6 +131,7 @@ func TestACLRefusals(t *testing.T) {
 		wantCode(t, err, codes.PermissionDenied)
 		_, err = h.acl.ListAclTokens(with(ctx, write), &pb.ListAclTokensRequest{})
 		wantCode(t, err, codes.PermissionDenied)
+		wantCode(t, h.saveSnapshot(with(ctx, write)), codes.PermissionDenied)
 	})
 	t.Run("worker token reading", func(t *testing.T) {
 		_, err := h.jobs.GetJob(with(ctx, worker), &pb.GetJobRequest{Name: "billing"})
@@ -190,6 +192,9 @@ func TestACLRefusals(t *testing.T) {
 		}
 		if _, err := h.jobs.DeleteJob(with(ctx, mgmt), &pb.DeleteJobRequest{Name: "billing"}); err != nil {
 			t.Fatalf("management deleting a job: %v", err)
+		}
+		if err := h.saveSnapshot(with(ctx, mgmt)); err != nil {
+			t.Fatalf("management saving a snapshot: %v", err)
 		}
 	})
 	t.Run("deleted token", func(t *testing.T) {

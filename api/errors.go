@@ -56,6 +56,8 @@ func statusOf(err error) error {
 		return status.Error(codes.Unavailable, err.Error())
 	case errors.Is(err, cluster.ErrInvalidConfig):
 		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, cluster.ErrRestoreRunning):
+		return status.Error(codes.Aborted, err.Error())
 	case errors.Is(err, context.DeadlineExceeded):
 		return status.Error(codes.DeadlineExceeded, err.Error())
 	case errors.Is(err, context.Canceled):

@@ -13,10 +13,11 @@ import (
 type RegisterOption func(*registration)
 
 type registration struct {
-	runs    pb.RunServiceServer
-	fence   pb.FenceServiceServer
-	acl     pb.AclServiceServer
-	workers pb.WorkerServiceServer
+	runs     pb.RunServiceServer
+	fence    pb.FenceServiceServer
+	snapshot pb.SnapshotServiceServer
+	acl      pb.AclServiceServer
+	workers  pb.WorkerServiceServer
 }
 
 // WithRunService also serves RunService.
@@ -27,6 +28,11 @@ func WithRunService(runs pb.RunServiceServer) RegisterOption {
 // WithFenceService also serves FenceService.
 func WithFenceService(fence pb.FenceServiceServer) RegisterOption {
 	return func(r *registration) { r.fence = fence }
+}
+
+// WithSnapshotService also serves SnapshotService.
+func WithSnapshotService(snapshot pb.SnapshotServiceServer) RegisterOption {
+	return func(r *registration) { r.snapshot = snapshot }
 }
 
 // WithACLService also serves AclService.
@@ -59,6 +65,10 @@ func Register(s *grpc.Server, jobs pb.JobServiceServer, cl pb.ClusterServiceServ
 	if r.fence != nil {
 		pb.RegisterFenceServiceServer(s, r.fence)
 		names = append(names, pb.FenceService_ServiceDesc.ServiceName)
+	}
+	if r.snapshot != nil {
+		pb.RegisterSnapshotServiceServer(s, r.snapshot)
+		names = append(names, pb.SnapshotService_ServiceDesc.ServiceName)
 	}
 	if r.acl != nil {
 		pb.RegisterAclServiceServer(s, r.acl)

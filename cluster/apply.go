@@ -66,7 +66,10 @@ func (n *Node) applyLocal(ctx context.Context, cmd *pb.Command, data []byte) (*p
 	if err := n.admit(ctx, cmd); err != nil {
 		return nil, 0, err
 	}
-	f := n.raft.Apply(data, raftTimeout(ctx))
+	f, err := n.proposals.propose(ctx, n.raft, data, raftTimeout(ctx))
+	if err != nil {
+		return nil, 0, err // nothing proposed
+	}
 	if err := waitFuture(ctx, f); err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			// Raft holds the entry; it may still commit.

@@ -163,7 +163,11 @@ func (n *Node) proposeOne(ctx context.Context, cmd *pb.Command, data []byte, tim
 		return BulkResult{Err: err} // nothing proposed
 	}
 	defer n.bulkSem.give()
-	return futureResult(n.raft.Apply(data, timeout))
+	f, err := n.proposals.propose(ctx, n.raft, data, timeout)
+	if err != nil {
+		return BulkResult{Err: err} // nothing proposed
+	}
+	return futureResult(f)
 }
 
 // futureResult waits for f, which Raft always resolves (at the latest on

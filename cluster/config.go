@@ -23,6 +23,7 @@ const (
 	FieldHeartbeatTimeout   = "HeartbeatTimeout"
 	FieldElectionTimeout    = "ElectionTimeout"
 	FieldLeaderLeaseTimeout = "LeaderLeaseTimeout"
+	FieldDiskStallTimeout   = "DiskStallTimeout"
 )
 
 // Config describes one node. Zero timings mean Raft's defaults.
@@ -72,9 +73,16 @@ type Config struct {
 	// NoSync skips fsync. Unit tests only: without fsync a crash loses
 	// acknowledged writes.
 	NoSync bool
+	// DiskStallTimeout is how long a Raft disk write may run before the
+	// node counts its disk as stalled (--disk-stall-timeout; see
+	// diskwatch.go). Zero means DefaultDiskStallTimeout.
+	DiskStallTimeout time.Duration
 
 	// tune adjusts the Raft configuration after defaults (tests only).
 	tune func(*raft.Config)
+	// beforeDiskWrite runs inside every Raft disk write (tests only: it
+	// can hold the write to fake a stalled disk).
+	beforeDiskWrite func()
 }
 
 const (
@@ -83,7 +91,7 @@ const (
 )
 
 // Validate checks every rule of the fields a caller sets from outside (ID,
-// Addr, DataDir, Peers, Join and the timings) and reports each broken one as
+// Addr, DataDir, Peers, Join, the timings and DiskStallTimeout) and reports each broken one as
 // a *ConfigError; several are joined. It needs no mux: an empty Addr is
 // left to New, which takes the mux's bound address.
 func (cfg Config) Validate() error {
@@ -106,6 +114,9 @@ func (cfg Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if _, err := cfg.timings(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := checkDiskStallTimeout(cfg.DiskStallTimeout); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

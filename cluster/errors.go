@@ -45,6 +45,12 @@ var (
 	// ErrHalted: the node stopped itself because its FSM cannot apply a
 	// committed entry (a kind of a newer release); it must be upgraded.
 	ErrHalted = errors.New("node stopped: it cannot apply a committed log entry")
+	// ErrDiskStalled: a Raft write to this node's disk has not returned
+	// within the disk stall timeout while the node leads.
+	ErrDiskStalled = errors.New("raft disk write stalled")
+	// ErrRestoreRunning: a snapshot restore was asked for while another one
+	// runs on this node. Nothing was changed.
+	ErrRestoreRunning = errors.New("another snapshot restore is running")
 )
 
 // NoLeaderError is returned when a request needs the leader and none is

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
@@ -20,6 +21,8 @@ import (
 // peerConns caches one gRPC connection per peer address: the leader changes
 // rarely, and dialing per request would cost a handshake each time.
 type peerConns struct {
+	// creds are TLS with the node's certificate, or plaintext.
+	creds credentials.TransportCredentials
 	// iso, when set (tests only), can cut the node's dials (fault.go).
 	iso *Isolation
 
@@ -28,8 +31,12 @@ type peerConns struct {
 	closed bool
 }
 
-func newPeerConns(iso *Isolation) *peerConns {
-	return &peerConns{iso: iso, conns: make(map[string]*grpc.ClientConn)}
+func newPeerConns(iso *Isolation, t *TLSConfig) *peerConns {
+	var creds credentials.TransportCredentials = peerCreds{t}
+	if t == nil {
+		creds = insecure.NewCredentials()
+	}
+	return &peerConns{creds: creds, iso: iso, conns: make(map[string]*grpc.ClientConn)}
 }
 
 // reconnect keeps the backoff short: a restarted leader must be reachable
@@ -57,7 +64,7 @@ func (p *peerConns) conn(addr string) (*grpc.ClientConn, error) {
 	if !ok {
 		var err error
 		opts := []grpc.DialOption{
-			grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithTransportCredentials(p.creds),
 			grpc.WithConnectParams(reconnect),
 		}
 		if iso := p.iso; iso != nil {

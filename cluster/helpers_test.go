@@ -14,6 +14,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
@@ -223,8 +225,10 @@ func startNode(tb testing.TB, id, dir string, mux *Mux, opts ...nodeOpts) *testN
 		tb.Fatalf("Start(%s): %v", id, err)
 	}
 	tn.node = n
-	tn.srv = grpc.NewServer()
+	tn.srv = grpc.NewServer(mux.GRPCServerOptions()...)
 	RegisterInternal(tn.srv, n)
+	// A stand-in for the public API, which any client may call.
+	healthpb.RegisterHealthServer(tn.srv, health.NewServer())
 	go tn.srv.Serve(mux.GRPCListener())
 	tb.Cleanup(tn.stop)
 	return tn
@@ -262,10 +266,18 @@ type testCluster struct {
 func newCluster(tb testing.TB, n int, opts ...nodeOpts) *testCluster {
 	tb.Helper()
 	muxes := make([]*Mux, n)
-	peers := make([]Peer, n)
 	for i := range muxes {
 		muxes[i] = listen(tb, "127.0.0.1:0")
-		peers[i] = Peer{ID: fmt.Sprintf("n%d", i+1), Addr: muxes[i].Addr().String()}
+	}
+	return clusterOn(tb, muxes, opts...)
+}
+
+// clusterOn starts nodes n1..nN bootstrapped together, one on each mux.
+func clusterOn(tb testing.TB, muxes []*Mux, opts ...nodeOpts) *testCluster {
+	tb.Helper()
+	peers := make([]Peer, len(muxes))
+	for i, m := range muxes {
+		peers[i] = Peer{ID: fmt.Sprintf("n%d", i+1), Addr: m.Addr().String()}
 	}
 	tc := &testCluster{tb: tb}
 	withPeers := func(c *Config) { c.Peers = peers }
@@ -391,4 +403,10 @@ func ctxTimeout(tb testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	tb.Cleanup(cancel)
 	return ctx
+}
+
+// mustGet is get for a key a test expects; a missing key reads as "".
+func (f *kvFSM) mustGet(name string) string {
+	v, _ := f.get(name)
+	return v
 }

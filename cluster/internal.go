@@ -20,9 +20,17 @@ const (
 
 // RegisterInternal serves node-to-node forwarding on s. Every method but
 // NodeInfo acts only on the leader and never forwards again: a request
-// travels at most one hop.
+// travels at most one hop. Who may call it, NodeInfo included: on a TLS
+// port only other nodes (a certificate from the CA naming pki.NodeSAN, see
+// internal_guard.go); in plaintext anyone who reaches the port, which is
+// why plaintext is for loopback or --insecure.
 func RegisterInternal(s *grpc.Server, n *Node) {
-	pb.RegisterInternalServiceServer(s, &internalServer{n: n})
+	impl := &internalServer{n: n}
+	if n.tls {
+		s.RegisterService(guardedInternal(pb.InternalService_ServiceDesc), impl)
+		return
+	}
+	pb.RegisterInternalServiceServer(s, impl)
 }
 
 type internalServer struct {

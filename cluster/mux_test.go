@@ -103,9 +103,9 @@ func TestMuxCloseInterruptsSilentConnections(t *testing.T) {
 	}
 	defer c.Close()
 	waitFor(t, 5*time.Second, "the silent connection to be accepted", func() bool {
-		m.peekMu.Lock()
-		defer m.peekMu.Unlock()
-		return len(m.peeking) == 1
+		m.pendingMu.Lock()
+		defer m.pendingMu.Unlock()
+		return len(m.pending) == 1
 	})
 	start := time.Now()
 	m.Close()

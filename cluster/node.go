@@ -44,6 +44,9 @@ type Node struct {
 	store *raftboltdb.BoltStore
 	trans *raft.NetworkTransport
 	peers *peerConns
+	// tls: the node's port is TLS, so InternalService admits node
+	// certificates only.
+	tls bool
 	// bulkSem bounds ApplyBulk's entries in flight (apply_bulk.go).
 	bulkSem slots
 
@@ -73,6 +76,10 @@ type Node struct {
 
 	// bootstrapped records that this start created a new cluster.
 	bootstrapped bool
+	// proposals stops this node's proposals while a restore runs.
+	proposals proposalGate
+	// disk times Raft's disk writes (diskwatch.go).
+	disk *diskWatch
 
 	// versions caches, on the leader, what the voters said they apply.
 	versions voterVersions
@@ -117,6 +124,9 @@ func New(cfg Config, mux *Mux) (*Node, error) {
 	if cfg.Addr == "" {
 		cfg.Addr = mux.Addr().String()
 	}
+	if cfg.DiskStallTimeout == 0 {
+		cfg.DiskStallTimeout = DefaultDiskStallTimeout
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -136,7 +146,8 @@ func New(cfg Config, mux *Mux) (*Node, error) {
 		log:       cfg.Logger.With("node", cfg.ID),
 		rc:        rc,
 		store:     store,
-		peers:     newPeerConns(mux.isolation()),
+		peers:     newPeerConns(mux.isolation(), mux.tls),
+		tls:       mux.tls != nil,
 		bulkSem:   newSlots(bulkInFlight),
 		notifyCh:  make(chan bool, notifyChBuffer),
 		stopWatch: make(chan struct{}),
@@ -146,6 +157,7 @@ func New(cfg Config, mux *Mux) (*Node, error) {
 		raftUp:    make(chan struct{}),
 		halted:    make(chan struct{}),
 	}
+	n.disk = newDiskWatch(cfg.DiskStallTimeout, n.log, cfg.beforeDiskWrite)
 	if err := n.open(mux); err != nil {
 		store.Close()
 		return nil, err
@@ -173,7 +185,7 @@ func openStore(dir string, noSync bool) (*raftboltdb.BoltStore, error) {
 
 // open builds the log cache, the snapshot store and the transport.
 func (n *Node) open(mux *Mux) error {
-	logs, err := raft.NewLogCache(logCacheSize, n.store)
+	logs, err := raft.NewLogCache(logCacheSize, watchedLogStore{n.store, n.disk})
 	if err != nil {
 		return fmt.Errorf("raft log cache: %w", err)
 	}
@@ -184,7 +196,7 @@ func (n *Node) open(mux *Mux) error {
 	}
 	n.fsm = &trackingFSM{FSM: n.cfg.FSM, snaps: snaps, onStuck: n.halt}
 	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream:  &streamLayer{subListener: mux.raft, advertise: advertiseAddr(n.cfg.Addr), iso: mux.isolation()},
+		Stream:  &streamLayer{subListener: mux.raft, advertise: advertiseAddr(n.cfg.Addr), tls: mux.tls, iso: mux.isolation()},
 		MaxPool: transportPool,
 		Timeout: transportIO,
 		Logger:  newHCLog(n.log, "raft-net"),
@@ -204,7 +216,7 @@ func (n *Node) Start(ctx context.Context) error {
 	}
 	n.rc.NotifyCh = n.notifyCh
 	go n.watchLeadership()
-	r, err := raft.NewRaft(n.rc, n.fsm, n.logs, n.store, n.fsm.snaps, n.trans)
+	r, err := raft.NewRaft(n.rc, n.fsm, n.logs, watchedStableStore{n.store, n.disk}, n.fsm.snaps, n.trans)
 	if err != nil {
 		close(n.stopWatch)
 		<-n.watchDone
@@ -213,6 +225,7 @@ func (n *Node) Start(ctx context.Context) error {
 	n.raft = r
 	close(n.raftUp)
 	go n.watchCrash(n.stopWatch, n.crashDone)
+	n.disk.start(func() bool { return r.State() == raft.Leader })
 	return n.bootstrapOrJoin(ctx)
 }
 
@@ -339,6 +352,7 @@ func (n *Node) shutdown(ctx context.Context) error {
 	close(n.stopWatch)
 	<-n.watchDone
 	<-n.crashDone
+	n.disk.close()
 	n.trans.Close() // raft closes it too; closing twice is harmless
 	if cerr := n.store.Close(); err == nil {
 		err = cerr

@@ -7,7 +7,8 @@ import (
 )
 
 // Ready reports whether the node knows a leader, has learned the commit
-// index from that leader, and its FSM has applied up to it.
+// index from that leader, and its FSM has applied up to it, and no Raft
+// disk write of it is stalled.
 //
 // The middle condition matters after a restart: Raft restores the snapshot,
 // but the commit index starts at zero and the log after the snapshot is
@@ -16,7 +17,7 @@ import (
 // term first, so a commit index at or past the start of the current term
 // is one learned from the current leader.
 func (n *Node) Ready() bool {
-	if n.closed.Load() || n.raft.State() == raft.Shutdown {
+	if n.closed.Load() || n.raft.State() == raft.Shutdown || n.disk.stalled() {
 		return false
 	}
 	if _, addr := n.Leader(); addr == "" {

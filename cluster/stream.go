@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
+	"fmt"
 	"net"
 	"time"
 
@@ -10,10 +12,13 @@ import (
 
 // streamLayer carries Raft RPCs over the mux: inbound connections arrive
 // through the mux's Raft route, outbound ones announce themselves with
-// raftByte.
+// raftByte, or under TLS with the ALPN name alpnRaft and this node's
+// certificate.
 type streamLayer struct {
 	*subListener
 	advertise net.Addr
+	// tls is nil in plaintext.
+	tls *TLSConfig
 	// iso, when set (tests only), can cut the node's dials (fault.go).
 	iso *Isolation
 }
@@ -36,6 +41,9 @@ func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 	if err != nil {
 		return nil, err
 	}
+	if s.tls != nil {
+		return s.handshake(conn, timeout)
+	}
 	if timeout > 0 {
 		conn.SetWriteDeadline(time.Now().Add(timeout))
 	}
@@ -45,6 +53,25 @@ func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 	}
 	conn.SetWriteDeadline(time.Time{})
 	return conn, nil
+}
+
+// handshake turns a dialled connection into Raft inside TLS. The peer must
+// prove node identity (peerConfig) and agree to speak Raft.
+func (s *streamLayer) handshake(conn net.Conn, timeout time.Duration) (net.Conn, error) {
+	tc := tls.Client(conn, s.tls.peerConfig(alpnRaft))
+	if timeout > 0 {
+		tc.SetDeadline(time.Now().Add(timeout))
+	}
+	if err := tc.Handshake(); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("raft TLS handshake with %s: %w", conn.RemoteAddr(), err)
+	}
+	if p := tc.ConnectionState().NegotiatedProtocol; p != alpnRaft {
+		tc.Close()
+		return nil, fmt.Errorf("raft TLS handshake with %s: peer negotiated %q, not %q", conn.RemoteAddr(), p, alpnRaft)
+	}
+	tc.SetDeadline(time.Time{})
+	return tc, nil
 }
 
 // advertiseAddr is a net.Addr for a host:port that may be a name.

@@ -155,7 +155,7 @@ func serveInternal(t *testing.T, impl pb.InternalServiceServer) string {
 // A release from before versions has no NodeInfo: it applies version 1
 // exactly. An address now held by another node says nothing of the voter.
 func TestVoterVersionOfOlderReleaseAndOfStrangers(t *testing.T) {
-	n := &Node{cfg: Config{ID: "n1", CommandVersion: 2}, log: testLogger(), peers: newPeerConns(nil)}
+	n := &Node{cfg: Config{ID: "n1", CommandVersion: 2}, log: testLogger(), peers: newPeerConns(nil, nil)}
 	t.Cleanup(n.peers.close)
 	ctx := ctxTimeout(t, 5*time.Second)
 

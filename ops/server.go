@@ -1,12 +1,13 @@
 // Package ops serves the plain-HTTP operations port: liveness, readiness,
-// status, Prometheus metrics and pprof. It stays plain HTTP on purpose:
-// probes such as Kubernetes' cannot speak TLS or gRPC-with-TLS.
+// status and Prometheus metrics. It stays plain HTTP on purpose: probes
+// such as Kubernetes' cannot speak TLS or gRPC-with-TLS. Everything on it
+// is open to whoever reaches it, so it serves nothing that changes state or
+// reveals more than status; pprof has a port of its own (debug.go).
 package ops
 
 import (
 	"encoding/json"
 	"net/http"
-	"net/http/pprof"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -51,11 +52,6 @@ func New(n Node, r Registry, version string, extra ...prometheus.Collector) (*Se
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 	s.mux.HandleFunc("GET /status", s.status)
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	s.mux.HandleFunc("/debug/pprof/", pprof.Index)
-	s.mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	s.mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	s.mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	s.mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	return s, nil
 }
 

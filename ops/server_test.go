@@ -148,10 +148,25 @@ func TestMetricsHaveRaftcronSeries(t *testing.T) {
 	}
 }
 
-func TestPprofIndex(t *testing.T) {
+func TestPprofOnlyOnTheDebugHandler(t *testing.T) {
 	_, _, hs := newTestServer(t)
-	if code, _ := get(t, hs.URL+"/debug/pprof/"); code != http.StatusOK {
-		t.Fatalf("/debug/pprof/ = %d", code)
+	if code, _ := get(t, hs.URL+"/debug/pprof/"); code != http.StatusNotFound {
+		t.Errorf("ops port /debug/pprof/ = %d, want 404", code)
+	}
+	debug := httptest.NewServer(DebugHandler())
+	defer debug.Close()
+	if code, _ := get(t, debug.URL+"/debug/pprof/"); code != http.StatusOK {
+		t.Errorf("debug handler /debug/pprof/ = %d, want 200", code)
+	}
+}
+
+// TestOpsHTTPServerBoundsEveryPhase: a client that stalls while sending or
+// reading must not hold a connection for ever.
+func TestOpsHTTPServerBoundsEveryPhase(t *testing.T) {
+	srv := HTTPServer(http.NotFoundHandler())
+	if srv.ReadHeaderTimeout <= 0 || srv.ReadTimeout <= 0 || srv.WriteTimeout <= 0 || srv.IdleTimeout <= 0 {
+		t.Fatalf("timeouts header %s read %s write %s idle %s: want all set",
+			srv.ReadHeaderTimeout, srv.ReadTimeout, srv.WriteTimeout, srv.IdleTimeout)
 	}
 }
 

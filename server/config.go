@@ -15,11 +15,12 @@ import (
 	"github.com/raftcron/raftcron/scheduler/remote"
 )
 
-// FieldHTTPAddr and FieldWorkerLease name their fields in a
+// FieldHTTPAddr, FieldTLS and FieldWorkerLease name these fields in a
 // *cluster.ConfigError; the other fields keep cluster's names
 // (cluster.FieldID, ...).
 const (
 	FieldHTTPAddr    = "HTTPAddr"
+	FieldTLS         = "TLS"
 	FieldWorkerLease = "WorkerLease"
 )
 
@@ -46,6 +47,17 @@ type Config struct {
 	HeartbeatTimeout   time.Duration
 	ElectionTimeout    time.Duration
 	LeaderLeaseTimeout time.Duration
+	// DiskStallTimeout is how long a Raft disk write may run before the
+	// node reports not ready, and exits if it leads; zero means
+	// cluster.DefaultDiskStallTimeout.
+	DiskStallTimeout time.Duration
+
+	// TLS, if set, makes every connection to Addr TLS (cluster.ListenTLS):
+	// Raft and node-to-node forwarding only for node certificates of its
+	// CA, the API for clients as TLS.VerifyClients says. nil is plaintext,
+	// for loopback and networks the operator vouches for. Its Logger
+	// defaults to Logger.
+	TLS *cluster.TLSConfig
 
 	// Limits bound what the node holds and serves; zero fields take
 	// their defaults.
@@ -101,7 +113,11 @@ func (cfg Config) Validate() error {
 		// cluster would take the bound address; here it is what to bind.
 		addrErr = &cluster.ConfigError{Field: cluster.FieldAddr, Rule: "required (HOST:PORT)", Err: cluster.ErrInvalidConfig}
 	}
-	return errors.Join(cfg.cluster().Validate(), addrErr, checkHTTPAddr(cfg.HTTPAddr), cfg.Limits.validate(),
+	var tlsErr error
+	if cfg.TLS != nil && cfg.TLS.Source == nil {
+		tlsErr = &cluster.ConfigError{Field: FieldTLS, Rule: "Source is required", Err: cluster.ErrInvalidConfig}
+	}
+	return errors.Join(cfg.cluster().Validate(), addrErr, checkHTTPAddr(cfg.HTTPAddr), cfg.Limits.validate(), tlsErr,
 		checkWorkerLease(cfg.WorkerLease))
 }
 
@@ -125,6 +141,7 @@ func (cfg Config) cluster() cluster.Config {
 		HeartbeatTimeout:   cfg.HeartbeatTimeout,
 		ElectionTimeout:    cfg.ElectionTimeout,
 		LeaderLeaseTimeout: cfg.LeaderLeaseTimeout,
+		DiskStallTimeout:   cfg.DiskStallTimeout,
 		Now:                cfg.Now,
 		CommandVersion:     fsm.CommandVersion,
 		VersionOf:          fsm.VersionOf,

@@ -32,8 +32,11 @@ const (
 // expected concurrent call, not one per core.
 const grpcStreamWorkers = 128
 
-func newGRPCServer(log *slog.Logger, maxStreams uint32, auth *api.Authorizer) *grpc.Server {
-	return grpc.NewServer(
+// newGRPCServer builds the node's gRPC server behind auth; extra are the
+// port's own options (cluster.Mux.GRPCServerOptions: the TLS handshake's
+// result).
+func newGRPCServer(log *slog.Logger, maxStreams uint32, auth *api.Authorizer, extra ...grpc.ServerOption) *grpc.Server {
+	return grpc.NewServer(append([]grpc.ServerOption{
 		grpc.MaxConcurrentStreams(maxStreams),
 		grpc.ChainUnaryInterceptor(api.RecoveryInterceptor(log), auth.Unary()),
 		grpc.ChainStreamInterceptor(api.RecoveryStreamInterceptor(log), auth.Stream()),
@@ -41,7 +44,7 @@ func newGRPCServer(log *slog.Logger, maxStreams uint32, auth *api.Authorizer) *g
 		grpc.NumStreamWorkers(grpcStreamWorkers),
 		grpc.StaticStreamWindowSize(grpcStreamWindow),
 		grpc.StaticConnWindowSize(grpcConnWindow),
-	)
+	}, extra...)...)
 }
 
 // drainGRPC lets in-flight calls finish, up to d or until done is closed,

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -33,7 +34,7 @@ const (
 	drainTimeout    = 5 * time.Second
 	shutdownTimeout = 10 * time.Second
 	httpStopTimeout = 2 * time.Second
-	readHeaderWait  = 10 * time.Second
+	giveUpTimeout   = 2 * time.Second
 )
 
 // ErrStarted: Start was called on a server that was started or stopped
@@ -102,15 +103,11 @@ func New(cfg Config) (*Server, error) {
 
 // listen binds the node's port and the ops port.
 func (s *Server) listen() error {
-	if s.cfg.Listener != nil {
-		s.mux = cluster.NewMux(s.cfg.Listener)
-	} else {
-		mux, err := cluster.Listen(s.cfg.Addr)
-		if err != nil {
-			return err
-		}
-		s.mux = mux
+	mux, err := s.listenNode()
+	if err != nil {
+		return err
 	}
+	s.mux = mux
 	ln, err := net.Listen("tcp", s.cfg.HTTPAddr)
 	if err != nil {
 		_ = s.mux.Close()
@@ -119,6 +116,25 @@ func (s *Server) listen() error {
 	s.httpLn = ln
 	s.mux.SetIsolation(s.cfg.Isolation)
 	return nil
+}
+
+// listenNode binds the node's port, or takes the caller's listener, in
+// plaintext or TLS.
+func (s *Server) listenNode() (*cluster.Mux, error) {
+	if s.cfg.TLS == nil {
+		if s.cfg.Listener != nil {
+			return cluster.NewMux(s.cfg.Listener), nil
+		}
+		return cluster.Listen(s.cfg.Addr)
+	}
+	tc := *s.cfg.TLS
+	if tc.Logger == nil {
+		tc.Logger = s.log
+	}
+	if s.cfg.Listener != nil {
+		return cluster.NewMuxTLS(s.cfg.Listener, tc)
+	}
+	return cluster.ListenTLS(s.cfg.Addr, tc)
 }
 
 // wire builds every part. The cluster node applies nothing before Start,
@@ -167,7 +183,7 @@ func (s *Server) wire() error {
 		s.shutdownNode(node, context.Background())
 		return err
 	}
-	opsServer, err := ops.New(node, s.state, s.cfg.Version, append(sched.Collectors(), workers.Collectors()...)...)
+	opsServer, err := ops.New(node, s.state, s.cfg.Version, slices.Concat(sched.Collectors(), node.Collectors(), workers.Collectors())...)
 	if err != nil {
 		sched.Stop()
 		workers.Close()
@@ -178,9 +194,9 @@ func (s *Server) wire() error {
 	s.hub = api.NewRunHubWith(s.cfg.Limits.MaxWatchers)
 	s.state.SetObserver(observers{sched, s.hub})
 	auth := api.NewAuthorizer(api.AuthConfig{Enabled: s.cfg.ACL, Tokens: s.state, Barrier: node})
-	s.grpc = newGRPCServer(s.log, s.cfg.Limits.maxConcurrentStreams(), auth)
+	s.grpc = newGRPCServer(s.log, s.cfg.Limits.maxConcurrentStreams(), auth, s.mux.GRPCServerOptions()...)
 	s.health = s.registerServices()
-	s.http = &http.Server{Handler: opsServer.Handler(), ReadHeaderTimeout: readHeaderWait}
+	s.http = ops.HTTPServer(opsServer.Handler())
 	return nil
 }
 
@@ -195,6 +211,9 @@ func (s *Server) registerServices() *health.Server {
 	h := api.Register(s.grpc, jobs, api.NewClusterService(s.node, s.state),
 		api.WithRunService(api.NewRunService(s.node, s.state, s.hub)),
 		api.WithFenceService(api.NewFenceService(s.node, s.state)),
+		api.WithSnapshotService(api.NewSnapshotService(api.SnapshotServiceConfig{
+			Node: s.node, Counter: s.state, ScratchDir: s.cfg.DataDir,
+		})),
 		api.WithACLService(api.NewACLService(s.node, s.state, s.cfg.Now)),
 		api.WithWorkerService(api.NewWorkerService(s.workers, s.node)))
 	cluster.RegisterInternal(s.grpc, s.node)
@@ -227,7 +246,7 @@ func (s *Server) Start(ctx context.Context) error {
 	s.phase = running
 	go s.serve("grpc server", func() error { return s.grpc.Serve(s.mux.GRPCListener()) })
 	go s.serve("http server on "+s.HTTPAddr(), func() error { return s.http.Serve(s.httpLn) })
-	go s.watchHalt()
+	go s.watchNode()
 	s.log.Info("raftcron started", "id", s.cfg.ID, "addr", s.cfg.Addr, "http_addr", s.HTTPAddr(),
 		"data_dir", s.cfg.DataDir, "version", s.cfg.Version, "acl", s.cfg.ACL)
 	s.cfg.Policy.log(s.log)
@@ -242,13 +261,16 @@ func (s *Server) serve(what string, run func() error) {
 	s.fail(fmt.Errorf("%s: %w", what, err))
 }
 
-// watchHalt reports a node that stopped itself because its FSM cannot apply
-// a committed entry: Raft is down, so the process must exit and the node be
-// upgraded, not go on serving without it.
-func (s *Server) watchHalt() {
+// watchNode reports the node's own failures, after which the process must
+// exit: a halt (its FSM cannot apply a committed entry; Raft is down, and
+// the node must be upgraded), or a Raft disk write stalled while it leads
+// (Raft is stuck in the write, and only a restart lets another node lead).
+func (s *Server) watchNode() {
 	select {
 	case <-s.node.Halted():
 		s.fail(s.node.HaltErr())
+	case <-s.node.DiskStalled():
+		s.fail(s.node.DiskStallErr())
 	case <-s.stopc:
 	}
 }
@@ -260,16 +282,18 @@ func (s *Server) fail(err error) {
 	}
 }
 
-// Err delivers the failure of one of the node's servers, or the node's
-// halt (an error matching cluster.ErrHalted), after which the caller should
-// Stop the server and exit non-zero.
+// Err delivers the failure of one of the node's servers, the node's halt
+// (an error matching cluster.ErrHalted) or its stalled disk (matching
+// cluster.ErrDiskStalled), after which the caller should Stop the server
+// and exit non-zero.
 func (s *Server) Err() <-chan error { return s.errc }
 
 // Stop is the graceful stop: not ready, leadership handed over, dispatch
 // stopped, watches ended, gRPC drained, Raft shut down, then the ports
 // closed. ctx bounds the courtesies (the handover and the drain, each also
-// bounded by its own timeout); Raft and the ports are always shut down.
-// Stop after Stop does nothing.
+// bounded by its own timeout); Raft and the ports are always shut down,
+// except on a node whose disk stalled (see giveUp). Stop after Stop does
+// nothing.
 func (s *Server) Stop(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -285,6 +309,10 @@ func (s *Server) Stop(ctx context.Context) error {
 	close(s.stopc)
 	s.ops.SetDraining()
 	s.health.Shutdown()
+	if s.node.DiskStallErr() != nil {
+		s.giveUp()
+		return nil
+	}
 	s.handOver(ctx)
 	s.sched.Stop()    // cancels in-flight dispatches; fencing covers the rest
 	s.workers.Close() // ends the workers' streams, which would hold up the drain
@@ -299,6 +327,27 @@ func (s *Server) Stop(ctx context.Context) error {
 	_ = s.mux.Close()
 	s.log.Info("raftcron stopped", "id", s.cfg.ID)
 	return nil
+}
+
+// giveUp is all of Stop that a node whose disk stalled can do: Raft is
+// stuck in the write, so whatever waits on it (the handover, the drain of
+// calls that propose, Raft's own shutdown) would hang. Dispatch stops, for
+// a bounded time, and the process exit does the rest.
+func (s *Server) giveUp() {
+	stopped := make(chan struct{})
+	go func() {
+		s.sched.Stop() // cancels in-flight dispatches
+		s.workers.Close()
+		close(stopped)
+	}()
+	t := time.NewTimer(giveUpTimeout)
+	defer t.Stop()
+	select {
+	case <-stopped:
+	case <-t.C:
+		s.log.Warn("the scheduler did not stop in time; exiting anyway", "after", giveUpTimeout)
+	}
+	s.log.Error("raftcron gave up: its Raft disk write stalled", "id", s.cfg.ID)
 }
 
 // handOver transfers leadership if this node leads, so that the cluster

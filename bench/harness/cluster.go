@@ -58,8 +58,10 @@ type Cluster struct {
 // data dir.
 type Node struct {
 	ID, Addr, HTTPAddr, DataDir, LogPath string
-	bin                                  string
-	args                                 []string
+	// DebugAddr serves /debug/pprof/ (serve --debug-addr).
+	DebugAddr string
+	bin       string
+	args      []string
 
 	// mu guards proc and startedAt, which change on every (re)start.
 	mu        sync.Mutex
@@ -77,7 +79,7 @@ func StartCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
 	if o.LogLevel == "" {
 		o.LogLevel = "info"
 	}
-	addrs, err := FreeAddrs(2 * n)
+	addrs, err := FreeAddrs(3 * n)
 	if err != nil {
 		return nil, err
 	}
@@ -89,13 +91,13 @@ func StartCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
 	for i := range n {
 		id := fmt.Sprintf("n%d", i+1)
 		node := &Node{
-			ID: id, Addr: addrs[i], HTTPAddr: addrs[n+i],
+			ID: id, Addr: addrs[i], HTTPAddr: addrs[n+i], DebugAddr: addrs[2*n+i],
 			DataDir: filepath.Join(o.Dir, id),
 			LogPath: filepath.Join(o.Dir, id+".log"),
 			bin:     o.Bin,
 		}
 		node.args = append([]string{"serve", "--id", id, "--data-dir", node.DataDir,
-			"--addr", node.Addr, "--http-addr", node.HTTPAddr, "--peers", strings.Join(peers, ","),
+			"--addr", node.Addr, "--http-addr", node.HTTPAddr, "--debug-addr", node.DebugAddr, "--peers", strings.Join(peers, ","),
 			"--log-level", o.LogLevel}, o.Extra...)
 		c.Nodes = append(c.Nodes, node)
 	}

@@ -13,7 +13,6 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/raftcron/raftcron/cluster"
@@ -22,7 +21,6 @@ import (
 const (
 	flagOutput  = "output"
 	flagTimeout = "timeout"
-	flagToken   = "token"
 
 	defaultClientAddr = "127.0.0.1:7001"
 )
@@ -32,7 +30,7 @@ type clientOptions struct {
 	addr    string
 	output  outputFormat
 	timeout time.Duration
-	token   string
+	auth    clientAuth
 	// dialer is the connection's, once dial has made one.
 	dialer *dialer
 }
@@ -42,12 +40,12 @@ func (o *clientOptions) register(fs *pflag.FlagSet) {
 	fs.StringVar(&o.addr, flagAddr, defaultClientAddr, "host:port of any raftcron node (env RAFTCRON_ADDR)")
 	fs.VarP(&o.output, flagOutput, "o", "output format: table, json or yaml (env RAFTCRON_OUTPUT)")
 	fs.DurationVar(&o.timeout, flagTimeout, 10*time.Second, "deadline of each call (env RAFTCRON_TIMEOUT)")
-	fs.StringVar(&o.token, flagToken, "", "ACL token secret, sent as authorization: Bearer (env RAFTCRON_TOKEN)")
+	o.auth.register(fs)
 }
 
 // resolve fills the flags not set on the command line from RAFTCRON_*.
 func (o *clientOptions) resolve(fs *pflag.FlagSet) error {
-	for _, name := range []string{flagAddr, flagOutput, flagTimeout, flagToken} {
+	for _, name := range append([]string{flagAddr, flagOutput, flagTimeout}, clientAuthFlags...) {
 		f := fs.Lookup(name)
 		if f == nil || f.Changed {
 			continue
@@ -66,7 +64,7 @@ func (o *clientOptions) resolve(fs *pflag.FlagSet) error {
 	if o.addr == "" {
 		return errors.New("--addr: required (host:port)")
 	}
-	return nil
+	return o.auth.check(o.addr)
 }
 
 // persistentResolve is the PersistentPreRunE of the client command groups.
@@ -83,28 +81,29 @@ const clientWindow = 1 << 20
 // The address is dialled as given (passthrough), so that a name that does
 // not resolve fails in the dialer, which keeps the error.
 func (o *clientOptions) dial() (*grpc.ClientConn, error) {
+	creds, err := o.auth.transportCredentials()
+	if err != nil {
+		return nil, err
+	}
 	o.dialer = &dialer{}
-	opts := append(o.dialOptions(), grpc.WithContextDialer(o.dialer.dial))
-	conn, err := grpc.NewClient("passthrough:///"+o.addr, opts...)
+	opts := append(o.auth.tokenOptions(),
+		grpc.WithContextDialer(o.dialer.dial),
+		grpc.WithTransportCredentials(o.dialer.watch(creds)))
+	conn, err := grpc.NewClient("passthrough:///"+o.addr, append(opts, callOptions()...)...)
 	if err != nil {
 		return nil, fmt.Errorf("--addr %q: %w", o.addr, err)
 	}
 	return conn, nil
 }
 
-// dialOptions are how every client command, and the worker, connects to
-// a node, with the --token of the command if it has one.
-func (o *clientOptions) dialOptions() []grpc.DialOption {
-	opts := []grpc.DialOption{
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+// callOptions are how every client command, and the worker, calls a node,
+// whatever the transport: the worker's SDK sets its own.
+func callOptions() []grpc.DialOption {
+	return []grpc.DialOption{
 		grpc.WithUnaryInterceptor(retryNotLeader),
 		grpc.WithStaticStreamWindowSize(clientWindow),
 		grpc.WithStaticConnWindowSize(clientWindow),
 	}
-	if o.token != "" {
-		opts = append(opts, grpc.WithPerRPCCredentials(bearerToken(o.token)))
-	}
-	return opts
 }
 
 // callContext bounds one call by --timeout.
@@ -220,6 +219,10 @@ func (c call) unavailable(st *status.Status) error {
 	}
 	if err := c.dialer.failure(); err != nil {
 		return fmt.Errorf("cannot reach raftcron at %s: %s", c.addr, dialCause(err))
+	}
+	if c.dialer.dropped() != nil {
+		return fmt.Errorf("cannot reach raftcron at %s: the node closed the connection "+
+			"(does it require TLS, --%s, or a client certificate, --%s?)", c.addr, flagCACert, flagClientCert)
 	}
 	return fmt.Errorf("raftcron at %s is unavailable: %s", c.addr, st.Message())
 }

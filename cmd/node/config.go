@@ -41,6 +41,7 @@ const (
 	flagLogLevel      = "log-level"
 	flagLogFormat     = "log-format"
 	flagMemoryLimit   = "memory-limit"
+	flagDiskStall     = "disk-stall-timeout"
 	flagACL           = "acl"
 	flagWorkerLease   = "worker-lease"
 )
@@ -54,6 +55,8 @@ type serveConfig struct {
 	LogFormat string
 
 	MemoryLimit memoryLimit
+
+	securityConfig
 }
 
 // flagOfField names the flag behind each field a *cluster.ConfigError may
@@ -68,6 +71,7 @@ var flagOfField = map[string]string{
 	cluster.FieldHeartbeatTimeout:    flagRaftHeartbeat,
 	cluster.FieldElectionTimeout:     flagRaftElection,
 	cluster.FieldLeaderLeaseTimeout:  flagRaftLease,
+	cluster.FieldDiskStallTimeout:    flagDiskStall,
 	server.FieldMaxJobs:              flagMaxJobs,
 	server.FieldMaxSpecBytes:         flagMaxSpecBytes,
 	server.FieldMaxHeaders:           flagMaxHeaders,
@@ -125,6 +129,8 @@ func addServeFlags(fs *pflag.FlagSet) {
 	fs.Duration(flagRaftLease, 0, "Raft leader lease timeout (0: half of --raft-heartbeat, at most 500ms; at most --raft-heartbeat)")
 	fs.String(flagLogLevel, "info", "debug, info, warn or error")
 	fs.String(flagLogFormat, "text", "text or json")
+	fs.Duration(flagDiskStall, cluster.DefaultDiskStallTimeout, "a node whose Raft disk write has not returned for this long "+
+		"reports not ready, and exits non-zero if it leads (at least 100ms; 0: the default)")
 	fs.Duration(flagWorkerLease, remote.DefaultLease, "a remote worker that sends nothing for this long (or whose stream breaks) loses its attempts: "+
 		"re-dispatched (at_least_once) or recorded unknown (at_most_once)")
 	fs.String(flagMemoryLimit, memoryLimitAuto, "Go soft memory limit: a size (1800MiB, 2GiB), off, or auto: "+
@@ -133,6 +139,7 @@ func addServeFlags(fs *pflag.FlagSet) {
 	fs.Bool(flagACL, false, "require an ACL token (authorization: Bearer <secret>) on every call but "+
 		"grpc.health.v1; create the first with `raftcron acl bootstrap`")
 	addLimitFlags(fs)
+	addSecurityFlags(fs)
 }
 
 // envName is the environment variable of a flag.
@@ -216,6 +223,8 @@ func parseServeConfig(k *koanf.Koanf) (serveConfig, error) {
 	check(err)
 	cfg.LeaderLeaseTimeout, err = durationValue(k, flagRaftLease)
 	check(err)
+	cfg.DiskStallTimeout, err = durationValue(k, flagDiskStall)
+	check(err)
 	var limitErrs []error
 	cfg.Limits, limitErrs = parseLimits(k)
 	errs = append(errs, limitErrs...)
@@ -237,6 +246,9 @@ func parseServeConfig(k *koanf.Koanf) (serveConfig, error) {
 	check(err)
 	cfg.Policy, err = parsePolicyConfig(k, os.Geteuid())
 	check(err)
+	var secErrs []error
+	cfg.securityConfig, secErrs = parseSecurity(k, cfg.Addr, cfg.ACL)
+	errs = append(errs, secErrs...)
 	if len(errs) > 0 {
 		return serveConfig{}, flagError(errors.Join(errs...))
 	}

@@ -171,6 +171,25 @@ func TestServeConfigRejectsBadValues(t *testing.T) {
 	}
 }
 
+func TestServeConfigDiskStallTimeout(t *testing.T) {
+	cfg, err := loadForTest(t, minimal...)
+	if err != nil || cfg.DiskStallTimeout != 5*time.Second {
+		t.Fatalf("default: %v, %v; want 5s", cfg.DiskStallTimeout, err)
+	}
+	t.Setenv("RAFTCRON_DISK_STALL_TIMEOUT", "2s")
+	if cfg, err = loadForTest(t, minimal...); err != nil || cfg.DiskStallTimeout != 2*time.Second {
+		t.Fatalf("from the environment: %v, %v; want 2s", cfg.DiskStallTimeout, err)
+	}
+	t.Setenv("RAFTCRON_DISK_STALL_TIMEOUT", "soon")
+	if _, err = loadForTest(t, minimal...); err == nil || !strings.Contains(err.Error(), "--disk-stall-timeout") {
+		t.Fatalf("a value that is no duration: %v, want an error naming --disk-stall-timeout", err)
+	}
+	t.Setenv("RAFTCRON_DISK_STALL_TIMEOUT", "50ms")
+	if _, err = loadForTest(t, minimal...); err == nil || !strings.Contains(err.Error(), "--disk-stall-timeout: 50ms must be at least 100ms") {
+		t.Fatalf("a value under the minimum: %v, want an error naming --disk-stall-timeout and the rule", err)
+	}
+}
+
 // Every mistake is reported at once, each named by its flag, on one line.
 func TestServeConfigReportsEveryMistakeByFlag(t *testing.T) {
 	_, err := loadForTest(t, "--id", "N1", "--addr", "0.0.0.0:7001", "--http-addr", "nohost", "--raft-lease", "-1s")

@@ -38,6 +38,7 @@ type devOptions struct {
 	nodes    int
 	basePort int
 	keep     bool
+	insecure bool
 }
 
 func newDevCmd() *cobra.Command {
@@ -49,6 +50,9 @@ func newDevCmd() *cobra.Command {
 			"data dir, a fenced and de-duplicating downstream (the example ledger) and a job\n" +
 			"that calls it every 2 seconds. Prints one line per attempt the downstream\n" +
 			"receives and the PID of the leader: kill it and watch another node take over.\n" +
+			"The nodes run TLS with a throwaway CA in the data dir and require client\n" +
+			"certificates; dev prints the export lines a second terminal needs.\n" +
+			"--insecure runs them in plaintext instead.\n" +
 			"Ctrl-C (SIGINT) or SIGTERM stops every node and removes the data dir.",
 		Args: cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command, _ []string) error {
@@ -65,6 +69,7 @@ func newDevCmd() *cobra.Command {
 	fs.IntVar(&o.nodes, "nodes", 3, "number of nodes: 3 or 5")
 	fs.IntVar(&o.basePort, "base-port", 0, "first of consecutive ports to use: the nodes' gRPC/Raft ports, their HTTP ports, then the downstream's (0: free ports)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the data dir (node logs, Raft data, ledger) on exit")
+	fs.BoolVar(&o.insecure, flagInsecure, false, "run the nodes in plaintext, without TLS and client certificates")
 	return cmd
 }
 
@@ -134,6 +139,8 @@ type demo struct {
 	out   *devOut
 	hurry <-chan struct{} // closed by a second signal
 	nodes []*devNode
+	// tls is nil with --insecure.
+	tls   *devTLS
 	down  *downstream
 	watch *leaderWatch
 }
@@ -147,6 +154,12 @@ func (d *demo) run(ctx context.Context, lns []net.Listener) error {
 		return fmt.Errorf("own binary: %w", err)
 	}
 	d.nodes = newDevNodes(d.dir, lns[:2*d.opts.nodes])
+	if !d.opts.insecure {
+		if d.tls, err = newDevTLS(d.dir, d.nodes); err != nil {
+			closeAll(lns)
+			return fmt.Errorf("demo certificates: %w", err)
+		}
+	}
 	d.watch = &leaderWatch{nodes: d.nodes, out: d.out}
 	if d.down, err = startDownstream(d.dir, lns[len(lns)-1], d.watch, d.out); err != nil {
 		closeAll(lns[:len(lns)-1])
@@ -256,7 +269,15 @@ func (d *demo) waitReady(ctx context.Context) error {
 }
 
 func (d *demo) printHints() {
-	d.out.printf("try        %s --addr %s job get demo   (or cluster status)", os.Args[0], d.nodes[0].addr)
+	mode := "TLS, client certificates required"
+	if d.tls == nil {
+		mode = "plaintext (--insecure)"
+	}
+	d.out.printf("nodes      %s; in a second terminal:", mode)
+	for _, line := range d.tls.exports(d.nodes[0].addr) {
+		d.out.printf("  %s", line)
+	}
+	d.out.printf("try        %s job get demo   (or cluster status)", os.Args[0])
 	data := "removes the data dir"
 	if d.opts.keep {
 		data = "keeps the data dir"

@@ -102,6 +102,14 @@ func TestDevSmoke(t *testing.T) {
 		}
 		return len(tokens) >= 3
 	})
+	// The printed exports reach the TLS cluster; without them, no way in.
+	env := dev.exports(t)
+	if len(env) != 4 {
+		t.Fatalf("exports %v: want RAFTCRON_ADDR, _CA_CERT, _CLIENT_CERT and _CLIENT_KEY", env)
+	}
+	expectOK(t, runCLIEnv(t, env, "", "job", "get", "demo"))
+	expectFailure(t, runCLIEnv(t, env[:1], "", "job", "get", "demo"), "closed the connection")
+
 	leaderID, leaderPID := dev.leader(t)
 	checkChildOf(t, leaderPID, dev.cmd.Process.Pid)
 	if err := syscall.Kill(leaderPID, syscall.SIGKILL); err != nil {
@@ -280,6 +288,24 @@ func (d *devRun) leader(t *testing.T) (id string, pid int) {
 		return devLeaderLine.MatchString(line)
 	})
 	return d.leader(t)
+}
+
+// exports are the KEY=VALUE pairs of the export lines dev printed.
+func (d *devRun) exports(t *testing.T) []string {
+	t.Helper()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var env []string
+	for _, line := range d.seen {
+		if kv, ok := strings.CutPrefix(strings.TrimSpace(line), "export "); ok {
+			k, v, _ := strings.Cut(kv, "=")
+			if strings.HasPrefix(v, "'") { // shellQuote's quoting, undone
+				v = strings.ReplaceAll(strings.Trim(v, "'"), `'\''`, "'")
+			}
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
 }
 
 // wait waits for dev to exit and returns its status (-1: killed).

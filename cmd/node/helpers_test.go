@@ -180,6 +180,13 @@ type testCluster struct {
 // prints the nodes' logs.
 func startCluster(t testing.TB, n int, extra ...string) *testCluster {
 	t.Helper()
+	return startClusterWith(t, n, nil, extra...)
+}
+
+// startClusterWith is startCluster with flags of each node's own
+// (perNode may be nil).
+func startClusterWith(t testing.TB, n int, perNode func(id string) []string, extra ...string) *testCluster {
+	t.Helper()
 	bin := binary(t)
 	addrs := freeAddrs(t, 2*n)
 	var peers []string
@@ -197,6 +204,9 @@ func startCluster(t testing.TB, n int, extra ...string) *testCluster {
 		node.args = append([]string{"serve", "--id", node.ID, "--data-dir", node.DataDir,
 			"--addr", node.Addr, "--http-addr", node.HTTPAddr, "--peers", strings.Join(peers, ",")},
 			append(append([]string{}, testRaft...), extra...)...)
+		if perNode != nil {
+			node.args = append(node.args, perNode(node.ID)...)
+		}
 		c.Nodes = append(c.Nodes, node)
 	}
 	t.Cleanup(func() {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"net"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 )
 
@@ -148,6 +150,8 @@ func TestDescribeOtherCodes(t *testing.T) {
 	stale.expectedVersion = 4
 	refused := c
 	refused.dialer = &dialer{last: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}
+	dropped := c
+	dropped.dialer = &dialer{drop: &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", syscall.ECONNRESET)}}
 	cases := []struct {
 		c    call
 		err  error
@@ -161,6 +165,10 @@ func TestDescribeOtherCodes(t *testing.T) {
 		{c, status.Error(codes.DeadlineExceeded, "deadline"), "no answer from raftcron at 127.0.0.1:7001 within 3s"},
 		{refused, status.Error(codes.Unavailable, `connection error: desc = "transport: Error while dialing"`),
 			"cannot reach raftcron at 127.0.0.1:7001: connection refused"},
+		// A TLS node resets a plaintext client, or one without the client
+		// certificate it requires, while the client is still writing.
+		{dropped, status.Error(codes.Unavailable, "write tcp 127.0.0.1:55952->127.0.0.1:7001: write: connection reset by peer"),
+			"cannot reach raftcron at 127.0.0.1:7001: the node closed the connection (does it require TLS, --ca-cert, or a client certificate, --client-cert?)"},
 		{c, status.Error(codes.Unavailable, "node is shut down"), "raftcron at 127.0.0.1:7001 is unavailable: node is shut down"},
 		{c, errors.New("plain"), "plain"},
 	}
@@ -186,6 +194,58 @@ func TestDialCause(t *testing.T) {
 			t.Errorf("dialCause(%v) = %q, want %q", tc.err, got, tc.want)
 		}
 	}
+}
+
+// The dialer tells a node that ends the connection before saying anything
+// (a TLS port facing a plaintext client) from one that answered first.
+func TestDialerSeesANodeThatDropsTheConnection(t *testing.T) {
+	silent := serveOnce(t, nil)
+	answering := serveOnce(t, []byte("x"))
+	for _, tc := range []struct {
+		addr        string
+		wantDropped bool
+	}{{silent, true}, {answering, false}} {
+		d := &dialer{}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		raw, err := d.dial(ctx, tc.addr)
+		cancel()
+		if err != nil {
+			t.Fatalf("dial %s: %v", tc.addr, err)
+		}
+		conn, _, err := d.watch(insecure.NewCredentials()).ClientHandshake(context.Background(), tc.addr, raw)
+		if err != nil {
+			t.Fatalf("handshake: %v", err)
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		for err == nil {
+			_, err = conn.Read(make([]byte, 8))
+		}
+		conn.Close()
+		if got := d.dropped() != nil; got != tc.wantDropped {
+			t.Errorf("node that sent %v before closing: dropped() = %v (read ended with %v), want %v",
+				tc.addr == answering, d.dropped(), err, tc.wantDropped)
+		}
+	}
+}
+
+// serveOnce accepts one connection on loopback, writes say to it and
+// closes it.
+func serveOnce(t *testing.T, say []byte) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		_, _ = c.Write(say)
+		c.Close()
+	}()
+	return ln.Addr().String()
 }
 
 func TestOneLine(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/raftcron/raftcron/cluster"
 	"github.com/raftcron/raftcron/server"
 )
 
@@ -62,15 +63,34 @@ func newLogger(w io.Writer, cfg serveConfig) (*slog.Logger, func()) {
 func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) error {
 	nodeCfg := cfg.Config
 	nodeCfg.Logger, nodeCfg.Version = log, version
+	bundle, err := loadTLS(cfg)
+	if err != nil {
+		return err
+	}
+	if bundle != nil {
+		nodeCfg.TLS = &cluster.TLSConfig{Source: bundle, VerifyClients: cfg.TLSVerifyClients}
+	}
 	s, err := server.New(nodeCfg)
 	if err != nil {
 		return flagError(err)
 	}
+	debugLn, err := listenDebug(cfg.DebugAddr)
+	if err != nil {
+		_ = s.Stop(context.Background())
+		return err
+	}
 	memLimit, memLimitSource := applyMemoryLimit(cfg.MemoryLimit)
 	log.Info("memory limit", "memory_limit", formatMemoryLimit(memLimit), "memory_limit_from", memLimitSource)
 	if err := s.Start(ctx); err != nil {
+		if debugLn != nil {
+			_ = debugLn.Close()
+		}
 		return flagError(err)
 	}
+	watchHUP(ctx, log, bundle)
+	debugErr := make(chan error, 1)
+	debug := serveDebug(debugLn, debugErr)
+	logSecurity(log, cfg)
 
 	var runErr error
 	select {
@@ -78,7 +98,10 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) error {
 		log.Info("stopping gracefully", "id", cfg.ID)
 	case runErr = <-s.Err():
 		log.Error("stopping after a server failed", "id", cfg.ID, "err", runErr)
+	case runErr = <-debugErr:
+		log.Error("stopping after a server failed", "id", cfg.ID, "err", runErr)
 	}
+	stopDebug(debug)
 	_ = s.Stop(context.Background())
 	return runErr
 }

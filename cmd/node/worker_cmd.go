@@ -95,7 +95,10 @@ func workerConfig(fs *pflag.FlagSet, o *clientOptions) (worker.Config, error) {
 		Addrs:       splitList(o.addr),
 		ExecAllow:   splitList(get(flagExecAllow)),
 		ExecUser:    get(flagExecUser),
-		DialOptions: o.dialOptions(),
+		DialOptions: callOptions(),
+	}
+	if err := workerAuth(&o.auth, &cfg); err != nil {
+		errs = append(errs, err)
 	}
 	if _, err := fmt.Sscan(get(flagConcurrency), &cfg.Concurrency); err != nil || cfg.Concurrency < 1 {
 		errs = append(errs, fmt.Errorf("--%s: %q is not a positive number", flagConcurrency, get(flagConcurrency)))
@@ -130,6 +133,23 @@ func parseTags(s string) (map[string]string, error) {
 		tags[k] = v
 	}
 	return tags, nil
+}
+
+// workerAuth connects the worker as the client flags say: TLS and the
+// token through the SDK's own fields when --ca-cert is set; without it, a
+// token (which the client flags allow on loopback alone) is sent as every
+// client command sends it.
+func workerAuth(a *clientAuth, cfg *worker.Config) error {
+	if a.caCert == "" {
+		cfg.DialOptions = append(cfg.DialOptions, a.tokenOptions()...)
+		return nil
+	}
+	tlsCfg, err := a.tlsConfig()
+	if err != nil {
+		return err
+	}
+	cfg.TLS, cfg.Token = tlsCfg, a.token
+	return nil
 }
 
 // workerFlagError names the flags of a worker.Config's broken rules.

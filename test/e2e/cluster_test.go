@@ -114,8 +114,11 @@ func newCluster(t testing.TB, dir string, nw network, opts clusterOptions) *clus
 // process, whatever ends it.
 func (c *cluster) start(n *node, membership ...string) {
 	c.t.Helper()
+	// --insecure: in network namespaces the nodes listen on 10.77.0.x, not
+	// loopback, and these scenarios exercise the plaintext protocol
+	// (TestTLS3 covers TLS).
 	args := append([]string{"serve", "--id", n.ID, "--data-dir", n.DataDir,
-		"--addr", c.net.Addr(n.idx), "--http-addr", c.net.HTTPAddr(n.idx)}, membership...)
+		"--addr", c.net.Addr(n.idx), "--http-addr", c.net.HTTPAddr(n.idx), "--insecure"}, membership...)
 	args = append(append(args, raftFlags...), c.args...)
 	header := fmt.Sprintf("---- %s start: %s\n", time.Now().UTC().Format(time.RFC3339Nano), strings.Join(args, " "))
 	if err := appendFile(n.logPath, header); err != nil {
@@ -142,6 +145,32 @@ func appendFile(path, text string) error {
 		err = cerr
 	}
 	return err
+}
+
+// pid is the process ID of n's running process, 0 if it is down.
+func (n *node) pid() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.proc == nil || n.proc.Exited() {
+		return 0
+	}
+	return n.proc.Pid()
+}
+
+// waitExit waits until n's process exits by itself and returns its exit
+// status.
+func (c *cluster) waitExit(n *node, timeout time.Duration) int {
+	c.t.Helper()
+	n.mu.Lock()
+	p := n.proc
+	n.mu.Unlock()
+	if p == nil {
+		c.t.Fatalf("%s was never started", n.ID)
+	}
+	if !p.Wait(timeout) {
+		c.t.Fatalf("%s did not exit within %s", n.ID, timeout)
+	}
+	return p.ExitCode()
 }
 
 func (n *node) procState() procState {

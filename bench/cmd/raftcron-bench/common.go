@@ -230,7 +230,7 @@ func (e *env) fetchProfile(ctx context.Context, n *harness.Node, name, query str
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		url := fmt.Sprintf("http://%s/debug/pprof/%s", n.HTTPAddr, query)
+		url := fmt.Sprintf("http://%s/debug/pprof/%s", n.DebugAddr, query)
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
 			return

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"os"
+
+	"github.com/spf13/pflag"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// Client flags that say who the caller is and whom it trusts.
+const (
+	flagCACert     = "ca-cert"
+	flagClientCert = "client-cert"
+	flagClientKey  = "client-key"
+	flagToken      = "token"
+)
+
+// clientAuthFlags are resolved from RAFTCRON_* like the other client flags.
+var clientAuthFlags = []string{flagCACert, flagClientCert, flagClientKey, flagToken}
+
+// clientAuth is how a client command connects: TLS when caCert is set, with
+// a client certificate when one is given, and a bearer token when set.
+type clientAuth struct {
+	caCert, clientCert, clientKey string
+	token                         string
+}
+
+func (a *clientAuth) register(fs *pflag.FlagSet) {
+	fs.StringVar(&a.caCert, flagCACert, "", "CA certificate to verify the node with; TLS is used only when set (env RAFTCRON_CA_CERT)")
+	fs.StringVar(&a.clientCert, flagClientCert, "", "client certificate for nodes that verify clients (env RAFTCRON_CLIENT_CERT)")
+	fs.StringVar(&a.clientKey, flagClientKey, "", "key of --client-cert (env RAFTCRON_CLIENT_KEY)")
+	fs.StringVar(&a.token, flagToken, "", "ACL token secret, sent as 'authorization: Bearer ...' (env RAFTCRON_TOKEN)")
+}
+
+// check refuses combinations that cannot work or would leak a secret.
+func (a *clientAuth) check(addr string) error {
+	switch {
+	case (a.clientCert == "") != (a.clientKey == ""):
+		return fmt.Errorf("--%s and --%s go together", flagClientCert, flagClientKey)
+	case a.clientCert != "" && a.caCert == "":
+		return fmt.Errorf("--%s needs --%s: TLS is used only when --%s is set", flagClientCert, flagCACert, flagCACert)
+	case a.token != "" && a.caCert == "" && !allLoopback(addr):
+		return fmt.Errorf("--%s without --%s would send the secret in plaintext to %s: set --%s (loopback addresses are exempt)",
+			flagToken, flagCACert, addr, flagCACert)
+	}
+	return nil
+}
+
+// allLoopback reports whether every address of a list (a worker's --addr
+// names several) is a loopback one.
+func allLoopback(addrs string) bool {
+	list := splitList(addrs)
+	for _, a := range list {
+		if !isLoopback(a) {
+			return false
+		}
+	}
+	return len(list) > 0
+}
+
+// transportCredentials are TLS when --ca-cert is set, else plaintext.
+func (a *clientAuth) transportCredentials() (credentials.TransportCredentials, error) {
+	if a.caCert == "" {
+		return insecure.NewCredentials(), nil
+	}
+	cfg, err := a.tlsConfig()
+	if err != nil {
+		return nil, err
+	}
+	return credentials.NewTLS(cfg), nil
+}
+
+// tokenOptions send the token, if any, with every call.
+func (a *clientAuth) tokenOptions() []grpc.DialOption {
+	if a.token == "" {
+		return nil
+	}
+	return []grpc.DialOption{grpc.WithPerRPCCredentials(bearerToken(a.token))}
+}
+
+// tlsConfig trusts only --ca-cert; the node's name is checked against the
+// host of --addr, which its certificate must carry.
+func (a *clientAuth) tlsConfig() (*tls.Config, error) {
+	pem, err := os.ReadFile(a.caCert)
+	if err != nil {
+		return nil, fmt.Errorf("--%s: %w", flagCACert, err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("--%s %s: no PEM certificate in it", flagCACert, a.caCert)
+	}
+	cfg := &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+	if a.clientCert != "" {
+		cert, err := tls.LoadX509KeyPair(a.clientCert, a.clientKey)
+		if err != nil {
+			return nil, fmt.Errorf("--%s/--%s: %w", flagClientCert, flagClientKey, err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg, nil
+}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+var tlsFlags = []string{"--tls-cert", "/c.pem", "--tls-key", "/k.pem", "--tls-ca", "/ca.pem"}
+
+func withArgs(parts ...[]string) []string {
+	var out []string
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+// TestServeRefusesAnOpenNonLoopbackAddress is the secure-by-default rule:
+// off loopback a node needs TLS and client authentication, or --insecure.
+func TestServeRefusesAnOpenNonLoopbackAddress(t *testing.T) {
+	public := []string{"--addr", "192.0.2.10:7001"}
+	refused := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"plaintext", withArgs(minimal, public), []string{"--addr 192.0.2.10:7001 is not loopback", "TLS (--tls-cert", "--insecure"}},
+		{"plaintext with --acl", withArgs(minimal, public, []string{"--acl"}), []string{"not loopback", "TLS (--tls-cert"}},
+		{"TLS without client auth", withArgs(minimal, public, tlsFlags), []string{"not loopback", "needs --acl or --tls-verify-clients"}},
+		{"a name might be anything", withArgs(minimal, []string{"--addr", "node1.internal:7001"}), []string{"node1.internal:7001 is not loopback"}},
+	}
+	for _, tc := range refused {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := loadForTest(t, tc.args...)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+	accepted := []struct {
+		name string
+		args []string
+	}{
+		{"loopback plaintext", withArgs(minimal, []string{"--addr", "127.0.0.1:7001"})},
+		{"localhost plaintext", withArgs(minimal, []string{"--addr", "localhost:7001"})},
+		{"IPv6 loopback", withArgs(minimal, []string{"--addr", "[::1]:7001"})},
+		{"TLS and verified clients", withArgs(minimal, public, tlsFlags, []string{"--tls-verify-clients"})},
+		{"TLS and ACL", withArgs(minimal, public, tlsFlags, []string{"--acl"})},
+		{"--insecure", withArgs(minimal, public, []string{"--insecure"})},
+	}
+	for _, tc := range accepted {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := loadForTest(t, tc.args...)
+			if err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			if cfg.hasTLS() != strings.Contains(strings.Join(tc.args, " "), "--tls-cert") {
+				t.Errorf("hasTLS() = %v", cfg.hasTLS())
+			}
+		})
+	}
+}
+
+func TestServeSecurityFlagsFromEnvironment(t *testing.T) {
+	t.Setenv("RAFTCRON_ADDR", "192.0.2.10:7001")
+	t.Setenv("RAFTCRON_TLS_CERT", "/c.pem")
+	t.Setenv("RAFTCRON_TLS_KEY", "/k.pem")
+	t.Setenv("RAFTCRON_TLS_CA", "/ca.pem")
+	t.Setenv("RAFTCRON_TLS_VERIFY_CLIENTS", "true")
+	t.Setenv("RAFTCRON_ACL", "1")
+	cfg, err := loadForTest(t, minimal...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.hasTLS() || !cfg.TLSVerifyClients || !cfg.ACL || cfg.TLSCA != "/ca.pem" {
+		t.Errorf("config %+v: want TLS, verified clients and ACL from the environment", cfg.securityConfig)
+	}
+}
+
+func TestServeRejectsBadSecurityFlags(t *testing.T) {
+	cases := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{name: "cert without key and CA", args: withArgs(minimal, []string{"--tls-cert", "/c.pem"}), want: "go together: missing --tls-key, --tls-ca"},
+		{name: "CA alone", args: withArgs(minimal, []string{"--tls-ca", "/ca.pem"}), want: "missing --tls-cert, --tls-key"},
+		{name: "verify clients without TLS", args: withArgs(minimal, []string{"--tls-verify-clients"}), want: "--tls-verify-clients needs TLS"},
+		{name: "debug addr off loopback", args: withArgs(minimal, []string{"--debug-addr", "192.0.2.10:6060"}), want: "--debug-addr 192.0.2.10:6060 is not loopback"},
+		{name: "debug addr malformed", args: withArgs(minimal, []string{"--debug-addr", "6060"}), want: "--debug-addr:"},
+		{name: "env bool typo", env: map[string]string{"RAFTCRON_INSECURE": "yes please"}, args: minimal, want: "--insecure:"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			_, err := loadForTest(t, tc.args...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := loadForTest(t, withArgs(minimal, []string{"--debug-addr", "192.0.2.10:6060", "--insecure"})...); err != nil {
+		t.Errorf("--debug-addr off loopback with --insecure: %v", err)
+	}
+}
+
+func TestClientAuthRefusesWhatCannotWork(t *testing.T) {
+	cases := []struct {
+		name string
+		auth clientAuth
+		addr string
+		want string
+	}{
+		{"cert without key", clientAuth{caCert: "/ca", clientCert: "/c"}, "127.0.0.1:7001", "--client-cert and --client-key go together"},
+		{"cert without CA", clientAuth{clientCert: "/c", clientKey: "/k"}, "127.0.0.1:7001", "--client-cert needs --ca-cert"},
+		{"token in plaintext off loopback", clientAuth{token: "s3cret"}, "192.0.2.10:7001", "--token without --ca-cert"},
+	}
+	for _, tc := range cases {
+		if err := tc.auth.check(tc.addr); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	for _, ok := range []struct {
+		auth clientAuth
+		addr string
+	}{
+		{clientAuth{token: "s3cret"}, "127.0.0.1:7001"},
+		{clientAuth{token: "s3cret", caCert: "/ca"}, "192.0.2.10:7001"},
+		{clientAuth{caCert: "/ca", clientCert: "/c", clientKey: "/k"}, "192.0.2.10:7001"},
+	} {
+		if err := ok.auth.check(ok.addr); err != nil {
+			t.Errorf("%+v to %s: %v", ok.auth, ok.addr, err)
+		}
+	}
+}
