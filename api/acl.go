@@ -42,16 +42,33 @@ type aclService struct {
 	store  Store
 	tokens TokenLister
 	now    func() time.Time
+	audit  *AuditSwitch
 }
 
 // NewACLService serves AclService. Secrets are generated here, at the
 // edge: the FSM must stay deterministic, so the log carries only their
 // hashes. now dates the token a response shows; nil means time.Now.
 func NewACLService(s Store, t TokenLister, now func() time.Time) pb.AclServiceServer {
-	if now == nil {
-		now = time.Now
+	return NewACLServiceWith(ACLServiceConfig{Store: s, Tokens: t, Now: now})
+}
+
+// ACLServiceConfig is what AclService is built from. Store and Tokens are
+// required.
+type ACLServiceConfig struct {
+	Store  Store
+	Tokens TokenLister
+	// Now dates the token a response shows; nil means time.Now.
+	Now func() time.Time
+	// Audit switches the audit trail on before a write; nil: never.
+	Audit *AuditSwitch
+}
+
+// NewACLServiceWith serves AclService as c says.
+func NewACLServiceWith(c ACLServiceConfig) pb.AclServiceServer {
+	if c.Now == nil {
+		c.Now = time.Now
 	}
-	return &aclService{store: s, tokens: t, now: now}
+	return &aclService{store: c.Store, tokens: c.Tokens, now: c.Now, audit: c.Audit}
 }
 
 func (a *aclService) BootstrapAcl(ctx context.Context, _ *pb.BootstrapAclRequest) (*pb.BootstrapAclResponse, error) {
@@ -120,6 +137,7 @@ func (a *aclService) DeleteAclToken(ctx context.Context, req *pb.DeleteAclTokenR
 // results that are not OK: each method maps the ACL refusals to its own
 // codes.
 func (a *aclService) apply(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
+	a.audit.ensure(ctx)
 	cmd.Caller = &pb.Caller{Principal: PrincipalFrom(ctx).Name}
 	res, err := a.store.Apply(ctx, cmd)
 	if err != nil {

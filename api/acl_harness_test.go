@@ -68,14 +68,14 @@ func (s *fsmStore) barrierCount() int {
 // scheduler would (without dispatching it).
 type fsmTriggerer struct{ store *fsmStore }
 
-func (t fsmTriggerer) Trigger(ctx context.Context, name, requestID string, force bool) (*pb.FireResult, error) {
+func (t fsmTriggerer) Trigger(ctx context.Context, name, requestID string, force bool, principal string) (*pb.FireResult, error) {
 	j, err := t.store.f.Job(name)
 	if err != nil {
 		return &pb.FireResult{Reason: fsm.ReasonGone}, nil
 	}
 	res, err := t.store.Apply(ctx, &pb.Command{ProposedAtUnixNano: testNow.UnixNano(), Kind: &pb.Command_FireBatch{FireBatch: &pb.FireBatchCommand{
 		LeaderId: "n1", Term: 1,
-		Fires: []*pb.Fire{{Job: name, Generation: j.GetGeneration(), Kind: pb.FireKind_FIRE_KIND_MANUAL, RequestId: requestID, Force: force}},
+		Fires: []*pb.Fire{{Job: name, Generation: j.GetGeneration(), Kind: pb.FireKind_FIRE_KIND_MANUAL, RequestId: requestID, Force: force, Principal: principal}},
 	}}})
 	if err != nil {
 		return nil, err
@@ -95,6 +95,7 @@ type aclHarness struct {
 	admin  pb.ClusterServiceClient
 	acl    pb.AclServiceClient
 	worker pb.WorkerServiceClient
+	audit  pb.AuditServiceClient
 	snap   pb.SnapshotServiceClient
 	health healthpb.HealthClient
 }
@@ -111,11 +112,13 @@ func newACLHarness(t *testing.T, enabled bool) *aclHarness {
 	auth := NewAuthorizer(AuthConfig{Enabled: enabled, Tokens: state, Barrier: h.store})
 	s := grpc.NewServer(grpc.ChainUnaryInterceptor(auth.Unary()), grpc.ChainStreamInterceptor(auth.Stream()))
 	now := func() time.Time { return testNow }
-	jobs := NewJobServiceWith(JobServiceConfig{Store: h.store, Registry: state, Now: now, Triggerer: fsmTriggerer{h.store}})
+	sw := NewAuditSwitch(h.store, state, DefaultAuditLimit, nil, now)
+	jobs := NewJobServiceWith(JobServiceConfig{Store: h.store, Registry: state, Now: now, Triggerer: fsmTriggerer{h.store}, Audit: sw})
 	Register(s, jobs, NewClusterService(&fakeCluster{}, state),
-		WithRunService(NewRunService(h.store, state, h.hub)),
+		WithRunService(NewRunServiceWith(RunServiceConfig{Barrier: h.store, Ledger: state, Hub: h.hub, Store: h.store, Audit: sw})),
 		WithFenceService(NewFenceService(h.store, state)),
-		WithACLService(NewACLService(h.store, state, now)),
+		WithACLService(NewACLServiceWith(ACLServiceConfig{Store: h.store, Tokens: state, Now: now, Audit: sw})),
+		WithAuditService(NewAuditService(h.store, state)),
 		WithSnapshotService(NewSnapshotService(SnapshotServiceConfig{
 			Node: &snapNode{leader: true, src: state, dst: fsm.New()}, Counter: state, ScratchDir: t.TempDir(), Now: now,
 		})),
@@ -145,6 +148,7 @@ func newACLHarness(t *testing.T, enabled bool) *aclHarness {
 	h.admin = pb.NewClusterServiceClient(conn)
 	h.acl = pb.NewAclServiceClient(conn)
 	h.worker = pb.NewWorkerServiceClient(conn)
+	h.audit = pb.NewAuditServiceClient(conn)
 	h.snap = pb.NewSnapshotServiceClient(conn)
 	h.health = healthpb.NewHealthClient(conn)
 	return h

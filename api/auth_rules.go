@@ -79,6 +79,10 @@ var methodPermissions = map[string]Permission{
 	pb.RunService_ListRuns_FullMethodName:  PermRead,
 	pb.RunService_GetRun_FullMethodName:    PermRead,
 	pb.RunService_WatchRuns_FullMethodName: PermRead,
+	pb.RunService_CancelRun_FullMethodName: PermWrite,
+
+	// Records name every principal and every token created.
+	pb.AuditService_ListAudit_FullMethodName: PermManagement,
 
 	pb.FenceService_CheckToken_FullMethodName: PermRead,
 

@@ -63,6 +63,7 @@ func TestEveryMethodHasAnACLRule(t *testing.T) {
 		WithRunService(NewRunService(&fsmStore{f: state}, state, nil)),
 		WithFenceService(NewFenceService(&fsmStore{f: state}, state)),
 		WithACLService(NewACLService(&fsmStore{f: state}, state, nil)),
+		WithAuditService(NewAuditService(&fsmStore{f: state}, state)),
 		WithSnapshotService(NewSnapshotService(SnapshotServiceConfig{})),
 		WithWorkerService(NewWorkerService(fakeWorkerHub{}, &fakeLeaderInfo{})))
 	pb.RegisterInternalServiceServer(s, pb.UnimplementedInternalServiceServer{})

@@ -51,6 +51,7 @@ func (j *jobService) ApplyJobs(ctx context.Context, req *pb.ApplyJobsRequest) (*
 	if err := j.allowExecBatch(writes); err != nil {
 		return nil, err
 	}
+	j.audit.ensure(ctx)
 	caller := PrincipalFrom(ctx).caller()
 	cmds := make([]*pb.Command, len(writes))
 	for i, w := range writes {

@@ -40,7 +40,8 @@ func statusOf(err error) error {
 		return status.Error(codes.NotFound, err.Error())
 	case errors.Is(err, cluster.ErrServerExists), errors.Is(err, fsm.ErrAlreadyExists):
 		return status.Error(codes.AlreadyExists, err.Error())
-	case errors.Is(err, fsm.ErrVersionMismatch), errors.Is(err, cluster.ErrUnsupportedCommand):
+	case errors.Is(err, fsm.ErrVersionMismatch), errors.Is(err, cluster.ErrUnsupportedCommand),
+		errors.Is(err, fsm.ErrRunFinished):
 		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.Is(err, fsm.ErrLimitExceeded):
 		return status.Error(codes.ResourceExhausted, err.Error())

@@ -27,6 +27,9 @@ type fakeStore struct {
 	token      uint64
 	runs       []*pb.Run // newest first
 	runQueries []runQuery
+	auditLimit uint32
+	audit      []*pb.AuditRecord // newest first
+	auditQuery []fsm.AuditQuery
 }
 
 type runQuery struct {
@@ -101,6 +104,13 @@ func (f *fakeStore) Apply(_ context.Context, cmd *pb.Command) (*pb.CommandResult
 		return f.delete(k.DeleteJob), nil
 	case *pb.Command_SetPaused:
 		return f.setPaused(k.SetPaused), nil
+	case *pb.Command_CancelRun:
+		return f.cancelRun(k.CancelRun), nil
+	case *pb.Command_SetAudit:
+		if !k.SetAudit.GetEnableOnly() || f.auditLimit == 0 {
+			f.auditLimit = k.SetAudit.GetLimit()
+		}
+		return &pb.CommandResult{Code: pb.ResultCode_RESULT_CODE_OK, Changed: true}, nil
 	}
 	return &pb.CommandResult{Code: pb.ResultCode_RESULT_CODE_MALFORMED, Message: "no command"}, nil
 }
@@ -143,6 +153,49 @@ func (f *fakeStore) setPaused(c *pb.SetPausedCommand) *pb.CommandResult {
 	job.Spec.Paused, job.Spec.PauseNote = c.GetPaused(), c.GetNote()
 	job.Version++
 	return &pb.CommandResult{Code: pb.ResultCode_RESULT_CODE_OK, Job: proto.CloneOf(job), Changed: true}
+}
+
+// cancelRun answers as the FSM does: NOT_FOUND, RUN_FINISHED, or the run
+// cancelled.
+func (f *fakeStore) cancelRun(c *pb.CancelRunCommand) *pb.CommandResult {
+	for i, r := range f.runs {
+		if r.GetId() != c.GetRunId() {
+			continue
+		}
+		if s := r.GetState(); s != pb.RunState_RUN_STATE_DISPATCHED && s != pb.RunState_RUN_STATE_RETRYING {
+			return &pb.CommandResult{Code: pb.ResultCode_RESULT_CODE_RUN_FINISHED, Message: "run \"" + r.GetId() + "\" is finished"}
+		}
+		r = proto.CloneOf(r)
+		r.State, r.Reason = pb.RunState_RUN_STATE_CANCELLED, fsm.ReasonCancelRequested
+		f.runs[i] = r
+		return &pb.CommandResult{Code: pb.ResultCode_RESULT_CODE_OK, Changed: true, Run: proto.CloneOf(r)}
+	}
+	return &pb.CommandResult{Code: pb.ResultCode_RESULT_CODE_NOT_FOUND, Message: "run \"" + c.GetRunId() + "\" not found"}
+}
+
+func (f *fakeStore) AuditLimit() uint32 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.auditLimit
+}
+
+func (f *fakeStore) setAuditLimit(n uint32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.auditLimit = n
+}
+
+func (f *fakeStore) ListAudit(q fsm.AuditQuery) []*pb.AuditRecord {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.auditQuery = append(f.auditQuery, q)
+	var out []*pb.AuditRecord
+	for _, r := range f.audit {
+		if (q.Job == "" || r.GetJob() == q.Job) && (q.Limit <= 0 || len(out) < q.Limit) {
+			out = append(out, proto.CloneOf(r))
+		}
+	}
+	return out
 }
 
 func (f *fakeStore) ReadBarrier(context.Context) error {

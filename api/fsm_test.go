@@ -2,10 +2,12 @@ package api
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/raftcron/raftcron/cluster"
@@ -19,6 +21,8 @@ var (
 	_ RunLedger  = (*fsm.FSM)(nil)
 	_ Store      = (*cluster.Node)(nil)
 	_ Leadership = (*cluster.Node)(nil)
+	_ AuditState = (*fsm.FSM)(nil)
+	_ AuditLog   = (*fsm.FSM)(nil)
 )
 
 // fsmBarrier is a ReadBarrier that has nothing to wait for.
@@ -77,5 +81,46 @@ func TestRunHubObservesTheFSM(t *testing.T) {
 	got, err := runs.GetRun(ctx, &pb.GetRunRequest{Id: fire.GetRunId()})
 	if err != nil || got.GetRun().GetRequestId() != "r1" {
 		t.Fatalf("GetRun: %v, %v", got, err)
+	}
+}
+
+// TestAuditTrailThroughTheFSM: the first write switches the trail on, every
+// write is recorded with its principal, and a cancel of a finished run is
+// refused as FailedPrecondition, all against the real FSM.
+func TestAuditTrailThroughTheFSM(t *testing.T) {
+	state := fsm.New()
+	store := &fsmStore{f: state}
+	now := func() time.Time { return testNow }
+	sw := NewAuditSwitch(store, state, DefaultAuditLimit, nil, now)
+	jobs := NewJobServiceWith(JobServiceConfig{Store: store, Registry: state, Now: now, Audit: sw})
+	runs := NewRunServiceWith(RunServiceConfig{Barrier: store, Ledger: state, Store: store, Audit: sw})
+	audit := NewAuditService(store, state)
+
+	ctx := withPrincipal(testCtx(t), Principal{Name: "alice", Role: pb.AclRole_ACL_ROLE_MANAGEMENT})
+	if _, err := jobs.CreateJob(ctx, &pb.CreateJobRequest{Spec: validSpec("billing")}); err != nil {
+		t.Fatal(err)
+	}
+	fire := applyCmd(t, state, 100, &pb.Command{Kind: &pb.Command_FireBatch{FireBatch: &pb.FireBatchCommand{
+		LeaderId: "n1", Term: 1,
+		Fires: []*pb.Fire{{Job: "billing", Generation: 1, Kind: pb.FireKind_FIRE_KIND_MANUAL, RequestId: "r1", Principal: "bob"}},
+	}}}).GetFires()[0]
+	store.index = 100
+	if _, err := runs.CancelRun(ctx, &pb.CancelRunRequest{Id: fire.GetRunId()}); err != nil {
+		t.Fatalf("CancelRun of the open run: %v", err)
+	}
+	_, err := runs.CancelRun(ctx, &pb.CancelRunRequest{Id: fire.GetRunId()})
+	wantCode(t, err, codes.FailedPrecondition)
+
+	got, err := audit.ListAudit(ctx, &pb.ListAuditRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trail []string
+	for _, r := range got.GetRecords() {
+		trail = append(trail, r.GetPrincipal()+" "+r.GetAction()+" "+r.GetJob())
+	}
+	want := []string{"alice cancel billing", "bob trigger billing", "alice create billing", "system audit_limit "}
+	if !slices.Equal(trail, want) {
+		t.Fatalf("trail, newest first: %q, want %q", trail, want)
 	}
 }

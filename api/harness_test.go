@@ -40,6 +40,7 @@ type harness struct {
 	admin   pb.ClusterServiceClient
 	runs    pb.RunServiceClient
 	fence   pb.FenceServiceClient
+	audit   pb.AuditServiceClient
 	logs    *syncBuffer
 }
 
@@ -88,8 +89,11 @@ func startHarness(t *testing.T, jobs func(*fakeStore) pb.JobServiceServer, confi
 		js = jobs(h.store)
 	}
 	h.health = Register(h.server, js, NewClusterService(h.cluster, h.store),
-		WithRunService(NewRunService(h.store, h.store, h.hub)),
-		WithFenceService(NewFenceService(h.store, h.store)))
+		WithRunService(NewRunServiceWith(RunServiceConfig{
+			Barrier: h.store, Ledger: h.store, Hub: h.hub, Store: h.store,
+		})),
+		WithFenceService(NewFenceService(h.store, h.store)),
+		WithAuditService(NewAuditService(h.store, h.store)))
 
 	lis := bufconn.Listen(1 << 20)
 	served := make(chan struct{})
@@ -114,6 +118,7 @@ func startHarness(t *testing.T, jobs func(*fakeStore) pb.JobServiceServer, confi
 	h.admin = pb.NewClusterServiceClient(conn)
 	h.runs = pb.NewRunServiceClient(conn)
 	h.fence = pb.NewFenceServiceClient(conn)
+	h.audit = pb.NewAuditServiceClient(conn)
 	return h
 }
 

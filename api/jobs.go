@@ -58,6 +58,9 @@ type JobServiceConfig struct {
 	Exec ExecPolicy
 	// Limits bound what the service admits; zero fields take defaults.
 	Limits Limits
+	// Audit switches the audit trail on before writes. Nil: never (the
+	// writes still carry the caller's principal).
+	Audit *AuditSwitch
 }
 
 type jobService struct {
@@ -69,6 +72,7 @@ type jobService struct {
 	leadership Leadership
 	exec       ExecPolicy
 	limits     Limits
+	audit      *AuditSwitch
 }
 
 // NewJobService serves JobService without manual triggers (TriggerJob
@@ -86,7 +90,7 @@ func NewJobServiceWith(c JobServiceConfig) pb.JobServiceServer {
 	return &jobService{
 		store: c.Store, reg: c.Registry, now: c.Now,
 		trigger: c.Triggerer, leadership: c.Leadership,
-		exec: c.Exec, limits: c.Limits,
+		exec: c.Exec, limits: c.Limits, audit: c.Audit,
 	}
 }
 
@@ -221,8 +225,10 @@ func (j *jobService) setPaused(ctx context.Context, name string, paused bool, no
 	}}})
 }
 
-// apply commits cmd as the caller's; a result other than OK is an error.
+// apply commits cmd as the caller's, the audit trail switched on first if
+// it can be; a result other than OK is an error.
 func (j *jobService) apply(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
+	j.audit.ensure(ctx)
 	cmd.Caller = PrincipalFrom(ctx).caller()
 	res, err := j.store.Apply(ctx, cmd)
 	if err != nil {

@@ -16,6 +16,7 @@ type registration struct {
 	runs     pb.RunServiceServer
 	fence    pb.FenceServiceServer
 	snapshot pb.SnapshotServiceServer
+	audit    pb.AuditServiceServer
 	acl      pb.AclServiceServer
 	workers  pb.WorkerServiceServer
 }
@@ -23,6 +24,11 @@ type registration struct {
 // WithRunService also serves RunService.
 func WithRunService(runs pb.RunServiceServer) RegisterOption {
 	return func(r *registration) { r.runs = runs }
+}
+
+// WithAuditService also serves AuditService.
+func WithAuditService(audit pb.AuditServiceServer) RegisterOption {
+	return func(r *registration) { r.audit = audit }
 }
 
 // WithFenceService also serves FenceService.
@@ -61,6 +67,10 @@ func Register(s *grpc.Server, jobs pb.JobServiceServer, cl pb.ClusterServiceServ
 	if r.runs != nil {
 		pb.RegisterRunServiceServer(s, r.runs)
 		names = append(names, pb.RunService_ServiceDesc.ServiceName)
+	}
+	if r.audit != nil {
+		pb.RegisterAuditServiceServer(s, r.audit)
+		names = append(names, pb.AuditService_ServiceDesc.ServiceName)
 	}
 	if r.fence != nil {
 		pb.RegisterFenceServiceServer(s, r.fence)

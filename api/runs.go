@@ -42,13 +42,35 @@ type runService struct {
 	barrier Barrier
 	ledger  RunLedger
 	hub     *RunHub
+	store   Store
+	audit   *AuditSwitch
 }
 
 // NewRunService serves RunService: reads of the run ledger (linearizable
 // after b's barrier unless stale) and watches fed by hub, which must be
 // the observer of this node's FSM (nil: WatchRuns answers Unimplemented).
+// CancelRun answers Unimplemented; NewRunServiceWith serves it.
 func NewRunService(b Barrier, l RunLedger, hub *RunHub) pb.RunServiceServer {
-	return &runService{barrier: b, ledger: l, hub: hub}
+	return NewRunServiceWith(RunServiceConfig{Barrier: b, Ledger: l, Hub: hub})
+}
+
+// RunServiceConfig is what RunService is built from. Barrier and Ledger
+// are required.
+type RunServiceConfig struct {
+	Barrier Barrier
+	Ledger  RunLedger
+	// Hub feeds WatchRuns; nil: WatchRuns answers Unimplemented.
+	Hub *RunHub
+	// Store commits cancels; nil: CancelRun answers Unimplemented.
+	Store Store
+	// Audit switches the audit trail on before a cancel; nil: never.
+	Audit *AuditSwitch
+}
+
+// NewRunServiceWith serves RunService, CancelRun included when c.Store is
+// set.
+func NewRunServiceWith(c RunServiceConfig) pb.RunServiceServer {
+	return &runService{barrier: c.Barrier, ledger: c.Ledger, hub: c.Hub, store: c.Store, audit: c.Audit}
 }
 
 func (s *runService) ListRuns(ctx context.Context, req *pb.ListRunsRequest) (*pb.ListRunsResponse, error) {
@@ -82,11 +104,8 @@ func runLimit(n uint32) int {
 
 func (s *runService) GetRun(ctx context.Context, req *pb.GetRunRequest) (*pb.GetRunResponse, error) {
 	id := req.GetId()
-	switch {
-	case id == "":
-		return nil, fieldError("id", "required")
-	case len(id) > maxRunIDLen || !utf8.ValidString(id):
-		return nil, fieldError("id", "not a run id: at most 256 bytes of UTF-8")
+	if err := validRunID(id); err != nil {
+		return nil, err
 	}
 	if err := s.readBarrier(ctx, req.GetStale()); err != nil {
 		return nil, err
@@ -142,6 +161,42 @@ func (s *runService) WatchRuns(req *pb.WatchRunsRequest, stream grpc.ServerStrea
 			}
 		}
 	}
+}
+
+// CancelRun commits a cancel of an open run; the leader's scheduler stops
+// its attempt when it applies it. The Store forwards it to the leader. The
+// FSM refuses a run of a job outside the caller's scope as a missing one.
+func (s *runService) CancelRun(ctx context.Context, req *pb.CancelRunRequest) (*pb.CancelRunResponse, error) {
+	id := req.GetId()
+	if err := validRunID(id); err != nil {
+		return nil, err
+	}
+	if s.store == nil {
+		return nil, status.Error(codes.Unimplemented, "CancelRun: this node commits no cancels")
+	}
+	s.audit.ensure(ctx)
+	cmd := &pb.Command{
+		Caller: PrincipalFrom(ctx).caller(),
+		Kind:   &pb.Command_CancelRun{CancelRun: &pb.CancelRunCommand{RunId: id}},
+	}
+	res, err := s.store.Apply(ctx, cmd)
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	if res.GetCode() != pb.ResultCode_RESULT_CODE_OK {
+		return nil, resultStatus(res)
+	}
+	return &pb.CancelRunResponse{Run: res.GetRun()}, nil
+}
+
+func validRunID(id string) error {
+	switch {
+	case id == "":
+		return fieldError("id", "required")
+	case len(id) > maxRunIDLen || !utf8.ValidString(id):
+		return fieldError("id", "not a run id: at most 256 bytes of UTF-8")
+	}
+	return nil
 }
 
 // visible reports whether the caller may see run (nil: whether it may see

@@ -25,8 +25,9 @@ import (
 // (G2: a node dispatches only attempts it committed itself while leader).
 // A refusal is a FireResult with accepted=false and its reason, not an
 // error; errors are for runs that could not be proposed or committed.
+// principal is who asked, for the audit record of the run.
 type Triggerer interface {
-	Trigger(ctx context.Context, name, requestID string, force bool) (*pb.FireResult, error)
+	Trigger(ctx context.Context, name, requestID string, force bool, principal string) (*pb.FireResult, error)
 }
 
 // Leadership is what a follower needs to hand a call to the leader. The
@@ -78,7 +79,8 @@ func (j *jobService) TriggerJob(ctx context.Context, req *pb.TriggerJobRequest) 
 	if _, err := visibleJob(ctx, j.reg, req.GetName()); err != nil {
 		return nil, err
 	}
-	res, err := j.trigger.Trigger(ctx, req.GetName(), req.GetRequestId(), req.GetForce())
+	j.audit.ensure(ctx)
+	res, err := j.trigger.Trigger(ctx, req.GetName(), req.GetRequestId(), req.GetForce(), PrincipalFrom(ctx).Name)
 	if err != nil {
 		if errors.Is(err, cluster.ErrNotLeader) {
 			// Nothing was committed, or the request id finds the run that was.

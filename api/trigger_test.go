@@ -26,6 +26,7 @@ type triggerCall struct {
 	name, requestID string
 	force           bool
 	forwarded       bool
+	principal       string
 }
 
 // fakeTriggerer answers like the FSM does for MANUAL fires: idempotent by
@@ -45,10 +46,10 @@ func newFakeTriggerer(s *fakeStore) *fakeTriggerer {
 	return &fakeTriggerer{store: s, byID: map[string]*pb.Run{}}
 }
 
-func (f *fakeTriggerer) Trigger(ctx context.Context, name, requestID string, force bool) (*pb.FireResult, error) {
+func (f *fakeTriggerer) Trigger(ctx context.Context, name, requestID string, force bool, principal string) (*pb.FireResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.calls = append(f.calls, triggerCall{name: name, requestID: requestID, force: force, forwarded: isForwarded(ctx)})
+	f.calls = append(f.calls, triggerCall{name: name, requestID: requestID, force: force, forwarded: isForwarded(ctx), principal: principal})
 	if f.err != nil {
 		return nil, f.err
 	}
@@ -149,8 +150,9 @@ func TestTriggerJobOnLeader(t *testing.T) {
 		t.Fatalf("run %v, want billing-1, MANUAL, token 1", run)
 	}
 	calls := n.trig.seen()
-	if len(calls) != 1 || calls[0].name != "billing" || calls[0].force || !hexID.MatchString(calls[0].requestID) {
-		t.Fatalf("scheduler saw %+v, want one unforced trigger with a generated 32-hex request id", calls)
+	if len(calls) != 1 || calls[0].name != "billing" || calls[0].force || !hexID.MatchString(calls[0].requestID) ||
+		calls[0].principal != Anonymous {
+		t.Fatalf("scheduler saw %+v, want one unforced trigger by %s with a generated 32-hex request id", calls, Anonymous)
 	}
 	if run.GetRequestId() != calls[0].requestID {
 		t.Errorf("run request id %q, scheduler saw %q", run.GetRequestId(), calls[0].requestID)

@@ -28,6 +28,9 @@ func (m *Mux) GRPCServerOptions() []grpc.ServerOption {
 type muxedCreds struct{}
 
 func (muxedCreds) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	if _, ok := conn.(localConn); ok {
+		return conn, localAuthInfo(), nil
+	}
 	tc, ok := conn.(*tls.Conn)
 	if !ok {
 		_ = conn.Close()

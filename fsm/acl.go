@@ -183,12 +183,12 @@ func publicToken(t *pb.AclToken) *pb.AclToken {
 	return c
 }
 
-// scoped wraps a registry write so that a caller with a selector touches
-// only jobs whose labels match it, before and after the change. A job
-// outside the scope is answered as if it did not exist wherever that is an
-// answer (update, delete, pause, resume), so a scoped caller learns nothing
-// of other jobs; a create or upsert of its name can only say that the name
-// is taken.
+// scoped wraps a registry or run write so that a caller with a selector
+// touches only jobs whose labels match it, before and after the change. A
+// job or run outside the scope is answered as if it did not exist wherever
+// that is an answer (update, delete, pause, resume, cancel), so a scoped
+// caller learns nothing of other jobs; a create or upsert of its name can
+// only say that the name is taken.
 func scoped(h handler) handler {
 	return func(s *state, c *pb.Command, e entry) (outcome, error) {
 		if sel := c.GetCaller().GetSelector(); len(sel) > 0 {
@@ -218,6 +218,8 @@ func checkScope(s *state, c *pb.Command, sel map[string]string) error {
 		name = k.DeleteJob.GetName()
 	case *pb.Command_SetPaused:
 		name = k.SetPaused.GetName()
+	case *pb.Command_CancelRun:
+		return checkRunScope(s, k.CancelRun.GetRunId(), sel)
 	default:
 		return nil
 	}
@@ -230,6 +232,19 @@ func checkScope(s *state, c *pb.Command, sel map[string]string) error {
 	default:
 		return fail(ErrNotFound, "job %q not found", name)
 	}
+}
+
+// checkRunScope answers a run of a job outside the scope as a missing run.
+// A run whose job is gone is in no scope but the unscoped one.
+func checkRunScope(s *state, id string, sel map[string]string) error {
+	r, ok := s.run(id)
+	if !ok {
+		return nil // the handler answers NOT_FOUND
+	}
+	if j, ok := s.job(r.GetJob()); ok && hasLabels(j.GetSpec(), sel) {
+		return nil
+	}
+	return fail(ErrNotFound, "run %q not found", id)
 }
 
 // SelectorMatches reports whether labels include every key of selector

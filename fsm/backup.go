@@ -39,7 +39,7 @@ func InspectSnapshot(r io.Reader) (SnapshotSummary, error) {
 		return SnapshotSummary{}, fmt.Errorf("fsm: snapshot: %w", err)
 	}
 	return SnapshotSummary{
-		FormatVersion:  formatVersion,
+		FormatVersion:  st.audit.format(),
 		FencingCounter: st.counter,
 		Jobs:           st.jobs.Len(),
 		Tombstones:     st.tombstones.Len(),
@@ -114,9 +114,8 @@ func WithCounterFloor(r io.Reader, floor uint64) (io.Reader, int64, error) {
 	if err := proto.Unmarshal(payload, &h); err != nil {
 		return nil, 0, fmt.Errorf("fsm: snapshot header does not decode: %w", err)
 	}
-	if h.GetFormatVersion() != formatVersion {
-		return nil, 0, fmt.Errorf("%w: snapshot has format version %d, this build reads version %d",
-			ErrSnapshotFormat, h.GetFormatVersion(), formatVersion)
+	if err := checkFormat(&h); err != nil {
+		return nil, 0, err
 	}
 	h.FencingCounter = max(h.GetFencingCounter(), floor)
 	var buf bytes.Buffer

@@ -219,3 +219,35 @@ func TestBackupRewritesKeepTheRetiredGenerationAndTheACL(t *testing.T) {
 		t.Errorf("re-created after the restore at generation %d, want above %d", g, gen)
 	}
 }
+
+// A snapshot whose audit trail is on (format 2) backs up and restores
+// like any other: the trail comes back with the raised counter.
+func TestBackupOfAnAuditedSnapshot(t *testing.T) {
+	h := newAuditHarness(t, 10)
+	h.mustOK(as("alice", nil, createCmd(testSpec("billing"))))
+	data := persist(t, h.f)
+	sum, err := fsm.InspectSnapshot(bytes.NewReader(data))
+	if err != nil || sum.FormatVersion != 2 || sum.Jobs != 1 {
+		t.Fatalf("InspectSnapshot: %+v, %v; want format 2 with the job", sum, err)
+	}
+	var orphaned bytes.Buffer
+	if err := fsm.OrphanDispatched(&orphaned, bytes.NewReader(data)); err != nil {
+		t.Fatalf("OrphanDispatched: %v", err)
+	}
+	r, _, err := fsm.WithCounterFloor(&orphaned, 1<<20)
+	if err != nil {
+		t.Fatalf("WithCounterFloor: %v", err)
+	}
+	out, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored := fsm.New()
+	if err := restore(restored, out); err != nil {
+		t.Fatalf("Restore: %v", err)
+	}
+	recs := restored.ListAudit(fsm.AuditQuery{Job: "billing"})
+	if restored.FencingToken() != 1<<20 || len(recs) != 1 || recs[0].GetPrincipal() != "alice" {
+		t.Fatalf("restored counter %d, trail %v; want the floor and alice's create", restored.FencingToken(), recs)
+	}
+}

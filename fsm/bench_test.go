@@ -16,7 +16,13 @@ import (
 
 // BenchmarkApplyPut measures Apply of a create of a new job, including
 // decoding the entry, as Raft drives it.
-func BenchmarkApplyPut(b *testing.B) {
+func BenchmarkApplyPut(b *testing.B) { benchmarkApplyPut(b, false) }
+
+// BenchmarkApplyPutAudited is BenchmarkApplyPut with the audit trail on:
+// each create also renders its diff and appends a record.
+func BenchmarkApplyPutAudited(b *testing.B) { benchmarkApplyPut(b, true) }
+
+func benchmarkApplyPut(b *testing.B, audited bool) {
 	data := make([][]byte, b.N)
 	for i := range data {
 		c := createCmd(testSpec(fmt.Sprintf("job-%09d", i)))
@@ -28,10 +34,14 @@ func BenchmarkApplyPut(b *testing.B) {
 		data[i] = d
 	}
 	f := fsm.New()
+	if audited {
+		d, _ := proto.Marshal(setAuditCmd(10_000, false)) // the default limit
+		f.Apply(&raft.Log{Index: 1, Data: d})
+	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range data {
-		r := f.Apply(&raft.Log{Index: uint64(i + 1), Data: data[i]}).(*pb.CommandResult)
+		r := f.Apply(&raft.Log{Index: uint64(i + 2), Data: data[i]}).(*pb.CommandResult)
 		if r.GetCode() != pb.ResultCode_RESULT_CODE_OK {
 			b.Fatalf("code %v: %s", r.GetCode(), r.GetMessage())
 		}

@@ -19,6 +19,7 @@ func TestSameLogGivesSameStateAndResults(t *testing.T) {
 	codes := map[pb.ResultCode]int{}
 	seen := map[string]int{} // fire and completion verdicts, run states reached
 	maxGeneration := uint64(0)
+	lastSeq := uint64(0)
 	for i := uint64(1); i <= entries; i++ {
 		data := gen.next()
 		l := &raft.Log{Index: i, Term: termOf(data), Type: raft.LogCommand, Data: data}
@@ -33,9 +34,10 @@ func TestSameLogGivesSameStateAndResults(t *testing.T) {
 		codes[ra.GetCode()]++
 		maxGeneration = max(maxGeneration, ra.GetJob().GetGeneration())
 		tally(seen, ra)
+		lastSeq = tallyAudit(seen, a, lastSeq)
 	}
 	// The sequence must exercise every outcome, or equal hashes prove little.
-	for _, c := range []pb.ResultCode{codeOK, codeNotFound, codeExists, codeMismatch, codeMalformed} {
+	for _, c := range []pb.ResultCode{codeOK, codeNotFound, codeExists, codeMismatch, codeMalformed, pb.ResultCode_RESULT_CODE_RUN_FINISHED} {
 		if codes[c] == 0 {
 			t.Fatalf("the generated log never produced %v (codes: %v)", c, codes)
 		}
@@ -46,6 +48,9 @@ func TestSameLogGivesSameStateAndResults(t *testing.T) {
 		"fire " + fsm.ReasonDuplicateRequest, "fire " + fsm.ReasonBuffered,
 		"completion accepted", "completion " + fsm.ReasonSuperseded, "completion " + fsm.ReasonUnknownRun,
 		"kind RETRY", "kind REDISPATCH", "state RETRYING", "state CANCELLED", "state MISSED",
+		"cancel accepted",
+		"audit " + fsm.AuditCreate, "audit " + fsm.AuditTrigger, "audit " + fsm.AuditCancel,
+		"audit " + fsm.AuditACLCreate, "audit " + fsm.AuditACLDelete,
 	} {
 		if seen[v] == 0 {
 			t.Fatalf("the generated log never produced %q (seen: %v)", v, seen)
@@ -104,6 +109,9 @@ func tally(seen map[string]int, r *pb.CommandResult) {
 		}
 		runs(f.GetRun())
 	}
+	if run := r.GetRun(); run.GetReason() == fsm.ReasonCancelRequested {
+		seen["cancel accepted"]++
+	}
 	for _, c := range r.GetCompletions() {
 		if c.GetAccepted() {
 			seen["completion accepted"]++
@@ -112,4 +120,15 @@ func tally(seen map[string]int, r *pb.CommandResult) {
 		}
 		runs(c.GetRun())
 	}
+}
+
+// tallyAudit counts the action of the newest audit record if it is newer
+// than last, and returns its seq.
+func tallyAudit(seen map[string]int, f *fsm.FSM, last uint64) uint64 {
+	recs := f.ListAudit(fsm.AuditQuery{Limit: 1})
+	if len(recs) == 0 || recs[0].GetSeq() <= last {
+		return last
+	}
+	seen["audit "+recs[0].GetAction()]++
+	return recs[0].GetSeq()
 }

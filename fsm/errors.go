@@ -16,6 +16,8 @@ var (
 	ErrMalformed       = errors.New("malformed command")
 	ErrInvalid         = errors.New("invalid command")
 	ErrLimitExceeded   = errors.New("limit exceeded")
+	// ErrRunFinished: a cancel named a run that is no longer open.
+	ErrRunFinished = errors.New("run is finished")
 )
 
 // codes pairs each sentinel with its result code; the order is the order in
@@ -30,6 +32,7 @@ var codes = []struct {
 	{pb.ResultCode_RESULT_CODE_MALFORMED, ErrMalformed},
 	{pb.ResultCode_RESULT_CODE_INVALID, ErrInvalid},
 	{pb.ResultCode_RESULT_CODE_LIMIT_EXCEEDED, ErrLimitExceeded},
+	{pb.ResultCode_RESULT_CODE_RUN_FINISHED, ErrRunFinished},
 }
 
 // resultError carries a human message while unwrapping to its sentinel, so

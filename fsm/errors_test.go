@@ -18,6 +18,7 @@ func TestResultErrorMapsCodesToSentinels(t *testing.T) {
 		{pb.ResultCode_RESULT_CODE_VERSION_MISMATCH, fsm.ErrVersionMismatch},
 		{pb.ResultCode_RESULT_CODE_MALFORMED, fsm.ErrMalformed},
 		{pb.ResultCode_RESULT_CODE_INVALID, fsm.ErrInvalid},
+		{pb.ResultCode_RESULT_CODE_RUN_FINISHED, fsm.ErrRunFinished},
 	}
 	for _, tc := range cases {
 		err := fsm.ResultError(&pb.CommandResult{Code: tc.code, Message: "the message"})

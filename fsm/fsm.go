@@ -73,6 +73,7 @@ type outcome struct {
 	created     bool
 	fires       []*pb.FireResult
 	completions []*pb.CompletionResult
+	run         *pb.Run // a stored run the command changed, for the result (cancel_run)
 }
 
 // handler applies one kind of command. It checks everything before it
@@ -80,15 +81,19 @@ type outcome struct {
 type handler func(s *state, c *pb.Command, e entry) (outcome, error)
 
 // handlers is keyed by the name of the Command.kind oneof field.
+// The registry's, runs' and ACL writes go through their audited wrappers
+// (audit.go, audit_acl.go).
 var handlers = map[protoreflect.Name]handler{
-	"put_job":          scoped(putJob),
-	"delete_job":       scoped(deleteJob),
-	"set_paused":       scoped(setPaused),
-	"fire_batch":       fireBatch,
+	"put_job":          scoped(auditedPut),
+	"delete_job":       scoped(auditedDelete),
+	"set_paused":       scoped(auditedSetPaused),
+	"fire_batch":       auditedFireBatch,
 	"complete_batch":   completeBatch,
-	"bootstrap_acl":    bootstrapACL,
-	"create_acl_token": createACLToken,
-	"delete_acl_token": deleteACLToken,
+	"cancel_run":       scoped(auditedCancelRun),
+	"bootstrap_acl":    auditedBootstrapACL,
+	"create_acl_token": auditedCreateACLToken,
+	"delete_acl_token": auditedDeleteACLToken,
+	"set_audit":        setAudit,
 }
 
 var kindOneof = (&pb.Command{}).ProtoReflect().Descriptor().Oneofs().ByName("kind")
@@ -167,6 +172,7 @@ func result(o outcome, err error) *pb.CommandResult {
 		Created:     o.created,
 		Fires:       o.fires,
 		Completions: o.completions,
+		Run:         cloneRun(o.run),
 	}
 	if o.job != nil {
 		r.Job = cloneJob(o.job, o.status)

@@ -97,15 +97,38 @@ func (g *commandGen) next() []byte {
 		c = g.fireBatch()
 	case n < 88:
 		c = g.completeBatch()
+	case n < 91:
+		c = g.cancel()
+	case n < 93:
+		c = &pb.Command{Kind: &pb.Command_SetAudit{SetAudit: &pb.SetAuditCommand{
+			Limit: uint32(g.rng.IntN(20) + 1), EnableOnly: g.rng.IntN(2) == 0,
+		}}}
+	case n < 95:
+		c = g.aclWrite()
 	default:
 		return g.malformed()
 	}
 	c.ProposedAtUnixNano = g.now
+	c.Caller = &pb.Caller{Principal: g.pick("", "alice", "bob")}
 	data, err := proto.Marshal(c)
 	if err != nil {
 		panic(err) // the generator builds valid messages only
 	}
 	return data
+}
+
+// aclWrite bootstraps, creates or deletes a token of a few names, so that
+// some succeed and some are refused.
+func (g *commandGen) aclWrite() *pb.Command {
+	name := g.pick("root", "ci", "ops")
+	switch g.rng.IntN(3) {
+	case 0:
+		return bootstrapCmd(aclToken(name, pb.AclRole_ACL_ROLE_MANAGEMENT, nil))
+	case 1:
+		return createTokenCmd(aclToken(name, pb.AclRole(g.rng.IntN(4)+1), nil))
+	default:
+		return deleteTokenCmd("acc-" + name)
+	}
 }
 
 func (g *commandGen) malformed() []byte {
@@ -173,7 +196,9 @@ func (g *commandGen) fire() *pb.Fire {
 		}
 		return f
 	case k < 6:
-		return ofGeneration(manualFire(name, g.pick("", "r1", "r2"), g.rng.IntN(3) == 0), gen)
+		f := ofGeneration(manualFire(name, g.pick("", "r1", "r2"), g.rng.IntN(3) == 0), gen)
+		f.Principal = g.pick("carol", "dave")
+		return f
 	case k < 8:
 		if r := g.openRun(stRetrying); r != nil {
 			return ofGeneration(retryFire(r.GetJob(), r.GetId()), g.runGeneration(r))
@@ -247,4 +272,28 @@ func (g *commandGen) openRun(st pb.RunState) *pb.Run {
 		return nil
 	}
 	return match[g.rng.IntN(len(match))]
+}
+
+// cancel aims at an open run of the view, at any run of it (most are
+// finished), or at an id that may not exist.
+func (g *commandGen) cancel() *pb.Command {
+	id := g.name() + "-" + g.pick("1", "2", "3")
+	switch n := g.rng.IntN(6); {
+	case n < 3:
+		if r := g.openRun(g.pickState()); r != nil {
+			id = r.GetId()
+		}
+	case n < 5 && g.view != nil:
+		if runs := g.view.ListRuns("", 0); len(runs) > 0 {
+			id = runs[g.rng.IntN(len(runs))].GetId()
+		}
+	}
+	return &pb.Command{Kind: &pb.Command_CancelRun{CancelRun: &pb.CancelRunCommand{RunId: id}}}
+}
+
+func (g *commandGen) pickState() pb.RunState {
+	if g.rng.IntN(2) == 0 {
+		return stRetrying
+	}
+	return stDispatched
 }

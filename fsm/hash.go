@@ -11,9 +11,9 @@ import (
 // StateHash is a SHA-256 over a deterministic encoding of all replicated
 // state: the counter and the retired generation, then every job and its
 // status in name order, then every tombstone in name order, then every run in
-// id order, then the ACL state when there is any. The derived indexes are
-// functions of the runs and need no place of their own. Nodes that applied
-// the same log have equal hashes.
+// id order, then the ACL state when there is any, then the audit trail if it
+// is on. The derived indexes are functions of the runs and need no place of
+// their own. Nodes that applied the same log have equal hashes.
 func (f *FSM) StateHash() [32]byte {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -43,6 +43,7 @@ func (s *state) hash() [32]byte {
 		return true
 	})
 	s.acl.hashTokens(h, &m)
+	s.audit.hash(h, &m)
 	var sum [32]byte
 	h.Sum(sum[:0])
 	return sum

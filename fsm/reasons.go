@@ -31,6 +31,8 @@ const (
 	ReasonDeleted       = "deleted"
 	ReasonLeaderChanged = "leader_changed"
 	ReasonWorkerLost    = "worker_lost" // at_most_once attempt whose worker missed its lease
+	// An operator cancelled the run (RunService.CancelRun).
+	ReasonCancelRequested = "cancel_requested"
 
 	// A completion was refused.
 	ReasonUnknownRun = "unknown_run"

@@ -19,11 +19,15 @@ import (
 // one SnapshotHeader, then header.job_count SnapshotRecords holding jobs
 // (status filled in) in name order, then header.tombstone_count holding
 // tombstones in name order, then header.run_count holding runs in id order,
-// then header.acl_token_count holding ACL tokens in accessor order, then the
+// then header.acl_token_count holding ACL tokens in accessor order, then
+// (format 2) header.audit_count holding audit records in seq order, then the
 // end of the stream. Records are written and read one at a time,
 // so neither side holds more than the state plus one record.
 const (
+	// formatVersion is what a snapshot without an audit trail is written
+	// in: builds from before the trail read it. formatAudit adds the trail.
 	formatVersion = 1
+	formatAudit   = 2
 	// maxRecordSize bounds one record: far above the 4 MiB a gRPC request
 	// may carry, so every job the API accepted fits, while a corrupt length
 	// prefix cannot make Restore allocate gigabytes.
@@ -73,7 +77,7 @@ func (s *state) writeTo(w io.Writer) error {
 		}
 		return err
 	}
-	err := put(&pb.SnapshotHeader{
+	h := &pb.SnapshotHeader{
 		FormatVersion:     formatVersion,
 		FencingCounter:    s.counter,
 		JobCount:          uint64(s.jobs.Len()),
@@ -82,7 +86,9 @@ func (s *state) writeTo(w io.Writer) error {
 		RetiredGeneration: s.retired,
 		AclTokenCount:     uint64(s.acl.tokens.Len()),
 		AclBootstrapped:   s.acl.bootstrapped,
-	})
+	}
+	s.audit.header(h)
+	err := put(h)
 	if err != nil {
 		return err
 	}
@@ -114,6 +120,9 @@ func (s *state) writeTo(w io.Writer) error {
 		return err
 	}
 	if err := s.acl.writeTokens(put); err != nil {
+		return err
+	}
+	if err := s.audit.writeTo(put); err != nil {
 		return err
 	}
 	return bw.Flush()
@@ -151,9 +160,8 @@ func readState(r *bufio.Reader) (state, uint64, error) {
 	if err := dec.UnmarshalFrom(r, &h); err != nil {
 		return state{}, 0, fmt.Errorf("header: %w", truncated(err))
 	}
-	if h.GetFormatVersion() != formatVersion {
-		return state{}, 0, fmt.Errorf("%w: snapshot has format version %d, this build reads version %d",
-			ErrSnapshotFormat, h.GetFormatVersion(), formatVersion)
+	if err := checkFormat(&h); err != nil {
+		return state{}, 0, err
 	}
 	st := newState()
 	st.counter = h.GetFencingCounter()
@@ -172,6 +180,9 @@ func readState(r *bufio.Reader) (state, uint64, error) {
 		return state{}, 0, err
 	}
 	st.acl.bootstrapped = h.GetAclBootstrapped()
+	if err := readAudit(r, dec, &st.audit, &h); err != nil {
+		return state{}, 0, err
+	}
 	if _, err := r.ReadByte(); err != io.EOF {
 		if err == nil {
 			return state{}, 0, errors.New("data after the last record the header announces")
@@ -183,6 +194,15 @@ func readState(r *bufio.Reader) (state, uint64, error) {
 	}
 	st.rebuildIndexes()
 	return st, lastIndex, nil
+}
+
+// checkFormat refuses a snapshot format this build does not read.
+func checkFormat(h *pb.SnapshotHeader) error {
+	if v := h.GetFormatVersion(); v != formatVersion && v != formatAudit {
+		return fmt.Errorf("%w: snapshot has format version %d, this build reads versions %d and %d",
+			ErrSnapshotFormat, v, formatVersion, formatAudit)
+	}
+	return nil
 }
 
 func readJobs(r *bufio.Reader, dec protodelim.UnmarshalOptions, st *state, count uint64) (uint64, error) {

@@ -192,10 +192,10 @@ func TestRestoreRejectsUnknownFormatVersion(t *testing.T) {
 	h := newHarness(t)
 	h.mustOK(createCmd(testSpec("keep")))
 	want := h.f.StateHash()
-	data := stream(t, &pb.SnapshotHeader{FormatVersion: 2})
+	data := stream(t, &pb.SnapshotHeader{FormatVersion: 3})
 	err := restore(h.f, data)
-	if !errors.Is(err, fsm.ErrSnapshotFormat) || !strings.Contains(err.Error(), "format version 2") {
-		t.Fatalf("Restore of format version 2: %v, want ErrSnapshotFormat naming the version", err)
+	if !errors.Is(err, fsm.ErrSnapshotFormat) || !strings.Contains(err.Error(), "format version 3") {
+		t.Fatalf("Restore of format version 3: %v, want ErrSnapshotFormat naming the version", err)
 	}
 	if h.f.StateHash() != want {
 		t.Fatal("rejected restore changed the state")

@@ -84,6 +84,8 @@ type state struct {
 	counter uint64
 	// acl holds the ACL tokens; see acl.go.
 	acl aclState
+	// audit is the audit trail; see audit.go.
+	audit auditTrail
 
 	// ix holds the derived indexes; see ledger.go.
 	ix *indexes
@@ -100,6 +102,7 @@ func newState() state {
 		tombstones: btree.NewG(treeDegree, tombstoneLess),
 		runs:       btree.NewG(treeDegree, runLess),
 		acl:        newACLState(),
+		audit:      newAuditTrail(),
 		ix:         newIndexes(),
 		share:      newSharer(),
 	}
@@ -161,5 +164,6 @@ func (s *state) capture() state {
 		counter:    s.counter,
 		retired:    s.retired,
 		acl:        s.acl.capture(),
+		audit:      s.audit.capture(),
 	}
 }

@@ -14,8 +14,9 @@ import (
 // CommandVersion is the highest command version this build applies. Nodes
 // advertise it, and the leader proposes a command only once every voter
 // advertises at least VersionOf it, so a node never meets a kind it cannot
-// apply in a healthy rolling upgrade. Version 2 added the ACL commands, the
-// worker target and the re-dispatch of a lost worker's attempt.
+// apply in a healthy rolling upgrade. Version 2 added the ACL commands,
+// cancel_run and set_audit, the worker target and the re-dispatch of a lost
+// worker's attempt.
 const CommandVersion uint32 = 2
 
 // introducedIn is the command version that introduced each kind, by the
@@ -28,9 +29,11 @@ var introducedIn = map[protoreflect.Name]uint32{
 	"set_paused":       1,
 	"fire_batch":       1,
 	"complete_batch":   1,
+	"cancel_run":       2,
 	"bootstrap_acl":    2,
 	"create_acl_token": 2,
 	"delete_acl_token": 2,
+	"set_audit":        2,
 }
 
 // introducedBy lists the fields added to kinds of an earlier version that an

@@ -47,6 +47,7 @@ func TestVersionOf(t *testing.T) {
 		{"set_paused", pauseCmd("billing", true, ""), 1},
 		{"fire_batch", fireBatchCmd(leaderID, leaderTerm, nil, nil), 1},
 		{"complete_batch", completeBatchCmd(), 1},
+		{"cancel_run", cancelCmd("billing-1"), 2},
 		{"no kind", &pb.Command{}, 1},
 		{"nil", nil, 1},
 		{"no kind, unknown varint field", decodeCmd(t, []byte{0xa0, 0x06, 0x01}), 1},

@@ -1,12 +1,17 @@
-// Package ops serves the plain-HTTP operations port: liveness, readiness,
-// status and Prometheus metrics. It stays plain HTTP on purpose: probes
-// such as Kubernetes' cannot speak TLS or gRPC-with-TLS. Everything on it
-// is open to whoever reaches it, so it serves nothing that changes state or
-// reveals more than status; pprof has a port of its own (debug.go).
+// Package ops serves the HTTP port of a node: liveness, readiness, status
+// and Prometheus metrics, and whatever else is mounted on it (the JSON
+// API). What ops serves itself is open to whoever reaches it, so it changes
+// no state and reveals no more than status; pprof has a port of its own
+// (debug.go). The JSON API mounted beside it is a client of the node's own
+// gRPC server, behind its ACLs. The port is plain HTTP unless the
+// http.Server it runs in has a TLS config (Serve); probes such as
+// Kubernetes' cannot speak TLS, and HealthHandler serves them on a plain
+// port of their own then.
 package ops
 
 import (
 	"encoding/json"
+	"net"
 	"net/http"
 	"sync/atomic"
 
@@ -57,6 +62,30 @@ func New(n Node, r Registry, version string, extra ...prometheus.Collector) (*Se
 
 // Handler returns the ops port's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.mux }
+
+// Mount serves h under pattern (an http.ServeMux pattern, e.g. "/v1/") on
+// the ops port beside the operations endpoints. Call it before serving.
+func (s *Server) Mount(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
+// HealthHandler serves only /livez and /readyz, for a plain-HTTP port of
+// their own when the ops port speaks TLS: Kubernetes' probes, for one,
+// cannot check a certificate.
+func (s *Server) HealthHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /livez", s.livez)
+	mux.HandleFunc("GET /readyz", s.readyz)
+	return mux
+}
+
+// Serve serves srv on ln: over TLS when srv.TLSConfig is set (its
+// certificate, or GetCertificate, must then be the node's), plain HTTP
+// otherwise. It returns as http.Server.Serve does.
+func Serve(srv *http.Server, ln net.Listener) error {
+	if srv.TLSConfig != nil {
+		return srv.ServeTLS(ln, "", "")
+	}
+	return srv.Serve(ln)
+}
 
 // SetDraining makes /readyz fail from now on.
 func (s *Server) SetDraining() { s.draining.Store(true) }

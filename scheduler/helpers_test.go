@@ -43,6 +43,9 @@ type fakeProposer struct {
 	// hook, if set, runs before each Apply: an error before commit means
 	// nothing is committed; commitThenErr commits and still fails.
 	hook func(cmd *pb.Command) (err error, commitThenErr bool)
+	// after, if set, runs once an Apply has committed, before it returns:
+	// the proposer learns of the commit only then, as over a slow network.
+	after func(cmd *pb.Command, res *pb.CommandResult)
 	// batches records every FireBatch committed.
 	batches []*pb.FireBatchCommand
 	barrier func() error
@@ -78,7 +81,11 @@ func (p *fakeProposer) Apply(ctx context.Context, cmd *pb.Command) (*pb.CommandR
 	if fb := cmd.GetFireBatch(); fb != nil {
 		p.batches = append(p.batches, fb)
 	}
+	then := p.after
 	p.mu.Unlock()
+	if then != nil {
+		then(cmd, res.(*pb.CommandResult))
+	}
 	if after != nil {
 		return nil, after
 	}

@@ -118,6 +118,8 @@ type Scheduler struct {
 	tracking bool
 	// dirty names jobs to re-plan from the state.
 	dirty map[string]struct{}
+	// cancelled holds runs cancelled since the tick began (cancel.go).
+	cancelled []*pb.Run
 	// kick wakes the loop (cap 1; a pending kick is enough).
 	kick chan struct{}
 }
@@ -181,14 +183,6 @@ func (s *Scheduler) Collectors() []prometheus.Collector { return s.metrics.colle
 // finished: waiting for their job's earlier attempt, queued, or executing.
 func (s *Scheduler) InFlight() int { return s.disp.inFlight() }
 
-// CancelRun stops what this node runs of a run, whatever its target
-// (a webhook, a process, an attempt on a remote worker), after a cancel of
-// the run was committed; cause is its outcome's detail. It reports whether
-// an attempt of the run was in flight here.
-func (s *Scheduler) CancelRun(job, runID string, cause error) bool {
-	return s.disp.cancelRun(job, runID, cause)
-}
-
 // Stop ends the loop, cancels every in-flight attempt and waits until each
 // has stopped. The scheduler cannot be started again.
 func (s *Scheduler) Stop() {
@@ -219,6 +213,9 @@ func (s *Scheduler) RunsChanged(runs []*pb.Run) {
 	names := make([]string, 0, len(runs))
 	for _, r := range runs {
 		names = append(names, r.GetJob())
+		if isCancelRequest(r) {
+			s.runCancelled(r)
+		}
 	}
 	s.markDirty(names...)
 }
@@ -259,6 +256,7 @@ func (s *Scheduler) setTracking(on bool) {
 	defer s.dmu.Unlock()
 	s.tracking = on
 	clear(s.dirty)
+	s.cancelled = nil
 }
 
 // takeDirty appends the dirty jobs to into and empties the set.

@@ -287,22 +287,6 @@ func (d *dispatcher) cancelJob(job string, before uint64, cause error) {
 	}
 }
 
-// cancelRun cancels the in-flight attempts of one run (run cancel): a
-// running one stops, a remote one is cancelled on its worker, a waiting
-// one ends without starting. It reports whether there was any.
-func (d *dispatcher) cancelRun(job, runID string, cause error) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	found := false
-	for _, t := range d.live[job] {
-		if t.a.RunID == runID {
-			t.cancel(cause)
-			found = true
-		}
-	}
-	return found
-}
-
 // dropTerm removes the tasks of an ended term that never reached the pool:
 // they never started, and their term can no longer report outcomes. The
 // next leader re-dispatches them. Submitted ones were cancelled with the

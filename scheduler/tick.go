@@ -56,7 +56,9 @@ func (l *leader) tick(now time.Time) (worked, ok bool) {
 	}
 	l.addTriggers(pl, reqs)
 	p.propose(pl)
-	return p.finish()
+	worked, ok = p.finish()
+	l.stopCancelled()
+	return worked, ok
 }
 
 // pipeline is one tick's entries on their way through Raft. Only the loop

@@ -13,6 +13,7 @@ type triggerReq struct {
 	name      string
 	requestID string
 	force     bool
+	principal string
 	done      chan triggerReply // cap 1
 }
 
@@ -32,14 +33,18 @@ func (t *triggerReq) reply(res *pb.FireResult, err error) {
 // slot and token) in the leader's next tick and dispatches it if the FSM
 // accepts it. requestID makes it idempotent: a second trigger with the same
 // id returns the first run (refused, reason duplicate_request). A paused job
-// is refused unless force. It fails with cluster.ErrNotLeader on a
-// follower, and with a wrapped fsm.ErrNotFound for an unknown job.
-func (s *Scheduler) Trigger(ctx context.Context, name, requestID string, force bool) (*pb.FireResult, error) {
+// is refused unless force. principal is who asked, for the audit record of
+// the run. It fails with cluster.ErrNotLeader on a follower, and with a
+// wrapped fsm.ErrNotFound for an unknown job.
+func (s *Scheduler) Trigger(ctx context.Context, name, requestID string, force bool, principal string) (*pb.FireResult, error) {
 	l := s.current()
 	if l == nil {
 		return nil, cluster.ErrNotLeader
 	}
-	req := &triggerReq{name: name, requestID: requestID, force: force, done: make(chan triggerReply, 1)}
+	req := &triggerReq{
+		name: name, requestID: requestID, force: force, principal: principal,
+		done: make(chan triggerReply, 1),
+	}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -85,6 +90,7 @@ func (l *leader) addTriggers(pl *planned, reqs []*triggerReq) {
 			Kind:       pb.FireKind_FIRE_KIND_MANUAL,
 			RequestId:  req.requestID,
 			Force:      req.force,
+			Principal:  req.principal,
 		})
 		g.reqs = append(g.reqs, req)
 	}

@@ -68,6 +68,10 @@ type Config struct {
 	// ACL requires an ACL token on every gRPC call but the health service
 	// (docs/acl.md); set it alike on every node.
 	ACL bool
+	// AuditLimit is how many audit records the cluster keeps while this
+	// node leads, up to fsm.MaxAuditLimit; 0 means api.DefaultAuditLimit.
+	// Set it alike on every node.
+	AuditLimit int
 
 	// WorkerLease: a remote worker that sends nothing for this long, or
 	// whose stream breaks, loses its attempts (DESIGN §14); zero means
@@ -118,7 +122,7 @@ func (cfg Config) Validate() error {
 		tlsErr = &cluster.ConfigError{Field: FieldTLS, Rule: "Source is required", Err: cluster.ErrInvalidConfig}
 	}
 	return errors.Join(cfg.cluster().Validate(), addrErr, checkHTTPAddr(cfg.HTTPAddr), cfg.Limits.validate(), tlsErr,
-		checkWorkerLease(cfg.WorkerLease))
+		checkAuditLimit(cfg.AuditLimit), checkWorkerLease(cfg.WorkerLease))
 }
 
 // withListenerAddr takes the address of a listener the caller bound.

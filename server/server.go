@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/health"
 
 	"github.com/raftcron/raftcron/api"
+	"github.com/raftcron/raftcron/api/gateway"
 	"github.com/raftcron/raftcron/cluster"
 	"github.com/raftcron/raftcron/fsm"
 	"github.com/raftcron/raftcron/ops"
@@ -60,6 +61,8 @@ type Server struct {
 	// hub feeds WatchRuns; closing it ends the watches before draining.
 	hub  *api.RunHub
 	http *http.Server
+	// gw is the JSON API's in-process port of the gRPC server.
+	gw *gateway.InProcess
 	// errc receives the first failure of each listener's server and the
 	// node's halt.
 	errc chan error
@@ -90,7 +93,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, errc: make(chan error, 3), stopc: make(chan struct{})}
+	s := &Server{cfg: cfg, log: cfg.Logger, errc: make(chan error, 4), stopc: make(chan struct{})}
 	if err := s.listen(); err != nil {
 		return nil, err
 	}
@@ -196,25 +199,38 @@ func (s *Server) wire() error {
 	auth := api.NewAuthorizer(api.AuthConfig{Enabled: s.cfg.ACL, Tokens: s.state, Barrier: node})
 	s.grpc = newGRPCServer(s.log, s.cfg.Limits.maxConcurrentStreams(), auth, s.mux.GRPCServerOptions()...)
 	s.health = s.registerServices()
+	if err := s.mountGateway(); err != nil {
+		sched.Stop()
+		s.hub.Close()
+		s.grpc.Stop()
+		s.shutdownNode(node, context.Background())
+		return err
+	}
 	s.http = ops.HTTPServer(opsServer.Handler())
 	return nil
 }
 
 // registerServices puts the public API and node-to-node forwarding on the
-// gRPC server.
+// gRPC server. Every write service shares one audit switch.
 func (s *Server) registerServices() *health.Server {
+	audit := s.auditSwitch()
 	jobs := api.NewJobServiceWith(api.JobServiceConfig{
 		Store: s.node, Registry: s.state, Now: s.cfg.Now,
 		Triggerer: s.sched, Leadership: s.node,
-		Exec: s.cfg.Policy.Exec, Limits: s.cfg.Limits.jobs(),
+		Exec: s.cfg.Policy.Exec, Limits: s.cfg.Limits.jobs(), Audit: audit,
 	})
+	runs := api.NewRunServiceWith(api.RunServiceConfig{
+		Barrier: s.node, Ledger: s.state, Hub: s.hub, Store: s.node, Audit: audit,
+	})
+	acl := api.NewACLServiceWith(api.ACLServiceConfig{Store: s.node, Tokens: s.state, Now: s.cfg.Now, Audit: audit})
 	h := api.Register(s.grpc, jobs, api.NewClusterService(s.node, s.state),
-		api.WithRunService(api.NewRunService(s.node, s.state, s.hub)),
+		api.WithRunService(runs),
 		api.WithFenceService(api.NewFenceService(s.node, s.state)),
 		api.WithSnapshotService(api.NewSnapshotService(api.SnapshotServiceConfig{
 			Node: s.node, Counter: s.state, ScratchDir: s.cfg.DataDir,
 		})),
-		api.WithACLService(api.NewACLService(s.node, s.state, s.cfg.Now)),
+		api.WithACLService(acl),
+		api.WithAuditService(api.NewAuditService(s.node, s.state)),
 		api.WithWorkerService(api.NewWorkerService(s.workers, s.node)))
 	cluster.RegisterInternal(s.grpc, s.node)
 	return h
@@ -245,7 +261,8 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.phase = running
 	go s.serve("grpc server", func() error { return s.grpc.Serve(s.mux.GRPCListener()) })
-	go s.serve("http server on "+s.HTTPAddr(), func() error { return s.http.Serve(s.httpLn) })
+	go s.serve("json api's grpc server", func() error { return s.grpc.Serve(cluster.LocalListener(s.gw.Listener())) })
+	go s.serve("http server on "+s.HTTPAddr(), func() error { return ops.Serve(s.http, s.httpLn) })
 	go s.watchNode()
 	s.log.Info("raftcron started", "id", s.cfg.ID, "addr", s.cfg.Addr, "http_addr", s.HTTPAddr(),
 		"data_dir", s.cfg.DataDir, "version", s.cfg.Version, "acl", s.cfg.ACL)
@@ -318,6 +335,7 @@ func (s *Server) Stop(ctx context.Context) error {
 	s.workers.Close() // ends the workers' streams, which would hold up the drain
 	s.hub.Close()
 	drainGRPC(s.grpc, drainTimeout, ctx.Done())
+	_ = s.gw.Close()
 	s.shutdownNode(s.node, ctx)
 	hctx, cancel := context.WithTimeout(ctx, httpStopTimeout)
 	defer cancel()
@@ -372,6 +390,7 @@ func (s *Server) release(ctx context.Context) {
 	s.workers.Close()
 	s.hub.Close()
 	s.grpc.Stop()
+	_ = s.gw.Close()
 	s.shutdownNode(s.node, ctx)
 	s.closeListeners()
 }

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/raftcron/raftcron/cluster"
+	"github.com/raftcron/raftcron/fsm"
 	"github.com/raftcron/raftcron/ops"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
@@ -208,7 +209,7 @@ func TestNewFailsFastOnATakenPort(t *testing.T) {
 func TestNewRefusesABadConfigAndTouchesNothing(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	addr := freeAddr(t)
-	_, err := New(Config{ID: "N 1", DataDir: dir, Addr: addr, HTTPAddr: "nohost", Logger: testLogger()})
+	_, err := New(Config{ID: "N 1", DataDir: dir, Addr: addr, HTTPAddr: "nohost", AuditLimit: fsm.MaxAuditLimit + 1, Logger: testLogger()})
 	if err == nil {
 		t.Fatal("New accepted a bad config")
 	}
@@ -219,8 +220,8 @@ func TestNewRefusesABadConfigAndTouchesNothing(t *testing.T) {
 			fields = append(fields, ce.Field)
 		}
 	}
-	if fmt.Sprint(fields) != fmt.Sprint([]string{cluster.FieldID, FieldHTTPAddr}) {
-		t.Fatalf("New: %v; want errors naming ID and HTTPAddr", err)
+	if fmt.Sprint(fields) != fmt.Sprint([]string{cluster.FieldID, FieldHTTPAddr, FieldAuditLimit}) {
+		t.Fatalf("New: %v; want errors naming ID, HTTPAddr and AuditLimit", err)
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("refused config created %s", dir)

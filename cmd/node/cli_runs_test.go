@@ -49,14 +49,15 @@ func (l *localRaft) Apply(_ context.Context, cmd *pb.Command) (*pb.CommandResult
 func (l *localRaft) ReadBarrier(context.Context) error { return nil }
 
 // Trigger commits a manual fire, as the leader's scheduler would.
-func (l *localRaft) Trigger(ctx context.Context, name, requestID string, force bool) (*pb.FireResult, error) {
+func (l *localRaft) Trigger(ctx context.Context, name, requestID string, force bool, principal string) (*pb.FireResult, error) {
 	job, err := l.state.Job(name)
 	if err != nil {
 		return nil, err
 	}
 	res, err := l.Apply(ctx, &pb.Command{ProposedAtUnixNano: time.Now().UnixNano(), Kind: &pb.Command_FireBatch{FireBatch: &pb.FireBatchCommand{
 		LeaderId: "n1", Term: 1,
-		Fires: []*pb.Fire{{Job: name, Generation: job.GetGeneration(), Kind: pb.FireKind_FIRE_KIND_MANUAL, RequestId: requestID, Force: force}},
+		Fires: []*pb.Fire{{Job: name, Generation: job.GetGeneration(), Kind: pb.FireKind_FIRE_KIND_MANUAL, RequestId: requestID, Force: force,
+			Principal: principal}},
 	}}})
 	if err != nil {
 		return nil, err
@@ -87,10 +88,14 @@ func startRunServer(t *testing.T) *runServer {
 	s := &runServer{raft: &localRaft{state: fsm.New()}, hub: api.NewRunHub()}
 	s.raft.state.SetObserver(s.hub)
 	gs := grpc.NewServer()
-	jobs := api.NewJobServiceWith(api.JobServiceConfig{Store: s.raft, Registry: s.raft.state, Triggerer: s.raft})
+	audit := api.NewAuditSwitch(s.raft, s.raft.state, api.DefaultAuditLimit, nil, nil)
+	jobs := api.NewJobServiceWith(api.JobServiceConfig{Store: s.raft, Registry: s.raft.state, Triggerer: s.raft, Audit: audit})
 	api.Register(gs, jobs, api.NewClusterService(nil, s.raft.state),
-		api.WithRunService(api.NewRunService(s.raft, s.raft.state, s.hub)),
-		api.WithFenceService(api.NewFenceService(s.raft, s.raft.state)))
+		api.WithRunService(api.NewRunServiceWith(api.RunServiceConfig{
+			Barrier: s.raft, Ledger: s.raft.state, Hub: s.hub, Store: s.raft, Audit: audit,
+		})),
+		api.WithFenceService(api.NewFenceService(s.raft, s.raft.state)),
+		api.WithAuditService(api.NewAuditService(s.raft, s.raft.state)))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

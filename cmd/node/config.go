@@ -17,7 +17,9 @@ import (
 	"github.com/knadh/koanf/v2"
 	"github.com/spf13/pflag"
 
+	"github.com/raftcron/raftcron/api"
 	"github.com/raftcron/raftcron/cluster"
+	"github.com/raftcron/raftcron/fsm"
 	"github.com/raftcron/raftcron/scheduler/remote"
 	"github.com/raftcron/raftcron/server"
 )
@@ -43,6 +45,7 @@ const (
 	flagMemoryLimit   = "memory-limit"
 	flagDiskStall     = "disk-stall-timeout"
 	flagACL           = "acl"
+	flagAuditLimit    = "audit-limit"
 	flagWorkerLease   = "worker-lease"
 )
 
@@ -80,6 +83,7 @@ var flagOfField = map[string]string{
 	server.FieldMaxOpenRuns:          flagMaxOpenRuns,
 	server.FieldMaxWatchers:          flagMaxWatchers,
 	server.FieldMaxConcurrentStreams: flagMaxConcurrentStreams,
+	server.FieldAuditLimit:           flagAuditLimit,
 	server.FieldWorkerLease:          flagWorkerLease,
 }
 
@@ -139,6 +143,8 @@ func addServeFlags(fs *pflag.FlagSet) {
 	fs.Bool(flagACL, false, "require an ACL token (authorization: Bearer <secret>) on every call but "+
 		"grpc.health.v1; create the first with `raftcron acl bootstrap`")
 	addLimitFlags(fs)
+	fs.Int(flagAuditLimit, api.DefaultAuditLimit, fmt.Sprintf("audit records the cluster keeps, 1 to %d; "+
+		"the leader's value is the one in force, so set the same on every node", fsm.MaxAuditLimit))
 	addSecurityFlags(fs)
 }
 
@@ -230,6 +236,8 @@ func parseServeConfig(k *koanf.Koanf) (serveConfig, error) {
 	errs = append(errs, limitErrs...)
 	cfg.ACL, err = boolValue(k, flagACL)
 	check(err)
+	cfg.AuditLimit, err = positiveInt(k, flagAuditLimit)
+	check(err)
 	cfg.WorkerLease, err = durationValue(k, flagWorkerLease)
 	check(err)
 	// A value that did not parse is left zero, which breaks no rule of its
@@ -247,7 +255,7 @@ func parseServeConfig(k *koanf.Koanf) (serveConfig, error) {
 	cfg.Policy, err = parsePolicyConfig(k, os.Geteuid())
 	check(err)
 	var secErrs []error
-	cfg.securityConfig, secErrs = parseSecurity(k, cfg.Addr, cfg.ACL)
+	cfg.securityConfig, secErrs = parseSecurity(k, cfg.Addr, cfg.HTTPAddr, cfg.ACL)
 	errs = append(errs, secErrs...)
 	if len(errs) > 0 {
 		return serveConfig{}, flagError(errors.Join(errs...))

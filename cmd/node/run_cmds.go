@@ -22,10 +22,10 @@ const maxRunLimit = 1000
 
 func newRunCmd() *cobra.Command {
 	o := &clientOptions{}
-	cmd := groupCmd("run", "Inspect the run ledger")
+	cmd := groupCmd("run", "Inspect the run ledger and cancel runs")
 	cmd.PersistentPreRunE = o.persistentResolve()
 	o.register(cmd.PersistentFlags())
-	cmd.AddCommand(newRunListCmd(o), newRunGetCmd(o), newRunWatchCmd(o))
+	cmd.AddCommand(newRunListCmd(o), newRunGetCmd(o), newRunWatchCmd(o), newRunCancelCmd(o))
 	return cmd
 }
 
@@ -99,6 +99,36 @@ func newRunGetCmd(o *clientOptions) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&stale, "stale", false, "read this node's state, which may lag the leader")
 	return cmd
+}
+
+func newRunCancelCmd(o *clientOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "cancel ID",
+		Short: "Cancel a run in flight through the log and stop its attempt",
+		Long: "Cancel an open run: the cancel is committed through Raft, so the run ends as\n" +
+			"cancelled on every node and is never re-dispatched or retried, even after a\n" +
+			"leader change; the leader stops its attempt (the webhook request is cancelled,\n" +
+			"the exec process group killed). A finished run cannot be cancelled.\n" +
+			"With ACLs on, it needs a token with the write role.",
+		Args: cobra.ExactArgs(1),
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			client, done, err := o.runClient()
+			if err != nil {
+				return err
+			}
+			defer done()
+			ctx, cancel := o.callContext(cmd.Context())
+			defer cancel()
+			resp, err := client.CancelRun(ctx, &pb.CancelRunRequest{Id: args[0]})
+			if st, ok := status.FromError(err); ok && st.Code() == codes.FailedPrecondition {
+				return errors.New(st.Message()) // finished, or a voter too old: it says which
+			}
+			if err != nil {
+				return o.call(fmt.Sprintf("run %q", args[0])).describe(err)
+			}
+			return writeRun(cmd.OutOrStdout(), o.output, resp.GetRun())
+		}),
+	}
 }
 
 func newRunWatchCmd(o *clientOptions) *cobra.Command {

@@ -47,7 +47,7 @@ func addSecurityFlags(fs *pflag.FlagSet) {
 
 // parseSecurity reads and checks the security flags. acl is --acl, which
 // counts as client authentication.
-func parseSecurity(k *koanf.Koanf, addr string, acl bool) (securityConfig, []error) {
+func parseSecurity(k *koanf.Koanf, addr, httpAddr string, acl bool) (securityConfig, []error) {
 	var c securityConfig
 	var errs []error
 	check := func(err error) {
@@ -73,6 +73,7 @@ func parseSecurity(k *koanf.Koanf, addr string, acl bool) (securityConfig, []err
 	}
 	if len(errs) == 0 {
 		check(checkSecureByDefault(c, addr, acl))
+		check(checkHTTPSecureByDefault(c, httpAddr, acl))
 	}
 	return c, errs
 }
@@ -117,6 +118,19 @@ func checkSecureByDefault(c securityConfig, addr string, acl bool) error {
 	}
 	return fmt.Errorf("--addr %s is not loopback: serving it needs %s, or --%s to accept that anyone who reaches the port can run jobs and speak Raft",
 		addr, missing, flagInsecure)
+}
+
+// checkHTTPSecureByDefault: the HTTP port serves the JSON API, which takes
+// writes. Its callers bring no client certificate (it is plain HTTP), so
+// off loopback only ACL tokens tell who they are; --tls-verify-clients
+// does not cover it.
+func checkHTTPSecureByDefault(c securityConfig, httpAddr string, acl bool) error {
+	if c.Insecure || acl || isLoopback(httpAddr) {
+		return nil
+	}
+	return fmt.Errorf("--%s %s is not loopback: the JSON API on it takes writes and knows its callers only by their ACL tokens, "+
+		"so serving it needs --%s, or --%s to accept that anyone who reaches the port can change jobs",
+		flagHTTPAddr, httpAddr, flagACL, flagInsecure)
 }
 
 // isLoopback reports whether host:port can only be reached from this host.

@@ -16,7 +16,8 @@ func withArgs(parts ...[]string) []string {
 }
 
 // TestServeRefusesAnOpenNonLoopbackAddress is the secure-by-default rule:
-// off loopback a node needs TLS and client authentication, or --insecure.
+// off loopback a node needs TLS and client authentication, or --insecure;
+// its HTTP port, which serves the JSON API, needs ACLs.
 func TestServeRefusesAnOpenNonLoopbackAddress(t *testing.T) {
 	public := []string{"--addr", "192.0.2.10:7001"}
 	refused := []struct {
@@ -28,6 +29,10 @@ func TestServeRefusesAnOpenNonLoopbackAddress(t *testing.T) {
 		{"plaintext with --acl", withArgs(minimal, public, []string{"--acl"}), []string{"not loopback", "TLS (--tls-cert"}},
 		{"TLS without client auth", withArgs(minimal, public, tlsFlags), []string{"not loopback", "needs --acl or --tls-verify-clients"}},
 		{"a name might be anything", withArgs(minimal, []string{"--addr", "node1.internal:7001"}), []string{"node1.internal:7001 is not loopback"}},
+		{"JSON API open", withArgs(minimal, []string{"--http-addr", "192.0.2.10:8001"}),
+			[]string{"--http-addr 192.0.2.10:8001 is not loopback", "the JSON API", "needs --acl", "--insecure"}},
+		{"JSON API behind client certificates only", withArgs(minimal, public, tlsFlags, []string{"--tls-verify-clients", "--http-addr", "0.0.0.0:8001"}),
+			[]string{"--http-addr 0.0.0.0:8001 is not loopback", "needs --acl"}},
 	}
 	for _, tc := range refused {
 		t.Run(tc.name, func(t *testing.T) {
@@ -52,6 +57,8 @@ func TestServeRefusesAnOpenNonLoopbackAddress(t *testing.T) {
 		{"TLS and verified clients", withArgs(minimal, public, tlsFlags, []string{"--tls-verify-clients"})},
 		{"TLS and ACL", withArgs(minimal, public, tlsFlags, []string{"--acl"})},
 		{"--insecure", withArgs(minimal, public, []string{"--insecure"})},
+		{"JSON API behind ACLs", withArgs(minimal, public, tlsFlags, []string{"--acl", "--http-addr", "0.0.0.0:8001"})},
+		{"JSON API --insecure", withArgs(minimal, []string{"--http-addr", "0.0.0.0:8001", "--insecure"})},
 	}
 	for _, tc := range accepted {
 		t.Run(tc.name, func(t *testing.T) {

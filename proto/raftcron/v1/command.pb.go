@@ -90,6 +90,8 @@ const (
 	ResultCode_RESULT_CODE_INVALID ResultCode = 6
 	// The command would take the state beyond a limit it carries.
 	ResultCode_RESULT_CODE_LIMIT_EXCEEDED ResultCode = 7
+	// The run is finished already: there is nothing left to cancel.
+	ResultCode_RESULT_CODE_RUN_FINISHED ResultCode = 8
 )
 
 // Enum value maps for ResultCode.
@@ -103,6 +105,7 @@ var (
 		5: "RESULT_CODE_MALFORMED",
 		6: "RESULT_CODE_INVALID",
 		7: "RESULT_CODE_LIMIT_EXCEEDED",
+		8: "RESULT_CODE_RUN_FINISHED",
 	}
 	ResultCode_value = map[string]int32{
 		"RESULT_CODE_UNSPECIFIED":      0,
@@ -113,6 +116,7 @@ var (
 		"RESULT_CODE_MALFORMED":        5,
 		"RESULT_CODE_INVALID":          6,
 		"RESULT_CODE_LIMIT_EXCEEDED":   7,
+		"RESULT_CODE_RUN_FINISHED":     8,
 	}
 )
 
@@ -152,8 +156,8 @@ type Command struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The proposer's wall clock; the FSM's only source of time.
 	ProposedAtUnixNano int64 `protobuf:"varint,1,opt,name=proposed_at_unix_nano,json=proposedAtUnixNano,proto3" json:"proposed_at_unix_nano,omitempty"`
-	// Who asked for a registry or ACL write; unset for the scheduler's own
-	// fire and complete batches.
+	// Who asked for a registry, ACL or run write; unset for the scheduler's
+	// own fire and complete batches. Audit records name caller.principal.
 	Caller *Caller `protobuf:"bytes,2,opt,name=caller,proto3" json:"caller,omitempty"`
 	// Types that are valid to be assigned to Kind:
 	//
@@ -162,9 +166,11 @@ type Command struct {
 	//	*Command_SetPaused
 	//	*Command_FireBatch
 	//	*Command_CompleteBatch
+	//	*Command_CancelRun
 	//	*Command_BootstrapAcl
 	//	*Command_CreateAclToken
 	//	*Command_DeleteAclToken
+	//	*Command_SetAudit
 	Kind          isCommand_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -266,6 +272,15 @@ func (x *Command) GetCompleteBatch() *CompleteBatchCommand {
 	return nil
 }
 
+func (x *Command) GetCancelRun() *CancelRunCommand {
+	if x != nil {
+		if x, ok := x.Kind.(*Command_CancelRun); ok {
+			return x.CancelRun
+		}
+	}
+	return nil
+}
+
 func (x *Command) GetBootstrapAcl() *BootstrapAclCommand {
 	if x != nil {
 		if x, ok := x.Kind.(*Command_BootstrapAcl); ok {
@@ -288,6 +303,15 @@ func (x *Command) GetDeleteAclToken() *DeleteAclTokenCommand {
 	if x != nil {
 		if x, ok := x.Kind.(*Command_DeleteAclToken); ok {
 			return x.DeleteAclToken
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetSetAudit() *SetAuditCommand {
+	if x != nil {
+		if x, ok := x.Kind.(*Command_SetAudit); ok {
+			return x.SetAudit
 		}
 	}
 	return nil
@@ -317,6 +341,11 @@ type Command_CompleteBatch struct {
 	CompleteBatch *CompleteBatchCommand `protobuf:"bytes,14,opt,name=complete_batch,json=completeBatch,proto3,oneof"`
 }
 
+type Command_CancelRun struct {
+	// Command version 2.
+	CancelRun *CancelRunCommand `protobuf:"bytes,20,opt,name=cancel_run,json=cancelRun,proto3,oneof"`
+}
+
 type Command_BootstrapAcl struct {
 	BootstrapAcl *BootstrapAclCommand `protobuf:"bytes,21,opt,name=bootstrap_acl,json=bootstrapAcl,proto3,oneof"`
 }
@@ -329,6 +358,10 @@ type Command_DeleteAclToken struct {
 	DeleteAclToken *DeleteAclTokenCommand `protobuf:"bytes,23,opt,name=delete_acl_token,json=deleteAclToken,proto3,oneof"`
 }
 
+type Command_SetAudit struct {
+	SetAudit *SetAuditCommand `protobuf:"bytes,24,opt,name=set_audit,json=setAudit,proto3,oneof"`
+}
+
 func (*Command_PutJob) isCommand_Kind() {}
 
 func (*Command_DeleteJob) isCommand_Kind() {}
@@ -339,11 +372,15 @@ func (*Command_FireBatch) isCommand_Kind() {}
 
 func (*Command_CompleteBatch) isCommand_Kind() {}
 
+func (*Command_CancelRun) isCommand_Kind() {}
+
 func (*Command_BootstrapAcl) isCommand_Kind() {}
 
 func (*Command_CreateAclToken) isCommand_Kind() {}
 
 func (*Command_DeleteAclToken) isCommand_Kind() {}
+
+func (*Command_SetAudit) isCommand_Kind() {}
 
 type PutJobCommand struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -540,7 +577,9 @@ type CommandResult struct {
 	// FireBatch: one result per fire, in order.
 	Fires []*FireResult `protobuf:"bytes,6,rep,name=fires,proto3" json:"fires,omitempty"`
 	// CompleteBatch: one result per completion, in order.
-	Completions   []*CompletionResult `protobuf:"bytes,7,rep,name=completions,proto3" json:"completions,omitempty"`
+	Completions []*CompletionResult `protobuf:"bytes,7,rep,name=completions,proto3" json:"completions,omitempty"`
+	// CancelRun: the run as the cancel left it.
+	Run           *Run `protobuf:"bytes,8,opt,name=run,proto3" json:"run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -620,6 +659,13 @@ func (x *CommandResult) GetFires() []*FireResult {
 func (x *CommandResult) GetCompletions() []*CompletionResult {
 	if x != nil {
 		return x.Completions
+	}
+	return nil
+}
+
+func (x *CommandResult) GetRun() *Run {
+	if x != nil {
+		return x.Run
 	}
 	return nil
 }
@@ -718,6 +764,8 @@ type Fire struct {
 	RequestId string `protobuf:"bytes,6,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	// MANUAL: fire even if the job is paused.
 	Force bool `protobuf:"varint,7,opt,name=force,proto3" json:"force,omitempty"`
+	// MANUAL: who triggered the run, for the audit record.
+	Principal string `protobuf:"bytes,8,opt,name=principal,proto3" json:"principal,omitempty"`
 	// REDISPATCH of an attempt of this term whose worker was lost (missed its
 	// lease or its stream broke): the token of that attempt, which must still
 	// be the run's current one. 0 for an orphan of an earlier term. Needs
@@ -804,6 +852,13 @@ func (x *Fire) GetForce() bool {
 		return x.Force
 	}
 	return false
+}
+
+func (x *Fire) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
 }
 
 func (x *Fire) GetLostToken() uint64 {
@@ -1206,11 +1261,119 @@ func (x *CompletionResult) GetRun() *Run {
 	return nil
 }
 
+// CancelRunCommand finishes an open run as CANCELLED (reason
+// cancel_requested): its executing attempt is cancelled with it, so the
+// attempt's late outcome is superseded, and no leader re-dispatches or
+// retries the run. A finished run is refused with RUN_FINISHED.
+type CancelRunCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RunId         string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelRunCommand) Reset() {
+	*x = CancelRunCommand{}
+	mi := &file_raftcron_v1_command_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelRunCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelRunCommand) ProtoMessage() {}
+
+func (x *CancelRunCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_command_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelRunCommand.ProtoReflect.Descriptor instead.
+func (*CancelRunCommand) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *CancelRunCommand) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+// SetAuditCommand turns the audit trail on, keeping the newest limit
+// records. Audit records are replicated state that builds from before
+// command version 2 do not keep, so the trail starts only with this command,
+// which a leader proposes once every voter applies version 2.
+type SetAuditCommand struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 1 to 1,000,000.
+	Limit uint32 `protobuf:"varint,1,opt,name=limit,proto3" json:"limit,omitempty"`
+	// Leave an audit trail that is on as it is: only switch it on. A node
+	// that does not lead proposes this, so that only the leader's limit
+	// ever changes the one in force.
+	EnableOnly    bool `protobuf:"varint,2,opt,name=enable_only,json=enableOnly,proto3" json:"enable_only,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetAuditCommand) Reset() {
+	*x = SetAuditCommand{}
+	mi := &file_raftcron_v1_command_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetAuditCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetAuditCommand) ProtoMessage() {}
+
+func (x *SetAuditCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_command_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetAuditCommand.ProtoReflect.Descriptor instead.
+func (*SetAuditCommand) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *SetAuditCommand) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *SetAuditCommand) GetEnableOnly() bool {
+	if x != nil {
+		return x.EnableOnly
+	}
+	return false
+}
+
 var File_raftcron_v1_command_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\n" +
-	"\x19raftcron/v1/command.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/acl.proto\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\"\x9d\x05\n" +
+	"\x19raftcron/v1/command.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/acl.proto\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\"\x9a\x06\n" +
 	"\aCommand\x121\n" +
 	"\x15proposed_at_unix_nano\x18\x01 \x01(\x03R\x12proposedAtUnixNano\x12+\n" +
 	"\x06caller\x18\x02 \x01(\v2\x13.raftcron.v1.CallerR\x06caller\x125\n" +
@@ -1222,10 +1385,13 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"set_paused\x18\f \x01(\v2\x1d.raftcron.v1.SetPausedCommandH\x00R\tsetPaused\x12>\n" +
 	"\n" +
 	"fire_batch\x18\r \x01(\v2\x1d.raftcron.v1.FireBatchCommandH\x00R\tfireBatch\x12J\n" +
-	"\x0ecomplete_batch\x18\x0e \x01(\v2!.raftcron.v1.CompleteBatchCommandH\x00R\rcompleteBatch\x12G\n" +
+	"\x0ecomplete_batch\x18\x0e \x01(\v2!.raftcron.v1.CompleteBatchCommandH\x00R\rcompleteBatch\x12>\n" +
+	"\n" +
+	"cancel_run\x18\x14 \x01(\v2\x1d.raftcron.v1.CancelRunCommandH\x00R\tcancelRun\x12G\n" +
 	"\rbootstrap_acl\x18\x15 \x01(\v2 .raftcron.v1.BootstrapAclCommandH\x00R\fbootstrapAcl\x12N\n" +
 	"\x10create_acl_token\x18\x16 \x01(\v2\".raftcron.v1.CreateAclTokenCommandH\x00R\x0ecreateAclToken\x12N\n" +
-	"\x10delete_acl_token\x18\x17 \x01(\v2\".raftcron.v1.DeleteAclTokenCommandH\x00R\x0edeleteAclTokenB\x06\n" +
+	"\x10delete_acl_token\x18\x17 \x01(\v2\".raftcron.v1.DeleteAclTokenCommandH\x00R\x0edeleteAclToken\x12;\n" +
+	"\tset_audit\x18\x18 \x01(\v2\x1c.raftcron.v1.SetAuditCommandH\x00R\bsetAuditB\x06\n" +
 	"\x04kind\"\xa9\x01\n" +
 	"\rPutJobCommand\x12(\n" +
 	"\x04spec\x18\x01 \x01(\v2\x14.raftcron.v1.JobSpecR\x04spec\x12(\n" +
@@ -1238,7 +1404,7 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x10SetPausedCommand\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06paused\x18\x02 \x01(\bR\x06paused\x12\x12\n" +
-	"\x04note\x18\x03 \x01(\tR\x04note\"\x9e\x02\n" +
+	"\x04note\x18\x03 \x01(\tR\x04note\"\xc2\x02\n" +
 	"\rCommandResult\x12+\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x17.raftcron.v1.ResultCodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\"\n" +
@@ -1246,13 +1412,14 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\achanged\x18\x04 \x01(\bR\achanged\x12\x18\n" +
 	"\acreated\x18\x05 \x01(\bR\acreated\x12-\n" +
 	"\x05fires\x18\x06 \x03(\v2\x17.raftcron.v1.FireResultR\x05fires\x12?\n" +
-	"\vcompletions\x18\a \x03(\v2\x1d.raftcron.v1.CompletionResultR\vcompletions\"\xbb\x01\n" +
+	"\vcompletions\x18\a \x03(\v2\x1d.raftcron.v1.CompletionResultR\vcompletions\x12\"\n" +
+	"\x03run\x18\b \x01(\v2\x10.raftcron.v1.RunR\x03run\"\xbb\x01\n" +
 	"\x10FireBatchCommand\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12\x12\n" +
 	"\x04term\x18\x02 \x01(\x04R\x04term\x12'\n" +
 	"\x05fires\x18\x03 \x03(\v2\x11.raftcron.v1.FireR\x05fires\x12)\n" +
 	"\x06misses\x18\x04 \x03(\v2\x11.raftcron.v1.MissR\x06misses\x12\"\n" +
-	"\rmax_open_runs\x18\x05 \x01(\rR\vmaxOpenRuns\"\xeb\x01\n" +
+	"\rmax_open_runs\x18\x05 \x01(\rR\vmaxOpenRuns\"\x89\x02\n" +
 	"\x04Fire\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12\x1e\n" +
 	"\n" +
@@ -1263,7 +1430,8 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x06run_id\x18\x05 \x01(\tR\x05runId\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x06 \x01(\tR\trequestId\x12\x14\n" +
-	"\x05force\x18\a \x01(\bR\x05force\x12\x1d\n" +
+	"\x05force\x18\a \x01(\bR\x05force\x12\x1c\n" +
+	"\tprincipal\x18\b \x01(\tR\tprincipal\x12\x1d\n" +
 	"\n" +
 	"lost_token\x18\t \x01(\x04R\tlostToken\"\xae\x01\n" +
 	"\x04Miss\x12\x10\n" +
@@ -1300,12 +1468,18 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x10CompletionResult\x12\x1a\n" +
 	"\baccepted\x18\x01 \x01(\bR\baccepted\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\"\n" +
-	"\x03run\x18\x03 \x01(\v2\x10.raftcron.v1.RunR\x03run*b\n" +
+	"\x03run\x18\x03 \x01(\v2\x10.raftcron.v1.RunR\x03run\")\n" +
+	"\x10CancelRunCommand\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\"H\n" +
+	"\x0fSetAuditCommand\x12\x14\n" +
+	"\x05limit\x18\x01 \x01(\rR\x05limit\x12\x1f\n" +
+	"\venable_only\x18\x02 \x01(\bR\n" +
+	"enableOnly*b\n" +
 	"\aPutMode\x12\x18\n" +
 	"\x14PUT_MODE_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fPUT_MODE_CREATE\x10\x01\x12\x13\n" +
 	"\x0fPUT_MODE_UPDATE\x10\x02\x12\x13\n" +
-	"\x0fPUT_MODE_UPSERT\x10\x03*\xee\x01\n" +
+	"\x0fPUT_MODE_UPSERT\x10\x03*\x8c\x02\n" +
 	"\n" +
 	"ResultCode\x12\x1b\n" +
 	"\x17RESULT_CODE_UNSPECIFIED\x10\x00\x12\x12\n" +
@@ -1315,7 +1489,8 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x1cRESULT_CODE_VERSION_MISMATCH\x10\x04\x12\x19\n" +
 	"\x15RESULT_CODE_MALFORMED\x10\x05\x12\x17\n" +
 	"\x13RESULT_CODE_INVALID\x10\x06\x12\x1e\n" +
-	"\x1aRESULT_CODE_LIMIT_EXCEEDED\x10\aB;Z9github.com/raftcron/raftcron/proto/raftcron/v1;raftcronv1b\x06proto3"
+	"\x1aRESULT_CODE_LIMIT_EXCEEDED\x10\a\x12\x1c\n" +
+	"\x18RESULT_CODE_RUN_FINISHED\x10\bB;Z9github.com/raftcron/raftcron/proto/raftcron/v1;raftcronv1b\x06proto3"
 
 var (
 	file_raftcron_v1_command_proto_rawDescOnce sync.Once
@@ -1330,7 +1505,7 @@ func file_raftcron_v1_command_proto_rawDescGZIP() []byte {
 }
 
 var file_raftcron_v1_command_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_raftcron_v1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_raftcron_v1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_raftcron_v1_command_proto_goTypes = []any{
 	(PutMode)(0),                  // 0: raftcron.v1.PutMode
 	(ResultCode)(0),               // 1: raftcron.v1.ResultCode
@@ -1346,45 +1521,50 @@ var file_raftcron_v1_command_proto_goTypes = []any{
 	(*CompleteBatchCommand)(nil),  // 11: raftcron.v1.CompleteBatchCommand
 	(*Completion)(nil),            // 12: raftcron.v1.Completion
 	(*CompletionResult)(nil),      // 13: raftcron.v1.CompletionResult
-	(*Caller)(nil),                // 14: raftcron.v1.Caller
-	(*BootstrapAclCommand)(nil),   // 15: raftcron.v1.BootstrapAclCommand
-	(*CreateAclTokenCommand)(nil), // 16: raftcron.v1.CreateAclTokenCommand
-	(*DeleteAclTokenCommand)(nil), // 17: raftcron.v1.DeleteAclTokenCommand
-	(*JobSpec)(nil),               // 18: raftcron.v1.JobSpec
-	(*Job)(nil),                   // 19: raftcron.v1.Job
-	(FireKind)(0),                 // 20: raftcron.v1.FireKind
-	(*Run)(nil),                   // 21: raftcron.v1.Run
-	(RunState)(0),                 // 22: raftcron.v1.RunState
+	(*CancelRunCommand)(nil),      // 14: raftcron.v1.CancelRunCommand
+	(*SetAuditCommand)(nil),       // 15: raftcron.v1.SetAuditCommand
+	(*Caller)(nil),                // 16: raftcron.v1.Caller
+	(*BootstrapAclCommand)(nil),   // 17: raftcron.v1.BootstrapAclCommand
+	(*CreateAclTokenCommand)(nil), // 18: raftcron.v1.CreateAclTokenCommand
+	(*DeleteAclTokenCommand)(nil), // 19: raftcron.v1.DeleteAclTokenCommand
+	(*JobSpec)(nil),               // 20: raftcron.v1.JobSpec
+	(*Job)(nil),                   // 21: raftcron.v1.Job
+	(*Run)(nil),                   // 22: raftcron.v1.Run
+	(FireKind)(0),                 // 23: raftcron.v1.FireKind
+	(RunState)(0),                 // 24: raftcron.v1.RunState
 }
 var file_raftcron_v1_command_proto_depIdxs = []int32{
-	14, // 0: raftcron.v1.Command.caller:type_name -> raftcron.v1.Caller
+	16, // 0: raftcron.v1.Command.caller:type_name -> raftcron.v1.Caller
 	3,  // 1: raftcron.v1.Command.put_job:type_name -> raftcron.v1.PutJobCommand
 	4,  // 2: raftcron.v1.Command.delete_job:type_name -> raftcron.v1.DeleteJobCommand
 	5,  // 3: raftcron.v1.Command.set_paused:type_name -> raftcron.v1.SetPausedCommand
 	7,  // 4: raftcron.v1.Command.fire_batch:type_name -> raftcron.v1.FireBatchCommand
 	11, // 5: raftcron.v1.Command.complete_batch:type_name -> raftcron.v1.CompleteBatchCommand
-	15, // 6: raftcron.v1.Command.bootstrap_acl:type_name -> raftcron.v1.BootstrapAclCommand
-	16, // 7: raftcron.v1.Command.create_acl_token:type_name -> raftcron.v1.CreateAclTokenCommand
-	17, // 8: raftcron.v1.Command.delete_acl_token:type_name -> raftcron.v1.DeleteAclTokenCommand
-	18, // 9: raftcron.v1.PutJobCommand.spec:type_name -> raftcron.v1.JobSpec
-	0,  // 10: raftcron.v1.PutJobCommand.mode:type_name -> raftcron.v1.PutMode
-	1,  // 11: raftcron.v1.CommandResult.code:type_name -> raftcron.v1.ResultCode
-	19, // 12: raftcron.v1.CommandResult.job:type_name -> raftcron.v1.Job
-	10, // 13: raftcron.v1.CommandResult.fires:type_name -> raftcron.v1.FireResult
-	13, // 14: raftcron.v1.CommandResult.completions:type_name -> raftcron.v1.CompletionResult
-	8,  // 15: raftcron.v1.FireBatchCommand.fires:type_name -> raftcron.v1.Fire
-	9,  // 16: raftcron.v1.FireBatchCommand.misses:type_name -> raftcron.v1.Miss
-	20, // 17: raftcron.v1.Fire.kind:type_name -> raftcron.v1.FireKind
-	21, // 18: raftcron.v1.FireResult.run:type_name -> raftcron.v1.Run
-	18, // 19: raftcron.v1.FireResult.spec:type_name -> raftcron.v1.JobSpec
-	12, // 20: raftcron.v1.CompleteBatchCommand.completions:type_name -> raftcron.v1.Completion
-	22, // 21: raftcron.v1.Completion.outcome:type_name -> raftcron.v1.RunState
-	21, // 22: raftcron.v1.CompletionResult.run:type_name -> raftcron.v1.Run
-	23, // [23:23] is the sub-list for method output_type
-	23, // [23:23] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	14, // 6: raftcron.v1.Command.cancel_run:type_name -> raftcron.v1.CancelRunCommand
+	17, // 7: raftcron.v1.Command.bootstrap_acl:type_name -> raftcron.v1.BootstrapAclCommand
+	18, // 8: raftcron.v1.Command.create_acl_token:type_name -> raftcron.v1.CreateAclTokenCommand
+	19, // 9: raftcron.v1.Command.delete_acl_token:type_name -> raftcron.v1.DeleteAclTokenCommand
+	15, // 10: raftcron.v1.Command.set_audit:type_name -> raftcron.v1.SetAuditCommand
+	20, // 11: raftcron.v1.PutJobCommand.spec:type_name -> raftcron.v1.JobSpec
+	0,  // 12: raftcron.v1.PutJobCommand.mode:type_name -> raftcron.v1.PutMode
+	1,  // 13: raftcron.v1.CommandResult.code:type_name -> raftcron.v1.ResultCode
+	21, // 14: raftcron.v1.CommandResult.job:type_name -> raftcron.v1.Job
+	10, // 15: raftcron.v1.CommandResult.fires:type_name -> raftcron.v1.FireResult
+	13, // 16: raftcron.v1.CommandResult.completions:type_name -> raftcron.v1.CompletionResult
+	22, // 17: raftcron.v1.CommandResult.run:type_name -> raftcron.v1.Run
+	8,  // 18: raftcron.v1.FireBatchCommand.fires:type_name -> raftcron.v1.Fire
+	9,  // 19: raftcron.v1.FireBatchCommand.misses:type_name -> raftcron.v1.Miss
+	23, // 20: raftcron.v1.Fire.kind:type_name -> raftcron.v1.FireKind
+	22, // 21: raftcron.v1.FireResult.run:type_name -> raftcron.v1.Run
+	20, // 22: raftcron.v1.FireResult.spec:type_name -> raftcron.v1.JobSpec
+	12, // 23: raftcron.v1.CompleteBatchCommand.completions:type_name -> raftcron.v1.Completion
+	24, // 24: raftcron.v1.Completion.outcome:type_name -> raftcron.v1.RunState
+	22, // 25: raftcron.v1.CompletionResult.run:type_name -> raftcron.v1.Run
+	26, // [26:26] is the sub-list for method output_type
+	26, // [26:26] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_command_proto_init() }
@@ -1401,9 +1581,11 @@ func file_raftcron_v1_command_proto_init() {
 		(*Command_SetPaused)(nil),
 		(*Command_FireBatch)(nil),
 		(*Command_CompleteBatch)(nil),
+		(*Command_CancelRun)(nil),
 		(*Command_BootstrapAcl)(nil),
 		(*Command_CreateAclToken)(nil),
 		(*Command_DeleteAclToken)(nil),
+		(*Command_SetAudit)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1411,7 +1593,7 @@ func file_raftcron_v1_command_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_raftcron_v1_command_proto_rawDesc), len(file_raftcron_v1_command_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   12,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

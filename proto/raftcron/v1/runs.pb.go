@@ -311,6 +311,94 @@ func (x *WatchRunsResponse) GetRun() *Run {
 	return nil
 }
 
+type CancelRunRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelRunRequest) Reset() {
+	*x = CancelRunRequest{}
+	mi := &file_raftcron_v1_runs_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelRunRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelRunRequest) ProtoMessage() {}
+
+func (x *CancelRunRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_runs_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelRunRequest.ProtoReflect.Descriptor instead.
+func (*CancelRunRequest) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_runs_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *CancelRunRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type CancelRunResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Run           *Run                   `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelRunResponse) Reset() {
+	*x = CancelRunResponse{}
+	mi := &file_raftcron_v1_runs_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelRunResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelRunResponse) ProtoMessage() {}
+
+func (x *CancelRunResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_runs_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelRunResponse.ProtoReflect.Descriptor instead.
+func (*CancelRunResponse) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_runs_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *CancelRunResponse) GetRun() *Run {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
 var File_raftcron_v1_runs_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_runs_proto_rawDesc = "" +
@@ -330,12 +418,17 @@ const file_raftcron_v1_runs_proto_rawDesc = "" +
 	"\x10WatchRunsRequest\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\"7\n" +
 	"\x11WatchRunsResponse\x12\"\n" +
-	"\x03run\x18\x01 \x01(\v2\x10.raftcron.v1.RunR\x03run2\xe6\x01\n" +
+	"\x03run\x18\x01 \x01(\v2\x10.raftcron.v1.RunR\x03run\"\"\n" +
+	"\x10CancelRunRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"7\n" +
+	"\x11CancelRunResponse\x12\"\n" +
+	"\x03run\x18\x01 \x01(\v2\x10.raftcron.v1.RunR\x03run2\xb2\x02\n" +
 	"\n" +
 	"RunService\x12G\n" +
 	"\bListRuns\x12\x1c.raftcron.v1.ListRunsRequest\x1a\x1d.raftcron.v1.ListRunsResponse\x12A\n" +
 	"\x06GetRun\x12\x1a.raftcron.v1.GetRunRequest\x1a\x1b.raftcron.v1.GetRunResponse\x12L\n" +
-	"\tWatchRuns\x12\x1d.raftcron.v1.WatchRunsRequest\x1a\x1e.raftcron.v1.WatchRunsResponse0\x01B;Z9github.com/raftcron/raftcron/proto/raftcron/v1;raftcronv1b\x06proto3"
+	"\tWatchRuns\x12\x1d.raftcron.v1.WatchRunsRequest\x1a\x1e.raftcron.v1.WatchRunsResponse0\x01\x12J\n" +
+	"\tCancelRun\x12\x1d.raftcron.v1.CancelRunRequest\x1a\x1e.raftcron.v1.CancelRunResponseB;Z9github.com/raftcron/raftcron/proto/raftcron/v1;raftcronv1b\x06proto3"
 
 var (
 	file_raftcron_v1_runs_proto_rawDescOnce sync.Once
@@ -349,7 +442,7 @@ func file_raftcron_v1_runs_proto_rawDescGZIP() []byte {
 	return file_raftcron_v1_runs_proto_rawDescData
 }
 
-var file_raftcron_v1_runs_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_raftcron_v1_runs_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_raftcron_v1_runs_proto_goTypes = []any{
 	(*ListRunsRequest)(nil),   // 0: raftcron.v1.ListRunsRequest
 	(*ListRunsResponse)(nil),  // 1: raftcron.v1.ListRunsResponse
@@ -357,23 +450,28 @@ var file_raftcron_v1_runs_proto_goTypes = []any{
 	(*GetRunResponse)(nil),    // 3: raftcron.v1.GetRunResponse
 	(*WatchRunsRequest)(nil),  // 4: raftcron.v1.WatchRunsRequest
 	(*WatchRunsResponse)(nil), // 5: raftcron.v1.WatchRunsResponse
-	(*Run)(nil),               // 6: raftcron.v1.Run
+	(*CancelRunRequest)(nil),  // 6: raftcron.v1.CancelRunRequest
+	(*CancelRunResponse)(nil), // 7: raftcron.v1.CancelRunResponse
+	(*Run)(nil),               // 8: raftcron.v1.Run
 }
 var file_raftcron_v1_runs_proto_depIdxs = []int32{
-	6, // 0: raftcron.v1.ListRunsResponse.runs:type_name -> raftcron.v1.Run
-	6, // 1: raftcron.v1.GetRunResponse.run:type_name -> raftcron.v1.Run
-	6, // 2: raftcron.v1.WatchRunsResponse.run:type_name -> raftcron.v1.Run
-	0, // 3: raftcron.v1.RunService.ListRuns:input_type -> raftcron.v1.ListRunsRequest
-	2, // 4: raftcron.v1.RunService.GetRun:input_type -> raftcron.v1.GetRunRequest
-	4, // 5: raftcron.v1.RunService.WatchRuns:input_type -> raftcron.v1.WatchRunsRequest
-	1, // 6: raftcron.v1.RunService.ListRuns:output_type -> raftcron.v1.ListRunsResponse
-	3, // 7: raftcron.v1.RunService.GetRun:output_type -> raftcron.v1.GetRunResponse
-	5, // 8: raftcron.v1.RunService.WatchRuns:output_type -> raftcron.v1.WatchRunsResponse
-	6, // [6:9] is the sub-list for method output_type
-	3, // [3:6] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	8, // 0: raftcron.v1.ListRunsResponse.runs:type_name -> raftcron.v1.Run
+	8, // 1: raftcron.v1.GetRunResponse.run:type_name -> raftcron.v1.Run
+	8, // 2: raftcron.v1.WatchRunsResponse.run:type_name -> raftcron.v1.Run
+	8, // 3: raftcron.v1.CancelRunResponse.run:type_name -> raftcron.v1.Run
+	0, // 4: raftcron.v1.RunService.ListRuns:input_type -> raftcron.v1.ListRunsRequest
+	2, // 5: raftcron.v1.RunService.GetRun:input_type -> raftcron.v1.GetRunRequest
+	4, // 6: raftcron.v1.RunService.WatchRuns:input_type -> raftcron.v1.WatchRunsRequest
+	6, // 7: raftcron.v1.RunService.CancelRun:input_type -> raftcron.v1.CancelRunRequest
+	1, // 8: raftcron.v1.RunService.ListRuns:output_type -> raftcron.v1.ListRunsResponse
+	3, // 9: raftcron.v1.RunService.GetRun:output_type -> raftcron.v1.GetRunResponse
+	5, // 10: raftcron.v1.RunService.WatchRuns:output_type -> raftcron.v1.WatchRunsResponse
+	7, // 11: raftcron.v1.RunService.CancelRun:output_type -> raftcron.v1.CancelRunResponse
+	8, // [8:12] is the sub-list for method output_type
+	4, // [4:8] is the sub-list for method input_type
+	4, // [4:4] is the sub-list for extension type_name
+	4, // [4:4] is the sub-list for extension extendee
+	0, // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_runs_proto_init() }
@@ -388,7 +486,7 @@ func file_raftcron_v1_runs_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_raftcron_v1_runs_proto_rawDesc), len(file_raftcron_v1_runs_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -22,19 +22,25 @@ const (
 	RunService_ListRuns_FullMethodName  = "/raftcron.v1.RunService/ListRuns"
 	RunService_GetRun_FullMethodName    = "/raftcron.v1.RunService/GetRun"
 	RunService_WatchRuns_FullMethodName = "/raftcron.v1.RunService/WatchRuns"
+	RunService_CancelRun_FullMethodName = "/raftcron.v1.RunService/CancelRun"
 )
 
 // RunServiceClient is the client API for RunService service.
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
-// RunService reads the run ledger.
+// RunService reads the run ledger and cancels runs.
 type RunServiceClient interface {
 	// ListRuns returns the newest runs first.
 	ListRuns(ctx context.Context, in *ListRunsRequest, opts ...grpc.CallOption) (*ListRunsResponse, error)
 	GetRun(ctx context.Context, in *GetRunRequest, opts ...grpc.CallOption) (*GetRunResponse, error)
 	// WatchRuns streams runs as they are committed or change on the answering node.
 	WatchRuns(ctx context.Context, in *WatchRunsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchRunsResponse], error)
+	// CancelRun cancels an open run through the log: it ends CANCELLED
+	// (reason cancel_requested), the leader stops its executing attempt, and
+	// it is never re-dispatched or retried. FailedPrecondition if the run is
+	// finished. Callers: tokens with the write role.
+	CancelRun(ctx context.Context, in *CancelRunRequest, opts ...grpc.CallOption) (*CancelRunResponse, error)
 }
 
 type runServiceClient struct {
@@ -84,17 +90,32 @@ func (c *runServiceClient) WatchRuns(ctx context.Context, in *WatchRunsRequest, 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type RunService_WatchRunsClient = grpc.ServerStreamingClient[WatchRunsResponse]
 
+func (c *runServiceClient) CancelRun(ctx context.Context, in *CancelRunRequest, opts ...grpc.CallOption) (*CancelRunResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CancelRunResponse)
+	err := c.cc.Invoke(ctx, RunService_CancelRun_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // RunServiceServer is the server API for RunService service.
 // All implementations must embed UnimplementedRunServiceServer
 // for forward compatibility.
 //
-// RunService reads the run ledger.
+// RunService reads the run ledger and cancels runs.
 type RunServiceServer interface {
 	// ListRuns returns the newest runs first.
 	ListRuns(context.Context, *ListRunsRequest) (*ListRunsResponse, error)
 	GetRun(context.Context, *GetRunRequest) (*GetRunResponse, error)
 	// WatchRuns streams runs as they are committed or change on the answering node.
 	WatchRuns(*WatchRunsRequest, grpc.ServerStreamingServer[WatchRunsResponse]) error
+	// CancelRun cancels an open run through the log: it ends CANCELLED
+	// (reason cancel_requested), the leader stops its executing attempt, and
+	// it is never re-dispatched or retried. FailedPrecondition if the run is
+	// finished. Callers: tokens with the write role.
+	CancelRun(context.Context, *CancelRunRequest) (*CancelRunResponse, error)
 	mustEmbedUnimplementedRunServiceServer()
 }
 
@@ -113,6 +134,9 @@ func (UnimplementedRunServiceServer) GetRun(context.Context, *GetRunRequest) (*G
 }
 func (UnimplementedRunServiceServer) WatchRuns(*WatchRunsRequest, grpc.ServerStreamingServer[WatchRunsResponse]) error {
 	return status.Errorf(codes.Unimplemented, "method WatchRuns not implemented")
+}
+func (UnimplementedRunServiceServer) CancelRun(context.Context, *CancelRunRequest) (*CancelRunResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method CancelRun not implemented")
 }
 func (UnimplementedRunServiceServer) mustEmbedUnimplementedRunServiceServer() {}
 func (UnimplementedRunServiceServer) testEmbeddedByValue()                    {}
@@ -182,6 +206,24 @@ func _RunService_WatchRuns_Handler(srv interface{}, stream grpc.ServerStream) er
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type RunService_WatchRunsServer = grpc.ServerStreamingServer[WatchRunsResponse]
 
+func _RunService_CancelRun_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CancelRunRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RunServiceServer).CancelRun(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RunService_CancelRun_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RunServiceServer).CancelRun(ctx, req.(*CancelRunRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // RunService_ServiceDesc is the grpc.ServiceDesc for RunService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -196,6 +238,10 @@ var RunService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetRun",
 			Handler:    _RunService_GetRun_Handler,
+		},
+		{
+			MethodName: "CancelRun",
+			Handler:    _RunService_CancelRun_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

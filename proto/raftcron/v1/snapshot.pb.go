@@ -40,8 +40,13 @@ type SnapshotHeader struct {
 	AclTokenCount uint64 `protobuf:"varint,20,opt,name=acl_token_count,json=aclTokenCount,proto3" json:"acl_token_count,omitempty"`
 	// Whether `acl bootstrap` has run: it works once per cluster.
 	AclBootstrapped bool `protobuf:"varint,21,opt,name=acl_bootstrapped,json=aclBootstrapped,proto3" json:"acl_bootstrapped,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Format 2: the audit trail's limit (0: off), the last sequence number it
+	// issued, and how many audit records follow the ACL tokens.
+	AuditLimit    uint32 `protobuf:"varint,22,opt,name=audit_limit,json=auditLimit,proto3" json:"audit_limit,omitempty"`
+	AuditSeq      uint64 `protobuf:"varint,23,opt,name=audit_seq,json=auditSeq,proto3" json:"audit_seq,omitempty"`
+	AuditCount    uint64 `protobuf:"varint,24,opt,name=audit_count,json=auditCount,proto3" json:"audit_count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SnapshotHeader) Reset() {
@@ -130,6 +135,27 @@ func (x *SnapshotHeader) GetAclBootstrapped() bool {
 	return false
 }
 
+func (x *SnapshotHeader) GetAuditLimit() uint32 {
+	if x != nil {
+		return x.AuditLimit
+	}
+	return 0
+}
+
+func (x *SnapshotHeader) GetAuditSeq() uint64 {
+	if x != nil {
+		return x.AuditSeq
+	}
+	return 0
+}
+
+func (x *SnapshotHeader) GetAuditCount() uint64 {
+	if x != nil {
+		return x.AuditCount
+	}
+	return 0
+}
+
 type SnapshotRecord struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Record:
@@ -138,6 +164,7 @@ type SnapshotRecord struct {
 	//	*SnapshotRecord_Tombstone
 	//	*SnapshotRecord_Run
 	//	*SnapshotRecord_AclToken
+	//	*SnapshotRecord_Audit
 	Record        isSnapshotRecord_Record `protobuf_oneof:"record"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -216,6 +243,15 @@ func (x *SnapshotRecord) GetAclToken() *AclToken {
 	return nil
 }
 
+func (x *SnapshotRecord) GetAudit() *AuditEntry {
+	if x != nil {
+		if x, ok := x.Record.(*SnapshotRecord_Audit); ok {
+			return x.Audit
+		}
+	}
+	return nil
+}
+
 type isSnapshotRecord_Record interface {
 	isSnapshotRecord_Record()
 }
@@ -237,6 +273,10 @@ type SnapshotRecord_AclToken struct {
 	AclToken *AclToken `protobuf:"bytes,20,opt,name=acl_token,json=aclToken,proto3,oneof"`
 }
 
+type SnapshotRecord_Audit struct {
+	Audit *AuditEntry `protobuf:"bytes,21,opt,name=audit,proto3,oneof"`
+}
+
 func (*SnapshotRecord_Job) isSnapshotRecord_Record() {}
 
 func (*SnapshotRecord_Tombstone) isSnapshotRecord_Record() {}
@@ -244,6 +284,83 @@ func (*SnapshotRecord_Tombstone) isSnapshotRecord_Record() {}
 func (*SnapshotRecord_Run) isSnapshotRecord_Record() {}
 
 func (*SnapshotRecord_AclToken) isSnapshotRecord_Record() {}
+
+func (*SnapshotRecord_Audit) isSnapshotRecord_Record() {}
+
+// AuditEntry is how the audit trail keeps a record: the record without the
+// diff of the job's spec, and the two specs that diff is rendered from
+// when the record is read. Rendering on read keeps the replicated state
+// free of how a build renders a spec (its fields, enum names, quoting), so
+// nodes of different releases keep the same trail.
+type AuditEntry struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Record *AuditRecord           `protobuf:"bytes,1,opt,name=record,proto3" json:"record,omitempty"`
+	// Unset before a create.
+	SpecBefore *JobSpec `protobuf:"bytes,2,opt,name=spec_before,json=specBefore,proto3" json:"spec_before,omitempty"`
+	SpecAfter  *JobSpec `protobuf:"bytes,3,opt,name=spec_after,json=specAfter,proto3" json:"spec_after,omitempty"`
+	// ACL writes: the token created or deleted, without its secret hash.
+	Token         *AclToken `protobuf:"bytes,4,opt,name=token,proto3" json:"token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuditEntry) Reset() {
+	*x = AuditEntry{}
+	mi := &file_raftcron_v1_snapshot_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuditEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuditEntry) ProtoMessage() {}
+
+func (x *AuditEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_snapshot_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuditEntry.ProtoReflect.Descriptor instead.
+func (*AuditEntry) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_snapshot_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *AuditEntry) GetRecord() *AuditRecord {
+	if x != nil {
+		return x.Record
+	}
+	return nil
+}
+
+func (x *AuditEntry) GetSpecBefore() *JobSpec {
+	if x != nil {
+		return x.SpecBefore
+	}
+	return nil
+}
+
+func (x *AuditEntry) GetSpecAfter() *JobSpec {
+	if x != nil {
+		return x.SpecAfter
+	}
+	return nil
+}
+
+func (x *AuditEntry) GetToken() *AclToken {
+	if x != nil {
+		return x.Token
+	}
+	return nil
+}
 
 // Tombstone remembers a deleted job's last generation, so that a job
 // re-created under the same name never repeats a slot identity.
@@ -257,7 +374,7 @@ type Tombstone struct {
 
 func (x *Tombstone) Reset() {
 	*x = Tombstone{}
-	mi := &file_raftcron_v1_snapshot_proto_msgTypes[2]
+	mi := &file_raftcron_v1_snapshot_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -269,7 +386,7 @@ func (x *Tombstone) String() string {
 func (*Tombstone) ProtoMessage() {}
 
 func (x *Tombstone) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_snapshot_proto_msgTypes[2]
+	mi := &file_raftcron_v1_snapshot_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -282,7 +399,7 @@ func (x *Tombstone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tombstone.ProtoReflect.Descriptor instead.
 func (*Tombstone) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_snapshot_proto_rawDescGZIP(), []int{2}
+	return file_raftcron_v1_snapshot_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Tombstone) GetName() string {
@@ -303,7 +420,7 @@ var File_raftcron_v1_snapshot_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_snapshot_proto_rawDesc = "" +
 	"\n" +
-	"\x1araftcron/v1/snapshot.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/acl.proto\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\"\xc5\x02\n" +
+	"\x1araftcron/v1/snapshot.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/acl.proto\x1a\x17raftcron/v1/audit.proto\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\"\xa4\x03\n" +
 	"\x0eSnapshotHeader\x12%\n" +
 	"\x0eformat_version\x18\x01 \x01(\rR\rformatVersion\x12'\n" +
 	"\x0ffencing_counter\x18\x02 \x01(\x04R\x0efencingCounter\x12\x1b\n" +
@@ -312,13 +429,27 @@ const file_raftcron_v1_snapshot_proto_rawDesc = "" +
 	"\trun_count\x18\x05 \x01(\x04R\brunCount\x12-\n" +
 	"\x12retired_generation\x18\x06 \x01(\x04R\x11retiredGeneration\x12&\n" +
 	"\x0facl_token_count\x18\x14 \x01(\x04R\raclTokenCount\x12)\n" +
-	"\x10acl_bootstrapped\x18\x15 \x01(\bR\x0faclBootstrapped\"\xd4\x01\n" +
+	"\x10acl_bootstrapped\x18\x15 \x01(\bR\x0faclBootstrapped\x12\x1f\n" +
+	"\vaudit_limit\x18\x16 \x01(\rR\n" +
+	"auditLimit\x12\x1b\n" +
+	"\taudit_seq\x18\x17 \x01(\x04R\bauditSeq\x12\x1f\n" +
+	"\vaudit_count\x18\x18 \x01(\x04R\n" +
+	"auditCount\"\x85\x02\n" +
 	"\x0eSnapshotRecord\x12$\n" +
 	"\x03job\x18\x01 \x01(\v2\x10.raftcron.v1.JobH\x00R\x03job\x126\n" +
 	"\ttombstone\x18\x02 \x01(\v2\x16.raftcron.v1.TombstoneH\x00R\ttombstone\x12$\n" +
 	"\x03run\x18\x03 \x01(\v2\x10.raftcron.v1.RunH\x00R\x03run\x124\n" +
-	"\tacl_token\x18\x14 \x01(\v2\x15.raftcron.v1.AclTokenH\x00R\baclTokenB\b\n" +
-	"\x06record\"?\n" +
+	"\tacl_token\x18\x14 \x01(\v2\x15.raftcron.v1.AclTokenH\x00R\baclToken\x12/\n" +
+	"\x05audit\x18\x15 \x01(\v2\x17.raftcron.v1.AuditEntryH\x00R\x05auditB\b\n" +
+	"\x06record\"\xd7\x01\n" +
+	"\n" +
+	"AuditEntry\x120\n" +
+	"\x06record\x18\x01 \x01(\v2\x18.raftcron.v1.AuditRecordR\x06record\x125\n" +
+	"\vspec_before\x18\x02 \x01(\v2\x14.raftcron.v1.JobSpecR\n" +
+	"specBefore\x123\n" +
+	"\n" +
+	"spec_after\x18\x03 \x01(\v2\x14.raftcron.v1.JobSpecR\tspecAfter\x12+\n" +
+	"\x05token\x18\x04 \x01(\v2\x15.raftcron.v1.AclTokenR\x05token\"?\n" +
 	"\tTombstone\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1e\n" +
 	"\n" +
@@ -337,25 +468,33 @@ func file_raftcron_v1_snapshot_proto_rawDescGZIP() []byte {
 	return file_raftcron_v1_snapshot_proto_rawDescData
 }
 
-var file_raftcron_v1_snapshot_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_raftcron_v1_snapshot_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_raftcron_v1_snapshot_proto_goTypes = []any{
 	(*SnapshotHeader)(nil), // 0: raftcron.v1.SnapshotHeader
 	(*SnapshotRecord)(nil), // 1: raftcron.v1.SnapshotRecord
-	(*Tombstone)(nil),      // 2: raftcron.v1.Tombstone
-	(*Job)(nil),            // 3: raftcron.v1.Job
-	(*Run)(nil),            // 4: raftcron.v1.Run
-	(*AclToken)(nil),       // 5: raftcron.v1.AclToken
+	(*AuditEntry)(nil),     // 2: raftcron.v1.AuditEntry
+	(*Tombstone)(nil),      // 3: raftcron.v1.Tombstone
+	(*Job)(nil),            // 4: raftcron.v1.Job
+	(*Run)(nil),            // 5: raftcron.v1.Run
+	(*AclToken)(nil),       // 6: raftcron.v1.AclToken
+	(*AuditRecord)(nil),    // 7: raftcron.v1.AuditRecord
+	(*JobSpec)(nil),        // 8: raftcron.v1.JobSpec
 }
 var file_raftcron_v1_snapshot_proto_depIdxs = []int32{
-	3, // 0: raftcron.v1.SnapshotRecord.job:type_name -> raftcron.v1.Job
-	2, // 1: raftcron.v1.SnapshotRecord.tombstone:type_name -> raftcron.v1.Tombstone
-	4, // 2: raftcron.v1.SnapshotRecord.run:type_name -> raftcron.v1.Run
-	5, // 3: raftcron.v1.SnapshotRecord.acl_token:type_name -> raftcron.v1.AclToken
-	4, // [4:4] is the sub-list for method output_type
-	4, // [4:4] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	4, // 0: raftcron.v1.SnapshotRecord.job:type_name -> raftcron.v1.Job
+	3, // 1: raftcron.v1.SnapshotRecord.tombstone:type_name -> raftcron.v1.Tombstone
+	5, // 2: raftcron.v1.SnapshotRecord.run:type_name -> raftcron.v1.Run
+	6, // 3: raftcron.v1.SnapshotRecord.acl_token:type_name -> raftcron.v1.AclToken
+	2, // 4: raftcron.v1.SnapshotRecord.audit:type_name -> raftcron.v1.AuditEntry
+	7, // 5: raftcron.v1.AuditEntry.record:type_name -> raftcron.v1.AuditRecord
+	8, // 6: raftcron.v1.AuditEntry.spec_before:type_name -> raftcron.v1.JobSpec
+	8, // 7: raftcron.v1.AuditEntry.spec_after:type_name -> raftcron.v1.JobSpec
+	6, // 8: raftcron.v1.AuditEntry.token:type_name -> raftcron.v1.AclToken
+	9, // [9:9] is the sub-list for method output_type
+	9, // [9:9] is the sub-list for method input_type
+	9, // [9:9] is the sub-list for extension type_name
+	9, // [9:9] is the sub-list for extension extendee
+	0, // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_snapshot_proto_init() }
@@ -364,6 +503,7 @@ func file_raftcron_v1_snapshot_proto_init() {
 		return
 	}
 	file_raftcron_v1_acl_proto_init()
+	file_raftcron_v1_audit_proto_init()
 	file_raftcron_v1_job_proto_init()
 	file_raftcron_v1_run_proto_init()
 	file_raftcron_v1_snapshot_proto_msgTypes[1].OneofWrappers = []any{
@@ -371,6 +511,7 @@ func file_raftcron_v1_snapshot_proto_init() {
 		(*SnapshotRecord_Tombstone)(nil),
 		(*SnapshotRecord_Run)(nil),
 		(*SnapshotRecord_AclToken)(nil),
+		(*SnapshotRecord_Audit)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -378,7 +519,7 @@ func file_raftcron_v1_snapshot_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_raftcron_v1_snapshot_proto_rawDesc), len(file_raftcron_v1_snapshot_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   3,
+			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,260 @@
+package fsm
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// Bounds of an audit record's diff, so that one change to a huge spec
+// cannot make the trail huge.
+const (
+	maxAuditChanges = 16
+	maxAuditValue   = 128
+)
+
+// hiddenValue stands for a value that may hold a secret: a change to it is
+// recorded, never the value.
+const hiddenValue = "(hidden)"
+
+// hiddenFields may hold secrets (tokens in headers, passwords in
+// environments or bodies); a field path under one of them is hidden.
+var hiddenFields = []string{"http.body", "http.headers.", "exec.env."}
+
+// specChanges lists the fields that differ between two stored specs (nil
+// for none, as before a create), in field-number order and map keys in
+// order. Values are rendered as in JSON: strings quoted, durations like
+// "30s", timestamps in RFC 3339 UTC. It runs when a record is read, never
+// in Apply: what it renders is the reading build's business (audit.go).
+func specChanges(before, after *pb.JobSpec) []*pb.AuditChange {
+	if before == nil {
+		before = &pb.JobSpec{}
+	}
+	var d differ
+	d.message("", before.ProtoReflect(), after.ProtoReflect())
+	d.labels(labelPairs(before), labelPairs(after))
+	return capChanges(d.out)
+}
+
+// capChanges keeps the first changes of a record, the last one saying how
+// many more there were.
+func capChanges(out []*pb.AuditChange) []*pb.AuditChange {
+	if len(out) > maxAuditChanges {
+		more := len(out) - (maxAuditChanges - 1)
+		out = append(out[:maxAuditChanges-1], &pb.AuditChange{Field: "…", After: strconv.Itoa(more) + " more fields"})
+	}
+	return out
+}
+
+// label is one label of a spec.
+type label struct{ k, v string }
+
+// labelPairs are the spec's labels in key order, read from the wire form
+// of a stored spec (stored.go) or from the map of a plain one.
+func labelPairs(spec *pb.JobSpec) []label {
+	var out []label
+	if m := spec.GetLabels(); len(m) > 0 {
+		for k, v := range m {
+			out = append(out, label{k, v})
+		}
+		slices.SortFunc(out, func(a, b label) int { return strings.Compare(a.k, b.k) })
+		return out
+	}
+	eachLabel(spec, func(k, v []byte) bool {
+		out = append(out, label{string(k), string(v)})
+		return true
+	})
+	return out
+}
+
+// labels adds the labels that differ, merging two key-ordered lists; the
+// labels field comes last in field-number order, as here.
+func (d *differ) labels(a, b []label) {
+	for len(a) > 0 || len(b) > 0 {
+		switch {
+		case len(b) == 0 || (len(a) > 0 && a[0].k < b[0].k):
+			d.add("labels."+a[0].k, strconv.Quote(a[0].v), "")
+			a = a[1:]
+		case len(a) == 0 || b[0].k < a[0].k:
+			d.add("labels."+b[0].k, "", strconv.Quote(b[0].v))
+			b = b[1:]
+		default:
+			if a[0].v != b[0].v {
+				d.add("labels."+a[0].k, strconv.Quote(a[0].v), strconv.Quote(b[0].v))
+			}
+			a, b = a[1:], b[1:]
+		}
+	}
+}
+
+type differ struct {
+	out []*pb.AuditChange
+}
+
+func (d *differ) add(path, before, after string) {
+	if hidden(path) {
+		before, after = hide(before), hide(after)
+	}
+	d.out = append(d.out, &pb.AuditChange{Field: path, Before: cut(before), After: cut(after)})
+}
+
+func (d *differ) message(prefix string, a, b protoreflect.Message) {
+	fields := a.Descriptor().Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		switch {
+		case prefix == "" && fd.Number() == labelsField:
+			// Diffed from the wire form by labels.
+		case fd.IsMap():
+			d.mapField(prefix+string(fd.Name()), fd, a.Get(fd).Map(), b.Get(fd).Map())
+		case fd.Kind() == protoreflect.MessageKind && !fd.IsList() && !isWellKnown(fd.Message()):
+			if a.Has(fd) || b.Has(fd) {
+				d.message(prefix+string(fd.Name())+".", a.Get(fd).Message(), b.Get(fd).Message())
+			}
+		case sameScalar(fd, a.Get(fd), b.Get(fd)):
+		default:
+			if va, vb := render(a, fd), render(b, fd); va != vb {
+				d.add(prefix+string(fd.Name()), va, vb)
+			}
+		}
+	}
+}
+
+// sameScalar reports equal singular scalars without rendering them: most
+// fields of an update did not change.
+func sameScalar(fd protoreflect.FieldDescriptor, a, b protoreflect.Value) bool {
+	if fd.IsList() {
+		return false
+	}
+	switch fd.Kind() {
+	case protoreflect.StringKind:
+		return a.String() == b.String()
+	case protoreflect.BoolKind:
+		return a.Bool() == b.Bool()
+	case protoreflect.EnumKind:
+		return a.Enum() == b.Enum()
+	case protoreflect.Int32Kind, protoreflect.Int64Kind, protoreflect.Sint32Kind, protoreflect.Sint64Kind,
+		protoreflect.Sfixed32Kind, protoreflect.Sfixed64Kind:
+		return a.Int() == b.Int()
+	case protoreflect.Uint32Kind, protoreflect.Uint64Kind, protoreflect.Fixed32Kind, protoreflect.Fixed64Kind:
+		return a.Uint() == b.Uint()
+	}
+	return false
+}
+
+func (d *differ) mapField(path string, fd protoreflect.FieldDescriptor, a, b protoreflect.Map) {
+	keys := map[string]protoreflect.MapKey{}
+	for _, m := range []protoreflect.Map{a, b} {
+		m.Range(func(k protoreflect.MapKey, _ protoreflect.Value) bool {
+			keys[k.String()] = k
+			return true
+		})
+	}
+	names := make([]string, 0, len(keys))
+	for k := range keys {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		va, vb := "", ""
+		if a.Has(keys[k]) {
+			va = renderValue(fd.MapValue(), a.Get(keys[k]))
+		}
+		if b.Has(keys[k]) {
+			vb = renderValue(fd.MapValue(), b.Get(keys[k]))
+		}
+		if va != vb {
+			d.add(path+"."+k, va, vb)
+		}
+	}
+}
+
+func isWellKnown(md protoreflect.MessageDescriptor) bool {
+	switch md.FullName() {
+	case "google.protobuf.Duration", "google.protobuf.Timestamp":
+		return true
+	}
+	return false
+}
+
+// render is a field's value as text; "" when a message field is unset.
+func render(m protoreflect.Message, fd protoreflect.FieldDescriptor) string {
+	if fd.IsList() {
+		l := m.Get(fd).List()
+		if l.Len() == 0 {
+			return ""
+		}
+		parts := make([]string, l.Len())
+		for i := range l.Len() {
+			parts[i] = renderValue(fd, l.Get(i))
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	}
+	if fd.Kind() == protoreflect.MessageKind && !m.Has(fd) {
+		return ""
+	}
+	return renderValue(fd, m.Get(fd))
+}
+
+func renderValue(fd protoreflect.FieldDescriptor, v protoreflect.Value) string {
+	switch fd.Kind() {
+	case protoreflect.StringKind:
+		return strconv.Quote(v.String())
+	case protoreflect.BoolKind:
+		return strconv.FormatBool(v.Bool())
+	case protoreflect.EnumKind:
+		if ev := fd.Enum().Values().ByNumber(v.Enum()); ev != nil {
+			return string(ev.Name())
+		}
+		return strconv.Itoa(int(v.Enum()))
+	case protoreflect.MessageKind:
+		return renderWellKnown(v.Message())
+	case protoreflect.BytesKind:
+		return strconv.Itoa(len(v.Bytes())) + " bytes"
+	}
+	return v.String() // numbers
+}
+
+func renderWellKnown(m protoreflect.Message) string {
+	fields := m.Descriptor().Fields()
+	sec := m.Get(fields.ByName("seconds")).Int()
+	nanos := m.Get(fields.ByName("nanos")).Int()
+	if m.Descriptor().FullName() == "google.protobuf.Duration" {
+		return strconv.Quote((time.Duration(sec)*time.Second + time.Duration(nanos)).String())
+	}
+	return strconv.Quote(time.Unix(sec, nanos).UTC().Format(time.RFC3339Nano))
+}
+
+func hidden(path string) bool {
+	for _, h := range hiddenFields {
+		if path == h || (strings.HasSuffix(h, ".") && strings.HasPrefix(path, h)) {
+			return true
+		}
+	}
+	return false
+}
+
+func hide(v string) string {
+	if v == "" {
+		return ""
+	}
+	return hiddenValue
+}
+
+// cut bounds a rendered value at a rune boundary.
+func cut(v string) string {
+	if len(v) <= maxAuditValue {
+		return v
+	}
+	n := maxAuditValue
+	for n > 0 && !utf8.RuneStart(v[n]) {
+		n--
+	}
+	return v[:n] + "…"
+}
