@@ -108,6 +108,11 @@ func newACLHarness(t *testing.T, enabled bool) *aclHarness {
 	t.Helper()
 	state := fsm.New()
 	h := &aclHarness{store: &fsmStore{f: state}, hub: NewRunHub()}
+	// The rules of this build, as a cluster of it applies them once its
+	// first leader raised the cluster version.
+	if _, err := h.store.Apply(context.Background(), fsm.SetClusterVersion(fsm.CommandVersion)); err != nil {
+		t.Fatal(err)
+	}
 	state.SetObserver(h.hub)
 	auth := NewAuthorizer(AuthConfig{Enabled: enabled, Tokens: state, Barrier: h.store})
 	s := grpc.NewServer(grpc.ChainUnaryInterceptor(auth.Unary()), grpc.ChainStreamInterceptor(auth.Stream()))

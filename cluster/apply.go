@@ -19,7 +19,8 @@ import (
 //
 // Errors: *NoLeaderError (ErrNoLeader) when no leader is known or
 // reachable; ErrUnsupportedCommand when a voter does not apply the
-// command's version (nothing was written); ErrIndeterminate when the command reached Raft but its fate is
+// command's version (checked here before forwarding too; nothing was
+// written); ErrIndeterminate when the command reached Raft but its fate is
 // unknown (it may still commit, so do not treat it as failed); ErrShutdown;
 // context errors when ctx ends before Raft is handed the command.
 func (n *Node) Apply(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
@@ -48,7 +49,13 @@ func (n *Node) Apply(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, e
 		// Leadership moved before Raft took the entry: nothing was written,
 		// so one forward is safe (the new leader stamps it again).
 	}
-	return n.forwardApply(ctx, cmd, data)
+	// The leader checks the version again, but a leader of a release from
+	// before versions checks nothing: it would commit what it and other
+	// voters cannot apply.
+	if err := n.admit(ctx, cmd); err != nil {
+		return nil, err
+	}
+	return n.forwardApply(ctx, data)
 }
 
 // applyLocal proposes data, the marshalled cmd, on this node, which must be
@@ -87,12 +94,9 @@ func (n *Node) applyLocal(ctx context.Context, cmd *pb.Command, data []byte) (*p
 	}
 }
 
-func (n *Node) forwardApply(ctx context.Context, cmd *pb.Command, data []byte) (*pb.CommandResult, error) {
+func (n *Node) forwardApply(ctx context.Context, data []byte) (*pb.CommandResult, error) {
 	c, leader, err := n.leaderClient()
 	if err != nil {
-		return nil, err
-	}
-	if err := n.leaderApplies(ctx, cmd, leader); err != nil {
 		return nil, err
 	}
 	resp, err := c.Apply(ctx, &pb.ApplyRequest{Command: data})

@@ -70,6 +70,13 @@ type Config struct {
 	// every voter advertises at least that version. Nil means every command
 	// is of version 1.
 	VersionOf func(*pb.Command) uint32
+	// ClusterVersion reads the FSM's active cluster version
+	// ((*fsm.FSM).ClusterVersion) and RaiseClusterVersion makes the command
+	// that raises it (fsm.SetClusterVersion). With both, the leader raises
+	// the version to CommandVersion once every voter applies it, and
+	// Status reports it (clusterversion.go). Nil: neither.
+	ClusterVersion      func() uint32
+	RaiseClusterVersion func(to uint32) *pb.Command
 	// NoSync skips fsync. Unit tests only: without fsync a crash loses
 	// acknowledged writes.
 	NoSync bool

@@ -29,10 +29,11 @@ var (
 	ErrDataDirLocked = errors.New("data dir is in use by another raftcron process")
 	// ErrAddrInUse: the port of the node's address is taken.
 	ErrAddrInUse = errors.New("address already in use")
-	// ErrNotForwardable: the command is one that only the leading node's
-	// own scheduler proposes, through ApplyLocal (FireBatch,
-	// CompleteBatch); Apply and forwarding never carry it.
-	ErrNotForwardable = errors.New("only the leading node's own scheduler proposes this command: it is never forwarded")
+	// ErrNotForwardable: the command is one that only the leading node
+	// proposes itself, through ApplyLocal (its scheduler's FireBatch and
+	// CompleteBatch, the raise of the cluster version); Apply and
+	// forwarding never carry it.
+	ErrNotForwardable = errors.New("only the leading node itself proposes this command: it is never forwarded")
 	// ErrMalformedCommand: forwarded bytes do not decode as a command.
 	// Nothing was written.
 	ErrMalformedCommand = errors.New("forwarded command does not decode as a raftcron.v1.Command")

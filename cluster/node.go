@@ -57,6 +57,10 @@ type Node struct {
 	stopWatch     chan struct{} // closed on shutdown: ends both watchers
 	watchDone     chan struct{}
 	crashDone     chan struct{}
+	// raiseNow wakes raiseVersion when this node gains leadership;
+	// raiseDone is closed when raiseVersion ends (clusterversion.go).
+	raiseNow  chan struct{}
+	raiseDone chan struct{}
 	// lease is Raft's LeaderLeaseTimeout, the silence after which
 	// watchCrash probes the leader.
 	lease time.Duration
@@ -153,6 +157,8 @@ func New(cfg Config, mux *Mux) (*Node, error) {
 		stopWatch: make(chan struct{}),
 		watchDone: make(chan struct{}),
 		crashDone: make(chan struct{}),
+		raiseNow:  make(chan struct{}, 1),
+		raiseDone: make(chan struct{}),
 		lease:     rc.LeaderLeaseTimeout,
 		raftUp:    make(chan struct{}),
 		halted:    make(chan struct{}),
@@ -225,6 +231,11 @@ func (n *Node) Start(ctx context.Context) error {
 	n.raft = r
 	close(n.raftUp)
 	go n.watchCrash(n.stopWatch, n.crashDone)
+	if n.cfg.ClusterVersion != nil && n.cfg.RaiseClusterVersion != nil {
+		go n.raiseVersion(n.stopWatch, n.raiseDone)
+	} else {
+		close(n.raiseDone)
+	}
 	n.disk.start(func() bool { return r.State() == raft.Leader })
 	return n.bootstrapOrJoin(ctx)
 }
@@ -290,6 +301,12 @@ func (n *Node) setLeader(v bool) {
 	}
 	n.leaderChanges.Add(1)
 	n.log.Info("leadership changed", "leader", v)
+	if v {
+		select { // never blocks: Raft waits on this goroutine
+		case n.raiseNow <- struct{}{}:
+		default:
+		}
+	}
 	if cb := n.cfg.OnLeadershipChange; cb != nil {
 		cb(v)
 	}
@@ -352,6 +369,7 @@ func (n *Node) shutdown(ctx context.Context) error {
 	close(n.stopWatch)
 	<-n.watchDone
 	<-n.crashDone
+	<-n.raiseDone
 	n.disk.close()
 	n.trans.Close() // raft closes it too; closing twice is harmless
 	if cerr := n.store.Close(); err == nil {

@@ -26,6 +26,8 @@ func forwardable(cmd *pb.Command) error {
 		return fmt.Errorf("fire_batch: %w", ErrNotForwardable)
 	case *pb.Command_CompleteBatch:
 		return fmt.Errorf("complete_batch: %w", ErrNotForwardable)
+	case *pb.Command_SetClusterVersion:
+		return fmt.Errorf("set_cluster_version: %w", ErrNotForwardable) // the leader's own (clusterversion.go)
 	}
 	return nil
 }

@@ -142,8 +142,8 @@ func TestLeaderStampsItsOwnWrites(t *testing.T) {
 	}
 }
 
-// FireBatch and CompleteBatch are the leading node's own: Apply never
-// proposes or forwards them, and the leader's InternalService refuses
+// FireBatch, CompleteBatch and the raise of the cluster version are the
+// leading node's own: Apply never proposes or forwards them, and the leader's InternalService refuses
 // them, so nothing reaches the log.
 func TestForwardingRefusesSchedulerCommands(t *testing.T) {
 	tc := newCluster(t, 3)
@@ -159,6 +159,7 @@ func TestForwardingRefusesSchedulerCommands(t *testing.T) {
 		"complete_batch": {Kind: &pb.Command_CompleteBatch{CompleteBatch: &pb.CompleteBatchCommand{
 			Completions: []*pb.Completion{{RunId: "warm-1", Token: 1, Outcome: pb.RunState_RUN_STATE_SUCCEEDED}},
 		}}},
+		"set_cluster_version": {Kind: &pb.Command_SetClusterVersion{SetClusterVersion: &pb.SetClusterVersionCommand{Version: 1}}},
 	}
 	ctx := ctxTimeout(t, 10*time.Second)
 	for name, cmd := range cmds {

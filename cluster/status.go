@@ -20,6 +20,7 @@ func (n *Node) Status() *pb.NodeStatus {
 		AppliedIndex:   n.raft.AppliedIndex(),
 		LastLogIndex:   n.raft.LastIndex(),
 		CommandVersion: n.cfg.CommandVersion,
+		ClusterVersion: n.clusterVersion(),
 	}
 	leaderID, leaderAddr := n.Leader()
 	if leaderAddr != "" {

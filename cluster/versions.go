@@ -108,29 +108,6 @@ func (n *Node) admit(ctx context.Context, cmd *pb.Command) error {
 		kindName(cmd), need, strings.Join(behind, ", "))}
 }
 
-// leaderApplies refuses to forward cmd to a leader that does not apply
-// its version. The leader's own check (admit) covers new kinds, which an
-// older leader knows it does not know; a new field of an existing kind
-// (fsm's introducedBy) an older leader cannot see, and would propose as the
-// older kind it takes it for.
-func (n *Node) leaderApplies(ctx context.Context, cmd *pb.Command, leader *pb.ServerRef) error {
-	need := n.cfg.VersionOf(cmd)
-	if need <= baseCommandVersion {
-		return nil
-	}
-	s := raft.Server{ID: raft.ServerID(leader.GetId()), Address: raft.ServerAddress(leader.GetAddress())}
-	switch got := n.voterVersion(ctx, s, need); {
-	case got >= need:
-		return nil
-	case got == 0:
-		return &unsupportedError{msg: fmt.Sprintf("command %s needs command version %d; the leader %s did not say which it applies (unreachable)",
-			kindName(cmd), need, leader.GetId())}
-	default:
-		return &unsupportedError{msg: fmt.Sprintf("command %s needs command version %d; upgrade the leader %s (applies version %d)",
-			kindName(cmd), need, leader.GetId(), got)}
-	}
-}
-
 // voterVersion is the highest command version s applies, 0 if it cannot
 // be known now.
 func (n *Node) voterVersion(ctx context.Context, s raft.Server, need uint32) uint32 {

@@ -34,7 +34,7 @@ func putJob(s *state, c *pb.Command, e entry) (outcome, error) {
 	if err := checkVersion(name, old, p.GetExpectedVersion()); err != nil {
 		return outcome{}, err
 	}
-	if limit := p.GetMaxJobs(); !exists && limit > 0 && uint64(s.jobs.Len()) >= limit {
+	if limit := p.GetMaxJobs(); !exists && limit > 0 && uint64(s.jobs.Len()) >= limit && s.atLeast(version2) {
 		return outcome{}, fail(ErrLimitExceeded, "job %q not created: the registry holds %d jobs, its limit (max_jobs) is %d jobs",
 			name, s.jobs.Len(), limit)
 	}
@@ -46,14 +46,16 @@ func putJob(s *state, c *pb.Command, e entry) (outcome, error) {
 	if proto.Equal(old.GetSpec(), spec) {
 		return outcome{job: old, status: cur.status}, nil
 	}
-	next := changedJob(old, spec, e)
+	next := s.changedJob(old, spec, e)
 	st := cur.status
 	// A new schedule takes effect from the update on, and a resume does not
 	// catch up the paused time; neither moves the cursor back.
-	if targetChanged(old.GetSpec(), spec) {
+	if targetChanged(old.GetSpec(), spec, s.atLeast(version2)) {
 		next.Generation++
 		st = cursorAtLeast(st, e.seconds())
-		st = cancelStaleRetries(s, st, e)
+		if s.atLeast(version2) {
+			st = cancelStaleRetries(s, st, e)
+		}
 	}
 	if old.GetSpec().GetPaused() && !spec.GetPaused() {
 		st = cursorAtLeast(st, e.seconds())
@@ -76,7 +78,7 @@ func createJob(s *state, spec *pb.JobSpec, e entry) outcome {
 		CreatedAt:   now,
 		UpdatedAt:   now,
 		ModifyIndex: e.index,
-		UpdatedBy:   e.principal,
+		UpdatedBy:   s.updatedBy(e),
 	}
 	st := s.share.status(&pb.JobStatus{CursorUnix: e.seconds()})
 	s.tombstones.Delete(tombstone{name: name})
@@ -113,7 +115,11 @@ func deleteJob(s *state, c *pb.Command, e entry) (outcome, error) {
 	s.jobs.Delete(jobItem{name: name})
 	s.tx.jobChanged(name)
 	s.tombstones.ReplaceOrInsert(tombstone{name: name, generation: cur.job.GetGeneration()})
-	s.collectTombstone(name) // at once if nothing of the job is open
+	if s.atLeast(version2) {
+		s.collectTombstone(name) // at once if nothing of the job is open
+	} else {
+		s.pruneHistory(name) // version 1: down to its limit for names without a job
+	}
 	return outcome{changed: true}, nil
 }
 
@@ -175,7 +181,7 @@ func setPaused(s *state, c *pb.Command, e entry) (outcome, error) {
 	if proto.Equal(old.GetSpec(), spec) {
 		return outcome{job: old, status: cur.status}, nil
 	}
-	next := changedJob(old, spec, e)
+	next := s.changedJob(old, spec, e)
 	st := cur.status
 	if old.GetSpec().GetPaused() && !spec.Paused {
 		st = cursorAtLeast(st, e.seconds()) // no catch-up of the paused time
@@ -186,7 +192,7 @@ func setPaused(s *state, c *pb.Command, e entry) (outcome, error) {
 
 // changedJob is old with a new spec and the bookkeeping of a change. It
 // shares old's created_at, which is safe because stored jobs are immutable.
-func changedJob(old *pb.Job, spec *pb.JobSpec, e entry) *pb.Job {
+func (s *state) changedJob(old *pb.Job, spec *pb.JobSpec, e entry) *pb.Job {
 	return &pb.Job{
 		Spec:        spec,
 		Generation:  old.GetGeneration(),
@@ -194,7 +200,7 @@ func changedJob(old *pb.Job, spec *pb.JobSpec, e entry) *pb.Job {
 		CreatedAt:   old.GetCreatedAt(),
 		UpdatedAt:   e.timestamp(),
 		ModifyIndex: e.index,
-		UpdatedBy:   e.principal,
+		UpdatedBy:   s.updatedBy(e),
 	}
 }
 
@@ -213,10 +219,12 @@ func checkVersion(name string, j *pb.Job, expected uint64) error {
 
 // targetChanged reports whether a spec change alters what fires when —
 // schedule, timezone or target — and so starts a new generation of slots.
-func targetChanged(a, b *pb.JobSpec) bool {
+// A worker target counts from cluster version 2 (workers): version 1 knew
+// no such field.
+func targetChanged(a, b *pb.JobSpec, workers bool) bool {
 	return a.GetSchedule() != b.GetSchedule() ||
 		a.GetTimezone() != b.GetTimezone() ||
 		!proto.Equal(a.GetHttp(), b.GetHttp()) ||
 		!proto.Equal(a.GetExec(), b.GetExec()) ||
-		!proto.Equal(a.GetWorker(), b.GetWorker())
+		(workers && !proto.Equal(a.GetWorker(), b.GetWorker()))
 }

@@ -61,7 +61,8 @@ func complete(s *state, e entry, c *pb.Completion, res *pb.CompletionResult, sla
 	nr := copyRun(r)
 	nr.Attempts = replaceLast(r.GetAttempts(), a)
 	nr.State = c.GetOutcome()
-	if c.GetReason() != "" {
+	v2 := s.atLeast(version2) // version 1 ignores reasons and generations here
+	if c.GetReason() != "" && v2 {
 		nr.Reason = truncateString(c.GetReason(), maxReason)
 	}
 
@@ -72,10 +73,10 @@ func complete(s *state, e entry, c *pb.Completion, res *pb.CompletionResult, sla
 	it, owned := s.owner(r)
 	// A run of an earlier generation is never retried: the target it would
 	// retry is gone.
-	if owned && retryable(c) && len(nr.Attempts) < maxAttempts(it.job.GetSpec()) &&
-		r.GetGeneration() == it.job.GetGeneration() {
+	if owned && retryable(c, v2) && len(nr.Attempts) < maxAttempts(it.job.GetSpec()) &&
+		(r.GetGeneration() == it.job.GetGeneration() || !v2) {
 		nr.State = pb.RunState_RUN_STATE_RETRYING
-		nr.NextAttemptAtUnixNano = addSaturating(finishedAt, backoff(it.job.GetSpec().GetRetry(), len(nr.Attempts)))
+		nr.NextAttemptAtUnixNano = addSaturating(finishedAt, backoff(s, it.job.GetSpec().GetRetry(), len(nr.Attempts)))
 	} else {
 		nr.FinishedAtUnixNano = finishedAt
 	}
@@ -102,10 +103,11 @@ func isOutcome(st pb.RunState) bool {
 // retryable outcomes may be followed by another attempt. FENCED never is: a
 // newer attempt exists, and retrying would only be fenced again. Nor is an
 // attempt the node refused by its policy (a completion with a reason): the
-// same policy would refuse every retry.
-func retryable(c *pb.Completion) bool {
+// same policy would refuse every retry. Reasons count from cluster version
+// 2 (v2) on.
+func retryable(c *pb.Completion, v2 bool) bool {
 	st := c.GetOutcome()
-	return c.GetReason() == "" && (st == pb.RunState_RUN_STATE_FAILED || st == pb.RunState_RUN_STATE_DEADLINE_EXCEEDED)
+	return (c.GetReason() == "" || !v2) && (st == pb.RunState_RUN_STATE_FAILED || st == pb.RunState_RUN_STATE_DEADLINE_EXCEEDED)
 }
 
 // maxAttempts is the job's attempt budget: a run makes its first attempt
@@ -117,10 +119,9 @@ func maxAttempts(spec *pb.JobSpec) int {
 // backoff is the wait before attempt n+1 after attempt n failed:
 // min(initial * 2^(n-1), max). The backoffs are the stored ones: the API
 // stores them filled in (jobspec.Normalize), so the FSM keeps no defaults;
-// an unset or negative one counts as zero.
-func backoff(r *pb.Retry, n int) time.Duration {
-	initial := max(r.GetInitialBackoff().AsDuration(), 0)
-	limit := max(r.GetMaxBackoff().AsDuration(), 0)
+// an unset or negative one counts as zero (at cluster version 1: s.backoffs).
+func backoff(s *state, r *pb.Retry, n int) time.Duration {
+	initial, limit := s.backoffs(r)
 	d := initial
 	for i := 1; i < n && d < limit; i++ {
 		if d > limit/2 {

@@ -107,21 +107,22 @@ func TestCopiesCoverEveryField(t *testing.T) {
 }
 
 func TestBackoffDoublesUpToTheCap(t *testing.T) {
+	st := &state{version: version2} // the stored backoffs, as they are
 	r := &pb.Retry{InitialBackoff: durationpb.New(3 * time.Second), MaxBackoff: durationpb.New(20 * time.Second)}
 	for n, want := range []time.Duration{3, 6, 12, 20, 20} {
-		if got := backoff(r, n+1); got != want*time.Second {
+		if got := backoff(st, r, n+1); got != want*time.Second {
 			t.Errorf("backoff after attempt %d = %v, want %v", n+1, got, want*time.Second)
 		}
 	}
-	if got := backoff(nil, 60); got != 0 {
+	if got := backoff(st, nil, 60); got != 0 {
 		t.Errorf("backoff without stored backoffs %v, want 0: the FSM keeps no defaults", got)
 	}
 	huge := &pb.Retry{InitialBackoff: durationpb.New(time.Duration(1 << 62)), MaxBackoff: durationpb.New(time.Duration(1<<63 - 1))}
-	if got := backoff(huge, 1000); got != time.Duration(1<<63-1) {
+	if got := backoff(st, huge, 1000); got != time.Duration(1<<63-1) {
 		t.Errorf("backoff near the int64 limit = %v, want the cap without overflow", got)
 	}
 	neg := &pb.Retry{InitialBackoff: durationpb.New(-time.Second), MaxBackoff: durationpb.New(time.Minute)}
-	if got := backoff(neg, 3); got != 0 {
+	if got := backoff(st, neg, 3); got != 0 {
 		t.Errorf("negative initial backoff gave %v, want 0", got)
 	}
 	if got := addSaturating(1<<62, time.Duration(1<<62)); got != 1<<63-1 {

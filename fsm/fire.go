@@ -17,7 +17,10 @@ func fireBatch(s *state, c *pb.Command, e entry) (outcome, error) {
 	if e.term != 0 && fb.GetTerm() != e.term {
 		return staleTerm(fires), nil
 	}
-	b := batch{s: s, e: e, leader: fb.GetLeaderId(), term: fb.GetTerm(), maxOpen: fb.GetMaxOpenRuns(), slab: newRunSlab(len(fires))}
+	b := batch{s: s, e: e, leader: fb.GetLeaderId(), term: fb.GetTerm(), slab: newRunSlab(len(fires))}
+	if s.atLeast(version2) { // version 1 ignores all three
+		b.maxOpen, b.generations, b.lostTokens = fb.GetMaxOpenRuns(), true, true
+	}
 	misses := fb.GetMisses()
 	for i, m := range misses {
 		b.miss(i, m)
@@ -52,7 +55,13 @@ type batch struct {
 	term   uint64
 	// maxOpen caps one job's open runs under overlap allow; 0: no cap.
 	maxOpen uint32
-	slab    *runSlab // the runs of the results
+	// generations: manual, retry and re-dispatch fires are checked
+	// against the generation they name (cluster version 2).
+	generations bool
+	// lostTokens: a re-dispatch may name the attempt of this term whose
+	// worker was lost by its token (cluster version 2).
+	lostTokens bool
+	slab       *runSlab // the runs of the results
 }
 
 // atOpenLimit reports whether a job whose status is st may open no more
@@ -172,7 +181,7 @@ func (b *batch) manual(f *pb.Fire, res *pb.FireResult) {
 			return
 		}
 	}
-	if f.GetGeneration() != it.job.GetGeneration() {
+	if b.generations && f.GetGeneration() != it.job.GetGeneration() {
 		res.Reason = ReasonGeneration
 		return
 	}
@@ -224,11 +233,12 @@ func (b *batch) retry(f *pb.Fire, res *pb.FireResult) {
 		b.cancelForDeletedJob(r, res)
 		return
 	}
-	if f.GetGeneration() != r.GetGeneration() {
+	switch {
+	case !b.generations:
+	case f.GetGeneration() != r.GetGeneration():
 		res.Reason = ReasonGeneration
 		return
-	}
-	if r.GetGeneration() != it.job.GetGeneration() {
+	case r.GetGeneration() != it.job.GetGeneration():
 		// The target it would retry is gone; an update normally closes
 		// such runs at once (putJob).
 		b.closeRetry(it, r, res)
@@ -274,15 +284,15 @@ func (b *batch) redispatch(f *pb.Fire, res *pb.FireResult) {
 		return
 	}
 	switch {
-	case f.GetGeneration() != r.GetGeneration():
+	case b.generations && f.GetGeneration() != r.GetGeneration():
 		res.Reason = ReasonGeneration
 	case it.job.GetSpec().GetDelivery() == pb.Delivery_DELIVERY_AT_MOST_ONCE:
 		why := ReasonLeaderChanged
-		if f.GetLostToken() != 0 {
+		if b.lostTokens && f.GetLostToken() != 0 {
 			why = ReasonWorkerLost
 		}
 		b.giveUp(it, r, why, ReasonUnknown, res)
-	case r.GetGeneration() != it.job.GetGeneration():
+	case b.generations && r.GetGeneration() != it.job.GetGeneration():
 		b.giveUp(it, r, ReasonGeneration, ReasonGeneration, res)
 	default:
 		b.reattempt(it, r, pb.FireKind_FIRE_KIND_REDISPATCH, res)
@@ -294,7 +304,7 @@ func (b *batch) redispatch(f *pb.Fire, res *pb.FireResult) {
 // term. A token that is no longer current means the attempt's outcome or a
 // later attempt came first.
 func (b *batch) unresolved(cur *pb.Attempt, lostToken uint64) bool {
-	if lostToken != 0 {
+	if b.lostTokens && lostToken != 0 {
 		return cur.GetToken() == lostToken
 	}
 	return cur.GetTerm() < b.term

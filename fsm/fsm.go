@@ -84,16 +84,17 @@ type handler func(s *state, c *pb.Command, e entry) (outcome, error)
 // The registry's, runs' and ACL writes go through their audited wrappers
 // (audit.go, audit_acl.go).
 var handlers = map[protoreflect.Name]handler{
-	"put_job":          scoped(auditedPut),
-	"delete_job":       scoped(auditedDelete),
-	"set_paused":       scoped(auditedSetPaused),
-	"fire_batch":       auditedFireBatch,
-	"complete_batch":   completeBatch,
-	"cancel_run":       scoped(auditedCancelRun),
-	"bootstrap_acl":    auditedBootstrapACL,
-	"create_acl_token": auditedCreateACLToken,
-	"delete_acl_token": auditedDeleteACLToken,
-	"set_audit":        setAudit,
+	"put_job":             scoped(auditedPut),
+	"delete_job":          scoped(auditedDelete),
+	"set_paused":          scoped(auditedSetPaused),
+	"fire_batch":          auditedFireBatch,
+	"complete_batch":      completeBatch,
+	"cancel_run":          scoped(auditedCancelRun),
+	"bootstrap_acl":       auditedBootstrapACL,
+	"create_acl_token":    auditedCreateACLToken,
+	"delete_acl_token":    auditedDeleteACLToken,
+	"set_audit":           setAudit,
+	"set_cluster_version": setClusterVersion,
 }
 
 var kindOneof = (&pb.Command{}).ProtoReflect().Descriptor().Oneofs().ByName("kind")
@@ -112,7 +113,7 @@ func (f *FSM) Apply(l *raft.Log) interface{} {
 	}
 	var c pb.Command
 	decodeErr := decode(l, &c)
-	if errors.Is(decodeErr, ErrUnknownCommand) {
+	if errors.Is(decodeErr, ErrUnknownCommand) || errors.Is(decodeErr, ErrVersionTooNew) {
 		return decodeErr
 	}
 	f.mu.Lock()
@@ -136,13 +137,13 @@ func (f *FSM) Apply(l *raft.Log) interface{} {
 
 // decode reads the entry's command into c: a malformed error when it does
 // not decode or sets no kind, ErrUnknownCommand when its kind is newer than
-// this build.
+// this build, ErrVersionTooNew when it raises the cluster version beyond it.
 func decode(l *raft.Log, c *pb.Command) error {
 	if err := proto.Unmarshal(l.Data, c); err != nil {
 		return malformed("log entry %d does not decode as a raftcron.v1.Command", l.Index)
 	}
 	if c.ProtoReflect().WhichOneof(kindOneof) != nil {
-		return nil
+		return tooNew(l.Index, c)
 	}
 	if fields, ok := unknownKind(c); ok {
 		return unknownCommand(l.Index, fields)

@@ -15,7 +15,8 @@ import (
 // FuzzApply feeds arbitrary log data to an FSM that already holds a job
 // with an open run, another with a run waiting for a retry, and a
 // tombstone. Whatever the bytes, Apply returns a result (or, for a kind of a
-// newer build, ErrUnknownCommand and no change), any result that
+// newer build or a cluster version beyond this one, ErrUnknownCommand or
+// ErrVersionTooNew and no change), any result that
 // reports no change leaves the state exactly as it was, the fencing counter
 // never goes back, and the state after it survives a snapshot round trip.
 func FuzzApply(f *testing.F) {
@@ -51,6 +52,9 @@ func FuzzApply(f *testing.F) {
 	))
 	seed(completeBatchCmd(&pb.Completion{RunId: "billing-1", Token: 1, Outcome: stRetrying, Detail: "x"}))
 	seed(&pb.Command{Kind: &pb.Command_CompleteBatch{}})
+	seed(fsm.SetClusterVersion(fsm.CommandVersion))
+	seed(fsm.SetClusterVersion(fsm.CommandVersion + 1))
+	seed(fsm.SetClusterVersion(0))
 	seed(&pb.Command{})
 	f.Add([]byte{})
 	f.Add([]byte{0xff, 0xff, 0xff})
@@ -67,16 +71,16 @@ func FuzzApply(f *testing.F) {
 		before, token := h.f.StateHash(), h.f.FencingToken()
 
 		out := h.f.Apply(&raft.Log{Index: 100, Term: termOf(data), Type: raft.LogCommand, Data: data})
-		if err, ok := out.(error); ok && errors.Is(err, fsm.ErrUnknownCommand) {
-			// A kind of a newer build: the node stops, in the state it had.
+		if err, ok := out.(error); ok && (errors.Is(err, fsm.ErrUnknownCommand) || errors.Is(err, fsm.ErrVersionTooNew)) {
+			// Rules of a newer build: the node stops, in the state it had.
 			if h.f.StateHash() != before {
-				t.Fatal("an entry of an unknown kind changed the state")
+				t.Fatal("an entry of a newer build changed the state")
 			}
 			return
 		}
 		r, ok := out.(*pb.CommandResult)
 		if !ok || r == nil {
-			t.Fatalf("Apply returned %T, want a non-nil *pb.CommandResult or ErrUnknownCommand", out)
+			t.Fatalf("Apply returned %T, want a non-nil *pb.CommandResult, ErrUnknownCommand or ErrVersionTooNew", out)
 		}
 		if h.f.FencingToken() < token {
 			t.Fatalf("fencing counter went back from %d to %d", token, h.f.FencingToken())

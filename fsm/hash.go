@@ -44,6 +44,9 @@ func (s *state) hash() [32]byte {
 	})
 	s.acl.hashTokens(h, &m)
 	s.audit.hash(h, &m)
+	if v := s.headerVersion(); v != 0 {
+		writeUint(h, uint64(v)) // only above 1, so earlier states hash as before
+	}
 	var sum [32]byte
 	h.Sum(sum[:0])
 	return sum

@@ -24,10 +24,24 @@ type harness struct {
 	f     *fsm.FSM
 	index uint64
 	now   time.Time
+	// log is every entry applied, in order.
+	log []raft.Log
 }
 
+// newHarness starts at this build's cluster version: the rules a cluster
+// of this build applies once it raised the version.
 func newHarness(t testing.TB) *harness {
-	return &harness{t: t, f: fsm.New(), now: baseTime}
+	return newHarnessAt(t, fsm.CommandVersion)
+}
+
+// newHarnessAt starts at cluster version v; above 1, its first entry
+// raises the version, as a leader does right after the first election.
+func newHarnessAt(t testing.TB, v uint32) *harness {
+	h := &harness{t: t, f: fsm.New(), now: baseTime}
+	if v > 1 {
+		h.mustOK(fsm.SetClusterVersion(v))
+	}
+	return h
 }
 
 // apply stamps c with the next proposer time and applies it.
@@ -35,7 +49,7 @@ func (h *harness) apply(c *pb.Command) *pb.CommandResult {
 	h.t.Helper()
 	h.now = h.now.Add(time.Second)
 	c.ProposedAtUnixNano = h.now.UnixNano()
-	data, err := proto.Marshal(c)
+	data, err := proto.MarshalOptions{Deterministic: true}.Marshal(c)
 	if err != nil {
 		h.t.Fatalf("marshal command: %v", err)
 	}
@@ -45,7 +59,9 @@ func (h *harness) apply(c *pb.Command) *pb.CommandResult {
 func (h *harness) applyRaw(data []byte) *pb.CommandResult {
 	h.t.Helper()
 	h.index++
-	return applyLog(h.t, h.f, &raft.Log{Index: h.index, Term: termOf(data), Type: raft.LogCommand, Data: data})
+	l := raft.Log{Index: h.index, Term: termOf(data), Type: raft.LogCommand, Data: data}
+	h.log = append(h.log, l)
+	return applyLog(h.t, h.f, &l)
 }
 
 // termOf is the Raft term a leader would commit data in: a FireBatch's own

@@ -108,7 +108,7 @@ func (s *state) putRun(r *pb.Run) {
 		}
 		s.addHistory(r)
 		s.pruneHistory(r.GetJob())
-		if wasOpen {
+		if wasOpen && s.atLeast(version2) {
 			s.collectTombstone(r.GetJob()) // the last open run of a deleted job
 		}
 	}
@@ -129,14 +129,13 @@ func (s *state) addHistory(r *pb.Run) {
 // filled in), so the FSM keeps no default. A name without a job is not
 // pruned: its history stays as its job left it, plus the runs that were
 // still executing when it was deleted, until a job of that name is created
-// again and its own limit applies.
+// again and its own limit applies. (Cluster version 1 differs: historyLimit.)
 func (s *state) pruneHistory(name string) {
-	j, ok := s.job(name)
+	limit, ok := s.historyLimit(name)
 	if !ok {
 		return
 	}
 	h := s.ix.history[name]
-	limit := int(j.GetSpec().GetHistoryLimit())
 	if len(h) <= limit {
 		return
 	}

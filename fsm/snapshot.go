@@ -86,6 +86,7 @@ func (s *state) writeTo(w io.Writer) error {
 		RetiredGeneration: s.retired,
 		AclTokenCount:     uint64(s.acl.tokens.Len()),
 		AclBootstrapped:   s.acl.bootstrapped,
+		ClusterVersion:    s.headerVersion(),
 	}
 	s.audit.header(h)
 	err := put(h)
@@ -163,9 +164,13 @@ func readState(r *bufio.Reader) (state, uint64, error) {
 	if err := checkFormat(&h); err != nil {
 		return state{}, 0, err
 	}
+	if err := checkSnapshotVersion(h.GetClusterVersion()); err != nil {
+		return state{}, 0, err
+	}
 	st := newState()
 	st.counter = h.GetFencingCounter()
 	st.retired = h.GetRetiredGeneration()
+	st.version = max(st.version, h.GetClusterVersion())
 	lastIndex, err := readJobs(r, dec, &st, h.GetJobCount())
 	if err != nil {
 		return state{}, 0, err

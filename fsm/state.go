@@ -86,6 +86,9 @@ type state struct {
 	acl aclState
 	// audit is the audit trail; see audit.go.
 	audit auditTrail
+	// version is the active cluster version, at least 1: the rules by which
+	// the kinds of earlier versions apply (clusterversion.go).
+	version uint32
 
 	// ix holds the derived indexes; see ledger.go.
 	ix *indexes
@@ -103,6 +106,7 @@ func newState() state {
 		runs:       btree.NewG(treeDegree, runLess),
 		acl:        newACLState(),
 		audit:      newAuditTrail(),
+		version:    1,
 		ix:         newIndexes(),
 		share:      newSharer(),
 	}
@@ -165,5 +169,6 @@ func (s *state) capture() state {
 		retired:    s.retired,
 		acl:        s.acl.capture(),
 		audit:      s.audit.capture(),
+		version:    s.version,
 	}
 }

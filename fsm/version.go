@@ -15,8 +15,7 @@ import (
 // advertise it, and the leader proposes a command only once every voter
 // advertises at least VersionOf it, so a node never meets a kind it cannot
 // apply in a healthy rolling upgrade. Version 2 added the ACL commands,
-// cancel_run and set_audit, the worker target and the re-dispatch of a lost
-// worker's attempt.
+// cancel_run and set_audit.
 const CommandVersion uint32 = 2
 
 // introducedIn is the command version that introduced each kind, by the
@@ -34,29 +33,8 @@ var introducedIn = map[protoreflect.Name]uint32{
 	"create_acl_token": 2,
 	"delete_acl_token": 2,
 	"set_audit":        2,
-}
-
-// introducedBy lists the fields added to kinds of an earlier version that an
-// older build would ignore and so apply differently: a command that sets one
-// needs the version that added it. A new field belongs here only if its
-// kind alone does not already need that version.
-var introducedBy = []struct {
-	version uint32
-	uses    func(*pb.Command) bool
-}{
-	// An older build stores the spec but never bumps the generation for
-	// a changed worker target, nor dispatches it.
-	{2, func(c *pb.Command) bool { return c.GetPutJob().GetSpec().GetWorker() != nil }},
-	// An older build refuses the re-dispatch of an attempt of the
-	// current term (not_orphan) that this one accepts.
-	{2, func(c *pb.Command) bool {
-		for _, f := range c.GetFireBatch().GetFires() {
-			if f.GetLostToken() != 0 {
-				return true
-			}
-		}
-		return false
-	}},
+	// Also the version it raises to, if higher (VersionOf).
+	"set_cluster_version": 2,
 }
 
 // ErrUnknownCommand: a committed entry holds a command kind this build does
@@ -66,23 +44,16 @@ var introducedBy = []struct {
 // upgraded.
 var ErrUnknownCommand = errors.New("command kind unknown to this build")
 
-// VersionOf is the command version that introduced c's kind, or a field c
-// sets (introducedBy), whichever is newer: what every voter must understand
-// before a leader proposes c. A kind this build does not know needs a newer
-// version than CommandVersion. A command with no kind at all is version 1:
-// every build refuses it alike, as malformed.
+// VersionOf is the command version that introduced c's kind: what every
+// voter must understand before a leader proposes c. A kind this build does
+// not know needs a newer version than CommandVersion. A command with no
+// kind at all is version 1: every build refuses it alike, as malformed. A
+// set_cluster_version needs the version it raises to as well: every voter
+// must apply those rules.
 func VersionOf(c *pb.Command) uint32 {
-	v := kindVersion(c)
-	for _, f := range introducedBy {
-		if f.version > v && f.uses(c) {
-			v = f.version
-		}
+	if raise := c.GetSetClusterVersion(); raise != nil {
+		return max(introducedIn["set_cluster_version"], raise.GetVersion())
 	}
-	return v
-}
-
-// kindVersion is the command version that introduced c's kind.
-func kindVersion(c *pb.Command) uint32 {
 	if c == nil {
 		return 1
 	}

@@ -48,13 +48,13 @@ func TestVersionOf(t *testing.T) {
 		{"fire_batch", fireBatchCmd(leaderID, leaderTerm, nil, nil), 1},
 		{"complete_batch", completeBatchCmd(), 1},
 		{"cancel_run", cancelCmd("billing-1"), 2},
+		{"set_cluster_version 2", fsm.SetClusterVersion(2), 2},
+		{"set_cluster_version 1", fsm.SetClusterVersion(1), 2},
+		{"set_cluster_version beyond this build", fsm.SetClusterVersion(fsm.CommandVersion + 1), fsm.CommandVersion + 1},
 		{"no kind", &pb.Command{}, 1},
 		{"nil", nil, 1},
 		{"no kind, unknown varint field", decodeCmd(t, []byte{0xa0, 0x06, 0x01}), 1},
 		{"a kind newer than this build", decodeCmd(t, newerKind(t)), fsm.CommandVersion + 1},
-		{"put_job with a worker target", createCmd(workerSpec("billing")), 2},
-		{"fire_batch re-dispatching a lost attempt", fireBatchCmd(leaderID, leaderTerm,
-			[]*pb.Fire{slotFire("other", 1, 1), lostFire("billing", 1, "billing-1", 1)}, nil), 2},
 	} {
 		if got := fsm.VersionOf(tc.cmd); got != tc.want {
 			t.Errorf("VersionOf(%s) = %d, want %d", tc.name, got, tc.want)

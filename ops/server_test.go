@@ -20,7 +20,7 @@ func (f *fakeNode) Status() *pb.NodeStatus {
 	return &pb.NodeStatus{
 		Id: "n1", Address: "127.0.0.1:7001", State: "leader",
 		Leader: &pb.ServerRef{Id: "n1", Address: "127.0.0.1:7001"},
-		Term:   3, CommitIndex: 42, AppliedIndex: 41, LastLogIndex: 42, CommandVersion: 4,
+		Term:   3, CommitIndex: 42, AppliedIndex: 41, LastLogIndex: 42, CommandVersion: 4, ClusterVersion: 3,
 		Servers: []*pb.Server{{Id: "n1", Address: "127.0.0.1:7001", Suffrage: "voter", Leader: true}},
 	}
 }
@@ -91,7 +91,7 @@ func TestStatusHasContractFields(t *testing.T) {
 	}
 	want := map[string]any{
 		"id": "n1", "state": "leader", "term": 3.0, "commit_index": 42.0,
-		"applied_index": 41.0, "fencing_token": 99.0, "command_version": 4.0,
+		"applied_index": 41.0, "fencing_token": 99.0, "command_version": 4.0, "cluster_version": 3.0,
 	}
 	for k, v := range want {
 		if doc[k] != v {

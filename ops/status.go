@@ -24,6 +24,10 @@ type Status struct {
 	// CommandVersion is the highest command version the node applies
 	// (DESIGN §16): an operator watches it during a rolling upgrade.
 	CommandVersion uint32 `json:"command_version"`
+	// ClusterVersion is the command version whose rules the whole cluster
+	// applies: it reaches a release's CommandVersion once every voter runs
+	// that release (DESIGN §16).
+	ClusterVersion uint32 `json:"cluster_version"`
 }
 
 // ServerRef names a node.
@@ -55,6 +59,7 @@ func StatusOf(st *pb.NodeStatus) Status {
 		Servers:      []Member{},
 		// DESIGN §16, beside the §9 fields above.
 		CommandVersion: st.GetCommandVersion(),
+		ClusterVersion: st.GetClusterVersion(),
 	}
 	for _, sv := range st.GetServers() {
 		out.Servers = append(out.Servers, Member{ID: sv.GetId(), Address: sv.GetAddress(), Suffrage: sv.GetSuffrage(), Leader: sv.GetLeader()})

@@ -301,6 +301,11 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	t.Helper()
 	h := &harness{t: t, clock: schedtest.NewClock(t0), fsm: fsm.New()}
 	h.prop = newFakeProposer(h.fsm)
+	// The rules of this build, as a cluster of it applies them once its
+	// first leader raised the cluster version.
+	if _, err := h.prop.Apply(context.Background(), fsm.SetClusterVersion(fsm.CommandVersion)); err != nil {
+		t.Fatal(err)
+	}
 	h.exec = newFakeExec(h.clock)
 	cfg := Config{
 		State:    h.fsm,

@@ -3,6 +3,8 @@ package scheduler
 import (
 	"time"
 
+	"github.com/raftcron/raftcron/fsm"
+
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -13,11 +15,12 @@ const lostRetry = time.Second
 // A lost attempt (its remote worker missed its lease, or its stream broke)
 // is resolved in this very term by a REDISPATCH fire naming its token:
 // at_least_once runs it again under a new token, at_most_once is recorded
-// unknown. Such fires need command version 2 on every voter (an older
-// build would refuse them and so apply the entry differently), which a
-// leader cannot confirm while a voter is down. They therefore travel in
-// FireBatch entries of their own: a refused one waits and is proposed
-// again, and never holds up the fires of the tick.
+// unknown. The FSM honours the token only at cluster version
+// fsm.WorkersVersion (below it, it refuses the fire as an older voter
+// would), so such fires wait in the queue until the cluster runs it; and
+// they travel in FireBatch entries of their own, so that one that does not
+// commit waits and is proposed again, and never holds up the fires of the
+// tick.
 
 // lostFire is a queued re-dispatch of a lost attempt.
 type lostFire struct {
@@ -31,6 +34,10 @@ type lostFire struct {
 func (l *leader) lost(t *task) {
 	if l.ctx.Err() != nil {
 		return
+	}
+	if v := l.s.state.ClusterVersion(); v < fsm.WorkersVersion {
+		l.s.log.Warn("scheduler: an attempt lost with its worker waits until the cluster runs the version that re-dispatches it",
+			"job", t.a.Job, "run_id", t.a.RunID, "token", t.a.Token, "cluster_version", v, "needs", fsm.WorkersVersion)
 	}
 	f := &pb.Fire{
 		Job:       t.a.Job,
@@ -58,12 +65,14 @@ func (l *leader) queueLost(fires []*pb.Fire, notBefore time.Time) {
 }
 
 // planLost plans the queued re-dispatches that are due, grouped by job.
+// None is due before the cluster runs fsm.WorkersVersion.
 func (l *leader) planLost(now time.Time) *planned {
+	applies := l.s.state.ClusterVersion() >= fsm.WorkersVersion
 	l.mu.Lock()
 	var due []*pb.Fire
 	keep := l.lostFires[:0]
 	for _, lf := range l.lostFires {
-		if lf.notBefore.After(now) {
+		if !applies || lf.notBefore.After(now) {
 			keep = append(keep, lf)
 			continue
 		}

@@ -36,6 +36,9 @@ type State interface {
 	OpenRuns() []*pb.Run
 	// StoredJobs walks every job in name order.
 	StoredJobs(fn func(sj fsm.StoredJob) bool)
+	// ClusterVersion is the active cluster version: a lost attempt is
+	// re-dispatched by its token only from fsm.WorkersVersion on.
+	ClusterVersion() uint32
 }
 
 // DefaultWorkers is how many deliveries a node runs at once unless

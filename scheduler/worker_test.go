@@ -138,6 +138,56 @@ func TestLostWorkerAttemptAtMostOnceIsUnknown(t *testing.T) {
 	}
 }
 
+// stateAt reports a cluster version the test sets, over a real FSM.
+type stateAt struct {
+	State
+	version *atomic.Uint32
+}
+
+func (s stateAt) ClusterVersion() uint32 { return s.version.Load() }
+
+func atClusterVersion(v *atomic.Uint32) harnessOpt {
+	return func(c *Config) { c.State = stateAt{c.State, v} }
+}
+
+// Below the cluster version that re-dispatches a lost attempt by its token
+// (an older voter may lead, which would refuse it), the re-dispatch waits,
+// unproposed; it goes out once the cluster runs that version.
+func TestLostWorkerAttemptWaitsForTheClusterVersion(t *testing.T) {
+	var version atomic.Uint32
+	version.Store(1)
+	r := &fakeRemote{}
+	h := newHarness(t, withRemote(r), atClusterVersion(&version))
+	h.putJob(workerJob("render"))
+	h.lead()
+	h.waiting = 1 // held by the worker service
+	h.clock.Advance(10 * time.Second)
+	h.settle()
+	first := r.attempts()[0]
+	var proposed atomic.Int64
+	h.prop.setHook(func(cmd *pb.Command) (error, bool) {
+		for _, f := range cmd.GetFireBatch().GetFires() {
+			if f.GetLostToken() != 0 {
+				proposed.Add(1)
+			}
+		}
+		return nil, false
+	})
+	h.waiting = 0
+	first.done(first.a, dispatch.Outcome{Lost: true, Detail: "worker w1 missed its lease"})
+	h.step(3 * time.Second)
+	if n := proposed.Load(); n != 0 || len(r.attempts()) != 1 {
+		t.Fatalf("at cluster version 1: %d re-dispatches proposed, %d worker attempts; want none proposed", n, len(r.attempts()))
+	}
+	version.Store(fsm.WorkersVersion)
+	h.waiting = 1 // the re-dispatch, held by the worker service
+	h.step(time.Second)
+	h.waitFor("the re-dispatch", func() bool { return len(r.attempts()) == 2 })
+	if second := r.attempts()[1].a; second.RunID != first.a.RunID || second.Token <= first.a.Token {
+		t.Fatalf("re-dispatch %+v, want run %s under a token above %d", second, first.a.RunID, first.a.Token)
+	}
+}
+
 // A lost attempt of a run whose job moved to another generation while it
 // ran is given up as an orphan of that generation is: it may have run, and
 // the new target is another job's.

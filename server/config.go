@@ -149,7 +149,10 @@ func (cfg Config) cluster() cluster.Config {
 		Now:                cfg.Now,
 		CommandVersion:     fsm.CommandVersion,
 		VersionOf:          fsm.VersionOf,
-		NoSync:             cfg.NoSync,
+		// The leader raises the cluster version once every voter runs
+		// this build (cluster/clusterversion.go).
+		RaiseClusterVersion: fsm.SetClusterVersion,
+		NoSync:              cfg.NoSync,
 	}
 }
 

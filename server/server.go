@@ -147,6 +147,7 @@ func (s *Server) wire() error {
 	s.state = fsm.New()
 	cc := s.cfg.cluster()
 	cc.FSM = s.state
+	cc.ClusterVersion = s.state.ClusterVersion
 	cc.Logger = s.log // cluster logs leadership changes itself
 	cc.OnLeadershipChange = s.leadershipChanged
 	node, err := cluster.New(cc, s.mux)
@@ -218,6 +219,7 @@ func (s *Server) registerServices() *health.Server {
 		Store: s.node, Registry: s.state, Now: s.cfg.Now,
 		Triggerer: s.sched, Leadership: s.node,
 		Exec: s.cfg.Policy.Exec, Limits: s.cfg.Limits.jobs(), Audit: audit,
+		ClusterVersion: s.state.ClusterVersion,
 	})
 	runs := api.NewRunServiceWith(api.RunServiceConfig{
 		Barrier: s.node, Ledger: s.state, Hub: s.hub, Store: s.node, Audit: audit,

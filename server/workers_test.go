@@ -14,6 +14,7 @@ import (
 
 	"github.com/raftcron/raftcron/cluster"
 	"github.com/raftcron/raftcron/fence"
+	"github.com/raftcron/raftcron/fsm"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 	"github.com/raftcron/raftcron/worker"
 )
@@ -29,6 +30,11 @@ func TestServersServeRemoteWorkers(t *testing.T) {
 	}
 	servers := startCluster(t, 3, func(c *Config) { c.Policy.FenceKeys = keys })
 	leader, followers := leaderOf(t, servers)
+	// Worker targets are registered once the leader raised the cluster
+	// version, as it does right after its election.
+	waitFor(t, 10*time.Second, "the cluster version that applies workers", func() bool {
+		return followers[1].FSM().ClusterVersion() >= fsm.WorkersVersion
+	})
 
 	ran := make(chan worker.Run, 1)
 	w, err := worker.New(worker.Config{ID: "w1", Pool: "batch", Addrs: []string{followers[0].Addr()},

@@ -404,8 +404,9 @@ func TestCLIGracefulStopAndRestart(t *testing.T) {
 		if err != nil || next == old || st.Term <= before.Term {
 			t.Fatalf("new leader %s (term %d, was %d): %v", next.ID, st.Term, before.Term, err)
 		}
-		if st.CommandVersion != fsm.CommandVersion {
-			t.Errorf("/status of %s: command_version %d, want this build's %d", next.ID, st.CommandVersion, fsm.CommandVersion)
+		if st.CommandVersion != fsm.CommandVersion || st.ClusterVersion != fsm.CommandVersion {
+			t.Errorf("/status of %s: command_version %d, cluster_version %d, want this build's %d for both",
+				next.ID, st.CommandVersion, st.ClusterVersion, fsm.CommandVersion)
 		}
 		old.start(t, bin)
 		c.waitReady(t)

@@ -237,9 +237,10 @@ func writeStatus(w io.Writer, format outputFormat, s *pb.NodeStatus) error {
 		leader = st.Leader.ID + " (" + st.Leader.Address + ")"
 	}
 	tw := newTable(w)
-	fmt.Fprintln(tw, "NODE\tSTATE\tLEADER\tTERM\tCOMMIT\tAPPLIED\tLAST-LOG\tFENCING-TOKEN")
-	fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\n",
-		st.ID, st.State, leader, st.Term, st.CommitIndex, st.AppliedIndex, st.LastLogIndex, st.FencingToken)
+	fmt.Fprintln(tw, "NODE\tSTATE\tLEADER\tTERM\tCOMMIT\tAPPLIED\tLAST-LOG\tFENCING-TOKEN\tCLUSTER-VERSION\tCOMMAND-VERSION")
+	fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n",
+		st.ID, st.State, leader, st.Term, st.CommitIndex, st.AppliedIndex, st.LastLogIndex, st.FencingToken,
+		st.ClusterVersion, st.CommandVersion)
 	if err := tw.Flush(); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -131,7 +132,7 @@ func TestOutputFormatRejectsUnknown(t *testing.T) {
 func TestStatusOutput(t *testing.T) {
 	st := &pb.NodeStatus{
 		Id: "n1", State: "leader", Leader: &pb.ServerRef{Id: "n1", Address: "127.0.0.1:7001"},
-		Term: 3, CommitIndex: 10, AppliedIndex: 9, LastLogIndex: 10, FencingToken: 42,
+		Term: 3, CommitIndex: 10, AppliedIndex: 9, LastLogIndex: 10, FencingToken: 42, ClusterVersion: 7, CommandVersion: 8,
 		Servers: []*pb.Server{{Id: "n1", Address: "127.0.0.1:7001", Suffrage: "voter", Leader: true}, {Id: "n2", Address: "127.0.0.1:7002", Suffrage: "voter"}},
 	}
 	var out bytes.Buffer
@@ -143,6 +144,11 @@ func TestStatusOutput(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}
 	}
+	lines := strings.Split(out.String(), "\n")
+	if head, row := strings.Fields(lines[0]), strings.Fields(lines[1]); !slices.Equal(head[len(head)-2:], []string{"CLUSTER-VERSION", "COMMAND-VERSION"}) ||
+		!slices.Equal(row[len(row)-2:], []string{"7", "8"}) {
+		t.Errorf("table lacks the cluster and command versions:\n%s", out.String())
+	}
 	out.Reset()
 	if err := writeStatus(&out, outputJSON, st); err != nil {
 		t.Fatal(err)
@@ -151,7 +157,8 @@ func TestStatusOutput(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
 		t.Fatal(err)
 	}
-	if got["state"] != "leader" || got["fencing_token"] != float64(42) || got["leader"].(map[string]any)["address"] != "127.0.0.1:7001" {
+	if got["state"] != "leader" || got["fencing_token"] != float64(42) || got["leader"].(map[string]any)["address"] != "127.0.0.1:7001" ||
+		got["cluster_version"] != float64(7) {
 		t.Fatalf("json: %s", out.String())
 	}
 }

@@ -50,6 +50,9 @@ type node struct {
 	DataDir string
 	logPath string
 	env     []string // extra environment (failpoints)
+	// bin, when set, is the binary n runs instead of the cluster's (a
+	// rolling upgrade replaces it node by node).
+	bin string
 
 	// mu guards proc, state and conn.
 	mu    sync.Mutex
@@ -114,17 +117,24 @@ func newCluster(t testing.TB, dir string, nw network, opts clusterOptions) *clus
 // process, whatever ends it.
 func (c *cluster) start(n *node, membership ...string) {
 	c.t.Helper()
+	bin := c.bin
+	if n.bin != "" {
+		bin = n.bin
+	}
+	args := append([]string{"serve", "--id", n.ID, "--data-dir", n.DataDir,
+		"--addr", c.net.Addr(n.idx), "--http-addr", c.net.HTTPAddr(n.idx)}, membership...)
 	// --insecure: in network namespaces the nodes listen on 10.77.0.x, not
 	// loopback, and these scenarios exercise the plaintext protocol
-	// (TestTLS3 covers TLS).
-	args := append([]string{"serve", "--id", n.ID, "--data-dir", n.DataDir,
-		"--addr", c.net.Addr(n.idx), "--http-addr", c.net.HTTPAddr(n.idx), "--insecure"}, membership...)
+	// (TestTLS3 covers TLS). The previous release predates the flag.
+	if bin != releaseBinary.path {
+		args = append(args, "--insecure")
+	}
 	args = append(append(args, raftFlags...), c.args...)
 	header := fmt.Sprintf("---- %s start: %s\n", time.Now().UTC().Format(time.RFC3339Nano), strings.Join(args, " "))
 	if err := appendFile(n.logPath, header); err != nil {
 		c.t.Fatal(err)
 	}
-	cmd := c.net.Command(n.idx, c.bin, args...)
+	cmd := c.net.Command(n.idx, bin, args...)
 	cmd.Env = append(proc.Environ(), n.env...)
 	p, err := proc.Start(cmd, n.logPath)
 	if err != nil {

@@ -42,6 +42,8 @@ type scenarioOptions struct {
 	// workers start that many `raftcron worker` processes and register
 	// the worker jobs (workers_test.go).
 	workers int
+	// bin: start the nodes with this binary instead of this build's.
+	bin string
 }
 
 // scenario is one run of the workload against a cluster under a nemesis.
@@ -102,6 +104,9 @@ func newScenario(t *testing.T, name string, opts scenarioOptions) *scenario {
 	bin := plainBinary.get(t)
 	if len(opts.failpoints) > 0 || opts.holdDirs || len(opts.nodeEnv) > 0 {
 		bin = failpointsBinary.get(t)
+	}
+	if opts.bin != "" {
+		bin = opts.bin
 	}
 	s.c = newCluster(t, s.dir, nw, clusterOptions{nodes: opts.nodes, bin: bin, env: s.nodeEnv, args: opts.serveArgs})
 	for i, id := range s.c.ids {

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/raftcron/raftcron/api"
+	"github.com/raftcron/raftcron/fsm"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -31,6 +32,16 @@ func startACLCluster(t *testing.T) (leader aclClient, followers []aclClient) {
 	t.Helper()
 	tc := newCluster(t, 3, func(n *node) { n.acl = true })
 	lead := tc.waitLeader(3, 20*time.Second)
+	// Writes record their principal from cluster version 2 on, which the
+	// first leader raises once every voter answers.
+	waitFor(t, 20*time.Second, "the cluster version raised on every node", func() bool {
+		for _, n := range tc.nodes {
+			if n.srv.FSM().ClusterVersion() != fsm.CommandVersion {
+				return false
+			}
+		}
+		return true
+	})
 	for _, n := range tc.nodes {
 		conn, err := grpc.NewClient(n.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {

@@ -36,6 +36,9 @@ type NodeStatus struct {
 	Address      string     `protobuf:"bytes,10,opt,name=address,proto3" json:"address,omitempty"`
 	// The highest command version this node applies (DESIGN §16).
 	CommandVersion uint32 `protobuf:"varint,11,opt,name=command_version,json=commandVersion,proto3" json:"command_version,omitempty"`
+	// The active cluster version: the command version whose rules the whole
+	// cluster applies, raised by the leader once every voter applies it.
+	ClusterVersion uint32 `protobuf:"varint,30,opt,name=cluster_version,json=clusterVersion,proto3" json:"cluster_version,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -143,6 +146,13 @@ func (x *NodeStatus) GetAddress() string {
 func (x *NodeStatus) GetCommandVersion() uint32 {
 	if x != nil {
 		return x.CommandVersion
+	}
+	return 0
+}
+
+func (x *NodeStatus) GetClusterVersion() uint32 {
+	if x != nil {
+		return x.ClusterVersion
 	}
 	return 0
 }
@@ -608,7 +618,7 @@ var File_raftcron_v1_cluster_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_cluster_proto_rawDesc = "" +
 	"\n" +
-	"\x19raftcron/v1/cluster.proto\x12\vraftcron.v1\"\xfb\x02\n" +
+	"\x19raftcron/v1/cluster.proto\x12\vraftcron.v1\"\xa4\x03\n" +
 	"\n" +
 	"NodeStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
@@ -622,7 +632,8 @@ const file_raftcron_v1_cluster_proto_rawDesc = "" +
 	"\aservers\x18\t \x03(\v2\x13.raftcron.v1.ServerR\aservers\x12\x18\n" +
 	"\aaddress\x18\n" +
 	" \x01(\tR\aaddress\x12'\n" +
-	"\x0fcommand_version\x18\v \x01(\rR\x0ecommandVersion\"5\n" +
+	"\x0fcommand_version\x18\v \x01(\rR\x0ecommandVersion\x12'\n" +
+	"\x0fcluster_version\x18\x1e \x01(\rR\x0eclusterVersion\"5\n" +
 	"\tServerRef\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\"f\n" +

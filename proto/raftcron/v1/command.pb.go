@@ -171,6 +171,7 @@ type Command struct {
 	//	*Command_CreateAclToken
 	//	*Command_DeleteAclToken
 	//	*Command_SetAudit
+	//	*Command_SetClusterVersion
 	Kind          isCommand_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -317,6 +318,15 @@ func (x *Command) GetSetAudit() *SetAuditCommand {
 	return nil
 }
 
+func (x *Command) GetSetClusterVersion() *SetClusterVersionCommand {
+	if x != nil {
+		if x, ok := x.Kind.(*Command_SetClusterVersion); ok {
+			return x.SetClusterVersion
+		}
+	}
+	return nil
+}
+
 type isCommand_Kind interface {
 	isCommand_Kind()
 }
@@ -362,6 +372,10 @@ type Command_SetAudit struct {
 	SetAudit *SetAuditCommand `protobuf:"bytes,24,opt,name=set_audit,json=setAudit,proto3,oneof"`
 }
 
+type Command_SetClusterVersion struct {
+	SetClusterVersion *SetClusterVersionCommand `protobuf:"bytes,30,opt,name=set_cluster_version,json=setClusterVersion,proto3,oneof"`
+}
+
 func (*Command_PutJob) isCommand_Kind() {}
 
 func (*Command_DeleteJob) isCommand_Kind() {}
@@ -382,6 +396,57 @@ func (*Command_DeleteAclToken) isCommand_Kind() {}
 
 func (*Command_SetAudit) isCommand_Kind() {}
 
+func (*Command_SetClusterVersion) isCommand_Kind() {}
+
+// SetClusterVersionCommand raises the active cluster version: the command
+// version whose rules every node applies to the kinds that already existed
+// (fsm/clusterversion.go). The leader proposes it once every voter applies
+// the version; a lower or equal version changes nothing, so it never goes
+// back.
+type SetClusterVersionCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Version       uint32                 `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetClusterVersionCommand) Reset() {
+	*x = SetClusterVersionCommand{}
+	mi := &file_raftcron_v1_command_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetClusterVersionCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetClusterVersionCommand) ProtoMessage() {}
+
+func (x *SetClusterVersionCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_command_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetClusterVersionCommand.ProtoReflect.Descriptor instead.
+func (*SetClusterVersionCommand) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *SetClusterVersionCommand) GetVersion() uint32 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
 type PutJobCommand struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Spec  *JobSpec               `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
@@ -398,7 +463,7 @@ type PutJobCommand struct {
 
 func (x *PutJobCommand) Reset() {
 	*x = PutJobCommand{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[1]
+	mi := &file_raftcron_v1_command_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -410,7 +475,7 @@ func (x *PutJobCommand) String() string {
 func (*PutJobCommand) ProtoMessage() {}
 
 func (x *PutJobCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[1]
+	mi := &file_raftcron_v1_command_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -423,7 +488,7 @@ func (x *PutJobCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutJobCommand.ProtoReflect.Descriptor instead.
 func (*PutJobCommand) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{1}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *PutJobCommand) GetSpec() *JobSpec {
@@ -464,7 +529,7 @@ type DeleteJobCommand struct {
 
 func (x *DeleteJobCommand) Reset() {
 	*x = DeleteJobCommand{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[2]
+	mi := &file_raftcron_v1_command_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -476,7 +541,7 @@ func (x *DeleteJobCommand) String() string {
 func (*DeleteJobCommand) ProtoMessage() {}
 
 func (x *DeleteJobCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[2]
+	mi := &file_raftcron_v1_command_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -489,7 +554,7 @@ func (x *DeleteJobCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobCommand.ProtoReflect.Descriptor instead.
 func (*DeleteJobCommand) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{2}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *DeleteJobCommand) GetName() string {
@@ -517,7 +582,7 @@ type SetPausedCommand struct {
 
 func (x *SetPausedCommand) Reset() {
 	*x = SetPausedCommand{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[3]
+	mi := &file_raftcron_v1_command_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -529,7 +594,7 @@ func (x *SetPausedCommand) String() string {
 func (*SetPausedCommand) ProtoMessage() {}
 
 func (x *SetPausedCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[3]
+	mi := &file_raftcron_v1_command_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -542,7 +607,7 @@ func (x *SetPausedCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPausedCommand.ProtoReflect.Descriptor instead.
 func (*SetPausedCommand) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{3}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SetPausedCommand) GetName() string {
@@ -586,7 +651,7 @@ type CommandResult struct {
 
 func (x *CommandResult) Reset() {
 	*x = CommandResult{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[4]
+	mi := &file_raftcron_v1_command_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -598,7 +663,7 @@ func (x *CommandResult) String() string {
 func (*CommandResult) ProtoMessage() {}
 
 func (x *CommandResult) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[4]
+	mi := &file_raftcron_v1_command_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -611,7 +676,7 @@ func (x *CommandResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandResult.ProtoReflect.Descriptor instead.
 func (*CommandResult) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{4}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CommandResult) GetCode() ResultCode {
@@ -688,7 +753,7 @@ type FireBatchCommand struct {
 
 func (x *FireBatchCommand) Reset() {
 	*x = FireBatchCommand{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[5]
+	mi := &file_raftcron_v1_command_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -700,7 +765,7 @@ func (x *FireBatchCommand) String() string {
 func (*FireBatchCommand) ProtoMessage() {}
 
 func (x *FireBatchCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[5]
+	mi := &file_raftcron_v1_command_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -713,7 +778,7 @@ func (x *FireBatchCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FireBatchCommand.ProtoReflect.Descriptor instead.
 func (*FireBatchCommand) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{5}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *FireBatchCommand) GetLeaderId() string {
@@ -777,7 +842,7 @@ type Fire struct {
 
 func (x *Fire) Reset() {
 	*x = Fire{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[6]
+	mi := &file_raftcron_v1_command_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -789,7 +854,7 @@ func (x *Fire) String() string {
 func (*Fire) ProtoMessage() {}
 
 func (x *Fire) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[6]
+	mi := &file_raftcron_v1_command_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -802,7 +867,7 @@ func (x *Fire) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Fire.ProtoReflect.Descriptor instead.
 func (*Fire) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{6}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Fire) GetJob() string {
@@ -884,7 +949,7 @@ type Miss struct {
 
 func (x *Miss) Reset() {
 	*x = Miss{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[7]
+	mi := &file_raftcron_v1_command_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -896,7 +961,7 @@ func (x *Miss) String() string {
 func (*Miss) ProtoMessage() {}
 
 func (x *Miss) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[7]
+	mi := &file_raftcron_v1_command_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -909,7 +974,7 @@ func (x *Miss) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Miss.ProtoReflect.Descriptor instead.
 func (*Miss) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{7}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Miss) GetJob() string {
@@ -975,7 +1040,7 @@ type FireResult struct {
 
 func (x *FireResult) Reset() {
 	*x = FireResult{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[8]
+	mi := &file_raftcron_v1_command_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -987,7 +1052,7 @@ func (x *FireResult) String() string {
 func (*FireResult) ProtoMessage() {}
 
 func (x *FireResult) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[8]
+	mi := &file_raftcron_v1_command_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1000,7 +1065,7 @@ func (x *FireResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FireResult.ProtoReflect.Descriptor instead.
 func (*FireResult) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{8}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *FireResult) GetAccepted() bool {
@@ -1062,7 +1127,7 @@ type CompleteBatchCommand struct {
 
 func (x *CompleteBatchCommand) Reset() {
 	*x = CompleteBatchCommand{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[9]
+	mi := &file_raftcron_v1_command_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1074,7 +1139,7 @@ func (x *CompleteBatchCommand) String() string {
 func (*CompleteBatchCommand) ProtoMessage() {}
 
 func (x *CompleteBatchCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[9]
+	mi := &file_raftcron_v1_command_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1087,7 +1152,7 @@ func (x *CompleteBatchCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteBatchCommand.ProtoReflect.Descriptor instead.
 func (*CompleteBatchCommand) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{9}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CompleteBatchCommand) GetCompletions() []*Completion {
@@ -1116,7 +1181,7 @@ type Completion struct {
 
 func (x *Completion) Reset() {
 	*x = Completion{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[10]
+	mi := &file_raftcron_v1_command_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1128,7 +1193,7 @@ func (x *Completion) String() string {
 func (*Completion) ProtoMessage() {}
 
 func (x *Completion) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[10]
+	mi := &file_raftcron_v1_command_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1141,7 +1206,7 @@ func (x *Completion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Completion.ProtoReflect.Descriptor instead.
 func (*Completion) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{10}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Completion) GetRunId() string {
@@ -1212,7 +1277,7 @@ type CompletionResult struct {
 
 func (x *CompletionResult) Reset() {
 	*x = CompletionResult{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[11]
+	mi := &file_raftcron_v1_command_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1224,7 +1289,7 @@ func (x *CompletionResult) String() string {
 func (*CompletionResult) ProtoMessage() {}
 
 func (x *CompletionResult) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[11]
+	mi := &file_raftcron_v1_command_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1237,7 +1302,7 @@ func (x *CompletionResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompletionResult.ProtoReflect.Descriptor instead.
 func (*CompletionResult) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{11}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CompletionResult) GetAccepted() bool {
@@ -1274,7 +1339,7 @@ type CancelRunCommand struct {
 
 func (x *CancelRunCommand) Reset() {
 	*x = CancelRunCommand{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[12]
+	mi := &file_raftcron_v1_command_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1286,7 +1351,7 @@ func (x *CancelRunCommand) String() string {
 func (*CancelRunCommand) ProtoMessage() {}
 
 func (x *CancelRunCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[12]
+	mi := &file_raftcron_v1_command_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1299,7 +1364,7 @@ func (x *CancelRunCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRunCommand.ProtoReflect.Descriptor instead.
 func (*CancelRunCommand) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{12}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CancelRunCommand) GetRunId() string {
@@ -1327,7 +1392,7 @@ type SetAuditCommand struct {
 
 func (x *SetAuditCommand) Reset() {
 	*x = SetAuditCommand{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[13]
+	mi := &file_raftcron_v1_command_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1339,7 +1404,7 @@ func (x *SetAuditCommand) String() string {
 func (*SetAuditCommand) ProtoMessage() {}
 
 func (x *SetAuditCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[13]
+	mi := &file_raftcron_v1_command_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1352,7 +1417,7 @@ func (x *SetAuditCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetAuditCommand.ProtoReflect.Descriptor instead.
 func (*SetAuditCommand) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{13}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SetAuditCommand) GetLimit() uint32 {
@@ -1373,7 +1438,7 @@ var File_raftcron_v1_command_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\n" +
-	"\x19raftcron/v1/command.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/acl.proto\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\"\x9a\x06\n" +
+	"\x19raftcron/v1/command.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/acl.proto\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\"\xf3\x06\n" +
 	"\aCommand\x121\n" +
 	"\x15proposed_at_unix_nano\x18\x01 \x01(\x03R\x12proposedAtUnixNano\x12+\n" +
 	"\x06caller\x18\x02 \x01(\v2\x13.raftcron.v1.CallerR\x06caller\x125\n" +
@@ -1391,8 +1456,11 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\rbootstrap_acl\x18\x15 \x01(\v2 .raftcron.v1.BootstrapAclCommandH\x00R\fbootstrapAcl\x12N\n" +
 	"\x10create_acl_token\x18\x16 \x01(\v2\".raftcron.v1.CreateAclTokenCommandH\x00R\x0ecreateAclToken\x12N\n" +
 	"\x10delete_acl_token\x18\x17 \x01(\v2\".raftcron.v1.DeleteAclTokenCommandH\x00R\x0edeleteAclToken\x12;\n" +
-	"\tset_audit\x18\x18 \x01(\v2\x1c.raftcron.v1.SetAuditCommandH\x00R\bsetAuditB\x06\n" +
-	"\x04kind\"\xa9\x01\n" +
+	"\tset_audit\x18\x18 \x01(\v2\x1c.raftcron.v1.SetAuditCommandH\x00R\bsetAudit\x12W\n" +
+	"\x13set_cluster_version\x18\x1e \x01(\v2%.raftcron.v1.SetClusterVersionCommandH\x00R\x11setClusterVersionB\x06\n" +
+	"\x04kind\"4\n" +
+	"\x18SetClusterVersionCommand\x12\x18\n" +
+	"\aversion\x18\x01 \x01(\rR\aversion\"\xa9\x01\n" +
 	"\rPutJobCommand\x12(\n" +
 	"\x04spec\x18\x01 \x01(\v2\x14.raftcron.v1.JobSpecR\x04spec\x12(\n" +
 	"\x04mode\x18\x02 \x01(\x0e2\x14.raftcron.v1.PutModeR\x04mode\x12)\n" +
@@ -1505,66 +1573,68 @@ func file_raftcron_v1_command_proto_rawDescGZIP() []byte {
 }
 
 var file_raftcron_v1_command_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_raftcron_v1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_raftcron_v1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_raftcron_v1_command_proto_goTypes = []any{
-	(PutMode)(0),                  // 0: raftcron.v1.PutMode
-	(ResultCode)(0),               // 1: raftcron.v1.ResultCode
-	(*Command)(nil),               // 2: raftcron.v1.Command
-	(*PutJobCommand)(nil),         // 3: raftcron.v1.PutJobCommand
-	(*DeleteJobCommand)(nil),      // 4: raftcron.v1.DeleteJobCommand
-	(*SetPausedCommand)(nil),      // 5: raftcron.v1.SetPausedCommand
-	(*CommandResult)(nil),         // 6: raftcron.v1.CommandResult
-	(*FireBatchCommand)(nil),      // 7: raftcron.v1.FireBatchCommand
-	(*Fire)(nil),                  // 8: raftcron.v1.Fire
-	(*Miss)(nil),                  // 9: raftcron.v1.Miss
-	(*FireResult)(nil),            // 10: raftcron.v1.FireResult
-	(*CompleteBatchCommand)(nil),  // 11: raftcron.v1.CompleteBatchCommand
-	(*Completion)(nil),            // 12: raftcron.v1.Completion
-	(*CompletionResult)(nil),      // 13: raftcron.v1.CompletionResult
-	(*CancelRunCommand)(nil),      // 14: raftcron.v1.CancelRunCommand
-	(*SetAuditCommand)(nil),       // 15: raftcron.v1.SetAuditCommand
-	(*Caller)(nil),                // 16: raftcron.v1.Caller
-	(*BootstrapAclCommand)(nil),   // 17: raftcron.v1.BootstrapAclCommand
-	(*CreateAclTokenCommand)(nil), // 18: raftcron.v1.CreateAclTokenCommand
-	(*DeleteAclTokenCommand)(nil), // 19: raftcron.v1.DeleteAclTokenCommand
-	(*JobSpec)(nil),               // 20: raftcron.v1.JobSpec
-	(*Job)(nil),                   // 21: raftcron.v1.Job
-	(*Run)(nil),                   // 22: raftcron.v1.Run
-	(FireKind)(0),                 // 23: raftcron.v1.FireKind
-	(RunState)(0),                 // 24: raftcron.v1.RunState
+	(PutMode)(0),                     // 0: raftcron.v1.PutMode
+	(ResultCode)(0),                  // 1: raftcron.v1.ResultCode
+	(*Command)(nil),                  // 2: raftcron.v1.Command
+	(*SetClusterVersionCommand)(nil), // 3: raftcron.v1.SetClusterVersionCommand
+	(*PutJobCommand)(nil),            // 4: raftcron.v1.PutJobCommand
+	(*DeleteJobCommand)(nil),         // 5: raftcron.v1.DeleteJobCommand
+	(*SetPausedCommand)(nil),         // 6: raftcron.v1.SetPausedCommand
+	(*CommandResult)(nil),            // 7: raftcron.v1.CommandResult
+	(*FireBatchCommand)(nil),         // 8: raftcron.v1.FireBatchCommand
+	(*Fire)(nil),                     // 9: raftcron.v1.Fire
+	(*Miss)(nil),                     // 10: raftcron.v1.Miss
+	(*FireResult)(nil),               // 11: raftcron.v1.FireResult
+	(*CompleteBatchCommand)(nil),     // 12: raftcron.v1.CompleteBatchCommand
+	(*Completion)(nil),               // 13: raftcron.v1.Completion
+	(*CompletionResult)(nil),         // 14: raftcron.v1.CompletionResult
+	(*CancelRunCommand)(nil),         // 15: raftcron.v1.CancelRunCommand
+	(*SetAuditCommand)(nil),          // 16: raftcron.v1.SetAuditCommand
+	(*Caller)(nil),                   // 17: raftcron.v1.Caller
+	(*BootstrapAclCommand)(nil),      // 18: raftcron.v1.BootstrapAclCommand
+	(*CreateAclTokenCommand)(nil),    // 19: raftcron.v1.CreateAclTokenCommand
+	(*DeleteAclTokenCommand)(nil),    // 20: raftcron.v1.DeleteAclTokenCommand
+	(*JobSpec)(nil),                  // 21: raftcron.v1.JobSpec
+	(*Job)(nil),                      // 22: raftcron.v1.Job
+	(*Run)(nil),                      // 23: raftcron.v1.Run
+	(FireKind)(0),                    // 24: raftcron.v1.FireKind
+	(RunState)(0),                    // 25: raftcron.v1.RunState
 }
 var file_raftcron_v1_command_proto_depIdxs = []int32{
-	16, // 0: raftcron.v1.Command.caller:type_name -> raftcron.v1.Caller
-	3,  // 1: raftcron.v1.Command.put_job:type_name -> raftcron.v1.PutJobCommand
-	4,  // 2: raftcron.v1.Command.delete_job:type_name -> raftcron.v1.DeleteJobCommand
-	5,  // 3: raftcron.v1.Command.set_paused:type_name -> raftcron.v1.SetPausedCommand
-	7,  // 4: raftcron.v1.Command.fire_batch:type_name -> raftcron.v1.FireBatchCommand
-	11, // 5: raftcron.v1.Command.complete_batch:type_name -> raftcron.v1.CompleteBatchCommand
-	14, // 6: raftcron.v1.Command.cancel_run:type_name -> raftcron.v1.CancelRunCommand
-	17, // 7: raftcron.v1.Command.bootstrap_acl:type_name -> raftcron.v1.BootstrapAclCommand
-	18, // 8: raftcron.v1.Command.create_acl_token:type_name -> raftcron.v1.CreateAclTokenCommand
-	19, // 9: raftcron.v1.Command.delete_acl_token:type_name -> raftcron.v1.DeleteAclTokenCommand
-	15, // 10: raftcron.v1.Command.set_audit:type_name -> raftcron.v1.SetAuditCommand
-	20, // 11: raftcron.v1.PutJobCommand.spec:type_name -> raftcron.v1.JobSpec
-	0,  // 12: raftcron.v1.PutJobCommand.mode:type_name -> raftcron.v1.PutMode
-	1,  // 13: raftcron.v1.CommandResult.code:type_name -> raftcron.v1.ResultCode
-	21, // 14: raftcron.v1.CommandResult.job:type_name -> raftcron.v1.Job
-	10, // 15: raftcron.v1.CommandResult.fires:type_name -> raftcron.v1.FireResult
-	13, // 16: raftcron.v1.CommandResult.completions:type_name -> raftcron.v1.CompletionResult
-	22, // 17: raftcron.v1.CommandResult.run:type_name -> raftcron.v1.Run
-	8,  // 18: raftcron.v1.FireBatchCommand.fires:type_name -> raftcron.v1.Fire
-	9,  // 19: raftcron.v1.FireBatchCommand.misses:type_name -> raftcron.v1.Miss
-	23, // 20: raftcron.v1.Fire.kind:type_name -> raftcron.v1.FireKind
-	22, // 21: raftcron.v1.FireResult.run:type_name -> raftcron.v1.Run
-	20, // 22: raftcron.v1.FireResult.spec:type_name -> raftcron.v1.JobSpec
-	12, // 23: raftcron.v1.CompleteBatchCommand.completions:type_name -> raftcron.v1.Completion
-	24, // 24: raftcron.v1.Completion.outcome:type_name -> raftcron.v1.RunState
-	22, // 25: raftcron.v1.CompletionResult.run:type_name -> raftcron.v1.Run
-	26, // [26:26] is the sub-list for method output_type
-	26, // [26:26] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	17, // 0: raftcron.v1.Command.caller:type_name -> raftcron.v1.Caller
+	4,  // 1: raftcron.v1.Command.put_job:type_name -> raftcron.v1.PutJobCommand
+	5,  // 2: raftcron.v1.Command.delete_job:type_name -> raftcron.v1.DeleteJobCommand
+	6,  // 3: raftcron.v1.Command.set_paused:type_name -> raftcron.v1.SetPausedCommand
+	8,  // 4: raftcron.v1.Command.fire_batch:type_name -> raftcron.v1.FireBatchCommand
+	12, // 5: raftcron.v1.Command.complete_batch:type_name -> raftcron.v1.CompleteBatchCommand
+	15, // 6: raftcron.v1.Command.cancel_run:type_name -> raftcron.v1.CancelRunCommand
+	18, // 7: raftcron.v1.Command.bootstrap_acl:type_name -> raftcron.v1.BootstrapAclCommand
+	19, // 8: raftcron.v1.Command.create_acl_token:type_name -> raftcron.v1.CreateAclTokenCommand
+	20, // 9: raftcron.v1.Command.delete_acl_token:type_name -> raftcron.v1.DeleteAclTokenCommand
+	16, // 10: raftcron.v1.Command.set_audit:type_name -> raftcron.v1.SetAuditCommand
+	3,  // 11: raftcron.v1.Command.set_cluster_version:type_name -> raftcron.v1.SetClusterVersionCommand
+	21, // 12: raftcron.v1.PutJobCommand.spec:type_name -> raftcron.v1.JobSpec
+	0,  // 13: raftcron.v1.PutJobCommand.mode:type_name -> raftcron.v1.PutMode
+	1,  // 14: raftcron.v1.CommandResult.code:type_name -> raftcron.v1.ResultCode
+	22, // 15: raftcron.v1.CommandResult.job:type_name -> raftcron.v1.Job
+	11, // 16: raftcron.v1.CommandResult.fires:type_name -> raftcron.v1.FireResult
+	14, // 17: raftcron.v1.CommandResult.completions:type_name -> raftcron.v1.CompletionResult
+	23, // 18: raftcron.v1.CommandResult.run:type_name -> raftcron.v1.Run
+	9,  // 19: raftcron.v1.FireBatchCommand.fires:type_name -> raftcron.v1.Fire
+	10, // 20: raftcron.v1.FireBatchCommand.misses:type_name -> raftcron.v1.Miss
+	24, // 21: raftcron.v1.Fire.kind:type_name -> raftcron.v1.FireKind
+	23, // 22: raftcron.v1.FireResult.run:type_name -> raftcron.v1.Run
+	21, // 23: raftcron.v1.FireResult.spec:type_name -> raftcron.v1.JobSpec
+	13, // 24: raftcron.v1.CompleteBatchCommand.completions:type_name -> raftcron.v1.Completion
+	25, // 25: raftcron.v1.Completion.outcome:type_name -> raftcron.v1.RunState
+	23, // 26: raftcron.v1.CompletionResult.run:type_name -> raftcron.v1.Run
+	27, // [27:27] is the sub-list for method output_type
+	27, // [27:27] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_command_proto_init() }
@@ -1586,6 +1656,7 @@ func file_raftcron_v1_command_proto_init() {
 		(*Command_CreateAclToken)(nil),
 		(*Command_DeleteAclToken)(nil),
 		(*Command_SetAudit)(nil),
+		(*Command_SetClusterVersion)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1593,7 +1664,7 @@ func file_raftcron_v1_command_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_raftcron_v1_command_proto_rawDesc), len(file_raftcron_v1_command_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   14,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

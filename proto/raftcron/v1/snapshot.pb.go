@@ -42,11 +42,14 @@ type SnapshotHeader struct {
 	AclBootstrapped bool `protobuf:"varint,21,opt,name=acl_bootstrapped,json=aclBootstrapped,proto3" json:"acl_bootstrapped,omitempty"`
 	// Format 2: the audit trail's limit (0: off), the last sequence number it
 	// issued, and how many audit records follow the ACL tokens.
-	AuditLimit    uint32 `protobuf:"varint,22,opt,name=audit_limit,json=auditLimit,proto3" json:"audit_limit,omitempty"`
-	AuditSeq      uint64 `protobuf:"varint,23,opt,name=audit_seq,json=auditSeq,proto3" json:"audit_seq,omitempty"`
-	AuditCount    uint64 `protobuf:"varint,24,opt,name=audit_count,json=auditCount,proto3" json:"audit_count,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	AuditLimit uint32 `protobuf:"varint,22,opt,name=audit_limit,json=auditLimit,proto3" json:"audit_limit,omitempty"`
+	AuditSeq   uint64 `protobuf:"varint,23,opt,name=audit_seq,json=auditSeq,proto3" json:"audit_seq,omitempty"`
+	AuditCount uint64 `protobuf:"varint,24,opt,name=audit_count,json=auditCount,proto3" json:"audit_count,omitempty"`
+	// The active cluster version; absent (0) means 1, the version of the
+	// builds from before it existed.
+	ClusterVersion uint32 `protobuf:"varint,30,opt,name=cluster_version,json=clusterVersion,proto3" json:"cluster_version,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *SnapshotHeader) Reset() {
@@ -152,6 +155,13 @@ func (x *SnapshotHeader) GetAuditSeq() uint64 {
 func (x *SnapshotHeader) GetAuditCount() uint64 {
 	if x != nil {
 		return x.AuditCount
+	}
+	return 0
+}
+
+func (x *SnapshotHeader) GetClusterVersion() uint32 {
+	if x != nil {
+		return x.ClusterVersion
 	}
 	return 0
 }
@@ -420,7 +430,7 @@ var File_raftcron_v1_snapshot_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_snapshot_proto_rawDesc = "" +
 	"\n" +
-	"\x1araftcron/v1/snapshot.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/acl.proto\x1a\x17raftcron/v1/audit.proto\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\"\xa4\x03\n" +
+	"\x1araftcron/v1/snapshot.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/acl.proto\x1a\x17raftcron/v1/audit.proto\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\"\xcd\x03\n" +
 	"\x0eSnapshotHeader\x12%\n" +
 	"\x0eformat_version\x18\x01 \x01(\rR\rformatVersion\x12'\n" +
 	"\x0ffencing_counter\x18\x02 \x01(\x04R\x0efencingCounter\x12\x1b\n" +
@@ -434,7 +444,8 @@ const file_raftcron_v1_snapshot_proto_rawDesc = "" +
 	"auditLimit\x12\x1b\n" +
 	"\taudit_seq\x18\x17 \x01(\x04R\bauditSeq\x12\x1f\n" +
 	"\vaudit_count\x18\x18 \x01(\x04R\n" +
-	"auditCount\"\x85\x02\n" +
+	"auditCount\x12'\n" +
+	"\x0fcluster_version\x18\x1e \x01(\rR\x0eclusterVersion\"\x85\x02\n" +
 	"\x0eSnapshotRecord\x12$\n" +
 	"\x03job\x18\x01 \x01(\v2\x10.raftcron.v1.JobH\x00R\x03job\x126\n" +
 	"\ttombstone\x18\x02 \x01(\v2\x16.raftcron.v1.TombstoneH\x00R\ttombstone\x12$\n" +
