@@ -200,7 +200,11 @@ func (s *Server) wire() error {
 	auth := api.NewAuthorizer(api.AuthConfig{Enabled: s.cfg.ACL, Tokens: s.state, Barrier: node})
 	s.grpc = newGRPCServer(s.log, s.cfg.Limits.maxConcurrentStreams(), auth, s.mux.GRPCServerOptions()...)
 	s.health = s.registerServices()
-	if err := s.mountGateway(); err != nil {
+	err = s.mountGateway()
+	if err == nil {
+		err = s.mountUI(auth)
+	}
+	if err != nil {
 		sched.Stop()
 		s.hub.Close()
 		s.grpc.Stop()

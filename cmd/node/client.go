@@ -194,9 +194,13 @@ func (c call) plain(st *status.Status, what string) error {
 }
 
 // stale reports an optimistic-concurrency conflict; the server's message
-// says which version the job is at. A precondition other than the version
-// (a refused trigger) carries a PreconditionFailure and says it itself.
+// says which version the job is at. Only a call that expected a version can
+// be stale; any other precondition (a refused trigger, ACLs bootstrapped
+// already, a finished run) says what it is itself.
 func (c call) stale(st *status.Status) error {
+	if c.expectedVersion == 0 {
+		return errors.New(st.Message())
+	}
 	for _, d := range st.Details() {
 		if _, ok := d.(*errdetails.PreconditionFailure); ok {
 			return errors.New(st.Message())

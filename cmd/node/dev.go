@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/raftcron/raftcron/cluster"
+	"github.com/raftcron/raftcron/ui"
 )
 
 // Raft timings of the demo nodes: short, so that a killed leader is replaced
@@ -50,9 +51,10 @@ func newDevCmd() *cobra.Command {
 			"data dir, a fenced and de-duplicating downstream (the example ledger) and a job\n" +
 			"that calls it every 2 seconds. Prints one line per attempt the downstream\n" +
 			"receives and the PID of the leader: kill it and watch another node take over.\n" +
-			"The nodes run TLS with a throwaway CA in the data dir and require client\n" +
-			"certificates; dev prints the export lines a second terminal needs.\n" +
-			"--insecure runs them in plaintext instead.\n" +
+			"The nodes run TLS with a throwaway CA in the data dir, require client\n" +
+			"certificates and ACL tokens (--acl); dev bootstraps a management token and\n" +
+			"prints the export lines a second terminal needs, the token among them.\n" +
+			"--insecure runs them in plaintext without ACLs instead.\n" +
 			"Ctrl-C (SIGINT) or SIGTERM stops every node and removes the data dir.",
 		Args: cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command, _ []string) error {
@@ -69,7 +71,7 @@ func newDevCmd() *cobra.Command {
 	fs.IntVar(&o.nodes, "nodes", 3, "number of nodes: 3 or 5")
 	fs.IntVar(&o.basePort, "base-port", 0, "first of consecutive ports to use: the nodes' gRPC/Raft ports, their HTTP ports, then the downstream's (0: free ports)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the data dir (node logs, Raft data, ledger) on exit")
-	fs.BoolVar(&o.insecure, flagInsecure, false, "run the nodes in plaintext, without TLS and client certificates")
+	fs.BoolVar(&o.insecure, flagInsecure, false, "run the nodes in plaintext, without TLS, client certificates or ACL tokens")
 	return cmd
 }
 
@@ -140,7 +142,9 @@ type demo struct {
 	hurry <-chan struct{} // closed by a second signal
 	nodes []*devNode
 	// tls is nil with --insecure.
-	tls   *devTLS
+	tls *devTLS
+	// token is the management token's secret; empty with --insecure.
+	token string
 	down  *downstream
 	watch *leaderWatch
 }
@@ -177,6 +181,9 @@ func (d *demo) run(ctx context.Context, lns []net.Listener) error {
 	}
 	d.printNodes()
 	if err := d.waitReady(ctx); err != nil {
+		return err
+	}
+	if err := d.bootstrapACL(ctx); err != nil {
 		return err
 	}
 	if err := d.applyJob(ctx); err != nil {
@@ -269,14 +276,15 @@ func (d *demo) waitReady(ctx context.Context) error {
 }
 
 func (d *demo) printHints() {
-	mode := "TLS, client certificates required"
+	mode := "TLS, client certificates and ACL tokens required"
 	if d.tls == nil {
-		mode = "plaintext (--insecure)"
+		mode = "plaintext, no ACLs (--insecure)"
 	}
 	d.out.printf("nodes      %s; in a second terminal:", mode)
-	for _, line := range d.tls.exports(d.nodes[0].addr) {
+	for _, line := range exports(d.nodes[0].addr, d.client().auth) {
 		d.out.printf("  %s", line)
 	}
+	d.out.printf("web UI     http://%s%s", d.nodes[0].httpAddr, ui.Prefix)
 	d.out.printf("try        %s job get demo   (or cluster status)", os.Args[0])
 	data := "removes the data dir"
 	if d.opts.keep {

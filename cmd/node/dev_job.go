@@ -36,7 +36,7 @@ func (d *demo) applyJob(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("demo job file: %w", err)
 	}
-	o := &clientOptions{addr: d.nodes[0].addr, timeout: devApplyTimeout, auth: d.tls.auth()}
+	o := d.client()
 	conn, err := o.dial()
 	if err != nil {
 		return err

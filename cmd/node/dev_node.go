@@ -23,8 +23,8 @@ import (
 // devNode is one `raftcron serve` child of dev.
 type devNode struct {
 	id, addr, httpAddr, dataDir, logPath string
-	// tlsArgs are the node's TLS flags; empty with dev --insecure.
-	tlsArgs []string
+	// secureArgs are the node's TLS and ACL flags; empty with dev --insecure.
+	secureArgs []string
 
 	// proc is set by start before it returns; read-only afterwards.
 	proc *proc.Process
@@ -51,7 +51,7 @@ func newDevNodes(dir string, lns []net.Listener) []*devNode {
 func (n *devNode) args(peers string) []string {
 	args := append([]string{"serve", "--id", n.id, "--data-dir", n.dataDir,
 		"--addr", n.addr, "--http-addr", n.httpAddr, "--peers", peers}, devRaft...)
-	return append(args, n.tlsArgs...)
+	return append(args, n.secureArgs...)
 }
 
 // start launches the node; exits receives it once it has exited.

@@ -5,11 +5,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,6 +35,7 @@ var (
 	devAttemptLine = regexp.MustCompile(`^\S+ job=demo slot=(\S+) token=(\d+) attempt=(\d+) node=(n\d) (\w+)`)
 	devLeaderLine  = regexp.MustCompile(`leader is now (n\d) \(pid (\d+)\); kill the leader: kill -9 (\d+)$`)
 	devExitLine    = regexp.MustCompile(`^\S+ (n\d) \(pid (\d+)\) exited: (.*)$`)
+	devUILine      = regexp.MustCompile(`^web UI\s+(http://127\.0\.0\.1:\d+/ui/)$`)
 )
 
 func TestDevRefusesBadFlags(t *testing.T) {
@@ -88,6 +91,20 @@ func TestDevSmoke(t *testing.T) {
 	}
 	dev := startDev(t)
 
+	// The web UI's address is printed, and answers.
+	var uiURL string
+	dev.expect(t, devFirstRunsTimeout, "the web UI's URL", func(line string) bool {
+		if m := devUILine.FindStringSubmatch(line); m != nil {
+			uiURL = m[1]
+		}
+		return uiURL != ""
+	})
+	if resp, err := http.Get(uiURL); err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("GET %s (printed by dev): %v %v", uiURL, resp, err)
+	} else {
+		_ = resp.Body.Close()
+	}
+
 	// Runs arrive with rising tokens.
 	var tokens []uint64
 	dev.expect(t, devFirstRunsTimeout, "3 applied runs with rising tokens", func(line string) bool {
@@ -102,12 +119,17 @@ func TestDevSmoke(t *testing.T) {
 		}
 		return len(tokens) >= 3
 	})
-	// The printed exports reach the TLS cluster; without them, no way in.
+	// The printed exports reach the cluster over TLS with the management
+	// token dev bootstrapped; without the token no write gets in, without
+	// TLS nothing does.
 	env := dev.exports(t)
-	if len(env) != 4 {
-		t.Fatalf("exports %v: want RAFTCRON_ADDR, _CA_CERT, _CLIENT_CERT and _CLIENT_KEY", env)
+	want := []string{"RAFTCRON_ADDR", "RAFTCRON_CA_CERT", "RAFTCRON_CLIENT_CERT", "RAFTCRON_CLIENT_KEY", "RAFTCRON_TOKEN"}
+	if got := envNames(env); !slices.Equal(got, want) {
+		t.Fatalf("exports %v: want %v", got, want)
 	}
 	expectOK(t, runCLIEnv(t, env, "", "job", "get", "demo"))
+	expectOK(t, runCLIEnv(t, env, "", "acl", "token", "list")) // the management role
+	expectFailure(t, runCLIEnv(t, env[:len(env)-1], "", "job", "pause", "demo"), "not authenticated")
 	expectFailure(t, runCLIEnv(t, env[:1], "", "job", "get", "demo"), "closed the connection")
 
 	leaderID, leaderPID := dev.leader(t)
@@ -155,6 +177,27 @@ func TestDevSmoke(t *testing.T) {
 	}
 	if _, err := os.Stat(dev.dataDir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("data dir %s still there after Ctrl-C (stat: %v)", dev.dataDir, err)
+	}
+}
+
+// TestDevInsecure: --insecure is today's plaintext demo, without ACLs: the
+// one export line is all a second terminal needs, for reads and writes.
+func TestDevInsecure(t *testing.T) {
+	dev := startDev(t, "--insecure")
+	dev.expect(t, devFirstRunsTimeout, "an applied run", func(line string) bool {
+		a, ok := parseAttempt(line)
+		return ok && a.outcome == "applied"
+	})
+	env := dev.exports(t)
+	if got := envNames(env); !slices.Equal(got, []string{"RAFTCRON_ADDR"}) {
+		t.Fatalf("exports %v: want RAFTCRON_ADDR only", got)
+	}
+	expectOK(t, runCLIEnv(t, env, "", "job", "pause", "demo"))
+	if err := dev.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := dev.wait(t, devExitTimeout); code != 0 {
+		t.Fatalf("dev exited %d after SIGTERM; stderr %q", code, dev.stderr())
 	}
 }
 
@@ -306,6 +349,15 @@ func (d *devRun) exports(t *testing.T) []string {
 		}
 	}
 	return env
+}
+
+// envNames are the names of KEY=VALUE pairs, in order.
+func envNames(env []string) []string {
+	names := make([]string, len(env))
+	for i, kv := range env {
+		names[i], _, _ = strings.Cut(kv, "=")
+	}
+	return names
 }
 
 // wait waits for dev to exit and returns its status (-1: killed).

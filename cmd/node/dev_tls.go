@@ -17,14 +17,14 @@ const devClientName = "dev"
 
 // devTLS is the throwaway CA of one dev run and the certificates it issued:
 // one per node, and one client certificate for dev itself and the user's
-// second terminal. The nodes verify clients, so the demo shows the secure
-// setup of DESIGN §11 end to end.
+// second terminal. The nodes verify clients and require ACL tokens, so the
+// demo shows the secure setup of DESIGN §11 end to end.
 type devTLS struct {
 	ca, client pki.Paths
 }
 
 // newDevTLS writes the CA and every certificate into DIR/tls and gives each
-// node its TLS flags.
+// node its TLS flags and --acl.
 func newDevTLS(dir string, nodes []*devNode) (*devTLS, error) {
 	tlsDir := filepath.Join(dir, "tls")
 	pair, err := pki.NewCA(devCertValidity + time.Hour) // outlives what it signs
@@ -50,8 +50,8 @@ func newDevTLS(dir string, nodes []*devNode) (*devTLS, error) {
 		if err != nil {
 			return nil, err
 		}
-		n.tlsArgs = []string{"--" + flagTLSCert, paths.Cert, "--" + flagTLSKey, paths.Key,
-			"--" + flagTLSCA, caPaths.Cert, "--" + flagTLSVerifyClients}
+		n.secureArgs = []string{"--" + flagTLSCert, paths.Cert, "--" + flagTLSKey, paths.Key,
+			"--" + flagTLSCA, caPaths.Cert, "--" + flagTLSVerifyClients, "--" + flagACL}
 	}
 	client, err := ca.ClientCert(devClientName, devCertValidity)
 	if err != nil {
@@ -64,24 +64,27 @@ func newDevTLS(dir string, nodes []*devNode) (*devTLS, error) {
 	return &devTLS{ca: caPaths, client: clientPaths}, nil
 }
 
-// auth is how dev's own client (and the user's) reaches the nodes; the zero
-// value is plaintext (dev --insecure).
-func (t *devTLS) auth() clientAuth {
+// auth is how dev's own client (and the user's) reaches the nodes with
+// token; the zero value is plaintext (dev --insecure).
+func (t *devTLS) auth(token string) clientAuth {
 	if t == nil {
 		return clientAuth{}
 	}
-	return clientAuth{caCert: t.ca.Cert, clientCert: t.client.Cert, clientKey: t.client.Key}
+	return clientAuth{caCert: t.ca.Cert, clientCert: t.client.Cert, clientKey: t.client.Key, token: token}
 }
 
 // exports are the lines a second terminal pastes to use the CLI on the
-// demo. RAFTCRON_TOKEN joins them once dev turns ACLs on.
-func (t *devTLS) exports(addr string) []string {
+// demo as dev does.
+func exports(addr string, a clientAuth) []string {
 	lines := []string{exportLine(envName(flagAddr), addr)}
-	if a := t.auth(); a.caCert != "" {
+	if a.caCert != "" {
 		lines = append(lines,
 			exportLine(envName(flagCACert), a.caCert),
 			exportLine(envName(flagClientCert), a.clientCert),
 			exportLine(envName(flagClientKey), a.clientKey))
+	}
+	if a.token != "" {
+		lines = append(lines, exportLine(envName(flagToken), a.token))
 	}
 	return lines
 }

@@ -162,6 +162,9 @@ func TestDescribeOtherCodes(t *testing.T) {
 		{stale, status.Error(codes.FailedPrecondition, `job "x" is at version 5, expected version 4`),
 			`version: stale: job "x" is at version 5, expected version 4; get it again and retry`},
 		{stale, status.Error(codes.FailedPrecondition, ""), `version: stale: job "x" is no longer at version 4; get it again and retry`},
+		// Without an expected version there is no version to be stale: a
+		// refused precondition says what it is itself.
+		{c, status.Error(codes.FailedPrecondition, "ACLs are bootstrapped already"), "ACLs are bootstrapped already"},
 		{c, status.Error(codes.DeadlineExceeded, "deadline"), "no answer from raftcron at 127.0.0.1:7001 within 3s"},
 		{refused, status.Error(codes.Unavailable, `connection error: desc = "transport: Error while dialing"`),
 			"cannot reach raftcron at 127.0.0.1:7001: connection refused"},

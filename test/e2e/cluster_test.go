@@ -125,7 +125,7 @@ func (c *cluster) start(n *node, membership ...string) {
 		"--addr", c.net.Addr(n.idx), "--http-addr", c.net.HTTPAddr(n.idx)}, membership...)
 	// --insecure: in network namespaces the nodes listen on 10.77.0.x, not
 	// loopback, and these scenarios exercise the plaintext protocol
-	// (TestTLS3 covers TLS). The previous release predates the flag.
+	// (TestSecure3 covers TLS and ACLs). The previous release predates the flag.
 	if bin != releaseBinary.path {
 		args = append(args, "--insecure")
 	}

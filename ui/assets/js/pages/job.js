@@ -1,0 +1,202 @@
+// A job: its spec, its next fires (daylight-saving changes marked), its run
+// ledger with every attempt's token, its missed and skipped slots, and the
+// actions the signed-in role may take.
+import { html, useEffect, useState } from '../../vendor/preact-htm.js';
+import { del, get, post } from '../api.js';
+import { AttemptTokens, Confirm, Empty, ErrorNote, StateBadge, Token, When } from '../components.js';
+import {
+  describeSchedule, hasNano, kindWord, markOffsets, nanoDate, outputText, specYAML, stateWord, unixDate, zoneTime,
+} from '../format.js';
+import { roles } from '../route.js';
+import { runs as runStore, useRuns } from '../store.js';
+
+const NEXT_COUNT = 10;
+
+const jobPath = (name) => `/v1/jobs/${encodeURIComponent(name)}`;
+
+// requestID makes a trigger idempotent if the browser sends it twice.
+function requestID() {
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  return 'ui-' + Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+}
+
+function useJob(name) {
+  const [state, setState] = useState({ job: null, next: null, error: null });
+  const load = async () => {
+    try {
+      const [{ job }, { times }] = await Promise.all([
+        get(jobPath(name)),
+        get(`${jobPath(name)}/next?count=${NEXT_COUNT}`),
+      ]);
+      setState({ job, next: (times || []).map((t) => new Date(t)), error: null });
+    } catch (e) {
+      setState((s) => ({ ...s, error: e }));
+    }
+  };
+  useEffect(() => {
+    load();
+  }, [name]);
+  return [state, load];
+}
+
+export function JobPage({ name, me }) {
+  const [{ job, next, error }, reload] = useJob(name);
+  const store = useRuns();
+  useEffect(() => {
+    if (store.status === 'live') store.list({ job: name });
+  }, [name, store.status]);
+  const jobRuns = store.all().filter((r) => r.job === name);
+
+  if (!job) {
+    return html`<section><h1>${name}</h1>${error ? html`<${ErrorNote} error=${error} />` : html`<p class="loading">Loading…</p>`}</section>`;
+  }
+  const spec = job.spec;
+  const zone = spec.timezone || 'UTC';
+  return html`<section aria-labelledby="job-title">
+    <p class="crumbs"><a href="#/jobs">Jobs</a> /</p>
+    <h1 id="job-title">${spec.name}
+      ${spec.paused && html` <span class="badge warn">paused</span>`}</h1>
+    ${spec.paused && html`<p class="note" aria-label="pause note">Paused${spec.pause_note ? ': ' + spec.pause_note : ''}</p>`}
+    <${ErrorNote} error=${error} />
+    ${roles.write(me.role) && html`<${Actions} job=${job} onDone=${reload} />`}
+
+    <div class="columns">
+      <div>
+        <h2>Schedule</h2>
+        <p>${describeSchedule(spec.schedule) || 'cron'} (<code>${spec.schedule}</code>), in ${zone}</p>
+        <h3>Next ${NEXT_COUNT} fire times</h3>
+        <${NextFires} times=${next} zone=${zone} />
+        <h2>Status</h2>
+        <${JobFacts} job=${job} zone=${zone} />
+      </div>
+      <div>
+        <h2>Spec</h2>
+        <pre class="yaml" tabindex="0" aria-label="job spec as YAML">${specYAML(spec)}</pre>
+      </div>
+    </div>
+
+    <h2>Run ledger</h2>
+    <${Ledger} runs=${jobRuns.filter((r) => r.state !== 'RUN_STATE_MISSED')} zone=${zone} />
+    <h2>Missed and skipped slots</h2>
+    <${Missed} runs=${jobRuns.filter((r) => r.state === 'RUN_STATE_MISSED')} zone=${zone} />
+  </section>`;
+}
+
+function NextFires({ times, zone }) {
+  if (!times) return html`<p class="loading">Loading…</p>`;
+  if (!times.length) return html`<p class="muted">No fire times ahead.</p>`;
+  return html`<ol class="fires">${markOffsets(times, zone).map((t) => html`<li key=${t.date.getTime()}>
+    <time datetime=${t.date.toISOString()}>${zoneTime(t.date, zone, true)}</time>
+    <span class="muted small">${' '}${t.offset}</span>
+    ${t.change && html` <span class="badge warn" title="the zone's UTC offset changes before this fire">DST ${t.change}</span>`}
+  </li>`)}</ol>`;
+}
+
+function JobFacts({ job, zone }) {
+  const st = job.status || {};
+  return html`<dl class="facts">
+    <dt>Generation</dt><dd class="num">${job.generation || '0'}</dd>
+    <dt>Version</dt><dd class="num">${job.version || '0'}</dd>
+    <dt>Cursor</dt><dd>${st.cursor_unix ? zoneTime(unixDate(st.cursor_unix), zone) : '—'}</dd>
+    <dt>Latest token</dt><dd><${Token} value=${st.latest_token} /></dd>
+    <dt>Succeeded / failed / missed</dt><dd class="num">${st.succeeded || 0} / ${st.failed || 0} / ${st.missed || 0}</dd>
+    <dt>Updated</dt><dd>${job.updated_at ? html`<${When} date=${new Date(job.updated_at)} />` : '—'}${job.updated_by ? ` by ${job.updated_by}` : ''}</dd>
+  </dl>`;
+}
+
+function Actions({ job, onDone }) {
+  const name = job.spec.name;
+  const [dialog, setDialog] = useState(null);
+  const [message, setMessage] = useState('');
+  const [error, setError] = useState(null);
+  const act = async (fn) => {
+    setError(null);
+    try {
+      setMessage(await fn());
+      await onDone();
+    } catch (e) {
+      setError(e);
+    }
+  };
+  const resume = () => act(async () => {
+    await post(`${jobPath(name)}:resume`);
+    return 'Resumed.';
+  });
+  // A paused job runs only when forced: the operator asks for one run
+  // and the job stays paused.
+  const paused = !!job.spec.paused;
+  const trigger = () => act(async () => {
+    const { run } = await post(`${jobPath(name)}:trigger`, { request_id: requestID(), force: paused });
+    runStore.put(run, true);
+    return `Triggered run ${run.id} with token #${(run.attempts || []).at(-1)?.token ?? '?'}.`;
+  });
+  return html`<div class="toolbar" role="group" aria-label="job actions">
+    ${paused
+      ? html`<button type="button" onClick=${resume}>Resume</button>`
+      : html`<button type="button" onClick=${() => setDialog('pause')}>Pause…</button>`}
+    <button type="button" onClick=${trigger}>${paused ? 'Trigger once' : 'Trigger now'}</button>
+    <button type="button" class="danger" onClick=${() => setDialog('delete')}>Delete…</button>
+    <span class="status" role="status">${message}</span>
+    <${ErrorNote} error=${error} />
+    ${dialog === 'pause' && html`<${Confirm} title="Pause ${name}" action="Pause" onClose=${() => setDialog(null)}
+        onConfirm=${async (f) => { await post(`${jobPath(name)}:pause`, { note: f.note }); setMessage('Paused.'); await onDone(); }}>
+      <p>Slots while paused are recorded as missed (paused) and not caught up.</p>
+      <label for="pause-note">Note</label>
+      <input id="pause-note" name="note" maxlength="256" placeholder="why, and until when" autofocus />
+    <//>`}
+    ${dialog === 'delete' && html`<${Confirm} title="Delete ${name}" action="Delete" danger onClose=${() => setDialog(null)}
+        onConfirm=${async () => { await del(jobPath(name)); location.hash = '#/jobs'; }}>
+      <p>The job stops firing and its runs leave the ledger. A job created later with this name starts a new generation.</p>
+    <//>`}
+  </div>`;
+}
+
+function Ledger({ runs, zone }) {
+  return html`<div class="scroll tall">
+    <table class="ledger cards">
+      <thead><tr>
+        <th scope="col">Slot</th><th scope="col">Kind</th><th scope="col">Attempts</th>
+        <th scope="col">Led by</th><th scope="col">Outcome</th><th scope="col">Reason</th><th scope="col">Output</th>
+      </tr></thead>
+      <tbody>
+        ${!runs.length && html`<${Empty} cols="7">No runs yet.<//>`}
+        ${runs.map((r) => html`<${LedgerRow} key=${r.id} run=${r} zone=${zone} />`)}
+      </tbody>
+    </table>
+  </div>`;
+}
+
+function LedgerRow({ run, zone }) {
+  const attempts = run.attempts || [];
+  const leaders = [...new Set(attempts.map((a) => a.node_id).filter(Boolean))];
+  const last = attempts.at(-1);
+  const output = attempts.map((a) => outputText(a.output)).filter(Boolean).at(-1);
+  return html`<tr id="run-${run.id}">
+    <td>${zoneTime(unixDate(run.slot_unix), zone)}<div class="muted small">${run.id}</div></td>
+    <td data-label="Kind">${kindWord(run.kind)}</td>
+    <td data-label="Attempts"><div><${AttemptTokens} run=${run} />
+      ${attempts.length > 1 && html`<ul class="attempts small">${attempts.map((a) => html`<li key=${a.number}>
+        ${a.number}: <${Token} value=${a.token} /> ${kindWord(a.kind)}, ${a.node_id}, ${stateWord(a.state)}</li>`)}</ul>`}</div></td>
+    <td data-label="Led by"><div>${leaders.join(', ') || '—'}${last?.term ? html`<div class="muted small">term ${last.term}</div>` : ''}</div></td>
+    <td data-label="Outcome"><div><${StateBadge} state=${run.state} />${hasNano(run.finished_at_unix_nano) && html`<div class="muted small">${zoneTime(nanoDate(run.finished_at_unix_nano))}</div>`}</div></td>
+    <td data-label="Reason">${run.reason || last?.detail || html`<span class="muted">—</span>`}</td>
+    <td data-label="Output">${output ? html`<details><summary>output</summary><pre class="output">${output}</pre></details>` : html`<span class="muted">—</span>`}</td>
+  </tr>`;
+}
+
+function Missed({ runs, zone }) {
+  return html`<div class="scroll">
+    <table>
+      <thead><tr><th scope="col">Slots</th><th scope="col">Count</th><th scope="col">Reason</th></tr></thead>
+      <tbody>
+        ${!runs.length && html`<${Empty} cols="3">None.<//>`}
+        ${runs.map((r) => html`<tr key=${r.id}>
+          <td>${zoneTime(unixDate(r.slot_unix), zone)}${r.last_slot_unix && r.last_slot_unix !== r.slot_unix
+            ? html` – ${zoneTime(unixDate(r.last_slot_unix), zone)}` : ''}</td>
+          <td class="num">${r.missed_count || 1}</td>
+          <td>${r.reason === 'overlap_skipped' ? 'skipped: a run was still open (overlap skip)' : r.reason || '—'}</td>
+        </tr>`)}
+      </tbody>
+    </table>
+  </div>`;
+}

@@ -1,0 +1,146 @@
+package ui_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/raftcron/raftcron/cluster"
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+	"github.com/raftcron/raftcron/server"
+)
+
+// realNode is one raftcron node with ACLs on, serving the UI and the JSON
+// API on its HTTP port; secret is its bootstrap token's.
+type realNode struct {
+	url, secret string
+}
+
+func startRealNode(t *testing.T) *realNode {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	srv, err := server.New(server.Config{
+		ID: "n1", Addr: addr, Listener: ln, HTTPAddr: "127.0.0.1:0", DataDir: t.TempDir(),
+		Peers: []cluster.Peer{{ID: "n1", Addr: addr}}, ACL: true, Version: "v0.0.0-test",
+		HeartbeatTimeout: 500 * time.Millisecond, ElectionTimeout: 500 * time.Millisecond, LeaderLeaseTimeout: 250 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), stepTimeout)
+	defer cancel()
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), stepTimeout)
+		defer cancel()
+		_ = srv.Stop(ctx)
+	})
+	for !srv.Ready() {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the node was not ready in time")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	boot, err := pb.NewAclServiceClient(conn).BootstrapAcl(ctx, &pb.BootstrapAclRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &realNode{url: "http://" + srv.HTTPAddr(), secret: boot.GetSecret()}
+}
+
+// call is a JSON API call with the bootstrap token.
+func (n *realNode) call(t *testing.T, method, path, body string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, n.url+path, bytes.NewBufferString(body))
+	req.Header.Set("Authorization", "Bearer "+n.secret)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, b)
+	}
+}
+
+// TestBrowserRealNode walks the operator's path on a real node with ACLs
+// on: sign in, see a job fire with its tokens, pause it with a note,
+// trigger it, watch a run another operator starts arrive live, cancel it
+// while it hangs, and read all of it in the audit trail.
+func TestBrowserRealNode(t *testing.T) {
+	chromiumPath(t)
+	done := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "done\n") }))
+	defer done.Close()
+	release := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer hang.Close()
+	defer close(release)
+	n := startRealNode(t)
+	n.call(t, http.MethodPut, "/v1/jobs/billing", `{"schedule": "*/2 * * * * *", "timezone": "Europe/Berlin",
+		"http": {"url": "`+done.URL+`/run", "timeout": "5s"}, "labels": {"team": "billing"}}`)
+	n.call(t, http.MethodPut, "/v1/jobs/stuck", `{"schedule": "0 3 * * *", "http": {"url": "`+hang.URL+`/run", "timeout": "60s"}}`)
+
+	ctx := newBrowser(t, desktop)
+	signIn(t, ctx, n.url, n.secret, "bootstrap")
+	run(t, ctx, goTo("#/jobs"), waitText("table.jobs tbody", "succeeded"), waitText("table.jobs tbody", "#"))
+	run(t, ctx, goTo("#/jobs?labels=team%3Dbilling"), waitText("table.jobs tbody", "billing"))
+	if got := text(t, ctx, "table.jobs tbody"); strings.Contains(got, "stuck") {
+		t.Errorf("the label filter team=billing shows the job stuck:\n%s", got)
+	}
+	run(t, ctx,
+		goTo("#/jobs/billing"), waitText("table.ledger", "succeeded"),
+		clickButton("Pause…"), chromedp.WaitVisible("#pause-note", chromedp.ByQuery),
+		chromedp.SendKeys("#pause-note", "invoice fix"+kb.Enter, chromedp.ByQuery),
+		waitText(".note", "Paused: invoice fix"),
+		clickButton("Trigger once"),
+		waitText(".toolbar .status", "Triggered run"),
+		waitText("table.ledger", "manual"),
+	)
+
+	run(t, ctx, goTo("#/runs?job=stuck"), waitText("h1 .live", "live"))
+	n.call(t, http.MethodPost, "/v1/jobs/stuck:trigger", `{}`)
+	run(t, ctx,
+		waitText("table.runs tbody", "dispatched"),
+		chromedp.Click(`table.runs button.danger`, chromedp.ByQuery),
+		clickButton("Cancel run"),
+		waitText("table.runs tbody", "cancelled"),
+	)
+
+	run(t, ctx, goTo("#/audit"), waitText("table.audit tbody", "cancel"))
+	audit := text(t, ctx, "table.audit tbody")
+	for _, want := range []string{"pause", "invoice fix", "trigger", "cancel", "bootstrap"} {
+		if !strings.Contains(audit, want) {
+			t.Errorf("the audit trail lacks %q:\n%s", want, audit)
+		}
+	}
+}
