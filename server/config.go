@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"strconv"
@@ -11,13 +12,16 @@ import (
 	"github.com/raftcron/raftcron/fsm"
 	"github.com/raftcron/raftcron/scheduler"
 	"github.com/raftcron/raftcron/scheduler/dispatch"
+	"github.com/raftcron/raftcron/scheduler/remote"
 )
 
-// FieldHTTPAddr and FieldTLS name these fields in a *cluster.ConfigError;
-// the other fields keep cluster's names (cluster.FieldID, ...).
+// FieldHTTPAddr, FieldTLS and FieldWorkerLease name these fields in a
+// *cluster.ConfigError; the other fields keep cluster's names
+// (cluster.FieldID, ...).
 const (
-	FieldHTTPAddr = "HTTPAddr"
-	FieldTLS      = "TLS"
+	FieldHTTPAddr    = "HTTPAddr"
+	FieldTLS         = "TLS"
+	FieldWorkerLease = "WorkerLease"
 )
 
 // Config is one node's configuration. It names no flags: cmd/node fills it
@@ -69,6 +73,11 @@ type Config struct {
 	// Set it alike on every node.
 	AuditLimit int
 
+	// WorkerLease: a remote worker that sends nothing for this long, or
+	// whose stream breaks, loses its attempts (DESIGN §14); zero means
+	// remote.DefaultLease, otherwise at least remote.MinLease.
+	WorkerLease time.Duration
+
 	// Logger receives the node's logs; nil discards them.
 	Logger *slog.Logger
 	// Version is reported by /metrics (raftcron_build_info).
@@ -113,7 +122,7 @@ func (cfg Config) Validate() error {
 		tlsErr = &cluster.ConfigError{Field: FieldTLS, Rule: "Source is required", Err: cluster.ErrInvalidConfig}
 	}
 	return errors.Join(cfg.cluster().Validate(), addrErr, checkHTTPAddr(cfg.HTTPAddr), cfg.Limits.validate(), tlsErr,
-		checkAuditLimit(cfg.AuditLimit))
+		checkAuditLimit(cfg.AuditLimit), checkWorkerLease(cfg.WorkerLease))
 }
 
 // withListenerAddr takes the address of a listener the caller bound.
@@ -145,6 +154,16 @@ func (cfg Config) cluster() cluster.Config {
 		RaiseClusterVersion: fsm.SetClusterVersion,
 		NoSync:              cfg.NoSync,
 	}
+}
+
+// checkWorkerLease: the worker hub's bounds (remote.New), reported with
+// the others.
+func checkWorkerLease(d time.Duration) error {
+	if d == 0 || d >= remote.MinLease {
+		return nil
+	}
+	return &cluster.ConfigError{Field: FieldWorkerLease, Err: cluster.ErrInvalidConfig,
+		Rule: fmt.Sprintf("must be at least %s, got %s", remote.MinLease, d)}
 }
 
 // checkHTTPAddr: the ops port is only listened on, so any host (or none)
