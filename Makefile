@@ -21,23 +21,23 @@ build:
 
 # Unit, in-process cluster, CLI (multi-process) tests, the seed corpora of
 # every fuzz target (go test runs a fuzz target's seeds as ordinary tests),
-# then the end-to-end subset: 3-node kill, pause and partition scenarios and
-# the negative controls (partitions in network namespaces when root), the
-# secure cluster (TLS, ACLs, exec and egress policy, signed dispatches;
-# grpcurl from `make grpcurl-tool` when present), the
-# leader's disk stalled and failing (strace, when root), the recovery of a
-# survivor after the quorum is lost, and the rolling upgrade from the
+# then the end-to-end subset: 3-node kill, pause and partition scenarios, the
+# same with remote workers, and the negative controls (partitions in network
+# namespaces when root), the secure cluster (TLS, ACLs, exec and egress
+# policy, signed dispatches; grpcurl from `make grpcurl-tool` when present),
+# the leader's disk stalled and failing (strace, when root), the recovery of
+# a survivor after the quorum is lost, and the rolling upgrade from the
 # previous release.
 test: build
 	$(GO) vet -tags $(TAGS) ./...
 	$(GO) vet -tags $(TAGS),e2e ./test/e2e/
 	$(GO) vet -tags $(TAGS),failpoints ./...
 	$(GO) test -tags $(TAGS) -race -count=1 -timeout $(TEST_TIMEOUT) ./...
-	$(GO) test -tags $(TAGS),e2e -count=1 -timeout $(E2E_TIMEOUT) -v -run '^Test(Kill3|Pause3|Partition3|Secure3|DiskStall3|DiskEIO3|Recover3|Upgrade3|Control.*)$$' ./test/e2e/
+	$(GO) test -tags $(TAGS),e2e -count=1 -timeout $(E2E_TIMEOUT) -v -run '^Test(Kill3|Pause3|Partition3|Workers.*3|Secure3|DiskStall3|DiskEIO3|Recover3|Upgrade3|Control.*)$$' ./test/e2e/
 
 # Every end-to-end scenario: also 5 nodes, membership, clock skew, a long mixed run.
 e2e-long: build
-	$(GO) test -tags $(TAGS),e2e -count=1 -timeout 45m -v -run '^Test(Kill3|Pause3|Partition3|Secure3|DiskStall3|DiskEIO3|Recover3|Upgrade3|Control.*|Long.*)$$' ./test/e2e/
+	$(GO) test -tags $(TAGS),e2e -count=1 -timeout 45m -v -run '^Test(Kill3|Pause3|Partition3|Workers.*3|Secure3|DiskStall3|DiskEIO3|Recover3|Upgrade3|Control.*|Long.*)$$' ./test/e2e/
 
 # A local 3-node cluster, a fenced demo downstream and a job every 2 s; kill
 # the leader by the PID it prints; Ctrl-C stops everything.

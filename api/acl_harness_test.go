@@ -11,9 +11,11 @@ import (
 
 	"github.com/hashicorp/raft"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/proto"
 
@@ -92,10 +94,15 @@ type aclHarness struct {
 	fence  pb.FenceServiceClient
 	admin  pb.ClusterServiceClient
 	acl    pb.AclServiceClient
+	worker pb.WorkerServiceClient
 	audit  pb.AuditServiceClient
 	snap   pb.SnapshotServiceClient
 	health healthpb.HealthClient
 }
+
+// errWorkerServed is how the harness's worker hub ends every stream: a
+// call that gets it was let through.
+var errWorkerServed = status.Error(codes.FailedPrecondition, "reached the worker hub")
 
 func newACLHarness(t *testing.T, enabled bool) *aclHarness {
 	t.Helper()
@@ -119,7 +126,8 @@ func newACLHarness(t *testing.T, enabled bool) *aclHarness {
 		WithAuditService(NewAuditService(h.store, state)),
 		WithSnapshotService(NewSnapshotService(SnapshotServiceConfig{
 			Node: &snapNode{leader: true, src: state, dst: fsm.New()}, Counter: state, ScratchDir: t.TempDir(), Now: now,
-		})))
+		})),
+		WithWorkerService(NewWorkerService(fakeWorkerHub{err: errWorkerServed}, &fakeLeaderInfo{leading: true})))
 
 	lis := bufconn.Listen(1 << 20)
 	served := make(chan struct{})
@@ -144,6 +152,7 @@ func newACLHarness(t *testing.T, enabled bool) *aclHarness {
 	h.fence = pb.NewFenceServiceClient(conn)
 	h.admin = pb.NewClusterServiceClient(conn)
 	h.acl = pb.NewAclServiceClient(conn)
+	h.worker = pb.NewWorkerServiceClient(conn)
 	h.audit = pb.NewAuditServiceClient(conn)
 	h.snap = pb.NewSnapshotServiceClient(conn)
 	h.health = healthpb.NewHealthClient(conn)

@@ -26,7 +26,7 @@ const (
 	PermRead
 	PermWrite
 	PermManagement
-	// PermWorker is for remote workers; no method needs it yet.
+	// PermWorker is for remote workers: role worker, or management.
 	PermWorker
 )
 
@@ -100,6 +100,8 @@ var methodPermissions = map[string]Permission{
 	pb.AclService_CreateAclToken_FullMethodName: PermManagement,
 	pb.AclService_ListAclTokens_FullMethodName:  PermManagement,
 	pb.AclService_DeleteAclToken_FullMethodName: PermManagement,
+
+	pb.WorkerService_Connect_FullMethodName: PermWorker,
 
 	pb.InternalService_Apply_FullMethodName:              PermNode,
 	pb.InternalService_ReadIndex_FullMethodName:          PermNode,

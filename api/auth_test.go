@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"io"
 	"strings"
 	"testing"
 
@@ -15,6 +16,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 
@@ -62,7 +64,8 @@ func TestEveryMethodHasAnACLRule(t *testing.T) {
 		WithFenceService(NewFenceService(&fsmStore{f: state}, state)),
 		WithACLService(NewACLService(&fsmStore{f: state}, state, nil)),
 		WithAuditService(NewAuditService(&fsmStore{f: state}, state)),
-		WithSnapshotService(NewSnapshotService(SnapshotServiceConfig{})))
+		WithSnapshotService(NewSnapshotService(SnapshotServiceConfig{})),
+		WithWorkerService(NewWorkerService(fakeWorkerHub{}, &fakeLeaderInfo{})))
 	pb.RegisterInternalServiceServer(s, pb.UnimplementedInternalServiceServer{})
 	for svc, info := range s.GetServiceInfo() {
 		for _, m := range info.Methods {
@@ -135,6 +138,28 @@ func TestACLRefusals(t *testing.T) {
 		_, err := h.jobs.GetJob(with(ctx, worker), &pb.GetJobRequest{Name: "billing"})
 		wantCode(t, err, codes.PermissionDenied)
 	})
+	t.Run("connecting a worker", func(t *testing.T) {
+		connect := func(ctx context.Context) error {
+			stream, err := h.worker.Connect(ctx)
+			if err != nil {
+				return err
+			}
+			_, err = stream.Recv()
+			return err
+		}
+		wantCode(t, connect(ctx), codes.Unauthenticated)
+		for _, tok := range []string{read, write} {
+			st := wantCode(t, connect(with(ctx, tok)), codes.PermissionDenied)
+			if !strings.Contains(st.Message(), "role worker") {
+				t.Fatalf("message %q should name the role needed", st.Message())
+			}
+		}
+		for _, tok := range []string{worker, mgmt} {
+			if err := connect(with(ctx, tok)); status.Code(err) != status.Code(errWorkerServed) {
+				t.Fatalf("connect: %v, want the call let through to the worker hub", err)
+			}
+		}
+	})
 	t.Run("health without token", func(t *testing.T) {
 		resp, err := h.health.Check(ctx, &healthpb.HealthCheckRequest{})
 		if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
@@ -147,9 +172,11 @@ func TestACLRefusals(t *testing.T) {
 			if err != nil {
 				return err
 			}
+			// A stream the server has ended fails Send with io.EOF; its
+			// status comes from Recv.
 			if err := stream.Send(&reflectionpb.ServerReflectionRequest{
 				MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{},
-			}); err != nil {
+			}); err != nil && err != io.EOF {
 				return err
 			}
 			_, err = stream.Recv()

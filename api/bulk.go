@@ -51,6 +51,9 @@ func (j *jobService) ApplyJobs(ctx context.Context, req *pb.ApplyJobsRequest) (*
 	if err := j.allowExecBatch(writes); err != nil {
 		return nil, err
 	}
+	if err := j.allowWorkerBatch(writes); err != nil {
+		return nil, err
+	}
 	j.audit.ensure(ctx)
 	caller := PrincipalFrom(ctx).caller()
 	cmds := make([]*pb.Command, len(writes))

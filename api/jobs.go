@@ -61,6 +61,10 @@ type JobServiceConfig struct {
 	// Audit switches the audit trail on before writes. Nil: never (the
 	// writes still carry the caller's principal).
 	Audit *AuditSwitch
+	// ClusterVersion is the cluster's active version (fsm.FSM's): worker
+	// targets are registered only from fsm.WorkersVersion on. Nil: no
+	// check.
+	ClusterVersion func() uint32
 }
 
 type jobService struct {
@@ -73,6 +77,8 @@ type jobService struct {
 	exec       ExecPolicy
 	limits     Limits
 	audit      *AuditSwitch
+	// clusterVersion: see JobServiceConfig.ClusterVersion.
+	clusterVersion func() uint32
 }
 
 // NewJobService serves JobService without manual triggers (TriggerJob
@@ -90,7 +96,7 @@ func NewJobServiceWith(c JobServiceConfig) pb.JobServiceServer {
 	return &jobService{
 		store: c.Store, reg: c.Registry, now: c.Now,
 		trigger: c.Triggerer, leadership: c.Leadership,
-		exec: c.Exec, limits: c.Limits, audit: c.Audit,
+		exec: c.Exec, limits: c.Limits, audit: c.Audit, clusterVersion: c.ClusterVersion,
 	}
 }
 
@@ -137,6 +143,9 @@ func (j *jobService) put(ctx context.Context, spec *pb.JobSpec, mode pb.PutMode,
 	}
 	if err := j.allowExec(spec); err != nil {
 		return nil, nil, execDenied(execField, execField+": "+err.Error())
+	}
+	if err := j.allowWorker(spec); err != nil {
+		return nil, nil, err
 	}
 	res, err := j.apply(ctx, w.command(mode, expectedVersion, j.limits.maxJobs()))
 	if err != nil {

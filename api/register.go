@@ -18,6 +18,7 @@ type registration struct {
 	snapshot pb.SnapshotServiceServer
 	audit    pb.AuditServiceServer
 	acl      pb.AclServiceServer
+	workers  pb.WorkerServiceServer
 }
 
 // WithRunService also serves RunService.
@@ -43,6 +44,11 @@ func WithSnapshotService(snapshot pb.SnapshotServiceServer) RegisterOption {
 // WithACLService also serves AclService.
 func WithACLService(acl pb.AclServiceServer) RegisterOption {
 	return func(r *registration) { r.acl = acl }
+}
+
+// WithWorkerService also serves WorkerService.
+func WithWorkerService(workers pb.WorkerServiceServer) RegisterOption {
+	return func(r *registration) { r.workers = workers }
 }
 
 // Register puts the services on s, together with the standard health
@@ -77,6 +83,10 @@ func Register(s *grpc.Server, jobs pb.JobServiceServer, cl pb.ClusterServiceServ
 	if r.acl != nil {
 		pb.RegisterAclServiceServer(s, r.acl)
 		names = append(names, pb.AclService_ServiceDesc.ServiceName)
+	}
+	if r.workers != nil {
+		pb.RegisterWorkerServiceServer(s, r.workers)
+		names = append(names, pb.WorkerService_ServiceDesc.ServiceName)
 	}
 	h := health.NewServer()
 	for _, name := range names {

@@ -28,8 +28,18 @@ import (
 // kinds of version 1 apply: generation checks on manual, retry and
 // re-dispatch fires and on retries after an update, put_job.max_jobs,
 // fire_batch.max_open_runs, completion reasons, tombstone collection,
-// updated_by, and no job defaults in the FSM.
+// updated_by, no job defaults in the FSM, a new generation for a changed
+// worker target, and the re-dispatch of a lost worker's attempt by its
+// token.
 const version2 uint32 = 2
+
+// WorkersVersion is the cluster version from which the FSM applies what
+// remote workers need of the kinds of version 1: a changed worker target
+// starts a new generation, and a re-dispatch may name a lost attempt by
+// its token. Below it an older voter may lead, which knows no worker: the
+// API registers no worker target and the scheduler holds a lost attempt's
+// re-dispatch until the cluster runs it.
+const WorkersVersion = version2
 
 // What version 1 (release 0d365cb) used where a stored spec set nothing.
 // These are not job defaults (jobspec owns those): they are frozen, so that

@@ -166,6 +166,27 @@ var gates = []gate{
 			h.t.Errorf("a fresh name after a collected tombstone starts at generation %d, want %d", gen, want)
 		}
 	}},
+	{"a changed worker target", func(h *harness, v2 bool) {
+		spec := workerSpec("wt")
+		gen := h.create(spec)
+		spec = cloneSpec(spec)
+		spec.Worker.Pool = "other"
+		got := h.mustOK(updateCmd(spec, 0)).GetJob().GetGeneration()
+		if want := map[bool]uint64{false: gen, true: gen + 1}[v2]; got != want {
+			h.t.Errorf("generation after a pool change %d, want %d", got, want)
+		}
+	}},
+	{"re-dispatch of a lost attempt", func(h *harness, v2 bool) {
+		gen := h.create(workerSpec("wl"))
+		first := h.accepted(slotFire("wl", gen, h.nextSlot("wl")))
+		r := h.fireOne(lostFire("wl", gen, first.GetRunId(), first.GetToken()))
+		switch {
+		case !v2 && r.GetReason() != fsm.ReasonNotOrphan:
+			h.t.Errorf("version 1: %v, want refused %s (an attempt of this term)", r, fsm.ReasonNotOrphan)
+		case v2 && !r.GetAccepted():
+			h.t.Errorf("version 2: %v, want the lost attempt re-dispatched", r)
+		}
+	}},
 	{"updated_by", func(h *harness, v2 bool) {
 		cmd := createCmd(testSpec("ub"))
 		cmd.Caller = &pb.Caller{Principal: "alice"}

@@ -50,7 +50,7 @@ func putJob(s *state, c *pb.Command, e entry) (outcome, error) {
 	st := cur.status
 	// A new schedule takes effect from the update on, and a resume does not
 	// catch up the paused time; neither moves the cursor back.
-	if targetChanged(old.GetSpec(), spec) {
+	if targetChanged(old.GetSpec(), spec, s.atLeast(version2)) {
 		next.Generation++
 		st = cursorAtLeast(st, e.seconds())
 		if s.atLeast(version2) {
@@ -219,9 +219,12 @@ func checkVersion(name string, j *pb.Job, expected uint64) error {
 
 // targetChanged reports whether a spec change alters what fires when —
 // schedule, timezone or target — and so starts a new generation of slots.
-func targetChanged(a, b *pb.JobSpec) bool {
+// A worker target counts from cluster version 2 (workers): version 1 knew
+// no such field.
+func targetChanged(a, b *pb.JobSpec, workers bool) bool {
 	return a.GetSchedule() != b.GetSchedule() ||
 		a.GetTimezone() != b.GetTimezone() ||
 		!proto.Equal(a.GetHttp(), b.GetHttp()) ||
-		!proto.Equal(a.GetExec(), b.GetExec())
+		!proto.Equal(a.GetExec(), b.GetExec()) ||
+		(workers && !proto.Equal(a.GetWorker(), b.GetWorker()))
 }

@@ -18,8 +18,8 @@ func fireBatch(s *state, c *pb.Command, e entry) (outcome, error) {
 		return staleTerm(fires), nil
 	}
 	b := batch{s: s, e: e, leader: fb.GetLeaderId(), term: fb.GetTerm(), slab: newRunSlab(len(fires))}
-	if s.atLeast(version2) { // version 1 ignores both
-		b.maxOpen, b.generations = fb.GetMaxOpenRuns(), true
+	if s.atLeast(version2) { // version 1 ignores all three
+		b.maxOpen, b.generations, b.lostTokens = fb.GetMaxOpenRuns(), true, true
 	}
 	misses := fb.GetMisses()
 	for i, m := range misses {
@@ -58,7 +58,10 @@ type batch struct {
 	// generations: manual, retry and re-dispatch fires are checked
 	// against the generation they name (cluster version 2).
 	generations bool
-	slab        *runSlab // the runs of the results
+	// lostTokens: a re-dispatch may name the attempt of this term whose
+	// worker was lost by its token (cluster version 2).
+	lostTokens bool
+	slab       *runSlab // the runs of the results
 }
 
 // atOpenLimit reports whether a job whose status is st may open no more
@@ -260,16 +263,18 @@ func (b *batch) closeRetry(it jobItem, r *pb.Run, res *pb.FireResult) {
 	res.Reason, res.RunId, res.Run = ReasonGeneration, nr.GetId(), b.slab.clone(nr)
 }
 
-// redispatch resolves a run an earlier leader dispatched and never heard
-// back about (G4): at_least_once runs it again under a new token,
-// at_most_once gives it up as UNKNOWN. A run of an earlier generation than
-// the job's is given up too: its target is gone, and running the new one
-// under the old slot's idempotency key would be a different job.
+// redispatch resolves a run whose attempt nobody will report on: one an
+// earlier leader dispatched and never heard back about (G4), or, with
+// lost_token, one of this term whose worker was lost. at_least_once runs
+// it again under a new token, at_most_once gives it up as UNKNOWN. A run of
+// an earlier generation than the job's is given up too: its target is gone,
+// and running the new one under the old slot's idempotency key would be a
+// different job.
 func (b *batch) redispatch(f *pb.Fire, res *pb.FireResult) {
 	r, ok := b.s.run(f.GetRunId())
 	cur := CurrentAttempt(r)
 	if !ok || r.GetJob() != f.GetJob() || r.GetState() != pb.RunState_RUN_STATE_DISPATCHED ||
-		cur == nil || cur.GetState() != pb.RunState_RUN_STATE_DISPATCHED || cur.GetTerm() >= b.term {
+		cur == nil || cur.GetState() != pb.RunState_RUN_STATE_DISPATCHED || !b.unresolved(cur, f.GetLostToken()) {
 		res.Reason = ReasonNotOrphan
 		return
 	}
@@ -282,7 +287,11 @@ func (b *batch) redispatch(f *pb.Fire, res *pb.FireResult) {
 	case b.generations && f.GetGeneration() != r.GetGeneration():
 		res.Reason = ReasonGeneration
 	case it.job.GetSpec().GetDelivery() == pb.Delivery_DELIVERY_AT_MOST_ONCE:
-		b.giveUp(it, r, ReasonLeaderChanged, ReasonUnknown, res)
+		why := ReasonLeaderChanged
+		if b.lostTokens && f.GetLostToken() != 0 {
+			why = ReasonWorkerLost
+		}
+		b.giveUp(it, r, why, ReasonUnknown, res)
 	case b.generations && r.GetGeneration() != it.job.GetGeneration():
 		b.giveUp(it, r, ReasonGeneration, ReasonGeneration, res)
 	default:
@@ -290,8 +299,20 @@ func (b *batch) redispatch(f *pb.Fire, res *pb.FireResult) {
 	}
 }
 
-// giveUp marks an orphan UNKNOWN, with why as the run's reason: it may have
-// run, so it must not run again. The fire is refused with refusal.
+// unresolved reports whether the executing attempt cur may be resolved by a
+// re-dispatch: the lost one named by its token, or else any of an earlier
+// term. A token that is no longer current means the attempt's outcome or a
+// later attempt came first.
+func (b *batch) unresolved(cur *pb.Attempt, lostToken uint64) bool {
+	if b.lostTokens && lostToken != 0 {
+		return cur.GetToken() == lostToken
+	}
+	return cur.GetTerm() < b.term
+}
+
+// giveUp marks an unresolved attempt UNKNOWN, with why as the run's reason:
+// it may have run, so it must not run again. The fire is refused with
+// refusal.
 func (b *batch) giveUp(it jobItem, r *pb.Run, why, refusal string, res *pb.FireResult) {
 	a := copyAttempt(CurrentAttempt(r))
 	a.State = pb.RunState_RUN_STATE_UNKNOWN

@@ -13,7 +13,7 @@ const (
 	ReasonDuplicateRequest = "duplicate_request" // a manual run with this request id exists
 	ReasonNotOpen          = "not_open"          // RETRY of a run that is not waiting for a retry
 	ReasonNotDue           = "not_due"           // RETRY before next_attempt_at
-	ReasonNotOrphan        = "not_orphan"        // REDISPATCH of a run that is not an orphan
+	ReasonNotOrphan        = "not_orphan"        // REDISPATCH of a run that is not an orphan (nor its lost attempt)
 	ReasonUnknown          = "unknown"           // REDISPATCH of an at_most_once run: marked UNKNOWN
 	ReasonBuffered         = "buffered"          // buffer_one: the slot waits for the open run
 	ReasonMalformed        = "malformed"         // no such fire kind, or no such outcome
@@ -30,6 +30,7 @@ const (
 	ReasonCancelOther   = "cancel_other"
 	ReasonDeleted       = "deleted"
 	ReasonLeaderChanged = "leader_changed"
+	ReasonWorkerLost    = "worker_lost" // at_most_once attempt whose worker missed its lease
 	// An operator cancelled the run (RunService.CancelRun).
 	ReasonCancelRequested = "cancel_requested"
 

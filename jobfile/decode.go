@@ -292,6 +292,18 @@ func (f *jobFile) spec(path string) (*pb.JobSpec, error) {
 			Timeout: c.duration("exec.timeout", e.Timeout),
 		}
 	}
+	if w := f.Worker; w != nil {
+		s.Worker = &pb.WorkerTarget{
+			Pool:    w.Pool,
+			Tags:    w.Tags,
+			Command: w.Command,
+			Handler: w.Handler,
+			Payload: w.Payload,
+			Env:     w.Env,
+			Dir:     w.Dir,
+			Timeout: c.duration("worker.timeout", w.Timeout),
+		}
+	}
 	if cu := f.Catchup; cu != nil {
 		s.Catchup = &pb.Catchup{
 			Window: c.duration("catchup.window", cu.Window),

@@ -123,6 +123,39 @@ pause_note: maintenance
 	assertSpecs(t, []*pb.JobSpec{got}, want)
 }
 
+func TestDecodeWorkerTargets(t *testing.T) {
+	got, err := Decode([]byte(`
+- name: render
+  schedule: "@hourly"
+  worker: {pool: batch, tags: {region: eu}, command: [/usr/local/bin/render, --all], env: {A: b}, dir: /srv, timeout: 5m}
+- name: charge
+  schedule: "@daily"
+  worker:
+    pool: billing
+    handler: charge-cards
+    payload: '{"mode":"full"}'
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertSpecs(t, got,
+		&pb.JobSpec{Name: "render", Schedule: "@hourly", Worker: &pb.WorkerTarget{
+			Pool: "batch", Tags: map[string]string{"region": "eu"}, Command: []string{"/usr/local/bin/render", "--all"},
+			Env: map[string]string{"A": "b"}, Dir: "/srv", Timeout: durationpb.New(5 * time.Minute),
+		}},
+		&pb.JobSpec{Name: "charge", Schedule: "@daily", Worker: &pb.WorkerTarget{
+			Pool: "billing", Handler: "charge-cards", Payload: `{"mode":"full"}`,
+		}})
+	if _, err := Decode([]byte("name: a\nworker: {pool: b, hanlder: c}\n")); err == nil ||
+		!strings.Contains(err.Error(), `worker: unknown field "hanlder" (did you mean "handler"?)`) {
+		t.Fatalf("misspelled worker field: %v", err)
+	}
+	if _, err := Decode([]byte("name: a\nworker: {pool: b, timeout: soon}\n")); err == nil ||
+		!strings.Contains(err.Error(), "worker.timeout") {
+		t.Fatalf("bad worker timeout: %v", err)
+	}
+}
+
 func TestDecodeJSONObjectWithTabs(t *testing.T) {
 	got := decodeOne(t, "{\n\t\"name\": \"a\",\n\t\"schedule\": \"@hourly\",\n\t\"http\": {\"url\": \"http://x/\", \"success_codes\": [200, 204], \"keep_response\": true},\n\t\"catchup\": {\"window\": \"1h30m\", \"policy\": \"none\"},\n\t\"overlap\": \"cancel_other\",\n\t\"start_at\": \"2026-12-01T01:00:00.5+01:00\"\n}\n")
 	want := &pb.JobSpec{
@@ -245,7 +278,7 @@ func TestDecodeErrorKinds(t *testing.T) {
 // The yaml tags drive the encoder's output and the json tags the decoder's
 // input: a difference between them would write files that do not read back.
 func TestFileStructTagsAgree(t *testing.T) {
-	for _, v := range []any{jobFile{}, httpFile{}, execFile{}, catchupFile{}, retryFile{}} {
+	for _, v := range []any{jobFile{}, httpFile{}, execFile{}, workerFile{}, catchupFile{}, retryFile{}} {
 		typ := reflect.TypeOf(v)
 		for i := range typ.NumField() {
 			f := typ.Field(i)

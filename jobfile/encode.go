@@ -106,6 +106,18 @@ func fromSpec(s *pb.JobSpec, path string) (*jobFile, error) {
 			Timeout: c.duration("exec.timeout", e.GetTimeout()),
 		}
 	}
+	if w := s.GetWorker(); w != nil {
+		f.Worker = &workerFile{
+			Pool:    w.GetPool(),
+			Tags:    w.GetTags(),
+			Command: w.GetCommand(),
+			Handler: w.GetHandler(),
+			Payload: w.GetPayload(),
+			Env:     w.GetEnv(),
+			Dir:     w.GetDir(),
+			Timeout: c.duration("worker.timeout", w.GetTimeout()),
+		}
+	}
 	if cu := s.GetCatchup(); cu != nil {
 		f.Catchup = &catchupFile{
 			Window: c.duration("catchup.window", cu.GetWindow()),

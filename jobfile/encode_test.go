@@ -35,6 +35,16 @@ func fullSpec() *pb.JobSpec {
 			Dir:     "/var/tmp",
 			Timeout: durationpb.New(0),
 		},
+		Worker: &pb.WorkerTarget{
+			Pool:    "batch",
+			Tags:    map[string]string{"region": "eu", "gpu": "true"},
+			Command: []string{"/usr/local/bin/render", "--frames", "1-100"},
+			Handler: "charge-cards",
+			Payload: "{\"mode\": \"full\"}\n  two: 2",
+			Env:     map[string]string{"A": "b"},
+			Dir:     "/srv/render",
+			Timeout: durationpb.New(45 * time.Second),
+		},
 		Catchup:  &pb.Catchup{Window: durationpb.New(time.Minute), Policy: pb.CatchupPolicy_CATCHUP_POLICY_LATEST},
 		Overlap:  pb.Overlap_OVERLAP_CANCEL_OTHER,
 		Delivery: pb.Delivery_DELIVERY_AT_MOST_ONCE,
@@ -64,7 +74,7 @@ func TestRoundTrip(t *testing.T) {
 		"empty":   {},
 		"design":  designSpec(),
 		"empty targets": {
-			Http: &pb.HttpTarget{}, Exec: &pb.ExecTarget{}, Catchup: &pb.Catchup{}, Retry: &pb.Retry{},
+			Http: &pb.HttpTarget{}, Exec: &pb.ExecTarget{}, Worker: &pb.WorkerTarget{}, Catchup: &pb.Catchup{}, Retry: &pb.Retry{},
 		},
 	}
 	encoders := map[string]func(...*pb.JobSpec) ([]byte, error){"yaml": EncodeYAML, "json": EncodeJSON}

@@ -24,6 +24,7 @@ type jobFile struct {
 	Timezone     string            `json:"timezone,omitempty" yaml:"timezone,omitempty"`
 	HTTP         *httpFile         `json:"http,omitempty" yaml:"http,omitempty"`
 	Exec         *execFile         `json:"exec,omitempty" yaml:"exec,omitempty"`
+	Worker       *workerFile       `json:"worker,omitempty" yaml:"worker,omitempty"`
 	Catchup      *catchupFile      `json:"catchup,omitempty" yaml:"catchup,omitempty"`
 	Overlap      string            `json:"overlap,omitempty" yaml:"overlap,omitempty"`
 	Delivery     string            `json:"delivery,omitempty" yaml:"delivery,omitempty"`
@@ -49,6 +50,17 @@ type httpFile struct {
 
 type execFile struct {
 	Command []string          `json:"command,omitempty" yaml:"command,omitempty"`
+	Env     map[string]string `json:"env,omitempty" yaml:"env,omitempty"`
+	Dir     string            `json:"dir,omitempty" yaml:"dir,omitempty"`
+	Timeout string            `json:"timeout,omitempty" yaml:"timeout,omitempty"`
+}
+
+type workerFile struct {
+	Pool    string            `json:"pool,omitempty" yaml:"pool,omitempty"`
+	Tags    map[string]string `json:"tags,omitempty" yaml:"tags,omitempty"`
+	Command []string          `json:"command,omitempty" yaml:"command,omitempty"`
+	Handler string            `json:"handler,omitempty" yaml:"handler,omitempty"`
+	Payload string            `json:"payload,omitempty" yaml:"payload,omitempty"`
 	Env     map[string]string `json:"env,omitempty" yaml:"env,omitempty"`
 	Dir     string            `json:"dir,omitempty" yaml:"dir,omitempty"`
 	Timeout string            `json:"timeout,omitempty" yaml:"timeout,omitempty"`

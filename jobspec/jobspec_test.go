@@ -64,6 +64,29 @@ func execJob() *pb.JobSpec {
 	}
 }
 
+func workerJob() *pb.JobSpec {
+	return &pb.JobSpec{
+		Name:     "prune",
+		Schedule: "@every 30s",
+		Worker: &pb.WorkerTarget{
+			Pool:    "batch",
+			Tags:    map[string]string{"region": "eu"},
+			Command: []string{"/usr/local/bin/prune", "--days", "30"},
+			Env:     map[string]string{"A": "b"},
+			Dir:     "/var/lib/prune",
+			Timeout: dur(10 * time.Minute),
+		},
+	}
+}
+
+func handlerJob() *pb.JobSpec {
+	return &pb.JobSpec{
+		Name:     "charge",
+		Schedule: "@every 30s",
+		Worker:   &pb.WorkerTarget{Pool: "billing", Handler: "charge-cards", Payload: `{"mode":"full"}`},
+	}
+}
+
 func violationsOf(t *testing.T, err error) []Violation {
 	t.Helper()
 	var ve *ValidationError
@@ -75,7 +98,8 @@ func violationsOf(t *testing.T, err error) []Violation {
 
 func TestValidateAcceptsValidJobs(t *testing.T) {
 	minimal := &pb.JobSpec{Name: "a", Schedule: "@hourly", Http: &pb.HttpTarget{Url: "https://example.com"}}
-	for name, spec := range map[string]*pb.JobSpec{"full": fullJob(), "exec": execJob(), "minimal": minimal} {
+	for name, spec := range map[string]*pb.JobSpec{"full": fullJob(), "exec": execJob(), "minimal": minimal,
+		"worker command": workerJob(), "worker handler": handlerJob()} {
 		t.Run(name, func(t *testing.T) {
 			if err := Validate(spec, now); err != nil {
 				t.Fatalf("raw: %v", err)
@@ -112,8 +136,9 @@ func TestValidateRejects(t *testing.T) {
 		{"name too long", func(s *pb.JobSpec) { s.Name = strings.Repeat("a", 64) }, "name", "must match"},
 		{"name starting with a dot", func(s *pb.JobSpec) { s.Name = ".hidden" }, "name", "must match"},
 		{"missing name", func(s *pb.JobSpec) { s.Name = "" }, "name", "required"},
-		{"both http and exec", func(s *pb.JobSpec) { s.Exec = execJob().Exec }, "http", "exactly one of http or exec must be set"},
-		{"neither http nor exec", func(s *pb.JobSpec) { s.Http = nil }, "http", "exactly one of http or exec must be set"},
+		{"both http and exec", func(s *pb.JobSpec) { s.Exec = execJob().Exec }, "http", "exactly one of http, exec or worker must be set"},
+		{"both http and worker", func(s *pb.JobSpec) { s.Worker = workerJob().Worker }, "http", "exactly one of http, exec or worker must be set"},
+		{"no target", func(s *pb.JobSpec) { s.Http = nil }, "http", "exactly one of http, exec or worker must be set"},
 		{"relative URL", func(s *pb.JobSpec) { s.Http.Url = "/run" }, "http.url", "absolute http or https URL"},
 		{"URL without scheme", func(s *pb.JobSpec) { s.Http.Url = "billing.internal/run" }, "http.url", "absolute"},
 		{"ftp URL", func(s *pb.JobSpec) { s.Http.Url = "ftp://billing.internal/run" }, "http.url", "http or https"},
@@ -179,6 +204,40 @@ func TestValidateRejectsExecTargets(t *testing.T) {
 			vs := violationsOf(t, Validate(spec, now))
 			if len(vs) != 1 || vs[0].Field != tc.wantField {
 				t.Fatalf("violations %+v; want exactly one on %q", vs, tc.wantField)
+			}
+		})
+	}
+}
+
+func TestValidateRejectsWorkerTargets(t *testing.T) {
+	tests := []struct {
+		name      string
+		spec      func() *pb.JobSpec
+		mutate    func(*pb.WorkerTarget)
+		wantField string
+		wantRule  string
+	}{
+		{"no pool", workerJob, func(w *pb.WorkerTarget) { w.Pool = "" }, "worker.pool", "required"},
+		{"pool with capitals", workerJob, func(w *pb.WorkerTarget) { w.Pool = "Batch" }, "worker.pool", "must match"},
+		{"bad tag key", workerJob, func(w *pb.WorkerTarget) { w.Tags = map[string]string{"a b": "c"} }, "worker.tags", "key \"a b\" must match"},
+		{"neither command nor handler", workerJob, func(w *pb.WorkerTarget) { w.Command = nil }, "worker.command", "must not be empty"},
+		{"both command and handler", workerJob, func(w *pb.WorkerTarget) { w.Handler = "x" }, "worker.command", "exactly one of command or handler"},
+		{"empty program", workerJob, func(w *pb.WorkerTarget) { w.Command = []string{""} }, "worker.command[0]", "program"},
+		{"relative dir", workerJob, func(w *pb.WorkerTarget) { w.Dir = "work" }, "worker.dir", "absolute"},
+		{"payload for a command", workerJob, func(w *pb.WorkerTarget) { w.Payload = "x" }, "worker.payload", "for a handler"},
+		{"zero timeout", workerJob, func(w *pb.WorkerTarget) { w.Timeout = dur(0) }, "worker.timeout", "positive"},
+		{"handler name with space", handlerJob, func(w *pb.WorkerTarget) { w.Handler = "charge cards" }, "worker.handler", "must match"},
+		{"payload too large", handlerJob, func(w *pb.WorkerTarget) { w.Payload = strings.Repeat("x", MaxPayloadLen+1) }, "worker.payload", "at most 65536 bytes"},
+		{"payload not UTF-8", handlerJob, func(w *pb.WorkerTarget) { w.Payload = "\xff" }, "worker.payload", "UTF-8"},
+		{"env for a handler", handlerJob, func(w *pb.WorkerTarget) { w.Env = map[string]string{"A": "b"} }, "worker.env", "for a command"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := tc.spec()
+			tc.mutate(spec.Worker)
+			vs := violationsOf(t, Validate(spec, now))
+			if len(vs) != 1 || vs[0].Field != tc.wantField || !strings.Contains(vs[0].Rule, tc.wantRule) {
+				t.Fatalf("violations %+v; want exactly one on %q saying %q", vs, tc.wantField, tc.wantRule)
 			}
 		})
 	}

@@ -15,8 +15,8 @@ type Limits struct {
 	// SpecBytes is the most a spec may take, encoded: every spec lives in
 	// each node's memory, in every snapshot and in the Raft log.
 	SpecBytes int
-	// Headers caps http.headers, Env exec.env and Args exec.command
-	// (program and arguments).
+	// Headers caps http.headers, Env the env of a command (exec.env,
+	// worker.env) and Args its command (program and arguments).
 	Headers int
 	Env     int
 	Args    int
@@ -54,6 +54,8 @@ func (l Limits) Check(spec *pb.JobSpec) error {
 	over("http.headers", len(spec.GetHttp().GetHeaders()), l.Headers, "headers")
 	over("exec.env", len(spec.GetExec().GetEnv()), l.Env, "variables")
 	over("exec.command", len(spec.GetExec().GetCommand()), l.Args, "arguments")
+	over("worker.env", len(spec.GetWorker().GetEnv()), l.Env, "variables")
+	over("worker.command", len(spec.GetWorker().GetCommand()), l.Args, "arguments")
 	over("spec", proto.Size(spec), l.SpecBytes, "bytes")
 	if len(v) == 0 {
 		return nil

@@ -42,6 +42,16 @@ func TestLimitsNameTheFieldAndTheLimit(t *testing.T) {
 			s.Http, s.Exec = nil, &pb.ExecTarget{Command: []string{"/bin/echo", "a", "b", "c"}}
 			return s
 		}},
+		{"worker env", "worker.env", "limit of 1 variables", func() *pb.JobSpec {
+			s := fullJob()
+			s.Http, s.Worker = nil, &pb.WorkerTarget{Pool: "batch", Command: []string{"/bin/true"}, Env: many(2)}
+			return s
+		}},
+		{"worker args", "worker.command", "limit of 3 arguments", func() *pb.JobSpec {
+			s := fullJob()
+			s.Http, s.Worker = nil, &pb.WorkerTarget{Pool: "batch", Command: []string{"/bin/echo", "a", "b", "c"}}
+			return s
+		}},
 		{"size", "spec", "limit of 4096 bytes", func() *pb.JobSpec {
 			s := fullJob()
 			s.Http.Body = strings.Repeat("x", 5000)

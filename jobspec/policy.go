@@ -97,10 +97,11 @@ func checkMetadata(v *violations, spec *pb.JobSpec) {
 	}
 }
 
-// checkLabels applies the label rules to labels, reported under field.
+// checkLabels applies the label rules to labels, reported under field:
+// the job's labels, a worker target's tags and a token's selector.
 func checkLabels(v *violations, field string, labels map[string]string) {
 	if len(labels) > MaxLabels {
-		v.add(field, fmt.Sprintf("at most %d labels", MaxLabels))
+		v.add(field, fmt.Sprintf("at most %d entries", MaxLabels))
 	}
 	for _, k := range sortedKeys(labels) {
 		switch val := labels[k]; {

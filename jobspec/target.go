@@ -24,16 +24,27 @@ const reservedHeaderPrefix = "x-raftcron-"
 var reservedHeaders = map[string]bool{"idempotency-key": true}
 
 func checkTarget(v *violations, spec *pb.JobSpec) {
-	h, e := spec.GetHttp(), spec.GetExec()
-	if (h == nil) == (e == nil) {
-		v.add("http", "exactly one of http or exec must be set")
+	h, e, w := spec.GetHttp(), spec.GetExec(), spec.GetWorker()
+	if n := btoi(h != nil) + btoi(e != nil) + btoi(w != nil); n != 1 {
+		v.add("http", "exactly one of http, exec or worker must be set")
 	}
 	if h != nil {
 		checkHTTP(v, h)
 	}
 	if e != nil {
-		checkExec(v, e)
+		checkCommand(v, "exec", e.GetCommand(), e.GetEnv(), e.GetDir())
+		positiveDuration(v, "exec.timeout", e.GetTimeout())
 	}
+	if w != nil {
+		checkWorker(v, w)
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func checkHTTP(v *violations, h *pb.HttpTarget) {
@@ -115,36 +126,77 @@ func validHeaderValue(s string) bool {
 	return true
 }
 
-func checkExec(v *violations, e *pb.ExecTarget) {
-	cmd := e.GetCommand()
+// checkCommand checks the command of an exec or worker target, whose
+// fields are under prefix.
+func checkCommand(v *violations, prefix string, cmd []string, env map[string]string, dir string) {
 	if len(cmd) == 0 {
-		v.add("exec.command", "must not be empty")
+		v.add(prefix+".command", "must not be empty")
 	} else if cmd[0] == "" {
-		v.add("exec.command[0]", "must name the program to run")
+		v.add(prefix+".command[0]", "must name the program to run")
 	} else if !filepath.IsAbs(cmd[0]) || filepath.Clean(cmd[0]) != cmd[0] {
-		// The node's --exec-allow patterns match the path as written: a
-		// relative one would depend on a PATH, ".." could leave an allowed
-		// directory.
-		v.add("exec.command[0]", "must be an absolute path without . or .. elements, like /usr/local/bin/prune")
+		// The --exec-allow patterns of a node or a worker match the path as
+		// written: a relative one would depend on a PATH, ".." could leave
+		// an allowed directory.
+		v.add(prefix+".command[0]", "must be an absolute path without . or .. elements, like /usr/local/bin/prune")
 	}
 	for i, arg := range cmd {
 		if !validArg(arg) {
-			v.add(fmt.Sprintf("exec.command[%d]", i), "must be valid UTF-8 without NUL")
+			v.add(fmt.Sprintf("%s.command[%d]", prefix, i), "must be valid UTF-8 without NUL")
 		}
 	}
-	for _, k := range sortedKeys(e.GetEnv()) {
+	for _, k := range sortedKeys(env) {
 		switch {
 		case k == "" || strings.ContainsAny(k, "=\x00") || !utf8.ValidString(k):
-			v.add("exec.env", "variable name "+quote(k)+" must be non-empty, without '=' or NUL")
-		case !validArg(e.GetEnv()[k]):
-			v.add("exec.env", "value of "+quote(k)+" must be valid UTF-8 without NUL")
+			v.add(prefix+".env", "variable name "+quote(k)+" must be non-empty, without '=' or NUL")
+		case !validArg(env[k]):
+			v.add(prefix+".env", "value of "+quote(k)+" must be valid UTF-8 without NUL")
 		}
 	}
-	// A relative directory would depend on each node's working directory.
-	if dir := e.GetDir(); dir != "" && (!filepath.IsAbs(dir) || !validArg(dir)) {
-		v.add("exec.dir", "must be an absolute path")
+	// A relative directory would depend on each machine's working directory.
+	if dir != "" && (!filepath.IsAbs(dir) || !validArg(dir)) {
+		v.add(prefix+".dir", "must be an absolute path")
 	}
-	positiveDuration(v, "exec.timeout", e.GetTimeout())
+}
+
+// MaxPayloadLen bounds a handler's payload: it travels in the Raft log.
+const MaxPayloadLen = 64 << 10
+
+// checkWorker checks a worker target's syntax. Whether a command may run
+// is the worker's own policy (its --exec-allow), not the nodes'.
+func checkWorker(v *violations, w *pb.WorkerTarget) {
+	switch p := w.GetPool(); {
+	case p == "":
+		v.add("worker.pool", "required")
+	case !validName(p):
+		v.add("worker.pool", nameRule)
+	}
+	checkLabels(v, "worker.tags", w.GetTags())
+	switch {
+	case len(w.GetCommand()) > 0 && w.GetHandler() != "":
+		v.add("worker.command", "exactly one of command or handler must be set")
+	case w.GetHandler() != "":
+		checkHandler(v, w)
+	default:
+		checkCommand(v, "worker", w.GetCommand(), w.GetEnv(), w.GetDir())
+		if w.GetPayload() != "" {
+			v.add("worker.payload", "is for a handler; a command takes env")
+		}
+	}
+	positiveDuration(v, "worker.timeout", w.GetTimeout())
+}
+
+func checkHandler(v *violations, w *pb.WorkerTarget) {
+	if !validLabelKey(w.GetHandler()) {
+		v.add("worker.handler", "must match "+labelKeyRule)
+	}
+	if p := w.GetPayload(); len(p) > MaxPayloadLen {
+		v.add("worker.payload", fmt.Sprintf("must be at most %d bytes", MaxPayloadLen))
+	} else if !utf8.ValidString(p) {
+		v.add("worker.payload", "must be valid UTF-8")
+	}
+	if len(w.GetEnv()) > 0 || w.GetDir() != "" {
+		v.add("worker.env", "env and dir are for a command; a handler takes payload")
+	}
 }
 
 func validArg(s string) bool {

@@ -58,6 +58,6 @@ func (e *Exec) Allow(command string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%w: command[0] %q matches no pattern of this node's --exec-allow (%s)",
+	return fmt.Errorf("%w: command[0] %q matches no pattern of --exec-allow (%s)",
 		ErrExecDenied, command, strings.Join(e.patterns, ","))
 }

@@ -17,7 +17,7 @@ func TestExecAllowsOnlyMatchingAbsolutePaths(t *testing.T) {
 		}
 	}
 	denied := map[string]string{
-		"/bin/sh":                     "matches no pattern of this node's --exec-allow (/usr/local/bin/*,/opt/jobs/report)",
+		"/bin/sh":                     "matches no pattern of --exec-allow (/usr/local/bin/*,/opt/jobs/report)",
 		"/usr/local/bin/sub/prune":    "matches no pattern", // '*' stops at '/'
 		"/usr/local/bin/../../bin/sh": "not an absolute, clean path",
 		"/usr/local/bin/./prune":      "not an absolute, clean path",

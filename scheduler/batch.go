@@ -78,6 +78,17 @@ type fireBatch struct {
 
 func (c *fireBatch) size() int { return len(c.fires) + len(c.misses) }
 
+// onlyLost reports whether the batch holds nothing but re-dispatches of
+// lost attempts (which planning never proposes again).
+func (c *fireBatch) onlyLost() bool {
+	for _, f := range c.fires {
+		if f.GetLostToken() == 0 {
+			return false
+		}
+	}
+	return len(c.misses) == 0
+}
+
 func (c *fireBatch) failTriggers(err error) {
 	for _, r := range c.reqs {
 		if r != nil {

@@ -44,7 +44,8 @@ func (l *leader) stopCancelled() {
 }
 
 // cancelRun cancels the tasks of one run: a running attempt stops, a
-// waiting one ends cancelled without starting.
+// remote one is cancelled on its worker, a waiting one ends cancelled
+// without starting.
 func (d *dispatcher) cancelRun(job, runID string, cause error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -34,6 +34,9 @@ type leader struct {
 	// that is not in it was committed without this node knowing (an
 	// Apply error after all), and is adopted.
 	known map[uint64]struct{}
+	// resolving holds the tokens of lost attempts whose re-dispatch was
+	// planned and is not decided yet: their jobs' new slots wait.
+	resolving map[uint64]struct{}
 	// cool holds jobs whose last fires were refused without effect, and
 	// until when their planning rests, so a disagreement with the FSM
 	// never becomes a hot loop.
@@ -55,27 +58,31 @@ type leader struct {
 	// to a time has been handled.
 	idleAt atomic.Int64
 
-	// mu guards forgotten, triggers and closed (written from other
+	// mu guards forgotten, triggers, lostFires and closed (written from other
 	// goroutines).
 	mu sync.Mutex
 	// forgotten are tokens whose outcome was committed; the loop removes
 	// them from known at the start of a tick, before it reads the state.
 	forgotten []uint64
 	triggers  []*triggerReq
+	// lostFires are REDISPATCH fires for attempts whose remote worker was
+	// lost, for the next tick after their notBefore.
+	lostFires []lostFire
 	closed    bool
 }
 
 func newLeader(s *Scheduler) *leader {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	return &leader{
-		s:      s,
-		ctx:    ctx,
-		cancel: cancel,
-		done:   make(chan struct{}),
-		known:  make(map[uint64]struct{}),
-		cool:   make(map[string]time.Time),
-		fresh:  make(map[string]freshPlan),
-		comp:   newCompleter(),
+		s:         s,
+		ctx:       ctx,
+		cancel:    cancel,
+		done:      make(chan struct{}),
+		known:     make(map[uint64]struct{}),
+		resolving: make(map[uint64]struct{}),
+		cool:      make(map[string]time.Time),
+		fresh:     make(map[string]freshPlan),
+		comp:      newCompleter(),
 	}
 }
 

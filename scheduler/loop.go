@@ -114,6 +114,7 @@ func (l *leader) planOne(name string, now time.Time, pl *planned) int {
 		term:   l.term,
 		self:   l.s.self,
 		known:  l.isKnown,
+		lost:   l.isResolving,
 	})
 	if p.busy() {
 		g := pl.group(name, job)
@@ -201,6 +202,10 @@ func (l *leader) accept(now time.Time, c *fireBatch, res *pb.CommandResult) {
 		if req := c.reqs[i]; req != nil {
 			req.reply(r, nil)
 		}
+		// A lost attempt is resolved either way: re-dispatched, given up,
+		// or already finished by its outcome.
+		delete(l.known, f.GetLostToken())
+		delete(l.resolving, f.GetLostToken())
 		if r.GetAccepted() {
 			if !failpoint.On(failpoint.DispatchBeforeCommit) {
 				l.dispatchAccepted(f, r)
@@ -279,9 +284,13 @@ func (l *leader) dispatch(spec *pb.JobSpec, runID string, slot int64, token uint
 		ScheduledAt: time.Unix(slot, 0).UTC(),
 		HTTP:        spec.GetHttp(),
 		Exec:        spec.GetExec(),
+		Worker:      spec.GetWorker(),
 	}
 	if d := spec.GetDeadline(); d != nil {
 		a.Deadline = d.AsDuration()
+	}
+	if a.Worker != nil {
+		a.WaitUntil = workerWait(spec, kind, a.ScheduledAt, l.s.clock.Now())
 	}
 	ctx, cancel := context.WithCancelCause(l.ctx)
 	l.known[token] = struct{}{}
@@ -323,7 +332,8 @@ func (l *leader) refused(now time.Time, f *pb.Fire, r *pb.FireResult) {
 			"scheduled_at", time.Unix(run.GetSlotUnix(), 0).UTC().Format(time.RFC3339),
 			"kind", kindLabel(f.GetKind()), "outcome", "unknown", "detail", run.GetReason())
 	}
-	if f.GetKind() != pb.FireKind_FIRE_KIND_MANUAL && noEffect[r.GetReason()] && run == nil {
+	// A lost attempt whose outcome came first says nothing about the job.
+	if f.GetKind() != pb.FireKind_FIRE_KIND_MANUAL && f.GetLostToken() == 0 && noEffect[r.GetReason()] && run == nil {
 		l.cool[f.GetJob()] = now.Add(refusedCooldown)
 	}
 	l.s.log.Debug("scheduler: fire not accepted", "job", f.GetJob(), "slot", f.GetSlotUnix(),
@@ -335,4 +345,20 @@ func tokenOf(r *pb.Run) uint64 {
 		return a.GetToken()
 	}
 	return 0
+}
+
+// workerWait is how long a worker attempt may wait for a worker of its
+// pool before it fails with no_worker: a scheduled slot as long as its
+// catch-up window lasts (it would not be fired later either), any other
+// attempt up to the job's deadline, or the window when there is none.
+func workerWait(spec *pb.JobSpec, kind pb.FireKind, slot, now time.Time) time.Time {
+	window := max(spec.GetCatchup().GetWindow().AsDuration(), OnTime)
+	switch {
+	case kind == pb.FireKind_FIRE_KIND_SCHEDULED || kind == pb.FireKind_FIRE_KIND_CATCHUP:
+		return slot.Add(window)
+	case spec.GetDeadline() != nil:
+		return now.Add(spec.GetDeadline().AsDuration())
+	default:
+		return now.Add(window)
+	}
 }

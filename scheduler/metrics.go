@@ -27,7 +27,7 @@ func newMetrics(inFlight func() float64) *metrics {
 		}),
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "raftcron_runs_total",
-			Help: "Run attempts dispatched by this node, by outcome (succeeded, failed, fenced, deadline_exceeded, cancelled; unknown for at_most_once orphans).",
+			Help: "Run attempts dispatched by this node, by outcome (succeeded, failed, fenced, deadline_exceeded, cancelled; unknown for at_most_once orphans; lost when a remote worker was).",
 		}, []string{"outcome"}),
 		missed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "raftcron_runs_missed_total",
@@ -43,6 +43,10 @@ func newMetrics(inFlight func() float64) *metrics {
 func (m *metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.lateness, m.runs, m.missed, m.inFlight}
 }
+
+// outcomeLost labels an attempt whose remote worker was lost: it has no
+// outcome of its own.
+const outcomeLost = "lost"
 
 // outcomeLabel is a run state as a metric label: "RUN_STATE_DEADLINE_EXCEEDED"
 // becomes "deadline_exceeded".

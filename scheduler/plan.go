@@ -56,6 +56,9 @@ type planInput struct {
 	// known reports whether this leader has an attempt in hand (handed to
 	// its dispatcher, outcome not yet committed).
 	known func(token uint64) bool
+	// lost reports whether an attempt of this term was lost with its
+	// remote worker and its re-dispatch is not decided yet.
+	lost func(token uint64) bool
 }
 
 // plan is what to do about one job now.
@@ -83,9 +86,10 @@ func (p *plan) busy() bool { return len(p.fires) > 0 || len(p.misses) > 0 || len
 //
 //  1. Open runs: an orphan (DISPATCHED, attempt of an earlier term) is
 //     re-dispatched; a RETRYING run whose backoff has passed is retried.
-//     While an orphan or a re-dispatched attempt is unresolved, the job's
-//     new slots wait (G4: the orphan goes first, and its outcome is known
-//     before any newer slot of the job fires).
+//     While an orphan, an attempt lost with its worker or a re-dispatched
+//     attempt is unresolved, the job's new slots wait (G4: the orphan goes
+//     first, and its outcome is known before any newer slot of the job
+//     fires).
 //  2. A buffered slot (overlap buffer_one) fires once no run is open; while
 //     one is, on-time slots still go to the FSM, which skips them.
 //  3. Due slots after the cursor, within start_at/end_at, go through the
@@ -121,6 +125,8 @@ func (p *plan) planRuns(in planInput) (hold bool) {
 			case cur.GetTerm() < in.term:
 				p.fires = append(p.fires, runFire(r, pb.FireKind_FIRE_KIND_REDISPATCH))
 				hold = true
+			case cur.GetTerm() == in.term && in.lost != nil && in.lost(cur.GetToken()):
+				hold = true // its re-dispatch is on its way (lost.go): it goes first
 			case cur.GetTerm() == in.term && cur.GetNodeId() == in.self &&
 				(in.known == nil || !in.known(cur.GetToken())):
 				p.adopt = append(p.adopt, r)

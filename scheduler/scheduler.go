@@ -5,6 +5,7 @@
 package scheduler
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -35,6 +36,9 @@ type State interface {
 	OpenRuns() []*pb.Run
 	// StoredJobs walks every job in name order.
 	StoredJobs(fn func(sj fsm.StoredJob) bool)
+	// ClusterVersion is the active cluster version: a lost attempt is
+	// re-dispatched by its token only from fsm.WorkersVersion on.
+	ClusterVersion() uint32
 }
 
 // DefaultWorkers is how many deliveries a node runs at once unless
@@ -54,6 +58,9 @@ type Config struct {
 	// Executor delivers attempts (dispatch.NewRouter over the http and
 	// exec executors). Required.
 	Executor dispatch.Executor
+	// Remote takes the attempts of jobs with a worker target (the node's
+	// worker service); nil fails them.
+	Remote Remote
 	// Workers bounds concurrent deliveries; 0 means DefaultWorkers.
 	Workers int
 	// Queue is how many attempts may wait for a worker inside the pool;
@@ -70,6 +77,15 @@ type Config struct {
 	// MaxOpenRuns caps the runs one overlap-allow job may have open; 0
 	// means DefaultMaxOpenRuns.
 	MaxOpenRuns int
+}
+
+// Remote hands attempts to remote workers. Submit never blocks; done is
+// called once with the attempt's outcome, from any goroutine. After an
+// outcome with Lost set, done may be called once more with the outcome the
+// lost worker reported late: it is committed for the FSM to judge (it is
+// superseded once the attempt was re-dispatched), and changes nothing else.
+type Remote interface {
+	Submit(ctx context.Context, a dispatch.Attempt, done func(dispatch.Attempt, dispatch.Outcome)) error
 }
 
 // ErrInvalidConfig: a required Config field is missing.
@@ -158,7 +174,7 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	s.metrics = newMetrics(func() float64 { return float64(s.InFlight()) })
 	s.pool = dispatch.NewPool(workers, queue, cfg.Executor, s.clock.Now)
-	s.disp = newDispatcher(s.pool, s.clock, s.log, s.metrics)
+	s.disp = newDispatcher(s.pool, cfg.Remote, s.clock, s.log, s.metrics)
 	return s, nil
 }
 

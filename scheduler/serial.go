@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/raftcron/raftcron/scheduler/dispatch"
@@ -20,9 +21,13 @@ var (
 	errJobDeleted     = errors.New("job deleted")
 	errCancelOther    = errors.New("a newer run of the job started (overlap cancel_other)")
 	errShutdown       = errors.New("node shutting down")
+	// errNoWorkerService fails a worker attempt on a node built without
+	// one (tests, tools); raftcron serve always has it.
+	errNoWorkerService = errors.New("worker target: this node has no worker service")
 )
 
-// submitter is the part of dispatch.Pool the dispatcher uses.
+// submitter is the part of dispatch.Pool the dispatcher uses; a Remote is
+// one too.
 type submitter interface {
 	Submit(ctx context.Context, a dispatch.Attempt, done func(dispatch.Attempt, dispatch.Outcome)) error
 }
@@ -41,6 +46,9 @@ type task struct {
 	// submitted: handed to the pool (otherwise waiting in a lane or in
 	// the overflow queue).
 	submitted bool
+	// lost: its remote worker was lost; an outcome reported after that is
+	// late (see Remote).
+	lost atomic.Bool
 }
 
 // lane orders the attempts of one serial job: one running, the rest
@@ -55,7 +63,9 @@ type lane struct {
 // still stopping keeps its job's lane busy, so a new attempt of that job
 // never runs beside it.
 type dispatcher struct {
-	pool    submitter
+	pool submitter
+	// remote takes worker attempts; nil when the node has no worker service.
+	remote  submitter
 	clock   Clock
 	log     *slog.Logger
 	metrics *metrics
@@ -75,9 +85,10 @@ type dispatcher struct {
 	count    int
 }
 
-func newDispatcher(pool submitter, clock Clock, log *slog.Logger, m *metrics) *dispatcher {
+func newDispatcher(pool submitter, remote Remote, clock Clock, log *slog.Logger, m *metrics) *dispatcher {
 	return &dispatcher{
 		pool:    pool,
+		remote:  remote,
 		clock:   clock,
 		log:     log,
 		metrics: m,
@@ -126,9 +137,19 @@ func (d *dispatcher) submitLocked(t *task) {
 	}
 }
 
-// trySubmitLocked reports false when the pool's queue is full.
+// trySubmitLocked reports false when the pool's queue is full. Worker
+// attempts go to the remote dispatcher, whose queue has no bound.
 func (d *dispatcher) trySubmitLocked(t *task) bool {
-	err := d.pool.Submit(t.ctx, t.a, func(_ dispatch.Attempt, o dispatch.Outcome) { d.finished(t, o) })
+	to := d.pool
+	if t.a.Worker != nil {
+		to = d.remote
+	}
+	var err error
+	if to == nil {
+		err = errNoWorkerService
+	} else {
+		err = to.Submit(t.ctx, t.a, func(_ dispatch.Attempt, o dispatch.Outcome) { d.finished(t, o) })
+	}
 	switch {
 	case err == nil:
 		t.submitted = true
@@ -138,6 +159,15 @@ func (d *dispatcher) trySubmitLocked(t *task) bool {
 		return true
 	case errors.Is(err, dispatch.ErrQueueFull):
 		return false
+	case errors.Is(err, errNoWorkerService):
+		t.submitted = true
+		go d.finished(t, dispatch.Outcome{
+			State:      pb.RunState_RUN_STATE_FAILED,
+			Detail:     err.Error(),
+			StartedAt:  d.clock.Now(),
+			FinishedAt: d.clock.Now(),
+		})
+		return true
 	default:
 		// The pool is closed: the node is stopping. The attempt never
 		// started; the next leader re-dispatches it.
@@ -152,8 +182,24 @@ func (d *dispatcher) trySubmitLocked(t *task) bool {
 	}
 }
 
-// finished runs once per submitted task, on a pool worker.
+// finished runs once per submitted task, on a pool worker, and once more
+// for a lost remote attempt whose worker reports late.
 func (d *dispatcher) finished(t *task, o dispatch.Outcome) {
+	if t.lost.Load() {
+		d.log.Info("late outcome of a lost attempt", "job", t.a.Job, "run_id", t.a.RunID,
+			"token", t.a.Token, "outcome", outcomeLabel(o.State), "detail", o.Detail)
+		t.owner.completed(t, o) // the FSM decides; superseded once re-dispatched
+		return
+	}
+	if o.Lost {
+		t.lost.Store(true)
+		d.metrics.runs.WithLabelValues(outcomeLost).Inc()
+		d.log.Warn("run attempt lost with its worker", "job", t.a.Job, "run_id", t.a.RunID,
+			"token", t.a.Token, "attempt", t.a.Number, "detail", o.Detail)
+		t.owner.lost(t)
+		d.release(t)
+		return
+	}
 	if o.State == pb.RunState_RUN_STATE_UNSPECIFIED {
 		o.State = pb.RunState_RUN_STATE_FAILED
 		if o.Detail == "" {
@@ -173,7 +219,11 @@ func (d *dispatcher) finished(t *task, o dispatch.Outcome) {
 	// The outcome is queued before the task stops counting as in flight,
 	// so that "nothing in flight" means every outcome is in the completer.
 	t.owner.completed(t, o)
+	d.release(t)
+}
 
+// release forgets a finished task and lets the next ones go.
+func (d *dispatcher) release(t *task) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.forgetLocked(t)

@@ -31,6 +31,7 @@ func (l *leader) tick(now time.Time) (worked, ok bool) {
 	}
 
 	p := &pipeline{l: l, now: now}
+	p.propose(l.planLost(now)) // in entries of their own: see lost.go
 	pl, n := newPlanned(), 0
 	if len(l.extra) > 0 {
 		g := pl.group("", nil)
@@ -137,6 +138,10 @@ func (p *pipeline) finish() (worked, ok bool) {
 func (p *pipeline) settle(pc *pendingBatch, r batchResult) {
 	p.accepted++
 	l, c := p.l, pc.c
+	if r.err != nil && c.onlyLost() {
+		l.lostNotCommitted(p.now, c, r.err)
+		return
+	}
 	if r.err != nil {
 		p.failed = true
 		if l.ctx.Err() == nil {

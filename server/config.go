@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"strconv"
@@ -11,15 +12,17 @@ import (
 	"github.com/raftcron/raftcron/fsm"
 	"github.com/raftcron/raftcron/scheduler"
 	"github.com/raftcron/raftcron/scheduler/dispatch"
+	"github.com/raftcron/raftcron/scheduler/remote"
 )
 
-// FieldHTTPAddr, FieldHealthAddr and FieldTLS name these fields in a
-// *cluster.ConfigError; the other fields keep cluster's names
+// FieldHTTPAddr, FieldHealthAddr, FieldTLS and FieldWorkerLease name these
+// fields in a *cluster.ConfigError; the other fields keep cluster's names
 // (cluster.FieldID, ...).
 const (
-	FieldHTTPAddr   = "HTTPAddr"
-	FieldHealthAddr = "HealthAddr"
-	FieldTLS        = "TLS"
+	FieldHTTPAddr    = "HTTPAddr"
+	FieldHealthAddr  = "HealthAddr"
+	FieldTLS         = "TLS"
+	FieldWorkerLease = "WorkerLease"
 )
 
 // Config is one node's configuration. It names no flags: cmd/node fills it
@@ -76,6 +79,11 @@ type Config struct {
 	// Set it alike on every node.
 	AuditLimit int
 
+	// WorkerLease: a remote worker that sends nothing for this long, or
+	// whose stream breaks, loses its attempts (DESIGN §14); zero means
+	// remote.DefaultLease, otherwise at least remote.MinLease.
+	WorkerLease time.Duration
+
 	// Logger receives the node's logs; nil discards them.
 	Logger *slog.Logger
 	// Version is reported by /metrics (raftcron_build_info).
@@ -124,7 +132,7 @@ func (cfg Config) Validate() error {
 		healthErr = checkListenAddr(FieldHealthAddr, cfg.HealthAddr)
 	}
 	return errors.Join(cfg.cluster().Validate(), addrErr, checkListenAddr(FieldHTTPAddr, cfg.HTTPAddr), healthErr,
-		cfg.Limits.validate(), tlsErr, checkAuditLimit(cfg.AuditLimit))
+		cfg.Limits.validate(), tlsErr, checkAuditLimit(cfg.AuditLimit), checkWorkerLease(cfg.WorkerLease))
 }
 
 // withListenerAddr takes the address of a listener the caller bound.
@@ -156,6 +164,16 @@ func (cfg Config) cluster() cluster.Config {
 		RaiseClusterVersion: fsm.SetClusterVersion,
 		NoSync:              cfg.NoSync,
 	}
+}
+
+// checkWorkerLease: the worker hub's bounds (remote.New), reported with
+// the others.
+func checkWorkerLease(d time.Duration) error {
+	if d == 0 || d >= remote.MinLease {
+		return nil
+	}
+	return &cluster.ConfigError{Field: FieldWorkerLease, Err: cluster.ErrInvalidConfig,
+		Rule: fmt.Sprintf("must be at least %s, got %s", remote.MinLease, d)}
 }
 
 // checkListenAddr: the ops and probe ports are only listened on, so any

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 
 	"github.com/raftcron/raftcron/fence"
+	"github.com/raftcron/raftcron/internal/proc"
 	"github.com/raftcron/raftcron/policy"
 	"github.com/raftcron/raftcron/scheduler/dispatch"
 )
@@ -15,7 +16,7 @@ import (
 // unsigned dispatches.
 type Policy struct {
 	Exec      *policy.Exec   // nil or empty: no exec jobs
-	ExecUser  *dispatch.User // nil: children run as the node's user
+	ExecUser  *proc.User     // nil: children run as the node's user
 	HTTPDeny  *policy.Egress // nil: policy.DefaultHTTPDeny; empty: webhooks may dial anything
 	FenceKeys *fence.Keys    // nil: dispatches are not signed
 }
@@ -36,12 +37,18 @@ func (p Policy) withDefaults() (Policy, error) {
 	return p, nil
 }
 
+// signer signs the node's dispatches, its own and its workers' offers; nil
+// when they are not signed.
+func (p Policy) signer() dispatch.Signer {
+	if p.FenceKeys == nil { // a nil *fence.Keys in the interface would not be nil
+		return nil
+	}
+	return p.FenceKeys
+}
+
 // executor delivers the attempts of this node's scheduler under its policy.
 func (p Policy) executor() dispatch.Executor {
-	var signer dispatch.Signer
-	if p.FenceKeys != nil { // a nil *fence.Keys in the interface would not be nil
-		signer = p.FenceKeys
-	}
+	signer := p.signer()
 	return dispatch.NewRouter(
 		dispatch.NewHTTPExecutorWith(dispatch.HTTPConfig{Egress: p.HTTPDeny, Signer: signer}),
 		dispatch.NewExecExecutor(dispatch.ExecConfig{Allow: p.Exec, User: p.ExecUser, Signer: signer}),

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 	"github.com/raftcron/raftcron/fsm"
 	"github.com/raftcron/raftcron/ops"
 	"github.com/raftcron/raftcron/scheduler"
+	"github.com/raftcron/raftcron/scheduler/remote"
 )
 
 // Bounds of the graceful stop; a stuck step must not keep the process alive.
@@ -52,8 +54,10 @@ type Server struct {
 	state    *fsm.FSM
 	node     *cluster.Node
 	sched    *scheduler.Scheduler
-	grpc     *grpc.Server
-	ops      *ops.Server
+	// workers holds the remote workers' streams while this node leads.
+	workers *remote.Hub
+	grpc    *grpc.Server
+	ops     *ops.Server
 	// health is the gRPC health service; draining turns it NOT_SERVING.
 	health *health.Server
 	// hub feeds WatchRuns; closing it ends the watches before draining.
@@ -169,10 +173,18 @@ func (s *Server) wire() error {
 	if s.cfg.WrapExecutor != nil {
 		exec = s.cfg.WrapExecutor(exec)
 	}
+	workers, err := remote.New(remote.Config{
+		Lease: s.cfg.WorkerLease, Leading: node.IsLeader, Signer: pol.signer(), Logger: s.log,
+	})
+	if err != nil {
+		s.shutdownNode(node, context.Background())
+		return err
+	}
 	sched, err := scheduler.New(scheduler.Config{
 		State:    s.state,
 		Proposer: scheduler.NewNodeProposer(node),
 		Executor: exec,
+		Remote:   workers,
 		Clock:    s.cfg.Clock,
 		Logger:   s.log,
 		NodeID:   s.cfg.ID,
@@ -180,16 +192,18 @@ func (s *Server) wire() error {
 		MaxOpenRuns: s.cfg.Limits.MaxOpenRuns,
 	})
 	if err != nil {
+		workers.Close()
 		s.shutdownNode(node, context.Background())
 		return err
 	}
-	opsServer, err := ops.New(node, s.state, s.cfg.Version, append(sched.Collectors(), node.Collectors()...)...)
+	opsServer, err := ops.New(node, s.state, s.cfg.Version, slices.Concat(sched.Collectors(), node.Collectors(), workers.Collectors())...)
 	if err != nil {
 		sched.Stop()
+		workers.Close()
 		s.shutdownNode(node, context.Background())
 		return fmt.Errorf("ops port: %w", err)
 	}
-	s.node, s.sched, s.ops = node, sched, opsServer
+	s.node, s.sched, s.workers, s.ops = node, sched, workers, opsServer
 	s.hub = api.NewRunHubWith(s.cfg.Limits.MaxWatchers)
 	s.state.SetObserver(observers{sched, s.hub})
 	auth := api.NewAuthorizer(api.AuthConfig{Enabled: s.cfg.ACL, Tokens: s.state, Barrier: node})
@@ -221,6 +235,7 @@ func (s *Server) registerServices() *health.Server {
 		Store: s.node, Registry: s.state, Now: s.cfg.Now,
 		Triggerer: s.sched, Leadership: s.node,
 		Exec: s.cfg.Policy.Exec, Limits: s.cfg.Limits.jobs(), Audit: audit,
+		ClusterVersion: s.state.ClusterVersion,
 	})
 	runs := api.NewRunServiceWith(api.RunServiceConfig{
 		Barrier: s.node, Ledger: s.state, Hub: s.hub, Store: s.node, Audit: audit,
@@ -236,7 +251,8 @@ func (s *Server) registerServices() *health.Server {
 			Node: s.node, Counter: s.state, ScratchDir: s.cfg.DataDir,
 		})),
 		api.WithACLService(acl),
-		api.WithAuditService(api.NewAuditService(s.node, s.state)))
+		api.WithAuditService(api.NewAuditService(s.node, s.state)),
+		api.WithWorkerService(api.NewWorkerService(s.workers, s.node)))
 	cluster.RegisterInternal(s.grpc, s.node)
 	return h
 }
@@ -339,7 +355,8 @@ func (s *Server) Stop(ctx context.Context) error {
 		return nil
 	}
 	s.handOver(ctx)
-	s.sched.Stop() // cancels in-flight dispatches; fencing covers the rest
+	s.sched.Stop()    // cancels in-flight dispatches; fencing covers the rest
+	s.workers.Close() // ends the workers' streams, which would hold up the drain
 	s.hub.Close()
 	drainGRPC(s.grpc, drainTimeout, ctx.Done())
 	_ = s.gw.Close()
@@ -364,6 +381,7 @@ func (s *Server) giveUp() {
 	stopped := make(chan struct{})
 	go func() {
 		s.sched.Stop() // cancels in-flight dispatches
+		s.workers.Close()
 		close(stopped)
 	}()
 	t := time.NewTimer(giveUpTimeout)
@@ -395,6 +413,7 @@ func (s *Server) handOver(ctx context.Context) {
 // release frees what New took when nothing was started (or Start failed).
 func (s *Server) release(ctx context.Context) {
 	s.sched.Stop()
+	s.workers.Close()
 	s.hub.Close()
 	s.grpc.Stop()
 	_ = s.gw.Close()

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 )
 
 const hrJob = `name: payroll
@@ -96,6 +97,22 @@ func TestCLIACL(t *testing.T) {
 	}
 	expectFailure(t, runCLIEnv(t, env, "", "job", "list", "--addr", node.Addr), "unknown ACL token")
 	expectFailure(t, cli("acl", "token", "delete", boot.AccessorID, mgmt), "last management token")
+
+	// A worker takes attempts with a token of role worker.
+	var wt tokenView
+	r = expectOK(t, cli("acl", "token", "create", "--name", "w1", "--role", "worker", "-o", "json", mgmt))
+	if err := json.Unmarshal([]byte(r.Stdout), &wt); err != nil || wt.Secret == "" {
+		t.Fatalf("worker token create -o json: %v\n%s", err, r.Stdout)
+	}
+	startWorker(t, "--id", "w1", "--pool", "batch", "--tags", "region=eu", "--exec-allow", "/bin/sh",
+		"--addr", node.Addr, "--token", wt.Secret)
+	expectOK(t, cli("job", "apply", "-f", writeFile(t, "report.yaml", workerJob), mgmt))
+	expectOK(t, cli("job", "trigger", "report", mgmt))
+	waitFor(t, 30*time.Second, "the run to succeed on the worker", func() bool {
+		var runs []runView
+		r := cli("run", "list", "--job", "report", "-o", "json", mgmt)
+		return r.Code == 0 && json.Unmarshal([]byte(r.Stdout), &runs) == nil && len(runs) > 0 && runs[0].State == "succeeded"
+	})
 }
 
 // tableValue is the value after key in the key/value table of a created

@@ -86,16 +86,24 @@ func (o *clientOptions) dial() (*grpc.ClientConn, error) {
 		return nil, err
 	}
 	o.dialer = &dialer{}
-	conn, err := grpc.NewClient("passthrough:///"+o.addr, append(o.auth.tokenOptions(),
+	opts := append(o.auth.tokenOptions(),
 		grpc.WithContextDialer(o.dialer.dial),
-		grpc.WithTransportCredentials(o.dialer.watch(creds)),
-		grpc.WithUnaryInterceptor(retryNotLeader),
-		grpc.WithStaticStreamWindowSize(clientWindow),
-		grpc.WithStaticConnWindowSize(clientWindow))...)
+		grpc.WithTransportCredentials(o.dialer.watch(creds)))
+	conn, err := grpc.NewClient("passthrough:///"+o.addr, append(opts, callOptions()...)...)
 	if err != nil {
 		return nil, fmt.Errorf("--addr %q: %w", o.addr, err)
 	}
 	return conn, nil
+}
+
+// callOptions are how every client command, and the worker, calls a node,
+// whatever the transport: the worker's SDK sets its own.
+func callOptions() []grpc.DialOption {
+	return []grpc.DialOption{
+		grpc.WithUnaryInterceptor(retryNotLeader),
+		grpc.WithStaticStreamWindowSize(clientWindow),
+		grpc.WithStaticConnWindowSize(clientWindow),
+	}
 }
 
 // callContext bounds one call by --timeout.

@@ -44,11 +44,23 @@ func (a *clientAuth) check(addr string) error {
 		return fmt.Errorf("--%s and --%s go together", flagClientCert, flagClientKey)
 	case a.clientCert != "" && a.caCert == "":
 		return fmt.Errorf("--%s needs --%s: TLS is used only when --%s is set", flagClientCert, flagCACert, flagCACert)
-	case a.token != "" && a.caCert == "" && !isLoopback(addr):
+	case a.token != "" && a.caCert == "" && !allLoopback(addr):
 		return fmt.Errorf("--%s without --%s would send the secret in plaintext to %s: set --%s (loopback addresses are exempt)",
 			flagToken, flagCACert, addr, flagCACert)
 	}
 	return nil
+}
+
+// allLoopback reports whether every address of a list (a worker's --addr
+// names several) is a loopback one.
+func allLoopback(addrs string) bool {
+	list := splitList(addrs)
+	for _, a := range list {
+		if !isLoopback(a) {
+			return false
+		}
+	}
+	return len(list) > 0
 }
 
 // transportCredentials are TLS when --ca-cert is set, else plaintext.

@@ -20,6 +20,7 @@ import (
 	"github.com/raftcron/raftcron/api"
 	"github.com/raftcron/raftcron/cluster"
 	"github.com/raftcron/raftcron/fsm"
+	"github.com/raftcron/raftcron/scheduler/remote"
 	"github.com/raftcron/raftcron/server"
 )
 
@@ -46,6 +47,7 @@ const (
 	flagDiskStall     = "disk-stall-timeout"
 	flagACL           = "acl"
 	flagAuditLimit    = "audit-limit"
+	flagWorkerLease   = "worker-lease"
 )
 
 // serveConfig is the validated configuration of one node: the node's own
@@ -84,6 +86,7 @@ var flagOfField = map[string]string{
 	server.FieldMaxWatchers:          flagMaxWatchers,
 	server.FieldMaxConcurrentStreams: flagMaxConcurrentStreams,
 	server.FieldAuditLimit:           flagAuditLimit,
+	server.FieldWorkerLease:          flagWorkerLease,
 }
 
 // flagErrors turns each *cluster.ConfigError in err (joined ones
@@ -137,6 +140,8 @@ func addServeFlags(fs *pflag.FlagSet) {
 	fs.String(flagLogFormat, "text", "text or json")
 	fs.Duration(flagDiskStall, cluster.DefaultDiskStallTimeout, "a node whose Raft disk write has not returned for this long "+
 		"reports not ready, and exits non-zero if it leads (at least 100ms; 0: the default)")
+	fs.Duration(flagWorkerLease, remote.DefaultLease, "a remote worker that sends nothing for this long (or whose stream breaks) loses its attempts: "+
+		"re-dispatched (at_least_once) or recorded unknown (at_most_once)")
 	fs.String(flagMemoryLimit, memoryLimitAuto, "Go soft memory limit: a size (1800MiB, 2GiB), off, or auto: "+
 		"GOMEMLIMIT if set, else 90% of the cgroup's memory limit or of the machine's memory")
 	addPolicyFlags(fs)
@@ -238,6 +243,8 @@ func parseServeConfig(k *koanf.Koanf) (serveConfig, error) {
 	cfg.ACL, err = boolValue(k, flagACL)
 	check(err)
 	cfg.AuditLimit, err = positiveInt(k, flagAuditLimit)
+	check(err)
+	cfg.WorkerLease, err = durationValue(k, flagWorkerLease)
 	check(err)
 	// A value that did not parse is left zero, which breaks no rule of its
 	// own: the rest are still checked.

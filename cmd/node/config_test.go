@@ -81,7 +81,7 @@ func TestServeConfigDefaultsWhenNothingSet(t *testing.T) {
 	}
 	if cfg.Addr != "127.0.0.1:7001" || cfg.HTTPAddr != "127.0.0.1:8001" || cfg.HeartbeatTimeout != 0 ||
 		cfg.ElectionTimeout != 0 || cfg.LeaderLeaseTimeout != 0 || cfg.LogFormat != "text" || cfg.LogLevel.String() != "INFO" ||
-		cfg.AuditLimit != 10_000 {
+		cfg.AuditLimit != 10_000 || cfg.WorkerLease != 10*time.Second {
 		t.Fatalf("defaults: %+v", cfg)
 	}
 }
@@ -155,6 +155,7 @@ func TestServeConfigRejectsBadValues(t *testing.T) {
 		{name: "log format", args: append(minimal, "--log-format", "xml"), want: "--log-format:"},
 		{name: "audit limit zero", args: append(minimal, "--audit-limit", "0"), want: "--audit-limit: \"0\" is not a whole number from 1 to"},
 		{name: "audit limit too high", env: map[string]string{"RAFTCRON_AUDIT_LIMIT": "100001"}, args: minimal, want: "--audit-limit: 100001 is more than the 100000 records the audit trail may keep"},
+		{name: "worker lease too short", args: append(minimal, "--worker-lease", "10ms"), want: "--worker-lease: must be at least 100ms"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

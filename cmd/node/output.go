@@ -140,6 +140,10 @@ func target(s *pb.JobSpec) string {
 		t = "http " + s.GetHttp().GetMethod() + " " + s.GetHttp().GetUrl()
 	case s.GetExec() != nil:
 		t = "exec " + strings.Join(quoteArgs(s.GetExec().GetCommand()), " ")
+	case s.GetWorker().GetHandler() != "":
+		t = "worker " + s.GetWorker().GetPool() + " handler " + s.GetWorker().GetHandler()
+	case s.GetWorker() != nil:
+		t = "worker " + s.GetWorker().GetPool() + " " + strings.Join(quoteArgs(s.GetWorker().GetCommand()), " ")
 	default:
 		t = "-"
 	}

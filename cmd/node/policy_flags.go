@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/raftcron/raftcron/fence"
+	"github.com/raftcron/raftcron/internal/proc"
 	"github.com/raftcron/raftcron/policy"
-	"github.com/raftcron/raftcron/scheduler/dispatch"
 	"github.com/raftcron/raftcron/server"
 )
 
@@ -59,11 +59,11 @@ func parsePolicyConfig(k *koanf.Koanf, euid int) (server.Policy, error) {
 	return p, nil
 }
 
-func lookupExecUser(name string, euid int) (*dispatch.User, error) {
+func lookupExecUser(name string, euid int) (*proc.User, error) {
 	if euid != 0 {
 		return nil, fmt.Errorf("--%s: the node runs as uid %d, not root, so it cannot run jobs as %s", flagExecUser, euid, name)
 	}
-	u, err := dispatch.LookupUser(name)
+	u, err := proc.LookupUser(name)
 	if err != nil {
 		return nil, fmt.Errorf("--%s: %w", flagExecUser, err)
 	}

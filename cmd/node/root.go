@@ -25,7 +25,7 @@ func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetVersionTemplate(versionLine() + "\n")
 	root.AddCommand(newServeCmd(), newJobCmd(), newRunCmd(), newFenceCmd(), newClusterCmd(), newACLCmd(), newVersionCmd())
 	root.AddCommand(newSnapshotCmd(), newRecoverCmd(), newAuditCmd())
-	root.AddCommand(newDevCmd(), newTLSCmd())
+	root.AddCommand(newDevCmd(), newTLSCmd(), newWorkerCmd())
 	// cobra's own completion command, made runnable so that an unknown
 	// shell is a usage error rather than a help page.
 	root.InitDefaultCompletionCmd()

@@ -231,4 +231,21 @@ func TestServeTLSWithACLs(t *testing.T) {
 	if r := expectOK(t, cli("job", "get", "tick", "--token", boot.Secret)); !strings.Contains(r.Stdout, "@hourly") {
 		t.Errorf("job get: %s", r)
 	}
+
+	// A worker trusts the CA and shows a worker token, across the hop
+	// from the follower to the leader.
+	var wt tokenView
+	r = expectOK(t, cli("acl", "token", "create", "--name", "w1", "--role", "worker", "-o", "json", "--token", boot.Secret))
+	if err := json.Unmarshal([]byte(r.Stdout), &wt); err != nil || wt.Secret == "" {
+		t.Fatalf("worker token: %v\n%s", err, r.Stdout)
+	}
+	startWorker(t, "--id", "w1", "--pool", "batch", "--tags", "region=eu", "--exec-allow", "/bin/sh",
+		"--addr", follower.Addr, "--ca-cert", files.path("ca.pem"), "--token", wt.Secret)
+	expectOK(t, cli("job", "apply", "-f", writeFile(t, "report.yaml", workerJob), "--token", boot.Secret))
+	expectOK(t, cli("job", "trigger", "report", "--token", boot.Secret))
+	waitFor(t, 30*time.Second, "the run to succeed on the worker", func() bool {
+		var runs []runView
+		r := cli("run", "list", "--job", "report", "-o", "json", "--token", boot.Secret)
+		return r.Code == 0 && json.Unmarshal([]byte(r.Stdout), &runs) == nil && len(runs) > 0 && runs[0].State == "succeeded"
+	})
 }

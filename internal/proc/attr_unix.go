@@ -4,8 +4,9 @@ package proc
 
 import "syscall"
 
-// childAttr: a process group of its own. There is no Pdeathsig here: a
-// killed launcher leaves its children running.
-func childAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true}
+// childAttr puts a child in a process group of its own, as whoever u
+// names. There is no Pdeathsig here: a killed parent leaves its children
+// running.
+func childAttr(u *User) *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Credential: u.credential()}
 }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/raftcron/raftcron/internal/proc"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -17,7 +18,12 @@ type Attempt struct {
 	ScheduledAt time.Time // the slot's nominal time
 	HTTP        *pb.HttpTarget
 	Exec        *pb.ExecTarget
+	Worker      *pb.WorkerTarget
 	Deadline    time.Duration // job-level max run duration, counted from the start of delivery; 0 = none
+	// WaitUntil: a worker attempt that no worker of its pool has taken by
+	// then fails with no_worker (the job's deadline, or the catch-up window
+	// of a scheduled slot).
+	WaitUntil time.Time
 }
 
 // IdempotencyKey is "<job>/<scheduled-at>": it names the slot, not the
@@ -42,11 +48,15 @@ func (a Attempt) number() string { return strconv.FormatUint(uint64(a.Number), 1
 // Outcome is what became of one attempt.
 type Outcome struct {
 	State      pb.RunState // SUCCEEDED, FAILED, FENCED, DEADLINE_EXCEEDED or CANCELLED
-	Detail     string      // one line, valid UTF-8, at most maxDetail bytes
+	Detail     string      // one line, valid UTF-8, at most proc.MaxDetail bytes
 	Output     []byte      // at most the first MaxOutput bytes of response body (if kept) / combined stdout+stderr
 	Reason     string      // set when the node refused the attempt by its policy: ReasonExecDenied, ReasonEgressDenied
 	StartedAt  time.Time
 	FinishedAt time.Time
+	// Lost: the attempt's worker missed its lease or its stream broke, so
+	// nobody knows what became of it; State is not set. The scheduler
+	// re-dispatches it (at_least_once) or gives it up (at_most_once).
+	Lost bool
 }
 
 // Executor delivers one attempt and reports its outcome. Cancelling ctx
@@ -56,14 +66,15 @@ type Executor interface {
 	Execute(ctx context.Context, a Attempt) Outcome
 }
 
-// MaxOutput is how much output an attempt keeps: the run record travels
-// through the Raft log, so it must stay small whatever the target prints.
-const MaxOutput = 4 << 10
+// MaxOutput is how much output an attempt keeps (proc.MaxOutput): the run
+// record travels through the Raft log, so it must stay small whatever the
+// target prints.
+const MaxOutput = proc.MaxOutput
 
 // finish stamps the end of an attempt.
 func finish(o Outcome, state pb.RunState, detail string) Outcome {
 	o.State = state
-	o.Detail = oneLine(detail)
+	o.Detail = proc.OneLine(detail)
 	if o.FinishedAt.IsZero() {
 		o.FinishedAt = time.Now()
 	}

@@ -2,7 +2,6 @@ package dispatch
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -21,42 +20,6 @@ func TestIdempotencyKeyIsSlotInUTCSeconds(t *testing.T) {
 	b.Token, b.Number, b.RunID = 99, 3, "other"
 	if b.IdempotencyKey() != a.IdempotencyKey() {
 		t.Fatalf("key differs between attempts of one slot: %q vs %q", a.IdempotencyKey(), b.IdempotencyKey())
-	}
-}
-
-func TestLimitJobDeadlineWinsTie(t *testing.T) {
-	parent := context.Background()
-	ctx, cancel := withLimit(parent, time.Millisecond, time.Millisecond)
-	defer cancel()
-	<-ctx.Done()
-	state, detail, ok := interrupted(parent, ctx)
-	if !ok || state != pb.RunState_RUN_STATE_DEADLINE_EXCEEDED || detail != "deadline 1ms exceeded" {
-		t.Fatalf("got %v %v %q", ok, state, detail)
-	}
-}
-
-func TestLimitShorterTargetTimeoutFails(t *testing.T) {
-	parent := context.Background()
-	ctx, cancel := withLimit(parent, time.Hour, time.Millisecond)
-	defer cancel()
-	<-ctx.Done()
-	state, detail, ok := interrupted(parent, ctx)
-	if !ok || state != pb.RunState_RUN_STATE_FAILED || detail != "timeout after 1ms" {
-		t.Fatalf("got %v %v %q", ok, state, detail)
-	}
-}
-
-func TestOneLineDetail(t *testing.T) {
-	got := oneLine("line one\nline\ttwo \xff")
-	if got != "line one line two \uFFFD" {
-		t.Fatalf("oneLine = %q", got)
-	}
-	long := oneLine(strings.Repeat("é", 1000))
-	if len(long) > maxDetail || !strings.HasSuffix(long, "...") || !strings.HasPrefix(long, "é") {
-		t.Fatalf("long detail not bounded: %d bytes", len(long))
-	}
-	if strings.ContainsRune(long, '\uFFFD') {
-		t.Fatalf("truncation split a rune: %q", long[len(long)-10:])
 	}
 }
 
@@ -89,7 +52,8 @@ func TestRouterPicksByTarget(t *testing.T) {
 }
 
 // A target without a timeout of its own is still bounded: a webhook by
-// 30 s, a command by its job's deadline, or by an hour without one.
+// 30 s, a command or a worker target by its job's deadline, or by an hour
+// without one.
 func TestTargetsWithoutTimeoutGetDefaults(t *testing.T) {
 	for _, tc := range []struct {
 		name              string
@@ -102,8 +66,11 @@ func TestTargetsWithoutTimeoutGetDefaults(t *testing.T) {
 		{"command", Attempt{Exec: &pb.ExecTarget{}}, 0, time.Hour},
 		{"command with a deadline", Attempt{Exec: &pb.ExecTarget{}, Deadline: 3 * time.Hour}, 3 * time.Hour, 0},
 		{"command with its timeout", Attempt{Exec: &pb.ExecTarget{Timeout: durationpb.New(2 * time.Hour)}}, 0, 2 * time.Hour},
+		{"worker", Attempt{Worker: &pb.WorkerTarget{}}, 0, time.Hour},
+		{"worker with a deadline", Attempt{Worker: &pb.WorkerTarget{}, Deadline: 3 * time.Hour}, 3 * time.Hour, 0},
+		{"worker with its timeout", Attempt{Worker: &pb.WorkerTarget{Timeout: durationpb.New(time.Minute)}}, 0, time.Minute},
 	} {
-		if d, to := tc.a.limits(); d != tc.deadline || to != tc.timeout {
+		if d, to := tc.a.Limits(); d != tc.deadline || to != tc.timeout {
 			t.Errorf("%s: deadline %v timeout %v, want %v and %v", tc.name, d, to, tc.deadline, tc.timeout)
 		}
 	}

@@ -3,25 +3,14 @@ package dispatch
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
-	"os"
-	"os/exec"
-	"runtime"
 	"slices"
 	"time"
 
 	"github.com/raftcron/raftcron/fence"
+	"github.com/raftcron/raftcron/internal/proc"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
-
-// waitDelay bounds the wait for the output pipes after the child has exited or been
-// killed: a process that escaped the group (setsid) can hold them open forever.
-const waitDelay = 2 * time.Second
-
-// defaultDir is where a child starts unless its target names a dir: the node's own
-// working directory is no business of the job's.
-const defaultDir = "/"
 
 // ExecConfig is the node's policy for exec attempts. The zero value runs nothing.
 type ExecConfig struct {
@@ -29,7 +18,7 @@ type ExecConfig struct {
 	// allows none: exec is opt-in.
 	Allow CommandPolicy
 	// User, if set, is whom children run as (--exec-user; the node must be root).
-	User *User
+	User *proc.User
 	// Signer, if set, signs every attempt into RAFTCRON_SIGNATURE.
 	Signer Signer
 }
@@ -72,16 +61,18 @@ func (e *ExecExecutor) Execute(ctx context.Context, a Attempt) Outcome {
 	if err := e.allow(t.GetCommand()[0]); err != nil {
 		return refusedByPolicy(out, ReasonExecDenied, err.Error())
 	}
-	if err := checkDir(t.GetDir()); err != nil {
+	if err := proc.CheckDir(t.GetDir()); err != nil {
 		return finish(out, pb.RunState_RUN_STATE_FAILED, err.Error())
 	}
-	if state, detail, ok := interrupted(ctx, ctx); ok {
+	if state, detail, ok := proc.Interrupted(ctx, ctx); ok {
 		return finish(out, state, detail)
 	}
-	deadline, timeout := a.limits()
-	lctx, cancel := withLimit(ctx, deadline, timeout)
+	deadline, timeout := a.Limits()
+	lctx, cancel := proc.WithLimit(ctx, deadline, timeout)
 	defer cancel()
-	return e.run(ctx, lctx, a, out)
+	r := proc.Run(ctx, lctx, proc.Command{Argv: t.GetCommand(), Env: e.environ(a), Dir: t.GetDir(), User: e.cfg.User})
+	out.Output, out.FinishedAt = r.Output, r.FinishedAt
+	return finish(out, r.State, r.Detail)
 }
 
 func (e *ExecExecutor) allow(command string) error {
@@ -89,90 +80,6 @@ func (e *ExecExecutor) allow(command string) error {
 		return errors.New("exec denied: this node allows no exec jobs")
 	}
 	return e.cfg.Allow.Allow(command)
-}
-
-// checkDir catches a bad working directory up front: a failed chdir in the
-// child is reported as "fork/exec <command>: no such file or directory",
-// which blames the command.
-func checkDir(dir string) error {
-	if dir == "" {
-		return nil
-	}
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return fmt.Errorf("dir: %w", err)
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("dir %s: not a directory", dir)
-	}
-	return nil
-}
-
-// run starts the child and waits for it on one goroutine locked to its OS
-// thread for the child's whole life: Pdeathsig is tied to the thread that
-// forked the child (see setProcAttr). The lock is released only after the
-// child has been reaped.
-func (e *ExecExecutor) run(parent, ctx context.Context, a Attempt, out Outcome) Outcome {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-
-	t := a.Exec
-	cmd := exec.CommandContext(ctx, t.Command[0], t.Command[1:]...)
-	cmd.Env = e.environ(a)
-	cmd.Dir = t.GetDir()
-	if cmd.Dir == "" {
-		cmd.Dir = defaultDir
-	}
-	var output headBuffer
-	cmd.Stdout = &output
-	cmd.Stderr = &output
-	setProcAttr(cmd, e.cfg.User)
-	cmd.Cancel = func() error { return killGroup(cmd) }
-	cmd.WaitDelay = waitDelay
-
-	if err := cmd.Start(); err != nil {
-		if state, detail, ok := interrupted(parent, ctx); ok {
-			return finish(out, state, detail)
-		}
-		return finish(out, pb.RunState_RUN_STATE_FAILED, err.Error())
-	}
-	// Whether the context was done when the child ended decides whether the
-	// context may be blamed for how it ended; a cancel arriving after the
-	// exit must not relabel a finished run.
-	exited := endGroup(cmd)
-	interruptedAtExit := ctx.Err() != nil
-	err := cmd.Wait()
-	out.FinishedAt = time.Now()
-	out.Output = output.Bytes()
-	if !exited {
-		interruptedAtExit = ctx.Err() != nil
-	}
-	state, detail := classifyExit(parent, ctx, interruptedAtExit, cmd.ProcessState, err)
-	return finish(out, state, detail)
-}
-
-// classifyExit decides an attempt's state from how its process ended. A
-// clean exit 0 is a success even if a limit ran out meanwhile (it had
-// finished); any other ending while the context was done is blamed on the
-// context, because the kill (or its effect on the child's children) may be
-// what made it fail.
-func classifyExit(parent, ctx context.Context, interruptedAtExit bool, ps *os.ProcessState, err error) (pb.RunState, string) {
-	if ps != nil && ps.Exited() && ps.ExitCode() == 0 {
-		detail := "exit status 0"
-		if errors.Is(err, exec.ErrWaitDelay) {
-			detail += "; output left open by an escaped process, closed after " + waitDelay.String()
-		}
-		return pb.RunState_RUN_STATE_SUCCEEDED, detail
-	}
-	if interruptedAtExit {
-		if state, detail, ok := interrupted(parent, ctx); ok {
-			return state, detail
-		}
-	}
-	if ps != nil {
-		return pb.RunState_RUN_STATE_FAILED, ps.String()
-	}
-	return pb.RunState_RUN_STATE_FAILED, "exec: wait: " + err.Error()
 }
 
 // environ builds the child's environment. Later entries win on duplicate
@@ -193,7 +100,7 @@ func (e *ExecExecutor) environ(a Attempt) []string {
 		fence.EnvIdempotencyKey+"="+a.IdempotencyKey(),
 	)
 	if e.cfg.Signer != nil {
-		env = append(env, fence.EnvSignature+"="+e.cfg.Signer.Sign(a.fenceRun()))
+		env = append(env, fence.EnvSignature+"="+e.cfg.Signer.Sign(a.FenceRun()))
 	}
 	return env
 }

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/raftcron/raftcron/fence"
+	"github.com/raftcron/raftcron/internal/proc"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -182,7 +183,7 @@ func TestExecLeftoverProcessesKilledAfterExit(t *testing.T) {
 	t.Cleanup(func() { killIfSleeping(pid) })
 	// Without the group kill the background sleep would hold the output
 	// pipe open until waitDelay.
-	if elapsed >= waitDelay {
+	if elapsed >= proc.WaitDelay {
 		t.Fatalf("Execute took %s: waited on the leftover's pipe", elapsed)
 	}
 	eventually(t, 5*time.Second, "background process gone", func() bool { return processGone(pid) })

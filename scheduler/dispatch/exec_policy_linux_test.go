@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/raftcron/raftcron/fence"
+	"github.com/raftcron/raftcron/internal/proc"
 	"github.com/raftcron/raftcron/policy"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
@@ -48,7 +49,7 @@ func TestExecRunsAsExecUser(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("switching users needs root: run the tests as root to cover --exec-user")
 	}
-	u, err := LookupUser("nobody")
+	u, err := proc.LookupUser("nobody")
 	if err != nil {
 		t.Skipf("no user nobody here: %v", err)
 	}
@@ -64,20 +65,6 @@ func TestExecRunsAsExecUser(t *testing.T) {
 		if g == "0" {
 			t.Fatalf("child kept the node's group root: groups %v", ids[2:])
 		}
-	}
-}
-
-func TestLookupUserByNameAndID(t *testing.T) {
-	byName, err := LookupUser("root")
-	if err != nil {
-		t.Skipf("no user root here: %v", err)
-	}
-	byID, err := LookupUser("0")
-	if err != nil || byName.UID != 0 || byID.Name != "root" || byName.GID != byID.GID {
-		t.Fatalf("root by name %+v, by id %+v (%v)", byName, byID, err)
-	}
-	if _, err := LookupUser("raftcron-no-such-user"); err == nil {
-		t.Fatal("an unknown user was found")
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/raftcron/raftcron/fence"
 	"github.com/raftcron/raftcron/internal/failpoint"
+	"github.com/raftcron/raftcron/internal/proc"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -93,11 +94,11 @@ func (h *HTTPExecutor) Execute(ctx context.Context, a Attempt) Outcome {
 	if t == nil {
 		return finish(out, pb.RunState_RUN_STATE_FAILED, "no http target")
 	}
-	if state, detail, ok := interrupted(ctx, ctx); ok {
+	if state, detail, ok := proc.Interrupted(ctx, ctx); ok {
 		return finish(out, state, detail)
 	}
-	deadline, timeout := a.limits()
-	lctx, cancel := withLimit(ctx, deadline, timeout)
+	deadline, timeout := a.Limits()
+	lctx, cancel := proc.WithLimit(ctx, deadline, timeout)
 	defer cancel()
 
 	req, err := h.newRequest(lctx, a)
@@ -111,7 +112,7 @@ func (h *HTTPExecutor) Execute(ctx context.Context, a Attempt) Outcome {
 		if denied, ok := asEgressDenied(err); ok {
 			return refusedByPolicy(out, ReasonEgressDenied, denied.Error())
 		}
-		if state, detail, ok := interrupted(ctx, lctx); ok {
+		if state, detail, ok := proc.Interrupted(ctx, lctx); ok {
 			return finish(out, state, detail)
 		}
 		return finish(out, pb.RunState_RUN_STATE_FAILED, transportError(err))
@@ -119,7 +120,7 @@ func (h *HTTPExecutor) Execute(ctx context.Context, a Attempt) Outcome {
 	body, complete, err := readOutput(resp, t.GetKeepResponse())
 	if err != nil && lctx.Err() != nil {
 		resp.Body.Close()
-		state, detail, _ := interrupted(ctx, lctx)
+		state, detail, _ := proc.Interrupted(ctx, lctx)
 		return finish(out, state, detail)
 	}
 	if len(body) > 0 {
@@ -200,7 +201,7 @@ func (h *HTTPExecutor) newRequest(ctx context.Context, a Attempt) (*http.Request
 	hd[fence.HeaderAttempt] = vals[5:6:6]
 	hd[fence.HeaderIdempotencyKey] = vals[6:7:7]
 	if h.signer != nil {
-		vals[7] = h.signer.Sign(a.fenceRun())
+		vals[7] = h.signer.Sign(a.FenceRun())
 		hd[fence.HeaderSignature] = vals[7:8:8]
 	}
 	return req, nil

@@ -36,8 +36,9 @@ type Signer interface {
 	Sign(fence.Run) string
 }
 
-// fenceRun is the attempt as the downstream reads it, for signing.
-func (a Attempt) fenceRun() fence.Run {
+// FenceRun is the attempt as the downstream reads it, for signing (here,
+// and in the offers to remote workers).
+func (a Attempt) FenceRun() fence.Run {
 	return fence.Run{
 		Token:          a.Token,
 		Job:            a.Job,

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/raftcron/raftcron/internal/proc"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -123,7 +124,7 @@ func (p *Pool) deliver(t task) (out Outcome) {
 	if err := t.ctx.Err(); err != nil {
 		return Outcome{
 			State:      pb.RunState_RUN_STATE_CANCELLED,
-			Detail:     oneLine("cancelled: " + context.Cause(t.ctx).Error() + " (never started)"),
+			Detail:     proc.OneLine("cancelled: " + context.Cause(t.ctx).Error() + " (never started)"),
 			StartedAt:  start,
 			FinishedAt: start,
 		}
@@ -132,7 +133,7 @@ func (p *Pool) deliver(t task) (out Outcome) {
 		if r := recover(); r != nil {
 			out = Outcome{
 				State:      pb.RunState_RUN_STATE_FAILED,
-				Detail:     oneLine(fmt.Sprintf("internal error: executor panicked: %v", r)),
+				Detail:     proc.OneLine(fmt.Sprintf("internal error: executor panicked: %v", r)),
 				StartedAt:  start,
 				FinishedAt: p.now(),
 			}

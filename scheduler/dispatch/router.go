@@ -25,6 +25,9 @@ func (r *router) Execute(ctx context.Context, a Attempt) Outcome {
 	switch {
 	case a.HTTP != nil && a.Exec != nil:
 		return refuse("both http and exec target set")
+	case a.Worker != nil:
+		// The scheduler hands these to the worker service, never here.
+		return refuse("worker target: no executor runs it on the node")
 	case a.HTTP != nil:
 		ex, missing = r.http, "no http executor"
 	case a.Exec != nil:

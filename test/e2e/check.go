@@ -252,6 +252,9 @@ func (c *checker) expectations() {
 	if s.LeaderChanges < e.LeaderChanges {
 		c.inconclusive("%d leader change(s) observed, the scenario needs at least %d", s.LeaderChanges, e.LeaderChanges)
 	}
+	if s.Redispatched < e.Redispatches {
+		c.inconclusive("%d attempt(s) re-dispatched, the scenario needs at least %d", s.Redispatched, e.Redispatches)
+	}
 	if s.StaleAtArrival < e.StaleAttempts {
 		c.inconclusive("%d stale attempt(s) reached the sink, the scenario needs at least %d", s.StaleAtArrival, e.StaleAttempts)
 	}

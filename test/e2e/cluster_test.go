@@ -71,6 +71,7 @@ type cluster struct {
 	nodes []*node
 	ids   []string
 	polls *poller
+	args  []string // more serve flags
 
 	// mu guards events.
 	mu     sync.Mutex
@@ -83,13 +84,15 @@ type clusterOptions struct {
 	bin   string
 	// env returns extra environment for node i (failpoints), or nil.
 	env func(i int, dir string) []string
+	// args are more flags of every node's serve.
+	args []string
 }
 
 // newCluster starts opts.nodes nodes bootstrapped together and waits until
 // all are ready. Cleanup kills them and deletes the network.
 func newCluster(t testing.TB, dir string, nw network, opts clusterOptions) *cluster {
 	t.Helper()
-	c := &cluster{t: t, dir: dir, net: nw, bin: opts.bin}
+	c := &cluster{t: t, dir: dir, net: nw, bin: opts.bin, args: opts.args}
 	for i := range opts.nodes {
 		c.ids = append(c.ids, fmt.Sprintf("n%d", i+1))
 	}
@@ -126,7 +129,7 @@ func (c *cluster) start(n *node, membership ...string) {
 	if bin != releaseBinary.path {
 		args = append(args, "--insecure")
 	}
-	args = append(args, raftFlags...)
+	args = append(append(args, raftFlags...), c.args...)
 	header := fmt.Sprintf("---- %s start: %s\n", time.Now().UTC().Format(time.RFC3339Nano), strings.Join(args, " "))
 	if err := appendFile(n.logPath, header); err != nil {
 		c.t.Fatal(err)

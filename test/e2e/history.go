@@ -40,6 +40,9 @@ type JobInfo struct {
 	Period     int64  `json:"period_s"`
 	Generation uint64 `json:"generation"`
 	AtMostOnce bool   `json:"at_most_once,omitempty"`
+	// Worker: run by remote workers (a command that posts to the sink)
+	// rather than by the leader's webhook.
+	Worker bool `json:"worker,omitempty"`
 	// Slots after Created and up to CheckTo must each have exactly one
 	// committed, dispatched run (G4).
 	Created int64 `json:"created_unix"`
@@ -146,9 +149,12 @@ type StatusPoint struct {
 
 // Expect says what a scenario must have provoked to prove anything.
 type Expect struct {
-	LeaderChanges int  `json:"leader_changes"`
-	StaleAttempts int  `json:"stale_attempts"`
-	Registry      bool `json:"registry"` // the churn ran: its history must not be empty
+	LeaderChanges int `json:"leader_changes"`
+	StaleAttempts int `json:"stale_attempts"`
+	// Redispatches: attempts re-dispatched (after a leader change or a
+	// lost worker) the scenario must have caused.
+	Redispatches int  `json:"redispatches,omitempty"`
+	Registry     bool `json:"registry"` // the churn ran: its history must not be empty
 }
 
 // Save writes v as indented JSON to path.

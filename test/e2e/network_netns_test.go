@@ -26,10 +26,11 @@ const nsPrefix = "rce2e"
 // live) and one address per node, on a bridge in the hub. Nothing outside
 // the namespaces sees them.
 const (
-	hubIP    = "10.77.0.1"
-	nodeBase = 11 // node i has 10.77.0.(11+i)
-	raftPort = "7000"
-	httpPort = "8000"
+	hubIP      = "10.77.0.1"
+	nodeBase   = 11 // node i has 10.77.0.(11+i)
+	workerBase = 41 // worker k has 10.77.0.(41+k)
+	raftPort   = "7000"
+	httpPort   = "8000"
 )
 
 var nsSeq atomic.Int64
@@ -41,14 +42,18 @@ type netnsNetwork struct {
 	hub   string
 	nodes []string // namespace of node i
 
-	// mu guards prefs: the ip rule preferences added per node namespace.
-	mu    sync.Mutex
-	prefs map[int][]int
+	// mu guards prefs, workers and workerPrefs: the ip rule preferences
+	// added per node and per worker namespace, and the workers'
+	// namespaces, made on first use.
+	mu          sync.Mutex
+	prefs       map[int][]int
+	workers     map[int]string
+	workerPrefs map[int][]int
 }
 
 func newNetnsNetwork(n int) (_ *netnsNetwork, err error) {
 	name := fmt.Sprintf("%s-%d-%d", nsPrefix, os.Getpid(), nsSeq.Add(1))
-	nw := &netnsNetwork{hub: name + "-hub", prefs: map[int][]int{}}
+	nw := &netnsNetwork{hub: name + "-hub", prefs: map[int][]int{}, workers: map[int]string{}, workerPrefs: map[int][]int{}}
 	defer func() {
 		if err != nil {
 			_ = nw.Close()
@@ -77,13 +82,17 @@ func newNetnsNetwork(n int) (_ *netnsNetwork, err error) {
 func (nw *netnsNetwork) addNode(name string, i int) error {
 	ns := fmt.Sprintf("%s-n%d", name, i+1)
 	nw.nodes = append(nw.nodes, ns)
-	veth := fmt.Sprintf("v%d", i+1)
+	return nw.addHost(ns, fmt.Sprintf("v%d", i+1), nw.ip(i))
+}
+
+// addHost makes namespace ns, joined to the bridge by veth, at ip.
+func (nw *netnsNetwork) addHost(ns, veth, ip string) error {
 	steps := [][]string{
 		{"netns", "add", ns},
 		{"-n", nw.hub, "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns},
 		{"-n", nw.hub, "link", "set", veth, "master", "br0"},
 		{"-n", nw.hub, "link", "set", veth, "up"},
-		{"-n", ns, "addr", "add", nw.ip(i) + "/24", "dev", "eth0"},
+		{"-n", ns, "addr", "add", ip + "/24", "dev", "eth0"},
 		{"-n", ns, "link", "set", "eth0", "up"},
 		{"-n", ns, "link", "set", "lo", "up"},
 	}
@@ -91,6 +100,43 @@ func (nw *netnsNetwork) addNode(name string, i int) error {
 		if err := ipCmd(s...); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+func workerIP(k int) string { return "10.77.0." + strconv.Itoa(workerBase+k) }
+
+// WorkerCommand runs worker k in a namespace of its own, made on first
+// use, so that it can be cut off without cutting the test's clients.
+func (nw *netnsNetwork) WorkerCommand(k int, bin string, args ...string) (*exec.Cmd, error) {
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	ns, ok := nw.workers[k]
+	if !ok {
+		ns = strings.TrimSuffix(nw.hub, "-hub") + fmt.Sprintf("-w%d", k+1)
+		if err := nw.addHost(ns, fmt.Sprintf("vw%d", k+1), workerIP(k)); err != nil {
+			return nil, err
+		}
+		nw.workers[k] = ns
+	}
+	return exec.Command("ip", append([]string{"netns", "exec", ns, bin}, args...)...), nil
+}
+
+// CutWorker blackholes worker k's packets to every node (the sink, in the
+// hub, stays reachable).
+func (nw *netnsNetwork) CutWorker(k int) error {
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	ns, ok := nw.workers[k]
+	if !ok {
+		return fmt.Errorf("worker %d was never started", k)
+	}
+	for i := range nw.nodes {
+		pref := 10 + len(nw.workerPrefs[k])
+		if err := ipCmd("-n", ns, "rule", "add", "pref", strconv.Itoa(pref), "to", nw.ip(i), "blackhole"); err != nil {
+			return err
+		}
+		nw.workerPrefs[k] = append(nw.workerPrefs[k], pref)
 	}
 	return nil
 }
@@ -217,6 +263,14 @@ func (nw *netnsNetwork) HealAll() error {
 		}
 		delete(nw.prefs, i)
 	}
+	for k, prefs := range nw.workerPrefs {
+		for _, p := range prefs {
+			if err := ipCmd("-n", nw.workers[k], "rule", "del", "pref", strconv.Itoa(p)); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		delete(nw.workerPrefs, k)
+	}
 	return errors.Join(errs...)
 }
 
@@ -224,7 +278,13 @@ func (nw *netnsNetwork) HealAll() error {
 // them). The nodes must have exited.
 func (nw *netnsNetwork) Close() error {
 	var errs []error
-	for _, ns := range append(append([]string(nil), nw.nodes...), nw.hub) {
+	all := append([]string(nil), nw.nodes...)
+	nw.mu.Lock()
+	for _, ns := range nw.workers {
+		all = append(all, ns)
+	}
+	nw.mu.Unlock()
+	for _, ns := range append(all, nw.hub) {
 		if _, err := os.Stat("/run/netns/" + ns); err != nil {
 			continue
 		}

@@ -86,6 +86,12 @@ func (nw *proxyNetwork) Command(_ int, bin string, args ...string) *exec.Cmd {
 	return exec.Command(bin, args...)
 }
 
+func (nw *proxyNetwork) WorkerCommand(_ int, bin string, args ...string) (*exec.Cmd, error) {
+	return exec.Command(bin, args...), nil
+}
+
+func (nw *proxyNetwork) CutWorker(int) error { return errNoWorkerCut }
+
 func (nw *proxyNetwork) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	var d net.Dialer
 	return d.DialContext(ctx, network, addr)

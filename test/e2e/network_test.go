@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -34,20 +35,36 @@ type network interface {
 	// cannot open connections to b, b still reaches a).
 	Cut(a, b int) error
 	CutOneWay(a, b int) error
+	// WorkerCommand runs bin as remote worker k, where it reaches every
+	// node and the test's own sockets (the sink).
+	WorkerCommand(k int, bin string, args ...string) (*exec.Cmd, error)
+	// CutWorker stops traffic between worker k and every node; the sink
+	// stays reachable. errNoWorkerCut if the network cannot.
+	CutWorker(k int) error
 	HealAll() error
 	Close() error
 }
+
+// errNoWorkerCut: this network cannot cut a worker off alone.
+var errNoWorkerCut = errors.New("cutting a worker off needs network namespaces (root and ip(8))")
 
 // newNetwork picks network namespaces when running as root with ip(8)
 // available, and per-link TCP proxies otherwise. E2E_NETWORK=proxy forces
 // the proxies.
 func newNetwork(n int) (network, error) {
-	if os.Getenv("E2E_NETWORK") != "proxy" && os.Geteuid() == 0 {
-		if _, err := exec.LookPath("ip"); err == nil {
-			return newNetnsNetwork(n)
-		}
+	if netnsAvailable() {
+		return newNetnsNetwork(n)
 	}
 	return newProxyNetwork(n)
+}
+
+// netnsAvailable reports whether scenarios run in network namespaces.
+func netnsAvailable() bool {
+	if os.Getenv("E2E_NETWORK") == "proxy" || os.Geteuid() != 0 {
+		return false
+	}
+	_, err := exec.LookPath("ip")
+	return err == nil
 }
 
 // ipCmd runs ip(8) and returns its error with its output.

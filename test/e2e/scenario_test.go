@@ -37,6 +37,11 @@ type scenarioOptions struct {
 	nodeEnv map[int][]string
 	sink    SinkMode
 	expect  Expect
+	// serveArgs are more flags of every node (--worker-lease).
+	serveArgs []string
+	// workers start that many `raftcron worker` processes and register
+	// the worker jobs (workers_test.go).
+	workers int
 	// bin: start the nodes with this binary instead of this build's.
 	bin string
 }
@@ -56,6 +61,7 @@ type scenario struct {
 	began   time.Time
 	jobs    []JobInfo
 	churn   *churn
+	workers []*workerProc
 }
 
 // newScenario starts the cluster, the sink, the stable jobs and the
@@ -102,13 +108,14 @@ func newScenario(t *testing.T, name string, opts scenarioOptions) *scenario {
 	if opts.bin != "" {
 		bin = opts.bin
 	}
-	s.c = newCluster(t, s.dir, nw, clusterOptions{nodes: opts.nodes, bin: bin, env: s.nodeEnv})
+	s.c = newCluster(t, s.dir, nw, clusterOptions{nodes: opts.nodes, bin: bin, env: s.nodeEnv, args: opts.serveArgs})
 	for i, id := range s.c.ids {
 		if ip := nw.SenderIP(i); ip != "" {
 			s.sink.SetSender(ip, id)
 		}
 	}
 	s.start = time.Now()
+	s.startWorkers(bin)
 	s.createStableJobs()
 	s.churn = startChurn(s.c, s.start, s.seed, s.sinkURL)
 	t.Logf("cluster ready, jobs registered, churn running (%s)", time.Since(s.began).Round(time.Millisecond))
@@ -229,6 +236,7 @@ func (s *scenario) healAll() {
 			s.c.restart(n)
 		}
 	}
+	s.healWorkers()
 	s.c.waitReady(s.c.nodes...)
 	s.c.event("healed", nil, "")
 }

@@ -47,10 +47,18 @@ func stableSpec(j JobInfo, sinkURL string) *pb.JobSpec {
 // generation and creation cursor filled in.
 func (s *scenario) createStableJobs() {
 	s.t.Helper()
-	for _, j := range stableJobs {
+	jobs := stableJobs
+	if len(s.workers) > 0 {
+		jobs = append(append([]JobInfo(nil), jobs...), workerJobs...)
+	}
+	for _, j := range jobs {
+		spec := stableSpec(j, s.sinkURL)
+		if j.Worker {
+			spec = workerSpec(j, s.sinkURL)
+		}
 		var job *pb.Job
 		s.retry("create "+j.Name, func(ctx context.Context, n *node) error {
-			res, err := s.c.jobs(n).CreateJob(ctx, &pb.CreateJobRequest{Spec: stableSpec(j, s.sinkURL)})
+			res, err := s.c.jobs(n).CreateJob(ctx, &pb.CreateJobRequest{Spec: spec})
 			if status.Code(err) == codes.AlreadyExists {
 				got, gerr := s.c.jobs(n).GetJob(ctx, &pb.GetJobRequest{Name: j.Name})
 				if gerr != nil {

@@ -115,6 +115,7 @@ func runBurst(ctx context.Context, e *env, res *Result) error {
 		lat = append(lat, d.Lateness())
 	}
 	m.Lateness = harness.Summarize(lat)
+	e.burstLateness = &m.Lateness
 	if len(lat) > 0 {
 		m.FirstMs = m.Lateness.MinMs
 		m.SpanMs = round3(m.Lateness.MaxMs - m.Lateness.MinMs)

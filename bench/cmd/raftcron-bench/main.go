@@ -5,7 +5,9 @@
 //
 //	raftcron-bench [-quick] [-scenarios burst,steady,...] [-bin bin/raftcron] [-out bench/results]
 //
-// Scenarios: burst, steady, failover, registry, scale (real clusters),
+// Scenarios: burst, workers (the burst's tick on two remote workers of one
+// pool, SDK handlers in this process), steady, failover, registry, scale
+// (real clusters),
 // httpfloor (the webhook waves of burst and steady with no cluster: the
 // floor of their lateness) and micro (go test -bench over the product
 // packages). -quick runs a short version of each. Every child process is
@@ -57,6 +59,7 @@ type scenario struct {
 
 var scenarios = []scenario{
 	{"burst", runBurst},
+	{"workers", runWorkers},
 	{"steady", runSteady},
 	{"httpfloor", runFloor},
 	{"failover", runFailover},
@@ -74,13 +77,13 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.Work, "work", "", "parent of the nodes' data dirs (default: the system temp dir)")
 	fs.StringVar(&c.Repo, "repo", ".", "module root, for the micro scenario's go test")
 	fs.BoolVar(&c.Quick, "quick", false, "short version of every scenario (make bench-quick)")
-	fs.StringVar(&names, "scenarios", "burst,steady,httpfloor,failover,registry,scale,micro", "comma-separated scenarios to run")
+	fs.StringVar(&names, "scenarios", "burst,workers,steady,httpfloor,failover,registry,scale,micro", "comma-separated scenarios to run")
 	fs.BoolVar(&c.Keep, "keep", false, "keep the nodes' data dirs and logs even on success")
 	fs.BoolVar(&c.Profile, "profile", false, "save CPU profiles of the leader (from /debug/pprof) next to the results")
 	fs.Int64Var(&c.Seed, "seed", 1, "seed of the failover scenario's kill timing")
 	fs.StringVar(&c.NodeLogLevel, "node-log-level", "info", "--log-level of the nodes")
 
-	fs.IntVar(&c.BurstJobs, "burst-jobs", 0, "burst: jobs due in the same second (default 10000)")
+	fs.IntVar(&c.BurstJobs, "burst-jobs", 0, "burst, workers: jobs due in the same second (default 10000)")
 	fs.IntVar(&c.SteadyRate, "steady-rate", 2000, "steady: fires per second")
 	fs.DurationVar(&c.SteadyDuration, "steady-duration", 0, "steady: measured window (default 60s, quick 15s)")
 	fs.IntVar(&c.SteadyPeriod, "steady-period", 0, "steady: seconds between two fires of one job, a divisor of 60 (default 10, quick 5); jobs = rate × period")
@@ -101,7 +104,7 @@ func parseFlags(args []string) (config, error) {
 			continue
 		}
 		if !known(n) {
-			return c, fmt.Errorf("-scenarios: unknown scenario %q (known: burst, steady, httpfloor, failover, registry, scale, micro)", n)
+			return c, fmt.Errorf("-scenarios: unknown scenario %q (known: burst, workers, steady, httpfloor, failover, registry, scale, micro)", n)
 		}
 		c.Scenarios = append(c.Scenarios, n)
 	}

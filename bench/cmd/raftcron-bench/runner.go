@@ -70,6 +70,9 @@ type env struct {
 	// clusters are the current scenario's, whose data goes once it
 	// succeeded (a failed one keeps its data for a post-mortem).
 	clusters []*harness.Cluster
+	// burstLateness is the burst scenario's result in this run, shown
+	// beside the workers scenario's.
+	burstLateness *harness.Dist
 }
 
 type runner struct{ env *env }

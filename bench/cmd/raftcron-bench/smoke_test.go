@@ -43,7 +43,7 @@ func TestSmoke(t *testing.T) {
 	t.Cleanup(func() { harness.KillAll() })
 	cfg, err := parseFlags([]string{
 		"-bin", smokeBinary(t), "-out", t.TempDir(), "-work", t.TempDir(),
-		"-scenarios", "burst,steady,httpfloor,failover,registry,scale",
+		"-scenarios", "burst,workers,steady,httpfloor,failover,registry,scale",
 		"-burst-jobs", "50", "-steady-rate", "20", "-steady-period", "2", "-steady-duration", "4s",
 		"-failover-rounds", "1", "-registry-duration", "1s",
 		"-scale-jobs", "300", "-scale-snapshot-wait", "0", "-quick",
@@ -73,6 +73,10 @@ func TestSmoke(t *testing.T) {
 		case *burstMetrics:
 			if m.Delivered != 50 || m.Log.FireBatches < 1 {
 				t.Errorf("burst: delivered %d of 50, %d FireBatch entries", m.Delivered, m.Log.FireBatches)
+			}
+		case *workersMetrics:
+			if m.Delivered != 50 || len(m.PerWorker) != benchWorkers || m.WebhookBurst == nil {
+				t.Errorf("workers: delivered %d of 50 over %v, burst beside: %v", m.Delivered, m.PerWorker, m.WebhookBurst)
 			}
 		case *steadyMetrics:
 			if m.Delivered == 0 {

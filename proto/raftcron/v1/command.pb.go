@@ -922,7 +922,12 @@ type Fire struct {
 	// MANUAL: fire even if the job is paused.
 	Force bool `protobuf:"varint,7,opt,name=force,proto3" json:"force,omitempty"`
 	// MANUAL: who triggered the run, for the audit record.
-	Principal     string `protobuf:"bytes,8,opt,name=principal,proto3" json:"principal,omitempty"`
+	Principal string `protobuf:"bytes,8,opt,name=principal,proto3" json:"principal,omitempty"`
+	// REDISPATCH of an attempt of this term whose worker was lost (missed its
+	// lease or its stream broke): the token of that attempt, which must still
+	// be the run's current one. 0 for an orphan of an earlier term. Needs
+	// command version 2 (fsm.VersionOf).
+	LostToken     uint64 `protobuf:"varint,9,opt,name=lost_token,json=lostToken,proto3" json:"lost_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1011,6 +1016,13 @@ func (x *Fire) GetPrincipal() string {
 		return x.Principal
 	}
 	return ""
+}
+
+func (x *Fire) GetLostToken() uint64 {
+	if x != nil {
+		return x.LostToken
+	}
+	return 0
 }
 
 // Miss records slots given up without dispatch (outside the catch-up window,
@@ -1573,7 +1585,7 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x04term\x18\x02 \x01(\x04R\x04term\x12'\n" +
 	"\x05fires\x18\x03 \x03(\v2\x11.raftcron.v1.FireR\x05fires\x12)\n" +
 	"\x06misses\x18\x04 \x03(\v2\x11.raftcron.v1.MissR\x06misses\x12\"\n" +
-	"\rmax_open_runs\x18\x05 \x01(\rR\vmaxOpenRuns\"\xea\x01\n" +
+	"\rmax_open_runs\x18\x05 \x01(\rR\vmaxOpenRuns\"\x89\x02\n" +
 	"\x04Fire\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12\x1e\n" +
 	"\n" +
@@ -1585,7 +1597,9 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\x06 \x01(\tR\trequestId\x12\x14\n" +
 	"\x05force\x18\a \x01(\bR\x05force\x12\x1c\n" +
-	"\tprincipal\x18\b \x01(\tR\tprincipal\"\xae\x01\n" +
+	"\tprincipal\x18\b \x01(\tR\tprincipal\x12\x1d\n" +
+	"\n" +
+	"lost_token\x18\t \x01(\x04R\tlostToken\"\xae\x01\n" +
 	"\x04Miss\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12\x1e\n" +
 	"\n" +

@@ -189,7 +189,7 @@ type JobSpec struct {
 	Schedule string `protobuf:"bytes,2,opt,name=schedule,proto3" json:"schedule,omitempty"`
 	// IANA zone name; empty means UTC.
 	Timezone string `protobuf:"bytes,3,opt,name=timezone,proto3" json:"timezone,omitempty"`
-	// Exactly one of http and exec is set.
+	// Exactly one of http, exec and worker is set.
 	Http      *HttpTarget            `protobuf:"bytes,4,opt,name=http,proto3" json:"http,omitempty"`
 	Exec      *ExecTarget            `protobuf:"bytes,5,opt,name=exec,proto3" json:"exec,omitempty"`
 	Catchup   *Catchup               `protobuf:"bytes,6,opt,name=catchup,proto3" json:"catchup,omitempty"`
@@ -203,7 +203,9 @@ type JobSpec struct {
 	EndAt     *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=end_at,json=endAt,proto3" json:"end_at,omitempty"`
 	Labels    map[string]string      `protobuf:"bytes,15,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Finished runs kept per job; 0 means the default (10).
-	HistoryLimit  uint32 `protobuf:"varint,16,opt,name=history_limit,json=historyLimit,proto3" json:"history_limit,omitempty"`
+	HistoryLimit uint32 `protobuf:"varint,16,opt,name=history_limit,json=historyLimit,proto3" json:"history_limit,omitempty"`
+	// Run on a remote worker of a pool instead of on the leader (DESIGN §14).
+	Worker        *WorkerTarget `protobuf:"bytes,17,opt,name=worker,proto3" json:"worker,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -348,6 +350,13 @@ func (x *JobSpec) GetHistoryLimit() uint32 {
 		return x.HistoryLimit
 	}
 	return 0
+}
+
+func (x *JobSpec) GetWorker() *WorkerTarget {
+	if x != nil {
+		return x.Worker
+	}
+	return nil
 }
 
 type HttpTarget struct {
@@ -514,6 +523,114 @@ func (x *ExecTarget) GetTimeout() *durationpb.Duration {
 	return nil
 }
 
+// WorkerTarget runs an attempt on a connected worker of a pool: a command
+// (allowed by that worker's own --exec-allow) or a handler registered
+// through the Go SDK. Exactly one of command and handler is set.
+type WorkerTarget struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// [a-z0-9][a-z0-9._-]{0,62}
+	Pool string `protobuf:"bytes,1,opt,name=pool,proto3" json:"pool,omitempty"`
+	// Only workers carrying every one of these tags (raftcron worker --tags).
+	Tags    map[string]string `protobuf:"bytes,2,rep,name=tags,proto3" json:"tags,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Command []string          `protobuf:"bytes,3,rep,name=command,proto3" json:"command,omitempty"`
+	Handler string            `protobuf:"bytes,4,opt,name=handler,proto3" json:"handler,omitempty"`
+	// Handed to the handler as is; at most 64 KiB (it travels in the Raft log).
+	Payload string `protobuf:"bytes,5,opt,name=payload,proto3" json:"payload,omitempty"`
+	// Command only.
+	Env map[string]string `protobuf:"bytes,6,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Dir string            `protobuf:"bytes,7,opt,name=dir,proto3" json:"dir,omitempty"`
+	// One attempt's limit on the worker; the job's deadline bounds the run.
+	Timeout       *durationpb.Duration `protobuf:"bytes,8,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkerTarget) Reset() {
+	*x = WorkerTarget{}
+	mi := &file_raftcron_v1_job_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkerTarget) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkerTarget) ProtoMessage() {}
+
+func (x *WorkerTarget) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_job_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkerTarget.ProtoReflect.Descriptor instead.
+func (*WorkerTarget) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *WorkerTarget) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
+}
+
+func (x *WorkerTarget) GetTags() map[string]string {
+	if x != nil {
+		return x.Tags
+	}
+	return nil
+}
+
+func (x *WorkerTarget) GetCommand() []string {
+	if x != nil {
+		return x.Command
+	}
+	return nil
+}
+
+func (x *WorkerTarget) GetHandler() string {
+	if x != nil {
+		return x.Handler
+	}
+	return ""
+}
+
+func (x *WorkerTarget) GetPayload() string {
+	if x != nil {
+		return x.Payload
+	}
+	return ""
+}
+
+func (x *WorkerTarget) GetEnv() map[string]string {
+	if x != nil {
+		return x.Env
+	}
+	return nil
+}
+
+func (x *WorkerTarget) GetDir() string {
+	if x != nil {
+		return x.Dir
+	}
+	return ""
+}
+
+func (x *WorkerTarget) GetTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.Timeout
+	}
+	return nil
+}
+
 type Catchup struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Window        *durationpb.Duration   `protobuf:"bytes,1,opt,name=window,proto3" json:"window,omitempty"`
@@ -524,7 +641,7 @@ type Catchup struct {
 
 func (x *Catchup) Reset() {
 	*x = Catchup{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[3]
+	mi := &file_raftcron_v1_job_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -536,7 +653,7 @@ func (x *Catchup) String() string {
 func (*Catchup) ProtoMessage() {}
 
 func (x *Catchup) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[3]
+	mi := &file_raftcron_v1_job_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -549,7 +666,7 @@ func (x *Catchup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Catchup.ProtoReflect.Descriptor instead.
 func (*Catchup) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{3}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Catchup) GetWindow() *durationpb.Duration {
@@ -577,7 +694,7 @@ type Retry struct {
 
 func (x *Retry) Reset() {
 	*x = Retry{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[4]
+	mi := &file_raftcron_v1_job_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -589,7 +706,7 @@ func (x *Retry) String() string {
 func (*Retry) ProtoMessage() {}
 
 func (x *Retry) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[4]
+	mi := &file_raftcron_v1_job_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -602,7 +719,7 @@ func (x *Retry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Retry.ProtoReflect.Descriptor instead.
 func (*Retry) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{4}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Retry) GetMaxAttempts() uint32 {
@@ -649,7 +766,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[5]
+	mi := &file_raftcron_v1_job_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -661,7 +778,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[5]
+	mi := &file_raftcron_v1_job_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -674,7 +791,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{5}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Job) GetSpec() *JobSpec {
@@ -759,7 +876,7 @@ type JobStatus struct {
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[6]
+	mi := &file_raftcron_v1_job_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -771,7 +888,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[6]
+	mi := &file_raftcron_v1_job_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -784,7 +901,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{6}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *JobStatus) GetCursorUnix() int64 {
@@ -873,7 +990,7 @@ type CreateJobRequest struct {
 
 func (x *CreateJobRequest) Reset() {
 	*x = CreateJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[7]
+	mi := &file_raftcron_v1_job_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -885,7 +1002,7 @@ func (x *CreateJobRequest) String() string {
 func (*CreateJobRequest) ProtoMessage() {}
 
 func (x *CreateJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[7]
+	mi := &file_raftcron_v1_job_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -898,7 +1015,7 @@ func (x *CreateJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateJobRequest.ProtoReflect.Descriptor instead.
 func (*CreateJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{7}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CreateJobRequest) GetSpec() *JobSpec {
@@ -917,7 +1034,7 @@ type CreateJobResponse struct {
 
 func (x *CreateJobResponse) Reset() {
 	*x = CreateJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[8]
+	mi := &file_raftcron_v1_job_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -929,7 +1046,7 @@ func (x *CreateJobResponse) String() string {
 func (*CreateJobResponse) ProtoMessage() {}
 
 func (x *CreateJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[8]
+	mi := &file_raftcron_v1_job_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -942,7 +1059,7 @@ func (x *CreateJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateJobResponse.ProtoReflect.Descriptor instead.
 func (*CreateJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{8}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CreateJobResponse) GetJob() *Job {
@@ -963,7 +1080,7 @@ type UpdateJobRequest struct {
 
 func (x *UpdateJobRequest) Reset() {
 	*x = UpdateJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[9]
+	mi := &file_raftcron_v1_job_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -975,7 +1092,7 @@ func (x *UpdateJobRequest) String() string {
 func (*UpdateJobRequest) ProtoMessage() {}
 
 func (x *UpdateJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[9]
+	mi := &file_raftcron_v1_job_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -988,7 +1105,7 @@ func (x *UpdateJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobRequest.ProtoReflect.Descriptor instead.
 func (*UpdateJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{9}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *UpdateJobRequest) GetSpec() *JobSpec {
@@ -1014,7 +1131,7 @@ type UpdateJobResponse struct {
 
 func (x *UpdateJobResponse) Reset() {
 	*x = UpdateJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[10]
+	mi := &file_raftcron_v1_job_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1026,7 +1143,7 @@ func (x *UpdateJobResponse) String() string {
 func (*UpdateJobResponse) ProtoMessage() {}
 
 func (x *UpdateJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[10]
+	mi := &file_raftcron_v1_job_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1039,7 +1156,7 @@ func (x *UpdateJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobResponse.ProtoReflect.Descriptor instead.
 func (*UpdateJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{10}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *UpdateJobResponse) GetJob() *Job {
@@ -1058,7 +1175,7 @@ type ApplyJobRequest struct {
 
 func (x *ApplyJobRequest) Reset() {
 	*x = ApplyJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[11]
+	mi := &file_raftcron_v1_job_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1070,7 +1187,7 @@ func (x *ApplyJobRequest) String() string {
 func (*ApplyJobRequest) ProtoMessage() {}
 
 func (x *ApplyJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[11]
+	mi := &file_raftcron_v1_job_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1083,7 +1200,7 @@ func (x *ApplyJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyJobRequest.ProtoReflect.Descriptor instead.
 func (*ApplyJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{11}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ApplyJobRequest) GetSpec() *JobSpec {
@@ -1105,7 +1222,7 @@ type ApplyJobResponse struct {
 
 func (x *ApplyJobResponse) Reset() {
 	*x = ApplyJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[12]
+	mi := &file_raftcron_v1_job_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1117,7 +1234,7 @@ func (x *ApplyJobResponse) String() string {
 func (*ApplyJobResponse) ProtoMessage() {}
 
 func (x *ApplyJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[12]
+	mi := &file_raftcron_v1_job_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1130,7 +1247,7 @@ func (x *ApplyJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyJobResponse.ProtoReflect.Descriptor instead.
 func (*ApplyJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{12}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ApplyJobResponse) GetJob() *Job {
@@ -1163,7 +1280,7 @@ type ApplyJobsRequest struct {
 
 func (x *ApplyJobsRequest) Reset() {
 	*x = ApplyJobsRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[13]
+	mi := &file_raftcron_v1_job_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1175,7 +1292,7 @@ func (x *ApplyJobsRequest) String() string {
 func (*ApplyJobsRequest) ProtoMessage() {}
 
 func (x *ApplyJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[13]
+	mi := &file_raftcron_v1_job_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1188,7 +1305,7 @@ func (x *ApplyJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyJobsRequest.ProtoReflect.Descriptor instead.
 func (*ApplyJobsRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{13}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ApplyJobsRequest) GetSpecs() []*JobSpec {
@@ -1208,7 +1325,7 @@ type ApplyJobsResponse struct {
 
 func (x *ApplyJobsResponse) Reset() {
 	*x = ApplyJobsResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[14]
+	mi := &file_raftcron_v1_job_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1220,7 +1337,7 @@ func (x *ApplyJobsResponse) String() string {
 func (*ApplyJobsResponse) ProtoMessage() {}
 
 func (x *ApplyJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[14]
+	mi := &file_raftcron_v1_job_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1233,7 +1350,7 @@ func (x *ApplyJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyJobsResponse.ProtoReflect.Descriptor instead.
 func (*ApplyJobsResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{14}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ApplyJobsResponse) GetResults() []*ApplyJobsResult {
@@ -1261,7 +1378,7 @@ type ApplyJobsResult struct {
 
 func (x *ApplyJobsResult) Reset() {
 	*x = ApplyJobsResult{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[15]
+	mi := &file_raftcron_v1_job_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1273,7 +1390,7 @@ func (x *ApplyJobsResult) String() string {
 func (*ApplyJobsResult) ProtoMessage() {}
 
 func (x *ApplyJobsResult) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[15]
+	mi := &file_raftcron_v1_job_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1286,7 +1403,7 @@ func (x *ApplyJobsResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyJobsResult.ProtoReflect.Descriptor instead.
 func (*ApplyJobsResult) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{15}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ApplyJobsResult) GetJob() *Job {
@@ -1335,7 +1452,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[16]
+	mi := &file_raftcron_v1_job_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1347,7 +1464,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[16]
+	mi := &file_raftcron_v1_job_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1360,7 +1477,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{16}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetJobRequest) GetName() string {
@@ -1386,7 +1503,7 @@ type GetJobResponse struct {
 
 func (x *GetJobResponse) Reset() {
 	*x = GetJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[17]
+	mi := &file_raftcron_v1_job_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1398,7 +1515,7 @@ func (x *GetJobResponse) String() string {
 func (*GetJobResponse) ProtoMessage() {}
 
 func (x *GetJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[17]
+	mi := &file_raftcron_v1_job_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1411,7 +1528,7 @@ func (x *GetJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobResponse.ProtoReflect.Descriptor instead.
 func (*GetJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{17}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetJobResponse) GetJob() *Job {
@@ -1436,7 +1553,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[18]
+	mi := &file_raftcron_v1_job_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1448,7 +1565,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[18]
+	mi := &file_raftcron_v1_job_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1461,7 +1578,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{18}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListJobsRequest) GetPageSize() uint32 {
@@ -1505,7 +1622,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[19]
+	mi := &file_raftcron_v1_job_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1517,7 +1634,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[19]
+	mi := &file_raftcron_v1_job_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1530,7 +1647,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{19}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListJobsResponse) GetJobs() []*Job {
@@ -1557,7 +1674,7 @@ type DeleteJobRequest struct {
 
 func (x *DeleteJobRequest) Reset() {
 	*x = DeleteJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[20]
+	mi := &file_raftcron_v1_job_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1569,7 +1686,7 @@ func (x *DeleteJobRequest) String() string {
 func (*DeleteJobRequest) ProtoMessage() {}
 
 func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[20]
+	mi := &file_raftcron_v1_job_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1582,7 +1699,7 @@ func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobRequest.ProtoReflect.Descriptor instead.
 func (*DeleteJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{20}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *DeleteJobRequest) GetName() string {
@@ -1607,7 +1724,7 @@ type DeleteJobResponse struct {
 
 func (x *DeleteJobResponse) Reset() {
 	*x = DeleteJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[21]
+	mi := &file_raftcron_v1_job_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1619,7 +1736,7 @@ func (x *DeleteJobResponse) String() string {
 func (*DeleteJobResponse) ProtoMessage() {}
 
 func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[21]
+	mi := &file_raftcron_v1_job_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1632,7 +1749,7 @@ func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobResponse.ProtoReflect.Descriptor instead.
 func (*DeleteJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{21}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{22}
 }
 
 type PauseJobRequest struct {
@@ -1645,7 +1762,7 @@ type PauseJobRequest struct {
 
 func (x *PauseJobRequest) Reset() {
 	*x = PauseJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[22]
+	mi := &file_raftcron_v1_job_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1657,7 +1774,7 @@ func (x *PauseJobRequest) String() string {
 func (*PauseJobRequest) ProtoMessage() {}
 
 func (x *PauseJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[22]
+	mi := &file_raftcron_v1_job_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1670,7 +1787,7 @@ func (x *PauseJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseJobRequest.ProtoReflect.Descriptor instead.
 func (*PauseJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{22}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PauseJobRequest) GetName() string {
@@ -1696,7 +1813,7 @@ type PauseJobResponse struct {
 
 func (x *PauseJobResponse) Reset() {
 	*x = PauseJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[23]
+	mi := &file_raftcron_v1_job_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1708,7 +1825,7 @@ func (x *PauseJobResponse) String() string {
 func (*PauseJobResponse) ProtoMessage() {}
 
 func (x *PauseJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[23]
+	mi := &file_raftcron_v1_job_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1721,7 +1838,7 @@ func (x *PauseJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseJobResponse.ProtoReflect.Descriptor instead.
 func (*PauseJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{23}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PauseJobResponse) GetJob() *Job {
@@ -1740,7 +1857,7 @@ type ResumeJobRequest struct {
 
 func (x *ResumeJobRequest) Reset() {
 	*x = ResumeJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[24]
+	mi := &file_raftcron_v1_job_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1752,7 +1869,7 @@ func (x *ResumeJobRequest) String() string {
 func (*ResumeJobRequest) ProtoMessage() {}
 
 func (x *ResumeJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[24]
+	mi := &file_raftcron_v1_job_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1765,7 +1882,7 @@ func (x *ResumeJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeJobRequest.ProtoReflect.Descriptor instead.
 func (*ResumeJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{24}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ResumeJobRequest) GetName() string {
@@ -1784,7 +1901,7 @@ type ResumeJobResponse struct {
 
 func (x *ResumeJobResponse) Reset() {
 	*x = ResumeJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[25]
+	mi := &file_raftcron_v1_job_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1796,7 +1913,7 @@ func (x *ResumeJobResponse) String() string {
 func (*ResumeJobResponse) ProtoMessage() {}
 
 func (x *ResumeJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[25]
+	mi := &file_raftcron_v1_job_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1809,7 +1926,7 @@ func (x *ResumeJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeJobResponse.ProtoReflect.Descriptor instead.
 func (*ResumeJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{25}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ResumeJobResponse) GetJob() *Job {
@@ -1831,7 +1948,7 @@ type TriggerJobRequest struct {
 
 func (x *TriggerJobRequest) Reset() {
 	*x = TriggerJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[26]
+	mi := &file_raftcron_v1_job_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1843,7 +1960,7 @@ func (x *TriggerJobRequest) String() string {
 func (*TriggerJobRequest) ProtoMessage() {}
 
 func (x *TriggerJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[26]
+	mi := &file_raftcron_v1_job_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1856,7 +1973,7 @@ func (x *TriggerJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerJobRequest.ProtoReflect.Descriptor instead.
 func (*TriggerJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{26}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *TriggerJobRequest) GetName() string {
@@ -1889,7 +2006,7 @@ type TriggerJobResponse struct {
 
 func (x *TriggerJobResponse) Reset() {
 	*x = TriggerJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[27]
+	mi := &file_raftcron_v1_job_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1901,7 +2018,7 @@ func (x *TriggerJobResponse) String() string {
 func (*TriggerJobResponse) ProtoMessage() {}
 
 func (x *TriggerJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[27]
+	mi := &file_raftcron_v1_job_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1914,7 +2031,7 @@ func (x *TriggerJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerJobResponse.ProtoReflect.Descriptor instead.
 func (*TriggerJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{27}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *TriggerJobResponse) GetRun() *Run {
@@ -1940,7 +2057,7 @@ type PreviewScheduleRequest struct {
 
 func (x *PreviewScheduleRequest) Reset() {
 	*x = PreviewScheduleRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[28]
+	mi := &file_raftcron_v1_job_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1952,7 +2069,7 @@ func (x *PreviewScheduleRequest) String() string {
 func (*PreviewScheduleRequest) ProtoMessage() {}
 
 func (x *PreviewScheduleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[28]
+	mi := &file_raftcron_v1_job_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1965,7 +2082,7 @@ func (x *PreviewScheduleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewScheduleRequest.ProtoReflect.Descriptor instead.
 func (*PreviewScheduleRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{28}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *PreviewScheduleRequest) GetName() string {
@@ -2012,7 +2129,7 @@ type PreviewScheduleResponse struct {
 
 func (x *PreviewScheduleResponse) Reset() {
 	*x = PreviewScheduleResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[29]
+	mi := &file_raftcron_v1_job_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2024,7 +2141,7 @@ func (x *PreviewScheduleResponse) String() string {
 func (*PreviewScheduleResponse) ProtoMessage() {}
 
 func (x *PreviewScheduleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[29]
+	mi := &file_raftcron_v1_job_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2037,7 +2154,7 @@ func (x *PreviewScheduleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewScheduleResponse.ProtoReflect.Descriptor instead.
 func (*PreviewScheduleResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{29}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *PreviewScheduleResponse) GetTimes() []*timestamppb.Timestamp {
@@ -2051,7 +2168,7 @@ var File_raftcron_v1_job_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\n" +
-	"\x15raftcron/v1/job.proto\x12\vraftcron.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15raftcron/v1/run.proto\"\xde\x05\n" +
+	"\x15raftcron/v1/job.proto\x12\vraftcron.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15raftcron/v1/run.proto\"\x91\x06\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bschedule\x18\x02 \x01(\tR\bschedule\x12\x1a\n" +
@@ -2070,7 +2187,8 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\bstart_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\astartAt\x121\n" +
 	"\x06end_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\x05endAt\x128\n" +
 	"\x06labels\x18\x0f \x03(\v2 .raftcron.v1.JobSpec.LabelsEntryR\x06labels\x12#\n" +
-	"\rhistory_limit\x18\x10 \x01(\rR\fhistoryLimit\x1a9\n" +
+	"\rhistory_limit\x18\x10 \x01(\rR\fhistoryLimit\x121\n" +
+	"\x06worker\x18\x11 \x01(\v2\x19.raftcron.v1.WorkerTargetR\x06worker\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc5\x02\n" +
@@ -2092,6 +2210,21 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\x03env\x18\x02 \x03(\v2 .raftcron.v1.ExecTarget.EnvEntryR\x03env\x12\x10\n" +
 	"\x03dir\x18\x03 \x01(\tR\x03dir\x123\n" +
 	"\atimeout\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\atimeout\x1a6\n" +
+	"\bEnvEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x97\x03\n" +
+	"\fWorkerTarget\x12\x12\n" +
+	"\x04pool\x18\x01 \x01(\tR\x04pool\x127\n" +
+	"\x04tags\x18\x02 \x03(\v2#.raftcron.v1.WorkerTarget.TagsEntryR\x04tags\x12\x18\n" +
+	"\acommand\x18\x03 \x03(\tR\acommand\x12\x18\n" +
+	"\ahandler\x18\x04 \x01(\tR\ahandler\x12\x18\n" +
+	"\apayload\x18\x05 \x01(\tR\apayload\x124\n" +
+	"\x03env\x18\x06 \x03(\v2\".raftcron.v1.WorkerTarget.EnvEntryR\x03env\x12\x10\n" +
+	"\x03dir\x18\a \x01(\tR\x03dir\x123\n" +
+	"\atimeout\x18\b \x01(\v2\x19.google.protobuf.DurationR\atimeout\x1a7\n" +
+	"\tTagsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"p\n" +
@@ -2245,7 +2378,7 @@ func file_raftcron_v1_job_proto_rawDescGZIP() []byte {
 }
 
 var file_raftcron_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_raftcron_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_raftcron_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
 var file_raftcron_v1_job_proto_goTypes = []any{
 	(CatchupPolicy)(0),              // 0: raftcron.v1.CatchupPolicy
 	(Overlap)(0),                    // 1: raftcron.v1.Overlap
@@ -2253,110 +2386,117 @@ var file_raftcron_v1_job_proto_goTypes = []any{
 	(*JobSpec)(nil),                 // 3: raftcron.v1.JobSpec
 	(*HttpTarget)(nil),              // 4: raftcron.v1.HttpTarget
 	(*ExecTarget)(nil),              // 5: raftcron.v1.ExecTarget
-	(*Catchup)(nil),                 // 6: raftcron.v1.Catchup
-	(*Retry)(nil),                   // 7: raftcron.v1.Retry
-	(*Job)(nil),                     // 8: raftcron.v1.Job
-	(*JobStatus)(nil),               // 9: raftcron.v1.JobStatus
-	(*CreateJobRequest)(nil),        // 10: raftcron.v1.CreateJobRequest
-	(*CreateJobResponse)(nil),       // 11: raftcron.v1.CreateJobResponse
-	(*UpdateJobRequest)(nil),        // 12: raftcron.v1.UpdateJobRequest
-	(*UpdateJobResponse)(nil),       // 13: raftcron.v1.UpdateJobResponse
-	(*ApplyJobRequest)(nil),         // 14: raftcron.v1.ApplyJobRequest
-	(*ApplyJobResponse)(nil),        // 15: raftcron.v1.ApplyJobResponse
-	(*ApplyJobsRequest)(nil),        // 16: raftcron.v1.ApplyJobsRequest
-	(*ApplyJobsResponse)(nil),       // 17: raftcron.v1.ApplyJobsResponse
-	(*ApplyJobsResult)(nil),         // 18: raftcron.v1.ApplyJobsResult
-	(*GetJobRequest)(nil),           // 19: raftcron.v1.GetJobRequest
-	(*GetJobResponse)(nil),          // 20: raftcron.v1.GetJobResponse
-	(*ListJobsRequest)(nil),         // 21: raftcron.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),        // 22: raftcron.v1.ListJobsResponse
-	(*DeleteJobRequest)(nil),        // 23: raftcron.v1.DeleteJobRequest
-	(*DeleteJobResponse)(nil),       // 24: raftcron.v1.DeleteJobResponse
-	(*PauseJobRequest)(nil),         // 25: raftcron.v1.PauseJobRequest
-	(*PauseJobResponse)(nil),        // 26: raftcron.v1.PauseJobResponse
-	(*ResumeJobRequest)(nil),        // 27: raftcron.v1.ResumeJobRequest
-	(*ResumeJobResponse)(nil),       // 28: raftcron.v1.ResumeJobResponse
-	(*TriggerJobRequest)(nil),       // 29: raftcron.v1.TriggerJobRequest
-	(*TriggerJobResponse)(nil),      // 30: raftcron.v1.TriggerJobResponse
-	(*PreviewScheduleRequest)(nil),  // 31: raftcron.v1.PreviewScheduleRequest
-	(*PreviewScheduleResponse)(nil), // 32: raftcron.v1.PreviewScheduleResponse
-	nil,                             // 33: raftcron.v1.JobSpec.LabelsEntry
-	nil,                             // 34: raftcron.v1.HttpTarget.HeadersEntry
-	nil,                             // 35: raftcron.v1.ExecTarget.EnvEntry
-	nil,                             // 36: raftcron.v1.ListJobsRequest.LabelSelectorEntry
-	(*durationpb.Duration)(nil),     // 37: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),   // 38: google.protobuf.Timestamp
-	(RunState)(0),                   // 39: raftcron.v1.RunState
-	(*Run)(nil),                     // 40: raftcron.v1.Run
+	(*WorkerTarget)(nil),            // 6: raftcron.v1.WorkerTarget
+	(*Catchup)(nil),                 // 7: raftcron.v1.Catchup
+	(*Retry)(nil),                   // 8: raftcron.v1.Retry
+	(*Job)(nil),                     // 9: raftcron.v1.Job
+	(*JobStatus)(nil),               // 10: raftcron.v1.JobStatus
+	(*CreateJobRequest)(nil),        // 11: raftcron.v1.CreateJobRequest
+	(*CreateJobResponse)(nil),       // 12: raftcron.v1.CreateJobResponse
+	(*UpdateJobRequest)(nil),        // 13: raftcron.v1.UpdateJobRequest
+	(*UpdateJobResponse)(nil),       // 14: raftcron.v1.UpdateJobResponse
+	(*ApplyJobRequest)(nil),         // 15: raftcron.v1.ApplyJobRequest
+	(*ApplyJobResponse)(nil),        // 16: raftcron.v1.ApplyJobResponse
+	(*ApplyJobsRequest)(nil),        // 17: raftcron.v1.ApplyJobsRequest
+	(*ApplyJobsResponse)(nil),       // 18: raftcron.v1.ApplyJobsResponse
+	(*ApplyJobsResult)(nil),         // 19: raftcron.v1.ApplyJobsResult
+	(*GetJobRequest)(nil),           // 20: raftcron.v1.GetJobRequest
+	(*GetJobResponse)(nil),          // 21: raftcron.v1.GetJobResponse
+	(*ListJobsRequest)(nil),         // 22: raftcron.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),        // 23: raftcron.v1.ListJobsResponse
+	(*DeleteJobRequest)(nil),        // 24: raftcron.v1.DeleteJobRequest
+	(*DeleteJobResponse)(nil),       // 25: raftcron.v1.DeleteJobResponse
+	(*PauseJobRequest)(nil),         // 26: raftcron.v1.PauseJobRequest
+	(*PauseJobResponse)(nil),        // 27: raftcron.v1.PauseJobResponse
+	(*ResumeJobRequest)(nil),        // 28: raftcron.v1.ResumeJobRequest
+	(*ResumeJobResponse)(nil),       // 29: raftcron.v1.ResumeJobResponse
+	(*TriggerJobRequest)(nil),       // 30: raftcron.v1.TriggerJobRequest
+	(*TriggerJobResponse)(nil),      // 31: raftcron.v1.TriggerJobResponse
+	(*PreviewScheduleRequest)(nil),  // 32: raftcron.v1.PreviewScheduleRequest
+	(*PreviewScheduleResponse)(nil), // 33: raftcron.v1.PreviewScheduleResponse
+	nil,                             // 34: raftcron.v1.JobSpec.LabelsEntry
+	nil,                             // 35: raftcron.v1.HttpTarget.HeadersEntry
+	nil,                             // 36: raftcron.v1.ExecTarget.EnvEntry
+	nil,                             // 37: raftcron.v1.WorkerTarget.TagsEntry
+	nil,                             // 38: raftcron.v1.WorkerTarget.EnvEntry
+	nil,                             // 39: raftcron.v1.ListJobsRequest.LabelSelectorEntry
+	(*durationpb.Duration)(nil),     // 40: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),   // 41: google.protobuf.Timestamp
+	(RunState)(0),                   // 42: raftcron.v1.RunState
+	(*Run)(nil),                     // 43: raftcron.v1.Run
 }
 var file_raftcron_v1_job_proto_depIdxs = []int32{
 	4,  // 0: raftcron.v1.JobSpec.http:type_name -> raftcron.v1.HttpTarget
 	5,  // 1: raftcron.v1.JobSpec.exec:type_name -> raftcron.v1.ExecTarget
-	6,  // 2: raftcron.v1.JobSpec.catchup:type_name -> raftcron.v1.Catchup
+	7,  // 2: raftcron.v1.JobSpec.catchup:type_name -> raftcron.v1.Catchup
 	1,  // 3: raftcron.v1.JobSpec.overlap:type_name -> raftcron.v1.Overlap
 	2,  // 4: raftcron.v1.JobSpec.delivery:type_name -> raftcron.v1.Delivery
-	7,  // 5: raftcron.v1.JobSpec.retry:type_name -> raftcron.v1.Retry
-	37, // 6: raftcron.v1.JobSpec.deadline:type_name -> google.protobuf.Duration
-	38, // 7: raftcron.v1.JobSpec.start_at:type_name -> google.protobuf.Timestamp
-	38, // 8: raftcron.v1.JobSpec.end_at:type_name -> google.protobuf.Timestamp
-	33, // 9: raftcron.v1.JobSpec.labels:type_name -> raftcron.v1.JobSpec.LabelsEntry
-	34, // 10: raftcron.v1.HttpTarget.headers:type_name -> raftcron.v1.HttpTarget.HeadersEntry
-	37, // 11: raftcron.v1.HttpTarget.timeout:type_name -> google.protobuf.Duration
-	35, // 12: raftcron.v1.ExecTarget.env:type_name -> raftcron.v1.ExecTarget.EnvEntry
-	37, // 13: raftcron.v1.ExecTarget.timeout:type_name -> google.protobuf.Duration
-	37, // 14: raftcron.v1.Catchup.window:type_name -> google.protobuf.Duration
-	0,  // 15: raftcron.v1.Catchup.policy:type_name -> raftcron.v1.CatchupPolicy
-	37, // 16: raftcron.v1.Retry.initial_backoff:type_name -> google.protobuf.Duration
-	37, // 17: raftcron.v1.Retry.max_backoff:type_name -> google.protobuf.Duration
-	3,  // 18: raftcron.v1.Job.spec:type_name -> raftcron.v1.JobSpec
-	38, // 19: raftcron.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	38, // 20: raftcron.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	9,  // 21: raftcron.v1.Job.status:type_name -> raftcron.v1.JobStatus
-	39, // 22: raftcron.v1.JobStatus.last_outcome:type_name -> raftcron.v1.RunState
-	3,  // 23: raftcron.v1.CreateJobRequest.spec:type_name -> raftcron.v1.JobSpec
-	8,  // 24: raftcron.v1.CreateJobResponse.job:type_name -> raftcron.v1.Job
-	3,  // 25: raftcron.v1.UpdateJobRequest.spec:type_name -> raftcron.v1.JobSpec
-	8,  // 26: raftcron.v1.UpdateJobResponse.job:type_name -> raftcron.v1.Job
-	3,  // 27: raftcron.v1.ApplyJobRequest.spec:type_name -> raftcron.v1.JobSpec
-	8,  // 28: raftcron.v1.ApplyJobResponse.job:type_name -> raftcron.v1.Job
-	3,  // 29: raftcron.v1.ApplyJobsRequest.specs:type_name -> raftcron.v1.JobSpec
-	18, // 30: raftcron.v1.ApplyJobsResponse.results:type_name -> raftcron.v1.ApplyJobsResult
-	8,  // 31: raftcron.v1.ApplyJobsResult.job:type_name -> raftcron.v1.Job
-	8,  // 32: raftcron.v1.GetJobResponse.job:type_name -> raftcron.v1.Job
-	36, // 33: raftcron.v1.ListJobsRequest.label_selector:type_name -> raftcron.v1.ListJobsRequest.LabelSelectorEntry
-	8,  // 34: raftcron.v1.ListJobsResponse.jobs:type_name -> raftcron.v1.Job
-	8,  // 35: raftcron.v1.PauseJobResponse.job:type_name -> raftcron.v1.Job
-	8,  // 36: raftcron.v1.ResumeJobResponse.job:type_name -> raftcron.v1.Job
-	40, // 37: raftcron.v1.TriggerJobResponse.run:type_name -> raftcron.v1.Run
-	38, // 38: raftcron.v1.PreviewScheduleRequest.after:type_name -> google.protobuf.Timestamp
-	38, // 39: raftcron.v1.PreviewScheduleResponse.times:type_name -> google.protobuf.Timestamp
-	10, // 40: raftcron.v1.JobService.CreateJob:input_type -> raftcron.v1.CreateJobRequest
-	12, // 41: raftcron.v1.JobService.UpdateJob:input_type -> raftcron.v1.UpdateJobRequest
-	14, // 42: raftcron.v1.JobService.ApplyJob:input_type -> raftcron.v1.ApplyJobRequest
-	16, // 43: raftcron.v1.JobService.ApplyJobs:input_type -> raftcron.v1.ApplyJobsRequest
-	19, // 44: raftcron.v1.JobService.GetJob:input_type -> raftcron.v1.GetJobRequest
-	21, // 45: raftcron.v1.JobService.ListJobs:input_type -> raftcron.v1.ListJobsRequest
-	23, // 46: raftcron.v1.JobService.DeleteJob:input_type -> raftcron.v1.DeleteJobRequest
-	25, // 47: raftcron.v1.JobService.PauseJob:input_type -> raftcron.v1.PauseJobRequest
-	27, // 48: raftcron.v1.JobService.ResumeJob:input_type -> raftcron.v1.ResumeJobRequest
-	29, // 49: raftcron.v1.JobService.TriggerJob:input_type -> raftcron.v1.TriggerJobRequest
-	31, // 50: raftcron.v1.JobService.PreviewSchedule:input_type -> raftcron.v1.PreviewScheduleRequest
-	11, // 51: raftcron.v1.JobService.CreateJob:output_type -> raftcron.v1.CreateJobResponse
-	13, // 52: raftcron.v1.JobService.UpdateJob:output_type -> raftcron.v1.UpdateJobResponse
-	15, // 53: raftcron.v1.JobService.ApplyJob:output_type -> raftcron.v1.ApplyJobResponse
-	17, // 54: raftcron.v1.JobService.ApplyJobs:output_type -> raftcron.v1.ApplyJobsResponse
-	20, // 55: raftcron.v1.JobService.GetJob:output_type -> raftcron.v1.GetJobResponse
-	22, // 56: raftcron.v1.JobService.ListJobs:output_type -> raftcron.v1.ListJobsResponse
-	24, // 57: raftcron.v1.JobService.DeleteJob:output_type -> raftcron.v1.DeleteJobResponse
-	26, // 58: raftcron.v1.JobService.PauseJob:output_type -> raftcron.v1.PauseJobResponse
-	28, // 59: raftcron.v1.JobService.ResumeJob:output_type -> raftcron.v1.ResumeJobResponse
-	30, // 60: raftcron.v1.JobService.TriggerJob:output_type -> raftcron.v1.TriggerJobResponse
-	32, // 61: raftcron.v1.JobService.PreviewSchedule:output_type -> raftcron.v1.PreviewScheduleResponse
-	51, // [51:62] is the sub-list for method output_type
-	40, // [40:51] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	8,  // 5: raftcron.v1.JobSpec.retry:type_name -> raftcron.v1.Retry
+	40, // 6: raftcron.v1.JobSpec.deadline:type_name -> google.protobuf.Duration
+	41, // 7: raftcron.v1.JobSpec.start_at:type_name -> google.protobuf.Timestamp
+	41, // 8: raftcron.v1.JobSpec.end_at:type_name -> google.protobuf.Timestamp
+	34, // 9: raftcron.v1.JobSpec.labels:type_name -> raftcron.v1.JobSpec.LabelsEntry
+	6,  // 10: raftcron.v1.JobSpec.worker:type_name -> raftcron.v1.WorkerTarget
+	35, // 11: raftcron.v1.HttpTarget.headers:type_name -> raftcron.v1.HttpTarget.HeadersEntry
+	40, // 12: raftcron.v1.HttpTarget.timeout:type_name -> google.protobuf.Duration
+	36, // 13: raftcron.v1.ExecTarget.env:type_name -> raftcron.v1.ExecTarget.EnvEntry
+	40, // 14: raftcron.v1.ExecTarget.timeout:type_name -> google.protobuf.Duration
+	37, // 15: raftcron.v1.WorkerTarget.tags:type_name -> raftcron.v1.WorkerTarget.TagsEntry
+	38, // 16: raftcron.v1.WorkerTarget.env:type_name -> raftcron.v1.WorkerTarget.EnvEntry
+	40, // 17: raftcron.v1.WorkerTarget.timeout:type_name -> google.protobuf.Duration
+	40, // 18: raftcron.v1.Catchup.window:type_name -> google.protobuf.Duration
+	0,  // 19: raftcron.v1.Catchup.policy:type_name -> raftcron.v1.CatchupPolicy
+	40, // 20: raftcron.v1.Retry.initial_backoff:type_name -> google.protobuf.Duration
+	40, // 21: raftcron.v1.Retry.max_backoff:type_name -> google.protobuf.Duration
+	3,  // 22: raftcron.v1.Job.spec:type_name -> raftcron.v1.JobSpec
+	41, // 23: raftcron.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	41, // 24: raftcron.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	10, // 25: raftcron.v1.Job.status:type_name -> raftcron.v1.JobStatus
+	42, // 26: raftcron.v1.JobStatus.last_outcome:type_name -> raftcron.v1.RunState
+	3,  // 27: raftcron.v1.CreateJobRequest.spec:type_name -> raftcron.v1.JobSpec
+	9,  // 28: raftcron.v1.CreateJobResponse.job:type_name -> raftcron.v1.Job
+	3,  // 29: raftcron.v1.UpdateJobRequest.spec:type_name -> raftcron.v1.JobSpec
+	9,  // 30: raftcron.v1.UpdateJobResponse.job:type_name -> raftcron.v1.Job
+	3,  // 31: raftcron.v1.ApplyJobRequest.spec:type_name -> raftcron.v1.JobSpec
+	9,  // 32: raftcron.v1.ApplyJobResponse.job:type_name -> raftcron.v1.Job
+	3,  // 33: raftcron.v1.ApplyJobsRequest.specs:type_name -> raftcron.v1.JobSpec
+	19, // 34: raftcron.v1.ApplyJobsResponse.results:type_name -> raftcron.v1.ApplyJobsResult
+	9,  // 35: raftcron.v1.ApplyJobsResult.job:type_name -> raftcron.v1.Job
+	9,  // 36: raftcron.v1.GetJobResponse.job:type_name -> raftcron.v1.Job
+	39, // 37: raftcron.v1.ListJobsRequest.label_selector:type_name -> raftcron.v1.ListJobsRequest.LabelSelectorEntry
+	9,  // 38: raftcron.v1.ListJobsResponse.jobs:type_name -> raftcron.v1.Job
+	9,  // 39: raftcron.v1.PauseJobResponse.job:type_name -> raftcron.v1.Job
+	9,  // 40: raftcron.v1.ResumeJobResponse.job:type_name -> raftcron.v1.Job
+	43, // 41: raftcron.v1.TriggerJobResponse.run:type_name -> raftcron.v1.Run
+	41, // 42: raftcron.v1.PreviewScheduleRequest.after:type_name -> google.protobuf.Timestamp
+	41, // 43: raftcron.v1.PreviewScheduleResponse.times:type_name -> google.protobuf.Timestamp
+	11, // 44: raftcron.v1.JobService.CreateJob:input_type -> raftcron.v1.CreateJobRequest
+	13, // 45: raftcron.v1.JobService.UpdateJob:input_type -> raftcron.v1.UpdateJobRequest
+	15, // 46: raftcron.v1.JobService.ApplyJob:input_type -> raftcron.v1.ApplyJobRequest
+	17, // 47: raftcron.v1.JobService.ApplyJobs:input_type -> raftcron.v1.ApplyJobsRequest
+	20, // 48: raftcron.v1.JobService.GetJob:input_type -> raftcron.v1.GetJobRequest
+	22, // 49: raftcron.v1.JobService.ListJobs:input_type -> raftcron.v1.ListJobsRequest
+	24, // 50: raftcron.v1.JobService.DeleteJob:input_type -> raftcron.v1.DeleteJobRequest
+	26, // 51: raftcron.v1.JobService.PauseJob:input_type -> raftcron.v1.PauseJobRequest
+	28, // 52: raftcron.v1.JobService.ResumeJob:input_type -> raftcron.v1.ResumeJobRequest
+	30, // 53: raftcron.v1.JobService.TriggerJob:input_type -> raftcron.v1.TriggerJobRequest
+	32, // 54: raftcron.v1.JobService.PreviewSchedule:input_type -> raftcron.v1.PreviewScheduleRequest
+	12, // 55: raftcron.v1.JobService.CreateJob:output_type -> raftcron.v1.CreateJobResponse
+	14, // 56: raftcron.v1.JobService.UpdateJob:output_type -> raftcron.v1.UpdateJobResponse
+	16, // 57: raftcron.v1.JobService.ApplyJob:output_type -> raftcron.v1.ApplyJobResponse
+	18, // 58: raftcron.v1.JobService.ApplyJobs:output_type -> raftcron.v1.ApplyJobsResponse
+	21, // 59: raftcron.v1.JobService.GetJob:output_type -> raftcron.v1.GetJobResponse
+	23, // 60: raftcron.v1.JobService.ListJobs:output_type -> raftcron.v1.ListJobsResponse
+	25, // 61: raftcron.v1.JobService.DeleteJob:output_type -> raftcron.v1.DeleteJobResponse
+	27, // 62: raftcron.v1.JobService.PauseJob:output_type -> raftcron.v1.PauseJobResponse
+	29, // 63: raftcron.v1.JobService.ResumeJob:output_type -> raftcron.v1.ResumeJobResponse
+	31, // 64: raftcron.v1.JobService.TriggerJob:output_type -> raftcron.v1.TriggerJobResponse
+	33, // 65: raftcron.v1.JobService.PreviewSchedule:output_type -> raftcron.v1.PreviewScheduleResponse
+	55, // [55:66] is the sub-list for method output_type
+	44, // [44:55] is the sub-list for method input_type
+	44, // [44:44] is the sub-list for extension type_name
+	44, // [44:44] is the sub-list for extension extendee
+	0,  // [0:44] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_job_proto_init() }
@@ -2371,7 +2511,7 @@ func file_raftcron_v1_job_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_raftcron_v1_job_proto_rawDesc), len(file_raftcron_v1_job_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   34,
+			NumMessages:   37,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

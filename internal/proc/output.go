@@ -1,6 +1,10 @@
-package dispatch
+package proc
 
 import "sync"
+
+// MaxOutput is how much output an attempt keeps: the run record travels
+// through the Raft log, so it must stay small whatever the target prints.
+const MaxOutput = 4 << 10
 
 // headBuffer keeps the first MaxOutput bytes written to it and discards the
 // rest. Write never fails and never blocks on a full buffer, so a chatty

@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package dispatch
+package proc
 
 import (
 	"errors"
@@ -8,14 +8,6 @@ import (
 	"os/exec"
 	"syscall"
 )
-
-// setProcAttr puts the child in a process group of its own so that the whole
-// tree it starts can be killed with one signal. There is no Pdeathsig here:
-// a node killed with SIGKILL leaves its children running. With a user, the
-// child runs with that user's ids and groups.
-func setProcAttr(cmd *exec.Cmd, u *User) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: credential(u)}
-}
 
 // killGroup kills the child's whole process group (its pgid is its pid).
 func killGroup(cmd *exec.Cmd) error {

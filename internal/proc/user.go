@@ -1,4 +1,4 @@
-package dispatch
+package proc
 
 import (
 	"fmt"
@@ -6,7 +6,8 @@ import (
 	"strconv"
 )
 
-// User is whom exec children run as (--exec-user), instead of the node's own user.
+// User is whom a command's children run as (a node's or a worker's
+// --exec-user), instead of the caller's own user.
 type User struct {
 	Name   string
 	UID    uint32
@@ -14,8 +15,9 @@ type User struct {
 	Groups []uint32 // supplementary groups, the primary one included
 }
 
-// LookupUser resolves a user name, or a numeric user id, with its groups. Switching to
-// the user takes privilege (the node must run as root); that is the caller's check.
+// LookupUser resolves a user name, or a numeric user id, with its groups.
+// Switching to the user takes privilege (the caller must run as root);
+// that is the caller's check.
 func LookupUser(name string) (*User, error) {
 	u, err := user.Lookup(name)
 	if err != nil {

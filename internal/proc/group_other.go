@@ -1,13 +1,8 @@
 //go:build !unix
 
-package dispatch
+package proc
 
 import "os/exec"
-
-// setProcAttr does nothing here: no process groups, no Pdeathsig, and no
-// switching users (the node refuses --exec-user where it is not root, which
-// is everywhere here).
-func setProcAttr(*exec.Cmd, *User) {}
 
 // killGroup kills the direct child only.
 func killGroup(cmd *exec.Cmd) error { return cmd.Process.Kill() }

@@ -1,11 +1,11 @@
 //go:build unix
 
-package dispatch
+package proc
 
 import "syscall"
 
-// credential is the SysProcAttr form of u; nil keeps the node's own ids.
-func credential(u *User) *syscall.Credential {
+// credential is u as the kernel takes it; nil runs as this process.
+func (u *User) credential() *syscall.Credential {
 	if u == nil {
 		return nil
 	}

@@ -1,8 +1,3 @@
-// Package proc launches raftcron child processes, `raftcron serve` nodes
-// above all, for `raftcron dev`, the benchmark harness and the
-// multi-process tests: output appended to a log file, the child in a
-// process group of its own and, on Linux, killed by the kernel if the
-// launching process dies, however it dies.
 package proc
 
 import (
@@ -47,7 +42,7 @@ func Start(cmd *exec.Cmd, logPath string) (*Process, error) {
 		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
 		defer func() { _ = logFile.Close() }()
 		cmd.Stdout, cmd.Stderr = logFile, logFile
-		cmd.SysProcAttr = childAttr()
+		cmd.SysProcAttr = childAttr(nil)
 		if err := cmd.Start(); err != nil {
 			started <- fmt.Errorf("start %s: %w", cmd.Path, err)
 			return

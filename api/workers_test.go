@@ -1,0 +1,65 @@
+package api
+
+import (
+	"errors"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/raftcron/raftcron/cluster"
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+type fakeLeaderInfo struct {
+	leading  bool
+	id, addr string
+}
+
+func (f *fakeLeaderInfo) IsLeader() bool            { return f.leading }
+func (f *fakeLeaderInfo) Leader() (id, addr string) { return f.id, f.addr }
+
+// fakeWorkerHub ends every stream with err, after stepping down if asked.
+type fakeWorkerHub struct {
+	err      error
+	stepDown *fakeLeaderInfo
+}
+
+func (h fakeWorkerHub) Serve(pb.WorkerService_ConnectServer) error {
+	if h.stepDown != nil {
+		h.stepDown.leading = false
+	}
+	return h.err
+}
+
+func leaderAddressOf(t *testing.T, err error) string {
+	t.Helper()
+	st := status.Convert(err)
+	if st.Code() != codes.Unavailable {
+		t.Fatalf("code %v (%v), want Unavailable", st.Code(), err)
+	}
+	info, ok := cluster.NotLeaderInfo(err)
+	if !ok {
+		t.Fatalf("%v carries no NOT_LEADER ErrorInfo", err)
+	}
+	return info.GetMetadata()[cluster.MetadataLeaderAddress]
+}
+
+// A follower sends the worker to the leader; so does a leader that
+// stepped down while the worker was connected.
+func TestWorkerConnectPointsToTheLeader(t *testing.T) {
+	follower := &fakeLeaderInfo{id: "n2", addr: "127.0.0.1:7002"}
+	if got := leaderAddressOf(t, NewWorkerService(fakeWorkerHub{}, follower).Connect(nil)); got != "127.0.0.1:7002" {
+		t.Fatalf("leader address %q, want 127.0.0.1:7002", got)
+	}
+	was := &fakeLeaderInfo{leading: true, id: "n3", addr: "127.0.0.1:7003"}
+	err := NewWorkerService(fakeWorkerHub{err: errors.New("dropped"), stepDown: was}, was).Connect(nil)
+	if got := leaderAddressOf(t, err); got != "127.0.0.1:7003" {
+		t.Fatalf("leader address %q after stepping down, want 127.0.0.1:7003", got)
+	}
+	still := &fakeLeaderInfo{leading: true}
+	bad := status.Error(codes.InvalidArgument, "hello.id: must match")
+	if err := NewWorkerService(fakeWorkerHub{err: bad}, still).Connect(nil); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("hub error %v, want it passed on", err)
+	}
+}

@@ -1,0 +1,48 @@
+package api
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/raftcron/raftcron/fsm"
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+func workerTargetSpec(name string) *pb.JobSpec {
+	spec := validSpec(name)
+	spec.Http = nil
+	spec.Worker = &pb.WorkerTarget{Pool: "batch", Handler: "charge"}
+	return spec
+}
+
+// A worker target is refused until the cluster runs the version that
+// applies it (an older voter may lead until then), whole batches
+// included; other jobs are not.
+func TestWorkerTargetsWaitForTheClusterVersion(t *testing.T) {
+	var version atomic.Uint32
+	version.Store(1)
+	h := newHarnessConfig(t, func(c *JobServiceConfig) { c.ClusterVersion = version.Load })
+	ctx := context.Background()
+
+	_, err := h.jobs.CreateJob(ctx, &pb.CreateJobRequest{Spec: workerTargetSpec("charge")})
+	if st := wantCode(t, err, codes.FailedPrecondition); !strings.Contains(st.Message(), "cluster version 2") {
+		t.Fatalf("message %q should name the cluster version needed", st.Message())
+	}
+	_, err = h.jobs.ApplyJobs(ctx, &pb.ApplyJobsRequest{Specs: []*pb.JobSpec{validSpec("plain"), workerTargetSpec("charge")}})
+	wantCode(t, err, codes.FailedPrecondition)
+	if _, err := h.store.Job("plain"); err == nil {
+		t.Fatal("a batch with a refused worker target applied its other job")
+	}
+	if _, err := h.jobs.CreateJob(ctx, &pb.CreateJobRequest{Spec: validSpec("plain")}); err != nil {
+		t.Fatalf("a webhook job at cluster version 1: %v", err)
+	}
+
+	version.Store(fsm.WorkersVersion)
+	if _, err := h.jobs.CreateJob(ctx, &pb.CreateJobRequest{Spec: workerTargetSpec("charge")}); err != nil {
+		t.Fatalf("a worker target at cluster version %d: %v", fsm.WorkersVersion, err)
+	}
+}

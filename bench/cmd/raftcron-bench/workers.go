@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/raftcron/raftcron/bench/harness"
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+	"github.com/raftcron/raftcron/worker"
+)
+
+const (
+	// benchWorkers is how many workers of the pool take the burst.
+	benchWorkers = 2
+	// workerConcurrency lets each worker take half the burst at once:
+	// the handler returns at once, so this bounds nothing but the wait.
+	workerConcurrency = 10_000
+	workerPool        = "bench"
+	workerHandler     = "record"
+)
+
+type workersMetrics struct {
+	Jobs         int                `json:"jobs"`
+	Workers      int                `json:"workers"`
+	Registration harness.LoadResult `json:"registration"`
+	Slot         time.Time          `json:"slot"`
+	Delivered    int                `json:"delivered"`
+	Redeliveries int                `json:"redeliveries"`
+	// Lateness is the handler's start − nominal slot time, one per job.
+	Lateness harness.Dist `json:"lateness"`
+	// PerWorker is how many first deliveries each worker got.
+	PerWorker map[string]int `json:"per_worker"`
+	// WebhookBurst is the burst scenario's lateness of this run, when it
+	// ran before: the same tick, delivered by the leader's webhooks.
+	WebhookBurst   *harness.Dist      `json:"webhook_burst_lateness,omitempty"`
+	LeaderHandOver map[string]float64 `json:"leader_handover_ms"`
+	Log            harness.LogSummary `json:"raft_log"`
+	CPU            cpuWindow          `json:"cpu"`
+}
+
+// handled is one handler call.
+type handled struct {
+	job, worker string
+	slot        int64
+	at          time.Time
+}
+
+// recorder collects handler calls.
+type recorder struct {
+	mu    sync.Mutex
+	calls []handled
+	more  chan struct{} // cap 1
+}
+
+func (r *recorder) handler(id string) worker.HandlerFunc {
+	return func(_ context.Context, run worker.Run) error {
+		at := time.Now()
+		r.mu.Lock()
+		r.calls = append(r.calls, handled{job: run.Job, worker: id, slot: run.ScheduledAt.Unix(), at: at})
+		r.mu.Unlock()
+		select {
+		case r.more <- struct{}{}:
+		default:
+		}
+		return nil
+	}
+}
+
+func (r *recorder) len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.calls)
+}
+
+// runWorkers registers N jobs with a worker target, due in the same
+// second, for two SDK workers in this process, and measures how late
+// their handlers start: the path is the burst's (one FireBatch per 2000
+// fires) plus the offers on the workers' streams.
+func runWorkers(ctx context.Context, e *env, res *Result) error {
+	n := e.cfg.BurstJobs
+	res.Params["jobs"] = n
+	res.Params["workers"] = benchWorkers
+	m := &workersMetrics{Jobs: n, Workers: benchWorkers, PerWorker: map[string]int{}, WebhookBurst: e.burstLateness}
+	res.Metrics = m
+
+	c, err := e.startCluster(ctx, "workers")
+	if err != nil {
+		return err
+	}
+	defer c.Kill()
+	leader, err := c.Leader(ctx, harness.ReadyTimeout)
+	if err != nil {
+		return err
+	}
+	rec := &recorder{more: make(chan struct{}, 1)}
+	stop, err := startBenchWorkers(ctx, e, c, rec)
+	if err != nil {
+		return err
+	}
+	defer stop()
+
+	guess := time.Duration(float64(n)/registerRateGuess*float64(time.Second)) + 4*time.Second
+	sec := time.Now().Add(guess).Second()
+	schedule := fmt.Sprintf("%d * * * * *", sec)
+	e.logf("workers: registering %d worker jobs with schedule %q", n, schedule)
+	m.Registration, err = e.register(ctx, leader, n, func(i int) *pb.JobSpec {
+		return &pb.JobSpec{Name: fmt.Sprintf("work-%06d", i), Schedule: schedule,
+			Worker: &pb.WorkerTarget{Pool: workerPool, Handler: workerHandler}}
+	})
+	if err != nil {
+		return err
+	}
+	slot := nextAtSecond(time.Now().Add(1500*time.Millisecond), sec)
+	m.Slot = slot.UTC()
+	e.logf("workers: registered at %.0f jobs/s; slot %s (in %s)", m.Registration.OpsPerSec, slot.Format("15:04:05"), time.Until(slot).Round(time.Millisecond))
+	if err := sleepUntil(ctx, slot.Add(-500*time.Millisecond)); err != nil {
+		return err
+	}
+	before := sampleNodes(c)
+	waitProfile := e.profile(ctx, leader, "workers-leader-cpu", 8*time.Second)
+	wctx, cancel := context.WithDeadline(ctx, slot.Add(burstDeadline))
+	for rec.len() < n && wctx.Err() == nil {
+		select {
+		case <-rec.more:
+		case <-wctx.Done():
+		}
+	}
+	cancel()
+	during := sampleNodes(c)
+
+	first := map[string]handled{}
+	for _, h := range rec.snapshot() {
+		if h.slot != slot.Unix() {
+			continue
+		}
+		if _, dup := first[h.job]; dup {
+			m.Redeliveries++
+			continue
+		}
+		first[h.job] = h
+		m.PerWorker[h.worker]++
+	}
+	m.Delivered = len(first)
+	lat := make([]time.Duration, 0, len(first))
+	for _, h := range first {
+		lat = append(lat, h.at.Sub(slot))
+	}
+	m.Lateness = harness.Summarize(lat)
+
+	settle(ctx, leader)
+	after := sampleNodes(c)
+	waitProfile()
+	m.CPU = usage(c, leader, before, during)
+	m.LeaderHandOver = latenessHistogram(before, after, leader.ID)
+	stop()
+	c.Kill()
+	if m.Log, err = harness.SummarizeLog(leader.DataDir, before.status[leader.ID].CommitIndex, after.status[leader.ID].CommitIndex); err != nil {
+		e.logf("workers: reading the raft log: %v", err)
+	}
+
+	res.Summary = fmt.Sprintf("N=%d on %d workers delivered=%d handler lateness p50=%.0fms p99=%.0fms max=%.0fms; split %v; raft entries=%d (fire_batch=%d, complete_batch=%d)",
+		n, benchWorkers, m.Delivered, m.Lateness.P50Ms, m.Lateness.P99Ms, m.Lateness.MaxMs, m.PerWorker,
+		m.Log.Entries, m.Log.FireBatches, m.Log.CompleteBatches)
+	if m.WebhookBurst != nil {
+		res.Summary += fmt.Sprintf("; webhook burst of this run p50=%.0fms p99=%.0fms", m.WebhookBurst.P50Ms, m.WebhookBurst.P99Ms)
+	}
+	res.target("p99", "≤ 100 ms", m.Lateness.P99Ms, "ms", m.Delivered == n && m.Lateness.P99Ms <= 100)
+	if m.Delivered != n {
+		res.violate("%d of %d worker jobs handled for slot %s within %s", m.Delivered, n, m.Slot.Format(time.RFC3339), burstDeadline)
+	}
+	if m.Redeliveries > 0 {
+		res.violate("%d slots handled twice", m.Redeliveries)
+	}
+	return nil
+}
+
+func (r *recorder) snapshot() []handled {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]handled(nil), r.calls...)
+}
+
+// startBenchWorkers runs the workers in this process until stop, and
+// waits until each is connected to the leader.
+func startBenchWorkers(ctx context.Context, e *env, c *harness.Cluster, rec *recorder) (stop func(), err error) {
+	addrs := make([]string, 0, len(c.Nodes))
+	for _, n := range c.Nodes {
+		addrs = append(addrs, n.Addr)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	stop = func() {
+		cancel()
+		wg.Wait()
+	}
+	for i := range benchWorkers {
+		id := fmt.Sprintf("bench-w%d", i+1)
+		w, err := worker.New(worker.Config{ID: id, Pool: workerPool, Addrs: addrs, Concurrency: workerConcurrency})
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		if err := w.Handle(workerHandler, rec.handler(id)); err != nil {
+			stop()
+			return nil, err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := w.Run(wctx); err != nil {
+				e.logf("workers: %s: %v", id, err)
+			}
+		}()
+	}
+	leader, err := c.Leader(ctx, harness.ReadyTimeout)
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	err = harness.Poll(ctx, 30*time.Second, "workers connected", func() (bool, error) {
+		m, err := leader.Metrics()
+		return err == nil && m.Sum("raftcron_workers_connected") == benchWorkers, nil
+	})
+	if err != nil {
+		stop()
+		return nil, errors.Join(err, errors.New("the workers did not connect to the leader"))
+	}
+	return stop, nil
+}

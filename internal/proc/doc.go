@@ -1,0 +1,15 @@
+// Package proc starts and ends child processes, one way for all of
+// raftcron: a child in a process group of its own, killed with its group,
+// and on Linux SIGKILLed by the kernel when the thread that started it
+// dies, however the parent dies.
+//
+// It has two users. Start launches raftcron's own children (`raftcron
+// serve` nodes) for `raftcron dev`, the benchmark harness and the
+// multi-process tests, their output appended to a log file. Run runs one
+// attempt of a command on this machine, for a node's executors
+// (scheduler/dispatch) and for remote workers (package worker) alike, so
+// that both end attempts the same way: the attempt's time limits and which
+// outcome each means (WithLimit, Interrupted), the child in "/" unless
+// told otherwise and as another user if asked, its output capped
+// (MaxOutput), and the one-line detail every outcome carries (OneLine).
+package proc

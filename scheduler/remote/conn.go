@@ -1,0 +1,414 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/raftcron/raftcron/jobspec"
+	"github.com/raftcron/raftcron/scheduler/dispatch"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// Bounds of what a worker may declare.
+const (
+	maxConcurrency = 100_000
+	maxHandlers    = 1000
+	maxTags        = 64
+)
+
+// Why a worker's stream ends; the worker sees the message.
+var (
+	errNotLeading   = status.Error(codes.Unavailable, "this node no longer leads: connect to the leader")
+	errShuttingDown = status.Error(codes.Unavailable, "the node is shutting down: connect to the leader")
+	errNoAck        = status.Error(codes.Unavailable, "an offer was not acknowledged within the lease")
+	errStreamBroke  = errors.New("its stream broke (the worker stopped, or the network failed)")
+)
+
+// leaseError ends the stream of a worker that went silent.
+type leaseError struct{ lease time.Duration }
+
+func (e leaseError) Error() string {
+	return fmt.Sprintf("no message from the worker within its lease of %s", e.lease)
+}
+
+func (e leaseError) GRPCStatus() *status.Status { return status.New(codes.Unavailable, e.Error()) }
+
+// conn is one connected worker.
+type conn struct {
+	id, pool    string
+	tags        map[string]string
+	handlers    map[string]bool
+	commands    bool
+	concurrency int
+	out         *outbox
+	// lastSeen is when the worker last sent anything (Unix nanoseconds).
+	lastSeen atomic.Int64
+	cancel   context.CancelCauseFunc
+
+	// Guarded by Hub.mu.
+	inflight  map[uint64]*attempt
+	lastOffer uint64
+	gone      bool
+}
+
+func newConn(hello *pb.WorkerHello, cancel context.CancelCauseFunc) *conn {
+	c := &conn{
+		id:          hello.GetId(),
+		pool:        hello.GetPool(),
+		tags:        hello.GetTags(),
+		handlers:    make(map[string]bool, len(hello.GetHandlers())),
+		commands:    hello.GetCommands(),
+		concurrency: int(hello.GetConcurrency()),
+		out:         newOutbox(),
+		cancel:      cancel,
+		inflight:    make(map[uint64]*attempt),
+	}
+	for _, name := range hello.GetHandlers() {
+		c.handlers[name] = true
+	}
+	c.lastSeen.Store(time.Now().UnixNano())
+	return c
+}
+
+func (c *conn) end(cause error) { c.cancel(cause) }
+
+// full, load, eligible and unackedSince are called under Hub.mu.
+func (c *conn) full() bool     { return len(c.inflight) >= c.concurrency }
+func (c *conn) load() float64  { return float64(len(c.inflight)) / float64(c.concurrency) }
+func (c *conn) String() string { return c.id }
+func (c *conn) hasTags(t map[string]string) bool {
+	for k, v := range t {
+		if got, ok := c.tags[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// eligible reports whether c may run a: its tags carry the target's, and
+// it registered the handler, or runs commands.
+func (c *conn) eligible(a dispatch.Attempt) bool {
+	w := a.Worker
+	if !c.hasTags(w.GetTags()) {
+		return false
+	}
+	if w.GetHandler() != "" {
+		return c.handlers[w.GetHandler()]
+	}
+	return c.commands
+}
+
+// unackedSince reports an offer older than lease that the worker never
+// acknowledged: it is connected but not taking work.
+func (c *conn) unackedSince(now time.Time, lease time.Duration) bool {
+	for _, at := range c.inflight {
+		if !at.acked && now.Sub(at.offeredAt) > lease {
+			return true
+		}
+	}
+	return false
+}
+
+// Serve runs one worker's stream until it ends: hello, welcome, then
+// offers and cancels out, acknowledgements, heartbeats and outcomes in.
+// The caller (the WorkerService) has checked that this node leads.
+func (h *Hub) Serve(stream pb.WorkerService_ConnectServer) error {
+	hello, err := h.hello(stream)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancelCause(stream.Context())
+	defer cancel(nil)
+	c := newConn(hello, cancel)
+	if err := h.register(c); err != nil {
+		return err
+	}
+	// Offers wait in the outbox until the send loop starts, after this.
+	if err := stream.Send(&pb.ConnectResponse{Msg: &pb.ConnectResponse_Welcome{Welcome: &pb.WorkerWelcome{
+		Lease: durationpb.New(h.lease),
+	}}}); err != nil {
+		h.drop(c, err)
+		return err
+	}
+	// Neither goroutine is waited for: a Send blocked on a worker that
+	// stopped reading (a paused process) returns only once this handler
+	// has returned and the stream is torn down.
+	go c.out.sendLoop(ctx, stream, cancel)
+	go h.receive(ctx, c, stream, cancel)
+	<-ctx.Done()
+	cause := context.Cause(ctx)
+	if stream.Context().Err() != nil {
+		cause = errStreamBroke
+	}
+	h.drop(c, cause)
+	if errors.Is(cause, io.EOF) || cause == errStreamBroke {
+		return nil // the worker went away
+	}
+	return cause
+}
+
+// hello reads and checks the worker's first message, waiting at most a
+// lease for it.
+func (h *Hub) hello(stream pb.WorkerService_ConnectServer) (*pb.WorkerHello, error) {
+	type result struct {
+		m   *pb.ConnectRequest
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		m, err := stream.Recv()
+		got <- result{m, err}
+	}()
+	t := time.NewTimer(h.lease)
+	defer t.Stop()
+	var r result
+	select {
+	case r = <-got:
+	case <-t.C:
+		return nil, status.Errorf(codes.DeadlineExceeded, "no hello within %s", h.lease)
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	hello := r.m.GetHello()
+	if hello == nil {
+		return nil, status.Error(codes.InvalidArgument, "hello: the first message must be a hello")
+	}
+	return hello, checkHello(hello)
+}
+
+// checkHello refuses a hello that breaks a rule, naming the field.
+func checkHello(m *pb.WorkerHello) error {
+	var problems []string
+	if err := jobspec.ValidateName(m.GetId()); err != nil {
+		problems = append(problems, "hello.id: must match [a-z0-9][a-z0-9._-]{0,62}")
+	}
+	if err := jobspec.ValidateName(m.GetPool()); err != nil {
+		problems = append(problems, "hello.pool: must match [a-z0-9][a-z0-9._-]{0,62}")
+	}
+	if n := m.GetConcurrency(); n < 1 || n > maxConcurrency {
+		problems = append(problems, fmt.Sprintf("hello.concurrency: must be between 1 and %d", maxConcurrency))
+	}
+	if len(m.GetTags()) > maxTags {
+		problems = append(problems, fmt.Sprintf("hello.tags: at most %d", maxTags))
+	}
+	if len(m.GetHandlers()) > maxHandlers {
+		problems = append(problems, fmt.Sprintf("hello.handlers: at most %d", maxHandlers))
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return status.Error(codes.InvalidArgument, joinProblems(problems))
+}
+
+func joinProblems(p []string) string {
+	out := p[0]
+	for _, s := range p[1:] {
+		out += "; " + s
+	}
+	return out
+}
+
+// register adds c. A second connection under a live worker's ID is
+// refused rather than let in: two workers configured with one ID would
+// otherwise take turns dropping each other, losing attempts every time. A
+// restarted worker whose old stream still looks alive gets in once that
+// stream breaks or misses its lease.
+func (h *Hub) register(c *conn) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return errShuttingDown
+	}
+	if old := h.conns[c.id]; old != nil {
+		return status.Errorf(codes.AlreadyExists,
+			"worker %s is already connected (worker IDs must be unique; a restarted worker gets in once its old stream is gone, within the lease of %s)",
+			c.id, h.lease)
+	}
+	h.conns[c.id] = c
+	h.metrics.connected.WithLabelValues(c.pool).Inc()
+	h.log.Info("worker connected", "worker", c.id, "pool", c.pool, "concurrency", c.concurrency,
+		"tags", c.tags, "handlers", len(c.handlers), "commands", c.commands)
+	h.kick()
+	return nil
+}
+
+// receive reads the worker's messages until the stream ends.
+func (h *Hub) receive(ctx context.Context, c *conn, stream pb.WorkerService_ConnectServer, cancel context.CancelCauseFunc) {
+	for {
+		m, err := stream.Recv()
+		if err != nil {
+			cancel(err)
+			return
+		}
+		c.lastSeen.Store(time.Now().UnixNano())
+		switch msg := m.GetMsg().(type) {
+		case *pb.ConnectRequest_Heartbeat:
+			c.out.addHeartbeat()
+			c.out.notify()
+		case *pb.ConnectRequest_Acks:
+			h.acked(c, msg.Acks.GetTokens())
+		case *pb.ConnectRequest_Outcomes:
+			h.outcomes(c, msg.Outcomes.GetOutcomes())
+		default:
+			cancel(status.Error(codes.InvalidArgument, "after hello, a worker sends heartbeats, acks and outcomes only"))
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+func (h *Hub) acked(c *conn, tokens []uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, t := range tokens {
+		if at := c.inflight[t]; at != nil {
+			at.acked = true
+		}
+	}
+}
+
+// report is an outcome on its way to its attempt's done.
+type report struct {
+	at *attempt
+	o  dispatch.Outcome
+}
+
+// outcomes takes what the worker reports: of attempts it holds, and late
+// ones of attempts it lost.
+func (h *Hub) outcomes(c *conn, outs []*pb.WorkerOutcome) {
+	now := time.Now()
+	var reports []report
+	h.mu.Lock()
+	for _, o := range outs {
+		at := c.inflight[o.GetToken()]
+		switch {
+		case at != nil && at.a.RunID == o.GetRunId():
+			delete(c.inflight, o.GetToken())
+			at.state = stateFinished
+			reports = append(reports, report{at, outcome(c, at, o, now)})
+		case h.isLateOf(c, o):
+			// A late cancel says nothing: the worker gave up what it had lost.
+			at := h.lost[o.GetToken()]
+			delete(h.lost, o.GetToken())
+			at.state = stateFinished
+			if o.GetState() != pb.RunState_RUN_STATE_CANCELLED {
+				reports = append(reports, report{at, outcome(c, at, o, now)})
+			}
+		default:
+			h.log.Debug("worker reported an attempt it does not hold", "worker", c.id,
+				"run_id", o.GetRunId(), "token", o.GetToken())
+		}
+	}
+	h.mu.Unlock()
+	for _, r := range reports {
+		r.at.stopWatch()
+		r.at.done(r.at.a, r.o)
+	}
+	if len(reports) > 0 {
+		h.kick() // capacity freed
+	}
+}
+
+// isLateOf reports whether o is the late outcome of an attempt c's worker
+// lost. Called under mu.
+func (h *Hub) isLateOf(c *conn, o *pb.WorkerOutcome) bool {
+	at := h.lost[o.GetToken()]
+	return at != nil && at.lostBy == c.id && at.a.RunID == o.GetRunId()
+}
+
+// outbox collects what goes to one worker; its send loop sends it in as
+// few messages as it can.
+type outbox struct {
+	mu      sync.Mutex
+	offers  []*pb.WorkerAttempt
+	cancels map[string][]uint64 // by reason
+	beats   int
+	signal  chan struct{} // cap 1
+}
+
+func newOutbox() *outbox { return &outbox{signal: make(chan struct{}, 1)} }
+
+func (o *outbox) addOffer(a *pb.WorkerAttempt) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.offers = append(o.offers, a)
+}
+
+func (o *outbox) addCancel(token uint64, reason string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.cancels == nil {
+		o.cancels = make(map[string][]uint64)
+	}
+	o.cancels[reason] = append(o.cancels[reason], token)
+}
+
+func (o *outbox) addHeartbeat() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.beats++
+}
+
+func (o *outbox) notify() {
+	select {
+	case o.signal <- struct{}{}:
+	default:
+	}
+}
+
+// take empties the outbox into the messages to send, offers in batches.
+func (o *outbox) take() []*pb.ConnectResponse {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var msgs []*pb.ConnectResponse
+	for len(o.offers) > 0 {
+		n := min(len(o.offers), maxOffersPerMessage)
+		msgs = append(msgs, &pb.ConnectResponse{Msg: &pb.ConnectResponse_Offers{Offers: &pb.WorkerOffers{
+			Attempts: o.offers[:n:n],
+		}}})
+		o.offers = o.offers[n:]
+	}
+	o.offers = nil
+	for reason, tokens := range o.cancels {
+		msgs = append(msgs, &pb.ConnectResponse{Msg: &pb.ConnectResponse_Cancels{Cancels: &pb.WorkerCancels{
+			Tokens: tokens, Reason: reason,
+		}}})
+	}
+	o.cancels = nil
+	if o.beats > 0 {
+		msgs = append(msgs, &pb.ConnectResponse{Msg: &pb.ConnectResponse_Heartbeat{Heartbeat: &pb.WorkerHeartbeat{}}})
+		o.beats = 0
+	}
+	return msgs
+}
+
+// sendLoop sends what collects in the outbox until ctx ends; a failed send
+// ends the stream.
+func (o *outbox) sendLoop(ctx context.Context, stream pb.WorkerService_ConnectServer, cancel context.CancelCauseFunc) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-o.signal:
+		}
+		for _, m := range o.take() {
+			if err := stream.Send(m); err != nil {
+				cancel(err)
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,461 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/raftcron/raftcron/scheduler/dispatch"
+)
+
+// DefaultLease is how long a worker may stay silent before its attempts
+// are lost, unless Config.Lease says otherwise.
+const DefaultLease = 10 * time.Second
+
+// MinLease is the shortest lease: a worker heartbeats every third of it,
+// which must stay well apart from the network's jitter.
+const MinLease = 100 * time.Millisecond
+
+// Bounds of the hub's work.
+const (
+	// maxOffersPerMessage caps one WorkerOffers message, so that one
+	// message stays well below gRPC's 4 MiB default.
+	maxOffersPerMessage = 1000
+	// maxLostKept bounds the lost attempts remembered for their late
+	// outcomes; the oldest are forgotten first.
+	maxLostKept = 100_000
+	// maxCheckInterval bounds the wait between lease, leadership and
+	// no_worker checks.
+	maxCheckInterval = 500 * time.Millisecond
+)
+
+// ErrClosed: the hub was closed (the node is stopping).
+var ErrClosed = errors.New("worker service closed")
+
+// Config wires a Hub.
+type Config struct {
+	// Lease: a worker silent for longer loses its attempts; 0 means
+	// DefaultLease, otherwise at least MinLease.
+	Lease time.Duration
+	// Leading reports whether this node leads; the hub drops every worker
+	// once it does not. Required.
+	Leading func() bool
+	// Signer, if set, signs every offer (WorkerAttempt.signature), as the
+	// node signs its own dispatches: a worker passes the signature on and
+	// the downstream verifies it.
+	Signer dispatch.Signer
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+// Hub is the leader's end of the worker streams: it takes committed
+// attempts of jobs with a worker target from the scheduler (Submit),
+// offers them in batches to connected workers of their pool with free
+// capacity, watches the workers' leases and hands back what each attempt
+// came to. It lives as long as the node and holds workers only while the
+// node leads. See DESIGN.md.
+type Hub struct {
+	lease   time.Duration
+	check   time.Duration
+	leading func() bool
+	signer  dispatch.Signer
+	log     *slog.Logger
+	metrics *metrics
+
+	wake chan struct{} // cap 1: the queues or the workers changed
+	stop chan struct{}
+	done chan struct{}
+
+	// mu guards everything below, and the fields of every conn and
+	// attempt that say so. Nothing blocking happens under it: sends go
+	// through each conn's outbox, and done callbacks run after unlocking.
+	mu     sync.Mutex
+	closed bool
+	conns  map[string]*conn // by worker ID
+	// pending holds the attempts not yet offered, by pool, oldest first;
+	// finished ones are dropped lazily.
+	pending map[string][]*attempt
+	// nextExpiry is the earliest WaitUntil among pending attempts (zero:
+	// none), so that a pump scans for no_worker only when one is due.
+	nextExpiry time.Time
+	// lost are offered attempts whose worker was lost, by token, for the
+	// outcome that worker may still report; lostOrder bounds them.
+	lost      map[uint64]*attempt
+	lostOrder []uint64
+	seq       uint64 // orders offers, for a fair spread
+}
+
+// New returns a running hub; Close stops it.
+func New(cfg Config) (*Hub, error) {
+	if cfg.Leading == nil {
+		return nil, errors.New("remote: Config.Leading is required")
+	}
+	if cfg.Lease != 0 && cfg.Lease < MinLease {
+		return nil, fmt.Errorf("remote: Config.Lease must be at least %s, got %s", MinLease, cfg.Lease)
+	}
+	h := &Hub{
+		lease:   cfg.Lease,
+		leading: cfg.Leading,
+		signer:  cfg.Signer,
+		log:     cfg.Logger,
+		wake:    make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+		conns:   make(map[string]*conn),
+		pending: make(map[string][]*attempt),
+		lost:    make(map[uint64]*attempt),
+	}
+	if h.lease == 0 {
+		h.lease = DefaultLease
+	}
+	h.check = min(h.lease/4, maxCheckInterval)
+	if h.log == nil {
+		h.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	h.metrics = newMetrics(h)
+	go h.run()
+	return h, nil
+}
+
+// Collectors are the hub's Prometheus metrics, for the node's registry.
+func (h *Hub) Collectors() []prometheus.Collector { return h.metrics.collectors() }
+
+// attemptState is where an attempt stands in the hub.
+type attemptState int
+
+const (
+	statePending  attemptState = iota // waiting for a worker
+	stateOffered                      // offered to conn, outcome awaited
+	stateFinished                     // done was called
+	stateLost                         // its worker was lost; a late outcome is still taken
+)
+
+// attempt is one committed attempt in the hub's hands.
+type attempt struct {
+	a    dispatch.Attempt
+	ctx  context.Context
+	done func(dispatch.Attempt, dispatch.Outcome)
+	// stopWatch stops watching ctx.
+	stopWatch func() bool
+
+	// Guarded by Hub.mu.
+	state     attemptState
+	conn      *conn     // the worker it was offered to
+	offeredAt time.Time // the leader's clock: outcomes are stamped with it
+	acked     bool
+	cancelled bool // a cancel was sent to its worker
+	lostBy    string
+}
+
+// Submit takes a committed attempt of a job with a worker target and
+// returns at once; done reports what it came to (see scheduler.Remote).
+// Cancelling ctx cancels it: a pending attempt ends CANCELLED at once, an
+// offered one is cancelled on its worker, which reports it.
+func (h *Hub) Submit(ctx context.Context, a dispatch.Attempt, done func(dispatch.Attempt, dispatch.Outcome)) error {
+	if a.Worker == nil {
+		return errors.New("remote: attempt without a worker target")
+	}
+	at := &attempt{a: a, ctx: ctx, done: done}
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return ErrClosed
+	}
+	pool := a.Worker.GetPool()
+	h.pending[pool] = append(h.pending[pool], at)
+	if !a.WaitUntil.IsZero() && (h.nextExpiry.IsZero() || a.WaitUntil.Before(h.nextExpiry)) {
+		h.nextExpiry = a.WaitUntil
+	}
+	h.mu.Unlock()
+	at.stopWatch = context.AfterFunc(ctx, func() { h.cancel(at) })
+	h.kick()
+	return nil
+}
+
+func (h *Hub) kick() {
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Close drops every worker and stops the hub; attempts it still holds end
+// CANCELLED (the next leader re-dispatches them).
+func (h *Hub) Close() {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return
+	}
+	h.closed = true
+	conns := h.connList()
+	var left []*attempt
+	for _, q := range h.pending {
+		for _, at := range q {
+			if at.state == statePending {
+				at.state = stateFinished
+				left = append(left, at)
+			}
+		}
+	}
+	clear(h.pending)
+	h.mu.Unlock()
+	close(h.stop)
+	<-h.done
+	for _, c := range conns {
+		h.drop(c, errShuttingDown)
+	}
+	for _, at := range left {
+		at.stopWatch()
+		at.done(at.a, notStarted(ErrClosed))
+	}
+}
+
+// run pumps the queues whenever something changed, and checks leases,
+// leadership and waiting attempts every check interval.
+func (h *Hub) run() {
+	defer close(h.done)
+	t := time.NewTicker(h.check)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.stop:
+			return
+		case <-h.wake:
+		case <-t.C:
+			h.checkWorkers()
+		}
+		h.pump()
+	}
+}
+
+// checkWorkers drops every worker when this node does not lead, and the
+// workers that missed their lease.
+func (h *Hub) checkWorkers() {
+	leading := h.leading()
+	now := time.Now()
+	h.mu.Lock()
+	var drop []*conn
+	var causes []error
+	for _, c := range h.conns {
+		switch {
+		case !leading:
+			drop, causes = append(drop, c), append(causes, errNotLeading)
+		case now.Sub(time.Unix(0, c.lastSeen.Load())) > h.lease:
+			drop, causes = append(drop, c), append(causes, leaseError{lease: h.lease})
+		case c.unackedSince(now, h.lease):
+			drop, causes = append(drop, c), append(causes, errNoAck)
+		}
+	}
+	h.mu.Unlock()
+	for i, c := range drop {
+		h.drop(c, causes[i])
+	}
+}
+
+// pump offers pending attempts to workers with free capacity and fails
+// those that waited too long.
+func (h *Hub) pump() {
+	now := time.Now()
+	h.mu.Lock()
+	expiring := !h.nextExpiry.IsZero() && !now.Before(h.nextExpiry)
+	if expiring {
+		h.nextExpiry = time.Time{} // recomputed by the scan
+	}
+	var expired []*attempt
+	touched := make(map[*conn]struct{})
+	for pool, q := range h.pending {
+		free := h.freeConns(pool)
+		if len(free) == 0 && !expiring {
+			continue
+		}
+		keep := q[:0]
+		for i, at := range q {
+			if at.state != statePending {
+				continue
+			}
+			if expiring && !at.a.WaitUntil.IsZero() && now.After(at.a.WaitUntil) {
+				at.state = stateFinished
+				expired = append(expired, at)
+				continue
+			}
+			if len(free) == 0 && !expiring {
+				keep = append(keep, q[i:]...) // finished ones go at the next full scan
+				break
+			}
+			if c := pick(free, at); c != nil {
+				h.offer(c, at, now)
+				touched[c] = struct{}{}
+				if c.full() {
+					free = removeConn(free, c)
+				}
+				continue
+			}
+			keep = append(keep, at)
+			if expiring && !at.a.WaitUntil.IsZero() && (h.nextExpiry.IsZero() || at.a.WaitUntil.Before(h.nextExpiry)) {
+				h.nextExpiry = at.a.WaitUntil
+			}
+		}
+		clear(q[len(keep):])
+		if len(keep) == 0 {
+			delete(h.pending, pool)
+		} else {
+			h.pending[pool] = keep
+		}
+	}
+	h.mu.Unlock()
+	for c := range touched {
+		c.out.notify()
+	}
+	for _, at := range expired {
+		at.stopWatch()
+		h.metrics.noWorker.Inc()
+		at.done(at.a, noWorker(at, now))
+	}
+}
+
+// freeConns lists the pool's workers with free capacity. Called under mu.
+func (h *Hub) freeConns(pool string) []*conn {
+	var out []*conn
+	for _, c := range h.conns {
+		if c.pool == pool && !c.full() {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// pick chooses the eligible worker with the lowest load, the one offered
+// to least recently among equals: a fair spread over the pool.
+func pick(free []*conn, at *attempt) *conn {
+	var best *conn
+	for _, c := range free {
+		if !c.eligible(at.a) {
+			continue
+		}
+		if best == nil || c.load() < best.load() || (c.load() == best.load() && c.lastOffer < best.lastOffer) {
+			best = c
+		}
+	}
+	return best
+}
+
+func removeConn(cs []*conn, c *conn) []*conn {
+	for i, x := range cs {
+		if x == c {
+			return append(cs[:i], cs[i+1:]...)
+		}
+	}
+	return cs
+}
+
+// offer hands at to c. Called under mu.
+func (h *Hub) offer(c *conn, at *attempt, now time.Time) {
+	h.seq++
+	at.state, at.conn, at.offeredAt = stateOffered, c, now
+	c.inflight[at.a.Token] = at
+	c.lastOffer = h.seq
+	c.out.addOffer(wireAttempt(at.a, h.signer))
+	h.metrics.offered.Inc()
+}
+
+// cancel runs when an attempt's context ends.
+func (h *Hub) cancel(at *attempt) {
+	h.mu.Lock()
+	switch at.state {
+	case statePending:
+		at.state = stateFinished
+		h.mu.Unlock()
+		at.done(at.a, notStarted(context.Cause(at.ctx)))
+	case stateOffered:
+		c := at.conn
+		if !at.cancelled {
+			at.cancelled = true
+			c.out.addCancel(at.a.Token, context.Cause(at.ctx).Error())
+		}
+		h.mu.Unlock()
+		c.out.notify()
+	default:
+		h.mu.Unlock()
+	}
+}
+
+// drop ends a worker's connection: its attempts are lost (or, when their
+// context was cancelled meanwhile, cancelled). Idempotent.
+func (h *Hub) drop(c *conn, cause error) {
+	h.mu.Lock()
+	if c.gone {
+		h.mu.Unlock()
+		return
+	}
+	c.gone = true
+	if h.conns[c.id] == c {
+		delete(h.conns, c.id)
+	}
+	var lost, cancelled []*attempt
+	for _, at := range c.inflight {
+		if at.ctx.Err() != nil {
+			at.state = stateFinished
+			cancelled = append(cancelled, at)
+			continue
+		}
+		at.state, at.lostBy = stateLost, c.id
+		h.remember(at)
+		lost = append(lost, at)
+	}
+	c.inflight = nil
+	h.mu.Unlock()
+	c.end(cause)
+	h.metrics.connected.WithLabelValues(c.pool).Dec()
+	h.log.Info("worker disconnected", "worker", c.id, "pool", c.pool, "cause", cause.Error(),
+		"attempts_lost", len(lost))
+	for _, at := range cancelled {
+		at.stopWatch()
+		at.done(at.a, gone(at, c, cause))
+	}
+	for _, at := range lost {
+		at.stopWatch()
+		h.metrics.lost.Inc()
+		at.done(at.a, dispatch.Outcome{Lost: true, Detail: "worker " + c.id + ": " + cause.Error()})
+	}
+}
+
+// remember keeps a lost attempt for its late outcome. Called under mu.
+func (h *Hub) remember(at *attempt) {
+	if len(h.lostOrder) >= maxLostKept {
+		delete(h.lost, h.lostOrder[0])
+		h.lostOrder = h.lostOrder[1:]
+	}
+	h.lost[at.a.Token] = at
+	h.lostOrder = append(h.lostOrder, at.a.Token)
+}
+
+// connList lists the connected workers. Called under mu.
+func (h *Hub) connList() []*conn {
+	out := make([]*conn, 0, len(h.conns))
+	for _, c := range h.conns {
+		out = append(out, c)
+	}
+	return out
+}
+
+// waiting counts the attempts no worker has taken yet.
+func (h *Hub) waiting() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, q := range h.pending {
+		for _, at := range q {
+			if at.state == statePending {
+				n++
+			}
+		}
+	}
+	return n
+}

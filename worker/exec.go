@@ -1,0 +1,58 @@
+package worker
+
+import (
+	"context"
+	"maps"
+	"slices"
+
+	"github.com/raftcron/raftcron/fence"
+	"github.com/raftcron/raftcron/internal/proc"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// EnvWorker names the worker that runs a command, in its environment
+// (besides the RAFTCRON_* variables of every exec run, DESIGN §7).
+const EnvWorker = "RAFTCRON_WORKER"
+
+// runCommand runs a command target as a child process, if this worker's
+// policy allows it.
+func (w *Worker) runCommand(parent, ctx context.Context, a *pb.WorkerAttempt) (pb.RunState, string, []byte) {
+	t := a.GetTarget()
+	argv := t.GetCommand()
+	if len(argv) == 0 || argv[0] == "" {
+		return pb.RunState_RUN_STATE_FAILED, "worker: empty command", nil
+	}
+	// The same rules as a node's --exec-allow (package policy): what the
+	// cluster asks does not widen them.
+	if err := w.allow.Allow(argv[0]); err != nil {
+		return pb.RunState_RUN_STATE_FAILED, err.Error(), nil
+	}
+	if err := proc.CheckDir(t.GetDir()); err != nil {
+		return pb.RunState_RUN_STATE_FAILED, err.Error(), nil
+	}
+	if state, detail, ok := proc.Interrupted(parent, ctx); ok {
+		return state, detail, nil
+	}
+	r := proc.Run(parent, ctx, proc.Command{Argv: argv, Env: w.environ(a), Dir: t.GetDir(), User: w.user})
+	return r.State, r.Detail, r.Output
+}
+
+// environ is the command's whole environment, as for a node's exec run:
+// the target's env, then the run's RAFTCRON_* variables, its signature if
+// the cluster signs, and the worker's ID, which the target's env cannot
+// override (the last entry wins). Nothing of the worker's own environment
+// leaks in, since it may hold the worker's secrets; not even PATH
+// (command[0] is an absolute path).
+func (w *Worker) environ(a *pb.WorkerAttempt) []string {
+	jobEnv := a.GetTarget().GetEnv()
+	env := make([]string, 0, len(jobEnv)+8)
+	for _, k := range slices.Sorted(maps.Keys(jobEnv)) {
+		env = append(env, k+"="+jobEnv[k])
+	}
+	env = append(env, w.run(a).Fence().Environ()...)
+	if sig := a.GetSignature(); sig != "" {
+		env = append(env, fence.EnvSignature+"="+sig)
+	}
+	return append(env, EnvWorker+"="+w.cfg.ID)
+}

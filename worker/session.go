@@ -1,0 +1,257 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// errLeaseLost ends a session whose leader went silent for a lease; the
+// leader has given this worker's attempts up by then.
+var errLeaseLost = errors.New("nothing heard from the leader within the lease")
+
+// maxOutcomesPerMessage caps one WorkerOutcomes message.
+const maxOutcomesPerMessage = 1000
+
+// session is one stream to a node: hello, then offers and cancels in,
+// acknowledgements, heartbeats and outcomes out. Its attempts live as
+// long as it does.
+type session struct {
+	w      *Worker
+	stream pb.WorkerService_ConnectClient
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	lease  time.Duration
+	heard  atomic.Int64 // when the leader last sent anything (Unix nanoseconds)
+
+	mu      sync.Mutex // guards running and acks
+	running map[uint64]context.CancelCauseFunc
+	acks    []uint64
+	signal  chan struct{} // cap 1: acks to send
+}
+
+// session runs one stream to addr until it ends, and returns why.
+func (w *Worker) session(parent context.Context, addr string) error {
+	cc, err := w.conn(addr)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancelCause(parent)
+	defer cancel(nil)
+	stream, err := pb.NewWorkerServiceClient(cc).Connect(ctx)
+	if err != nil {
+		return err
+	}
+	if err := stream.Send(&pb.ConnectRequest{Msg: &pb.ConnectRequest_Hello{Hello: w.hello()}}); err != nil {
+		return recvErr(stream, err)
+	}
+	first, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	welcome := first.GetWelcome()
+	if welcome == nil || welcome.GetLease().AsDuration() <= 0 {
+		return fmt.Errorf("%s answered the hello without a welcome and a lease", addr)
+	}
+	s := &session{
+		w: w, stream: stream, ctx: ctx, cancel: cancel,
+		lease:   welcome.GetLease().AsDuration(),
+		running: make(map[uint64]context.CancelCauseFunc),
+		signal:  make(chan struct{}, 1),
+	}
+	s.heard.Store(time.Now().UnixNano())
+	w.log.info("connected to the leader", "addr", addr, "lease", s.lease)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); s.sendLoop() }()
+	go func() { defer wg.Done(); s.watchLease() }()
+	s.receive()
+	<-ctx.Done()
+	wg.Wait()
+	return context.Cause(ctx)
+}
+
+// recvErr is the status the server ended the stream with, when a send
+// fails because it did.
+func recvErr(stream pb.WorkerService_ConnectClient, sendErr error) error {
+	if _, err := stream.Recv(); err != nil {
+		return err
+	}
+	return sendErr
+}
+
+// receive handles the leader's messages until the stream ends.
+func (s *session) receive() {
+	for {
+		m, err := s.stream.Recv()
+		if err != nil {
+			s.cancel(err)
+			return
+		}
+		s.heard.Store(time.Now().UnixNano())
+		switch msg := m.GetMsg().(type) {
+		case *pb.ConnectResponse_Offers:
+			s.take(msg.Offers.GetAttempts())
+		case *pb.ConnectResponse_Cancels:
+			s.stop(msg.Cancels.GetTokens(), msg.Cancels.GetReason())
+		case *pb.ConnectResponse_Heartbeat:
+		default:
+			s.cancel(fmt.Errorf("the leader sent an unexpected %T", msg))
+			return
+		}
+	}
+}
+
+// take acknowledges offered attempts and starts each.
+func (s *session) take(offers []*pb.WorkerAttempt) {
+	s.mu.Lock()
+	var start []*pb.WorkerAttempt
+	for _, a := range offers {
+		s.acks = append(s.acks, a.GetToken())
+		if _, dup := s.running[a.GetToken()]; dup {
+			continue
+		}
+		actx, cancel := context.WithCancelCause(s.ctx)
+		s.running[a.GetToken()] = cancel
+		start = append(start, a)
+		go s.execute(actx, a)
+	}
+	s.mu.Unlock()
+	s.notify()
+	if len(start) > 0 {
+		s.w.log.debug("attempts offered", "count", len(start))
+	}
+}
+
+// execute runs one attempt and queues its outcome, unless the attempt was
+// cut short by the end of the session: the leader has given it up, and
+// only an attempt that ended on its own has an outcome worth reporting.
+func (s *session) execute(ctx context.Context, a *pb.WorkerAttempt) {
+	o := s.w.runAttempt(ctx, a)
+	s.mu.Lock()
+	cancel := s.running[a.GetToken()]
+	delete(s.running, a.GetToken())
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel(nil)
+	}
+	if o.GetState() == pb.RunState_RUN_STATE_CANCELLED && s.ctx.Err() != nil {
+		s.w.log.info("attempt given up with the lease", "job", a.GetJob(), "run_id", a.GetRunId(), "token", a.GetToken())
+		return
+	}
+	s.w.log.logAttempt(a, o)
+	s.w.out.add(o)
+}
+
+// stop cancels attempts at the leader's request; each reports CANCELLED.
+func (s *session) stop(tokens []uint64, reason string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range tokens {
+		if cancel := s.running[t]; cancel != nil {
+			cancel(cancelledByLeader{reason})
+		}
+	}
+}
+
+// cancelledByLeader is why an attempt's context ends when the leader
+// cancels it.
+type cancelledByLeader struct{ reason string }
+
+func (c cancelledByLeader) Error() string {
+	if c.reason == "" {
+		return "cancelled by the leader"
+	}
+	return c.reason
+}
+
+func (s *session) notify() {
+	select {
+	case s.signal <- struct{}{}:
+	default:
+	}
+}
+
+// sendLoop sends acknowledgements, outcomes and heartbeats until the
+// session ends; a failed send ends it. Outcomes it could not send stay
+// queued for the next session.
+func (s *session) sendLoop() {
+	beat := time.NewTicker(s.lease / 3)
+	defer beat.Stop()
+	for {
+		var msgs []*pb.ConnectRequest
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-beat.C:
+			msgs = append(msgs, &pb.ConnectRequest{Msg: &pb.ConnectRequest_Heartbeat{Heartbeat: &pb.WorkerHeartbeat{}}})
+		case <-s.signal:
+		case <-s.w.out.signal:
+		}
+		if acks := s.takeAcks(); len(acks) > 0 {
+			msgs = append(msgs, &pb.ConnectRequest{Msg: &pb.ConnectRequest_Acks{Acks: &pb.WorkerAcks{Tokens: acks}}})
+		}
+		outcomes := s.w.out.take(maxOutcomesPerMessage)
+		if len(outcomes) > 0 {
+			msgs = append(msgs, &pb.ConnectRequest{Msg: &pb.ConnectRequest_Outcomes{Outcomes: &pb.WorkerOutcomes{Outcomes: outcomes}}})
+		}
+		for _, m := range msgs {
+			if err := s.stream.Send(m); err != nil {
+				s.w.out.putBack(outcomes)
+				s.cancel(err)
+				return
+			}
+		}
+		if s.w.out.len() > 0 {
+			s.w.out.notify() // more than one message's worth
+		}
+	}
+}
+
+func (s *session) takeAcks() []uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.acks
+	s.acks = nil
+	return a
+}
+
+// watchLease ends the session when the leader has been silent for a
+// lease (a partition without a reset, a paused leader).
+func (s *session) watchLease() {
+	t := time.NewTicker(max(s.lease/10, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+			if time.Since(time.Unix(0, s.heard.Load())) > s.lease {
+				s.cancel(errLeaseLost)
+				return
+			}
+		}
+	}
+}
+
+// logger is the worker's slog with its attempt line.
+type logger struct{ *slog.Logger }
+
+func (l logger) info(msg string, args ...any)  { l.Info(msg, args...) }
+func (l logger) warn(msg string, args ...any)  { l.Warn(msg, args...) }
+func (l logger) debug(msg string, args ...any) { l.Debug(msg, args...) }
+
+// logAttempt writes the one line per finished attempt, with the same
+// fields as a node's.
+func (l logger) logAttempt(a *pb.WorkerAttempt, o *pb.WorkerOutcome) {
+	l.Info("run attempt finished", "job", a.GetJob(), "run_id", a.GetRunId(), "token", a.GetToken(),
+		"attempt", a.GetAttempt(), "scheduled_at", time.Unix(a.GetSlotUnix(), 0).UTC().Format(time.RFC3339),
+		"outcome", strings.ToLower(strings.TrimPrefix(o.GetState().String(), "RUN_STATE_")), "detail", o.GetDetail())
+}
