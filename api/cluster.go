@@ -21,8 +21,10 @@ type Cluster interface {
 
 type clusterService struct {
 	pb.UnimplementedClusterServiceServer
-	c   Cluster
-	reg Registry
+	c     Cluster
+	reg   Registry
+	store Store // nil: membership changes are not recorded
+	audit *AuditSwitch
 }
 
 // NewClusterService serves ClusterService; r supplies the fencing token that
@@ -51,6 +53,10 @@ func (s *clusterService) AddNode(ctx context.Context, req *pb.AddNodeRequest) (*
 	if err := s.c.AddVoter(ctx, req.GetId(), req.GetAddress()); err != nil {
 		return nil, statusOf(err)
 	}
+	rm := &pb.RecordMembershipCommand{Action: auditJoin, NodeId: req.GetId(), Address: req.GetAddress()}
+	if err := s.recordMembership(ctx, rm); err != nil {
+		return nil, err
+	}
 	return &pb.AddNodeResponse{}, nil
 }
 
@@ -63,13 +69,23 @@ func (s *clusterService) RemoveNode(ctx context.Context, req *pb.RemoveNodeReque
 	if err := s.c.RemoveServer(ctx, req.GetId()); err != nil {
 		return nil, statusOf(err)
 	}
+	if err := s.recordMembership(ctx, &pb.RecordMembershipCommand{Action: auditRemove, NodeId: req.GetId()}); err != nil {
+		return nil, err
+	}
 	return &pb.RemoveNodeResponse{}, nil
 }
 
 func (s *clusterService) TransferLeadership(ctx context.Context, req *pb.TransferLeadershipRequest) (*pb.TransferLeadershipResponse, error) {
+	previous := s.c.Status().GetLeader().GetId()
 	leader, err := s.c.TransferLeadership(ctx, req.GetId())
 	if err != nil {
 		return nil, statusOf(err)
+	}
+	rm := &pb.RecordMembershipCommand{
+		Action: auditTransfer, NodeId: leader.GetId(), Address: leader.GetAddress(), PreviousLeader: previous,
+	}
+	if err := s.recordMembership(ctx, rm); err != nil {
+		return nil, err
 	}
 	return &pb.TransferLeadershipResponse{Leader: leader}, nil
 }

@@ -1,13 +1,18 @@
 package api
 
 import (
+	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/raftcron/raftcron/cluster"
+	"github.com/raftcron/raftcron/fsm"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -107,3 +112,83 @@ func TestTransferLeadership(t *testing.T) {
 	_, err = h.admin.TransferLeadership(ctx, &pb.TransferLeadershipRequest{})
 	assertNotLeader(t, err, "", "")
 }
+
+// Membership changes are recorded in the audit trail through the FSM, by
+// their caller, after the change succeeded; a refused change records
+// nothing.
+func TestMembershipChangesAreAudited(t *testing.T) {
+	state := fsm.New()
+	store := &fsmStore{f: state}
+	now := func() time.Time { return testNow }
+	sw := NewAuditSwitch(store, state, DefaultAuditLimit, nil, now)
+	fc := &fakeCluster{
+		status: &pb.NodeStatus{Id: "n1", Leader: &pb.ServerRef{Id: "n1", Address: "10.0.0.1:7001"}},
+		leader: &pb.ServerRef{Id: "n2", Address: "10.0.0.2:7001"},
+	}
+	svc := NewClusterServiceWith(ClusterServiceConfig{Cluster: fc, Registry: state, Store: store, Audit: sw})
+	ctx := withPrincipal(testCtx(t), Principal{Name: "ops", Role: pb.AclRole_ACL_ROLE_MANAGEMENT})
+
+	if _, err := svc.AddNode(ctx, &pb.AddNodeRequest{Id: "n4", Address: "10.0.0.4:7001"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.TransferLeadership(ctx, &pb.TransferLeadershipRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.RemoveNode(ctx, &pb.RemoveNodeRequest{Id: "n4"}); err != nil {
+		t.Fatal(err)
+	}
+	fc.err = cluster.ErrNotFound
+	if _, err := svc.RemoveNode(ctx, &pb.RemoveNodeRequest{Id: "n9"}); err == nil {
+		t.Fatal("RemoveNode of an unknown node succeeded")
+	}
+	fc.err = nil
+
+	var trail []string
+	for _, r := range state.ListAudit(fsm.AuditQuery{}) {
+		line := r.GetPrincipal() + " " + r.GetAction()
+		for _, c := range r.GetChanges() {
+			line += " " + c.GetField() + ":" + c.GetBefore() + ">" + c.GetAfter()
+		}
+		trail = append(trail, line)
+	}
+	want := []string{
+		"ops member_remove node_id:n4>",
+		"ops leader_transfer leader:n1>n2 address:>10.0.0.2:7001",
+		"ops member_join node_id:>n4 address:>10.0.0.4:7001",
+		"system audit_limit limit:0>10000",
+	}
+	if !slices.Equal(trail, want) {
+		t.Fatalf("trail, newest first:\n%q\nwant\n%q", trail, want)
+	}
+}
+
+// A membership change whose record cannot be committed says so: the change
+// was made, the trail misses it.
+func TestMembershipChangeReportsAnUnrecordedChange(t *testing.T) {
+	state := fsm.New()
+	applyCmd(t, state, 1, &pb.Command{Kind: &pb.Command_SetAudit{SetAudit: &pb.SetAuditCommand{Limit: 10}}})
+	store := &failingStore{err: cluster.ErrNotLeader}
+	svc := NewClusterServiceWith(ClusterServiceConfig{Cluster: &fakeCluster{}, Registry: state, Store: store})
+	_, err := svc.AddNode(testCtx(t), &pb.AddNodeRequest{Id: "n4", Address: "10.0.0.4:7001"})
+	if err == nil || !strings.Contains(err.Error(), "member_join of n4 done, but its audit record was not committed") {
+		t.Fatalf("AddNode with the record refused: %v, want an error saying the join was made but not recorded", err)
+	}
+}
+
+// While a voter predates command version 2 the trail is off and a
+// membership change is not recorded, and not refused either.
+func TestMembershipChangeDuringAnUpgradeIsNotRefused(t *testing.T) {
+	state := fsm.New()
+	store := &failingStore{err: fmt.Errorf("propose: %w", cluster.ErrUnsupportedCommand)}
+	svc := NewClusterServiceWith(ClusterServiceConfig{Cluster: &fakeCluster{}, Registry: state, Store: store})
+	if _, err := svc.RemoveNode(testCtx(t), &pb.RemoveNodeRequest{Id: "n3"}); err != nil {
+		t.Fatalf("RemoveNode while a voter predates version 2: %v, want it done", err)
+	}
+}
+
+type failingStore struct{ err error }
+
+func (s *failingStore) Apply(context.Context, *pb.Command) (*pb.CommandResult, error) {
+	return nil, s.err
+}
+func (s *failingStore) ReadBarrier(context.Context) error { return nil }

@@ -3,9 +3,11 @@ package deploy
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -131,6 +133,35 @@ func checkCluster(t *testing.T, objs []any) {
 	for _, k := range []string{"RAFTCRON_TLS_CERT", "RAFTCRON_TLS_KEY", "RAFTCRON_TLS_CA", "RAFTCRON_ACL"} {
 		if env[k] == "" {
 			t.Errorf("%s is not set: off loopback a node refuses to start without TLS and ACLs", k)
+		}
+	}
+	checkProbesPlain(t, c, env["RAFTCRON_HEALTH_ADDR"])
+}
+
+// checkProbesPlain: with TLS the ops port is HTTPS, which the kubelet's
+// HTTP probes cannot ask; they must reach the plain --health-addr port.
+func checkProbesPlain(t *testing.T, c corev1.Container, healthAddr string) {
+	t.Helper()
+	_, port, err := net.SplitHostPort(healthAddr)
+	if err != nil {
+		t.Errorf("RAFTCRON_HEALTH_ADDR %q is not HOST:PORT: the probes need the plain-HTTP probe port", healthAddr)
+		return
+	}
+	var named string
+	for _, p := range c.Ports {
+		if strconv.Itoa(int(p.ContainerPort)) == port {
+			named = p.Name
+		}
+	}
+	for what, p := range map[string]*corev1.Probe{"readiness": c.ReadinessProbe, "liveness": c.LivenessProbe} {
+		if p == nil || p.HTTPGet == nil {
+			continue // checked above
+		}
+		if got := p.HTTPGet.Port.String(); named == "" || (got != named && got != port) {
+			t.Errorf("%s probe on port %q, want the --health-addr port %s (%q)", what, got, port, named)
+		}
+		if p.HTTPGet.Scheme != "" && p.HTTPGet.Scheme != corev1.URISchemeHTTP {
+			t.Errorf("%s probe scheme %s, want HTTP on the probe port", what, p.HTTPGet.Scheme)
 		}
 	}
 }

@@ -95,6 +95,7 @@ var handlers = map[protoreflect.Name]handler{
 	"delete_acl_token":    auditedDeleteACLToken,
 	"set_audit":           setAudit,
 	"set_cluster_version": setClusterVersion,
+	"record_membership":   recordMembership,
 }
 
 var kindOneof = (&pb.Command{}).ProtoReflect().Descriptor().Oneofs().ByName("kind")

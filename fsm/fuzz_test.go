@@ -55,6 +55,8 @@ func FuzzApply(f *testing.F) {
 	seed(fsm.SetClusterVersion(fsm.CommandVersion))
 	seed(fsm.SetClusterVersion(fsm.CommandVersion + 1))
 	seed(fsm.SetClusterVersion(0))
+	seed(membershipCmd(fsm.AuditMemberJoin, "n4", "10.0.0.4:7001", ""))
+	seed(membershipCmd("member_promote", "", "", ""))
 	seed(&pb.Command{})
 	f.Add([]byte{})
 	f.Add([]byte{0xff, 0xff, 0xff})

@@ -15,7 +15,7 @@ import (
 // advertise it, and the leader proposes a command only once every voter
 // advertises at least VersionOf it, so a node never meets a kind it cannot
 // apply in a healthy rolling upgrade. Version 2 added the ACL commands,
-// cancel_run and set_audit.
+// cancel_run, set_audit and record_membership.
 const CommandVersion uint32 = 2
 
 // introducedIn is the command version that introduced each kind, by the
@@ -33,6 +33,8 @@ var introducedIn = map[protoreflect.Name]uint32{
 	"create_acl_token": 2,
 	"delete_acl_token": 2,
 	"set_audit":        2,
+	// Only records membership changes; a no-op while the trail is off.
+	"record_membership": 2,
 	// Also the version it raises to, if higher (VersionOf).
 	"set_cluster_version": 2,
 }

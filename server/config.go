@@ -15,11 +15,12 @@ import (
 	"github.com/raftcron/raftcron/scheduler/remote"
 )
 
-// FieldHTTPAddr, FieldTLS and FieldWorkerLease name these fields in a
-// *cluster.ConfigError; the other fields keep cluster's names
+// FieldHTTPAddr, FieldHealthAddr, FieldTLS and FieldWorkerLease name these
+// fields in a *cluster.ConfigError; the other fields keep cluster's names
 // (cluster.FieldID, ...).
 const (
 	FieldHTTPAddr    = "HTTPAddr"
+	FieldHealthAddr  = "HealthAddr"
 	FieldTLS         = "TLS"
 	FieldWorkerLease = "WorkerLease"
 )
@@ -35,9 +36,14 @@ type Config struct {
 	// Addr is the host:port of the node's one port for Raft and gRPC, bound
 	// and advertised to the other nodes.
 	Addr string
-	// HTTPAddr is the host:port of the plain-HTTP ops port; port 0 picks a
-	// free one (HTTPAddr() tells which).
+	// HTTPAddr is the host:port of the ops port (status, metrics, the JSON
+	// API and the UI): HTTPS with the node's certificate when TLS is set,
+	// plain HTTP otherwise. Port 0 picks a free one (HTTPAddr() tells which).
 	HTTPAddr string
+	// HealthAddr, if set, is the host:port of a plain-HTTP port serving
+	// only /livez and /readyz, for probes that cannot speak TLS. It reveals
+	// only liveness, so anyone may call it; port 0 picks a free one.
+	HealthAddr string
 	// Peers is the bootstrap set, Join the nodes to join through; both are
 	// used only while DataDir holds no Raft state.
 	Peers []cluster.Peer
@@ -121,8 +127,12 @@ func (cfg Config) Validate() error {
 	if cfg.TLS != nil && cfg.TLS.Source == nil {
 		tlsErr = &cluster.ConfigError{Field: FieldTLS, Rule: "Source is required", Err: cluster.ErrInvalidConfig}
 	}
-	return errors.Join(cfg.cluster().Validate(), addrErr, checkHTTPAddr(cfg.HTTPAddr), cfg.Limits.validate(), tlsErr,
-		checkAuditLimit(cfg.AuditLimit), checkWorkerLease(cfg.WorkerLease))
+	var healthErr error
+	if cfg.HealthAddr != "" {
+		healthErr = checkListenAddr(FieldHealthAddr, cfg.HealthAddr)
+	}
+	return errors.Join(cfg.cluster().Validate(), addrErr, checkListenAddr(FieldHTTPAddr, cfg.HTTPAddr), healthErr,
+		cfg.Limits.validate(), tlsErr, checkAuditLimit(cfg.AuditLimit), checkWorkerLease(cfg.WorkerLease))
 }
 
 // withListenerAddr takes the address of a listener the caller bound.
@@ -166,11 +176,11 @@ func checkWorkerLease(d time.Duration) error {
 		Rule: fmt.Sprintf("must be at least %s, got %s", remote.MinLease, d)}
 }
 
-// checkHTTPAddr: the ops port is only listened on, so any host (or none)
-// will do; the port must be a number.
-func checkHTTPAddr(addr string) error {
+// checkListenAddr: the ops and probe ports are only listened on, so any
+// host (or none) will do; the port must be a number.
+func checkListenAddr(field, addr string) error {
 	invalid := func(rule string) error {
-		return &cluster.ConfigError{Field: FieldHTTPAddr, Rule: rule, Err: cluster.ErrInvalidConfig}
+		return &cluster.ConfigError{Field: field, Rule: rule, Err: cluster.ErrInvalidConfig}
 	}
 	if addr == "" {
 		return invalid("required (HOST:PORT)")

@@ -23,14 +23,14 @@ func httpCall(t *testing.T, s *Server, method, path, secret string) (int, map[st
 
 func httpSend(t *testing.T, s *Server, method, path, body, secret string) (int, map[string]any) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, "http://"+s.HTTPAddr()+path, strings.NewReader(body))
+	req, err := http.NewRequestWithContext(t.Context(), method, opsURL(s, path), strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if secret != "" {
 		req.Header.Set("Authorization", "Bearer "+secret)
 	}
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	resp, err := opsClient(s).Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}

@@ -49,9 +49,11 @@ type Server struct {
 	log    *slog.Logger
 	mux    *cluster.Mux
 	httpLn net.Listener
-	state  *fsm.FSM
-	node   *cluster.Node
-	sched  *scheduler.Scheduler
+	// healthLn is the plain-HTTP probe port; nil without HealthAddr.
+	healthLn net.Listener
+	state    *fsm.FSM
+	node     *cluster.Node
+	sched    *scheduler.Scheduler
 	// workers holds the remote workers' streams while this node leads.
 	workers *remote.Hub
 	grpc    *grpc.Server
@@ -61,6 +63,8 @@ type Server struct {
 	// hub feeds WatchRuns; closing it ends the watches before draining.
 	hub  *api.RunHub
 	http *http.Server
+	// healthHTTP serves healthLn; nil without HealthAddr.
+	healthHTTP *http.Server
 	// gw is the JSON API's in-process port of the gRPC server.
 	gw *gateway.InProcess
 	// errc receives the first failure of each listener's server and the
@@ -104,7 +108,7 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// listen binds the node's port and the ops port.
+// listen binds the node's port, the ops port and the probe port.
 func (s *Server) listen() error {
 	mux, err := s.listenNode()
 	if err != nil {
@@ -117,6 +121,11 @@ func (s *Server) listen() error {
 		return cluster.ListenError(FieldHTTPAddr, s.cfg.HTTPAddr, err)
 	}
 	s.httpLn = ln
+	if err := s.listenHealth(); err != nil {
+		_ = s.httpLn.Close()
+		_ = s.mux.Close()
+		return err
+	}
 	s.mux.SetIsolation(s.cfg.Isolation)
 	return nil
 }
@@ -211,7 +220,10 @@ func (s *Server) wire() error {
 		s.shutdownNode(node, context.Background())
 		return err
 	}
-	s.http = ops.HTTPServer(opsServer.Handler())
+	s.http = s.opsHTTPServer()
+	if s.healthLn != nil {
+		s.healthHTTP = ops.HTTPServer(opsServer.HealthHandler())
+	}
 	return nil
 }
 
@@ -229,7 +241,10 @@ func (s *Server) registerServices() *health.Server {
 		Barrier: s.node, Ledger: s.state, Hub: s.hub, Store: s.node, Audit: audit,
 	})
 	acl := api.NewACLServiceWith(api.ACLServiceConfig{Store: s.node, Tokens: s.state, Now: s.cfg.Now, Audit: audit})
-	h := api.Register(s.grpc, jobs, api.NewClusterService(s.node, s.state),
+	members := api.NewClusterServiceWith(api.ClusterServiceConfig{
+		Cluster: s.node, Registry: s.state, Store: s.node, Audit: audit,
+	})
+	h := api.Register(s.grpc, jobs, members,
 		api.WithRunService(runs),
 		api.WithFenceService(api.NewFenceService(s.node, s.state)),
 		api.WithSnapshotService(api.NewSnapshotService(api.SnapshotServiceConfig{
@@ -269,9 +284,12 @@ func (s *Server) Start(ctx context.Context) error {
 	go s.serve("grpc server", func() error { return s.grpc.Serve(s.mux.GRPCListener()) })
 	go s.serve("json api's grpc server", func() error { return s.grpc.Serve(cluster.LocalListener(s.gw.Listener())) })
 	go s.serve("http server on "+s.HTTPAddr(), func() error { return ops.Serve(s.http, s.httpLn) })
+	if s.healthHTTP != nil {
+		go s.serve("health server on "+s.HealthAddr(), func() error { return s.healthHTTP.Serve(s.healthLn) })
+	}
 	go s.watchNode()
 	s.log.Info("raftcron started", "id", s.cfg.ID, "addr", s.cfg.Addr, "http_addr", s.HTTPAddr(),
-		"data_dir", s.cfg.DataDir, "version", s.cfg.Version, "acl", s.cfg.ACL)
+		"https", s.cfg.TLS != nil, "health_addr", s.HealthAddr(), "data_dir", s.cfg.DataDir, "version", s.cfg.Version, "acl", s.cfg.ACL)
 	s.cfg.Policy.log(s.log)
 	return nil
 }
@@ -345,8 +363,10 @@ func (s *Server) Stop(ctx context.Context) error {
 	s.shutdownNode(s.node, ctx)
 	hctx, cancel := context.WithTimeout(ctx, httpStopTimeout)
 	defer cancel()
-	if err := s.http.Shutdown(hctx); err != nil {
-		_ = s.http.Close()
+	for _, srv := range []*http.Server{s.http, s.healthHTTP} {
+		if srv != nil && srv.Shutdown(hctx) != nil {
+			_ = srv.Close()
+		}
 	}
 	_ = s.mux.Close()
 	s.log.Info("raftcron stopped", "id", s.cfg.ID)
@@ -403,6 +423,9 @@ func (s *Server) release(ctx context.Context) {
 
 func (s *Server) closeListeners() {
 	_ = s.httpLn.Close()
+	if s.healthLn != nil {
+		_ = s.healthLn.Close()
+	}
 	_ = s.mux.Close()
 }
 

@@ -35,6 +35,7 @@ const (
 	flagDataDir       = "data-dir"
 	flagAddr          = "addr"
 	flagHTTPAddr      = "http-addr"
+	flagHealthAddr    = "health-addr"
 	flagPeers         = "peers"
 	flagJoin          = "join"
 	flagRaftHeartbeat = "raft-heartbeat"
@@ -69,6 +70,7 @@ var flagOfField = map[string]string{
 	cluster.FieldDataDir:             flagDataDir,
 	cluster.FieldAddr:                flagAddr,
 	server.FieldHTTPAddr:             flagHTTPAddr,
+	server.FieldHealthAddr:           flagHealthAddr,
 	cluster.FieldPeers:               flagPeers,
 	cluster.FieldJoin:                flagJoin,
 	cluster.FieldHeartbeatTimeout:    flagRaftHeartbeat,
@@ -125,7 +127,10 @@ func addServeFlags(fs *pflag.FlagSet) {
 	fs.String(flagID, "", "node ID, unique in the cluster and never reused ([a-z0-9][a-z0-9._-]{0,62})")
 	fs.String(flagDataDir, "", "directory of the Raft log, stable store and snapshots")
 	fs.String(flagAddr, "127.0.0.1:7001", "host:port for Raft and gRPC, advertised to the other nodes")
-	fs.String(flagHTTPAddr, "127.0.0.1:8001", "host:port of the HTTP ops port (/livez /readyz /status /metrics)")
+	fs.String(flagHTTPAddr, "127.0.0.1:8001", "host:port of the ops port (/livez /readyz /status /metrics, the JSON API, the UI); "+
+		"HTTPS with the node's certificate under the TLS flags")
+	fs.String(flagHealthAddr, "", "host:port of a plain-HTTP port serving only /livez and /readyz, for probes "+
+		"that cannot speak TLS; open to anyone (it reveals only liveness); default off")
 	fs.String(flagPeers, "", "bootstrap set ID=HOST:PORT,...; must contain --id")
 	fs.String(flagJoin, "", "HOST:PORT,... of running nodes to join through")
 	fs.Duration(flagRaftHeartbeat, 0, "Raft heartbeat timeout (0: Raft's default, 1s)")
@@ -218,6 +223,7 @@ func parseServeConfig(k *koanf.Koanf) (serveConfig, error) {
 	cfg.DataDir = stringValue(k, flagDataDir)
 	cfg.Addr = stringValue(k, flagAddr)
 	cfg.HTTPAddr = stringValue(k, flagHTTPAddr)
+	cfg.HealthAddr = stringValue(k, flagHealthAddr)
 	peers, err := cluster.ParsePeers(stringValue(k, flagPeers))
 	check(err)
 	cfg.Peers = peers

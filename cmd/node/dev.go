@@ -242,7 +242,7 @@ func (d *demo) printHeader() {
 
 func (d *demo) printNodes() {
 	for _, n := range d.nodes {
-		d.out.printf("%-3s pid %-7d grpc %-21s http http://%-21s log %s", n.id, n.proc.Pid(), n.addr, n.httpAddr, n.logPath)
+		d.out.printf("%-3s pid %-7d grpc %-21s http %-29s log %s", n.id, n.proc.Pid(), n.addr, n.opsURL(""), n.logPath)
 	}
 }
 
@@ -284,7 +284,10 @@ func (d *demo) printHints() {
 	for _, line := range exports(d.nodes[0].addr, d.client().auth) {
 		d.out.printf("  %s", line)
 	}
-	d.out.printf("web UI     http://%s%s", d.nodes[0].httpAddr, ui.Prefix)
+	d.out.printf("web UI     %s", d.nodes[0].opsURL(ui.Prefix))
+	if d.tls != nil {
+		d.out.printf("           (HTTPS with the demo's CA: trust %s, or curl --cacert it)", d.tls.ca.Cert)
+	}
 	d.out.printf("try        %s job get demo   (or cluster status)", os.Args[0])
 	data := "removes the data dir"
 	if d.opts.keep {

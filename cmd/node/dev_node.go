@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,6 +27,9 @@ type devNode struct {
 	id, addr, httpAddr, dataDir, logPath string
 	// secureArgs are the node's TLS and ACL flags; empty with dev --insecure.
 	secureArgs []string
+	// opsRoots is the CA of the ops port's HTTPS; nil (dev --insecure):
+	// plain HTTP.
+	opsRoots *x509.CertPool
 
 	// proc is set by start before it returns; read-only afterwards.
 	proc *proc.Process
@@ -108,12 +113,30 @@ var devHTTP = &http.Client{
 	Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true},
 }
 
+// opsURL is path on the node's ops port, HTTPS under TLS.
+func (n *devNode) opsURL(path string) string {
+	if n.opsRoots != nil {
+		return "https://" + n.httpAddr + path
+	}
+	return "http://" + n.httpAddr + path
+}
+
+// opsClient is devHTTP, trusting the demo's CA under TLS.
+func (n *devNode) opsClient() *http.Client {
+	if n.opsRoots == nil {
+		return devHTTP
+	}
+	tr := devHTTP.Transport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{RootCAs: n.opsRoots, MinVersion: tls.VersionTLS12}
+	return &http.Client{Timeout: devHTTP.Timeout, Transport: tr}
+}
+
 func (n *devNode) get(ctx context.Context, path string) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+n.httpAddr+path, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.opsURL(path), nil)
 	if err != nil {
 		return 0, nil, err
 	}
-	resp, err := devHTTP.Do(req)
+	resp, err := n.opsClient().Do(req)
 	if err != nil {
 		return 0, nil, err
 	}

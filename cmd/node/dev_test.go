@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
@@ -35,7 +37,7 @@ var (
 	devAttemptLine = regexp.MustCompile(`^\S+ job=demo slot=(\S+) token=(\d+) attempt=(\d+) node=(n\d) (\w+)`)
 	devLeaderLine  = regexp.MustCompile(`leader is now (n\d) \(pid (\d+)\); kill the leader: kill -9 (\d+)$`)
 	devExitLine    = regexp.MustCompile(`^\S+ (n\d) \(pid (\d+)\) exited: (.*)$`)
-	devUILine      = regexp.MustCompile(`^web UI\s+(http://127\.0\.0\.1:\d+/ui/)$`)
+	devUILine      = regexp.MustCompile(`^web UI\s+(https://127\.0\.0\.1:\d+/ui/)$`)
 )
 
 func TestDevRefusesBadFlags(t *testing.T) {
@@ -99,10 +101,15 @@ func TestDevSmoke(t *testing.T) {
 		}
 		return uiURL != ""
 	})
-	if resp, err := http.Get(uiURL); err != nil || resp.StatusCode != http.StatusOK {
-		t.Errorf("GET %s (printed by dev): %v %v", uiURL, resp, err)
+	// It is HTTPS with the node's certificate: only the demo's CA opens it.
+	if resp, err := devCAClient(t, dev.exports(t)).Get(uiURL); err != nil || resp.StatusCode != http.StatusOK || resp.TLS == nil {
+		t.Errorf("GET %s (printed by dev) trusting the demo's CA: %v %v", uiURL, resp, err)
 	} else {
 		_ = resp.Body.Close()
+	}
+	if resp, err := http.Get(uiURL); err == nil {
+		_ = resp.Body.Close()
+		t.Errorf("GET %s without the demo's CA: %d, want a certificate error", uiURL, resp.StatusCode)
 	}
 
 	// Runs arrive with rising tokens.
@@ -334,6 +341,24 @@ func (d *devRun) leader(t *testing.T) (id string, pid int) {
 }
 
 // exports are the KEY=VALUE pairs of the export lines dev printed.
+// devCAClient trusts the CA that dev's exports name (RAFTCRON_CA_CERT).
+func devCAClient(t *testing.T, env []string) *http.Client {
+	t.Helper()
+	for _, kv := range env {
+		if file, ok := strings.CutPrefix(kv, envName(flagCACert)+"="); ok {
+			pem, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			roots := x509.NewCertPool()
+			roots.AppendCertsFromPEM(pem)
+			return &http.Client{Timeout: cliTimeout, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+		}
+	}
+	t.Fatalf("no %s in dev's exports %v", envName(flagCACert), env)
+	return nil
+}
+
 func (d *devRun) exports(t *testing.T) []string {
 	t.Helper()
 	d.mu.Lock()

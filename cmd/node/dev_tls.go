@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/x509"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -40,6 +41,8 @@ func newDevTLS(dir string, nodes []*devNode) (*devTLS, error) {
 	if err != nil {
 		return nil, err
 	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(pair.CertPEM)
 	for _, n := range nodes {
 		// The demo listens on 127.0.0.1, which every node certificate names.
 		p, err := ca.NodeCert(n.id, nil, devCertValidity)
@@ -52,6 +55,7 @@ func newDevTLS(dir string, nodes []*devNode) (*devTLS, error) {
 		}
 		n.secureArgs = []string{"--" + flagTLSCert, paths.Cert, "--" + flagTLSKey, paths.Key,
 			"--" + flagTLSCA, caPaths.Cert, "--" + flagTLSVerifyClients, "--" + flagACL}
+		n.opsRoots = roots // the ops port is HTTPS with the node's certificate
 	}
 	client, err := ca.ClientCert(devClientName, devCertValidity)
 	if err != nil {

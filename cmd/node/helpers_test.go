@@ -7,6 +7,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -285,9 +287,45 @@ func (n *testNode) kill() {
 	}
 }
 
+// opsURL is path on the node's ops port: HTTPS when it serves TLS.
+func (n *testNode) opsURL(path string) string {
+	if n.tlsCA() != "" {
+		return "https://" + n.HTTPAddr + path
+	}
+	return "http://" + n.HTTPAddr + path
+}
+
+// tlsCA is the node's --tls-ca, or "" in plaintext.
+func (n *testNode) tlsCA() string {
+	for i, a := range n.args {
+		if a == "--tls-ca" && i+1 < len(n.args) {
+			return n.args[i+1]
+		}
+	}
+	return ""
+}
+
+// opsClient reaches the node's ops port, trusting its CA under TLS.
+func (n *testNode) opsClient() (*http.Client, error) {
+	client := &http.Client{Timeout: 2 * time.Second}
+	if ca := n.tlsCA(); ca != "" {
+		pem, err := os.ReadFile(ca)
+		if err != nil {
+			return nil, err
+		}
+		roots := x509.NewCertPool()
+		roots.AppendCertsFromPEM(pem)
+		client.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, DisableKeepAlives: true}
+	}
+	return client, nil
+}
+
 func (n *testNode) get(path string) (int, []byte, error) {
-	client := http.Client{Timeout: 2 * time.Second}
-	resp, err := client.Get("http://" + n.HTTPAddr + path)
+	client, err := n.opsClient()
+	if err != nil {
+		return 0, nil, err
+	}
+	resp, err := client.Get(n.opsURL(path))
 	if err != nil {
 		return 0, nil, err
 	}

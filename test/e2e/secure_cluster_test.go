@@ -48,7 +48,7 @@ type secureCluster struct {
 	certs    string // the cluster's CA and certificates, as `raftcron tls` writes them
 	keyFile  string // --fence-key-file of every node
 	// addrs are the gRPC/Raft ports of n1..n3, then one for an intruder;
-	// httpAddrs their ops ports.
+	// httpAddrs their ops ports (HTTPS with the node's certificate).
 	addrs, httpAddrs []string
 	nodes            []*proc.Process
 	sink             *fencedSink
@@ -82,7 +82,7 @@ func newSecureCluster(t *testing.T) *secureCluster {
 			"--tls-cert", c.nodeCert(id), "--tls-key", c.nodeKey(id), "--tls-ca", c.caCert()))
 	}
 	for i := range secureNodes {
-		waitUntil(t, readyTimeout, fmt.Sprintf("n%d ready", i+1), func() bool { return httpOK("http://" + c.httpAddrs[i] + "/readyz") })
+		waitUntil(t, readyTimeout, fmt.Sprintf("n%d ready", i+1), func() bool { return c.opsOK(c.httpAddrs[i], "/readyz") })
 	}
 	var boot struct{ Secret string }
 	c.cliJSON("", &boot, "acl", "bootstrap")
@@ -226,19 +226,25 @@ func callCtx(t *testing.T, token string) context.Context {
 // bearer (none if empty).
 func (c *secureCluster) httpGet(addr, path, token string) int {
 	c.t.Helper()
-	req, err := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
+	req, err := http.NewRequest(http.MethodGet, "https://"+addr+path, nil)
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := (&http.Client{Timeout: secureCallTimeout}).Do(req)
+	resp, err := c.opsClient(secureCallTimeout).Do(req)
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// opsClient reaches the nodes' ops ports, HTTPS trusting the cluster's CA.
+func (c *secureCluster) opsClient(timeout time.Duration) *http.Client {
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: c.roots(), MinVersion: tls.VersionTLS12}, DisableKeepAlives: true}
+	return &http.Client{Timeout: timeout, Transport: tr}
 }
 
 // servingSerial is the serial of the certificate addr presents to a new TLS
@@ -304,8 +310,8 @@ func loopbackAddrs(t *testing.T, n int) []string {
 	return addrs
 }
 
-func httpOK(url string) bool {
-	resp, err := (&http.Client{Timeout: time.Second}).Get(url)
+func (c *secureCluster) opsOK(addr, path string) bool {
+	resp, err := c.opsClient(time.Second).Get("https://" + addr + path)
 	if err != nil {
 		return false
 	}

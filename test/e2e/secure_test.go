@@ -107,7 +107,14 @@ func (c *secureCluster) checkTokens() {
 	_, err = jobs.GetJob(callCtx(t, randomSecret(t)), get)
 	wantCode(t, "GetJob with an unknown token", err, codes.Unauthenticated)
 
-	// The JSON API on the plain-HTTP port goes through the same ACLs.
+	// The JSON API on the HTTPS ops port goes through the same ACLs; the
+	// port serves nothing in plain HTTP, where a token would be readable.
+	if plain, err := (&http.Client{Timeout: secureCallTimeout}).Get("http://" + c.httpAddrs[0] + "/v1/jobs/" + secureJob); err == nil {
+		plain.Body.Close()
+		if plain.StatusCode != http.StatusBadRequest {
+			t.Fatalf("plain HTTP to the TLS ops port: HTTP %d, want 400 (Go's answer to HTTP on an HTTPS port)", plain.StatusCode)
+		}
+	}
 	for _, tc := range []struct {
 		token string
 		want  int
@@ -368,7 +375,7 @@ func (c *secureCluster) checkIntruderKeptOut(n4 *intruder) {
 		t.Errorf("cluster status lists voters %v (servers %+v), want %v", got, st.Servers, want)
 	}
 	for i := range secureNodes {
-		resp, err := (&http.Client{Timeout: 2 * time.Second}).Get("http://" + c.httpAddrs[i] + "/status")
+		resp, err := c.opsClient(2 * time.Second).Get("https://" + c.httpAddrs[i] + "/status")
 		if err != nil {
 			t.Fatal(err)
 		}

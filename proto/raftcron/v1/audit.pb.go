@@ -33,7 +33,8 @@ type AuditRecord struct {
 	// changes (the audit limit).
 	Principal string `protobuf:"bytes,3,opt,name=principal,proto3" json:"principal,omitempty"`
 	// create, update, delete, pause, resume, trigger, cancel, audit_limit,
-	// acl_bootstrap, acl_token_create, acl_token_delete.
+	// acl_bootstrap, acl_token_create, acl_token_delete, member_join,
+	// member_remove, leader_transfer.
 	Action string `protobuf:"bytes,4,opt,name=action,proto3" json:"action,omitempty"`
 	Job    string `protobuf:"bytes,5,opt,name=job,proto3" json:"job,omitempty"`
 	// trigger and cancel: the run concerned.

@@ -172,6 +172,7 @@ type Command struct {
 	//	*Command_DeleteAclToken
 	//	*Command_SetAudit
 	//	*Command_SetClusterVersion
+	//	*Command_RecordMembership
 	Kind          isCommand_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -327,6 +328,15 @@ func (x *Command) GetSetClusterVersion() *SetClusterVersionCommand {
 	return nil
 }
 
+func (x *Command) GetRecordMembership() *RecordMembershipCommand {
+	if x != nil {
+		if x, ok := x.Kind.(*Command_RecordMembership); ok {
+			return x.RecordMembership
+		}
+	}
+	return nil
+}
+
 type isCommand_Kind interface {
 	isCommand_Kind()
 }
@@ -376,6 +386,10 @@ type Command_SetClusterVersion struct {
 	SetClusterVersion *SetClusterVersionCommand `protobuf:"bytes,30,opt,name=set_cluster_version,json=setClusterVersion,proto3,oneof"`
 }
 
+type Command_RecordMembership struct {
+	RecordMembership *RecordMembershipCommand `protobuf:"bytes,31,opt,name=record_membership,json=recordMembership,proto3,oneof"`
+}
+
 func (*Command_PutJob) isCommand_Kind() {}
 
 func (*Command_DeleteJob) isCommand_Kind() {}
@@ -398,6 +412,84 @@ func (*Command_SetAudit) isCommand_Kind() {}
 
 func (*Command_SetClusterVersion) isCommand_Kind() {}
 
+func (*Command_RecordMembership) isCommand_Kind() {}
+
+// RecordMembershipCommand records a membership change in the audit trail.
+// Membership changes are Raft configuration changes, not commands, so the
+// API commits this after one succeeded; it changes nothing else, and
+// nothing at all while the trail is off.
+type RecordMembershipCommand struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// member_join, member_remove or leader_transfer.
+	Action string `protobuf:"bytes,1,opt,name=action,proto3" json:"action,omitempty"`
+	// The node added, removed, or that leads after the transfer.
+	NodeId string `protobuf:"bytes,2,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// member_join and leader_transfer: that node's address.
+	Address string `protobuf:"bytes,3,opt,name=address,proto3" json:"address,omitempty"`
+	// leader_transfer: the node that led before it.
+	PreviousLeader string `protobuf:"bytes,4,opt,name=previous_leader,json=previousLeader,proto3" json:"previous_leader,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *RecordMembershipCommand) Reset() {
+	*x = RecordMembershipCommand{}
+	mi := &file_raftcron_v1_command_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordMembershipCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordMembershipCommand) ProtoMessage() {}
+
+func (x *RecordMembershipCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_command_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordMembershipCommand.ProtoReflect.Descriptor instead.
+func (*RecordMembershipCommand) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *RecordMembershipCommand) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *RecordMembershipCommand) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *RecordMembershipCommand) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *RecordMembershipCommand) GetPreviousLeader() string {
+	if x != nil {
+		return x.PreviousLeader
+	}
+	return ""
+}
+
 // SetClusterVersionCommand raises the active cluster version: the command
 // version whose rules every node applies to the kinds that already existed
 // (fsm/clusterversion.go). The leader proposes it once every voter applies
@@ -412,7 +504,7 @@ type SetClusterVersionCommand struct {
 
 func (x *SetClusterVersionCommand) Reset() {
 	*x = SetClusterVersionCommand{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[1]
+	mi := &file_raftcron_v1_command_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -424,7 +516,7 @@ func (x *SetClusterVersionCommand) String() string {
 func (*SetClusterVersionCommand) ProtoMessage() {}
 
 func (x *SetClusterVersionCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[1]
+	mi := &file_raftcron_v1_command_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -437,7 +529,7 @@ func (x *SetClusterVersionCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClusterVersionCommand.ProtoReflect.Descriptor instead.
 func (*SetClusterVersionCommand) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{1}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *SetClusterVersionCommand) GetVersion() uint32 {
@@ -463,7 +555,7 @@ type PutJobCommand struct {
 
 func (x *PutJobCommand) Reset() {
 	*x = PutJobCommand{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[2]
+	mi := &file_raftcron_v1_command_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -475,7 +567,7 @@ func (x *PutJobCommand) String() string {
 func (*PutJobCommand) ProtoMessage() {}
 
 func (x *PutJobCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[2]
+	mi := &file_raftcron_v1_command_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -488,7 +580,7 @@ func (x *PutJobCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutJobCommand.ProtoReflect.Descriptor instead.
 func (*PutJobCommand) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{2}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *PutJobCommand) GetSpec() *JobSpec {
@@ -529,7 +621,7 @@ type DeleteJobCommand struct {
 
 func (x *DeleteJobCommand) Reset() {
 	*x = DeleteJobCommand{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[3]
+	mi := &file_raftcron_v1_command_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -541,7 +633,7 @@ func (x *DeleteJobCommand) String() string {
 func (*DeleteJobCommand) ProtoMessage() {}
 
 func (x *DeleteJobCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[3]
+	mi := &file_raftcron_v1_command_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -554,7 +646,7 @@ func (x *DeleteJobCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobCommand.ProtoReflect.Descriptor instead.
 func (*DeleteJobCommand) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{3}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *DeleteJobCommand) GetName() string {
@@ -582,7 +674,7 @@ type SetPausedCommand struct {
 
 func (x *SetPausedCommand) Reset() {
 	*x = SetPausedCommand{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[4]
+	mi := &file_raftcron_v1_command_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -594,7 +686,7 @@ func (x *SetPausedCommand) String() string {
 func (*SetPausedCommand) ProtoMessage() {}
 
 func (x *SetPausedCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[4]
+	mi := &file_raftcron_v1_command_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -607,7 +699,7 @@ func (x *SetPausedCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPausedCommand.ProtoReflect.Descriptor instead.
 func (*SetPausedCommand) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{4}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *SetPausedCommand) GetName() string {
@@ -651,7 +743,7 @@ type CommandResult struct {
 
 func (x *CommandResult) Reset() {
 	*x = CommandResult{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[5]
+	mi := &file_raftcron_v1_command_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -663,7 +755,7 @@ func (x *CommandResult) String() string {
 func (*CommandResult) ProtoMessage() {}
 
 func (x *CommandResult) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[5]
+	mi := &file_raftcron_v1_command_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -676,7 +768,7 @@ func (x *CommandResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandResult.ProtoReflect.Descriptor instead.
 func (*CommandResult) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{5}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CommandResult) GetCode() ResultCode {
@@ -753,7 +845,7 @@ type FireBatchCommand struct {
 
 func (x *FireBatchCommand) Reset() {
 	*x = FireBatchCommand{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[6]
+	mi := &file_raftcron_v1_command_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -765,7 +857,7 @@ func (x *FireBatchCommand) String() string {
 func (*FireBatchCommand) ProtoMessage() {}
 
 func (x *FireBatchCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[6]
+	mi := &file_raftcron_v1_command_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -778,7 +870,7 @@ func (x *FireBatchCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FireBatchCommand.ProtoReflect.Descriptor instead.
 func (*FireBatchCommand) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{6}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *FireBatchCommand) GetLeaderId() string {
@@ -842,7 +934,7 @@ type Fire struct {
 
 func (x *Fire) Reset() {
 	*x = Fire{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[7]
+	mi := &file_raftcron_v1_command_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -854,7 +946,7 @@ func (x *Fire) String() string {
 func (*Fire) ProtoMessage() {}
 
 func (x *Fire) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[7]
+	mi := &file_raftcron_v1_command_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -867,7 +959,7 @@ func (x *Fire) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Fire.ProtoReflect.Descriptor instead.
 func (*Fire) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{7}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Fire) GetJob() string {
@@ -949,7 +1041,7 @@ type Miss struct {
 
 func (x *Miss) Reset() {
 	*x = Miss{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[8]
+	mi := &file_raftcron_v1_command_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -961,7 +1053,7 @@ func (x *Miss) String() string {
 func (*Miss) ProtoMessage() {}
 
 func (x *Miss) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[8]
+	mi := &file_raftcron_v1_command_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -974,7 +1066,7 @@ func (x *Miss) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Miss.ProtoReflect.Descriptor instead.
 func (*Miss) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{8}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Miss) GetJob() string {
@@ -1040,7 +1132,7 @@ type FireResult struct {
 
 func (x *FireResult) Reset() {
 	*x = FireResult{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[9]
+	mi := &file_raftcron_v1_command_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1052,7 +1144,7 @@ func (x *FireResult) String() string {
 func (*FireResult) ProtoMessage() {}
 
 func (x *FireResult) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[9]
+	mi := &file_raftcron_v1_command_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1065,7 +1157,7 @@ func (x *FireResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FireResult.ProtoReflect.Descriptor instead.
 func (*FireResult) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{9}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *FireResult) GetAccepted() bool {
@@ -1127,7 +1219,7 @@ type CompleteBatchCommand struct {
 
 func (x *CompleteBatchCommand) Reset() {
 	*x = CompleteBatchCommand{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[10]
+	mi := &file_raftcron_v1_command_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1139,7 +1231,7 @@ func (x *CompleteBatchCommand) String() string {
 func (*CompleteBatchCommand) ProtoMessage() {}
 
 func (x *CompleteBatchCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[10]
+	mi := &file_raftcron_v1_command_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1152,7 +1244,7 @@ func (x *CompleteBatchCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteBatchCommand.ProtoReflect.Descriptor instead.
 func (*CompleteBatchCommand) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{10}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CompleteBatchCommand) GetCompletions() []*Completion {
@@ -1181,7 +1273,7 @@ type Completion struct {
 
 func (x *Completion) Reset() {
 	*x = Completion{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[11]
+	mi := &file_raftcron_v1_command_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1193,7 +1285,7 @@ func (x *Completion) String() string {
 func (*Completion) ProtoMessage() {}
 
 func (x *Completion) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[11]
+	mi := &file_raftcron_v1_command_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1206,7 +1298,7 @@ func (x *Completion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Completion.ProtoReflect.Descriptor instead.
 func (*Completion) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{11}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Completion) GetRunId() string {
@@ -1277,7 +1369,7 @@ type CompletionResult struct {
 
 func (x *CompletionResult) Reset() {
 	*x = CompletionResult{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[12]
+	mi := &file_raftcron_v1_command_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1289,7 +1381,7 @@ func (x *CompletionResult) String() string {
 func (*CompletionResult) ProtoMessage() {}
 
 func (x *CompletionResult) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[12]
+	mi := &file_raftcron_v1_command_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1302,7 +1394,7 @@ func (x *CompletionResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompletionResult.ProtoReflect.Descriptor instead.
 func (*CompletionResult) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{12}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CompletionResult) GetAccepted() bool {
@@ -1339,7 +1431,7 @@ type CancelRunCommand struct {
 
 func (x *CancelRunCommand) Reset() {
 	*x = CancelRunCommand{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[13]
+	mi := &file_raftcron_v1_command_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1351,7 +1443,7 @@ func (x *CancelRunCommand) String() string {
 func (*CancelRunCommand) ProtoMessage() {}
 
 func (x *CancelRunCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[13]
+	mi := &file_raftcron_v1_command_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1364,7 +1456,7 @@ func (x *CancelRunCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRunCommand.ProtoReflect.Descriptor instead.
 func (*CancelRunCommand) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{13}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CancelRunCommand) GetRunId() string {
@@ -1392,7 +1484,7 @@ type SetAuditCommand struct {
 
 func (x *SetAuditCommand) Reset() {
 	*x = SetAuditCommand{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[14]
+	mi := &file_raftcron_v1_command_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1404,7 +1496,7 @@ func (x *SetAuditCommand) String() string {
 func (*SetAuditCommand) ProtoMessage() {}
 
 func (x *SetAuditCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[14]
+	mi := &file_raftcron_v1_command_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1417,7 +1509,7 @@ func (x *SetAuditCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetAuditCommand.ProtoReflect.Descriptor instead.
 func (*SetAuditCommand) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{14}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SetAuditCommand) GetLimit() uint32 {
@@ -1438,7 +1530,7 @@ var File_raftcron_v1_command_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\n" +
-	"\x19raftcron/v1/command.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/acl.proto\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\"\xf3\x06\n" +
+	"\x19raftcron/v1/command.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/acl.proto\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\"\xc8\a\n" +
 	"\aCommand\x121\n" +
 	"\x15proposed_at_unix_nano\x18\x01 \x01(\x03R\x12proposedAtUnixNano\x12+\n" +
 	"\x06caller\x18\x02 \x01(\v2\x13.raftcron.v1.CallerR\x06caller\x125\n" +
@@ -1457,8 +1549,14 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x10create_acl_token\x18\x16 \x01(\v2\".raftcron.v1.CreateAclTokenCommandH\x00R\x0ecreateAclToken\x12N\n" +
 	"\x10delete_acl_token\x18\x17 \x01(\v2\".raftcron.v1.DeleteAclTokenCommandH\x00R\x0edeleteAclToken\x12;\n" +
 	"\tset_audit\x18\x18 \x01(\v2\x1c.raftcron.v1.SetAuditCommandH\x00R\bsetAudit\x12W\n" +
-	"\x13set_cluster_version\x18\x1e \x01(\v2%.raftcron.v1.SetClusterVersionCommandH\x00R\x11setClusterVersionB\x06\n" +
-	"\x04kind\"4\n" +
+	"\x13set_cluster_version\x18\x1e \x01(\v2%.raftcron.v1.SetClusterVersionCommandH\x00R\x11setClusterVersion\x12S\n" +
+	"\x11record_membership\x18\x1f \x01(\v2$.raftcron.v1.RecordMembershipCommandH\x00R\x10recordMembershipB\x06\n" +
+	"\x04kind\"\x8d\x01\n" +
+	"\x17RecordMembershipCommand\x12\x16\n" +
+	"\x06action\x18\x01 \x01(\tR\x06action\x12\x17\n" +
+	"\anode_id\x18\x02 \x01(\tR\x06nodeId\x12\x18\n" +
+	"\aaddress\x18\x03 \x01(\tR\aaddress\x12'\n" +
+	"\x0fprevious_leader\x18\x04 \x01(\tR\x0epreviousLeader\"4\n" +
 	"\x18SetClusterVersionCommand\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\"\xa9\x01\n" +
 	"\rPutJobCommand\x12(\n" +
@@ -1573,68 +1671,70 @@ func file_raftcron_v1_command_proto_rawDescGZIP() []byte {
 }
 
 var file_raftcron_v1_command_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_raftcron_v1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_raftcron_v1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_raftcron_v1_command_proto_goTypes = []any{
 	(PutMode)(0),                     // 0: raftcron.v1.PutMode
 	(ResultCode)(0),                  // 1: raftcron.v1.ResultCode
 	(*Command)(nil),                  // 2: raftcron.v1.Command
-	(*SetClusterVersionCommand)(nil), // 3: raftcron.v1.SetClusterVersionCommand
-	(*PutJobCommand)(nil),            // 4: raftcron.v1.PutJobCommand
-	(*DeleteJobCommand)(nil),         // 5: raftcron.v1.DeleteJobCommand
-	(*SetPausedCommand)(nil),         // 6: raftcron.v1.SetPausedCommand
-	(*CommandResult)(nil),            // 7: raftcron.v1.CommandResult
-	(*FireBatchCommand)(nil),         // 8: raftcron.v1.FireBatchCommand
-	(*Fire)(nil),                     // 9: raftcron.v1.Fire
-	(*Miss)(nil),                     // 10: raftcron.v1.Miss
-	(*FireResult)(nil),               // 11: raftcron.v1.FireResult
-	(*CompleteBatchCommand)(nil),     // 12: raftcron.v1.CompleteBatchCommand
-	(*Completion)(nil),               // 13: raftcron.v1.Completion
-	(*CompletionResult)(nil),         // 14: raftcron.v1.CompletionResult
-	(*CancelRunCommand)(nil),         // 15: raftcron.v1.CancelRunCommand
-	(*SetAuditCommand)(nil),          // 16: raftcron.v1.SetAuditCommand
-	(*Caller)(nil),                   // 17: raftcron.v1.Caller
-	(*BootstrapAclCommand)(nil),      // 18: raftcron.v1.BootstrapAclCommand
-	(*CreateAclTokenCommand)(nil),    // 19: raftcron.v1.CreateAclTokenCommand
-	(*DeleteAclTokenCommand)(nil),    // 20: raftcron.v1.DeleteAclTokenCommand
-	(*JobSpec)(nil),                  // 21: raftcron.v1.JobSpec
-	(*Job)(nil),                      // 22: raftcron.v1.Job
-	(*Run)(nil),                      // 23: raftcron.v1.Run
-	(FireKind)(0),                    // 24: raftcron.v1.FireKind
-	(RunState)(0),                    // 25: raftcron.v1.RunState
+	(*RecordMembershipCommand)(nil),  // 3: raftcron.v1.RecordMembershipCommand
+	(*SetClusterVersionCommand)(nil), // 4: raftcron.v1.SetClusterVersionCommand
+	(*PutJobCommand)(nil),            // 5: raftcron.v1.PutJobCommand
+	(*DeleteJobCommand)(nil),         // 6: raftcron.v1.DeleteJobCommand
+	(*SetPausedCommand)(nil),         // 7: raftcron.v1.SetPausedCommand
+	(*CommandResult)(nil),            // 8: raftcron.v1.CommandResult
+	(*FireBatchCommand)(nil),         // 9: raftcron.v1.FireBatchCommand
+	(*Fire)(nil),                     // 10: raftcron.v1.Fire
+	(*Miss)(nil),                     // 11: raftcron.v1.Miss
+	(*FireResult)(nil),               // 12: raftcron.v1.FireResult
+	(*CompleteBatchCommand)(nil),     // 13: raftcron.v1.CompleteBatchCommand
+	(*Completion)(nil),               // 14: raftcron.v1.Completion
+	(*CompletionResult)(nil),         // 15: raftcron.v1.CompletionResult
+	(*CancelRunCommand)(nil),         // 16: raftcron.v1.CancelRunCommand
+	(*SetAuditCommand)(nil),          // 17: raftcron.v1.SetAuditCommand
+	(*Caller)(nil),                   // 18: raftcron.v1.Caller
+	(*BootstrapAclCommand)(nil),      // 19: raftcron.v1.BootstrapAclCommand
+	(*CreateAclTokenCommand)(nil),    // 20: raftcron.v1.CreateAclTokenCommand
+	(*DeleteAclTokenCommand)(nil),    // 21: raftcron.v1.DeleteAclTokenCommand
+	(*JobSpec)(nil),                  // 22: raftcron.v1.JobSpec
+	(*Job)(nil),                      // 23: raftcron.v1.Job
+	(*Run)(nil),                      // 24: raftcron.v1.Run
+	(FireKind)(0),                    // 25: raftcron.v1.FireKind
+	(RunState)(0),                    // 26: raftcron.v1.RunState
 }
 var file_raftcron_v1_command_proto_depIdxs = []int32{
-	17, // 0: raftcron.v1.Command.caller:type_name -> raftcron.v1.Caller
-	4,  // 1: raftcron.v1.Command.put_job:type_name -> raftcron.v1.PutJobCommand
-	5,  // 2: raftcron.v1.Command.delete_job:type_name -> raftcron.v1.DeleteJobCommand
-	6,  // 3: raftcron.v1.Command.set_paused:type_name -> raftcron.v1.SetPausedCommand
-	8,  // 4: raftcron.v1.Command.fire_batch:type_name -> raftcron.v1.FireBatchCommand
-	12, // 5: raftcron.v1.Command.complete_batch:type_name -> raftcron.v1.CompleteBatchCommand
-	15, // 6: raftcron.v1.Command.cancel_run:type_name -> raftcron.v1.CancelRunCommand
-	18, // 7: raftcron.v1.Command.bootstrap_acl:type_name -> raftcron.v1.BootstrapAclCommand
-	19, // 8: raftcron.v1.Command.create_acl_token:type_name -> raftcron.v1.CreateAclTokenCommand
-	20, // 9: raftcron.v1.Command.delete_acl_token:type_name -> raftcron.v1.DeleteAclTokenCommand
-	16, // 10: raftcron.v1.Command.set_audit:type_name -> raftcron.v1.SetAuditCommand
-	3,  // 11: raftcron.v1.Command.set_cluster_version:type_name -> raftcron.v1.SetClusterVersionCommand
-	21, // 12: raftcron.v1.PutJobCommand.spec:type_name -> raftcron.v1.JobSpec
-	0,  // 13: raftcron.v1.PutJobCommand.mode:type_name -> raftcron.v1.PutMode
-	1,  // 14: raftcron.v1.CommandResult.code:type_name -> raftcron.v1.ResultCode
-	22, // 15: raftcron.v1.CommandResult.job:type_name -> raftcron.v1.Job
-	11, // 16: raftcron.v1.CommandResult.fires:type_name -> raftcron.v1.FireResult
-	14, // 17: raftcron.v1.CommandResult.completions:type_name -> raftcron.v1.CompletionResult
-	23, // 18: raftcron.v1.CommandResult.run:type_name -> raftcron.v1.Run
-	9,  // 19: raftcron.v1.FireBatchCommand.fires:type_name -> raftcron.v1.Fire
-	10, // 20: raftcron.v1.FireBatchCommand.misses:type_name -> raftcron.v1.Miss
-	24, // 21: raftcron.v1.Fire.kind:type_name -> raftcron.v1.FireKind
-	23, // 22: raftcron.v1.FireResult.run:type_name -> raftcron.v1.Run
-	21, // 23: raftcron.v1.FireResult.spec:type_name -> raftcron.v1.JobSpec
-	13, // 24: raftcron.v1.CompleteBatchCommand.completions:type_name -> raftcron.v1.Completion
-	25, // 25: raftcron.v1.Completion.outcome:type_name -> raftcron.v1.RunState
-	23, // 26: raftcron.v1.CompletionResult.run:type_name -> raftcron.v1.Run
-	27, // [27:27] is the sub-list for method output_type
-	27, // [27:27] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	18, // 0: raftcron.v1.Command.caller:type_name -> raftcron.v1.Caller
+	5,  // 1: raftcron.v1.Command.put_job:type_name -> raftcron.v1.PutJobCommand
+	6,  // 2: raftcron.v1.Command.delete_job:type_name -> raftcron.v1.DeleteJobCommand
+	7,  // 3: raftcron.v1.Command.set_paused:type_name -> raftcron.v1.SetPausedCommand
+	9,  // 4: raftcron.v1.Command.fire_batch:type_name -> raftcron.v1.FireBatchCommand
+	13, // 5: raftcron.v1.Command.complete_batch:type_name -> raftcron.v1.CompleteBatchCommand
+	16, // 6: raftcron.v1.Command.cancel_run:type_name -> raftcron.v1.CancelRunCommand
+	19, // 7: raftcron.v1.Command.bootstrap_acl:type_name -> raftcron.v1.BootstrapAclCommand
+	20, // 8: raftcron.v1.Command.create_acl_token:type_name -> raftcron.v1.CreateAclTokenCommand
+	21, // 9: raftcron.v1.Command.delete_acl_token:type_name -> raftcron.v1.DeleteAclTokenCommand
+	17, // 10: raftcron.v1.Command.set_audit:type_name -> raftcron.v1.SetAuditCommand
+	4,  // 11: raftcron.v1.Command.set_cluster_version:type_name -> raftcron.v1.SetClusterVersionCommand
+	3,  // 12: raftcron.v1.Command.record_membership:type_name -> raftcron.v1.RecordMembershipCommand
+	22, // 13: raftcron.v1.PutJobCommand.spec:type_name -> raftcron.v1.JobSpec
+	0,  // 14: raftcron.v1.PutJobCommand.mode:type_name -> raftcron.v1.PutMode
+	1,  // 15: raftcron.v1.CommandResult.code:type_name -> raftcron.v1.ResultCode
+	23, // 16: raftcron.v1.CommandResult.job:type_name -> raftcron.v1.Job
+	12, // 17: raftcron.v1.CommandResult.fires:type_name -> raftcron.v1.FireResult
+	15, // 18: raftcron.v1.CommandResult.completions:type_name -> raftcron.v1.CompletionResult
+	24, // 19: raftcron.v1.CommandResult.run:type_name -> raftcron.v1.Run
+	10, // 20: raftcron.v1.FireBatchCommand.fires:type_name -> raftcron.v1.Fire
+	11, // 21: raftcron.v1.FireBatchCommand.misses:type_name -> raftcron.v1.Miss
+	25, // 22: raftcron.v1.Fire.kind:type_name -> raftcron.v1.FireKind
+	24, // 23: raftcron.v1.FireResult.run:type_name -> raftcron.v1.Run
+	22, // 24: raftcron.v1.FireResult.spec:type_name -> raftcron.v1.JobSpec
+	14, // 25: raftcron.v1.CompleteBatchCommand.completions:type_name -> raftcron.v1.Completion
+	26, // 26: raftcron.v1.Completion.outcome:type_name -> raftcron.v1.RunState
+	24, // 27: raftcron.v1.CompletionResult.run:type_name -> raftcron.v1.Run
+	28, // [28:28] is the sub-list for method output_type
+	28, // [28:28] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_command_proto_init() }
@@ -1657,6 +1757,7 @@ func file_raftcron_v1_command_proto_init() {
 		(*Command_DeleteAclToken)(nil),
 		(*Command_SetAudit)(nil),
 		(*Command_SetClusterVersion)(nil),
+		(*Command_RecordMembership)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1664,7 +1765,7 @@ func file_raftcron_v1_command_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_raftcron_v1_command_proto_rawDesc), len(file_raftcron_v1_command_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   15,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,69 @@
+package api
+
+import (
+	"context"
+	"errors"
+
+	"google.golang.org/grpc/status"
+
+	"github.com/raftcron/raftcron/cluster"
+	"github.com/raftcron/raftcron/fsm"
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// ClusterServiceConfig is what ClusterService needs. Store and Audit are
+// for the audit trail of membership changes; without Store the changes are
+// not recorded.
+type ClusterServiceConfig struct {
+	Cluster  Cluster
+	Registry Registry
+	Store    Store
+	Audit    *AuditSwitch
+}
+
+// NewClusterServiceWith serves ClusterService and records every membership
+// change it makes in the audit trail.
+func NewClusterServiceWith(cfg ClusterServiceConfig) pb.ClusterServiceServer {
+	return &clusterService{c: cfg.Cluster, reg: cfg.Registry, store: cfg.Store, audit: cfg.Audit}
+}
+
+// recordMembership commits the audit record of a membership change that
+// succeeded. A Raft configuration change is no command, so its record is an
+// entry of its own, committed through the leader after it. If that fails the
+// caller learns that the change was made but not recorded, rather than
+// nothing: a trail that silently misses a change is worse than an error.
+// The record is proposed even if this node's trail looks off: the switch
+// may just have turned it on through the leader, ahead of this node's
+// state, and with the trail off the command changes nothing.
+func (s *clusterService) recordMembership(ctx context.Context, rm *pb.RecordMembershipCommand) error {
+	if s.store == nil {
+		return nil
+	}
+	s.audit.ensure(ctx)
+	cmd := &pb.Command{
+		Caller: PrincipalFrom(ctx).caller(),
+		Kind:   &pb.Command_RecordMembership{RecordMembership: rm},
+	}
+	res, err := s.store.Apply(ctx, cmd)
+	if errors.Is(err, cluster.ErrUnsupportedCommand) {
+		// A voter predates command version 2, so the trail is off, as for
+		// every other write during the upgrade.
+		return nil
+	}
+	if err == nil && res.GetCode() != pb.ResultCode_RESULT_CODE_OK {
+		err = resultStatus(res)
+	}
+	if err != nil {
+		st := status.Convert(statusOf(err))
+		return status.Errorf(st.Code(), "%s of %s done, but its audit record was not committed: %s",
+			rm.GetAction(), rm.GetNodeId(), st.Message())
+	}
+	return nil
+}
+
+// Actions of the membership records, as the FSM names them.
+const (
+	auditJoin     = fsm.AuditMemberJoin
+	auditRemove   = fsm.AuditMemberRemove
+	auditTransfer = fsm.AuditLeaderTransfer
+)
