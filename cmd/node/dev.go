@@ -286,7 +286,8 @@ func (d *demo) printHints() {
 	}
 	d.out.printf("web UI     %s", d.nodes[0].opsURL(ui.Prefix))
 	if d.tls != nil {
-		d.out.printf("           (HTTPS with the demo's CA: trust %s, or curl --cacert it)", d.tls.ca.Cert)
+		d.out.printf("           (HTTPS with the demo's CA: trust %s, or curl --cacert it;", d.tls.ca.Cert)
+		d.out.printf("           sign in with the RAFTCRON_TOKEN above)")
 	}
 	d.out.printf("try        %s job get demo   (or cluster status)", os.Args[0])
 	data := "removes the data dir"
