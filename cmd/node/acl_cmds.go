@@ -27,19 +27,7 @@ func newACLCmd() *cobra.Command {
 // aclCall runs one AclService call with --timeout.
 func aclCall[T any](cmd *cobra.Command, o *clientOptions, subject string,
 	fn func(context.Context, pb.AclServiceClient) (T, error)) (T, error) {
-	var zero T
-	conn, err := o.dial()
-	if err != nil {
-		return zero, err
-	}
-	defer func() { _ = conn.Close() }()
-	ctx, cancel := o.callContext(cmd.Context())
-	defer cancel()
-	res, err := fn(ctx, pb.NewAclServiceClient(conn))
-	if err != nil {
-		return zero, o.call(subject).describe(err)
-	}
-	return res, nil
+	return unaryCall(cmd, o, subject, pb.NewAclServiceClient, fn)
 }
 
 func newACLBootstrapCmd(o *clientOptions) *cobra.Command {

@@ -21,19 +21,7 @@ func newClusterCmd() *cobra.Command {
 // clusterCall runs one ClusterService call with --timeout.
 func clusterCall[T any](cmd *cobra.Command, o *clientOptions, subject string,
 	fn func(context.Context, pb.ClusterServiceClient) (T, error)) (T, error) {
-	var zero T
-	conn, err := o.dial()
-	if err != nil {
-		return zero, err
-	}
-	defer func() { _ = conn.Close() }()
-	ctx, cancel := o.callContext(cmd.Context())
-	defer cancel()
-	res, err := fn(ctx, pb.NewClusterServiceClient(conn))
-	if err != nil {
-		return zero, o.call(subject).describe(err)
-	}
-	return res, nil
+	return unaryCall(cmd, o, subject, pb.NewClusterServiceClient, fn)
 }
 
 func newClusterStatusCmd(o *clientOptions) *cobra.Command {
