@@ -39,12 +39,21 @@ type burstMetrics struct {
 	FirstMs float64 `json:"first_delivery_ms"`
 	// TickStartMs is slot → the leader's tick that proposed the burst
 	// (the FireBatch's proposed_at stamp).
-	TickStartMs    float64                       `json:"tick_start_ms"`
-	SpanMs         float64                       `json:"delivery_span_ms"`
-	DispatchPerSec float64                       `json:"dispatch_per_s"`
-	CPU            cpuWindow                     `json:"cpu"`
-	LeaderRaft     map[string]harness.TimerDelta `json:"leader_raft_timers"`
-	FollowerRaft   map[string]harness.TimerDelta `json:"follower_raft_timers"`
+	TickStartMs    float64 `json:"tick_start_ms"`
+	SpanMs         float64 `json:"delivery_span_ms"`
+	DispatchPerSec float64 `json:"dispatch_per_s"`
+	// CPU runs from just before the slot until the outcomes settled, so
+	// CPUPerFire holds the whole cost of each fire.
+	CPU        cpuWindow `json:"cpu"`
+	CPUPerFire *fireCPU  `json:"cpu_us_per_fire"`
+	// Floor is the same wave through raftcron's executor with no cluster,
+	// measured once this scenario's cluster was killed; Ratio is
+	// Lateness ÷ Floor.Lateness.
+	Floor        *floorWave                    `json:"floor,omitempty"`
+	FloorError   string                        `json:"floor_error,omitempty"`
+	Ratio        *ratios                       `json:"ratio,omitempty"`
+	LeaderRaft   map[string]harness.TimerDelta `json:"leader_raft_timers"`
+	FollowerRaft map[string]harness.TimerDelta `json:"follower_raft_timers"`
 }
 
 // runBurst registers N jobs due in the same second and measures how late
@@ -91,7 +100,7 @@ func runBurst(ctx context.Context, e *env, res *Result) error {
 	}
 	before := sampleNodes(c)
 	from := sink.Len()
-	waitProfile := e.profile(ctx, leader, "burst-leader-cpu", 8*time.Second)
+	waitProfile := e.profileNodes(ctx, c, leader, "burst", 8*time.Second)
 
 	first := make(map[string]harness.Delivery, n)
 	slotUnix := slot.Unix()
@@ -108,7 +117,6 @@ func runBurst(ctx context.Context, e *env, res *Result) error {
 		}
 		return len(first) >= n
 	})
-	during := sampleNodes(c)
 	m.Delivered = len(first)
 	lat := make([]time.Duration, 0, len(first))
 	for _, d := range first {
@@ -127,7 +135,8 @@ func runBurst(ctx context.Context, e *env, res *Result) error {
 	settle(ctx, leader)
 	after := sampleNodes(c)
 	waitProfile()
-	m.CPU = usage(c, leader, before, during)
+	m.CPU = usage(c, leader, before, after)
+	m.CPUPerFire = cpuPerFire(m.CPU, m.Delivered)
 	m.LeaderHandOver = latenessHistogram(before, after, leader.ID)
 	m.LeaderRaft = timerDeltas(before, after, leader.ID)
 	if f := c.Followers(leader); len(f) > 0 {
@@ -142,9 +151,23 @@ func runBurst(ctx context.Context, e *env, res *Result) error {
 		m.TickStartMs = harness.Ms(m.Log.FirstFireBatchAt.Sub(slot))
 	}
 
-	res.Summary = fmt.Sprintf("N=%d delivered=%d lateness p50=%.0fms p99=%.0fms max=%.0fms; raft entries=%d (fire_batch=%d, complete_batch=%d)",
-		n, m.Delivered, m.Lateness.P50Ms, m.Lateness.P99Ms, m.Lateness.MaxMs, m.Log.Entries, m.Log.FireBatches, m.Log.CompleteBatches)
-	res.target("p99", "≤ 250 ms", m.Lateness.P99Ms, "ms", m.Delivered == n && m.Lateness.P99Ms <= 250)
+	e.logf("burst: measuring the floor (the same wave with no cluster)")
+	if fw, err := burstFloor(ctx, sink, n); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		m.FloorError = err.Error()
+	} else {
+		m.Floor, e.burstFloor = &fw, &fw
+	}
+	floor := m.Floor.lateness()
+	m.Ratio = ratiosOf(m.Lateness, floor)
+
+	res.Summary = fmt.Sprintf("N=%d delivered=%d lateness p50=%.0fms p99=%.0fms max=%.0fms; %s; %s; raft entries=%d (fire_batch=%d, complete_batch=%d)",
+		n, m.Delivered, m.Lateness.P50Ms, m.Lateness.P99Ms, m.Lateness.MaxMs, floorBrief(floor, m.Ratio), cpuBrief(m.CPUPerFire),
+		m.Log.Entries, m.Log.FireBatches, m.Log.CompleteBatches)
+	res.Targets = append(res.Targets, latenessTargets(m.Lateness, m.Delivered == n, burstP99MaxMs, floor)...)
+	res.Targets = append(res.Targets, cpuTarget(m.CPUPerFire))
 	maxBatches := (n + 1999) / 2000
 	res.target("fire_batch_entries", fmt.Sprintf("≤ %d", maxBatches), float64(m.Log.FireBatches), "entries", m.Log.FireBatches <= maxBatches)
 	if m.Delivered != n {

@@ -107,8 +107,10 @@ type nodeUsage struct {
 // cpuWindow is where the machine's CPU went during a measured window.
 type cpuWindow struct {
 	Nodes map[string]nodeUsage `json:"nodes"`
-	// BenchCores is this program: the webhook sink and gRPC clients.
-	BenchCores float64 `json:"bench_process_cores"`
+	// BenchCores and BenchSeconds are this program: the webhook sink
+	// (the SDK workers in the workers scenario) and gRPC clients.
+	BenchCores   float64 `json:"bench_process_cores"`
+	BenchSeconds float64 `json:"bench_process_cpu_s"`
 	// MachineCores is every process on the machine; OtherCores what is
 	// left after the nodes and this program (other work on the box).
 	MachineCores float64 `json:"machine_cores"`
@@ -119,6 +121,7 @@ type cpuWindow struct {
 func usage(c *harness.Cluster, leader *harness.Node, a, b nodeSample) cpuWindow {
 	w := cpuWindow{Nodes: nodeUsages(c, leader, a, b), CPUs: runtime.NumCPU(),
 		BenchCores:   round3(harness.CPUShare(a.self, b.self)),
+		BenchSeconds: round3((b.self.CPU - a.self.CPU).Seconds()),
 		MachineCores: round3(harness.SystemCores(a.sys, b.sys))}
 	other := w.MachineCores - w.BenchCores
 	for _, u := range w.Nodes {
@@ -215,6 +218,20 @@ func (e *env) profile(ctx context.Context, n *harness.Node, name string, d time.
 	}
 	secs := max(int(d.Seconds()), 1)
 	return e.fetchProfile(ctx, n, name, fmt.Sprintf("profile?seconds=%d", secs), d)
+}
+
+// profileNodes saves CPU profiles of the leader and of one follower over d
+// (<scenario>-leader-cpu, <scenario>-follower-cpu) when -profile is set.
+func (e *env) profileNodes(ctx context.Context, c *harness.Cluster, leader *harness.Node, scenario string, d time.Duration) (wait func()) {
+	waits := []func(){e.profile(ctx, leader, scenario+"-leader-cpu", d)}
+	if f := c.Followers(leader); len(f) > 0 {
+		waits = append(waits, e.profile(ctx, f[0], scenario+"-follower-cpu", d))
+	}
+	return func() {
+		for _, w := range waits {
+			w()
+		}
+	}
 }
 
 // heapProfile saves node's heap profile (after a GC) when -profile is set.

@@ -73,6 +73,9 @@ type env struct {
 	// burstLateness is the burst scenario's result in this run, shown
 	// beside the workers scenario's.
 	burstLateness *harness.Dist
+	// burstFloor is the burst's floor in this run, shown beside the
+	// workers scenario's too.
+	burstFloor *floorWave
 }
 
 type runner struct{ env *env }

@@ -186,8 +186,8 @@ func runScale(ctx context.Context, e *env, res *Result) error {
 		res.Summary += fmt.Sprintf("; fsm snapshot in-process %.0fMB persist %.0fms restore %.0fms", mb(fs.Bytes), fs.PersistMs, fs.RestoreMs)
 	}
 	if n >= targetJobs {
-		res.target("rss_per_node", "≤ 2 GiB", maxRSS, "MB", maxRSS <= 2048)
-		res.target("restart_to_ready", "≤ 15 s", m.Restart.ReadyMs/1000, "s", m.Restart.ReadyMs <= 15000)
+		res.target("rss_per_node", "≤ 1.5 GiB", maxRSS, "MB", maxRSS <= scaleRSSMaxMB)
+		res.target("restart_to_ready", "≤ 5 s", m.Restart.ReadyMs/1000, "s", m.Restart.ReadyMs <= scaleReadyMaxMs)
 		return nil
 	}
 	// Below the target size, project memory linearly from what the jobs
@@ -197,8 +197,8 @@ func runScale(ctx context.Context, e *env, res *Result) error {
 	for _, v := range m.ProjectedRSSMB {
 		worst = max(worst, v)
 	}
-	res.target("rss_per_node_projected_to_1M", "≤ 2 GiB", worst, "MB", worst <= 2048)
-	res.target(fmt.Sprintf("restart_to_ready_at_%d_jobs", n), "≤ 15 s (at 1M)", m.Restart.ReadyMs/1000, "s", m.Restart.ReadyMs <= 15000)
+	res.target("rss_per_node_projected_to_1M", "≤ 1.5 GiB", worst, "MB", worst <= scaleRSSMaxMB)
+	res.target(fmt.Sprintf("restart_to_ready_at_%d_jobs", n), "≤ 5 s (at 1M)", m.Restart.ReadyMs/1000, "s", m.Restart.ReadyMs <= scaleReadyMaxMs)
 	return nil
 }
 

@@ -31,10 +31,18 @@ type steadyMetrics struct {
 	Lateness        harness.Dist       `json:"lateness"`
 	LeaderHandOver  map[string]float64 `json:"leader_handover_ms"`
 	// LeaderMissed is raftcron_runs_missed_total's change by reason.
-	LeaderMissed map[string]float64            `json:"leader_missed"`
-	CPU          cpuWindow                     `json:"cpu"`
+	LeaderMissed map[string]float64 `json:"leader_missed"`
+	CPU          cpuWindow          `json:"cpu"`
+	// CPUPerFire divides CPU by the deliveries received in its window.
+	CPUPerFire   *fireCPU                      `json:"cpu_us_per_fire"`
 	LeaderRaft   map[string]harness.TimerDelta `json:"leader_raft_timers"`
 	FollowerRaft map[string]harness.TimerDelta `json:"follower_raft_timers"`
+	// Floor is the same waves for the same window through raftcron's
+	// executor with no cluster, measured once this scenario's cluster was
+	// killed; Ratio is Lateness ÷ Floor.Lateness.
+	Floor      *floorSteady `json:"floor,omitempty"`
+	FloorError string       `json:"floor_error,omitempty"`
+	Ratio      *ratios      `json:"ratio,omitempty"`
 }
 
 // runSteady spreads rate×period jobs over the seconds of their period so
@@ -77,7 +85,7 @@ func runSteady(ctx context.Context, e *env, res *Result) error {
 	}
 	before := sampleNodes(c)
 	from := sink.Len()
-	waitProfile := e.profile(ctx, leader, "steady-leader-cpu", min(window, 30*time.Second))
+	waitProfile := e.profileNodes(ctx, c, leader, "steady", min(window, 30*time.Second))
 	endSample := make(chan nodeSample, 1)
 	go func() {
 		if sleepUntil(ctx, w1.Add(-200*time.Millisecond)) == nil {
@@ -119,6 +127,7 @@ func runSteady(ctx context.Context, e *env, res *Result) error {
 	}
 	m.Lateness = harness.Summarize(lat)
 	m.CPU = usage(c, leader, before, after)
+	m.CPUPerFire = cpuPerFire(m.CPU, receivedBetween(sink.Since(from), before.at, after.at))
 	m.LeaderHandOver = latenessHistogram(before, after, leader.ID)
 	m.LeaderMissed = missedDelta(before, after, leader.ID)
 	m.LeaderRaft = timerDeltas(before, after, leader.ID)
@@ -127,25 +136,35 @@ func runSteady(ctx context.Context, e *env, res *Result) error {
 	}
 	c.Kill()
 
-	lu := m.CPU.Nodes[leader.ID]
-	res.Summary = fmt.Sprintf("%d fires/s × %.0fs (%d jobs): delivered=%d/%d lateness p50=%.0fms p99=%.0fms max=%.0fms; cpu leader=%.2f followers=%s cores",
-		rate, window.Seconds(), m.Jobs, m.Delivered, m.Expected, m.Lateness.P50Ms, m.Lateness.P99Ms, m.Lateness.MaxMs, lu.CPUCores, followerCPU(m.CPU.Nodes))
-	res.target("p99", "≤ 50 ms", m.Lateness.P99Ms, "ms", m.Delivered == m.Expected && m.Lateness.P99Ms <= 50)
+	secs := int(window / time.Second)
+	e.logf("steady: measuring the floor (the same waves for %ds with no cluster)", secs)
+	if fs, err := steadyFloor(ctx, sink, rate, secs); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		m.FloorError = err.Error()
+	} else {
+		m.Floor = &fs
+	}
+	floor := m.Floor.lateness()
+	m.Ratio = ratiosOf(m.Lateness, floor)
+
+	res.Summary = fmt.Sprintf("%d fires/s × %.0fs (%d jobs): delivered=%d/%d lateness p50=%.0fms p99=%.0fms max=%.0fms; %s; %s",
+		rate, window.Seconds(), m.Jobs, m.Delivered, m.Expected, m.Lateness.P50Ms, m.Lateness.P99Ms, m.Lateness.MaxMs,
+		floorBrief(floor, m.Ratio), cpuBrief(m.CPUPerFire))
+	res.Targets = append(res.Targets, latenessTargets(m.Lateness, m.Delivered == m.Expected, steadyP99MaxMs, floor)...)
+	res.Targets = append(res.Targets, cpuTarget(m.CPUPerFire))
 	res.target("delivered", "all fires of the window", float64(m.Delivered), "fires", m.Delivered == m.Expected)
 	return nil
 }
 
-func followerCPU(nodes map[string]nodeUsage) string {
-	s := ""
-	for _, id := range []string{"n1", "n2", "n3", "n4", "n5"} {
-		u, ok := nodes[id]
-		if !ok || u.Role != "follower" {
-			continue
+// receivedBetween counts the deliveries the sink received in [from, to).
+func receivedBetween(ds []harness.Delivery, from, to time.Time) int {
+	n := 0
+	for _, d := range ds {
+		if !d.Recv.Before(from) && d.Recv.Before(to) {
+			n++
 		}
-		if s != "" {
-			s += "/"
-		}
-		s += fmt.Sprintf("%.2f", u.CPUCores)
 	}
-	return s
+	return n
 }
