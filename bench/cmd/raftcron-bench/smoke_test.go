@@ -74,14 +74,26 @@ func TestSmoke(t *testing.T) {
 			if m.Delivered != 50 || m.Log.FireBatches < 1 {
 				t.Errorf("burst: delivered %d of 50, %d FireBatch entries", m.Delivered, m.Log.FireBatches)
 			}
+			if m.Floor == nil || m.Floor.Lateness.N != 50 || m.Ratio == nil {
+				t.Errorf("burst: floor %+v (%s), ratio %+v", m.Floor, m.FloorError, m.Ratio)
+			}
+			checkFireCPU(t, "burst", m.CPUPerFire, 50)
 		case *workersMetrics:
 			if m.Delivered != 50 || len(m.PerWorker) != benchWorkers || m.WebhookBurst == nil {
 				t.Errorf("workers: delivered %d of 50 over %v, burst beside: %v", m.Delivered, m.PerWorker, m.WebhookBurst)
 			}
+			if m.WebhookFloor == nil || m.WebhookFloor.Lateness.N != 50 || m.Ratio == nil {
+				t.Errorf("workers: webhook floor %+v (%s), ratio %+v", m.WebhookFloor, m.WebhookFloorError, m.Ratio)
+			}
+			checkFireCPU(t, "workers", m.CPUPerFire, 50)
 		case *steadyMetrics:
 			if m.Delivered == 0 {
 				t.Error("steady: nothing delivered")
 			}
+			if m.Floor == nil || m.Floor.Lateness.N != 20*m.Floor.Seconds || m.Floor.Seconds != 4 || m.Ratio == nil {
+				t.Errorf("steady: floor %+v (%s), ratio %+v", m.Floor, m.FloorError, m.Ratio)
+			}
+			checkFireCPU(t, "steady", m.CPUPerFire, 1)
 		case *floorMetrics:
 			if m.Burst.Lateness.N != 50 || m.Steady.Lateness.N != 20*m.Steady.Seconds {
 				t.Errorf("httpfloor: %d of 50 burst and %d of %d steady requests measured", m.Burst.Lateness.N, m.Steady.Lateness.N, 20*m.Steady.Seconds)
@@ -109,5 +121,24 @@ func TestSmoke(t *testing.T) {
 	}
 	if n := harness.LiveCount(); n != 0 {
 		t.Errorf("%d node processes still running after the scenarios", n)
+	}
+}
+
+// checkFireCPU asserts a CPU-per-fire result over at least fires fires
+// with every node, one of them the leader.
+func checkFireCPU(t *testing.T, scenario string, f *fireCPU, fires int) {
+	t.Helper()
+	if f == nil || f.Fires < fires || len(f.Nodes) != 3 || f.NodesTotal <= 0 {
+		t.Errorf("%s: cpu per fire %+v, want %d+ fires on 3 nodes", scenario, f, fires)
+		return
+	}
+	leaders := 0
+	for _, n := range f.Nodes {
+		if n.Role == "leader" {
+			leaders++
+		}
+	}
+	if leaders != 1 {
+		t.Errorf("%s: cpu per fire of %d leaders: %+v", scenario, leaders, f.Nodes)
 	}
 }
