@@ -33,6 +33,9 @@ type floorWave struct {
 	// per request, and cores while it ran.
 	CPUMicrosPerRequest float64 `json:"cpu_us_per_request"`
 	CPUCores            float64 `json:"cpu_cores"`
+	// OtherCores is the rest of the machine's busy cores meanwhile: above
+	// ~0.3 other work competed with the floor.
+	OtherCores float64 `json:"other_cores"`
 }
 
 // lateness is nil when the wave was not measured.
@@ -44,10 +47,11 @@ func (w *floorWave) lateness() *harness.Dist {
 }
 
 type floorSteady struct {
-	Rate     int          `json:"requests_per_s"`
-	Seconds  int          `json:"seconds"`
-	Lateness harness.Dist `json:"lateness"`
-	CPUCores float64      `json:"cpu_cores"`
+	Rate       int          `json:"requests_per_s"`
+	Seconds    int          `json:"seconds"`
+	Lateness   harness.Dist `json:"lateness"`
+	CPUCores   float64      `json:"cpu_cores"`
+	OtherCores float64      `json:"other_cores"`
 }
 
 // lateness is nil when the waves were not measured.
@@ -143,18 +147,18 @@ func (f *floor) burst(ctx context.Context, n int) (floorWave, error) {
 	if err := sleepUntil(ctx, slot.Add(-200*time.Millisecond)); err != nil {
 		return floorWave{}, err
 	}
-	before, _ := harness.ReadProc(os.Getpid())
+	before := sampleSelf()
 	lat, err := f.wave(ctx, slot, n, "burst")
 	if err != nil {
 		return floorWave{}, err
 	}
-	after, _ := harness.ReadProc(os.Getpid())
+	after := sampleSelf()
 	w := floorWave{Requests: n, Lateness: harness.Summarize(lat)}
 	if w.Lateness.MaxMs > 0 {
 		w.PerSec = round3(float64(n) / (w.Lateness.MaxMs / 1000))
 	}
-	w.CPUMicrosPerRequest = round3((after.CPU - before.CPU).Seconds() / float64(n) * 1e6)
-	w.CPUCores = round3(harness.CPUShare(before, after))
+	w.CPUMicrosPerRequest = round3((after.self.CPU - before.self.CPU).Seconds() / float64(n) * 1e6)
+	w.CPUCores, w.OtherCores = selfAndOther(before, after)
 	return w, nil
 }
 
@@ -164,7 +168,7 @@ func (f *floor) steady(ctx context.Context, rate, secs int) (floorSteady, error)
 	if err := sleepUntil(ctx, first.Add(-200*time.Millisecond)); err != nil {
 		return s, err
 	}
-	before, _ := harness.ReadProc(os.Getpid())
+	before := sampleSelf()
 	var all []time.Duration
 	for i := range secs {
 		lat, err := f.wave(ctx, first.Add(time.Duration(i)*time.Second), rate, "steady")
@@ -173,10 +177,31 @@ func (f *floor) steady(ctx context.Context, rate, secs int) (floorSteady, error)
 		}
 		all = append(all, lat...)
 	}
-	after, _ := harness.ReadProc(os.Getpid())
+	after := sampleSelf()
 	s.Lateness = harness.Summarize(all)
-	s.CPUCores = round3(harness.CPUShare(before, after))
+	s.CPUCores, s.OtherCores = selfAndOther(before, after)
 	return s, nil
+}
+
+// selfSample is this process's and the machine's CPU at one moment.
+type selfSample struct {
+	self harness.ProcSample
+	sys  harness.SystemSample
+}
+
+func sampleSelf() selfSample {
+	var s selfSample
+	s.self, _ = harness.ReadProc(os.Getpid())
+	s.sys, _ = harness.ReadSystem()
+	return s
+}
+
+// selfAndOther is this process's cores between a and b and the machine's
+// other busy cores.
+func selfAndOther(a, b selfSample) (self, other float64) {
+	self = harness.CPUShare(a.self, b.self)
+	other = harness.SystemCores(a.sys, b.sys) - self
+	return round3(self), round3(max(other, 0))
 }
 
 // floorWaveTimeout bounds the wait for one wave's requests.
