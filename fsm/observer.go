@@ -16,8 +16,12 @@ type Observer interface {
 	// created or deleted, sorted and without repeats. After a Restore it
 	// names every job before and after it.
 	JobsChanged(names []string)
-	// RunsChanged carries clones of every run the entry created or changed,
-	// each once, as it stands after the entry.
+	// RunsChanged carries every run the entry created or changed, each
+	// once, as it stands after the entry. They are the stored values,
+	// shared with the state and every other observer: an observer must
+	// never change them (stored values are never changed in place, so
+	// reading them needs no lock). Handing them out uncopied keeps an
+	// Apply on a node where nobody watches runs from copying every run.
 	RunsChanged(runs []*pb.Run)
 }
 
@@ -72,7 +76,7 @@ func (c *changes) runChanged(r *pb.Run) {
 }
 
 // notify hands the changes to o. It runs after the lock is released: the
-// runs collected are stored values, immutable, so cloning them needs no lock.
+// runs collected are stored values, immutable, so reading them needs no lock.
 func (c *changes) notify(o Observer) {
 	if o == nil || c == nil {
 		return
@@ -83,7 +87,7 @@ func (c *changes) notify(o Observer) {
 		o.JobsChanged(slices.Compact(names))
 	}
 	if len(c.runs) > 0 {
-		o.RunsChanged(cloneRuns(lastOfEach(c.runs)))
+		o.RunsChanged(lastOfEach(c.runs))
 	}
 }
 

@@ -11,8 +11,15 @@ import (
 )
 
 const (
-	// maxCompletionsPerEntry caps one CompleteBatch entry.
-	maxCompletionsPerEntry = 500
+	// maxCompletionsPerEntry caps one CompleteBatch entry; the same size
+	// as a FireBatch entry, so a wave's outcomes take about as many entries
+	// as its fires.
+	maxCompletionsPerEntry = 2000
+	// maxCompletionHold bounds how long outcomes wait while deliveries are
+	// queued (see completer.hold).
+	maxCompletionHold = 200 * time.Millisecond
+	// holdPoll is how often a holding completer looks at the queue again.
+	holdPoll = 10 * time.Millisecond
 	// completeRetry is the pause after a CompleteBatch proposal failed
 	// while this node still leads.
 	completeRetry = 500 * time.Millisecond
@@ -22,11 +29,16 @@ const (
 // long. It commits in groups: while one proposal is in flight the next
 // outcomes gather, and they go out together as soon as it returns. Under
 // load that batches as much as a timer would, without adding its delay when
-// idle.
+// idle. While deliveries wait for a pool worker it holds outcomes back (see
+// hold): committing them costs CPU on every node, and a delivery that waits
+// for that CPU is a late fire, while an outcome committed later is not.
 type completer struct {
-	// mu guards queue and closed; add is called from pool workers.
-	mu     sync.Mutex
-	queue  []pendingCompletion
+	// mu guards queue, since and closed; add is called from pool workers.
+	mu    sync.Mutex
+	queue []pendingCompletion
+	// since is when the oldest queued outcome arrived (real time: the
+	// hold is about CPU, not about the schedule's clock).
+	since  time.Time
 	closed bool
 	wake   chan struct{} // cap 1
 }
@@ -65,6 +77,9 @@ func (c *completer) add(job string, comp *pb.Completion) bool {
 		c.mu.Unlock()
 		return false
 	}
+	if len(c.queue) == 0 {
+		c.since = time.Now()
+	}
 	c.queue = append(c.queue, pendingCompletion{job: job, c: comp})
 	c.mu.Unlock()
 	select {
@@ -72,6 +87,19 @@ func (c *completer) add(job string, comp *pb.Completion) bool {
 	default:
 	}
 	return true
+}
+
+// hold reports whether the queued outcomes should wait: while deliveries
+// are queued for a worker (backlog), until a full entry has gathered or the
+// oldest has waited maxCompletionHold. The wait delays only the commit of
+// outcomes, which no fire waits for; what it risks is bounded by the hold: a
+// leader that dies holding outcomes leaves those runs to the next leader,
+// like any attempt it had not reported yet.
+func (c *completer) hold(backlog int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return backlog > 0 && len(c.queue) > 0 && len(c.queue) < maxCompletionsPerEntry &&
+		time.Since(c.since) < maxCompletionHold
 }
 
 // take removes up to max queued outcomes.
@@ -84,6 +112,9 @@ func (c *completer) take(max int) []pendingCompletion {
 	rest := copy(c.queue, c.queue[n:])
 	clear(c.queue[rest:])
 	c.queue = c.queue[:rest]
+	if rest > 0 {
+		c.since = time.Now() // what is left waits afresh, at most one more hold
+	}
 	return out
 }
 
@@ -91,6 +122,9 @@ func (c *completer) take(max int) []pendingCompletion {
 func (c *completer) putBack(p []pendingCompletion) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if len(c.queue) == 0 {
+		c.since = time.Now()
+	}
 	c.queue = append(p, c.queue...)
 }
 
@@ -114,6 +148,12 @@ func (l *leader) runCompleter(c *completer) {
 		case <-c.wake:
 		}
 		for {
+			if c.hold(l.s.disp.backlog()) {
+				if !l.pause(holdPoll) {
+					return
+				}
+				continue
+			}
 			batch := c.take(maxCompletionsPerEntry)
 			if len(batch) == 0 {
 				break

@@ -270,6 +270,18 @@ func (l *leader) sleep(d time.Duration) bool {
 	}
 }
 
+// pause waits d of real time, or until the term ends (false).
+func (l *leader) pause(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-l.ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
 // forget is called by the completer once outcomes are committed.
 func (l *leader) forget(tokens []uint64) {
 	l.mu.Lock()

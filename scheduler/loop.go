@@ -20,6 +20,11 @@ const (
 	// bigger tick is split into entries, each proposed as soon as it is
 	// planned. A job's fires never straddle two entries.
 	maxFiresPerEntry = 2000
+	// firstEntryFires caps a tick's first entry instead: a small entry
+	// commits sooner, so a wave's first deliveries start while the rest of
+	// it is still being planned and committed, instead of every fire of a
+	// 2,000-fire wave waiting for one large entry.
+	firstEntryFires = 250
 	// fireRetry is the pause after a FireBatch failed to commit.
 	fireRetry = 500 * time.Millisecond
 	// refusedCooldown rests a job whose fires the FSM refused without

@@ -91,10 +91,11 @@ func TestFireBatchesKeepAJobTogether(t *testing.T) {
 	}
 }
 
-// A large tick is split into several entries, all dispatched.
+// A large tick is split into several entries, all dispatched: a small
+// first one, then entries of maxFiresPerEntry.
 func TestLargeTickIsSplitIntoFireBatches(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.Workers = 16 })
-	const jobs = maxFiresPerEntry + 500
+	const jobs = firstEntryFires + maxFiresPerEntry + 500
 	for i := range jobs {
 		h.putJob(spec(fmt.Sprintf("job-%05d", i), "@every 10s"))
 	}
@@ -103,8 +104,12 @@ func TestLargeTickIsSplitIntoFireBatches(t *testing.T) {
 	h.clock.Advance(10 * time.Second)
 	h.settle()
 	batches := h.prop.fireBatches()[before:]
-	if len(batches) != 2 {
-		t.Fatalf("%d entries, want 2", len(batches))
+	var sizes []int
+	for _, b := range batches {
+		sizes = append(sizes, len(b.GetFires()))
+	}
+	if !slices.Equal(sizes, []int{firstEntryFires, maxFiresPerEntry, 500}) {
+		t.Fatalf("entries of %v fires, want [%d %d 500]", sizes, firstEntryFires, maxFiresPerEntry)
 	}
 	if n := len(h.exec.startedOf("")); n != jobs {
 		t.Fatalf("%d dispatched, want %d", n, jobs)

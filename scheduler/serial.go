@@ -32,6 +32,13 @@ type submitter interface {
 	Submit(ctx context.Context, a dispatch.Attempt, done func(dispatch.Attempt, dispatch.Outcome)) error
 }
 
+// localPool is the part of dispatch.Pool the dispatcher uses.
+type localPool interface {
+	submitter
+	// Queued is how many accepted attempts wait for a worker.
+	Queued() int
+}
+
 // task is one committed attempt on its way through this node.
 type task struct {
 	a    dispatch.Attempt
@@ -63,7 +70,7 @@ type lane struct {
 // still stopping keeps its job's lane busy, so a new attempt of that job
 // never runs beside it.
 type dispatcher struct {
-	pool submitter
+	pool localPool
 	// remote takes worker attempts; nil when the node has no worker service.
 	remote  submitter
 	clock   Clock
@@ -85,7 +92,7 @@ type dispatcher struct {
 	count    int
 }
 
-func newDispatcher(pool submitter, remote Remote, clock Clock, log *slog.Logger, m *metrics) *dispatcher {
+func newDispatcher(pool localPool, remote Remote, clock Clock, log *slog.Logger, m *metrics) *dispatcher {
 	return &dispatcher{
 		pool:    pool,
 		remote:  remote,
@@ -95,6 +102,15 @@ func newDispatcher(pool submitter, remote Remote, clock Clock, log *slog.Logger,
 		lanes:   make(map[string]*lane),
 		live:    make(map[string][]*task),
 	}
+}
+
+// backlog is the number of deliveries waiting for a pool worker: queued
+// in the pool or in the overflow.
+func (d *dispatcher) backlog() int {
+	d.mu.Lock()
+	n := len(d.overflow)
+	d.mu.Unlock()
+	return n + d.pool.Queued()
 }
 
 // inFlight is the number of tasks not yet finished.
@@ -140,7 +156,7 @@ func (d *dispatcher) submitLocked(t *task) {
 // trySubmitLocked reports false when the pool's queue is full. Worker
 // attempts go to the remote dispatcher, whose queue has no bound.
 func (d *dispatcher) trySubmitLocked(t *task) bool {
-	to := d.pool
+	var to submitter = d.pool
 	if t.a.Worker != nil {
 		to = d.remote
 	}
@@ -207,9 +223,17 @@ func (d *dispatcher) finished(t *task, o dispatch.Outcome) {
 		}
 	}
 	d.metrics.runs.WithLabelValues(outcomeLabel(o.State)).Inc()
-	if d.log.Enabled(context.Background(), slog.LevelInfo) {
+	// A success is logged at debug level: the counters and the run ledger
+	// record every attempt, and one line per success was the costliest
+	// part of a fire after the request itself. Anything else stays in the
+	// log at info.
+	level := slog.LevelInfo
+	if o.State == pb.RunState_RUN_STATE_SUCCEEDED {
+		level = slog.LevelDebug
+	}
+	if d.log.Enabled(context.Background(), level) {
 		// Typed attributes: one line per attempt is the hottest log call.
-		d.log.LogAttrs(context.Background(), slog.LevelInfo, "run attempt finished",
+		d.log.LogAttrs(context.Background(), level, "run attempt finished",
 			slog.String("job", t.a.Job), slog.String("run_id", t.a.RunID),
 			slog.Uint64("token", t.a.Token), slog.Uint64("attempt", uint64(t.a.Number)),
 			slog.String("scheduled_at", t.a.ScheduledAt.UTC().Format(time.RFC3339)),

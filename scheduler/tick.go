@@ -9,7 +9,8 @@ import (
 
 // tick plans every job that changed or is due, and the pending triggers,
 // and commits and dispatches the result. Planning and committing overlap:
-// each entry of maxFiresPerEntry fires is proposed as soon as it is planned,
+// each entry (firstEntryFires fires, then maxFiresPerEntry) is proposed as
+// soon as it is planned,
 // and the accepted fires of a committed entry are dispatched while later
 // jobs are still being planned, so the first deliveries of a large tick do
 // not wait for the whole tick to be planned. worked reports whether there
@@ -39,15 +40,16 @@ func (l *leader) tick(now time.Time) (worked, ok bool) {
 		n += len(g.fires)
 	}
 	var last []string
+	limit := firstEntryFires
 	for _, name := range names {
 		if triggered[name] {
 			last = append(last, name)
 			continue
 		}
 		n += l.planOne(name, now, pl)
-		if n >= maxFiresPerEntry {
+		if n >= limit {
 			p.propose(pl)
-			pl, n = newPlanned(), 0
+			pl, n, limit = newPlanned(), 0, maxFiresPerEntry
 		}
 		p.acceptReady()
 	}

@@ -88,9 +88,9 @@ func TestEntriesDispatchAsTheyCommit(t *testing.T) {
 	h.clock.Advance(10 * time.Second)
 
 	h.waitFor("the first entry's fires to be dispatched", func() bool {
-		return len(h.exec.startedOf("")) >= maxFiresPerEntry && hp.heldCount() == 1
+		return len(h.exec.startedOf("")) >= firstEntryFires && hp.heldCount() == 1
 	})
-	second := names[maxFiresPerEntry:]
+	second := names[firstEntryFires:]
 	for _, a := range h.exec.startedOf("") {
 		if slices.Contains(second, a.Job) {
 			t.Fatalf("%s dispatched before its entry committed", a.Job)
@@ -124,7 +124,7 @@ func TestFailedEntryDispatchesNothing(t *testing.T) {
 			hp.fault = fault
 			hp.mu.Unlock()
 			h.clock.Advance(10 * time.Second)
-			first, second := names[:maxFiresPerEntry], names[maxFiresPerEntry:]
+			first, second := names[:firstEntryFires], names[firstEntryFires:]
 			h.waitFor("the first entry's fires to finish", func() bool {
 				return len(h.exec.finishedOf("")) == len(first)
 			})

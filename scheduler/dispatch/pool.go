@@ -86,6 +86,9 @@ func (p *Pool) Submit(ctx context.Context, a Attempt, done func(Attempt, Outcome
 	}
 }
 
+// Queued is the number of accepted attempts waiting for a worker.
+func (p *Pool) Queued() int { return len(p.queue) }
+
 // InFlight is the number of accepted attempts not yet reported: queued or
 // being delivered.
 func (p *Pool) InFlight() int { return int(p.inFlight.Load()) }

@@ -1,0 +1,126 @@
+package scheduler
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+func TestCompleterHoldsOnlyWhileDeliveriesQueue(t *testing.T) {
+	c := newCompleter()
+	if c.hold(5) {
+		t.Fatal("an empty queue is held")
+	}
+	c.add("a", &pb.Completion{Token: 1})
+	if !c.hold(5) {
+		t.Fatal("an outcome is not held while deliveries queue")
+	}
+	if c.hold(0) {
+		t.Fatal("an outcome is held with no delivery queued")
+	}
+	c.mu.Lock()
+	c.since = time.Now().Add(-maxCompletionHold)
+	c.mu.Unlock()
+	if c.hold(5) {
+		t.Fatalf("an outcome is held longer than %v", maxCompletionHold)
+	}
+	c.mu.Lock()
+	c.since = time.Now()
+	c.mu.Unlock()
+	for i := range maxCompletionsPerEntry - 1 {
+		c.add("a", &pb.Completion{Token: uint64(i + 2)})
+	}
+	if c.hold(5) {
+		t.Fatal("a full entry is held")
+	}
+}
+
+// While deliveries wait for a pool worker, the outcomes of the attempts
+// that finished wait too, and then go out together: their commits would
+// take CPU from the deliveries.
+func TestOutcomesWaitForQueuedDeliveries(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Workers, c.Queue = 2, 16 })
+	var mu sync.Mutex
+	var entries [][]*pb.Completion
+	var firstAt time.Time
+	h.prop.after = func(cmd *pb.Command, _ *pb.CommandResult) {
+		if cb := cmd.GetCompleteBatch(); cb != nil {
+			mu.Lock()
+			defer mu.Unlock()
+			if len(entries) == 0 {
+				firstAt = time.Now()
+			}
+			entries = append(entries, cb.GetCompletions())
+		}
+	}
+	// Token order: a (held at its gate on one worker), q1..q4 (quick, on
+	// the other), q5 (held at its gate there), z (queued behind them).
+	for _, name := range []string{"a", "q1", "q2", "q3", "q4", "q5", "z"} {
+		h.putJob(spec(name, "@every 10s"))
+	}
+	h.exec.gate("a")
+	h.exec.gate("q5")
+	h.lead()
+	start := time.Now()
+	h.clock.Advance(10 * time.Second)
+	h.waitFor("q1..q4 to finish", func() bool { return len(h.exec.finishedOf("q4")) == 1 })
+	h.waitFor("their outcomes to commit", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(entries) > 0
+	})
+	mu.Lock()
+	first, at := entries[0], firstAt
+	mu.Unlock()
+	if len(first) != 4 {
+		t.Fatalf("the first outcome entry holds %d outcomes, want q1..q4's 4 together", len(first))
+	}
+	if held := at.Sub(start); held < maxCompletionHold {
+		t.Fatalf("outcomes committed %v after the slot while z was queued; want them held %v", held, maxCompletionHold)
+	}
+	h.release("q5")
+	h.release("a")
+}
+
+// At info level the log carries the attempts that did not succeed; the
+// counters and the run ledger record every one.
+func TestOnlyUnsuccessfulAttemptsAreLoggedAtInfo(t *testing.T) {
+	var buf syncBuffer
+	h := newHarness(t, func(c *Config) {
+		c.Logger = slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	})
+	h.putJob(spec("ok", "@every 10s"))
+	h.putJob(spec("bad", "@every 10s"))
+	h.exec.setOutcome("bad", pb.RunState_RUN_STATE_FAILED)
+	h.lead()
+	h.step(10 * time.Second)
+	out := buf.String()
+	if !strings.Contains(out, `msg="run attempt finished" job=bad`) {
+		t.Fatalf("the failed attempt is not logged at info:\n%s", out)
+	}
+	if strings.Contains(out, "job=ok") {
+		t.Fatalf("a successful attempt is logged at info:\n%s", out)
+	}
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
