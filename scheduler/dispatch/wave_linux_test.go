@@ -228,14 +228,13 @@ func btoi(b bool) int {
 	return 0
 }
 
-// h2cClient is the executor's own client speaking HTTP/2 with prior
+// h2cClient is the executor's own transport speaking HTTP/2 with prior
 // knowledge over cleartext, and nothing else.
 func h2cClient() *http.Client {
-	c := newClient(nil, nil)
-	t := c.Transport.(*http.Transport)
+	t := newTransport(nil, nil)
 	t.Protocols = new(http.Protocols)
 	t.Protocols.SetUnencryptedHTTP2(true)
-	return c
+	return &http.Client{Transport: t}
 }
 
 // mallocs is the number of heap allocations of this process so far.
