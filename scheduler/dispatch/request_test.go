@@ -81,11 +81,11 @@ func TestTemplatesStayBounded(t *testing.T) {
 		if _, err := c.get(&pb.HttpTarget{Url: "http://127.0.0.1:1/", Method: "POST"}); err != nil {
 			t.Fatal(err)
 		}
-		if len(c.m) > maxTemplates {
-			t.Fatalf("%d templates kept, bound %d", len(c.m), maxTemplates)
+		if n := c.len(); n > maxTemplates {
+			t.Fatalf("%d templates kept, bound %d", n, maxTemplates)
 		}
 	}
-	if _, ok := c.m[first]; ok {
+	if _, ok := c.m.Load(first); ok {
 		t.Fatal("the first target is still kept after the bound was passed")
 	}
 }
@@ -96,7 +96,25 @@ func TestTemplatesKeepNoBrokenTarget(t *testing.T) {
 	if _, err := c.get(&pb.HttpTarget{Url: "http://[::1", Method: "POST"}); err == nil {
 		t.Fatal("a bad URL made a template")
 	}
-	if len(c.m) != 0 {
-		t.Fatalf("%d templates kept", len(c.m))
+	if n := c.len(); n != 0 {
+		t.Fatalf("%d templates kept", n)
+	}
+}
+
+func (c *templates) len() int {
+	n := 0
+	c.m.Range(func(any, any) bool { n++; return true })
+	return n
+}
+
+// The attempt's values are those IdempotencyKey and the fence headers
+// define, whatever the length of the job's name.
+func TestAttemptHeaderValues(t *testing.T) {
+	for _, job := range []string{"billing", strings.Repeat("j", 200)} {
+		a := Attempt{Job: job, Token: 18446744073709551615, ScheduledAt: slot.Add(900 * time.Millisecond).In(time.FixedZone("X", 3600))}
+		token, at, key := a.headerValues()
+		if token != "18446744073709551615" || at != "2026-11-22T01:02:03Z" || key != a.IdempotencyKey() {
+			t.Fatalf("got %q %q %q, want key %q", token, at, key, a.IdempotencyKey())
+		}
 	}
 }
