@@ -25,7 +25,7 @@ const maxTemplates = 16 << 10
 // most of the work of a request besides the attempt's own headers, and a
 // job fires the same target over and over.
 type template struct {
-	req    *http.Request // no context, body or header: WithContext copies it for each attempt
+	req    *http.Request // copied for each attempt (WithContext), which gets its own body and header
 	header http.Header   // User-Agent, the job's headers and Basic auth from the URL, canonical
 }
 
