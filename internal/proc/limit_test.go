@@ -44,3 +44,24 @@ func TestOneLineDetail(t *testing.T) {
 		t.Fatalf("truncation split a rune: %q", long[len(long)-10:])
 	}
 }
+
+// Details that are one line already, as most are ("http 200 OK"), come back
+// as they are, at no cost; anything else is still cleaned.
+func TestOneLineKeepsCleanDetailWithoutAllocating(t *testing.T) {
+	for _, s := range []string{"http 200 OK", "exit status 1", "a", ""} {
+		if got := OneLine(s); got != s {
+			t.Fatalf("OneLine(%q) = %q", s, got)
+		}
+		if n := testing.AllocsPerRun(100, func() { _ = OneLine(s) }); n != 0 {
+			t.Fatalf("OneLine(%q) allocated %v times", s, n)
+		}
+	}
+	for in, want := range map[string]string{
+		" lead": "lead", "trail ": "trail", "two  spaces": "two spaces", "tab\there": "tab here",
+		"nul\x00kept": "nul\x00kept", "é ok": "é ok", "bad \xff": "bad \uFFFD",
+	} {
+		if got := OneLine(in); got != want {
+			t.Fatalf("OneLine(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

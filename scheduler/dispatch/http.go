@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/raftcron/raftcron/fence"
 	"github.com/raftcron/raftcron/internal/failpoint"
 	"github.com/raftcron/raftcron/internal/proc"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
@@ -30,8 +29,12 @@ const (
 // HTTPExecutor delivers attempts with an http target as one request each.
 // It is safe for concurrent use.
 type HTTPExecutor struct {
-	client *http.Client
-	signer Signer
+	// rt sends the requests. They go to the transport directly: a client
+	// would only add the redirects, cookies and timeout the executor does
+	// without, and a copy of the request's headers for them.
+	rt        http.RoundTripper
+	signer    Signer
+	templates templates
 }
 
 // HTTPConfig is the node's policy for webhooks. The zero value adds nothing.
@@ -45,29 +48,36 @@ type HTTPConfig struct {
 	Signer Signer
 }
 
-// NewHTTPExecutor returns an executor with no policy, sending through client,
-// or through a client like NewHTTPExecutorWith's when client is nil.
+// NewHTTPExecutor returns an executor with no policy, sending through
+// client's transport (http.DefaultTransport if it has none), or through a
+// transport like NewHTTPExecutorWith's when client is nil. The client's
+// redirect policy, cookie jar and timeout are not used: redirects are never
+// followed, and each attempt's limits bound its request.
 func NewHTTPExecutor(client *http.Client) *HTTPExecutor {
 	if client == nil {
-		client = newClient(nil, nil)
+		return &HTTPExecutor{rt: newTransport(nil, nil)}
 	}
-	return &HTTPExecutor{client: client}
+	rt := client.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	return &HTTPExecutor{rt: rt}
 }
 
 // NewHTTPExecutorWith returns an executor under the policy c, sending through
-// one shared keep-alive client of its own. That client has no global timeout
+// one shared keep-alive transport of its own. There is no global timeout
 // (each request is bounded by its attempt's limits through its context) and
-// does not follow redirects: a redirect would send the fencing token
+// redirects are not followed: a redirect would send the fencing token
 // somewhere the job does not name, so a 3xx is reported as is.
 //
 // A proxy from the environment (HTTPS_PROXY, HTTP_PROXY) is still used; the
 // address then dialled, and checked against c.Egress, is the proxy's, so the
 // proxy must enforce its own egress rules.
 func NewHTTPExecutorWith(c HTTPConfig) *HTTPExecutor {
-	return &HTTPExecutor{client: newClient(c.Egress, c.Resolver), signer: c.Signer}
+	return &HTTPExecutor{rt: newTransport(c.Egress, c.Resolver), signer: c.Signer}
 }
 
-func newClient(egress AddrPolicy, r *net.Resolver) *http.Client {
+func newTransport(egress AddrPolicy, r *net.Resolver) *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.DialContext = newDialer(egress, r).DialContext
 	// Many jobs often hit the same few hosts; keep their connections warm
@@ -75,10 +85,7 @@ func newClient(egress AddrPolicy, r *net.Resolver) *http.Client {
 	t.MaxIdleConns = 1024
 	t.MaxIdleConnsPerHost = 256
 	t.IdleConnTimeout = 90 * time.Second
-	return &http.Client{
-		Transport:     t,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
+	return t
 }
 
 // Execute sends the attempt's request and classifies the reply: a status in
@@ -105,7 +112,7 @@ func (h *HTTPExecutor) Execute(ctx context.Context, a Attempt) Outcome {
 	if err != nil {
 		return finish(out, pb.RunState_RUN_STATE_FAILED, "invalid request: "+err.Error())
 	}
-	resp, err := h.client.Do(req)
+	resp, err := h.rt.RoundTrip(req)
 	if err != nil {
 		// A refused address is the verdict even if a limit ran out while
 		// another address of the host was being tried.
@@ -165,48 +172,6 @@ func readOutput(resp *http.Response, keep bool) (body []byte, complete bool, err
 	return buf[:MaxOutput:MaxOutput], false, nil
 }
 
-// newRequest builds the attempt's request. The method is the stored one:
-// the API stores it filled in (jobspec.Normalize), so the executor keeps no
-// default of its own.
-func (h *HTTPExecutor) newRequest(ctx context.Context, a Attempt) (*http.Request, error) {
-	t := a.HTTP
-	var body io.Reader = http.NoBody
-	if t.GetBody() != "" {
-		body = strings.NewReader(t.GetBody())
-	}
-	req, err := http.NewRequestWithContext(ctx, t.GetMethod(), t.GetUrl(), body)
-	if err != nil {
-		return nil, err
-	}
-	hd := make(http.Header, len(t.GetHeaders())+8)
-	req.Header = hd
-	// One backing array for the values of the headers set here; the keys
-	// are constants in canonical form, so no Set is needed to canonicalise
-	// them.
-	at := a.scheduledAt()
-	vals := [...]string{userAgent, a.token(), a.Job, a.RunID, at, a.number(), a.idempotencyKey(at), ""}
-	hd["User-Agent"] = vals[0:1:1]
-	for k, v := range t.GetHeaders() {
-		if strings.EqualFold(k, "Host") {
-			req.Host = v
-			continue
-		}
-		hd.Set(k, v)
-	}
-	// Set last: the job's own headers must not be able to forge these.
-	hd[fence.HeaderFencingToken] = vals[1:2:2]
-	hd[fence.HeaderJob] = vals[2:3:3]
-	hd[fence.HeaderRunID] = vals[3:4:4]
-	hd[fence.HeaderScheduledAt] = vals[4:5:5]
-	hd[fence.HeaderAttempt] = vals[5:6:6]
-	hd[fence.HeaderIdempotencyKey] = vals[6:7:7]
-	if h.signer != nil {
-		vals[7] = h.signer.Sign(a.FenceRun())
-		hd[fence.HeaderSignature] = vals[7:8:8]
-	}
-	return req, nil
-}
-
 // classifyStatus maps a reply status to a run state. 409 comes first: it is
 // the downstream saying a newer token exists, whatever success_codes says.
 func classifyStatus(code int, success []uint32) (pb.RunState, string) {
@@ -241,8 +206,9 @@ var commonDetails = func() map[int]string {
 	return m
 }()
 
-// transportError drops the `Post "<url>":` prefix of *url.Error: the job
-// already names its URL, and URLs may carry credentials in their query.
+// transportError drops the `Post "<url>":` prefix of a *url.Error, which a
+// transport other than the executor's own may return: the job already names
+// its URL, and URLs may carry credentials in their query.
 func transportError(err error) string {
 	var ue *url.Error
 	if errors.As(err, &ue) {

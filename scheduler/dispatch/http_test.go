@@ -2,6 +2,8 @@ package dispatch
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"io"
 	"net"
@@ -316,4 +318,24 @@ func BenchmarkHTTPDispatch(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(conns.Load()), "conns")
+}
+
+// Over https the executor's transport offers h2 by ALPN, its own dialer and
+// egress check notwithstanding, and speaks HTTP/2 to a receiver that takes
+// it.
+func TestHTTPSNegotiatesHTTP2(t *testing.T) {
+	protos := make(chan string, 1)
+	s := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { protos <- r.Proto }))
+	s.EnableHTTP2 = true
+	s.StartTLS()
+	t.Cleanup(s.Close)
+	roots := x509.NewCertPool()
+	roots.AddCert(s.Certificate())
+	tr := newTransport(egress(t, "169.254.0.0/16"), nil)
+	tr.TLSClientConfig = &tls.Config{RootCAs: roots}
+	ex := &HTTPExecutor{rt: tr}
+	wantState(t, ex.Execute(context.Background(), httpAttempt(s.URL)), pb.RunState_RUN_STATE_SUCCEEDED, "http 200 OK")
+	if got := receive(t, protos, time.Second, "request"); got != "HTTP/2.0" {
+		t.Fatalf("request came over %s, want HTTP/2.0", got)
+	}
 }

@@ -22,6 +22,9 @@ func TestMain(m *testing.M) {
 	if pidFile := os.Getenv(nodeEnv); pidFile != "" {
 		os.Exit(runNode(pidFile))
 	}
+	if os.Getenv(receiverEnv) != "" {
+		os.Exit(runReceiver())
+	}
 	os.Exit(m.Run())
 }
 
