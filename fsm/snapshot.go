@@ -202,7 +202,7 @@ func readState(r *bufio.Reader) (state, uint64, error) {
 	st.counter = h.GetFencingCounter()
 	st.retired = h.GetRetiredGeneration()
 	st.version = max(st.version, h.GetClusterVersion())
-	lastIndex, err := readJobs(r, dec, &st, h.GetJobCount())
+	lastIndex, err := readJobs(r, &st, h.GetJobCount())
 	if err != nil {
 		return state{}, 0, err
 	}
@@ -239,40 +239,6 @@ func checkFormat(h *pb.SnapshotHeader) error {
 			ErrSnapshotFormat, v, formatVersion, formatAudit)
 	}
 	return nil
-}
-
-func readJobs(r *bufio.Reader, dec protodelim.UnmarshalOptions, st *state, count uint64) (uint64, error) {
-	var lastIndex uint64
-	prev := ""
-	for i := uint64(0); i < count; i++ {
-		var rec pb.SnapshotRecord
-		if err := dec.UnmarshalFrom(r, &rec); err != nil {
-			return 0, fmt.Errorf("job record %d of %d: %w", i+1, count, truncated(err))
-		}
-		j := rec.GetJob()
-		name := j.GetSpec().GetName()
-		switch {
-		case j == nil:
-			return 0, fmt.Errorf("record %d of %d jobs is not a job", i+1, count)
-		case name == "":
-			return 0, fmt.Errorf("job record %d of %d has no spec name", i+1, count)
-		case i > 0 && name <= prev:
-			return 0, fmt.Errorf("job %q follows %q: jobs must be in strictly increasing name order", name, prev)
-		}
-		prev = name
-		lastIndex = max(lastIndex, j.GetModifyIndex())
-		status := j.GetStatus()
-		if status == nil {
-			// A job written without its status fires from its last change.
-			status = &pb.JobStatus{CursorUnix: max(0, j.GetUpdatedAt().GetSeconds())}
-		}
-		j.Status = nil // the decoded record is ours; the status is kept beside the job
-		j.UpdatedBy = st.share.str(j.GetUpdatedBy())
-		storeJob(j)
-		st.share.spec(j.GetSpec())
-		st.jobs.ReplaceOrInsert(jobItem{name: name, job: j, status: st.share.status(status)})
-	}
-	return lastIndex, nil
 }
 
 func readTombstones(r *bufio.Reader, dec protodelim.UnmarshalOptions, st *state, count uint64) error {
