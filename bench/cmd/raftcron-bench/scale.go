@@ -10,8 +10,17 @@ import (
 )
 
 const (
-	// targetJobs is the registry size of the DESIGN §13 scale targets.
+	// targetJobs is the registry size of the DESIGN §13 scale targets:
+	// peak RSS per node (MiB) and restart → ready (ms).
 	targetJobs = 1_000_000
+	maxRSSMB   = 1536
+	maxReadyMs = 5000
+	// scaleMemoryLimit is what README.md has an operator set for that
+	// budget: 1.5 GiB less the ~0.5 GiB of Raft log file that bbolt maps
+	// into memory after a bulk load of a million jobs, which the Go
+	// runtime does not count. Without it the collector lets the heap grow
+	// to twice the live data.
+	scaleMemoryLimit = "1GiB"
 	// raftSnapshotThreshold is hashicorp/raft's default SnapshotThreshold:
 	// a snapshot is taken only once this many entries follow the last one.
 	raftSnapshotThreshold = 8192
@@ -106,7 +115,8 @@ func runScale(ctx context.Context, e *env, res *Result) error {
 	res.Metrics = m
 	spec := scaleSpec(time.Now().UTC().Hour())
 
-	c, err := e.startCluster(ctx, "scale")
+	res.Params["memory_limit"] = scaleMemoryLimit
+	c, err := e.startCluster(ctx, "scale", "--memory-limit", scaleMemoryLimit)
 	if err != nil {
 		return err
 	}
@@ -186,8 +196,8 @@ func runScale(ctx context.Context, e *env, res *Result) error {
 		res.Summary += fmt.Sprintf("; fsm snapshot in-process %.0fMB persist %.0fms restore %.0fms", mb(fs.Bytes), fs.PersistMs, fs.RestoreMs)
 	}
 	if n >= targetJobs {
-		res.target("rss_per_node", "≤ 2 GiB", maxRSS, "MB", maxRSS <= 2048)
-		res.target("restart_to_ready", "≤ 15 s", m.Restart.ReadyMs/1000, "s", m.Restart.ReadyMs <= 15000)
+		res.target("rss_per_node", "≤ 1.5 GiB", maxRSS, "MB", maxRSS <= maxRSSMB)
+		res.target("restart_to_ready", "≤ 5 s", m.Restart.ReadyMs/1000, "s", m.Restart.ReadyMs <= maxReadyMs)
 		return nil
 	}
 	// Below the target size, project memory linearly from what the jobs
@@ -197,8 +207,8 @@ func runScale(ctx context.Context, e *env, res *Result) error {
 	for _, v := range m.ProjectedRSSMB {
 		worst = max(worst, v)
 	}
-	res.target("rss_per_node_projected_to_1M", "≤ 2 GiB", worst, "MB", worst <= 2048)
-	res.target(fmt.Sprintf("restart_to_ready_at_%d_jobs", n), "≤ 15 s (at 1M)", m.Restart.ReadyMs/1000, "s", m.Restart.ReadyMs <= 15000)
+	res.target("rss_per_node_projected_to_1M", "≤ 1.5 GiB", worst, "MB", worst <= maxRSSMB)
+	res.target(fmt.Sprintf("restart_to_ready_at_%d_jobs", n), "≤ 5 s (at 1M)", m.Restart.ReadyMs/1000, "s", m.Restart.ReadyMs <= maxReadyMs)
 	return nil
 }
 
