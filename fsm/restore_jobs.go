@@ -61,9 +61,9 @@ func readJobs(r *bufio.Reader, st *state, count uint64) (uint64, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sh := newSharer()
+			sh, lf := newSharer(), &labelLifter{}
 			for c := range work {
-				c.decode(sh, count)
+				c.decode(sh, lf, count)
 				select {
 				case free <- c.raw[:0]:
 				default:
@@ -138,13 +138,17 @@ func appendRecord(r *bufio.Reader, buf []byte) ([]byte, error) {
 
 // decode turns the chunk's records into stored jobs, or sets err at the
 // first that does not decode or is no job.
-func (c *jobChunk) decode(sh *sharer, count uint64) {
+func (c *jobChunk) decode(sh *sharer, lf *labelLifter, count uint64) {
 	c.items = make([]jobItem, 0, len(c.ends))
 	start := 0
 	for i, end := range c.ends {
 		pos := c.first + uint64(i) + 1
+		raw, labels, lifted := lf.lift(c.raw[start:end])
+		if !lifted {
+			raw = c.raw[start:end]
+		}
 		var rec pb.SnapshotRecord
-		if err := proto.Unmarshal(c.raw[start:end], &rec); err != nil {
+		if err := proto.Unmarshal(raw, &rec); err != nil {
 			c.err = fmt.Errorf("job record %d of %d: %w", pos, count, err)
 			return
 		}
@@ -164,6 +168,10 @@ func (c *jobChunk) decode(sh *sharer, count uint64) {
 		if status == nil {
 			// A job written without its status fires from its last change.
 			status = &pb.JobStatus{CursorUnix: max(0, j.GetUpdatedAt().GetSeconds())}
+		}
+		if lifted {
+			m := j.GetSpec().ProtoReflect()
+			m.SetUnknown(append(m.GetUnknown(), labels...)) // where storeSpec puts them
 		}
 		j.Status = nil // the decoded record is ours; the status is kept beside the job
 		j.UpdatedBy = sh.str(j.GetUpdatedBy())
