@@ -364,6 +364,7 @@ func (n *Node) shutdown(ctx context.Context) error {
 			n.log.Info("leadership transferred before shutdown", "took", time.Since(start))
 		}
 	}
+	n.snapshotBeforeStop(ctx)
 	n.closed.Store(true)
 	err := n.raft.Shutdown().Error()
 	close(n.stopWatch)

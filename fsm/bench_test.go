@@ -112,7 +112,59 @@ func BenchmarkApplyFireBatch1000(b *testing.B) {
 // schedule, a webhook and one label, defaults filled in. It builds 100,000
 // jobs per iteration, each created in its own millisecond.
 func BenchmarkRegistryMemory(b *testing.B) {
-	const jobs = 100_000
+	b.Run("apply", func(b *testing.B) {
+		for range b.N {
+			before := liveHeap()
+			f := buildRegistry(b)
+			b.ReportMetric(float64(liveHeap()-before)/registryJobs, "B/job")
+			runtime.KeepAlive(f)
+		}
+	})
+	b.Run("restore", func(b *testing.B) {
+		data := persist(b, buildRegistry(b))
+		for range b.N {
+			before := liveHeap()
+			f := fsm.New()
+			if err := restore(f, data); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(liveHeap()-before)/registryJobs, "B/job")
+			runtime.KeepAlive(f)
+		}
+	})
+}
+
+// BenchmarkRegistrySnapshot times Persist and Restore of the registry of
+// BenchmarkRegistryMemory, and what each allocates per job: the work a
+// node does when Raft snapshots a large registry and when it starts.
+func BenchmarkRegistrySnapshot(b *testing.B) {
+	f := buildRegistry(b)
+	b.Run("persist", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			persist(b, f)
+		}
+	})
+	data := persist(b, f)
+	f = nil // garbage from here: restore into a heap without it
+	b.Run("restore", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			if err := restore(fsm.New(), data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// registryJobs is the size of the registry the registry benchmarks build.
+const registryJobs = 100_000
+
+// buildRegistry applies the creates of registryJobs jobs like the scale
+// scenario's, each in its own millisecond.
+func buildRegistry(b *testing.B) *fsm.FSM {
+	b.Helper()
+	const jobs = registryJobs
 	spec := func(i int) *pb.JobSpec {
 		s := &pb.JobSpec{
 			Name:     fmt.Sprintf("scale-%07d", i),
@@ -123,41 +175,19 @@ func BenchmarkRegistryMemory(b *testing.B) {
 		jobspec.Normalize(s)
 		return s
 	}
-	build := func() *fsm.FSM {
-		f := fsm.New()
-		for i := range jobs {
-			c := createCmd(spec(i))
-			c.ProposedAtUnixNano = baseTime.UnixNano() + int64(i)*int64(time.Millisecond)
-			d, err := proto.Marshal(c)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if r := f.Apply(&raft.Log{Index: uint64(i + 1), Data: d}).(*pb.CommandResult); r.GetCode() != pb.ResultCode_RESULT_CODE_OK {
-				b.Fatalf("create: %v", r)
-			}
+	f := fsm.New()
+	for i := range jobs {
+		c := createCmd(spec(i))
+		c.ProposedAtUnixNano = baseTime.UnixNano() + int64(i)*int64(time.Millisecond)
+		d, err := proto.Marshal(c)
+		if err != nil {
+			b.Fatal(err)
 		}
-		return f
+		if r := f.Apply(&raft.Log{Index: uint64(i + 1), Data: d}).(*pb.CommandResult); r.GetCode() != pb.ResultCode_RESULT_CODE_OK {
+			b.Fatalf("create: %v", r)
+		}
 	}
-	b.Run("apply", func(b *testing.B) {
-		for range b.N {
-			before := liveHeap()
-			f := build()
-			b.ReportMetric(float64(liveHeap()-before)/jobs, "B/job")
-			runtime.KeepAlive(f)
-		}
-	})
-	b.Run("restore", func(b *testing.B) {
-		data := persist(b, build())
-		for range b.N {
-			before := liveHeap()
-			f := fsm.New()
-			if err := restore(f, data); err != nil {
-				b.Fatal(err)
-			}
-			b.ReportMetric(float64(liveHeap()-before)/jobs, "B/job")
-			runtime.KeepAlive(f)
-		}
-	})
+	return f
 }
 
 func liveHeap() int64 {

@@ -168,17 +168,15 @@ func copyAttemptInto(dst, a *pb.Attempt) {
 	dst.Output = a.GetOutput()
 }
 
-// withStatus is a shallow copy of a stored job with its status filled in,
-// for writing out (snapshot records); it shares everything.
-func withStatus(j *pb.Job, st *pb.JobStatus) *pb.Job {
-	return &pb.Job{
-		Spec:        j.GetSpec(),
-		Generation:  j.GetGeneration(),
-		Version:     j.GetVersion(),
-		CreatedAt:   j.GetCreatedAt(),
-		UpdatedAt:   j.GetUpdatedAt(),
-		ModifyIndex: j.GetModifyIndex(),
-		Status:      st,
-		UpdatedBy:   j.GetUpdatedBy(),
-	}
+// setWithStatus makes dst a shallow copy of a stored job with its status
+// filled in, for writing out (snapshot records); it shares everything.
+func setWithStatus(dst, j *pb.Job, st *pb.JobStatus) {
+	dst.Spec = j.GetSpec()
+	dst.Generation = j.GetGeneration()
+	dst.Version = j.GetVersion()
+	dst.CreatedAt = j.GetCreatedAt()
+	dst.UpdatedAt = j.GetUpdatedAt()
+	dst.ModifyIndex = j.GetModifyIndex()
+	dst.Status = st
+	dst.UpdatedBy = j.GetUpdatedBy()
 }

@@ -81,8 +81,10 @@ func TestCopiesCoverEveryField(t *testing.T) {
 	if c := copyStatus(status); !proto.Equal(c, status) {
 		t.Errorf("copyStatus dropped a field:\n got %v\nwant %v", c, status)
 	}
-	if c := withStatus(job, job.GetStatus()); !proto.Equal(c, job) {
-		t.Errorf("withStatus dropped a field:\n got %v\nwant %v", c, job)
+	withStatus := &pb.Job{}
+	setWithStatus(withStatus, job, job.GetStatus())
+	if c := withStatus; !proto.Equal(c, job) {
+		t.Errorf("setWithStatus dropped a field:\n got %v\nwant %v", c, job)
 	}
 
 	want := proto.Clone(run)

@@ -15,8 +15,9 @@ const shareLimit = 1 << 12
 
 // sharer lets stored jobs share equal values instead of holding a copy
 // each, which is safe because stored values are immutable. It shares the
-// strings many jobs repeat — schedule, timezone, target — the policy
-// messages most jobs leave at their defaults (catch-up, retry, deadline:
+// strings many jobs repeat — schedule, timezone, target — whole webhook
+// targets, which jobs calling one endpoint repeat, the policy messages most
+// jobs leave at their defaults (catch-up, retry, deadline:
 // the API fills in the catch-up window of every job), and the status of a
 // job that never fired, which holds only its creation second, so jobs
 // registered in bulk share one status per second until they first fire.
@@ -26,6 +27,7 @@ type sharer struct {
 	strs     map[string]string
 	fresh    map[int64]*pb.JobStatus
 	catchups map[string]*pb.Catchup
+	https    map[string]*pb.HttpTarget
 	retries  map[string]*pb.Retry
 	deadline map[string]*durationpb.Duration
 	buf      []byte // marshals keys of the message tables
@@ -36,6 +38,7 @@ func newSharer() *sharer {
 		strs:     make(map[string]string),
 		fresh:    make(map[int64]*pb.JobStatus),
 		catchups: make(map[string]*pb.Catchup),
+		https:    make(map[string]*pb.HttpTarget),
 		retries:  make(map[string]*pb.Retry),
 		deadline: make(map[string]*durationpb.Duration),
 	}
@@ -79,6 +82,7 @@ func (sh *sharer) spec(spec *pb.JobSpec) {
 	if h := spec.GetHttp(); h != nil {
 		h.Url = sh.str(h.GetUrl())
 		h.Method = sh.str(h.GetMethod())
+		spec.Http = shareMessage(sh, sh.https, h)
 	}
 	if x := spec.GetExec(); x != nil {
 		x.Dir = sh.str(x.GetDir())

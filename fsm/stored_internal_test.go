@@ -87,10 +87,13 @@ func TestSharerSharesOnlyEqualValues(t *testing.T) {
 	if a.Catchup != b.Catchup || a.Retry != b.Retry || a.Deadline != b.Deadline {
 		t.Error("equal policy messages are not shared")
 	}
+	if a.Http != b.Http || a.Http == c.Http {
+		t.Error("equal webhook targets are not shared, or different ones are")
+	}
 	if unsafe.StringData(a.Http.Url) != unsafe.StringData(b.Http.Url) || unsafe.StringData(a.Schedule) != unsafe.StringData(c.Schedule) {
 		t.Error("equal strings are not shared")
 	}
-	if a.Catchup == c.Catchup || a.Deadline == c.Deadline || c.Catchup.GetWindow().AsDuration() != time.Hour ||
+	if a.Catchup == c.Catchup || a.Deadline == c.Deadline || a.Http.GetUrl() != "http://x/" || c.Catchup.GetWindow().AsDuration() != time.Hour ||
 		c.Deadline.AsDuration() != time.Hour || c.Http.Url != "http://y/" {
 		t.Errorf("different values were shared or changed: %v", c)
 	}
