@@ -58,16 +58,24 @@ func TestOutcomesWaitForQueuedDeliveries(t *testing.T) {
 			entries = append(entries, cb.GetCompletions())
 		}
 	}
-	// Token order: a (held at its gate on one worker), q1..q4 (quick, on
-	// the other), q5 (held at its gate there), z (queued behind them).
+	// Token order: a (held at its gate on one worker), q1..q4 (quick once
+	// let go, on the other), q5 (held at its gate there), z (queued behind
+	// them). Every attempt is queued before any finishes.
 	for _, name := range []string{"a", "q1", "q2", "q3", "q4", "q5", "z"} {
 		h.putJob(spec(name, "@every 10s"))
+		if name != "z" {
+			h.exec.gate(name)
+		}
 	}
-	h.exec.gate("a")
-	h.exec.gate("q5")
 	h.lead()
-	start := time.Now()
 	h.clock.Advance(10 * time.Second)
+	h.waitFor("a and q1 on the workers, the rest queued", func() bool {
+		return h.exec.blockedCount("a") == 1 && h.exec.blockedCount("q1") == 1 && h.s.disp.backlog() == 5
+	})
+	start := time.Now()
+	for _, name := range []string{"q1", "q2", "q3", "q4"} {
+		h.exec.open(name)
+	}
 	h.waitFor("q1..q4 to finish", func() bool { return len(h.exec.finishedOf("q4")) == 1 })
 	h.waitFor("their outcomes to commit", func() bool {
 		mu.Lock()
@@ -81,7 +89,7 @@ func TestOutcomesWaitForQueuedDeliveries(t *testing.T) {
 		t.Fatalf("the first outcome entry holds %d outcomes, want q1..q4's 4 together", len(first))
 	}
 	if held := at.Sub(start); held < maxCompletionHold {
-		t.Fatalf("outcomes committed %v after the slot while z was queued; want them held %v", held, maxCompletionHold)
+		t.Fatalf("outcomes committed %v after they began while z was queued; want them held %v", held, maxCompletionHold)
 	}
 	h.release("q5")
 	h.release("a")
