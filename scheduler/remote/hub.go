@@ -162,9 +162,18 @@ func (h *Hub) Submit(ctx context.Context, a dispatch.Attempt, done func(dispatch
 		return errors.New("remote: attempt without a worker target")
 	}
 	at := &attempt{a: a, ctx: ctx, done: done}
+	// Watched before it can be offered: its outcome may come back before
+	// Submit returns, and finds the attempt whole.
+	at.stopWatch = context.AfterFunc(ctx, func() { h.cancel(at) })
 	h.mu.Lock()
+	if at.state != statePending {
+		h.mu.Unlock() // ctx had ended: cancel has reported it
+		return nil
+	}
 	if h.closed {
+		at.state = stateFinished // cancel, if it runs, reports nothing
 		h.mu.Unlock()
+		at.stopWatch()
 		return ErrClosed
 	}
 	pool := a.Worker.GetPool()
@@ -173,7 +182,6 @@ func (h *Hub) Submit(ctx context.Context, a dispatch.Attempt, done func(dispatch
 		h.nextExpiry = a.WaitUntil
 	}
 	h.mu.Unlock()
-	at.stopWatch = context.AfterFunc(ctx, func() { h.cancel(at) })
 	h.kick()
 	return nil
 }

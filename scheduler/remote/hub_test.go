@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -255,4 +257,32 @@ func TestHelloIsChecked(t *testing.T) {
 			t.Errorf("hello %v: %v, want InvalidArgument saying %q", tc.hello, err, tc.want)
 		}
 	}
+}
+
+// An outcome may come back as soon as an attempt is offered, before
+// Submit has returned (a fast worker, a preempted scheduler): the attempt
+// must be whole by then. So Submit watches the attempt's context before
+// the attempt can be offered; before this, a worker's outcome could meet
+// an attempt without its watch and crash the node.
+func TestAttemptIsWholeBeforeItCanBeOffered(t *testing.T) {
+	f := newFixture(t, 10*time.Second)
+	ctx := &probeCtx{Context: context.Background(), h: f.h}
+	f.submit(ctx, attemptIn("batch"))
+	if seen := ctx.pending.Load(); seen != 0 {
+		t.Fatalf("%d attempts pending when Submit watched the context, want 0: it could be offered first", seen)
+	}
+}
+
+// probeCtx records how many attempts the hub held pending when its Done
+// was first asked for, which Submit does to watch it.
+type probeCtx struct {
+	context.Context
+	h       *Hub
+	once    sync.Once
+	pending atomic.Int64
+}
+
+func (c *probeCtx) Done() <-chan struct{} {
+	c.once.Do(func() { c.pending.Store(int64(c.h.waiting())) })
+	return c.Context.Done()
 }
