@@ -30,9 +30,12 @@ type attempt struct {
 	reported atomic.Bool
 }
 
-// start runs a on its own goroutine.
+// start runs a on its own goroutine. Its context carries the values of
+// the session's but not its cancellation, which stopAll passes on when the
+// session ends: thousands of children of one context would all take its
+// lock to start and again to finish.
 func (s *session) start(a *pb.WorkerAttempt) *attempt {
-	ctx, cancel := context.WithCancelCause(s.ctx)
+	ctx, cancel := context.WithCancelCause(s.base)
 	at := &attempt{s: s, a: a, ctx: ctx, cancel: cancel}
 	if at.handler() {
 		if d, cause := proc.Limit(a.GetDeadline().AsDuration(), a.GetTarget().GetTimeout().AsDuration()); d > 0 {

@@ -27,6 +27,7 @@ type session struct {
 	w      *Worker
 	stream pb.WorkerService_ConnectClient
 	ctx    context.Context
+	base   context.Context // ctx's values without its cancellation, for attempts
 	cancel context.CancelCauseFunc
 	lease  time.Duration
 	heard  atomic.Int64 // when the leader last sent anything (Unix nanoseconds)
@@ -61,7 +62,7 @@ func (w *Worker) session(parent context.Context, addr string) error {
 		return fmt.Errorf("%s answered the hello without a welcome and a lease", addr)
 	}
 	s := &session{
-		w: w, stream: stream, ctx: ctx, cancel: cancel,
+		w: w, stream: stream, ctx: ctx, base: context.WithoutCancel(ctx), cancel: cancel,
 		lease:   welcome.GetLease().AsDuration(),
 		running: make(map[uint64]*attempt),
 		signal:  make(chan struct{}, 1),
@@ -75,6 +76,7 @@ func (w *Worker) session(parent context.Context, addr string) error {
 	s.receive()
 	<-ctx.Done()
 	wg.Wait()
+	s.stopAll(context.Cause(ctx))
 	return context.Cause(ctx)
 }
 
@@ -143,6 +145,16 @@ func (s *session) finished(at *attempt, o *pb.WorkerOutcome) {
 	}
 	s.w.log.logAttempt(a, o)
 	s.w.out.add(o)
+}
+
+// stopAll cancels what still runs when the session has ended (its
+// attempts' contexts are not children of the session's: see start).
+func (s *session) stopAll(cause error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, at := range s.running {
+		at.cancel(cause)
+	}
 }
 
 // stop cancels attempts at the leader's request; each reports CANCELLED.
