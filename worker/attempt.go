@@ -70,6 +70,10 @@ func interruptedBy(cause error) (pb.RunState, string) {
 func (at *attempt) run() {
 	w := at.s.w
 	if !at.handler() {
+		if err := w.refusal(at.a); err != nil {
+			at.finish(&pb.WorkerOutcome{State: pb.RunState_RUN_STATE_FAILED, Detail: err.Error(), Reason: ReasonExecDenied})
+			return
+		}
 		t := at.a.GetTarget()
 		lctx, cancel := proc.WithLimit(at.ctx, at.a.GetDeadline().AsDuration(), t.GetTimeout().AsDuration())
 		defer cancel()
@@ -109,17 +113,18 @@ func (at *attempt) handlerVerdict(name string, err error) (pb.RunState, string, 
 
 // report hands the attempt's outcome to the session, once.
 func (at *attempt) report(state pb.RunState, detail string, output []byte) {
+	at.finish(&pb.WorkerOutcome{State: state, Detail: detail, Output: output})
+}
+
+// finish is report with the whole outcome; it fills in the attempt's
+// identity.
+func (at *attempt) finish(o *pb.WorkerOutcome) {
 	if !at.reported.CompareAndSwap(false, true) {
 		return
 	}
 	if t := at.limit.Load(); t != nil {
 		t.Stop()
 	}
-	at.s.finished(at, &pb.WorkerOutcome{
-		RunId:  at.a.GetRunId(),
-		Token:  at.a.GetToken(),
-		State:  state,
-		Detail: proc.OneLine(detail),
-		Output: output,
-	})
+	o.RunId, o.Token, o.Detail = at.a.GetRunId(), at.a.GetToken(), proc.OneLine(o.GetDetail())
+	at.s.finished(at, o)
 }
