@@ -44,3 +44,26 @@ func TestOneLineDetail(t *testing.T) {
 		t.Fatalf("truncation split a rune: %q", long[len(long)-10:])
 	}
 }
+
+// A detail that is one line already comes back as it is; any other takes
+// the long way, with the same result as ever.
+func TestOneLineKeepsWhatIsOneLine(t *testing.T) {
+	slow := func(s string) string {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+		s = strings.Join(strings.Fields(s), " ")
+		if len(s) > MaxDetail {
+			s = strings.ToValidUTF8(s[:MaxDetail-len("...")], "") + "..."
+		}
+		return s
+	}
+	for _, s := range []string{"", "handler charge succeeded", "a", " a", "a ", "a  b", "a\tb", "a\nb",
+		"caf\u00e9", "a\u00a0b", "a\u2003b", "\xff", "x\x7fy", strings.Repeat("a", MaxDetail),
+		strings.Repeat("a", MaxDetail+1), strings.Repeat("ab ", 200)} {
+		if got, want := OneLine(s), slow(s); got != want {
+			t.Errorf("OneLine(%q) = %q, want %q", s, got, want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { OneLine("worker w1: handler charge succeeded") }); n != 0 {
+		t.Errorf("OneLine of a line allocates %v times, want 0", n)
+	}
+}
