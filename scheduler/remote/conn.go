@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -380,35 +381,38 @@ func (o *outbox) notify() {
 	}
 }
 
-// take empties the outbox into the messages to send, offers first and in
-// batches. The offers' wire form is built after unlocking: the pump adds
-// to the outbox under the hub's lock.
-func (o *outbox) take() []*pb.ConnectResponse {
+// take empties the outbox. The messages it yields, offers first and in
+// batches, take their wire form one at a time as they are sent: after
+// unlocking (the pump adds to the outbox under the hub's lock), and with
+// the first batch of a burst on its way while the next are built.
+func (o *outbox) take() iter.Seq[*pb.ConnectResponse] {
 	o.mu.Lock()
 	offers, cancels, beats := o.offers, o.cancels, o.beats
 	o.offers, o.cancels, o.beats = nil, nil, 0
 	o.mu.Unlock()
-	var msgs []*pb.ConnectResponse
-	for len(offers) > 0 {
-		n := min(len(offers), maxOffersPerMessage)
-		batch := make([]*pb.WorkerAttempt, n)
-		for i, at := range offers[:n] {
-			batch[i] = wireAttempt(at.a, o.signer)
+	return func(yield func(*pb.ConnectResponse) bool) {
+		for len(offers) > 0 {
+			n := min(len(offers), maxOffersPerMessage)
+			batch := make([]*pb.WorkerAttempt, n)
+			for i, at := range offers[:n] {
+				batch[i] = wireAttempt(at.a, o.signer)
+			}
+			offers = offers[n:]
+			if !yield(&pb.ConnectResponse{Msg: &pb.ConnectResponse_Offers{Offers: &pb.WorkerOffers{Attempts: batch}}}) {
+				return
+			}
 		}
-		msgs = append(msgs, &pb.ConnectResponse{Msg: &pb.ConnectResponse_Offers{Offers: &pb.WorkerOffers{
-			Attempts: batch,
-		}}})
-		offers = offers[n:]
+		for reason, tokens := range cancels {
+			if !yield(&pb.ConnectResponse{Msg: &pb.ConnectResponse_Cancels{Cancels: &pb.WorkerCancels{
+				Tokens: tokens, Reason: reason,
+			}}}) {
+				return
+			}
+		}
+		if beats > 0 {
+			yield(&pb.ConnectResponse{Msg: &pb.ConnectResponse_Heartbeat{Heartbeat: &pb.WorkerHeartbeat{}}})
+		}
 	}
-	for reason, tokens := range cancels {
-		msgs = append(msgs, &pb.ConnectResponse{Msg: &pb.ConnectResponse_Cancels{Cancels: &pb.WorkerCancels{
-			Tokens: tokens, Reason: reason,
-		}}})
-	}
-	if beats > 0 {
-		msgs = append(msgs, &pb.ConnectResponse{Msg: &pb.ConnectResponse_Heartbeat{Heartbeat: &pb.WorkerHeartbeat{}}})
-	}
-	return msgs
 }
 
 // sendLoop sends what collects in the outbox until ctx ends; a failed send
@@ -420,7 +424,7 @@ func (o *outbox) sendLoop(ctx context.Context, stream pb.WorkerService_ConnectSe
 			return
 		case <-o.signal:
 		}
-		for _, m := range o.take() {
+		for m := range o.take() {
 			if err := stream.Send(m); err != nil {
 				cancel(err)
 				return
