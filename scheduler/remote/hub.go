@@ -149,6 +149,7 @@ type attempt struct {
 	done func(dispatch.Attempt, dispatch.Outcome)
 	// stopWatch stops watching ctx.
 	stopWatch func() bool
+	submitted time.Time
 
 	// Guarded by Hub.mu.
 	state     attemptState
@@ -167,7 +168,7 @@ func (h *Hub) Submit(ctx context.Context, a dispatch.Attempt, done func(dispatch
 	if a.Worker == nil {
 		return errors.New("remote: attempt without a worker target")
 	}
-	at := &attempt{a: a, ctx: ctx, done: done}
+	at := &attempt{a: a, ctx: ctx, done: done, submitted: time.Now()}
 	// Watched before it can be offered: its outcome may come back before
 	// Submit returns, and finds the attempt whole.
 	at.stopWatch = context.AfterFunc(ctx, func() { h.cancel(at) })
@@ -394,6 +395,7 @@ func (h *Hub) offer(c *conn, at *attempt, now time.Time) {
 	c.lastOffer = h.seq
 	c.out.addOffer(at)
 	h.metrics.offered.Inc()
+	h.metrics.wait.Observe(now.Sub(at.submitted).Seconds())
 }
 
 // cancel runs when an attempt's context ends.

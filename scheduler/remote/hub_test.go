@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -32,6 +33,14 @@ func TestOffersTravelInBatches(t *testing.T) {
 	got, msgs := w.offers(n)
 	if msgs != 3 {
 		t.Fatalf("%d waiting attempts came in %d messages, want 3 of at most 1,000", n, msgs)
+	}
+	// How long they waited for a worker is on record.
+	var m dto.Metric
+	if err := f.h.metrics.wait.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	if h := m.GetHistogram(); h.GetSampleCount() != n || h.GetSampleSum() <= 0 {
+		t.Fatalf("wait histogram: %d samples summing to %vs, want %d waits", h.GetSampleCount(), h.GetSampleSum(), n)
 	}
 	// Submitted while it is connected: the pump takes what gathered since
 	// its last round, however the two interleave.
