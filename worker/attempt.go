@@ -49,12 +49,13 @@ func (s *session) start(a *pb.WorkerAttempt) *attempt {
 func (at *attempt) handler() bool { return at.a.GetTarget().GetHandler() != "" }
 
 // interrupt ends the attempt's context with cause (the leader's cancel, its
-// limit). A handler's attempt is reported at once; a command's once its
-// process group is gone.
+// limit). A handler's attempt is reported at once, for whatever ended its
+// context first (the session's end, say); a command's once its process
+// group is gone.
 func (at *attempt) interrupt(cause error) {
 	at.cancel(cause)
 	if at.handler() {
-		state, detail := interruptedBy(cause)
+		state, detail := interruptedBy(context.Cause(at.ctx))
 		at.report(state, detail, nil)
 	}
 }
