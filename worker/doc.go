@@ -22,7 +22,8 @@
 // cluster signs its dispatches) and RAFTCRON_WORKER alone — but only if
 // the worker's own ExecAllow permits it (the rules of a node's
 // --exec-allow, package policy): a cluster cannot make a worker run what
-// its operator did not allow. A target without a timeout gets the one a
+// its operator did not allow, and a refused command fails with reason
+// exec_denied, never retried (ReasonExecDenied). A target without a timeout gets the one a
 // node's command would: its job's deadline, or an hour.
 //
 // Stopping a worker (cancelling Run's context) cancels what it runs; the

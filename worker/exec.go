@@ -15,18 +15,30 @@ import (
 // (besides the RAFTCRON_* variables of every exec run, DESIGN §7).
 const EnvWorker = "RAFTCRON_WORKER"
 
-// runCommand runs a command target as a child process, if this worker's
-// policy allows it.
+// ReasonExecDenied is the reason of an attempt this worker refused because
+// its ExecAllow does not permit the command: the run fails and is never
+// retried, as when a node refuses an exec job by its own --exec-allow (the
+// node's dispatch.ReasonExecDenied, which the leader records).
+const ReasonExecDenied = "exec_denied"
+
+// refusal is why this worker's policy refuses a command target, or nil.
+// The same rules as a node's --exec-allow (package policy): what the
+// cluster asks does not widen them.
+func (w *Worker) refusal(a *pb.WorkerAttempt) error {
+	argv := a.GetTarget().GetCommand()
+	if len(argv) == 0 || argv[0] == "" {
+		return nil // not a command at all: runCommand fails it
+	}
+	return w.allow.Allow(argv[0])
+}
+
+// runCommand runs a command target as a child process; the policy was
+// checked (refusal).
 func (w *Worker) runCommand(parent, ctx context.Context, a *pb.WorkerAttempt) (pb.RunState, string, []byte) {
 	t := a.GetTarget()
 	argv := t.GetCommand()
 	if len(argv) == 0 || argv[0] == "" {
 		return pb.RunState_RUN_STATE_FAILED, "worker: empty command", nil
-	}
-	// The same rules as a node's --exec-allow (package policy): what the
-	// cluster asks does not widen them.
-	if err := w.allow.Allow(argv[0]); err != nil {
-		return pb.RunState_RUN_STATE_FAILED, err.Error(), nil
 	}
 	if err := proc.CheckDir(t.GetDir()); err != nil {
 		return pb.RunState_RUN_STATE_FAILED, err.Error(), nil

@@ -23,7 +23,7 @@ import (
 // WorkerService, on loopback. The test submits attempts as the scheduler
 // would and reads what became of them.
 type node struct {
-	t      *testing.T
+	t      testing.TB
 	addr   string
 	hub    *remote.Hub
 	leader *leaderInfo
@@ -55,14 +55,14 @@ func (l *leaderInfo) set(leading bool, addr string) {
 	l.leading, l.addr = leading, addr
 }
 
-func newNode(t *testing.T, lease time.Duration) *node {
+func newNode(t testing.TB, lease time.Duration) *node {
 	t.Helper()
 	return newNodeWith(t, remote.Config{Lease: lease})
 }
 
 // newNodeWith is newNode with the hub's configuration (Leading is the
 // node's).
-func newNodeWith(t *testing.T, cfg remote.Config) *node {
+func newNodeWith(t testing.TB, cfg remote.Config) *node {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -108,7 +108,7 @@ func (n *node) submit(ctx context.Context, target *pb.WorkerTarget, deadline tim
 }
 
 // startWorker runs w until the test ends.
-func startWorker(t *testing.T, cfg worker.Config, handlers map[string]worker.HandlerFunc) {
+func startWorker(t testing.TB, cfg worker.Config, handlers map[string]worker.HandlerFunc) {
 	t.Helper()
 	if cfg.ID == "" {
 		cfg.ID = "w1"

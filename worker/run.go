@@ -1,14 +1,10 @@
 package worker
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"regexp"
 	"time"
 
 	"github.com/raftcron/raftcron/fence"
-	"github.com/raftcron/raftcron/internal/proc"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
@@ -50,67 +46,6 @@ func (r Run) Fence() fence.Run {
 }
 
 var handlerPattern = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9._/-]{0,62}$`)
-
-// runAttempt runs one offered attempt within its limits and says what it
-// came to.
-func (w *Worker) runAttempt(ctx context.Context, a *pb.WorkerAttempt) *pb.WorkerOutcome {
-	t := a.GetTarget()
-	lctx, cancel := proc.WithLimit(ctx, a.GetDeadline().AsDuration(), t.GetTimeout().AsDuration())
-	defer cancel()
-	var state pb.RunState
-	var detail string
-	var output []byte
-	if t.GetHandler() != "" {
-		state, detail = w.runHandler(ctx, lctx, a)
-	} else {
-		state, detail, output = w.runCommand(ctx, lctx, a)
-	}
-	return &pb.WorkerOutcome{
-		RunId:  a.GetRunId(),
-		Token:  a.GetToken(),
-		State:  state,
-		Detail: proc.OneLine(detail),
-		Output: output,
-	}
-}
-
-// runHandler calls the handler and reports when it returns, or as soon as
-// its context ends, whichever comes first.
-func (w *Worker) runHandler(parent, ctx context.Context, a *pb.WorkerAttempt) (pb.RunState, string) {
-	name := a.GetTarget().GetHandler()
-	w.mu.Lock()
-	h := w.handlers[name]
-	w.mu.Unlock()
-	if h == nil {
-		return pb.RunState_RUN_STATE_FAILED, fmt.Sprintf("no handler %q on this worker", name)
-	}
-	done := make(chan error, 1)
-	go func() {
-		defer func() {
-			if r := recover(); r != nil {
-				done <- fmt.Errorf("handler %s panicked: %v", name, r)
-			}
-		}()
-		done <- h(ctx, w.run(a))
-	}()
-	select {
-	case err := <-done:
-		var stale *fence.StaleError
-		switch {
-		case err == nil:
-			return pb.RunState_RUN_STATE_SUCCEEDED, "handler " + name + " succeeded"
-		case errors.As(err, &stale) || errors.Is(err, fence.ErrStale):
-			return pb.RunState_RUN_STATE_FENCED, err.Error()
-		}
-		if state, detail, ok := proc.Interrupted(parent, ctx); ok {
-			return state, detail
-		}
-		return pb.RunState_RUN_STATE_FAILED, err.Error()
-	case <-ctx.Done():
-		state, detail, _ := proc.Interrupted(parent, ctx)
-		return state, detail
-	}
-}
 
 func (w *Worker) run(a *pb.WorkerAttempt) Run {
 	return Run{

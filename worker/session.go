@@ -27,12 +27,13 @@ type session struct {
 	w      *Worker
 	stream pb.WorkerService_ConnectClient
 	ctx    context.Context
+	base   context.Context // ctx's values without its cancellation, for attempts
 	cancel context.CancelCauseFunc
 	lease  time.Duration
 	heard  atomic.Int64 // when the leader last sent anything (Unix nanoseconds)
 
 	mu      sync.Mutex // guards running and acks
-	running map[uint64]context.CancelCauseFunc
+	running map[uint64]*attempt
 	acks    []uint64
 	signal  chan struct{} // cap 1: acks to send
 }
@@ -61,9 +62,9 @@ func (w *Worker) session(parent context.Context, addr string) error {
 		return fmt.Errorf("%s answered the hello without a welcome and a lease", addr)
 	}
 	s := &session{
-		w: w, stream: stream, ctx: ctx, cancel: cancel,
+		w: w, stream: stream, ctx: ctx, base: context.WithoutCancel(ctx), cancel: cancel,
 		lease:   welcome.GetLease().AsDuration(),
-		running: make(map[uint64]context.CancelCauseFunc),
+		running: make(map[uint64]*attempt),
 		signal:  make(chan struct{}, 1),
 	}
 	s.heard.Store(time.Now().UnixNano())
@@ -75,6 +76,7 @@ func (w *Worker) session(parent context.Context, addr string) error {
 	s.receive()
 	<-ctx.Done()
 	wg.Wait()
+	s.stopAll(context.Cause(ctx))
 	return context.Cause(ctx)
 }
 
@@ -112,36 +114,31 @@ func (s *session) receive() {
 // take acknowledges offered attempts and starts each.
 func (s *session) take(offers []*pb.WorkerAttempt) {
 	s.mu.Lock()
-	var start []*pb.WorkerAttempt
+	started := 0
 	for _, a := range offers {
 		s.acks = append(s.acks, a.GetToken())
 		if _, dup := s.running[a.GetToken()]; dup {
 			continue
 		}
-		actx, cancel := context.WithCancelCause(s.ctx)
-		s.running[a.GetToken()] = cancel
-		start = append(start, a)
-		go s.execute(actx, a)
+		s.running[a.GetToken()] = s.start(a)
+		started++
 	}
 	s.mu.Unlock()
 	s.notify()
-	if len(start) > 0 {
-		s.w.log.debug("attempts offered", "count", len(start))
+	if started > 0 {
+		s.w.log.debug("attempts offered", "count", started)
 	}
 }
 
-// execute runs one attempt and queues its outcome, unless the attempt was
-// cut short by the end of the session: the leader has given it up, and
-// only an attempt that ended on its own has an outcome worth reporting.
-func (s *session) execute(ctx context.Context, a *pb.WorkerAttempt) {
-	o := s.w.runAttempt(ctx, a)
+// finished queues an attempt's outcome, unless the attempt was cut short
+// by the end of the session: the leader has given it up, and only an
+// attempt that ended on its own has an outcome worth reporting.
+func (s *session) finished(at *attempt, o *pb.WorkerOutcome) {
+	a := at.a
 	s.mu.Lock()
-	cancel := s.running[a.GetToken()]
 	delete(s.running, a.GetToken())
 	s.mu.Unlock()
-	if cancel != nil {
-		cancel(nil)
-	}
+	at.cancel(nil)
 	if o.GetState() == pb.RunState_RUN_STATE_CANCELLED && s.ctx.Err() != nil {
 		s.w.log.info("attempt given up with the lease", "job", a.GetJob(), "run_id", a.GetRunId(), "token", a.GetToken())
 		return
@@ -150,14 +147,28 @@ func (s *session) execute(ctx context.Context, a *pb.WorkerAttempt) {
 	s.w.out.add(o)
 }
 
+// stopAll cancels what still runs when the session has ended (its
+// attempts' contexts are not children of the session's: see start).
+func (s *session) stopAll(cause error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, at := range s.running {
+		at.cancel(cause)
+	}
+}
+
 // stop cancels attempts at the leader's request; each reports CANCELLED.
 func (s *session) stop(tokens []uint64, reason string) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	var stop []*attempt
 	for _, t := range tokens {
-		if cancel := s.running[t]; cancel != nil {
-			cancel(cancelledByLeader{reason})
+		if at := s.running[t]; at != nil {
+			stop = append(stop, at)
 		}
+	}
+	s.mu.Unlock()
+	for _, at := range stop {
+		at.interrupt(cancelledByLeader{reason})
 	}
 }
 
@@ -249,9 +260,16 @@ func (l logger) warn(msg string, args ...any)  { l.Warn(msg, args...) }
 func (l logger) debug(msg string, args ...any) { l.Debug(msg, args...) }
 
 // logAttempt writes the one line per finished attempt, with the same
-// fields as a node's.
+// fields as a node's; typed attributes, and nothing at all when the level
+// is off, since it is the worker's hottest log call.
 func (l logger) logAttempt(a *pb.WorkerAttempt, o *pb.WorkerOutcome) {
-	l.Info("run attempt finished", "job", a.GetJob(), "run_id", a.GetRunId(), "token", a.GetToken(),
-		"attempt", a.GetAttempt(), "scheduled_at", time.Unix(a.GetSlotUnix(), 0).UTC().Format(time.RFC3339),
-		"outcome", strings.ToLower(strings.TrimPrefix(o.GetState().String(), "RUN_STATE_")), "detail", o.GetDetail())
+	if !l.Enabled(context.Background(), slog.LevelInfo) {
+		return
+	}
+	l.LogAttrs(context.Background(), slog.LevelInfo, "run attempt finished",
+		slog.String("job", a.GetJob()), slog.String("run_id", a.GetRunId()), slog.Uint64("token", a.GetToken()),
+		slog.Uint64("attempt", uint64(a.GetAttempt())),
+		slog.String("scheduled_at", time.Unix(a.GetSlotUnix(), 0).UTC().Format(time.RFC3339)),
+		slog.String("outcome", strings.ToLower(strings.TrimPrefix(o.GetState().String(), "RUN_STATE_"))),
+		slog.String("detail", o.GetDetail()))
 }

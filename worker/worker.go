@@ -208,8 +208,15 @@ func (w *Worker) conn(addr string) (*grpc.ClientConn, error) {
 	return c, nil
 }
 
+// window is the flow-control window of the worker's connection and
+// stream, as of the CLI's connections: a tick's offers (about 110 bytes
+// each, in messages of up to 1,000) arrive without waiting on window
+// updates, each a round trip through two busy processes. A fixed window
+// also turns off gRPC's bandwidth-delay pings.
+const window = 1 << 20
+
 func (w *Worker) dialOptions() []grpc.DialOption {
-	var opts []grpc.DialOption
+	opts := []grpc.DialOption{grpc.WithStaticStreamWindowSize(window), grpc.WithStaticConnWindowSize(window)}
 	if w.cfg.TLS != nil {
 		opts = append(opts, grpc.WithTransportCredentials(credentials.NewTLS(w.cfg.TLS)))
 	} else {

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/raftcron/raftcron/fence"
+	"github.com/raftcron/raftcron/scheduler/dispatch"
 	"github.com/raftcron/raftcron/scheduler/remote"
 	"github.com/raftcron/raftcron/worker"
 
@@ -148,8 +149,10 @@ func TestCommandsRunOnlyIfTheWorkerAllowsThem(t *testing.T) {
 	}
 	for _, argv := range [][]string{{"/usr/bin/env"}, {"sh", "-c", "true"}, {"/bin/../usr/bin/env"}} {
 		o := n.got.wait(t, n.submit(context.Background(), cmd(argv...), 0))
-		if o.State != failed || !strings.Contains(o.Detail, "exec denied: command[0] "+strconv.Quote(argv[0])) {
-			t.Errorf("%v: %v %q, want FAILED exec_denied", argv, o.State, o.Detail)
+		if o.State != failed || o.Reason != dispatch.ReasonExecDenied ||
+			!strings.Contains(o.Detail, "exec denied: command[0] "+strconv.Quote(argv[0])) {
+			t.Errorf("%v: %v (reason %q) %q, want FAILED exec_denied, as a node's refusal: never retried",
+				argv, o.State, o.Reason, o.Detail)
 		}
 	}
 	timeout := cmd("/bin/sleep", "30")

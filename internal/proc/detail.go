@@ -11,7 +11,7 @@ const MaxDetail = 512
 // (proto strings must be UTF-8) of at most MaxDetail bytes.
 func OneLine(s string) string {
 	if isOneLine(s) {
-		return s
+		return s // the common case, without a copy: a burst reports thousands
 	}
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	s = strings.Join(strings.Fields(s), " ")
@@ -21,22 +21,26 @@ func OneLine(s string) string {
 	return s
 }
 
-// isOneLine reports that OneLine would return s unchanged, judging only
-// printable ASCII: most details ("http 200 OK") are, and are made on every
-// attempt, so they skip the splitting and joining.
+// isOneLine reports whether OneLine would return s as it is: short enough,
+// printable ASCII, single spaces between words. Anything else (UTF-8 that
+// may hold Unicode spaces included) takes the long way.
 func isOneLine(s string) bool {
 	if len(s) > MaxDetail {
 		return false
 	}
+	space := true // no leading space
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
 		case c == ' ':
-			if i == 0 || i == len(s)-1 || s[i-1] == ' ' {
+			if space {
 				return false
 			}
-		case c < '!' || c > '~':
+			space = true
+		case c < ' ' || c >= 0x7f:
 			return false
+		default:
+			space = false
 		}
 	}
-	return true
+	return !space || s == ""
 }

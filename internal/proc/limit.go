@@ -25,20 +25,41 @@ func (e *limitError) Error() string {
 	return fmt.Sprintf("timeout after %s", e.d)
 }
 
-// WithLimit bounds an attempt by the shorter of the job deadline and the
-// target timeout (zero or negative = none). On a tie the job deadline wins:
-// the run is over either way.
-func WithLimit(parent context.Context, jobDeadline, targetTimeout time.Duration) (context.Context, context.CancelFunc) {
-	var cause *limitError
+// Limit is the limit an attempt runs under: the shorter of the job
+// deadline and the target timeout (zero or negative = none; on a tie the
+// job deadline wins: the run is over either way), and the cause its context
+// ends with when it runs out. d is 0 when there is none.
+func Limit(jobDeadline, targetTimeout time.Duration) (d time.Duration, cause error) {
 	switch {
 	case jobDeadline > 0 && (targetTimeout <= 0 || jobDeadline <= targetTimeout):
-		cause = &limitError{jobDeadline: true, d: jobDeadline}
+		return jobDeadline, &limitError{jobDeadline: true, d: jobDeadline}
 	case targetTimeout > 0:
-		cause = &limitError{d: targetTimeout}
-	default:
+		return targetTimeout, &limitError{d: targetTimeout}
+	}
+	return 0, nil
+}
+
+// WithLimit bounds an attempt by its Limit.
+func WithLimit(parent context.Context, jobDeadline, targetTimeout time.Duration) (context.Context, context.CancelFunc) {
+	d, cause := Limit(jobDeadline, targetTimeout)
+	if d == 0 {
 		return context.WithCancel(parent)
 	}
-	return context.WithTimeoutCause(parent, cause.d, cause)
+	return context.WithTimeoutCause(parent, d, cause)
+}
+
+// LimitVerdict says how an attempt ended when cause is its Limit running
+// out: the job's deadline ends the run, the target's timeout fails the
+// attempt. ok is false for any other cause.
+func LimitVerdict(cause error) (state pb.RunState, detail string, ok bool) {
+	var le *limitError
+	if !errors.As(cause, &le) {
+		return 0, "", false
+	}
+	if le.jobDeadline {
+		return pb.RunState_RUN_STATE_DEADLINE_EXCEEDED, le.Error(), true
+	}
+	return pb.RunState_RUN_STATE_FAILED, le.Error(), true
 }
 
 // Interrupted says how an attempt ended if its context did: CANCELLED when
@@ -52,9 +73,8 @@ func Interrupted(parent, ctx context.Context) (state pb.RunState, detail string,
 		return 0, "", false
 	}
 	cause := context.Cause(ctx)
-	var le *limitError
-	if errors.As(cause, &le) && le.jobDeadline {
-		return pb.RunState_RUN_STATE_DEADLINE_EXCEEDED, le.Error(), true
+	if state, detail, ok := LimitVerdict(cause); ok {
+		return state, detail, true
 	}
 	return pb.RunState_RUN_STATE_FAILED, cause.Error(), true
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,7 +62,7 @@ type conn struct {
 	gone      bool
 }
 
-func newConn(hello *pb.WorkerHello, cancel context.CancelCauseFunc) *conn {
+func newConn(hello *pb.WorkerHello, signer dispatch.Signer, cancel context.CancelCauseFunc) *conn {
 	c := &conn{
 		id:          hello.GetId(),
 		pool:        hello.GetPool(),
@@ -69,7 +70,7 @@ func newConn(hello *pb.WorkerHello, cancel context.CancelCauseFunc) *conn {
 		handlers:    make(map[string]bool, len(hello.GetHandlers())),
 		commands:    hello.GetCommands(),
 		concurrency: int(hello.GetConcurrency()),
-		out:         newOutbox(),
+		out:         newOutbox(signer),
 		cancel:      cancel,
 		inflight:    make(map[uint64]*attempt),
 	}
@@ -129,7 +130,7 @@ func (h *Hub) Serve(stream pb.WorkerService_ConnectServer) error {
 	}
 	ctx, cancel := context.WithCancelCause(stream.Context())
 	defer cancel(nil)
-	c := newConn(hello, cancel)
+	c := newConn(hello, h.signer, cancel)
 	if err := h.register(c); err != nil {
 		return err
 	}
@@ -227,7 +228,12 @@ func joinProblems(p []string) string {
 func (h *Hub) register(c *conn) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.closed {
+	// Under mu, so that Close, which drops the workers it finds under mu
+	// after closing, finds this one or refuses it here.
+	h.inMu.Lock()
+	closed := h.closed
+	h.inMu.Unlock()
+	if closed {
 		return errShuttingDown
 	}
 	if old := h.conns[c.id]; old != nil {
@@ -332,16 +338,22 @@ func (h *Hub) isLateOf(c *conn, o *pb.WorkerOutcome) bool {
 // outbox collects what goes to one worker; its send loop sends it in as
 // few messages as it can.
 type outbox struct {
-	mu      sync.Mutex
-	offers  []*pb.WorkerAttempt
+	signer dispatch.Signer
+
+	mu sync.Mutex
+	// offers are turned into their wire form by the send loop, not under
+	// the hub's lock.
+	offers  []*attempt
 	cancels map[string][]uint64 // by reason
 	beats   int
 	signal  chan struct{} // cap 1
 }
 
-func newOutbox() *outbox { return &outbox{signal: make(chan struct{}, 1)} }
+func newOutbox(signer dispatch.Signer) *outbox {
+	return &outbox{signer: signer, signal: make(chan struct{}, 1)}
+}
 
-func (o *outbox) addOffer(a *pb.WorkerAttempt) {
+func (o *outbox) addOffer(a *attempt) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.offers = append(o.offers, a)
@@ -369,30 +381,38 @@ func (o *outbox) notify() {
 	}
 }
 
-// take empties the outbox into the messages to send, offers in batches.
-func (o *outbox) take() []*pb.ConnectResponse {
+// take empties the outbox. The messages it yields, offers first and in
+// batches, take their wire form one at a time as they are sent: after
+// unlocking (the pump adds to the outbox under the hub's lock), and with
+// the first batch of a burst on its way while the next are built.
+func (o *outbox) take() iter.Seq[*pb.ConnectResponse] {
 	o.mu.Lock()
-	defer o.mu.Unlock()
-	var msgs []*pb.ConnectResponse
-	for len(o.offers) > 0 {
-		n := min(len(o.offers), maxOffersPerMessage)
-		msgs = append(msgs, &pb.ConnectResponse{Msg: &pb.ConnectResponse_Offers{Offers: &pb.WorkerOffers{
-			Attempts: o.offers[:n:n],
-		}}})
-		o.offers = o.offers[n:]
+	offers, cancels, beats := o.offers, o.cancels, o.beats
+	o.offers, o.cancels, o.beats = nil, nil, 0
+	o.mu.Unlock()
+	return func(yield func(*pb.ConnectResponse) bool) {
+		for len(offers) > 0 {
+			n := min(len(offers), maxOffersPerMessage)
+			batch := make([]*pb.WorkerAttempt, n)
+			for i, at := range offers[:n] {
+				batch[i] = wireAttempt(at.a, o.signer)
+			}
+			offers = offers[n:]
+			if !yield(&pb.ConnectResponse{Msg: &pb.ConnectResponse_Offers{Offers: &pb.WorkerOffers{Attempts: batch}}}) {
+				return
+			}
+		}
+		for reason, tokens := range cancels {
+			if !yield(&pb.ConnectResponse{Msg: &pb.ConnectResponse_Cancels{Cancels: &pb.WorkerCancels{
+				Tokens: tokens, Reason: reason,
+			}}}) {
+				return
+			}
+		}
+		if beats > 0 {
+			yield(&pb.ConnectResponse{Msg: &pb.ConnectResponse_Heartbeat{Heartbeat: &pb.WorkerHeartbeat{}}})
+		}
 	}
-	o.offers = nil
-	for reason, tokens := range o.cancels {
-		msgs = append(msgs, &pb.ConnectResponse{Msg: &pb.ConnectResponse_Cancels{Cancels: &pb.WorkerCancels{
-			Tokens: tokens, Reason: reason,
-		}}})
-	}
-	o.cancels = nil
-	if o.beats > 0 {
-		msgs = append(msgs, &pb.ConnectResponse{Msg: &pb.ConnectResponse_Heartbeat{Heartbeat: &pb.WorkerHeartbeat{}}})
-		o.beats = 0
-	}
-	return msgs
 }
 
 // sendLoop sends what collects in the outbox until ctx ends; a failed send
@@ -404,7 +424,7 @@ func (o *outbox) sendLoop(ctx context.Context, stream pb.WorkerService_ConnectSe
 			return
 		case <-o.signal:
 		}
-		for _, m := range o.take() {
+		for m := range o.take() {
 			if err := stream.Send(m); err != nil {
 				cancel(err)
 				return

@@ -72,12 +72,18 @@ type Hub struct {
 	stop chan struct{}
 	done chan struct{}
 
+	// inMu guards inbox and closed. Submit takes only it, for an append:
+	// the scheduler's loop submits a tick's thousands of attempts one by
+	// one while the pump offers and outcomes come back under mu.
+	inMu   sync.Mutex
+	inbox  []*attempt // submitted, not yet queued by the pump
+	closed bool
+
 	// mu guards everything below, and the fields of every conn and
 	// attempt that say so. Nothing blocking happens under it: sends go
 	// through each conn's outbox, and done callbacks run after unlocking.
-	mu     sync.Mutex
-	closed bool
-	conns  map[string]*conn // by worker ID
+	mu    sync.Mutex
+	conns map[string]*conn // by worker ID
 	// pending holds the attempts not yet offered, by pool, oldest first;
 	// finished ones are dropped lazily.
 	pending map[string][]*attempt
@@ -143,6 +149,7 @@ type attempt struct {
 	done func(dispatch.Attempt, dispatch.Outcome)
 	// stopWatch stops watching ctx.
 	stopWatch func() bool
+	submitted time.Time
 
 	// Guarded by Hub.mu.
 	state     attemptState
@@ -161,21 +168,42 @@ func (h *Hub) Submit(ctx context.Context, a dispatch.Attempt, done func(dispatch
 	if a.Worker == nil {
 		return errors.New("remote: attempt without a worker target")
 	}
-	at := &attempt{a: a, ctx: ctx, done: done}
-	h.mu.Lock()
+	at := &attempt{a: a, ctx: ctx, done: done, submitted: time.Now()}
+	// Watched before it can be offered: its outcome may come back before
+	// Submit returns, and finds the attempt whole.
+	at.stopWatch = context.AfterFunc(ctx, func() { h.cancel(at) })
+	h.inMu.Lock()
 	if h.closed {
-		h.mu.Unlock()
+		h.inMu.Unlock()
+		if !at.stopWatch() {
+			return nil // ctx had ended: cancel reports it
+		}
 		return ErrClosed
 	}
-	pool := a.Worker.GetPool()
-	h.pending[pool] = append(h.pending[pool], at)
-	if !a.WaitUntil.IsZero() && (h.nextExpiry.IsZero() || a.WaitUntil.Before(h.nextExpiry)) {
-		h.nextExpiry = a.WaitUntil
-	}
-	h.mu.Unlock()
-	at.stopWatch = context.AfterFunc(ctx, func() { h.cancel(at) })
+	h.inbox = append(h.inbox, at)
+	h.inMu.Unlock()
 	h.kick()
 	return nil
+}
+
+// queueSubmitted moves what was submitted since the last pump to the
+// pools' queues. Called under mu.
+func (h *Hub) queueSubmitted() {
+	h.inMu.Lock()
+	in := h.inbox
+	h.inbox = nil
+	h.inMu.Unlock()
+	for _, at := range in {
+		if at.state != statePending {
+			continue // cancelled meanwhile
+		}
+		a := at.a
+		pool := a.Worker.GetPool()
+		h.pending[pool] = append(h.pending[pool], at)
+		if !a.WaitUntil.IsZero() && (h.nextExpiry.IsZero() || a.WaitUntil.Before(h.nextExpiry)) {
+			h.nextExpiry = a.WaitUntil
+		}
+	}
 }
 
 func (h *Hub) kick() {
@@ -188,12 +216,15 @@ func (h *Hub) kick() {
 // Close drops every worker and stops the hub; attempts it still holds end
 // CANCELLED (the next leader re-dispatches them).
 func (h *Hub) Close() {
-	h.mu.Lock()
+	h.inMu.Lock()
 	if h.closed {
-		h.mu.Unlock()
+		h.inMu.Unlock()
 		return
 	}
 	h.closed = true
+	h.inMu.Unlock()
+	h.mu.Lock()
+	h.queueSubmitted()
 	conns := h.connList()
 	var left []*attempt
 	for _, q := range h.pending {
@@ -264,6 +295,7 @@ func (h *Hub) checkWorkers() {
 func (h *Hub) pump() {
 	now := time.Now()
 	h.mu.Lock()
+	h.queueSubmitted()
 	expiring := !h.nextExpiry.IsZero() && !now.Before(h.nextExpiry)
 	if expiring {
 		h.nextExpiry = time.Time{} // recomputed by the scan
@@ -361,8 +393,9 @@ func (h *Hub) offer(c *conn, at *attempt, now time.Time) {
 	at.state, at.conn, at.offeredAt = stateOffered, c, now
 	c.inflight[at.a.Token] = at
 	c.lastOffer = h.seq
-	c.out.addOffer(wireAttempt(at.a, h.signer))
+	c.out.addOffer(at)
 	h.metrics.offered.Inc()
+	h.metrics.wait.Observe(now.Sub(at.submitted).Seconds())
 }
 
 // cancel runs when an attempt's context ends.
@@ -449,6 +482,7 @@ func (h *Hub) connList() []*conn {
 func (h *Hub) waiting() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.queueSubmitted()
 	n := 0
 	for _, q := range h.pending {
 		for _, at := range q {

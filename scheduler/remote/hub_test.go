@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -30,6 +33,14 @@ func TestOffersTravelInBatches(t *testing.T) {
 	got, msgs := w.offers(n)
 	if msgs != 3 {
 		t.Fatalf("%d waiting attempts came in %d messages, want 3 of at most 1,000", n, msgs)
+	}
+	// How long they waited for a worker is on record.
+	var m dto.Metric
+	if err := f.h.metrics.wait.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	if h := m.GetHistogram(); h.GetSampleCount() != n || h.GetSampleSum() <= 0 {
+		t.Fatalf("wait histogram: %d samples summing to %vs, want %d waits", h.GetSampleCount(), h.GetSampleSum(), n)
 	}
 	// Submitted while it is connected: the pump takes what gathered since
 	// its last round, however the two interleave.
@@ -255,4 +266,32 @@ func TestHelloIsChecked(t *testing.T) {
 			t.Errorf("hello %v: %v, want InvalidArgument saying %q", tc.hello, err, tc.want)
 		}
 	}
+}
+
+// An outcome may come back as soon as an attempt is offered, before
+// Submit has returned (a fast worker, a preempted scheduler): the attempt
+// must be whole by then. So Submit watches the attempt's context before
+// the attempt can be offered; before this, a worker's outcome could meet
+// an attempt without its watch and crash the node.
+func TestAttemptIsWholeBeforeItCanBeOffered(t *testing.T) {
+	f := newFixture(t, 10*time.Second)
+	ctx := &probeCtx{Context: context.Background(), h: f.h}
+	f.submit(ctx, attemptIn("batch"))
+	if seen := ctx.pending.Load(); seen != 0 {
+		t.Fatalf("%d attempts pending when Submit watched the context, want 0: it could be offered first", seen)
+	}
+}
+
+// probeCtx records how many attempts the hub held pending when its Done
+// was first asked for, which Submit does to watch it.
+type probeCtx struct {
+	context.Context
+	h       *Hub
+	once    sync.Once
+	pending atomic.Int64
+}
+
+func (c *probeCtx) Done() <-chan struct{} {
+	c.once.Do(func() { c.pending.Store(int64(c.h.waiting())) })
+	return c.Context.Done()
 }

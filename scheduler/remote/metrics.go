@@ -9,6 +9,7 @@ type metrics struct {
 	offered   prometheus.Counter
 	lost      prometheus.Counter
 	noWorker  prometheus.Counter
+	wait      prometheus.Histogram
 }
 
 func newMetrics(h *Hub) *metrics {
@@ -33,9 +34,14 @@ func newMetrics(h *Hub) *metrics {
 			Name: "raftcron_worker_attempts_no_worker_total",
 			Help: "Attempts failed with no_worker: no worker of their pool took them in time.",
 		}),
+		wait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "raftcron_worker_attempt_wait_seconds",
+			Help:    "How long committed attempts waited on the leader for a worker of their pool with room for them, until offered.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
+		}),
 	}
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.connected, m.waiting, m.offered, m.lost, m.noWorker}
+	return []prometheus.Collector{m.connected, m.waiting, m.offered, m.lost, m.noWorker, m.wait}
 }

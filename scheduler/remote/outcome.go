@@ -65,7 +65,14 @@ func outcome(c *conn, at *attempt, o *pb.WorkerOutcome, now time.Time) dispatch.
 		out.Output = out.Output[:proc.MaxOutput]
 	}
 	switch o.GetState() {
-	case pb.RunState_RUN_STATE_SUCCEEDED, pb.RunState_RUN_STATE_FAILED, pb.RunState_RUN_STATE_FENCED,
+	case pb.RunState_RUN_STATE_FAILED:
+		// The one reason a worker gives: its own policy refused the
+		// command. Any other could only stop the run's retries, so it is
+		// not taken.
+		if o.GetReason() == dispatch.ReasonExecDenied {
+			out.Reason = dispatch.ReasonExecDenied
+		}
+	case pb.RunState_RUN_STATE_SUCCEEDED, pb.RunState_RUN_STATE_FENCED,
 		pb.RunState_RUN_STATE_DEADLINE_EXCEEDED:
 	case pb.RunState_RUN_STATE_CANCELLED:
 		if !at.cancelled {

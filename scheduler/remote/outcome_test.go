@@ -9,6 +9,9 @@ import (
 
 	"github.com/raftcron/raftcron/fence"
 	"github.com/raftcron/raftcron/jobspec"
+	"github.com/raftcron/raftcron/scheduler/dispatch"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
 // An offer carries the leader's signature when the cluster signs its
@@ -40,5 +43,28 @@ func TestOffersAreSignedAndBounded(t *testing.T) {
 	a.Worker.Timeout = durationpb.New(time.Second)
 	if w := wireAttempt(a, nil); w.GetTarget().GetTimeout().AsDuration() != time.Second {
 		t.Fatalf("offer with its own timeout: %v", w)
+	}
+}
+
+// A worker's refusal by its own policy is the node's exec_denied: the run
+// is not retried. No other reason is taken from a worker, since a reason
+// would only stop the run's retries.
+func TestOnlyAWorkersRefusalCarriesAReason(t *testing.T) {
+	c := &conn{id: "w1"}
+	at := &attempt{a: attemptIn("batch"), offeredAt: time.Now()}
+	for _, tc := range []struct {
+		state  pb.RunState
+		reason string
+		want   string
+	}{
+		{pb.RunState_RUN_STATE_FAILED, dispatch.ReasonExecDenied, dispatch.ReasonExecDenied},
+		{pb.RunState_RUN_STATE_FAILED, "", ""},
+		{pb.RunState_RUN_STATE_FAILED, "no_retry_please", ""},
+		{pb.RunState_RUN_STATE_SUCCEEDED, dispatch.ReasonExecDenied, ""},
+	} {
+		o := outcome(c, at, &pb.WorkerOutcome{RunId: at.a.RunID, Token: at.a.Token, State: tc.state, Reason: tc.reason}, time.Now())
+		if o.State != tc.state || o.Reason != tc.want {
+			t.Errorf("%v with reason %q: got %v with reason %q, want reason %q", tc.state, tc.reason, o.State, o.Reason, tc.want)
+		}
 	}
 }

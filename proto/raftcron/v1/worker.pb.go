@@ -366,8 +366,13 @@ type WorkerOutcome struct {
 	Output             []byte `protobuf:"bytes,5,opt,name=output,proto3" json:"output,omitempty"`
 	StartedAtUnixNano  int64  `protobuf:"varint,6,opt,name=started_at_unix_nano,json=startedAtUnixNano,proto3" json:"started_at_unix_nano,omitempty"`
 	FinishedAtUnixNano int64  `protobuf:"varint,7,opt,name=finished_at_unix_nano,json=finishedAtUnixNano,proto3" json:"finished_at_unix_nano,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// Set, with state FAILED, when the worker refused the attempt by its own
+	// policy: "exec_denied" (the command is not in its --exec-allow). The run
+	// is then never retried, as when a node refuses by its own. The leader
+	// takes no other reason.
+	Reason        string `protobuf:"bytes,8,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WorkerOutcome) Reset() {
@@ -447,6 +452,13 @@ func (x *WorkerOutcome) GetFinishedAtUnixNano() int64 {
 		return x.FinishedAtUnixNano
 	}
 	return 0
+}
+
+func (x *WorkerOutcome) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
 }
 
 // ConnectResponse is one message from the leader.
@@ -858,7 +870,7 @@ const file_raftcron_v1_worker_proto_rawDesc = "" +
 	"WorkerAcks\x12\x16\n" +
 	"\x06tokens\x18\x01 \x03(\x04R\x06tokens\"H\n" +
 	"\x0eWorkerOutcomes\x126\n" +
-	"\boutcomes\x18\x01 \x03(\v2\x1a.raftcron.v1.WorkerOutcomeR\boutcomes\"\xfd\x01\n" +
+	"\boutcomes\x18\x01 \x03(\v2\x1a.raftcron.v1.WorkerOutcomeR\boutcomes\"\x95\x02\n" +
 	"\rWorkerOutcome\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x14\n" +
 	"\x05token\x18\x02 \x01(\x04R\x05token\x12+\n" +
@@ -866,7 +878,8 @@ const file_raftcron_v1_worker_proto_rawDesc = "" +
 	"\x06detail\x18\x04 \x01(\tR\x06detail\x12\x16\n" +
 	"\x06output\x18\x05 \x01(\fR\x06output\x12/\n" +
 	"\x14started_at_unix_nano\x18\x06 \x01(\x03R\x11startedAtUnixNano\x121\n" +
-	"\x15finished_at_unix_nano\x18\a \x01(\x03R\x12finishedAtUnixNano\"\xfb\x01\n" +
+	"\x15finished_at_unix_nano\x18\a \x01(\x03R\x12finishedAtUnixNano\x12\x16\n" +
+	"\x06reason\x18\b \x01(\tR\x06reason\"\xfb\x01\n" +
 	"\x0fConnectResponse\x126\n" +
 	"\awelcome\x18\x01 \x01(\v2\x1a.raftcron.v1.WorkerWelcomeH\x00R\awelcome\x12<\n" +
 	"\theartbeat\x18\x02 \x01(\v2\x1c.raftcron.v1.WorkerHeartbeatH\x00R\theartbeat\x123\n" +
