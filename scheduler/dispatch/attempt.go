@@ -29,7 +29,10 @@ type Attempt struct {
 // IdempotencyKey is "<job>/<scheduled-at>": it names the slot, not the
 // attempt, so every attempt of a run carries the same key and a receiver can
 // de-duplicate retries and re-dispatches.
-func (a Attempt) IdempotencyKey() string { return a.Job + "/" + a.scheduledAt() }
+func (a Attempt) IdempotencyKey() string { return a.idempotencyKey(a.scheduledAt()) }
+
+// idempotencyKey is IdempotencyKey given scheduledAt's result.
+func (a Attempt) idempotencyKey(scheduledAt string) string { return a.Job + "/" + scheduledAt }
 
 // scheduledAt is the slot time as sent downstream: RFC 3339, UTC, whole
 // seconds (slots have second precision, see the fire protocol).

@@ -5,11 +5,9 @@ import (
 	"encoding/base64"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/raftcron/raftcron/fence"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
@@ -110,8 +108,8 @@ func (h *HTTPExecutor) newRequest(ctx context.Context, a Attempt) (*http.Request
 	// One backing array for the values of the headers set here; the keys
 	// are constants in canonical form, so no Set is needed to canonicalise
 	// them. Set last: the job's own headers must not be able to forge these.
-	token, at, key := a.headerValues()
-	vals := [attemptHeaders]string{token, a.Job, a.RunID, at, a.number(), key, ""}
+	at := a.scheduledAt()
+	vals := [attemptHeaders]string{a.token(), a.Job, a.RunID, at, a.number(), a.idempotencyKey(at), ""}
 	hd[fence.HeaderFencingToken] = vals[0:1:1]
 	hd[fence.HeaderJob] = vals[1:2:2]
 	hd[fence.HeaderRunID] = vals[2:3:3]
@@ -123,17 +121,4 @@ func (h *HTTPExecutor) newRequest(ctx context.Context, a Attempt) (*http.Request
 		hd[fence.HeaderSignature] = vals[6:7:7]
 	}
 	return req, nil
-}
-
-// headerValues are a's token, scheduledAt and IdempotencyKey, made as one
-// string: one allocation instead of three.
-func (a Attempt) headerValues() (token, scheduledAt, idempotencyKey string) {
-	var buf [96]byte
-	b := strconv.AppendUint(buf[:0], a.Token, 10)
-	nt := len(b)
-	b = a.ScheduledAt.UTC().Truncate(time.Second).AppendFormat(b, time.RFC3339)
-	na := len(b)
-	b = append(append(append(b, a.Job...), '/'), b[nt:na]...)
-	s := string(b)
-	return s[:nt], s[nt:na], s[na:]
 }

@@ -117,7 +117,7 @@ func (c *templates) len() int {
 func TestAttemptHeaderValues(t *testing.T) {
 	for _, job := range []string{"billing", strings.Repeat("j", 200)} {
 		a := Attempt{Job: job, Token: 18446744073709551615, ScheduledAt: slot.Add(900 * time.Millisecond).In(time.FixedZone("X", 3600))}
-		token, at, key := a.headerValues()
+		token, at, key := a.token(), a.scheduledAt(), a.idempotencyKey(a.scheduledAt())
 		if token != "18446744073709551615" || at != "2026-11-22T01:02:03Z" || key != a.IdempotencyKey() {
 			t.Fatalf("got %q %q %q, want key %q", token, at, key, a.IdempotencyKey())
 		}
