@@ -1,6 +1,10 @@
 package scheduler
 
-import pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+import (
+	"slices"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
 
 // planned is what (part of) a tick planned, grouped by job so that a job's
 // fires stay together (and in order) when it is split into fire batches.
@@ -40,6 +44,17 @@ func (pl *planned) group(name string, job *pb.Job) *group {
 	pl.groups = append(pl.groups, g)
 	pl.byJob[name] = g
 	return g
+}
+
+// drop removes the groups of the jobs gone says so.
+func (pl *planned) drop(gone func(name string) bool) {
+	pl.groups = slices.DeleteFunc(pl.groups, func(g *group) bool {
+		if !gone(g.name) {
+			return false
+		}
+		delete(pl.byJob, g.name)
+		return true
+	})
 }
 
 func (pl *planned) empty() bool {

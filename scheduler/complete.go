@@ -15,8 +15,8 @@ const (
 	// as a FireBatch entry, so a wave's outcomes take about as many entries
 	// as its fires.
 	maxCompletionsPerEntry = 2000
-	// maxCompletionHold bounds how long outcomes wait while deliveries are
-	// queued (see completer.hold).
+	// maxCompletionHold bounds how long outcomes wait while deliveries
+	// wait (see completer.hold).
 	maxCompletionHold = 200 * time.Millisecond
 	// holdPoll is how often a holding completer looks at the queue again.
 	holdPoll = 10 * time.Millisecond
@@ -90,16 +90,17 @@ func (c *completer) add(job string, comp *pb.Completion) bool {
 }
 
 // hold reports whether the queued outcomes should wait: while deliveries
-// are queued for a worker (backlog), until a full entry has gathered or the
-// oldest has waited maxCompletionHold. The wait delays only the commit of
-// outcomes, which no fire waits for; what it risks is bounded by the hold: a
-// leader that dies holding outcomes leaves those runs to the next leader,
-// like any attempt it had not reported yet.
-func (c *completer) hold(backlog int) bool {
+// wait (busy: see leader.deliveriesWait), until the oldest has waited
+// maxCompletionHold. A wave's outcomes start to come back while its later
+// fires are still being committed; every outcome entry committed then
+// takes its turn in the FSM, and CPU on every node, ahead of them. The wait
+// delays only the commit of outcomes, which no fire waits for; what it
+// risks is bounded by the hold: a leader that dies holding outcomes leaves
+// those runs to the next leader, like any attempt it had not reported yet.
+func (c *completer) hold(busy bool) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return backlog > 0 && len(c.queue) > 0 && len(c.queue) < maxCompletionsPerEntry &&
-		time.Since(c.since) < maxCompletionHold
+	return busy && len(c.queue) > 0 && time.Since(c.since) < maxCompletionHold
 }
 
 // take removes up to max queued outcomes.
@@ -148,7 +149,7 @@ func (l *leader) runCompleter(c *completer) {
 		case <-c.wake:
 		}
 		for {
-			if c.hold(l.s.disp.backlog()) {
+			if c.hold(l.deliveriesWait()) {
 				if !l.pause(holdPoll) {
 					return
 				}
@@ -166,6 +167,13 @@ func (l *leader) runCompleter(c *completer) {
 			}
 		}
 	}
+}
+
+// deliveriesWait reports whether attempts are on their way to a worker:
+// a tick's fires are being committed and handed over, or deliveries are
+// queued for a pool worker.
+func (l *leader) deliveriesWait() bool {
+	return l.firing.Load() || l.s.disp.backlog() > 0
 }
 
 // proposeCompletions commits one CompleteBatch; false if the proposal

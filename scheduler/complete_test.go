@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -11,32 +12,29 @@ import (
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
-func TestCompleterHoldsOnlyWhileDeliveriesQueue(t *testing.T) {
+func TestCompleterHoldsOnlyWhileDeliveriesWait(t *testing.T) {
 	c := newCompleter()
-	if c.hold(5) {
+	if c.hold(true) {
 		t.Fatal("an empty queue is held")
 	}
 	c.add("a", &pb.Completion{Token: 1})
-	if !c.hold(5) {
-		t.Fatal("an outcome is not held while deliveries queue")
+	if !c.hold(true) {
+		t.Fatal("an outcome is not held while deliveries wait")
 	}
-	if c.hold(0) {
-		t.Fatal("an outcome is held with no delivery queued")
+	if c.hold(false) {
+		t.Fatal("an outcome is held with no delivery waiting")
+	}
+	for i := range maxCompletionsPerEntry {
+		c.add("a", &pb.Completion{Token: uint64(i + 2)})
+	}
+	if !c.hold(true) {
+		t.Fatal("outcomes are not held once they fill an entry; a wave's would commit between its fires")
 	}
 	c.mu.Lock()
 	c.since = time.Now().Add(-maxCompletionHold)
 	c.mu.Unlock()
-	if c.hold(5) {
+	if c.hold(true) {
 		t.Fatalf("an outcome is held longer than %v", maxCompletionHold)
-	}
-	c.mu.Lock()
-	c.since = time.Now()
-	c.mu.Unlock()
-	for i := range maxCompletionsPerEntry - 1 {
-		c.add("a", &pb.Completion{Token: uint64(i + 2)})
-	}
-	if c.hold(5) {
-		t.Fatal("a full entry is held")
 	}
 }
 
@@ -131,4 +129,50 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// While a tick's later entries are still being committed, the outcomes of
+// its first fires wait (up to the hold), and then go out together:
+// committing them would put them in the FSM's way ahead of those fires.
+func TestOutcomesWaitWhileTheTickIsCommitted(t *testing.T) {
+	h := newHarness(t)
+	const jobs = firstEntryFires + 50
+	for i := range jobs {
+		h.putJob(spec(fmt.Sprintf("job-%03d", i), "@every 10s"))
+	}
+	var mu sync.Mutex
+	var outcomeEntries []int
+	var firstAt time.Time
+	second := make(chan struct{})
+	h.prop.after = func(cmd *pb.Command, _ *pb.CommandResult) {
+		if fb := cmd.GetFireBatch(); fb != nil && len(fb.GetFires()) < firstEntryFires {
+			<-second // the tick's second entry commits; its proposer hears late
+		}
+		if cb := cmd.GetCompleteBatch(); cb != nil {
+			mu.Lock()
+			if len(outcomeEntries) == 0 {
+				firstAt = time.Now()
+			}
+			outcomeEntries = append(outcomeEntries, len(cb.GetCompletions()))
+			mu.Unlock()
+		}
+	}
+	h.lead()
+	start := time.Now()
+	h.clock.Advance(10 * time.Second)
+	h.waitFor("an outcome entry", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(outcomeEntries) > 0
+	})
+	close(second)
+	h.settle()
+	mu.Lock()
+	defer mu.Unlock()
+	if held := firstAt.Sub(start); held < maxCompletionHold {
+		t.Fatalf("the first outcomes were committed %v into the tick; want them held %v while it commits", held, maxCompletionHold)
+	}
+	if outcomeEntries[0] != firstEntryFires {
+		t.Fatalf("outcome entries %v: want the first entry's %d outcomes together", outcomeEntries, firstEntryFires)
+	}
 }

@@ -75,7 +75,12 @@ func (h *dueHeap) peek() (at int64, ok bool) {
 
 // popDue removes and returns the jobs due at or before now.
 func (h *dueHeap) popDue(now int64, into []string) []string {
-	for len(h.items) > 0 && h.items[0].at <= now {
+	return h.popDueUpTo(now, len(h.items), into)
+}
+
+// popDueUpTo is popDue for at most max jobs, the earliest first.
+func (h *dueHeap) popDueUpTo(now int64, max int, into []string) []string {
+	for n := 0; n < max && len(h.items) > 0 && h.items[0].at <= now; n++ {
 		it := heap.Pop((*dueItems)(h)).(*dueItem)
 		into = append(into, it.job)
 	}

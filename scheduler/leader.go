@@ -47,12 +47,17 @@ type leader struct {
 	// fresh holds jobs whose fires were just accepted and whose plan is
 	// still right, with the state that makes it so (see freshPlan).
 	fresh map[string]freshPlan
+	// ahead is the next wave, planned before it is due; nil if none.
+	ahead *ahead
 
 	comp   *completer
 	compWG sync.WaitGroup
 	// unsettled counts outcomes taken from the dispatcher whose proposal
 	// has not returned yet.
 	unsettled atomic.Int64
+	// firing is set while a tick's entries are being committed and their
+	// fires handed to the dispatcher (pipeline.propose to finish).
+	firing atomic.Bool
 	// idleAt is the clock reading of the tick the loop is sleeping after,
 	// 0 while it works. With unsettled it tells tests that everything up
 	// to a time has been handled.

@@ -46,16 +46,25 @@ func (l *leader) loop() {
 			}
 			continue
 		}
-		l.wait(now)
+		if !l.planAhead(now) {
+			l.wait(now)
+		}
 	}
 }
 
-// wait sleeps until the earliest due job, a change, a trigger, or
-// maxSleep, whichever comes first.
+// wait sleeps until the earliest due job (planAheadLead before it, to
+// plan it ahead, or the due time of what is planned ahead), a change, a
+// trigger, or maxSleep, whichever comes first.
 func (l *leader) wait(now time.Time) {
 	wake := now.Add(maxSleep)
-	if at, ok := l.heap.peek(); ok && at < wake.UnixNano() {
-		wake = time.Unix(0, at)
+	if at, ok := l.heap.peek(); ok {
+		if l.ahead == nil {
+			at = max(at-int64(planAheadLead), now.UnixNano())
+		}
+		wake = time.Unix(0, min(at, wake.UnixNano()))
+	}
+	if l.ahead != nil && l.ahead.at.Before(wake) {
+		wake = l.ahead.at
 	}
 	c, stop := l.s.clock.WakeAt(wake)
 	defer stop()
@@ -92,6 +101,11 @@ func (l *leader) planOne(name string, now time.Time, pl *planned) int {
 		l.heap.set(name, now.Add(maxSleep).UnixNano())
 		return 0
 	}
+	return l.planStored(name, sj, now, pl)
+}
+
+// planStored is planOne for a job read from the state.
+func (l *leader) planStored(name string, sj fsm.StoredJob, now time.Time, pl *planned) int {
 	job, status := sj.Job, sj.Status
 	if f, ok := l.fresh[name]; ok {
 		delete(l.fresh, name)

@@ -21,8 +21,6 @@ func (l *leader) tick(now time.Time) (worked, ok bool) {
 	// after taking the marks lets freshPlan see every outcome behind them.
 	l.drainForgotten()
 	names = l.heap.popDue(now.UnixNano(), names)
-	slices.Sort(names)
-	names = slices.Compact(names)
 	reqs := l.takeTriggers()
 	// A triggered job's manual fire follows its planned fires in the same
 	// group, so such jobs are planned last, into the tick's last entry.
@@ -30,9 +28,17 @@ func (l *leader) tick(now time.Time) (worked, ok bool) {
 	for _, r := range reqs {
 		triggered[r.name] = true
 	}
+	early, names := l.takeAhead(now, names, triggered)
+	slices.Sort(names)
+	names = slices.Compact(names)
 
 	p := &pipeline{l: l, now: now}
 	p.propose(l.planLost(now)) // in entries of their own: see lost.go
+	limit := firstEntryFires
+	for _, pl := range early {
+		p.propose(pl)
+		limit = maxFiresPerEntry
+	}
 	pl, n := newPlanned(), 0
 	if len(l.extra) > 0 {
 		g := pl.group("", nil)
@@ -40,7 +46,6 @@ func (l *leader) tick(now time.Time) (worked, ok bool) {
 		n += len(g.fires)
 	}
 	var last []string
-	limit := firstEntryFires
 	for _, name := range names {
 		if triggered[name] {
 			last = append(last, name)
@@ -91,6 +96,7 @@ func (p *pipeline) propose(pl *planned) {
 		return
 	}
 	p.parts = append(p.parts, pl)
+	p.l.firing.Store(true)
 	batches := pl.batches(maxFiresPerEntry)
 	if failpoint.On(failpoint.DispatchBeforeCommit) {
 		p.fpToken = p.l.dispatchBeforeCommit(batches, p.fpToken)
@@ -126,6 +132,7 @@ func (p *pipeline) finish() (worked, ok bool) {
 		pc := p.pending[p.accepted]
 		p.settle(pc, <-pc.done)
 	}
+	p.l.firing.Store(false)
 	for _, pl := range p.parts {
 		for _, g := range pl.groups {
 			for _, r := range g.adopt {
