@@ -20,8 +20,10 @@ const barrierRetry = 500 * time.Millisecond
 // leader is one leadership term's loop and everything that lives exactly as
 // long: the heap, the attempts in hand, the completer.
 type leader struct {
-	s      *Scheduler
-	ctx    context.Context
+	s   *Scheduler
+	ctx context.Context
+	// cancel ends the term: its context, and with it every attempt of the
+	// term (see newLeader).
 	cancel context.CancelCauseFunc
 	// done is closed when the loop has exited and cleaned up.
 	done chan struct{}
@@ -77,11 +79,10 @@ type leader struct {
 }
 
 func newLeader(s *Scheduler) *leader {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	return &leader{
+	ctx, cancelTerm := context.WithCancelCause(context.Background())
+	l := &leader{
 		s:         s,
 		ctx:       ctx,
-		cancel:    cancel,
 		done:      make(chan struct{}),
 		known:     make(map[uint64]struct{}),
 		resolving: make(map[uint64]struct{}),
@@ -89,6 +90,16 @@ func newLeader(s *Scheduler) *leader {
 		fresh:     make(map[string]freshPlan),
 		comp:      newCompleter(),
 	}
+	// An attempt's context is not a child of the term's: a wave's
+	// thousands of children would each take the term context's lock twice,
+	// on the loop that dispatches them and on the goroutines that report
+	// their outcomes. The dispatcher cancels the term's attempts instead,
+	// at once, within this call.
+	l.cancel = func(cause error) {
+		cancelTerm(cause)
+		s.disp.cancelOwner(l, context.Cause(ctx))
+	}
+	return l
 }
 
 // SetLeader starts the leader loop (true) or stops it (false). It never
@@ -172,7 +183,8 @@ func (l *leader) establishLeadership() bool {
 }
 
 // revokeLeadership undoes establishLeadership: every in-flight attempt of
-// the term is cancelled at once (its context derives from the term's), the
+// the term is cancelled at once (l.cancel: the term's context, then every
+// attempt the dispatcher holds for it), the
 // ones not started are dropped, queued outcomes are dropped, the heap goes.
 // What stays open in the ledger is the next leader's to reconcile.
 func (l *leader) revokeLeadership() {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/raftcron/raftcron/cluster"
+	"github.com/raftcron/raftcron/scheduler/dispatch"
+
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -158,6 +160,22 @@ func TestLeadershipLossCancelsDispatches(t *testing.T) {
 		if len(runs) != 1 || len(runs[0].GetAttempts()) != 2 || runs[0].GetAttempts()[1].GetTerm() != 3 {
 			t.Fatalf("%s: runs %v, want the slot re-dispatched in term 3 and succeeded", name, runs)
 		}
+	}
+}
+
+// An attempt's context is not a child of its term's (see newLeader): one
+// that reaches the dispatcher after its term ended (its entry committed as
+// leadership was lost) is cancelled as it comes in, so nothing of an ended
+// term starts.
+func TestAttemptOfAnEndedTermIsCancelledAsItComesIn(t *testing.T) {
+	h := newHarness(t)
+	owner := newLeader(h.s)
+	owner.cancel(errLeadershipLost)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	h.s.disp.dispatch(&task{a: dispatch.Attempt{Job: "late", RunID: "late-1", Token: 7}, ctx: ctx, cancel: cancel, owner: owner})
+	if !errors.Is(context.Cause(ctx), errLeadershipLost) {
+		t.Fatalf("attempt of an ended term came in with its context %v, want cancelled by the leadership loss", context.Cause(ctx))
 	}
 }
 

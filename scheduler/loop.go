@@ -311,7 +311,7 @@ func (l *leader) dispatch(spec *pb.JobSpec, runID string, slot int64, token uint
 	if a.Worker != nil {
 		a.WaitUntil = workerWait(spec, kind, a.ScheduledAt, l.s.clock.Now())
 	}
-	ctx, cancel := context.WithCancelCause(l.ctx)
+	ctx, cancel := context.WithCancelCause(context.Background()) // see newLeader
 	l.known[token] = struct{}{}
 	l.s.disp.dispatch(&task{
 		a:      a,

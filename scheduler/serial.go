@@ -127,6 +127,11 @@ func (d *dispatcher) dispatch(t *task) {
 	defer d.mu.Unlock()
 	d.live[t.a.Job] = append(d.live[t.a.Job], t)
 	d.count++
+	if cause := context.Cause(t.owner.ctx); cause != nil {
+		// Its term ended before it came in; cancelOwner has run or waits
+		// for mu, so this sees the end either way and nothing runs on.
+		t.cancel(cause)
+	}
 	if t.serial {
 		l := d.lanes[t.a.Job]
 		if l == nil {
@@ -307,6 +312,19 @@ func (d *dispatcher) cancelJob(job string, before uint64, cause error) {
 	for _, t := range d.live[job] {
 		if before == 0 || t.a.Token < before {
 			t.cancel(cause)
+		}
+	}
+}
+
+// cancelOwner cancels every attempt of an ended term (see newLeader).
+func (d *dispatcher) cancelOwner(owner *leader, cause error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, tasks := range d.live {
+		for _, t := range tasks {
+			if t.owner == owner {
+				t.cancel(cause)
+			}
 		}
 	}
 }
