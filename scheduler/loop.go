@@ -208,7 +208,9 @@ func (l *leader) propose(now time.Time, c *fireBatch) batchResult {
 }
 
 // accept dispatches the accepted fires of a committed entry, in order (so
-// in token order), and counts what was recorded missed.
+// in token order), and counts what was recorded missed. The attempts go
+// to the dispatcher together, under one lock: one by one, each would
+// contend for it with the outcomes of the entries before.
 func (l *leader) accept(now time.Time, c *fireBatch, res *pb.CommandResult) {
 	for _, m := range c.misses {
 		l.s.metrics.missed.WithLabelValues(m.GetReason()).Add(float64(m.GetCount()))
@@ -216,6 +218,7 @@ func (l *leader) accept(now time.Time, c *fireBatch, res *pb.CommandResult) {
 	if !failpoint.On(failpoint.DispatchBeforeCommit) {
 		l.noteFresh(c, res)
 	}
+	var batch []*task
 	for i, f := range c.fires {
 		r := res.GetFires()[i]
 		if req := c.reqs[i]; req != nil {
@@ -227,19 +230,21 @@ func (l *leader) accept(now time.Time, c *fireBatch, res *pb.CommandResult) {
 		delete(l.resolving, f.GetLostToken())
 		if r.GetAccepted() {
 			if !failpoint.On(failpoint.DispatchBeforeCommit) {
-				l.dispatchAccepted(f, r)
+				batch = l.dispatchAccepted(f, r, batch)
 			}
 			continue
 		}
 		l.refused(now, f, r)
 	}
+	l.s.disp.dispatch(batch...)
 }
 
-// dispatchAccepted hands an accepted fire's attempt to the dispatcher. It
-// runs the spec the FSM accepted the fire under, carried in the result, not
-// the one read while planning: a change committed in between is what runs,
-// and an attempt of one generation never runs another's target.
-func (l *leader) dispatchAccepted(f *pb.Fire, r *pb.FireResult) {
+// dispatchAccepted adds an accepted fire's attempt to batch, on its way to
+// the dispatcher. It runs the spec the FSM accepted the fire under,
+// carried in the result, not the one read while planning: a change
+// committed in between is what runs, and an attempt of one generation
+// never runs another's target.
+func (l *leader) dispatchAccepted(f *pb.Fire, r *pb.FireResult, batch []*task) []*task {
 	run := r.GetRun()
 	runID, slot := r.GetRunId(), f.GetSlotUnix()
 	if run != nil {
@@ -250,15 +255,18 @@ func (l *leader) dispatchAccepted(f *pb.Fire, r *pb.FireResult) {
 		// Accepted without a spec to take the target from: cannot happen
 		// (the FSM sets it on every accepted fire); leave it to reconcile.
 		l.s.log.Error("scheduler: accepted fire without its spec", "job", f.GetJob(), "run_id", runID)
-		return
+		return batch
 	}
 	if f.GetKind() != pb.FireKind_FIRE_KIND_RETRY && f.GetKind() != pb.FireKind_FIRE_KIND_REDISPATCH &&
 		spec.GetOverlap() == pb.Overlap_OVERLAP_CANCEL_OTHER {
-		// The FSM cancelled the job's open runs; stop their attempts. The
-		// new one waits in the job's lane until they have stopped.
+		// The FSM cancelled the job's open runs; stop their attempts (the
+		// batch's first: one may be of the job). The new one waits in the
+		// job's lane until they have stopped.
+		l.s.disp.dispatch(batch...)
+		batch = batch[:0]
 		l.s.disp.cancelJob(f.GetJob(), r.GetToken(), errCancelOther)
 	}
-	l.dispatch(spec, runID, slot, r.GetToken(), r.GetAttempt(), f.GetKind())
+	return append(batch, l.task(spec, runID, slot, r.GetToken(), r.GetAttempt(), f.GetKind()))
 }
 
 // adopt dispatches an attempt this node committed in this term without
@@ -295,6 +303,11 @@ func (l *leader) abandon(r *pb.Run, cur *pb.Attempt, detail string) {
 }
 
 func (l *leader) dispatch(spec *pb.JobSpec, runID string, slot int64, token uint64, number uint32, kind pb.FireKind) {
+	l.s.disp.dispatch(l.task(spec, runID, slot, token, number, kind))
+}
+
+// task is a committed attempt's task, known to this term from now on.
+func (l *leader) task(spec *pb.JobSpec, runID string, slot int64, token uint64, number uint32, kind pb.FireKind) *task {
 	a := dispatch.Attempt{
 		Job:         spec.GetName(),
 		RunID:       runID,
@@ -313,14 +326,14 @@ func (l *leader) dispatch(spec *pb.JobSpec, runID string, slot int64, token uint
 	}
 	ctx, cancel := context.WithCancelCause(context.Background()) // see newLeader
 	l.known[token] = struct{}{}
-	l.s.disp.dispatch(&task{
+	return &task{
 		a:      a,
 		kind:   kind,
 		serial: spec.GetOverlap() != pb.Overlap_OVERLAP_ALLOW,
 		ctx:    ctx,
 		cancel: cancel,
 		owner:  l,
-	})
+	}
 }
 
 // Refusal reasons that record nothing: proposing the same again would be

@@ -295,3 +295,27 @@ func TestSlotDueDuringCatchupJoinsTheQueue(t *testing.T) {
 		t.Fatalf("missed %v, want none", m)
 	}
 }
+
+// cancel_other: a newer slot committed in the same entry as a retry of the
+// job's open run cancels that retry, which then never runs on beside it.
+func TestCancelOtherCancelsARetryOfTheSameEntry(t *testing.T) {
+	h := newHarness(t)
+	s := withOverlap(pb.Overlap_OVERLAP_CANCEL_OTHER)
+	s.Retry = &pb.Retry{MaxAttempts: 2, InitialBackoff: durationpb.New(5 * time.Second)}
+	h.putJob(s)
+	h.exec.setOutcome("job", pb.RunState_RUN_STATE_FAILED)
+	h.lead()
+	h.step(10 * time.Second)
+	if r := h.runsIn("job", pb.RunState_RUN_STATE_RETRYING); len(r) != 1 {
+		t.Fatalf("want slot 10's run waiting for its retry, got runs %v", h.runs("job"))
+	}
+	h.exec.gate("job")
+	h.clock.Advance(10 * time.Second) // the retry and slot 20, in one tick
+	h.waitFor("slot 20 to start", func() bool { return slices.Contains(h.startedSlots("job"), 20) })
+	for _, r := range h.exec.finishedOf("job") {
+		if r.a.Number == 2 && (r.state != pb.RunState_RUN_STATE_CANCELLED || r.cancelCaus != errCancelOther) {
+			t.Fatalf("slot 10's retry ended %s (%v), want cancelled by cancel_other", r.state, r.cancelCaus)
+		}
+	}
+	h.release("job")
+}

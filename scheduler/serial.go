@@ -120,11 +120,20 @@ func (d *dispatcher) inFlight() int {
 	return d.count
 }
 
-// dispatch takes a committed attempt. A serial job's attempt waits until
-// the job's earlier attempts have finished.
-func (d *dispatcher) dispatch(t *task) {
+// dispatch takes committed attempts, in token order. A serial job's
+// attempt waits until the job's earlier attempts have finished.
+func (d *dispatcher) dispatch(ts ...*task) {
+	if len(ts) == 0 {
+		return
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	for _, t := range ts {
+		d.dispatchLocked(t)
+	}
+}
+
+func (d *dispatcher) dispatchLocked(t *task) {
 	d.live[t.a.Job] = append(d.live[t.a.Job], t)
 	d.count++
 	if cause := context.Cause(t.owner.ctx); cause != nil {
