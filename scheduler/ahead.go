@@ -22,7 +22,7 @@ const (
 // the tick at at proposes, as if it had planned them itself. A plan is a
 // pure function of the job's state and the time (planJob), so a job whose
 // state has not changed since plans the same at at; one that has is
-// marked dirty, and the tick plans it afresh instead (see take).
+// marked dirty, and the tick plans it afresh instead (see takeAhead).
 type ahead struct {
 	at    time.Time
 	parts []*planned
