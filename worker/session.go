@@ -61,13 +61,7 @@ func (w *Worker) session(parent context.Context, addr string) error {
 	if welcome == nil || welcome.GetLease().AsDuration() <= 0 {
 		return fmt.Errorf("%s answered the hello without a welcome and a lease", addr)
 	}
-	s := &session{
-		w: w, stream: stream, ctx: ctx, base: context.WithoutCancel(ctx), cancel: cancel,
-		lease:   welcome.GetLease().AsDuration(),
-		running: make(map[uint64]*attempt),
-		signal:  make(chan struct{}, 1),
-	}
-	s.heard.Store(time.Now().UnixNano())
+	s := w.newSession(ctx, cancel, stream, welcome.GetLease().AsDuration())
 	w.log.info("connected to the leader", "addr", addr, "lease", s.lease)
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -78,6 +72,18 @@ func (w *Worker) session(parent context.Context, addr string) error {
 	wg.Wait()
 	s.stopAll(context.Cause(ctx))
 	return context.Cause(ctx)
+}
+
+// newSession is a session on stream, which ends with ctx.
+func (w *Worker) newSession(ctx context.Context, cancel context.CancelCauseFunc, stream pb.WorkerService_ConnectClient, lease time.Duration) *session {
+	s := &session{
+		w: w, stream: stream, ctx: ctx, base: context.WithoutCancel(ctx), cancel: cancel,
+		lease:   lease,
+		running: make(map[uint64]*attempt),
+		signal:  make(chan struct{}, 1),
+	}
+	s.heard.Store(time.Now().UnixNano())
+	return s
 }
 
 // recvErr is the status the server ended the stream with, when a send
