@@ -30,20 +30,28 @@ type attempt struct {
 	reported atomic.Bool
 }
 
-// start runs a on its own goroutine. Its context carries the values of
+// newAttempt is a, not started yet. Its context carries the values of
 // the session's but not its cancellation, which stopAll passes on when the
 // session ends: thousands of children of one context would all take its
 // lock to start and again to finish.
-func (s *session) start(a *pb.WorkerAttempt) *attempt {
+func (s *session) newAttempt(a *pb.WorkerAttempt) *attempt {
 	ctx, cancel := context.WithCancelCause(s.base)
-	at := &attempt{s: s, a: a, ctx: ctx, cancel: cancel}
+	return &attempt{s: s, a: a, ctx: ctx, cancel: cancel}
+}
+
+// start arms the attempt's limit and runs it on a goroutine of its own.
+// The session holds it by then, so that it finds the attempt when it ends.
+func (at *attempt) start() {
 	if at.handler() {
-		if d, cause := proc.Limit(a.GetDeadline().AsDuration(), a.GetTarget().GetTimeout().AsDuration()); d > 0 {
-			at.limit.Store(time.AfterFunc(d, func() { at.interrupt(cause) }))
+		if d, cause := proc.Limit(at.a.GetDeadline().AsDuration(), at.a.GetTarget().GetTimeout().AsDuration()); d > 0 {
+			t := time.AfterFunc(d, func() { at.interrupt(cause) })
+			at.limit.Store(t)
+			if at.reported.Load() {
+				t.Stop() // the leader cancelled it meanwhile, and finish found no timer
+			}
 		}
 	}
 	go at.run()
-	return at
 }
 
 func (at *attempt) handler() bool { return at.a.GetTarget().GetHandler() != "" }

@@ -117,20 +117,31 @@ func (s *session) receive() {
 	}
 }
 
-// take acknowledges offered attempts and starts each.
+// take acknowledges offered attempts and starts each. Only the bookkeeping
+// happens under the lock: attempts that end meanwhile wait for it to
+// report, and a burst's thousand would all queue behind the starts.
 func (s *session) take(offers []*pb.WorkerAttempt) {
+	fresh := make([]*attempt, len(offers))
+	for i, a := range offers {
+		fresh[i] = s.newAttempt(a)
+	}
 	s.mu.Lock()
 	started := 0
-	for _, a := range offers {
-		s.acks = append(s.acks, a.GetToken())
-		if _, dup := s.running[a.GetToken()]; dup {
+	for _, at := range fresh {
+		token := at.a.GetToken()
+		s.acks = append(s.acks, token)
+		if _, dup := s.running[token]; dup {
 			continue
 		}
-		s.running[a.GetToken()] = s.start(a)
+		s.running[token] = at
+		fresh[started] = at
 		started++
 	}
 	s.mu.Unlock()
 	s.notify()
+	for _, at := range fresh[:started] {
+		at.start()
+	}
 	if started > 0 {
 		s.w.log.debug("attempts offered", "count", started)
 	}
