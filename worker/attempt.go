@@ -76,25 +76,35 @@ func interruptedBy(cause error) (pb.RunState, string) {
 	return pb.RunState_RUN_STATE_CANCELLED, "cancelled: " + cause.Error()
 }
 
+// run runs the attempt and reports it. The two kinds run in functions of
+// their own: the frame of each stays small, and an attempt's goroutine
+// does not outgrow its first stack (growing copies it, each time).
 func (at *attempt) run() {
+	if at.handler() {
+		at.runHandler()
+	} else {
+		at.runCommand()
+	}
+}
+
+func (at *attempt) runCommand() {
 	w := at.s.w
-	if !at.handler() {
-		if err := w.refusal(at.a); err != nil {
-			at.finish(&pb.WorkerOutcome{State: pb.RunState_RUN_STATE_FAILED, Detail: err.Error(), Reason: ReasonExecDenied})
-			return
-		}
-		t := at.a.GetTarget()
-		lctx, cancel := proc.WithLimit(at.ctx, at.a.GetDeadline().AsDuration(), t.GetTimeout().AsDuration())
-		defer cancel()
-		at.report(w.runCommand(at.ctx, lctx, at.a))
+	if err := w.refusal(at.a); err != nil {
+		at.finish(&pb.WorkerOutcome{State: pb.RunState_RUN_STATE_FAILED, Detail: err.Error(), Reason: ReasonExecDenied})
 		return
 	}
+	t := at.a.GetTarget()
+	lctx, cancel := proc.WithLimit(at.ctx, at.a.GetDeadline().AsDuration(), t.GetTimeout().AsDuration())
+	defer cancel()
+	at.report(w.runCommand(at.ctx, lctx, at.a))
+}
+
+func (at *attempt) runHandler() {
+	w := at.s.w
 	name := at.a.GetTarget().GetHandler()
-	w.mu.Lock()
 	h := w.handlers[name]
-	w.mu.Unlock()
 	if h == nil {
-		at.report(pb.RunState_RUN_STATE_FAILED, fmt.Sprintf("no handler %q on this worker", name), nil)
+		at.noHandler(name)
 		return
 	}
 	defer func() {
@@ -103,6 +113,10 @@ func (at *attempt) run() {
 		}
 	}()
 	at.report(at.handlerVerdict(name, h(at.ctx, w.run(at.a))))
+}
+
+func (at *attempt) noHandler(name string) {
+	at.report(pb.RunState_RUN_STATE_FAILED, fmt.Sprintf("no handler %q on this worker", name), nil)
 }
 
 // handlerVerdict is what a handler's return means.

@@ -157,7 +157,7 @@ func (s *session) finished(at *attempt, o *pb.WorkerOutcome) {
 	s.mu.Unlock()
 	at.cancel(nil)
 	if o.GetState() == pb.RunState_RUN_STATE_CANCELLED && s.ctx.Err() != nil {
-		s.w.log.info("attempt given up with the lease", "job", a.GetJob(), "run_id", a.GetRunId(), "token", a.GetToken())
+		s.w.log.givenUp(a)
 		return
 	}
 	s.w.log.logAttempt(a, o)
@@ -276,13 +276,23 @@ func (l logger) info(msg string, args ...any)  { l.Info(msg, args...) }
 func (l logger) warn(msg string, args ...any)  { l.Warn(msg, args...) }
 func (l logger) debug(msg string, args ...any) { l.Debug(msg, args...) }
 
+// givenUp logs an attempt cut short by the end of its session.
+func (l logger) givenUp(a *pb.WorkerAttempt) {
+	l.info("attempt given up with the lease", "job", a.GetJob(), "run_id", a.GetRunId(), "token", a.GetToken())
+}
+
 // logAttempt writes the one line per finished attempt, with the same
 // fields as a node's; typed attributes, and nothing at all when the level
 // is off, since it is the worker's hottest log call.
 func (l logger) logAttempt(a *pb.WorkerAttempt, o *pb.WorkerOutcome) {
-	if !l.Enabled(context.Background(), slog.LevelInfo) {
-		return
+	if l.Enabled(context.Background(), slog.LevelInfo) {
+		l.writeAttempt(a, o)
 	}
+}
+
+// writeAttempt is logAttempt's line. Its frame is large; on its own, it
+// does not grow the stack of an attempt that logs nothing.
+func (l logger) writeAttempt(a *pb.WorkerAttempt, o *pb.WorkerOutcome) {
 	l.LogAttrs(context.Background(), slog.LevelInfo, "run attempt finished",
 		slog.String("job", a.GetJob()), slog.String("run_id", a.GetRunId()), slog.Uint64("token", a.GetToken()),
 		slog.Uint64("attempt", uint64(a.GetAttempt())),

@@ -38,7 +38,7 @@ type Worker struct {
 	allow    *policy.Exec
 	user     *proc.User
 	log      logger
-	handlers map[string]HandlerFunc
+	handlers map[string]HandlerFunc // fixed once Run starts: attempts read it without mu
 	out      *outbox
 
 	mu      sync.Mutex
