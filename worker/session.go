@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -222,6 +223,9 @@ func (s *session) sendLoop() {
 			msgs = append(msgs, &pb.ConnectRequest{Msg: &pb.ConnectRequest_Heartbeat{Heartbeat: &pb.WorkerHeartbeat{}}})
 		case <-s.signal:
 		case <-s.w.out.signal:
+			// Attempts that are about to end join the message: in a burst,
+			// one outcome per message would cost both ends a send each.
+			runtime.Gosched()
 		}
 		if acks := s.takeAcks(); len(acks) > 0 {
 			msgs = append(msgs, &pb.ConnectRequest{Msg: &pb.ConnectRequest_Acks{Acks: &pb.WorkerAcks{Tokens: acks}}})
