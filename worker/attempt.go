@@ -102,17 +102,17 @@ func (at *attempt) runCommand() {
 func (at *attempt) runHandler() {
 	w := at.s.w
 	name := at.a.GetTarget().GetHandler()
-	h := w.handlers[name]
-	if h == nil {
+	h, ok := w.handlers[name]
+	if !ok {
 		at.noHandler(name)
 		return
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			at.report(at.handlerVerdict(name, fmt.Errorf("handler %s panicked: %v", name, r)))
+			at.report(at.handlerVerdict(h, fmt.Errorf("handler %s panicked: %v", name, r)))
 		}
 	}()
-	at.report(at.handlerVerdict(name, h(at.ctx, w.run(at.a))))
+	at.report(at.handlerVerdict(h, h.fn(at.ctx, w.run(at.a))))
 }
 
 func (at *attempt) noHandler(name string) {
@@ -120,18 +120,25 @@ func (at *attempt) noHandler(name string) {
 }
 
 // handlerVerdict is what a handler's return means.
-func (at *attempt) handlerVerdict(name string, err error) (pb.RunState, string, []byte) {
-	var stale *fence.StaleError
+func (at *attempt) handlerVerdict(h handler, err error) (pb.RunState, string, []byte) {
 	switch {
 	case err == nil:
-		return pb.RunState_RUN_STATE_SUCCEEDED, "handler " + name + " succeeded", nil
-	case errors.As(err, &stale) || errors.Is(err, fence.ErrStale):
+		return pb.RunState_RUN_STATE_SUCCEEDED, h.succeeded, nil
+	case stale(err):
 		return pb.RunState_RUN_STATE_FENCED, err.Error(), nil
 	case at.ctx.Err() != nil:
 		state, detail := interruptedBy(context.Cause(at.ctx))
 		return state, detail, nil
 	}
 	return pb.RunState_RUN_STATE_FAILED, err.Error(), nil
+}
+
+// stale reports whether err says that a newer attempt exists. On its own,
+// since the target errors.As fills in goes to the heap: an attempt that
+// succeeds does not pay for it.
+func stale(err error) bool {
+	var se *fence.StaleError
+	return errors.As(err, &se) || errors.Is(err, fence.ErrStale)
 }
 
 // report hands the attempt's outcome to the session, once.
