@@ -30,20 +30,28 @@ type attempt struct {
 	reported atomic.Bool
 }
 
-// start runs a on its own goroutine. Its context carries the values of
+// newAttempt is a, not started yet. Its context carries the values of
 // the session's but not its cancellation, which stopAll passes on when the
 // session ends: thousands of children of one context would all take its
 // lock to start and again to finish.
-func (s *session) start(a *pb.WorkerAttempt) *attempt {
+func (s *session) newAttempt(a *pb.WorkerAttempt) *attempt {
 	ctx, cancel := context.WithCancelCause(s.base)
-	at := &attempt{s: s, a: a, ctx: ctx, cancel: cancel}
+	return &attempt{s: s, a: a, ctx: ctx, cancel: cancel}
+}
+
+// start arms the attempt's limit and runs it on a goroutine of its own.
+// The session holds it by then, so that it finds the attempt when it ends.
+func (at *attempt) start() {
 	if at.handler() {
-		if d, cause := proc.Limit(a.GetDeadline().AsDuration(), a.GetTarget().GetTimeout().AsDuration()); d > 0 {
-			at.limit.Store(time.AfterFunc(d, func() { at.interrupt(cause) }))
+		if d, cause := proc.Limit(at.a.GetDeadline().AsDuration(), at.a.GetTarget().GetTimeout().AsDuration()); d > 0 {
+			t := time.AfterFunc(d, func() { at.interrupt(cause) })
+			at.limit.Store(t)
+			if at.reported.Load() {
+				t.Stop() // the leader cancelled it meanwhile, and finish found no timer
+			}
 		}
 	}
 	go at.run()
-	return at
 }
 
 func (at *attempt) handler() bool { return at.a.GetTarget().GetHandler() != "" }
@@ -68,48 +76,69 @@ func interruptedBy(cause error) (pb.RunState, string) {
 	return pb.RunState_RUN_STATE_CANCELLED, "cancelled: " + cause.Error()
 }
 
+// run runs the attempt and reports it. The two kinds run in functions of
+// their own: the frame of each stays small, and an attempt's goroutine
+// does not outgrow its first stack (growing copies it, each time).
 func (at *attempt) run() {
+	if at.handler() {
+		at.runHandler()
+	} else {
+		at.runCommand()
+	}
+}
+
+func (at *attempt) runCommand() {
 	w := at.s.w
-	if !at.handler() {
-		if err := w.refusal(at.a); err != nil {
-			at.finish(&pb.WorkerOutcome{State: pb.RunState_RUN_STATE_FAILED, Detail: err.Error(), Reason: ReasonExecDenied})
-			return
-		}
-		t := at.a.GetTarget()
-		lctx, cancel := proc.WithLimit(at.ctx, at.a.GetDeadline().AsDuration(), t.GetTimeout().AsDuration())
-		defer cancel()
-		at.report(w.runCommand(at.ctx, lctx, at.a))
+	if err := w.refusal(at.a); err != nil {
+		at.finish(&pb.WorkerOutcome{State: pb.RunState_RUN_STATE_FAILED, Detail: err.Error(), Reason: ReasonExecDenied})
 		return
 	}
+	t := at.a.GetTarget()
+	lctx, cancel := proc.WithLimit(at.ctx, at.a.GetDeadline().AsDuration(), t.GetTimeout().AsDuration())
+	defer cancel()
+	at.report(w.runCommand(at.ctx, lctx, at.a))
+}
+
+func (at *attempt) runHandler() {
+	w := at.s.w
 	name := at.a.GetTarget().GetHandler()
-	w.mu.Lock()
-	h := w.handlers[name]
-	w.mu.Unlock()
-	if h == nil {
-		at.report(pb.RunState_RUN_STATE_FAILED, fmt.Sprintf("no handler %q on this worker", name), nil)
+	h, ok := w.handlers[name]
+	if !ok {
+		at.noHandler(name)
 		return
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			at.report(at.handlerVerdict(name, fmt.Errorf("handler %s panicked: %v", name, r)))
+			at.report(at.handlerVerdict(h, fmt.Errorf("handler %s panicked: %v", name, r)))
 		}
 	}()
-	at.report(at.handlerVerdict(name, h(at.ctx, w.run(at.a))))
+	at.report(at.handlerVerdict(h, h.fn(at.ctx, w.run(at.a))))
+}
+
+func (at *attempt) noHandler(name string) {
+	at.report(pb.RunState_RUN_STATE_FAILED, fmt.Sprintf("no handler %q on this worker", name), nil)
 }
 
 // handlerVerdict is what a handler's return means.
-func (at *attempt) handlerVerdict(name string, err error) (pb.RunState, string, []byte) {
-	var stale *fence.StaleError
+func (at *attempt) handlerVerdict(h handler, err error) (pb.RunState, string, []byte) {
 	switch {
 	case err == nil:
-		return pb.RunState_RUN_STATE_SUCCEEDED, "handler " + name + " succeeded", nil
-	case errors.As(err, &stale) || errors.Is(err, fence.ErrStale):
+		return pb.RunState_RUN_STATE_SUCCEEDED, h.succeeded, nil
+	case stale(err):
 		return pb.RunState_RUN_STATE_FENCED, err.Error(), nil
 	case at.ctx.Err() != nil:
 		state, detail := interruptedBy(context.Cause(at.ctx))
 		return state, detail, nil
 	}
 	return pb.RunState_RUN_STATE_FAILED, err.Error(), nil
+}
+
+// stale reports whether err says that a newer attempt exists. On its own,
+// since the target errors.As fills in goes to the heap: an attempt that
+// succeeds does not pay for it.
+func stale(err error) bool {
+	var se *fence.StaleError
+	return errors.As(err, &se) || errors.Is(err, fence.ErrStale)
 }
 
 // report hands the attempt's outcome to the session, once.

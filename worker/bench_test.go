@@ -23,8 +23,8 @@ import (
 // returns at once. One op is the whole burst; it reports the handler
 // lateness from the first Submit (p50, p99), how long the Submits took
 // (the scheduler's loop makes them, while outcomes come back), and the
-// allocations and bytes of hub and workers per attempt, which load on a
-// shared machine does not distort.
+// process's CPU time, allocations and bytes per attempt (hub and workers
+// together), which load on a shared machine distorts less or not at all.
 func BenchmarkBurst(b *testing.B) {
 	const attempts, workers = 10_000, 2
 	n := newNode(b, 0)
@@ -56,6 +56,7 @@ func BenchmarkBurst(b *testing.B) {
 	slot := time.Date(2026, 11, 22, 1, 2, 3, 0, time.UTC)
 	var lat []time.Duration
 	var submitting time.Duration
+	cpu, measured := worker.ProcessCPU()
 	for b.Loop() {
 		mu.Lock()
 		handled = handled[:0]
@@ -90,6 +91,9 @@ func BenchmarkBurst(b *testing.B) {
 	}
 	b.ReportMetric(float64(submitting.Microseconds())/1000/float64(b.N), "submit-ms")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*attempts), "ns/attempt")
+	if end, ok := worker.ProcessCPU(); measured && ok {
+		b.ReportMetric(float64((end-cpu).Nanoseconds())/float64(b.N*attempts), "cpu-ns/attempt")
+	}
 }
 
 // waitConnected waits until want workers are connected to the hub.

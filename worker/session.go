@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -61,13 +62,7 @@ func (w *Worker) session(parent context.Context, addr string) error {
 	if welcome == nil || welcome.GetLease().AsDuration() <= 0 {
 		return fmt.Errorf("%s answered the hello without a welcome and a lease", addr)
 	}
-	s := &session{
-		w: w, stream: stream, ctx: ctx, base: context.WithoutCancel(ctx), cancel: cancel,
-		lease:   welcome.GetLease().AsDuration(),
-		running: make(map[uint64]*attempt),
-		signal:  make(chan struct{}, 1),
-	}
-	s.heard.Store(time.Now().UnixNano())
+	s := w.newSession(ctx, cancel, stream, welcome.GetLease().AsDuration())
 	w.log.info("connected to the leader", "addr", addr, "lease", s.lease)
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -78,6 +73,18 @@ func (w *Worker) session(parent context.Context, addr string) error {
 	wg.Wait()
 	s.stopAll(context.Cause(ctx))
 	return context.Cause(ctx)
+}
+
+// newSession is a session on stream, which ends with ctx.
+func (w *Worker) newSession(ctx context.Context, cancel context.CancelCauseFunc, stream pb.WorkerService_ConnectClient, lease time.Duration) *session {
+	s := &session{
+		w: w, stream: stream, ctx: ctx, base: context.WithoutCancel(ctx), cancel: cancel,
+		lease:   lease,
+		running: make(map[uint64]*attempt),
+		signal:  make(chan struct{}, 1),
+	}
+	s.heard.Store(time.Now().UnixNano())
+	return s
 }
 
 // recvErr is the status the server ended the stream with, when a send
@@ -111,20 +118,31 @@ func (s *session) receive() {
 	}
 }
 
-// take acknowledges offered attempts and starts each.
+// take acknowledges offered attempts and starts each. Only the bookkeeping
+// happens under the lock: attempts that end meanwhile wait for it to
+// report, and a burst's thousand would all queue behind the starts.
 func (s *session) take(offers []*pb.WorkerAttempt) {
+	fresh := make([]*attempt, len(offers))
+	for i, a := range offers {
+		fresh[i] = s.newAttempt(a)
+	}
 	s.mu.Lock()
 	started := 0
-	for _, a := range offers {
-		s.acks = append(s.acks, a.GetToken())
-		if _, dup := s.running[a.GetToken()]; dup {
+	for _, at := range fresh {
+		token := at.a.GetToken()
+		s.acks = append(s.acks, token)
+		if _, dup := s.running[token]; dup {
 			continue
 		}
-		s.running[a.GetToken()] = s.start(a)
+		s.running[token] = at
+		fresh[started] = at
 		started++
 	}
 	s.mu.Unlock()
 	s.notify()
+	for _, at := range fresh[:started] {
+		at.start()
+	}
 	if started > 0 {
 		s.w.log.debug("attempts offered", "count", started)
 	}
@@ -140,7 +158,7 @@ func (s *session) finished(at *attempt, o *pb.WorkerOutcome) {
 	s.mu.Unlock()
 	at.cancel(nil)
 	if o.GetState() == pb.RunState_RUN_STATE_CANCELLED && s.ctx.Err() != nil {
-		s.w.log.info("attempt given up with the lease", "job", a.GetJob(), "run_id", a.GetRunId(), "token", a.GetToken())
+		s.w.log.givenUp(a)
 		return
 	}
 	s.w.log.logAttempt(a, o)
@@ -205,6 +223,9 @@ func (s *session) sendLoop() {
 			msgs = append(msgs, &pb.ConnectRequest{Msg: &pb.ConnectRequest_Heartbeat{Heartbeat: &pb.WorkerHeartbeat{}}})
 		case <-s.signal:
 		case <-s.w.out.signal:
+			// Attempts that are about to end join the message: in a burst,
+			// one outcome per message would cost both ends a send each.
+			runtime.Gosched()
 		}
 		if acks := s.takeAcks(); len(acks) > 0 {
 			msgs = append(msgs, &pb.ConnectRequest{Msg: &pb.ConnectRequest_Acks{Acks: &pb.WorkerAcks{Tokens: acks}}})
@@ -259,13 +280,23 @@ func (l logger) info(msg string, args ...any)  { l.Info(msg, args...) }
 func (l logger) warn(msg string, args ...any)  { l.Warn(msg, args...) }
 func (l logger) debug(msg string, args ...any) { l.Debug(msg, args...) }
 
+// givenUp logs an attempt cut short by the end of its session.
+func (l logger) givenUp(a *pb.WorkerAttempt) {
+	l.info("attempt given up with the lease", "job", a.GetJob(), "run_id", a.GetRunId(), "token", a.GetToken())
+}
+
 // logAttempt writes the one line per finished attempt, with the same
 // fields as a node's; typed attributes, and nothing at all when the level
 // is off, since it is the worker's hottest log call.
 func (l logger) logAttempt(a *pb.WorkerAttempt, o *pb.WorkerOutcome) {
-	if !l.Enabled(context.Background(), slog.LevelInfo) {
-		return
+	if l.Enabled(context.Background(), slog.LevelInfo) {
+		l.writeAttempt(a, o)
 	}
+}
+
+// writeAttempt is logAttempt's line. Its frame is large; on its own, it
+// does not grow the stack of an attempt that logs nothing.
+func (l logger) writeAttempt(a *pb.WorkerAttempt, o *pb.WorkerOutcome) {
 	l.LogAttrs(context.Background(), slog.LevelInfo, "run attempt finished",
 		slog.String("job", a.GetJob()), slog.String("run_id", a.GetRunId()), slog.Uint64("token", a.GetToken()),
 		slog.Uint64("attempt", uint64(a.GetAttempt())),

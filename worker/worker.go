@@ -38,7 +38,7 @@ type Worker struct {
 	allow    *policy.Exec
 	user     *proc.User
 	log      logger
-	handlers map[string]HandlerFunc
+	handlers map[string]handler // fixed once Run starts: attempts read it without mu
 	out      *outbox
 
 	mu      sync.Mutex
@@ -66,7 +66,7 @@ func New(cfg Config) (*Worker, error) {
 		allow:    allow,
 		user:     u,
 		log:      logger{cfg.Logger},
-		handlers: make(map[string]HandlerFunc),
+		handlers: make(map[string]handler),
 		out:      newOutbox(),
 		conns:    make(map[string]*grpc.ClientConn),
 	}, nil
@@ -88,11 +88,18 @@ func (w *Worker) Handle(name string, h HandlerFunc) error {
 		return &ConfigError{[]Problem{{"handler", fmt.Sprintf("name %q must match [a-zA-Z0-9][a-zA-Z0-9._/-]{0,62}", name)}}}
 	case h == nil:
 		return &ConfigError{[]Problem{{"handler", fmt.Sprintf("%q is nil", name)}}}
-	case w.handlers[name] != nil:
+	case w.handlers[name].fn != nil:
 		return &ConfigError{[]Problem{{"handler", fmt.Sprintf("%q is registered twice", name)}}}
 	}
-	w.handlers[name] = h
+	w.handlers[name] = handler{fn: h, succeeded: "handler " + name + " succeeded"}
 	return nil
+}
+
+// handler is a registered HandlerFunc with the detail of its successes,
+// made once rather than for every attempt.
+type handler struct {
+	fn        HandlerFunc
+	succeeded string
 }
 
 // Run connects to the leader and runs the attempts it offers until ctx
