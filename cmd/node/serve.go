@@ -80,7 +80,9 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) error {
 		return err
 	}
 	memLimit, memLimitSource := applyMemoryLimit(cfg.MemoryLimit)
-	log.Info("memory limit", "memory_limit", formatMemoryLimit(memLimit), "memory_limit_from", memLimitSource)
+	gcPercent, gcPercentSource := applyGCPercent(memLimit)
+	log.Info("memory limit", "memory_limit", formatMemoryLimit(memLimit), "memory_limit_from", memLimitSource,
+		"gc_percent", gcPercent, "gc_percent_from", gcPercentSource)
 	if err := s.Start(ctx); err != nil {
 		if debugLn != nil {
 			_ = debugLn.Close()
