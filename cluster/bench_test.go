@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/raftcron/raftcron/internal/proc"
 )
 
 // benchCluster is a 3-node loopback cluster as deployed: fsync on, Raft's
@@ -27,7 +29,7 @@ func reportRate(b *testing.B) {
 // reportCPU reports the CPU the three nodes spent per write since start
 // (where the platform tells a process its CPU time).
 func reportCPU(b *testing.B, start time.Duration) {
-	now, ok := processCPU()
+	now, ok := proc.SelfCPU()
 	if !ok {
 		return
 	}
@@ -55,7 +57,7 @@ func BenchmarkApplyParallel64(b *testing.B) {
 	var seq atomic.Int64
 	b.SetParallelism((64 + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
 	b.ResetTimer()
-	cpu, _ := processCPU()
+	cpu, _ := proc.SelfCPU()
 	b.RunParallel(func(p *testing.PB) {
 		for p.Next() {
 			name := fmt.Sprintf("job-%d", seq.Add(1))
@@ -101,7 +103,7 @@ func BenchmarkApplyParallel64ViaFollower(b *testing.B) {
 	var seq atomic.Int64
 	b.SetParallelism((64 + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
 	b.ResetTimer()
-	cpu, _ := processCPU()
+	cpu, _ := proc.SelfCPU()
 	b.RunParallel(func(p *testing.PB) {
 		for p.Next() {
 			name := fmt.Sprintf("job-%d", seq.Add(1))

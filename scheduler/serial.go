@@ -341,7 +341,7 @@ func (d *dispatcher) cancelOwner(owner *leader, cause error) {
 // dropTerm removes the tasks of an ended term that never reached the pool:
 // they never started, and their term can no longer report outcomes. The
 // next leader re-dispatches them. Submitted ones were cancelled with the
-// term's context and report on their own.
+// term (cancelOwner) and report on their own.
 func (d *dispatcher) dropTerm(owner *leader) {
 	d.mu.Lock()
 	defer d.mu.Unlock()

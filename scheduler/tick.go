@@ -36,8 +36,10 @@ func (l *leader) tick(now time.Time) (worked, ok bool) {
 	p.propose(l.planLost(now)) // in entries of their own: see lost.go
 	limit := firstEntryFires
 	for _, pl := range early {
-		p.propose(pl)
-		limit = maxFiresPerEntry
+		if !pl.empty() {
+			p.propose(pl)
+			limit = maxFiresPerEntry // the tick's first entry is on its way
+		}
 	}
 	pl, n := newPlanned(), 0
 	if len(l.extra) > 0 {

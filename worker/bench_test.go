@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/raftcron/raftcron/internal/proc"
 	"github.com/raftcron/raftcron/scheduler/dispatch"
 	"github.com/raftcron/raftcron/worker"
 
@@ -56,7 +57,7 @@ func BenchmarkBurst(b *testing.B) {
 	slot := time.Date(2026, 11, 22, 1, 2, 3, 0, time.UTC)
 	var lat []time.Duration
 	var submitting time.Duration
-	cpu, measured := worker.ProcessCPU()
+	cpu, measured := proc.SelfCPU()
 	for b.Loop() {
 		mu.Lock()
 		handled = handled[:0]
@@ -91,7 +92,7 @@ func BenchmarkBurst(b *testing.B) {
 	}
 	b.ReportMetric(float64(submitting.Microseconds())/1000/float64(b.N), "submit-ms")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*attempts), "ns/attempt")
-	if end, ok := worker.ProcessCPU(); measured && ok {
+	if end, ok := proc.SelfCPU(); measured && ok {
 		b.ReportMetric(float64((end-cpu).Nanoseconds())/float64(b.N*attempts), "cpu-ns/attempt")
 	}
 }

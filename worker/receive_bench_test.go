@@ -12,6 +12,8 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+
+	"github.com/raftcron/raftcron/internal/proc"
 )
 
 // BenchmarkReceive is the worker's end of BenchmarkBurst without the
@@ -43,7 +45,7 @@ func BenchmarkReceive(b *testing.B) {
 		<-done
 	}()
 	burst := offers(b, attempts, perMessage)
-	cpu, measured := processCPU()
+	cpu, measured := proc.SelfCPU()
 	for b.Loop() {
 		for _, m := range burst {
 			stream.in <- m
@@ -60,7 +62,7 @@ func BenchmarkReceive(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*attempts), "ns/attempt")
 	b.ReportMetric(float64(stream.sends)/float64(b.N), "sends/op")
-	if end, ok := processCPU(); measured && ok {
+	if end, ok := proc.SelfCPU(); measured && ok {
 		b.ReportMetric(float64((end-cpu).Nanoseconds())/float64(b.N*attempts), "cpu-ns/attempt")
 	}
 }

@@ -14,11 +14,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+
+	"github.com/raftcron/raftcron/internal/proc"
 )
 
 // receiverEnv makes the test binary act as a webhook receiver in a process
@@ -86,11 +87,11 @@ func runReceiver() int {
 
 // cpuTime is this process's user and system CPU time so far.
 func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		panic(err)
+	cpu, ok := proc.SelfCPU()
+	if !ok {
+		panic("getrusage failed")
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return cpu
 }
 
 // receiver is a runReceiver process.
