@@ -1,12 +1,10 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +17,8 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/raftcron/raftcron/internal/syncbuf"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
@@ -41,7 +41,7 @@ type harness struct {
 	runs    pb.RunServiceClient
 	fence   pb.FenceServiceClient
 	audit   pb.AuditServiceClient
-	logs    *syncBuffer
+	logs    *syncbuf.Buffer
 }
 
 func newHarness(t *testing.T) *harness {
@@ -73,7 +73,7 @@ func startHarness(t *testing.T, jobs func(*fakeStore) pb.JobServiceServer, confi
 		store:   newFakeStore(),
 		cluster: &fakeCluster{},
 		hub:     hub,
-		logs:    &syncBuffer{},
+		logs:    &syncbuf.Buffer{},
 	}
 	log := slog.New(slog.NewTextHandler(h.logs, nil))
 	h.server = grpc.NewServer(
@@ -178,24 +178,6 @@ func errorInfo(st *status.Status) *errdetails.ErrorInfo {
 		}
 	}
 	return nil
-}
-
-// syncBuffer is a bytes.Buffer safe for the server's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex // guards buf
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 var errBoom = errors.New("boom")

@@ -12,6 +12,8 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 
+	"github.com/raftcron/raftcron/internal/syncbuf"
+
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -91,7 +93,7 @@ func (panickyJobs) GetJob(context.Context, *pb.GetJobRequest) (*pb.GetJobRespons
 }
 
 func TestRecoveryStreamInterceptor(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	intercept := RecoveryStreamInterceptor(slog.New(slog.NewTextHandler(logs, nil)))
 	info := &grpc.StreamServerInfo{FullMethod: "/raftcron.v1.Test/Watch"}
 	err := intercept(nil, ctxStream{ctx: context.Background()}, info, func(any, grpc.ServerStream) error { panic("stream boom") })

@@ -1,13 +1,11 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +13,8 @@ import (
 	"github.com/hashicorp/raft"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/raftcron/raftcron/internal/syncbuf"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
@@ -66,25 +66,8 @@ func TestInternalServiceRefusesOnFollower(t *testing.T) {
 	}
 }
 
-type syncBuffer struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestRaftLogsReachSlog(t *testing.T) {
-	var buf syncBuffer
+	var buf syncbuf.Buffer
 	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	mux := listen(t, "127.0.0.1:0")
 	tn := startNode(t, "solo", t.TempDir(), mux, func(c *Config) {

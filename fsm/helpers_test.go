@@ -3,6 +3,7 @@ package fsm_test
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -201,6 +202,20 @@ func persist(t testing.TB, f *fsm.FSM) []byte {
 		t.Fatalf("Persist left the sink closed=%v cancelled=%v, want closed only", sink.closed, sink.cancelled)
 	}
 	return sink.Bytes()
+}
+
+// refusesRestore checks that restoring data onto f fails with an error
+// naming mention, and changes nothing.
+func refusesRestore(t *testing.T, f *fsm.FSM, data []byte, mention string) {
+	t.Helper()
+	want := f.StateHash()
+	err := restore(f, data)
+	if err == nil || !strings.Contains(err.Error(), mention) {
+		t.Fatalf("Restore: %v, want an error mentioning %q", err, mention)
+	}
+	if f.StateHash() != want {
+		t.Fatal("rejected restore changed the state")
+	}
 }
 
 func restore(f *fsm.FSM, data []byte) error {

@@ -1,13 +1,14 @@
 package scheduler
 
 import (
-	"bytes"
 	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/raftcron/raftcron/internal/syncbuf"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
@@ -96,7 +97,7 @@ func TestOutcomesWaitForQueuedDeliveries(t *testing.T) {
 // At info level the log carries the attempts that did not succeed; the
 // counters and the run ledger record every one.
 func TestOnlyUnsuccessfulAttemptsAreLoggedAtInfo(t *testing.T) {
-	var buf syncBuffer
+	var buf syncbuf.Buffer
 	h := newHarness(t, func(c *Config) {
 		c.Logger = slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	})
@@ -112,23 +113,6 @@ func TestOnlyUnsuccessfulAttemptsAreLoggedAtInfo(t *testing.T) {
 	if strings.Contains(out, "job=ok") {
 		t.Fatalf("a successful attempt is logged at info:\n%s", out)
 	}
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // While a tick's later entries are still being committed, the outcomes of

@@ -20,6 +20,7 @@ import (
 
 	"github.com/raftcron/raftcron/api"
 	"github.com/raftcron/raftcron/fsm"
+	"github.com/raftcron/raftcron/internal/syncbuf"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -251,7 +252,7 @@ func TestCLIRunWatch(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	out := &lockedBuffer{}
+	out := &syncbuf.Buffer{}
 	var errOut bytes.Buffer
 	done := make(chan error, 1)
 	go func() {
@@ -337,22 +338,4 @@ func berlin(t *testing.T) *time.Location {
 		t.Fatal(err)
 	}
 	return loc
-}
-
-// lockedBuffer is a bytes.Buffer written by the command and read by the test.
-type lockedBuffer struct {
-	mu  sync.Mutex // guards buf
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -1,36 +1,18 @@
 package main
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/raftcron/raftcron/internal/syncbuf"
 )
-
-// syncBuffer is an io.Writer safe to read while the flush timer writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *syncBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *syncBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // An info line waits in the buffer and is written out within the flush
 // delay without anything else being logged.
 func TestLogBufferFlushesInfoLater(t *testing.T) {
-	var out syncBuffer
+	var out syncbuf.Buffer
 	buf := newLogBuffer(&out)
 	defer buf.Close()
 	log := slog.New(flushingHandler{slog.NewTextHandler(buf, nil), buf})
@@ -46,7 +28,7 @@ func TestLogBufferFlushesInfoLater(t *testing.T) {
 
 // A warning is written out before Warn returns, with the lines before it.
 func TestLogBufferWritesWarningsAtOnce(t *testing.T) {
-	var out syncBuffer
+	var out syncbuf.Buffer
 	buf := newLogBuffer(&out)
 	defer buf.Close()
 	log := slog.New(flushingHandler{slog.NewTextHandler(buf, nil), buf}).With("node", "n1")
@@ -60,7 +42,7 @@ func TestLogBufferWritesWarningsAtOnce(t *testing.T) {
 
 // Close writes out what is still buffered.
 func TestLogBufferCloseFlushes(t *testing.T) {
-	var out syncBuffer
+	var out syncbuf.Buffer
 	buf := newLogBuffer(&out)
 	slog.New(slog.NewTextHandler(buf, nil)).Info("last words")
 	if err := buf.Close(); err != nil {
