@@ -137,7 +137,13 @@ func TestServersServeTheAPIAndTheOpsPort(t *testing.T) {
 		t.Errorf("the leader's FSM after the create: %v", err)
 	}
 
-	st := getStatus(t, leader)
+	// Ready needs every committed entry applied: one may be in between
+	// when the status is read, so the leader is given a moment to be ready.
+	var st ops.Status
+	waitFor(t, 10*time.Second, "the leader's /status to report ready", func() bool {
+		st = getStatus(t, leader)
+		return st.Ready != nil && *st.Ready
+	})
 	if st.ID != leader.Node().ID() || st.State != "leader" || st.Leader.Address != leader.Addr() ||
 		st.Ready == nil || !*st.Ready || len(st.Servers) != 3 {
 		t.Errorf("leader's /status: %+v", st)
