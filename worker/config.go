@@ -62,7 +62,8 @@ type Config struct {
 	DialOptions []grpc.DialOption
 
 	// MinBackoff and MaxBackoff bound the wait between reconnections; 0
-	// means DefaultMinBackoff and DefaultMaxBackoff.
+	// means DefaultMinBackoff and DefaultMaxBackoff. A node's answer
+	// naming the leader is followed without waiting (see reconnect).
 	MinBackoff, MaxBackoff time.Duration
 	// Logger; nil discards.
 	Logger *slog.Logger

@@ -116,7 +116,9 @@ func startWorker(t testing.TB, cfg worker.Config, handlers map[string]worker.Han
 	if cfg.Pool == "" {
 		cfg.Pool = "batch"
 	}
-	cfg.MinBackoff, cfg.MaxBackoff = 20*time.Millisecond, 200*time.Millisecond
+	if cfg.MinBackoff == 0 && cfg.MaxBackoff == 0 {
+		cfg.MinBackoff, cfg.MaxBackoff = 20*time.Millisecond, 200*time.Millisecond
+	}
 	w, err := worker.New(cfg)
 	if err != nil {
 		t.Fatal(err)

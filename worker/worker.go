@@ -118,15 +118,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.mu.Unlock()
 	defer w.closeConns()
 
-	backoff := w.cfg.MinBackoff
-	next, redirect := 0, ""
+	rc := newReconnect(w.cfg.Addrs, w.cfg.MinBackoff, w.cfg.MaxBackoff)
 	for ctx.Err() == nil {
-		addr := redirect
-		if addr == "" {
-			addr = w.cfg.Addrs[next%len(w.cfg.Addrs)]
-			next++
-		}
-		redirect = ""
+		addr := rc.addr()
 		began := time.Now()
 		err := w.session(ctx, addr)
 		switch {
@@ -135,19 +129,15 @@ func (w *Worker) Run(ctx context.Context) error {
 		case fatal(err):
 			return fmt.Errorf("worker: the cluster at %s refused this worker: %w", addr, err)
 		}
-		if leader := leaderAddr(err); leader != "" && leader != addr {
-			redirect = leader
+		leader := leaderAddr(err)
+		if leader != "" && leader != addr {
 			w.log.info("following the leader", "from", addr, "to", leader)
 		} else {
 			w.log.warn("connection to the cluster ended; reconnecting", "addr", addr, "error", err)
 		}
-		if time.Since(began) > w.cfg.MaxBackoff {
-			backoff = w.cfg.MinBackoff // it had been working: start over
-		}
-		if !sleep(ctx, jitter(backoff)) {
+		if wait := rc.after(addr, leader, time.Since(began)); wait > 0 && !sleep(ctx, jitter(wait)) {
 			return nil
 		}
-		backoff = min(2*backoff, w.cfg.MaxBackoff)
 	}
 	return nil
 }

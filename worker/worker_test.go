@@ -214,6 +214,20 @@ func TestWorkerFollowsTheLeader(t *testing.T) {
 	}
 }
 
+// A NOT_LEADER answer is followed at once, not after the backoff: with
+// backoffs of a minute, the worker still reaches the leader within the
+// outcome's 10 s.
+func TestWorkerFollowsTheLeaderWithoutWaiting(t *testing.T) {
+	leader := newNode(t, 10*time.Second)
+	follower := newNode(t, 10*time.Second)
+	follower.leader.set(false, leader.addr)
+	startWorker(t, worker.Config{Addrs: []string{follower.addr}, MinBackoff: time.Minute, MaxBackoff: time.Minute},
+		map[string]worker.HandlerFunc{"charge": func(context.Context, worker.Run) error { return nil }})
+	if o := leader.got.wait(t, leader.submit(context.Background(), handler("charge", ""), 0)); o.State != succeeded {
+		t.Fatalf("outcome %+v on the leader", o)
+	}
+}
+
 // When its node stops leading, the worker gives up what it runs (the
 // leader re-dispatches it) and moves to the new leader.
 func TestWorkerMovesToTheNewLeader(t *testing.T) {
