@@ -284,7 +284,7 @@ func (c *checker) openAt(job string, slot int64) (open *Run, onSchedule bool) {
 		if r.Job != job || r.State == StateMissed || r.CreatedAt == 0 || r.CreatedAt > at {
 			continue
 		}
-		if end, ok := openUntil(*r); ok && end <= at {
+		if end, ok := c.openUntil(*r); ok && end <= at {
 			continue
 		}
 		if r.CreatedAt-r.Slot*int64(time.Second) < int64(lateStart) {
@@ -297,13 +297,18 @@ func (c *checker) openAt(job string, slot int64) (open *Run, onSchedule bool) {
 
 // openUntil is when r finished on its leader's clock (ok false: still
 // open). A run's creation time comes from the scheduler's clock and its
-// finish from the executor's; they are one clock unless the clock-offset
-// failpoint moved the scheduler's, so when they disagree by more than a
-// run can take, the finish is the creation plus the last attempt's
-// duration.
-func openUntil(r Run) (int64, bool) {
+// finish from the executor's. They are one clock unless the clock-offset
+// failpoint moved the scheduler's: then, when they disagree by more than
+// a run can take, the finish is the creation plus the last attempt's
+// duration. Without an offset clock the finish stands however long the
+// run was open: an attempt of a remote worker may wait for a worker far
+// longer than it runs, and the run is open all that time.
+func (c *checker) openUntil(r Run) (int64, bool) {
 	if r.FinishedAt == 0 {
 		return 0, false
+	}
+	if !c.h.ClockSkew {
+		return r.FinishedAt, true
 	}
 	if d := r.FinishedAt - r.CreatedAt; d >= 0 && d < int64(10*time.Second) || len(r.Attempts) == 0 {
 		return r.FinishedAt, true

@@ -396,6 +396,7 @@ func TestCheckG4OverlapSkipUnderAnOffsetSchedulerClock(t *testing.T) {
 	// The leader's scheduler clock ran 30 s ahead of its executor's: the
 	// run of t0+5 was created at t0+5.9 (scheduler) and ran 400 ms
 	// (executor), so it was open when t0+6 came due on the leader's clock.
+	s.h.ClockSkew = true
 	id := s.runID(t, "a", t0+6)
 	s.run(id, func(r *Run) { r.State, r.Reason, r.Attempts = StateMissed, ReasonOverlap, nil })
 	created := time.Unix(t0+5, 900_000_000).UnixNano()
@@ -412,6 +413,33 @@ func TestCheckG4OverlapSkipUnderAnOffsetSchedulerClock(t *testing.T) {
 		}
 	}
 	wantOK(t, s.check(t))
+}
+
+// The run of t0+5 was committed on time and waited 11 s for a worker of
+// its pool (a failover: the workers were reconnecting) before it ran for
+// 800 ms: it was open when t0+6 came due, and the skip is the job's policy
+// at work, although the run was open longer than it ran.
+func TestCheckG4OverlapSkipWhileARunWaitsForAWorker(t *testing.T) {
+	s := newSynth()
+	id := s.runID(t, "a", t0+6)
+	s.run(id, func(r *Run) { r.State, r.Reason, r.Attempts = StateMissed, ReasonOverlap, nil })
+	s.run(s.runID(t, "a", t0+5), func(r *Run) {
+		r.CreatedAt = time.Unix(t0+5, 0).UnixNano()
+		r.Attempts[0].Started = r.CreatedAt + int64(11*time.Second)
+		r.Attempts[0].Finished = r.Attempts[0].Started + int64(800*time.Millisecond)
+		r.FinishedAt = r.Attempts[0].Finished
+	})
+	for i := range s.h.Attempts {
+		if s.h.Attempts[i].RunID == id {
+			s.h.Attempts = append(s.h.Attempts[:i], s.h.Attempts[i+1:]...)
+			break
+		}
+	}
+	rep := s.check(t)
+	wantOK(t, rep)
+	if rep.Stats.OverlapSkipped != 1 {
+		t.Fatalf("overlap-skipped = %d, want 1", rep.Stats.OverlapSkipped)
+	}
 }
 
 func TestCheckG4OverlapWithALateCatchUpRunIsALostSlot(t *testing.T) {
