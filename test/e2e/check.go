@@ -345,3 +345,11 @@ func (c *checker) checkSink() {
 }
 
 func slotTime(slot int64) string { return time.Unix(slot, 0).UTC().Format("15:04:05") }
+
+// clockTime is a Unix ns time as a report says it; 0 is "never".
+func clockTime(ns int64) string {
+	if ns == 0 {
+		return "never"
+	}
+	return time.Unix(0, ns).UTC().Format("15:04:05.000")
+}

@@ -333,9 +333,28 @@ func (c *checker) checkOverlapSkip(j JobInfo, s int64) {
 			slotTime(s), j.Name, open.ID, slotTime(open.Slot),
 			time.Duration(open.CreatedAt-open.Slot*int64(time.Second)).Round(time.Millisecond))
 	default:
-		c.fail(RuleG4, "slot %s of %s was recorded missed (overlap_skipped) but no run of the job was open when it came due",
-			slotTime(s), j.Name)
+		c.fail(RuleG4, "slot %s of %s was recorded missed (overlap_skipped) but no run of the job was open when it came due%s",
+			slotTime(s), j.Name, c.lastRunBefore(j.Name, s))
 	}
+}
+
+// lastRunBefore describes the job's last run committed before the slot
+// came due, for a report that says no run was open then.
+func (c *checker) lastRunBefore(job string, slot int64) string {
+	var last *Run
+	for i := range c.ref.Runs {
+		r := &c.ref.Runs[i]
+		if r.Job == job && r.State != StateMissed && r.CreatedAt != 0 && r.CreatedAt <= slot*int64(time.Second) &&
+			(last == nil || r.CreatedAt > last.CreatedAt) {
+			last = r
+		}
+	}
+	if last == nil {
+		return ""
+	}
+	end, _ := c.openUntil(*last)
+	return fmt.Sprintf(" (the last run before it, %s, was committed at %s and counted open until %s)",
+		last.ID, clockTime(last.CreatedAt), clockTime(end))
 }
 
 // checkOrder: an attempt re-dispatched by a new leader goes before any

@@ -387,7 +387,8 @@ func TestCheckG4OverlapSkipOnlyWhileARunIsOpen(t *testing.T) {
 			}
 			continue
 		}
-		wantBroken(t, rep, RuleG4, "no run of the job was open when it came due")
+		wantBroken(t, rep, RuleG4, "no run of the job was open when it came due (the last run before it, "+prev+
+			", was committed at 12:00:05.000 and counted open until 12:00:05.300)")
 	}
 }
 
