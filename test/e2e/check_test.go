@@ -97,6 +97,20 @@ func (s *synth) run(id string, fn func(r *Run)) {
 	}
 }
 
+// skipForOverlap records the job's run of slot as skipped for overlap:
+// missed, with no attempt, and none at the sink.
+func (s *synth) skipForOverlap(t *testing.T, job string, slot int64) {
+	t.Helper()
+	id := s.runID(t, job, slot)
+	s.run(id, func(r *Run) { r.State, r.Reason, r.Attempts = StateMissed, ReasonOverlap, nil })
+	for i := range s.h.Attempts {
+		if s.h.Attempts[i].RunID == id {
+			s.h.Attempts = append(s.h.Attempts[:i], s.h.Attempts[i+1:]...)
+			return
+		}
+	}
+}
+
 // addRun adds r (and its log fires) to every node's ledger.
 func (s *synth) addRun(r Run) {
 	for i := range s.ledgers {
@@ -365,20 +379,13 @@ func TestCheckG4OverlapSkipOnlyWhileARunIsOpen(t *testing.T) {
 		// Slot t0+6 of a was skipped for overlap. The run of t0+5 was
 		// committed at t0+5 and finished either after t0+6 came due (a
 		// long run: the policy at work) or before it (a lost slot).
-		id := s.runID(t, "a", t0+6)
-		s.run(id, func(r *Run) { r.State, r.Reason, r.Attempts = StateMissed, ReasonOverlap, nil })
+		s.skipForOverlap(t, "a", t0+6)
 		finished := time.Unix(t0+6, 0).Add(300 * time.Millisecond).UnixNano()
 		if !open {
 			finished = time.Unix(t0+5, 0).Add(300 * time.Millisecond).UnixNano()
 		}
 		prev := s.runID(t, "a", t0+5)
 		s.run(prev, func(r *Run) { r.CreatedAt, r.FinishedAt = time.Unix(t0+5, 0).UnixNano(), finished })
-		for i := range s.h.Attempts {
-			if s.h.Attempts[i].RunID == id {
-				s.h.Attempts = append(s.h.Attempts[:i], s.h.Attempts[i+1:]...)
-				break
-			}
-		}
 		rep := s.check(t)
 		if open {
 			wantOK(t, rep)
@@ -398,8 +405,7 @@ func TestCheckG4OverlapSkipUnderAnOffsetSchedulerClock(t *testing.T) {
 	// run of t0+5 was created at t0+5.9 (scheduler) and ran 400 ms
 	// (executor), so it was open when t0+6 came due on the leader's clock.
 	s.h.ClockSkew = true
-	id := s.runID(t, "a", t0+6)
-	s.run(id, func(r *Run) { r.State, r.Reason, r.Attempts = StateMissed, ReasonOverlap, nil })
+	s.skipForOverlap(t, "a", t0+6)
 	created := time.Unix(t0+5, 900_000_000).UnixNano()
 	s.run(s.runID(t, "a", t0+5), func(r *Run) {
 		r.CreatedAt = created
@@ -407,12 +413,6 @@ func TestCheckG4OverlapSkipUnderAnOffsetSchedulerClock(t *testing.T) {
 		r.Attempts[0].Finished = r.Attempts[0].Started + int64(400*time.Millisecond)
 		r.FinishedAt = r.Attempts[0].Finished
 	})
-	for i := range s.h.Attempts {
-		if s.h.Attempts[i].RunID == id {
-			s.h.Attempts = append(s.h.Attempts[:i], s.h.Attempts[i+1:]...)
-			break
-		}
-	}
 	wantOK(t, s.check(t))
 }
 
@@ -422,20 +422,13 @@ func TestCheckG4OverlapSkipUnderAnOffsetSchedulerClock(t *testing.T) {
 // at work, although the run was open longer than it ran.
 func TestCheckG4OverlapSkipWhileARunWaitsForAWorker(t *testing.T) {
 	s := newSynth()
-	id := s.runID(t, "a", t0+6)
-	s.run(id, func(r *Run) { r.State, r.Reason, r.Attempts = StateMissed, ReasonOverlap, nil })
+	s.skipForOverlap(t, "a", t0+6)
 	s.run(s.runID(t, "a", t0+5), func(r *Run) {
 		r.CreatedAt = time.Unix(t0+5, 0).UnixNano()
 		r.Attempts[0].Started = r.CreatedAt + int64(11*time.Second)
 		r.Attempts[0].Finished = r.Attempts[0].Started + int64(800*time.Millisecond)
 		r.FinishedAt = r.Attempts[0].Finished
 	})
-	for i := range s.h.Attempts {
-		if s.h.Attempts[i].RunID == id {
-			s.h.Attempts = append(s.h.Attempts[:i], s.h.Attempts[i+1:]...)
-			break
-		}
-	}
 	rep := s.check(t)
 	wantOK(t, rep)
 	if rep.Stats.OverlapSkipped != 1 {
@@ -447,18 +440,11 @@ func TestCheckG4OverlapWithALateCatchUpRunIsALostSlot(t *testing.T) {
 	s := newSynth()
 	// After an outage the run of t0+4 was caught up 1.8 s late and was
 	// still running when t0+6 came due; t0+6 was skipped for overlap.
-	id := s.runID(t, "a", t0+6)
-	s.run(id, func(r *Run) { r.State, r.Reason, r.Attempts = StateMissed, ReasonOverlap, nil })
+	s.skipForOverlap(t, "a", t0+6)
 	s.run(s.runID(t, "a", t0+4), func(r *Run) {
 		r.CreatedAt = time.Unix(t0+5, 800_000_000).UnixNano()
 		r.FinishedAt = time.Unix(t0+6, 200_000_000).UnixNano()
 	})
-	for i := range s.h.Attempts {
-		if s.h.Attempts[i].RunID == id {
-			s.h.Attempts = append(s.h.Attempts[:i], s.h.Attempts[i+1:]...)
-			break
-		}
-	}
 	wantBroken(t, s.check(t), RuleG4, "started 1.8s late, caught up after an outage")
 }
 
