@@ -69,15 +69,12 @@ func (l *leader) takeAhead(now time.Time, names []string, triggered map[string]b
 	if a == nil {
 		return nil, names
 	}
-	planned := make(map[string]bool, len(names)+len(triggered))
+	dirty := make(map[string]bool, len(names))
 	for _, name := range names {
-		planned[name] = true
-	}
-	for name := range triggered {
-		planned[name] = true
+		dirty[name] = true
 	}
 	for _, pl := range a.parts {
-		pl.drop(func(name string) bool { return planned[name] })
+		pl.drop(func(name string) bool { return dirty[name] || triggered[name] })
 	}
 	switch {
 	case now.Before(a.at):
