@@ -59,24 +59,36 @@ func (n *Node) Apply(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, e
 }
 
 // applyLocal proposes data, the marshalled cmd, on this node, which must be
-// the leader.
+// the leader, and waits for its commit.
 func (n *Node) applyLocal(ctx context.Context, cmd *pb.Command, data []byte) (*pb.CommandResult, uint64, error) {
+	f, err := n.proposeLocal(ctx, cmd, data)
+	if err != nil {
+		return nil, 0, err
+	}
+	return futureOutcome(ctx, f)
+}
+
+// proposeLocal hands data, the marshalled cmd, to this node's Raft, which
+// must lead, and returns once Raft holds it. An error means nothing was
+// proposed.
+func (n *Node) proposeLocal(ctx context.Context, cmd *pb.Command, data []byte) (raft.ApplyFuture, error) {
 	if n.closed.Load() {
-		return nil, 0, ErrShutdown
+		return nil, ErrShutdown
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	if n.raft.State() != raft.Leader {
-		return nil, 0, ErrNotLeader
+		return nil, ErrNotLeader
 	}
 	if err := n.admit(ctx, cmd); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	f, err := n.proposals.propose(ctx, n.raft, data, raftTimeout(ctx))
-	if err != nil {
-		return nil, 0, err // nothing proposed
-	}
+	return n.proposals.propose(ctx, n.raft, data, raftTimeout(ctx))
+}
+
+// futureOutcome waits for a proposed entry and maps its outcome.
+func futureOutcome(ctx context.Context, f raft.ApplyFuture) (*pb.CommandResult, uint64, error) {
 	if err := waitFuture(ctx, f); err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			// Raft holds the entry; it may still commit.

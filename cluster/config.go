@@ -237,6 +237,11 @@ func (cfg Config) raftConfig() (*raft.Config, error) {
 	// Enough history for a lagging follower to catch up from the log
 	// instead of looping on snapshot installs.
 	rc.TrailingLogs = trailingLogs
+	// A proposal is queued without waiting for Raft's leader loop, so one
+	// goroutine's proposals in a row (a scheduler tick's entries) share a
+	// disk write instead of taking one each. Every caller bounds its wait
+	// by its context, not by Raft's enqueue timeout, which this gives up.
+	rc.BatchApplyCh = true
 	rc.Logger = newHCLog(cfg.Logger.With("node", cfg.ID), "raft")
 	if cfg.tune != nil {
 		cfg.tune(rc)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -29,9 +30,13 @@ type kvFSM struct {
 	at map[string]int64
 	// applied counts the entries Apply saw.
 	applied int
+	// puts lists each name's schedules in the order applied.
+	puts map[string][]string
 }
 
-func newKVFSM() *kvFSM { return &kvFSM{kv: make(map[string]string), at: make(map[string]int64)} }
+func newKVFSM() *kvFSM {
+	return &kvFSM{kv: make(map[string]string), at: make(map[string]int64), puts: make(map[string][]string)}
+}
 
 func (f *kvFSM) Apply(l *raft.Log) any {
 	var cmd pb.Command
@@ -50,6 +55,7 @@ func (f *kvFSM) Apply(l *raft.Log) any {
 		_, existed := f.kv[name]
 		f.kv[name] = k.PutJob.GetSpec().GetSchedule()
 		f.at[name] = cmd.GetProposedAtUnixNano()
+		f.puts[name] = append(f.puts[name], k.PutJob.GetSpec().GetSchedule())
 		return &pb.CommandResult{Code: pb.ResultCode_RESULT_CODE_OK, Changed: true, Created: !existed}
 	case *pb.Command_DeleteJob:
 		if _, ok := f.kv[k.DeleteJob.GetName()]; !ok {
@@ -96,6 +102,13 @@ func (f *kvFSM) proposedAt(name string) int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.at[name]
+}
+
+// history is every schedule put under name, in the order applied.
+func (f *kvFSM) history(name string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.puts[name])
 }
 
 // entries is how many entries Apply saw.

@@ -26,15 +26,33 @@ func (n *Node) Term() uint64 { return n.raft.CurrentTerm() }
 // scheduler, which stamps with its own clock, on this very node. It is
 // the only way FireBatch and CompleteBatch reach the log.
 func (n *Node) ApplyLocal(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
+	return n.ProposeLocal(ctx, cmd)()
+}
+
+// ProposeLocal is ApplyLocal in two steps: it returns once Raft holds cmd,
+// and the function it returns waits for the commit and returns what
+// ApplyLocal would. Commands proposed one after another commit in that
+// order; concurrent ApplyLocal calls commit in any. ctx bounds both steps.
+func (n *Node) ProposeLocal(ctx context.Context, cmd *pb.Command) (wait func() (*pb.CommandResult, error)) {
 	if cmd == nil {
-		return nil, errors.New("apply: nil command")
+		return failed(errors.New("apply: nil command"))
 	}
 	data, err := proto.Marshal(cmd)
 	if err != nil {
-		return nil, fmt.Errorf("apply: marshal command: %w", err)
+		return failed(fmt.Errorf("apply: marshal command: %w", err))
 	}
-	res, _, err := n.applyLocal(ctx, cmd, data)
-	return res, err
+	f, err := n.proposeLocal(ctx, cmd, data)
+	if err != nil {
+		return failed(err)
+	}
+	return func() (*pb.CommandResult, error) {
+		res, _, err := futureOutcome(ctx, f)
+		return res, err
+	}
+}
+
+func failed(err error) func() (*pb.CommandResult, error) {
+	return func() (*pb.CommandResult, error) { return nil, err }
 }
 
 // Barrier returns once every entry committed before the call, in this and

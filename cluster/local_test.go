@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -61,5 +63,32 @@ func TestLeaderConn(t *testing.T) {
 	resp, err := pb.NewInternalServiceClient(cc).ReadIndex(ctxTimeout(t, 5*time.Second), &pb.ReadIndexRequest{})
 	if err != nil || resp.GetIndex() == 0 {
 		t.Fatalf("ReadIndex through LeaderConn: %v, %v", resp, err)
+	}
+}
+
+// TestProposeLocalCommitsInCallOrder: commands proposed one after another
+// reach the log in that order, though none waited for the one before to
+// commit, which is how the scheduler proposes a tick's entries.
+func TestProposeLocalCommitsInCallOrder(t *testing.T) {
+	tc := newCluster(t, 3)
+	leader := tc.waitLeader(10 * time.Second)
+	ctx := ctxTimeout(t, 10*time.Second)
+
+	const n = 50
+	waits := make([]func() (*pb.CommandResult, error), n)
+	for i := range waits {
+		waits[i] = leader.node.ProposeLocal(ctx, putCmd("ordered", fmt.Sprintf("@every %ds", i+1)))
+	}
+	for i, wait := range waits {
+		if res, err := wait(); err != nil || res.GetCode() != pb.ResultCode_RESULT_CODE_OK {
+			t.Fatalf("proposal %d: %v, %v", i, res, err)
+		}
+	}
+	want := make([]string, n)
+	for i := range want {
+		want[i] = fmt.Sprintf("@every %ds", i+1)
+	}
+	if got := leader.fsm.history("ordered"); !slices.Equal(got, want) {
+		t.Fatalf("applied in the order %v, want %v", got, want)
 	}
 }

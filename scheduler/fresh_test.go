@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/raftcron/raftcron/fsm"
+
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -60,4 +62,42 @@ func TestSpecChangeAfterAcceptedFireIsPlanned(t *testing.T) {
 		t.Fatalf("missed = %v, want slot 15 overlap_skipped", m)
 	}
 	h.release("job")
+}
+
+// A fresh plan stands only while the job and its status are exactly what
+// the accepted fires made of them: any other change, and every way an
+// outcome can come back, sends the job to be planned again.
+func TestFreshPlanStandsOnlyWhileNothingChanged(t *testing.T) {
+	now := t0.Add(10 * time.Second)
+	job := &pb.Job{Spec: spec("job", "@every 10s")}
+	fired := func() *pb.JobStatus {
+		return &pb.JobStatus{CursorUnix: 10, LatestToken: 7, OpenRunIds: []string{"run-7"}}
+	}
+	f := freshPlan{job: job, cursor: 10, runs: []string{"run-7"}, tokens: []uint64{7}}
+	cases := []struct {
+		name   string
+		change func(l *leader, sj *fsm.StoredJob)
+		want   bool
+	}{
+		{"nothing changed", func(*leader, *fsm.StoredJob) {}, true},
+		{"job replaced", func(_ *leader, sj *fsm.StoredJob) { sj.Job = &pb.Job{Spec: job.GetSpec()} }, false},
+		{"cursor moved", func(_ *leader, sj *fsm.StoredJob) { sj.Status.CursorUnix = 20 }, false},
+		{"slot buffered", func(_ *leader, sj *fsm.StoredJob) { sj.Status.BufferedSlotUnix = 20 }, false},
+		{"newer attempt", func(_ *leader, sj *fsm.StoredJob) { sj.Status.LatestToken = 8 }, false},
+		{"run closed", func(_ *leader, sj *fsm.StoredJob) { sj.Status.OpenRunIds = nil }, false},
+		{"other run open", func(_ *leader, sj *fsm.StoredJob) { sj.Status.OpenRunIds = []string{"run-6"} }, false},
+		{"outcome committed", func(l *leader, _ *fsm.StoredJob) { delete(l.known, 7) }, false},
+		{"wake-up due", func(l *leader, _ *fsm.StoredJob) { l.heap.set("job", now.UnixNano()) }, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l := &leader{heap: newDueHeap(1), known: map[uint64]struct{}{7: {}}}
+			l.heap.set("job", now.Add(10*time.Second).UnixNano())
+			sj := fsm.StoredJob{Job: job, Status: fired()}
+			c.change(l, &sj)
+			if got := f.still(l, "job", sj, now); got != c.want {
+				t.Fatalf("still = %v, want %v", got, c.want)
+			}
+		})
+	}
 }

@@ -58,12 +58,19 @@ func newFakeProposer(f *fsm.FSM) *fakeProposer {
 }
 
 func (p *fakeProposer) Apply(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
+	return p.Propose(ctx, cmd)()
+}
+
+// Propose commits cmd at once, at the next index, as Raft keeps a leader's
+// entries in the order proposed; wait learns of the commit (after runs
+// then).
+func (p *fakeProposer) Propose(ctx context.Context, cmd *pb.Command) (wait func() (*pb.CommandResult, error)) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return failedWait(err)
 	}
 	data, err := proto.Marshal(cmd)
 	if err != nil {
-		return nil, err
+		return failedWait(err)
 	}
 	p.mu.Lock()
 	hook := p.hook
@@ -72,24 +79,30 @@ func (p *fakeProposer) Apply(ctx context.Context, cmd *pb.Command) (*pb.CommandR
 		herr, commit := hook(cmd)
 		if herr != nil && !commit {
 			p.mu.Unlock()
-			return nil, herr
+			return failedWait(herr)
 		}
 		after = herr
 	}
 	p.index++
-	res := p.f.Apply(&raft.Log{Index: p.index, Term: p.term.Load(), Data: data})
+	res := p.f.Apply(&raft.Log{Index: p.index, Term: p.term.Load(), Data: data}).(*pb.CommandResult)
 	if fb := cmd.GetFireBatch(); fb != nil {
 		p.batches = append(p.batches, fb)
 	}
 	then := p.after
 	p.mu.Unlock()
-	if then != nil {
-		then(cmd, res.(*pb.CommandResult))
+	return func() (*pb.CommandResult, error) {
+		if then != nil {
+			then(cmd, res)
+		}
+		if after != nil {
+			return nil, after
+		}
+		return res, nil
 	}
-	if after != nil {
-		return nil, after
-	}
-	return res.(*pb.CommandResult), nil
+}
+
+func failedWait(err error) func() (*pb.CommandResult, error) {
+	return func() (*pb.CommandResult, error) { return nil, err }
 }
 
 // commitLocked commits cmd at the next index, from within a hook (which

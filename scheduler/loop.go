@@ -181,8 +181,8 @@ type batchResult struct {
 	err error
 }
 
-// propose commits one FireBatch entry.
-func (l *leader) propose(now time.Time, c *fireBatch) batchResult {
+// propose hands one FireBatch entry to Raft; wait returns its outcome.
+func (l *leader) propose(now time.Time, c *fireBatch) (wait func() batchResult) {
 	cmd := &pb.Command{
 		ProposedAtUnixNano: now.UnixNano(),
 		Kind: &pb.Command_FireBatch{FireBatch: &pb.FireBatchCommand{
@@ -194,17 +194,20 @@ func (l *leader) propose(now time.Time, c *fireBatch) batchResult {
 		}},
 	}
 	ctx, cancel := context.WithTimeout(l.ctx, l.s.applyTimeout)
-	defer cancel()
-	res, err := l.s.prop.Apply(ctx, cmd)
-	switch {
-	case err != nil:
-		return batchResult{err: err}
-	case res.GetCode() != pb.ResultCode_RESULT_CODE_OK:
-		return batchResult{err: fmt.Errorf("fire batch refused: %s: %s", res.GetCode(), res.GetMessage())}
-	case len(res.GetFires()) != len(c.fires):
-		return batchResult{err: fmt.Errorf("fire batch: %d results for %d fires", len(res.GetFires()), len(c.fires))}
+	outcome := l.s.prop.Propose(ctx, cmd)
+	return func() batchResult {
+		defer cancel()
+		res, err := outcome()
+		switch {
+		case err != nil:
+			return batchResult{err: err}
+		case res.GetCode() != pb.ResultCode_RESULT_CODE_OK:
+			return batchResult{err: fmt.Errorf("fire batch refused: %s: %s", res.GetCode(), res.GetMessage())}
+		case len(res.GetFires()) != len(c.fires):
+			return batchResult{err: fmt.Errorf("fire batch: %d results for %d fires", len(res.GetFires()), len(c.fires))}
+		}
+		return batchResult{res: res}
 	}
-	return batchResult{res: res}
 }
 
 // accept dispatches the accepted fires of a committed entry, in order (so

@@ -12,6 +12,11 @@ type Proposer interface {
 	// Apply commits cmd and returns what the FSM made of it. An error means
 	// the outcome is unknown: the scheduler then dispatches nothing.
 	Apply(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error)
+	// Propose is Apply in two steps: it returns once Raft holds cmd, and
+	// wait returns what Apply would. Commands proposed one after another
+	// commit in that order, which concurrent Applys do not promise: a
+	// tick's small first entry must not land behind the large ones.
+	Propose(ctx context.Context, cmd *pb.Command) (wait func() (*pb.CommandResult, error))
 	// Barrier returns once this node, as leader, has applied every entry of
 	// earlier terms; it fails if the node does not lead.
 	Barrier(ctx context.Context) error
@@ -26,6 +31,7 @@ type Proposer interface {
 // term or not at all (the FSM also refuses a batch committed in another term).
 type LeaderNode interface {
 	ApplyLocal(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error)
+	ProposeLocal(ctx context.Context, cmd *pb.Command) (wait func() (*pb.CommandResult, error))
 	Barrier(ctx context.Context) error
 	Term() uint64
 	ID() string
@@ -38,4 +44,8 @@ type nodeProposer struct{ LeaderNode }
 
 func (p nodeProposer) Apply(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
 	return p.ApplyLocal(ctx, cmd)
+}
+
+func (p nodeProposer) Propose(ctx context.Context, cmd *pb.Command) func() (*pb.CommandResult, error) {
+	return p.ProposeLocal(ctx, cmd)
 }

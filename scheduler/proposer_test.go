@@ -13,6 +13,10 @@ func (n *leaderNodeFake) ApplyLocal(context.Context, *pb.Command) (*pb.CommandRe
 	n.local++
 	return &pb.CommandResult{Code: pb.ResultCode_RESULT_CODE_OK}, nil
 }
+func (n *leaderNodeFake) ProposeLocal(ctx context.Context, cmd *pb.Command) func() (*pb.CommandResult, error) {
+	res, err := n.ApplyLocal(ctx, cmd)
+	return func() (*pb.CommandResult, error) { return res, err }
+}
 func (n *leaderNodeFake) Barrier(context.Context) error { return nil }
 func (n *leaderNodeFake) Term() uint64                  { return 7 }
 func (n *leaderNodeFake) ID() string                    { return "n1" }
@@ -24,6 +28,9 @@ func TestNodeProposerNeverForwards(t *testing.T) {
 	p := NewNodeProposer(n)
 	if _, err := p.Apply(context.Background(), &pb.Command{}); err != nil || n.local != 1 {
 		t.Fatalf("Apply: err %v, ApplyLocal calls %d; want one ApplyLocal", err, n.local)
+	}
+	if _, err := p.Propose(context.Background(), &pb.Command{})(); err != nil || n.local != 2 {
+		t.Fatalf("Propose: err %v, ApplyLocal calls %d; want two ApplyLocal", err, n.local)
 	}
 	if p.Term() != 7 || p.ID() != "n1" {
 		t.Fatalf("Term/ID = %d/%q", p.Term(), p.ID())

@@ -71,8 +71,8 @@ func (l *leader) tick(now time.Time) (worked, ok bool) {
 }
 
 // pipeline is one tick's entries on their way through Raft. Only the loop
-// goroutine uses it; the proposals run on their own goroutines and hand
-// their result back through pending.done.
+// goroutine uses it; it proposes the entries, and goroutines of their own
+// wait for their commits and hand the results back through pending.done.
 type pipeline struct {
 	l     *leader
 	now   time.Time
@@ -109,7 +109,10 @@ func (p *pipeline) propose(pl *planned) {
 		}
 		pc := &pendingBatch{c: c, done: make(chan batchResult, 1)}
 		p.pending = append(p.pending, pc)
-		go func() { pc.done <- p.l.propose(p.now, c) }()
+		// Proposed here, in order, so that the log holds the entries as
+		// they were planned and each is accepted as soon as it commits.
+		wait := p.l.propose(p.now, c)
+		go func() { pc.done <- wait() }()
 	}
 }
 

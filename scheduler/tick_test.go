@@ -28,13 +28,23 @@ type holdProposer struct {
 }
 
 func (p *holdProposer) Apply(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
+	return p.Propose(ctx, cmd)()
+}
+
+func (p *holdProposer) Propose(ctx context.Context, cmd *pb.Command) func() (*pb.CommandResult, error) {
 	fb := cmd.GetFireBatch()
 	if fb == nil || !slices.ContainsFunc(fb.GetFires(), func(f *pb.Fire) bool { return f.GetJob() == p.job }) {
-		return p.fakeProposer.Apply(ctx, cmd)
+		return p.fakeProposer.Propose(ctx, cmd)
 	}
 	p.mu.Lock()
-	gate, fault := p.gate, p.fault
 	p.held++
+	p.mu.Unlock()
+	return func() (*pb.CommandResult, error) { return p.release(ctx, cmd) }
+}
+
+func (p *holdProposer) release(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
+	p.mu.Lock()
+	gate, fault := p.gate, p.fault
 	p.mu.Unlock()
 	if gate != nil {
 		<-gate
