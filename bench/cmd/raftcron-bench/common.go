@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/trace"
 	"time"
 
 	"github.com/raftcron/raftcron/bench/harness"
@@ -217,7 +218,46 @@ func (e *env) profile(ctx context.Context, n *harness.Node, name string, d time.
 		return func() {}
 	}
 	secs := max(int(d.Seconds()), 1)
-	return e.fetchProfile(ctx, n, name, fmt.Sprintf("profile?seconds=%d", secs), d)
+	return e.fetchProfile(ctx, n, name+".pprof", fmt.Sprintf("profile?seconds=%d", secs), d)
+}
+
+// traceWave saves Go execution traces over d of every node
+// (<scenario>-trace-<id>.trace) and of this process (<scenario>-trace-bench.trace)
+// when -trace is set: the wave's whole critical path, who waits for whom,
+// across the processes sharing the machine.
+func (e *env) traceWave(ctx context.Context, c *harness.Cluster, scenario string, d time.Duration) (wait func()) {
+	if !e.cfg.Trace {
+		return func() {}
+	}
+	var waits []func()
+	for _, n := range c.Nodes {
+		waits = append(waits, e.fetchProfile(ctx, n, scenario+"-trace-"+n.ID+".trace", fmt.Sprintf("trace?seconds=%g", d.Seconds()), d))
+	}
+	path := filepath.Join(e.runDir, scenario+"-trace-bench.trace")
+	f, err := os.Create(path)
+	if err == nil {
+		err = trace.Start(f)
+	}
+	if err != nil {
+		e.logf("trace %s: %v", path, err)
+		return func() {
+			for _, w := range waits {
+				w()
+			}
+		}
+	}
+	stopped := make(chan struct{})
+	time.AfterFunc(d, func() {
+		trace.Stop()
+		_ = f.Close()
+		close(stopped)
+	})
+	return func() {
+		for _, w := range waits {
+			w()
+		}
+		<-stopped
+	}
 }
 
 // profileNodes saves CPU profiles of the leader and of one follower over d
@@ -237,13 +277,13 @@ func (e *env) profileNodes(ctx context.Context, c *harness.Cluster, leader *harn
 // heapProfile saves node's heap profile (after a GC) when -profile is set.
 func (e *env) heapProfile(ctx context.Context, n *harness.Node, name string) {
 	if e.cfg.Profile {
-		e.fetchProfile(ctx, n, name, "heap?gc=1", 0)()
+		e.fetchProfile(ctx, n, name+".pprof", "heap?gc=1", 0)()
 	}
 }
 
 // fetchProfile downloads /debug/pprof/<query> into the run dir in the
 // background; the returned function waits for it.
-func (e *env) fetchProfile(ctx context.Context, n *harness.Node, name, query string, d time.Duration) (wait func()) {
+func (e *env) fetchProfile(ctx context.Context, n *harness.Node, file, query string, d time.Duration) (wait func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -255,11 +295,11 @@ func (e *env) fetchProfile(ctx context.Context, n *harness.Node, name, query str
 		client := http.Client{Timeout: d + 30*time.Second}
 		resp, err := client.Do(req)
 		if err != nil {
-			e.logf("profile %s: %v", name, err)
+			e.logf("profile %s: %v", file, err)
 			return
 		}
 		defer func() { _ = resp.Body.Close() }()
-		path := filepath.Join(e.runDir, name+".pprof")
+		path := filepath.Join(e.runDir, file)
 		f, err := os.Create(path)
 		if err != nil {
 			return

@@ -10,6 +10,7 @@ import (
 type config struct {
 	Bin, Out, Work, Repo string
 	Quick, Keep, Profile bool
+	Trace                bool
 	Seed                 int64
 	NodeLogLevel         string
 	Scenarios            []string

@@ -131,6 +131,7 @@ func runWorkers(ctx context.Context, e *env, res *Result) error {
 	}
 	before := sampleNodes(c)
 	waitProfile := e.profileNodes(ctx, c, leader, "workers", 8*time.Second)
+	waitTrace := e.traceWave(ctx, c, "workers", time.Second)
 	wctx, cancel := context.WithDeadline(ctx, slot.Add(burstDeadline))
 	for rec.len() < n && wctx.Err() == nil {
 		select {
@@ -162,6 +163,7 @@ func runWorkers(ctx context.Context, e *env, res *Result) error {
 	settle(ctx, leader)
 	after := sampleNodes(c)
 	waitProfile()
+	waitTrace()
 	m.CPU = usage(c, leader, before, after)
 	m.CPUPerFire = cpuPerFire(m.CPU, m.Delivered)
 	m.LeaderHandOver = latenessHistogram(before, after, leader.ID)
