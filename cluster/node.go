@@ -43,7 +43,10 @@ type Node struct {
 	logs  raft.LogStore
 	store *raftboltdb.BoltStore
 	trans *raft.NetworkTransport
-	peers *peerConns
+	// served: the transport's inbound connections, drained before the
+	// store closes (served.go).
+	served *served
+	peers  *peerConns
 	// tls: the node's port is TLS, so InternalService admits node
 	// certificates only.
 	tls bool
@@ -150,6 +153,7 @@ func New(cfg Config, mux *Mux) (*Node, error) {
 		log:       cfg.Logger.With("node", cfg.ID),
 		rc:        rc,
 		store:     store,
+		served:    newServed(),
 		peers:     newPeerConns(mux.isolation(), mux.tls),
 		tls:       mux.tls != nil,
 		bulkSem:   newSlots(bulkInFlight),
@@ -202,7 +206,8 @@ func (n *Node) open(mux *Mux) error {
 	}
 	n.fsm = &trackingFSM{FSM: n.cfg.FSM, snaps: snaps, onStuck: n.halt}
 	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream:  &streamLayer{subListener: mux.raft, advertise: advertiseAddr(n.cfg.Addr), tls: mux.tls, iso: mux.isolation()},
+		Stream: &streamLayer{subListener: mux.raft, advertise: advertiseAddr(n.cfg.Addr), tls: mux.tls,
+			iso: mux.isolation(), served: n.served},
 		MaxPool: transportPool,
 		Timeout: transportIO,
 		Logger:  newHCLog(n.log, "raft-net"),
@@ -373,6 +378,9 @@ func (n *Node) shutdown(ctx context.Context) error {
 	<-n.raiseDone
 	n.disk.close()
 	n.trans.Close() // raft closes it too; closing twice is harmless
+	if !n.served.drain(handlerDrainTimeout) {
+		n.log.Warn("raft transport handlers still running at shutdown; closing the store anyway", "waited", handlerDrainTimeout)
+	}
 	if cerr := n.store.Close(); err == nil {
 		err = cerr
 	}

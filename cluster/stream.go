@@ -21,6 +21,8 @@ type streamLayer struct {
 	tls *TLSConfig
 	// iso, when set (tests only), can cut the node's dials (fault.go).
 	iso *Isolation
+	// served, when set, tracks the accepted connections for shutdown.
+	served *served
 }
 
 var _ raft.StreamLayer = (*streamLayer)(nil)
@@ -28,6 +30,15 @@ var _ raft.StreamLayer = (*streamLayer)(nil)
 // Addr is what Raft tells its peers to dial, so it must be the advertised
 // address, not the bound one.
 func (s *streamLayer) Addr() net.Addr { return s.advertise }
+
+// Accept hands Raft's transport the next inbound connection.
+func (s *streamLayer) Accept() (net.Conn, error) {
+	c, err := s.subListener.Accept()
+	if err != nil || s.served == nil {
+		return c, err
+	}
+	return s.served.add(c), nil
+}
 
 func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	d := net.Dialer{Timeout: timeout}
