@@ -35,15 +35,15 @@ func (n *Node) ApplyLocal(ctx context.Context, cmd *pb.Command) (*pb.CommandResu
 // order; concurrent ApplyLocal calls commit in any. ctx bounds both steps.
 func (n *Node) ProposeLocal(ctx context.Context, cmd *pb.Command) (wait func() (*pb.CommandResult, error)) {
 	if cmd == nil {
-		return failed(errors.New("apply: nil command"))
+		return notProposed(errors.New("apply: nil command"))
 	}
 	data, err := proto.Marshal(cmd)
 	if err != nil {
-		return failed(fmt.Errorf("apply: marshal command: %w", err))
+		return notProposed(fmt.Errorf("apply: marshal command: %w", err))
 	}
 	f, err := n.proposeLocal(ctx, cmd, data)
 	if err != nil {
-		return failed(err)
+		return notProposed(err)
 	}
 	return func() (*pb.CommandResult, error) {
 		res, _, err := futureOutcome(ctx, f)
@@ -51,7 +51,8 @@ func (n *Node) ProposeLocal(ctx context.Context, cmd *pb.Command) (wait func() (
 	}
 }
 
-func failed(err error) func() (*pb.CommandResult, error) {
+// notProposed is the wait of a command Raft never held.
+func notProposed(err error) func() (*pb.CommandResult, error) {
 	return func() (*pb.CommandResult, error) { return nil, err }
 }
 
