@@ -58,31 +58,31 @@ type handled struct {
 	at          time.Time
 }
 
-// recorder collects handler calls.
+// recorder collects handler calls. It wakes the scenario once, when want
+// calls are in: woken at every call, the scenario's goroutine would take
+// CPU from the workers it measures.
 type recorder struct {
 	mu    sync.Mutex
 	calls []handled
-	more  chan struct{} // cap 1
+	want  int
+	full  chan struct{} // closed once want calls are in
+}
+
+func newRecorder(want int) *recorder {
+	return &recorder{want: want, calls: make([]handled, 0, want), full: make(chan struct{})}
 }
 
 func (r *recorder) handler(id string) worker.HandlerFunc {
 	return func(_ context.Context, run worker.Run) error {
 		at := time.Now()
 		r.mu.Lock()
+		defer r.mu.Unlock()
 		r.calls = append(r.calls, handled{job: run.Job, worker: id, slot: run.ScheduledAt.Unix(), at: at})
-		r.mu.Unlock()
-		select {
-		case r.more <- struct{}{}:
-		default:
+		if len(r.calls) == r.want {
+			close(r.full)
 		}
 		return nil
 	}
-}
-
-func (r *recorder) len() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.calls)
 }
 
 // runWorkers registers N jobs with a worker target, due in the same
@@ -105,7 +105,7 @@ func runWorkers(ctx context.Context, e *env, res *Result) error {
 	if err != nil {
 		return err
 	}
-	rec := &recorder{more: make(chan struct{}, 1)}
+	rec := newRecorder(n)
 	stop, err := startBenchWorkers(ctx, e, c, rec)
 	if err != nil {
 		return err
@@ -133,11 +133,9 @@ func runWorkers(ctx context.Context, e *env, res *Result) error {
 	waitProfile := e.profileNodes(ctx, c, leader, "workers", 8*time.Second)
 	waitTrace := e.traceWave(ctx, c, "workers", time.Second)
 	wctx, cancel := context.WithDeadline(ctx, slot.Add(burstDeadline))
-	for rec.len() < n && wctx.Err() == nil {
-		select {
-		case <-rec.more:
-		case <-wctx.Done():
-		}
+	select {
+	case <-rec.full:
+	case <-wctx.Done():
 	}
 	cancel()
 
