@@ -229,22 +229,29 @@ func (e *env) traceWave(ctx context.Context, c *harness.Cluster, scenario string
 	if !e.cfg.Trace {
 		return func() {}
 	}
-	var waits []func()
+	waits := []func(){e.traceSelf(filepath.Join(e.runDir, scenario+"-trace-bench.trace"), d)}
 	for _, n := range c.Nodes {
 		waits = append(waits, e.fetchProfile(ctx, n, scenario+"-trace-"+n.ID+".trace", fmt.Sprintf("trace?seconds=%g", d.Seconds()), d))
 	}
-	path := filepath.Join(e.runDir, scenario+"-trace-bench.trace")
-	f, err := os.Create(path)
-	if err == nil {
-		err = trace.Start(f)
+	return func() {
+		for _, w := range waits {
+			w()
+		}
 	}
+}
+
+// traceSelf writes this process's execution trace over d to path; the
+// returned function waits until it is written.
+func (e *env) traceSelf(path string, d time.Duration) (wait func()) {
+	f, err := os.Create(path)
 	if err != nil {
 		e.logf("trace %s: %v", path, err)
-		return func() {
-			for _, w := range waits {
-				w()
-			}
-		}
+		return func() {}
+	}
+	if err := trace.Start(f); err != nil {
+		e.logf("trace %s: %v", path, err)
+		_ = f.Close()
+		return func() {}
 	}
 	stopped := make(chan struct{})
 	time.AfterFunc(d, func() {
@@ -252,12 +259,7 @@ func (e *env) traceWave(ctx context.Context, c *harness.Cluster, scenario string
 		_ = f.Close()
 		close(stopped)
 	})
-	return func() {
-		for _, w := range waits {
-			w()
-		}
-		<-stopped
-	}
+	return func() { <-stopped }
 }
 
 // profileNodes saves CPU profiles of the leader and of one follower over d
