@@ -30,7 +30,6 @@ type Proposer interface {
 // that never forwards, so that a batch is committed by this node in its own
 // term or not at all (the FSM also refuses a batch committed in another term).
 type LeaderNode interface {
-	ApplyLocal(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error)
 	ProposeLocal(ctx context.Context, cmd *pb.Command) (wait func() (*pb.CommandResult, error))
 	Barrier(ctx context.Context) error
 	Term() uint64
@@ -43,7 +42,7 @@ func NewNodeProposer(n LeaderNode) Proposer { return nodeProposer{n} }
 type nodeProposer struct{ LeaderNode }
 
 func (p nodeProposer) Apply(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
-	return p.ApplyLocal(ctx, cmd)
+	return p.ProposeLocal(ctx, cmd)()
 }
 
 func (p nodeProposer) Propose(ctx context.Context, cmd *pb.Command) func() (*pb.CommandResult, error) {

@@ -9,13 +9,9 @@ import (
 
 type leaderNodeFake struct{ local int }
 
-func (n *leaderNodeFake) ApplyLocal(context.Context, *pb.Command) (*pb.CommandResult, error) {
+func (n *leaderNodeFake) ProposeLocal(context.Context, *pb.Command) func() (*pb.CommandResult, error) {
 	n.local++
-	return &pb.CommandResult{Code: pb.ResultCode_RESULT_CODE_OK}, nil
-}
-func (n *leaderNodeFake) ProposeLocal(ctx context.Context, cmd *pb.Command) func() (*pb.CommandResult, error) {
-	res, err := n.ApplyLocal(ctx, cmd)
-	return func() (*pb.CommandResult, error) { return res, err }
+	return func() (*pb.CommandResult, error) { return &pb.CommandResult{Code: pb.ResultCode_RESULT_CODE_OK}, nil }
 }
 func (n *leaderNodeFake) Barrier(context.Context) error { return nil }
 func (n *leaderNodeFake) Term() uint64                  { return 7 }
@@ -27,10 +23,10 @@ func TestNodeProposerNeverForwards(t *testing.T) {
 	n := &leaderNodeFake{}
 	p := NewNodeProposer(n)
 	if _, err := p.Apply(context.Background(), &pb.Command{}); err != nil || n.local != 1 {
-		t.Fatalf("Apply: err %v, ApplyLocal calls %d; want one ApplyLocal", err, n.local)
+		t.Fatalf("Apply: err %v, ProposeLocal calls %d; want one ProposeLocal", err, n.local)
 	}
 	if _, err := p.Propose(context.Background(), &pb.Command{})(); err != nil || n.local != 2 {
-		t.Fatalf("Propose: err %v, ApplyLocal calls %d; want two ApplyLocal", err, n.local)
+		t.Fatalf("Propose: err %v, ProposeLocal calls %d; want two", err, n.local)
 	}
 	if p.Term() != 7 || p.ID() != "n1" {
 		t.Fatalf("Term/ID = %d/%q", p.Term(), p.ID())
