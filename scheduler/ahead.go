@@ -39,7 +39,7 @@ func (l *leader) planAhead(now time.Time) bool {
 	names := l.heap.popDueUpTo(due, maxPlanAhead, nil)
 	slices.Sort(names)
 	a := &ahead{at: at}
-	pl, n, limit := newPlanned(), 0, firstEntryFires
+	pl, n, limit, total := newPlanned(), 0, firstEntryFires, 0
 	for _, name := range names {
 		sj, err := l.s.state.StoredJob(name)
 		if err != nil {
@@ -47,7 +47,8 @@ func (l *leader) planAhead(now time.Time) bool {
 			l.heap.set(name, due)
 			continue
 		}
-		n += l.planStored(name, sj, at, pl)
+		planned := l.planStored(name, sj, at, pl)
+		n, total = n+planned, total+planned
 		if n >= limit {
 			a.parts = append(a.parts, pl)
 			pl, n, limit = newPlanned(), 0, maxFiresPerEntry
@@ -55,6 +56,9 @@ func (l *leader) planAhead(now time.Time) bool {
 	}
 	a.parts = append(a.parts, pl)
 	l.ahead = a
+	if total > 0 && l.s.aheadOfWave != nil {
+		l.s.aheadOfWave(total)
+	}
 	return true
 }
 

@@ -1,6 +1,9 @@
 package scheduler
 
 import (
+	"fmt"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -108,5 +111,46 @@ func TestLateTickPlansAfresh(t *testing.T) {
 	}
 	if got := missedReasons(h, "none"); got[reasonCatchupPolicy] != 1 {
 		t.Fatalf("missed slots by reason %v, want the late slot under %s", got, reasonCatchupPolicy)
+	}
+}
+
+// The process hears of a wave once it is planned ahead, with its size,
+// and before any of it is due; a wave planned at its due time (nothing
+// ahead) is not announced.
+func TestAheadOfWaveHearsOfEachWavePlannedAhead(t *testing.T) {
+	var mu sync.Mutex
+	var heard []int
+	h := newHarness(t, func(c *Config) {
+		c.AheadOfWave = func(fires int) {
+			mu.Lock()
+			defer mu.Unlock()
+			heard = append(heard, fires)
+		}
+	})
+	for i := range 3 {
+		h.putJob(spec(fmt.Sprintf("job-%d", i), "@every 10s"))
+	}
+	heardNow := func() []int {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(heard)
+	}
+	h.lead()
+	h.clock.Set(h.nextDue()) // straight to the first wave: planned at its time
+	h.settle()
+	if got := heardNow(); len(got) != 0 {
+		t.Fatalf("AheadOfWave heard %v of a wave planned at its due time", got)
+	}
+	due := h.aheadOf(3)
+	if got := heardNow(); !slices.Equal(got, []int{3}) {
+		t.Fatalf("before the wave at %s AheadOfWave heard %v, want [3]", due.Format(time.TimeOnly), got)
+	}
+	h.clock.Set(due)
+	h.settle()
+	if got := h.startedSlots("job-0"); len(got) != 2 {
+		t.Fatalf("job-0 fired slots %v, want the first wave's and the one planned ahead", got)
+	}
+	if got := heardNow(); !slices.Equal(got, []int{3}) {
+		t.Fatalf("after the wave AheadOfWave heard %v, want [3] still", got)
 	}
 }

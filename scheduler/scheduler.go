@@ -77,6 +77,12 @@ type Config struct {
 	// MaxOpenRuns caps the runs one overlap-allow job may have open; 0
 	// means DefaultMaxOpenRuns.
 	MaxOpenRuns int
+	// AheadOfWave, if set, is called by the loop with the number of fires
+	// and misses it has just planned ahead of their due time (DESIGN.md,
+	// "Planning ahead"): a wave is coming, and what the process does in the quiet
+	// before it (collect garbage) the wave does not wait for. It must
+	// return at once.
+	AheadOfWave func(fires int)
 }
 
 // Remote hands attempts to remote workers. Submit never blocks; done is
@@ -99,6 +105,7 @@ type Scheduler struct {
 	log          *slog.Logger
 	self         string
 	applyTimeout time.Duration
+	aheadOfWave  func(fires int)
 	// maxOpenRuns goes with every FireBatch (the FSM enforces it).
 	maxOpenRuns uint32
 	metrics     *metrics
@@ -146,6 +153,7 @@ func New(cfg Config) (*Scheduler, error) {
 		log:          cfg.Logger,
 		self:         cfg.NodeID,
 		applyTimeout: cfg.ApplyTimeout,
+		aheadOfWave:  cfg.AheadOfWave,
 		dirty:        make(map[string]struct{}),
 		kick:         make(chan struct{}, 1),
 	}

@@ -190,6 +190,7 @@ func (s *Server) wire() error {
 		NodeID:   s.cfg.ID,
 
 		MaxOpenRuns: s.cfg.Limits.MaxOpenRuns,
+		AheadOfWave: collectAheadOfWave,
 	})
 	if err != nil {
 		workers.Close()
