@@ -79,9 +79,9 @@ type Config struct {
 	MaxOpenRuns int
 	// AheadOfWave, if set, is called by the loop with the number of fires
 	// and misses it has just planned ahead of their due time (DESIGN.md,
-	// "Planning ahead"): a wave is coming, and what the process does in the quiet
-	// before it (collect garbage) the wave does not wait for. It must
-	// return at once.
+	// "Planning ahead"): a wave is coming, and the process may prepare for
+	// it in the quiet before it instead of during it (the server collects
+	// garbage). It must return at once.
 	AheadOfWave func(fires int)
 }
 

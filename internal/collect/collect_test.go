@@ -27,7 +27,7 @@ func waitIdle(t *testing.T) {
 	}
 }
 
-// More than the heap can take before its goal: a collection runs, once.
+// More than the heap can take before its goal: a collection runs.
 func TestAheadCollectsWhenTheHeapCannotTakeWhatComes(t *testing.T) {
 	waitIdle(t)
 	before := forced()
