@@ -28,7 +28,7 @@ var running atomic.Bool
 // while they are allocated), unless one Ahead started is still running.
 // It reports whether it started one, and never blocks.
 func Ahead(need uint64) bool {
-	if need == 0 || Headroom() >= need || !running.CompareAndSwap(false, true) {
+	if need == 0 || headroom() >= need || !running.CompareAndSwap(false, true) {
 		return false
 	}
 	go func() {
@@ -38,10 +38,10 @@ func Ahead(need uint64) bool {
 	return true
 }
 
-// Headroom is how far the heap may grow before the collector starts: the
+// headroom is how far the heap may grow before the collector starts: the
 // heap goal (GOGC's, or the memory limit's when lower) minus the bytes
 // the heap's objects take now, live or not yet swept.
-func Headroom() uint64 {
+func headroom() uint64 {
 	s := []metrics.Sample{{Name: metricGoal}, {Name: metricHeap}}
 	metrics.Read(s)
 	goal, heap := s[0].Value.Uint64(), s[1].Value.Uint64()

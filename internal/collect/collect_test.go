@@ -46,7 +46,7 @@ func TestAheadLeavesTheHeapAloneWithinItsHeadroom(t *testing.T) {
 	runtime.GC() // the goal is at least 4 MB above what a collection leaves
 	for _, need := range []uint64{0, 1} {
 		if Ahead(need) {
-			t.Errorf("Ahead(%d) started a collection with %d bytes of headroom", need, Headroom())
+			t.Errorf("Ahead(%d) started a collection with %d bytes of headroom", need, headroom())
 		}
 	}
 }
