@@ -56,10 +56,13 @@ proto-tools:
 proto: proto-tools
 	cd proto && PATH=$(TOOLS):$$PATH buf lint && PATH=$(TOOLS):$$PATH buf generate
 
-# gofmt, vet, buf lint, and go.mod/go.sum exactly as `go mod tidy` leaves
-# them (so a direct dependency is never marked indirect). Installs buf on
-# first use, so a fresh clone can run it.
+# gofmt, vet, buf lint, go.mod/go.sum exactly as `go mod tidy` leaves
+# them (so a direct dependency is never marked indirect), and no compiled
+# program among the tracked files (one carries the paths it was built in).
+# Installs buf on first use, so a fresh clone can run it.
 lint: $(TOOLS)/buf
+	@out=$$(git ls-files -z | xargs -0 grep -l --null-data -m1 -P '^\x7fELF' 2>/dev/null); \
+	  if [ -n "$$out" ]; then echo "compiled programs are tracked:"; echo "$$out"; exit 1; fi
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
 	  if [ -n "$$out" ]; then echo "gofmt wants to change:"; echo "$$out"; exit 1; fi
 	$(GO) vet -tags $(TAGS) ./...
