@@ -50,6 +50,7 @@ func (s *clusterService) AddNode(ctx context.Context, req *pb.AddNodeRequest) (*
 	if err := validAddress(req.GetAddress()); err != nil {
 		return nil, err
 	}
+	s.audit.ensure(ctx)
 	if err := s.c.AddVoter(ctx, req.GetId(), req.GetAddress()); err != nil {
 		return nil, statusOf(err)
 	}
@@ -66,6 +67,7 @@ func (s *clusterService) RemoveNode(ctx context.Context, req *pb.RemoveNodeReque
 	if req.GetId() == "" {
 		return nil, fieldError("id", "required")
 	}
+	s.audit.ensure(ctx)
 	if err := s.c.RemoveServer(ctx, req.GetId()); err != nil {
 		return nil, statusOf(err)
 	}
@@ -77,6 +79,7 @@ func (s *clusterService) RemoveNode(ctx context.Context, req *pb.RemoveNodeReque
 
 func (s *clusterService) TransferLeadership(ctx context.Context, req *pb.TransferLeadershipRequest) (*pb.TransferLeadershipResponse, error) {
 	previous := s.c.Status().GetLeader().GetId()
+	s.audit.ensure(ctx)
 	leader, err := s.c.TransferLeadership(ctx, req.GetId())
 	if err != nil {
 		return nil, statusOf(err)

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"time"
 
 	"google.golang.org/grpc/status"
 
@@ -32,19 +33,20 @@ func NewClusterServiceWith(cfg ClusterServiceConfig) pb.ClusterServiceServer {
 // entry of its own, committed through the leader after it. If that fails the
 // caller learns that the change was made but not recorded, rather than
 // nothing: a trail that silently misses a change is worse than an error.
-// The record is proposed even if this node's trail looks off: the switch
-// may just have turned it on through the leader, ahead of this node's
-// state, and with the trail off the command changes nothing.
+// The caller turns the trail on before the change (AuditSwitch.ensure),
+// while the leader it may remove still leads. The record is proposed even
+// if this node's trail looks off: the switch may just have turned it on
+// through the leader, ahead of this node's state, and with the trail off
+// the command changes nothing.
 func (s *clusterService) recordMembership(ctx context.Context, rm *pb.RecordMembershipCommand) error {
 	if s.store == nil {
 		return nil
 	}
-	s.audit.ensure(ctx)
 	cmd := &pb.Command{
 		Caller: PrincipalFrom(ctx).caller(),
 		Kind:   &pb.Command_RecordMembership{RecordMembership: rm},
 	}
-	res, err := s.store.Apply(ctx, cmd)
+	res, err := s.applyRecord(ctx, cmd)
 	if errors.Is(err, cluster.ErrUnsupportedCommand) {
 		// A voter predates command version 2, so the trail is off, as for
 		// every other write during the upgrade.
@@ -59,6 +61,34 @@ func (s *clusterService) recordMembership(ctx context.Context, rm *pb.RecordMemb
 			rm.GetAction(), rm.GetNodeId(), st.Message())
 	}
 	return nil
+}
+
+// recordLeaderWait bounds how long a membership record waits for a
+// leader, within the caller's deadline: a change that removed the leader
+// took it away, and the record waits for the next one's election.
+const recordLeaderWait = 10 * time.Second
+
+// applyRecord proposes a membership record, again while no node leads.
+// Only those refusals are retried: they wrote nothing, so the record is
+// not doubled.
+func (s *clusterService) applyRecord(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, recordLeaderWait)
+	defer cancel()
+	pause := 20 * time.Millisecond
+	for {
+		res, err := s.store.Apply(ctx, cmd)
+		if !errors.Is(err, cluster.ErrNoLeader) && !errors.Is(err, cluster.ErrNotLeader) {
+			return res, err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return res, err
+		case <-t.C:
+		}
+		pause = min(2*pause, 500*time.Millisecond)
+	}
 }
 
 // Actions of the membership records, as the FSM names them.

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -167,12 +168,67 @@ func TestMembershipChangesAreAudited(t *testing.T) {
 func TestMembershipChangeReportsAnUnrecordedChange(t *testing.T) {
 	state := fsm.New()
 	applyCmd(t, state, 1, &pb.Command{Kind: &pb.Command_SetAudit{SetAudit: &pb.SetAuditCommand{Limit: 10}}})
-	store := &failingStore{err: cluster.ErrNotLeader}
+	store := &failingStore{err: cluster.ErrHalted}
 	svc := NewClusterServiceWith(ClusterServiceConfig{Cluster: &fakeCluster{}, Registry: state, Store: store})
 	_, err := svc.AddNode(testCtx(t), &pb.AddNodeRequest{Id: "n4", Address: "10.0.0.4:7001"})
 	if err == nil || !strings.Contains(err.Error(), "member_join of n4 done, but its audit record was not committed") {
 		t.Fatalf("AddNode with the record refused: %v, want an error saying the join was made but not recorded", err)
 	}
+}
+
+// Removing the leader leaves the cluster without one until the next is
+// elected: the removal's record waits for it, and is committed once.
+func TestMembershipRecordWaitsForTheNextLeader(t *testing.T) {
+	state := fsm.New()
+	applyCmd(t, state, 1, &pb.Command{Kind: &pb.Command_SetAudit{SetAudit: &pb.SetAuditCommand{Limit: 10}}})
+	store := &electingStore{Store: &fsmStore{f: state, index: 1}, refusals: 3}
+	svc := NewClusterServiceWith(ClusterServiceConfig{Cluster: &fakeCluster{}, Registry: state, Store: store})
+	if _, err := svc.RemoveNode(testCtx(t), &pb.RemoveNodeRequest{Id: "n3"}); err != nil {
+		t.Fatalf("RemoveNode while the next leader is elected: %v, want it done and recorded", err)
+	}
+	var removals int
+	for _, r := range state.ListAudit(fsm.AuditQuery{}) {
+		if r.GetAction() == fsm.AuditMemberRemove {
+			removals++
+		}
+	}
+	if store.calls != 4 || removals != 1 {
+		t.Fatalf("%d proposals and %d member_remove records, want 4 proposals (3 without a leader) and 1 record", store.calls, removals)
+	}
+}
+
+// With no leader elected within the caller's deadline, the change is
+// reported made and not recorded.
+func TestMembershipRecordWithoutALeaderUntilTheDeadline(t *testing.T) {
+	state := fsm.New()
+	applyCmd(t, state, 1, &pb.Command{Kind: &pb.Command_SetAudit{SetAudit: &pb.SetAuditCommand{Limit: 10}}})
+	store := &failingStore{err: &cluster.NoLeaderError{}}
+	svc := NewClusterServiceWith(ClusterServiceConfig{Cluster: &fakeCluster{}, Registry: state, Store: store})
+	ctx, cancel := context.WithTimeout(testCtx(t), 300*time.Millisecond)
+	defer cancel()
+	_, err := svc.RemoveNode(ctx, &pb.RemoveNodeRequest{Id: "n3"})
+	if err == nil || !strings.Contains(err.Error(), "member_remove of n3 done, but its audit record was not committed") {
+		t.Fatalf("RemoveNode with no leader until the deadline: %v, want an error saying the removal was made but not recorded", err)
+	}
+	if ctx.Err() == nil {
+		t.Fatalf("RemoveNode gave up before the caller's deadline: %v", err)
+	}
+}
+
+// electingStore refuses its first proposals as a cluster without a leader
+// does, then passes them on.
+type electingStore struct {
+	Store
+	refusals int
+	calls    int
+}
+
+func (s *electingStore) Apply(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
+	s.calls++
+	if s.calls <= s.refusals {
+		return nil, &cluster.NoLeaderError{LeaderID: "n3", Err: errors.New("n3 is not the leader")}
+	}
+	return s.Store.Apply(ctx, cmd)
 }
 
 // While a voter predates command version 2 the trail is off and a

@@ -58,3 +58,36 @@ func TestMembershipChangesReachTheAuditTrail(t *testing.T) {
 		t.Fatalf("membership records, newest first: %q, want %q", got, want)
 	}
 }
+
+// Removing the leader itself takes the cluster's leader away before the
+// removal's record is proposed. The removal is done, so it is reported
+// done, and the next leader commits its record: an error here would have
+// the operator retry a removal that already happened.
+func TestRemovingTheLeaderIsRecordedByTheNext(t *testing.T) {
+	servers := startCluster(t, 3)
+	leader, followers := leaderOf(t, servers)
+	conn, err := grpc.NewClient(followers[0].Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.Close() }()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+
+	if _, err := pb.NewClusterServiceClient(conn).RemoveNode(ctx, &pb.RemoveNodeRequest{Id: leader.cfg.ID}); err != nil {
+		t.Fatalf("RemoveNode(%s), the leader, through %s: %v", leader.cfg.ID, followers[0].cfg.ID, err)
+	}
+	recs, err := pb.NewAuditServiceClient(conn).ListAudit(ctx, &pb.ListAuditRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var removals []string
+	for _, r := range recs.GetRecords() {
+		if r.GetAction() == fsm.AuditMemberRemove {
+			removals = append(removals, r.GetChanges()[0].GetBefore())
+		}
+	}
+	if len(removals) != 1 || removals[0] != leader.cfg.ID {
+		t.Fatalf("member_remove records: %q, want one of %s", removals, leader.cfg.ID)
+	}
+}
