@@ -55,7 +55,7 @@ func (s *clusterService) AddNode(ctx context.Context, req *pb.AddNodeRequest) (*
 		return nil, statusOf(err)
 	}
 	rm := &pb.RecordMembershipCommand{Action: auditJoin, NodeId: req.GetId(), Address: req.GetAddress()}
-	if err := s.recordMembership(ctx, rm); err != nil {
+	if err := s.recordMembership(ctx, rm, true); err != nil {
 		return nil, err
 	}
 	return &pb.AddNodeResponse{}, nil
@@ -71,7 +71,11 @@ func (s *clusterService) RemoveNode(ctx context.Context, req *pb.RemoveNodeReque
 	if err := s.c.RemoveServer(ctx, req.GetId()); err != nil {
 		return nil, statusOf(err)
 	}
-	if err := s.recordMembership(ctx, &pb.RecordMembershipCommand{Action: auditRemove, NodeId: req.GetId()}); err != nil {
+	// A node that removed itself has left the cluster: it will learn of
+	// no next leader to record its removal through.
+	waitLeader := req.GetId() != s.c.Status().GetId()
+	rm := &pb.RecordMembershipCommand{Action: auditRemove, NodeId: req.GetId()}
+	if err := s.recordMembership(ctx, rm, waitLeader); err != nil {
 		return nil, err
 	}
 	return &pb.RemoveNodeResponse{}, nil
@@ -87,7 +91,7 @@ func (s *clusterService) TransferLeadership(ctx context.Context, req *pb.Transfe
 	rm := &pb.RecordMembershipCommand{
 		Action: auditTransfer, NodeId: leader.GetId(), Address: leader.GetAddress(), PreviousLeader: previous,
 	}
-	if err := s.recordMembership(ctx, rm); err != nil {
+	if err := s.recordMembership(ctx, rm, true); err != nil {
 		return nil, err
 	}
 	return &pb.TransferLeadershipResponse{Leader: leader}, nil

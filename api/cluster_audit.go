@@ -37,8 +37,9 @@ func NewClusterServiceWith(cfg ClusterServiceConfig) pb.ClusterServiceServer {
 // while the leader it may remove still leads. The record is proposed even
 // if this node's trail looks off: the switch may just have turned it on
 // through the leader, ahead of this node's state, and with the trail off
-// the command changes nothing.
-func (s *clusterService) recordMembership(ctx context.Context, rm *pb.RecordMembershipCommand) error {
+// the command changes nothing. waitLeader: while no node leads, wait for
+// the next leader to be elected.
+func (s *clusterService) recordMembership(ctx context.Context, rm *pb.RecordMembershipCommand, waitLeader bool) error {
 	if s.store == nil {
 		return nil
 	}
@@ -46,7 +47,11 @@ func (s *clusterService) recordMembership(ctx context.Context, rm *pb.RecordMemb
 		Caller: PrincipalFrom(ctx).caller(),
 		Kind:   &pb.Command_RecordMembership{RecordMembership: rm},
 	}
-	res, err := s.applyRecord(ctx, cmd)
+	apply := s.store.Apply
+	if waitLeader {
+		apply = s.applyRecord
+	}
+	res, err := apply(ctx, cmd)
 	if errors.Is(err, cluster.ErrUnsupportedCommand) {
 		// A voter predates command version 2, so the trail is off, as for
 		// every other write during the upgrade.

@@ -215,6 +215,23 @@ func TestMembershipRecordWithoutALeaderUntilTheDeadline(t *testing.T) {
 	}
 }
 
+// A node that removed itself learns of no next leader: it reports its
+// removal unrecorded at once instead of waiting out the deadline.
+func TestRemovingItselfDoesNotWaitForALeader(t *testing.T) {
+	state := fsm.New()
+	applyCmd(t, state, 1, &pb.Command{Kind: &pb.Command_SetAudit{SetAudit: &pb.SetAuditCommand{Limit: 10}}})
+	store := &electingStore{Store: &fsmStore{f: state, index: 1}, refusals: 1}
+	fc := &fakeCluster{status: &pb.NodeStatus{Id: "n3"}}
+	svc := NewClusterServiceWith(ClusterServiceConfig{Cluster: fc, Registry: state, Store: store})
+	_, err := svc.RemoveNode(testCtx(t), &pb.RemoveNodeRequest{Id: "n3"})
+	if err == nil || !strings.Contains(err.Error(), "member_remove of n3 done, but its audit record was not committed") {
+		t.Fatalf("RemoveNode of itself: %v, want an error saying the removal was made but not recorded", err)
+	}
+	if store.calls != 1 {
+		t.Fatalf("%d proposals of the record, want 1", store.calls)
+	}
+}
+
 // electingStore refuses its first proposals as a cluster without a leader
 // does, then passes them on.
 type electingStore struct {
