@@ -75,6 +75,31 @@ func TestReadBarrierOnFollowerSeesWrite(t *testing.T) {
 	}
 }
 
+// A follower learns of commits from the leader's AppendEntries, which a
+// leader with nothing new to send sends only every CommitTimeout. A read
+// on a follower behind the read index has the leader announce its commit
+// index at once: with a CommitTimeout of a minute, each read still sees
+// the write acknowledged just before it, within its 5 s deadline.
+func TestFollowerReadDoesNotWaitForCommitTimeout(t *testing.T) {
+	slow := func(c *Config) { c.tune = func(rc *raft.Config) { rc.CommitTimeout = time.Minute } }
+	tc := newCluster(t, 3, slow)
+	leader := tc.waitLeader(10 * time.Second)
+	f := tc.followers(leader)[0]
+	for i := range 5 {
+		name := fmt.Sprintf("job-%d", i)
+		put(t, leader.node, name, "@hourly")
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := f.node.ReadBarrier(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("ReadBarrier on %s after writing %s: %v", f.id, name, err)
+		}
+		if _, ok := f.fsm.get(name); !ok {
+			t.Fatalf("after ReadBarrier, %s does not see %s acknowledged before it", f.id, name)
+		}
+	}
+}
+
 func TestLeaderCrashFailover(t *testing.T) {
 	tc := newCluster(t, 3)
 	old := tc.waitLeader(10 * time.Second)

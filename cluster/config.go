@@ -95,6 +95,17 @@ type Config struct {
 const (
 	minTimeout   = 5 * time.Millisecond // raft's floor
 	trailingLogs = 10240
+	// commitTimeout is how long a leader with no new entry waits before it
+	// tells the followers of its latest commits (Raft's default: 50 ms).
+	// A follower learns a commit only from an AppendEntries, and applies
+	// it then. A wave of fires commits in a slot's first milliseconds; at
+	// 50 ms its applies, a core per follower for tens of milliseconds,
+	// would land on the wave's deliveries. At 250 ms they come with the
+	// wave's first outcome entry, which the scheduler holds while the
+	// deliveries are under way (up to 200 ms). Reads do not wait for it: a
+	// follower behind the read index has the leader announce its commit
+	// index at once (announceCommit).
+	commitTimeout = 250 * time.Millisecond
 )
 
 // Validate checks every rule of the fields a caller sets from outside (ID,
@@ -242,6 +253,7 @@ func (cfg Config) raftConfig() (*raft.Config, error) {
 	// disk write instead of taking one each. Every caller bounds its wait
 	// by its context, not by Raft's enqueue timeout, which this gives up.
 	rc.BatchApplyCh = true
+	rc.CommitTimeout = commitTimeout
 	rc.Logger = newHCLog(cfg.Logger.With("node", cfg.ID), "raft")
 	if cfg.tune != nil {
 		cfg.tune(rc)

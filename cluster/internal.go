@@ -54,10 +54,13 @@ func (s *internalServer) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.A
 	return &pb.ApplyResponse{Result: res, Index: idx}, nil
 }
 
-func (s *internalServer) ReadIndex(ctx context.Context, _ *pb.ReadIndexRequest) (*pb.ReadIndexResponse, error) {
+func (s *internalServer) ReadIndex(ctx context.Context, req *pb.ReadIndexRequest) (*pb.ReadIndexResponse, error) {
 	idx, err := s.n.readIndex(ctx)
 	if err != nil {
 		return nil, s.n.statusError(err)
+	}
+	if req.GetCommitIndex() < idx {
+		s.n.announceCommit(ctx)
 	}
 	return &pb.ReadIndexResponse{Index: idx}, nil
 }

@@ -70,11 +70,19 @@ func (n *Node) forwardReadIndex(ctx context.Context) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	resp, err := c.ReadIndex(ctx, &pb.ReadIndexRequest{})
+	resp, err := c.ReadIndex(ctx, &pb.ReadIndexRequest{CommitIndex: n.raft.CommitIndex()})
 	if err != nil {
 		return 0, forwardError(leader, err)
 	}
 	return resp.GetIndex(), nil
+}
+
+// announceCommit has the leader send its commit index to the followers
+// now rather than at Raft's next CommitTimeout (see raftConfig): Raft
+// sends it only with an AppendEntries, so this appends a barrier. The
+// barrier itself is not waited for.
+func (n *Node) announceCommit(ctx context.Context) {
+	n.raft.Barrier(raftTimeout(ctx))
 }
 
 // waitApplied blocks until the local FSM reflects idx or ctx ends.

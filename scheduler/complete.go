@@ -170,8 +170,9 @@ func (l *leader) runCompleter(c *completer) {
 }
 
 // deliveriesWait reports whether attempts are on their way to a worker:
-// a tick's fires are being committed and handed over, or deliveries are
-// queued for a pool worker.
+// a tick's fires are being committed and handed over, deliveries are
+// queued for a pool worker, or offers to remote workers are not yet
+// acknowledged.
 func (l *leader) deliveriesWait() bool {
 	return l.firing.Load() || l.s.disp.backlog() > 0
 }

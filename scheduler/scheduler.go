@@ -90,8 +90,14 @@ type Config struct {
 // outcome with Lost set, done may be called once more with the outcome the
 // lost worker reported late: it is committed for the FSM to judge (it is
 // superseded once the attempt was re-dispatched), and changes nothing else.
+//
+// Unacked counts the attempts submitted that no worker has acknowledged
+// yet, leaving out those that wait for a worker with free capacity: while
+// it is above zero, deliveries are under way and outcomes wait (see
+// leader.deliveriesWait).
 type Remote interface {
 	Submit(ctx context.Context, a dispatch.Attempt, done func(dispatch.Attempt, dispatch.Outcome)) error
+	Unacked() int
 }
 
 // ErrInvalidConfig: a required Config field is missing.

@@ -72,7 +72,7 @@ type lane struct {
 type dispatcher struct {
 	pool localPool
 	// remote takes worker attempts; nil when the node has no worker service.
-	remote  submitter
+	remote  Remote
 	clock   Clock
 	log     *slog.Logger
 	metrics *metrics
@@ -104,13 +104,18 @@ func newDispatcher(pool localPool, remote Remote, clock Clock, log *slog.Logger,
 	}
 }
 
-// backlog is the number of deliveries waiting for a pool worker: queued
-// in the pool or in the overflow.
+// backlog is the number of deliveries not yet taken: waiting for a pool
+// worker (queued in the pool or in the overflow), or on their way to a
+// remote worker that has not acknowledged them.
 func (d *dispatcher) backlog() int {
 	d.mu.Lock()
 	n := len(d.overflow)
 	d.mu.Unlock()
-	return n + d.pool.Queued()
+	n += d.pool.Queued()
+	if d.remote != nil {
+		n += d.remote.Unacked()
+	}
+	return n
 }
 
 // inFlight is the number of tasks not yet finished.

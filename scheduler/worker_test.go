@@ -22,6 +22,8 @@ import (
 type fakeRemote struct {
 	mu  sync.Mutex
 	got []remoteAttempt
+	// unacked is what Unacked reports: offers no worker acknowledged.
+	unacked atomic.Int64
 }
 
 type remoteAttempt struct {
@@ -36,6 +38,8 @@ func (r *fakeRemote) Submit(ctx context.Context, a dispatch.Attempt, done func(d
 	r.got = append(r.got, remoteAttempt{ctx: ctx, a: a, done: done})
 	return nil
 }
+
+func (r *fakeRemote) Unacked() int { return int(r.unacked.Load()) }
 
 func (r *fakeRemote) attempts() []remoteAttempt {
 	r.mu.Lock()
@@ -328,5 +332,34 @@ func TestCancelRunCancelsTheWorkerAttempt(t *testing.T) {
 		}
 	case <-time.After(promptly):
 		t.Fatal("the worker attempt's context was not cancelled")
+	}
+}
+
+// While offers are on their way to a worker, unacknowledged, the outcomes
+// of those that came back wait (up to the hold): their entry would carry
+// the wave's commits to the followers, whose applies would then take CPU
+// from the offers still travelling.
+func TestOutcomesWaitForUnacknowledgedOffers(t *testing.T) {
+	r := &fakeRemote{}
+	h := newHarness(t, withRemote(r))
+	var committed atomic.Int64
+	h.prop.after = func(cmd *pb.Command, _ *pb.CommandResult) {
+		if cmd.GetCompleteBatch() != nil {
+			committed.CompareAndSwap(0, time.Now().UnixNano())
+		}
+	}
+	h.putJob(workerJob("render"))
+	h.lead()
+	h.waiting = 1 // held by the worker service
+	h.clock.Advance(10 * time.Second)
+	h.settle()
+	r.unacked.Store(1) // another worker's offer, not yet acknowledged
+	start := time.Now()
+	got := r.attempts()[0]
+	h.waiting = 0
+	got.done(got.a, succeeded(h))
+	h.waitFor("the outcome to commit", func() bool { return committed.Load() != 0 })
+	if held := time.Unix(0, committed.Load()).Sub(start); held < maxCompletionHold {
+		t.Fatalf("the outcome committed %v after it came back while an offer was unacknowledged; want it held %v", held, maxCompletionHold)
 	}
 }

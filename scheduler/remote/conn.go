@@ -57,7 +57,10 @@ type conn struct {
 	cancel   context.CancelCauseFunc
 
 	// Guarded by Hub.mu.
-	inflight  map[uint64]*attempt
+	inflight map[uint64]*attempt
+	// unacked counts the attempts of inflight the worker has not
+	// acknowledged yet.
+	unacked   int
 	lastOffer uint64
 	gone      bool
 }
@@ -280,8 +283,9 @@ func (h *Hub) acked(c *conn, tokens []uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, t := range tokens {
-		if at := c.inflight[t]; at != nil {
+		if at := c.inflight[t]; at != nil && !at.acked {
 			at.acked = true
+			c.unacked--
 		}
 	}
 }
@@ -303,6 +307,9 @@ func (h *Hub) outcomes(c *conn, outs []*pb.WorkerOutcome) {
 		switch {
 		case at != nil && at.a.RunID == o.GetRunId():
 			delete(c.inflight, o.GetToken())
+			if !at.acked {
+				c.unacked--
+			}
 			at.state = stateFinished
 			reports = append(reports, report{at, outcome(c, at, o, now)})
 		case h.isLateOf(c, o):

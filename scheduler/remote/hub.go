@@ -392,6 +392,7 @@ func (h *Hub) offer(c *conn, at *attempt, now time.Time) {
 	h.seq++
 	at.state, at.conn, at.offeredAt = stateOffered, c, now
 	c.inflight[at.a.Token] = at
+	c.unacked++
 	c.lastOffer = h.seq
 	c.out.addOffer(at)
 	h.metrics.offered.Inc()
@@ -442,7 +443,7 @@ func (h *Hub) drop(c *conn, cause error) {
 		h.remember(at)
 		lost = append(lost, at)
 	}
-	c.inflight = nil
+	c.inflight, c.unacked = nil, 0
 	h.mu.Unlock()
 	c.end(cause)
 	h.metrics.connected.WithLabelValues(c.pool).Dec()
@@ -476,6 +477,21 @@ func (h *Hub) connList() []*conn {
 		out = append(out, c)
 	}
 	return out
+}
+
+// Unacked counts the attempts on their way to a worker: submitted and not
+// yet offered, or offered and not yet acknowledged by the worker. Those
+// waiting for a worker with free capacity are not: none may come.
+func (h *Hub) Unacked() int {
+	h.inMu.Lock()
+	n := len(h.inbox)
+	h.inMu.Unlock()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range h.conns {
+		n += c.unacked
+	}
+	return n
 }
 
 // waiting counts the attempts no worker has taken yet.

@@ -295,3 +295,45 @@ func (c *probeCtx) Done() <-chan struct{} {
 	c.once.Do(func() { c.pending.Store(int64(c.h.waiting())) })
 	return c.Context.Done()
 }
+
+// Unacked counts what is on its way to a worker: offered and neither
+// acknowledged nor reported. Attempts waiting for a worker with free
+// capacity are not counted, and a dropped worker's count goes with it.
+func TestUnackedCountsOffersUntilTheWorkerTakesThem(t *testing.T) {
+	f := newFixture(t, 10*time.Second)
+	w := f.connect(hello("w1", "batch", 3))
+	for range 4 { // one more than w1 takes
+		f.submit(context.Background(), attemptIn("batch"))
+	}
+	var offered []*pb.WorkerAttempt
+	for len(offered) < 3 {
+		offered = append(offered, w.next().GetOffers().GetAttempts()...)
+	}
+	waitUnacked(t, f.h, 3)
+	w.ack(offered[0])
+	waitUnacked(t, f.h, 2)
+	w.report(offered[1], pb.RunState_RUN_STATE_SUCCEEDED, "") // reported before any ack
+	f.got.wait(t, offered[1].GetToken(), 1)
+	// The fourth is offered now that w1 has room again.
+	offered = append(offered, w.next().GetOffers().GetAttempts()...)
+	waitUnacked(t, f.h, 2)
+	w.ack(offered[0]) // again: counted once
+	w.report(offered[0], pb.RunState_RUN_STATE_SUCCEEDED, "")
+	f.got.wait(t, offered[0].GetToken(), 1)
+	if n := f.h.Unacked(); n != 2 {
+		t.Fatalf("Unacked() = %d after an acknowledged attempt was acknowledged again and reported, want 2", n)
+	}
+	w.cancel()
+	waitUnacked(t, f.h, 0)
+}
+
+func waitUnacked(t *testing.T, h *Hub, want int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for h.Unacked() != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("Unacked() = %d, want %d within 10s", h.Unacked(), want)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -119,7 +119,12 @@ func (x *ApplyResponse) GetIndex() uint64 {
 }
 
 type ReadIndexRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The asking follower's commit index. Below the read index, the leader
+	// announces its commit index at once rather than at Raft's next
+	// CommitTimeout, so the read need not wait for it. 0 (a release from
+	// before this field) counts as behind.
+	CommitIndex   uint64 `protobuf:"varint,1,opt,name=commit_index,json=commitIndex,proto3" json:"commit_index,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -152,6 +157,13 @@ func (x *ReadIndexRequest) ProtoReflect() protoreflect.Message {
 // Deprecated: Use ReadIndexRequest.ProtoReflect.Descriptor instead.
 func (*ReadIndexRequest) Descriptor() ([]byte, []int) {
 	return file_raftcron_v1_internal_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ReadIndexRequest) GetCommitIndex() uint64 {
+	if x != nil {
+		return x.CommitIndex
+	}
+	return 0
 }
 
 type ReadIndexResponse struct {
@@ -561,8 +573,9 @@ const file_raftcron_v1_internal_proto_rawDesc = "" +
 	"\acommand\x18\x01 \x01(\fR\acommand\"Y\n" +
 	"\rApplyResponse\x122\n" +
 	"\x06result\x18\x01 \x01(\v2\x1a.raftcron.v1.CommandResultR\x06result\x12\x14\n" +
-	"\x05index\x18\x02 \x01(\x04R\x05index\"\x12\n" +
-	"\x10ReadIndexRequest\")\n" +
+	"\x05index\x18\x02 \x01(\x04R\x05index\"5\n" +
+	"\x10ReadIndexRequest\x12!\n" +
+	"\fcommit_index\x18\x01 \x01(\x04R\vcommitIndex\")\n" +
 	"\x11ReadIndexResponse\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\";\n" +
 	"\x0fAddVoterRequest\x12\x0e\n" +
