@@ -5,9 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
 	"github.com/raftcron/raftcron/fsm"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
@@ -17,11 +14,7 @@ import (
 func TestMembershipChangesReachTheAuditTrail(t *testing.T) {
 	servers := startCluster(t, 3)
 	leader, followers := leaderOf(t, servers)
-	conn, err := grpc.NewClient(leader.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = conn.Close() }()
+	conn := dialPlain(t, leader.Addr())
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	members := pb.NewClusterServiceClient(conn)
@@ -66,11 +59,7 @@ func TestMembershipChangesReachTheAuditTrail(t *testing.T) {
 func TestRemovingTheLeaderIsRecordedByTheNext(t *testing.T) {
 	servers := startCluster(t, 3)
 	leader, followers := leaderOf(t, servers)
-	conn, err := grpc.NewClient(followers[0].Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = conn.Close() }()
+	conn := dialPlain(t, followers[0].Addr())
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 

@@ -81,6 +81,18 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 	}
 }
 
+// dialPlain is a client connection to addr without TLS, closed when the
+// test ends.
+func dialPlain(t *testing.T, addr string) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
+}
+
 func leaderOf(t *testing.T, servers []*Server) (leader *Server, followers []*Server) {
 	t.Helper()
 	waitFor(t, 15*time.Second, "a leader and every node ready", func() bool {
@@ -121,11 +133,7 @@ func TestServersServeTheAPIAndTheOpsPort(t *testing.T) {
 	servers := startCluster(t, 3)
 	leader, followers := leaderOf(t, servers)
 
-	conn, err := grpc.NewClient(followers[0].Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = conn.Close() }()
+	conn := dialPlain(t, followers[0].Addr())
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	spec := &pb.JobSpec{Name: "hourly", Schedule: "@hourly",

@@ -9,8 +9,6 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -31,11 +29,7 @@ func TestTheLeadersNowStampsClientWrites(t *testing.T) {
 		c.Now = func() time.Time { return at }
 	})
 	leader, followers := leaderOf(t, servers)
-	conn, err := grpc.NewClient(followers[0].Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = conn.Close() }()
+	conn := dialPlain(t, followers[0].Addr())
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	spec := &pb.JobSpec{Name: "hourly", Schedule: "@hourly",

@@ -9,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
 	"github.com/raftcron/raftcron/cluster"
 	"github.com/raftcron/raftcron/fence"
 	"github.com/raftcron/raftcron/fsm"
@@ -53,11 +50,7 @@ func TestServersServeRemoteWorkers(t *testing.T) {
 		<-stopped
 	})
 
-	conn, err := grpc.NewClient(followers[1].Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = conn.Close() }()
+	conn := dialPlain(t, followers[1].Addr())
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	jobs := pb.NewJobServiceClient(conn)
