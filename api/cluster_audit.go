@@ -9,6 +9,7 @@ import (
 
 	"github.com/raftcron/raftcron/cluster"
 	"github.com/raftcron/raftcron/fsm"
+	"github.com/raftcron/raftcron/internal/backoff"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -76,24 +77,18 @@ const recordLeaderWait = 10 * time.Second
 // applyRecord proposes a membership record, again while no node leads.
 // Only those refusals are retried: they wrote nothing, so the record is
 // not doubled.
-func (s *clusterService) applyRecord(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
+func (s *clusterService) applyRecord(ctx context.Context, cmd *pb.Command) (res *pb.CommandResult, err error) {
 	ctx, cancel := context.WithTimeout(ctx, recordLeaderWait)
 	defer cancel()
-	pause := 20 * time.Millisecond
-	for {
-		res, err := s.store.Apply(ctx, cmd)
-		if !errors.Is(err, cluster.ErrNoLeader) && !errors.Is(err, cluster.ErrNotLeader) {
-			return res, err
-		}
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return res, err
-		case <-t.C:
-		}
-		pause = min(2*pause, 500*time.Millisecond)
-	}
+	err = backoff.Retry(ctx, 20*time.Millisecond, 500*time.Millisecond, noLeader, func() error {
+		res, err = s.store.Apply(ctx, cmd)
+		return err
+	})
+	return res, err
+}
+
+func noLeader(err error) bool {
+	return errors.Is(err, cluster.ErrNoLeader) || errors.Is(err, cluster.ErrNotLeader)
 }
 
 // Actions of the membership records, as the FSM names them.

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/raftcron/raftcron/cluster"
+	"github.com/raftcron/raftcron/internal/backoff"
 )
 
 // retryNotLeader retries a call refused with NOT_LEADER until the call's
@@ -15,21 +16,9 @@ import (
 // the new leader is up. Any other error is returned at once.
 func retryNotLeader(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn,
 	invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	backoff := 50 * time.Millisecond
-	for {
-		err := invoker(ctx, method, req, reply, cc, opts...)
-		if err == nil || !isNotLeader(err) {
-			return err
-		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err // the last NOT_LEADER says more than "deadline exceeded"
-		case <-t.C:
-		}
-		backoff = min(2*backoff, time.Second)
-	}
+	return backoff.Retry(ctx, 50*time.Millisecond, time.Second, isNotLeader, func() error {
+		return invoker(ctx, method, req, reply, cc, opts...)
+	})
 }
 
 func isNotLeader(err error) bool {

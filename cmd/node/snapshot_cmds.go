@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/raftcron/raftcron/backup"
+	"github.com/raftcron/raftcron/internal/backoff"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -216,8 +217,7 @@ func restoreSnapshot(parent context.Context, o *clientOptions, path string) (*pb
 // retry is always safe.
 func onLeader(ctx context.Context, o *clientOptions, call func(context.Context, pb.SnapshotServiceClient) error) error {
 	addr := o.addr
-	backoff := 50 * time.Millisecond
-	for {
+	return backoff.Retry(ctx, 50*time.Millisecond, time.Second, isNotLeader, func() error {
 		at := *o
 		at.addr = addr
 		conn, err := at.dial()
@@ -226,21 +226,11 @@ func onLeader(ctx context.Context, o *clientOptions, call func(context.Context, 
 		}
 		err = call(ctx, pb.NewSnapshotServiceClient(conn))
 		_ = conn.Close()
-		if err == nil || !isNotLeader(err) {
-			return err
-		}
 		if leader := leaderAddress(err); leader != "" {
 			addr = leader
 		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-		backoff = min(2*backoff, time.Second)
-	}
+		return err
+	})
 }
 
 // leaderAddress is the leader a NOT_LEADER answer names, if any.
