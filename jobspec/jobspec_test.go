@@ -120,8 +120,8 @@ func TestValidateRejects(t *testing.T) {
 		wantRule  string
 	}{
 		{"minute out of range", func(s *pb.JobSpec) { s.Schedule = "61 * * * *" },
-			"schedule", "end of range (61) above maximum (59): 61"},
-		{"garbage schedule", func(s *pb.JobSpec) { s.Schedule = "every day" }, "schedule", "bad cron syntax"},
+			"schedule", "minute field: 61 is above 59"},
+		{"garbage schedule", func(s *pb.JobSpec) { s.Schedule = "every day" }, "schedule", "want 5 fields"},
 		{"missing schedule", func(s *pb.JobSpec) { s.Schedule = "" }, "schedule", "required"},
 		{"TZ= prefix", func(s *pb.JobSpec) { s.Schedule = "TZ=Europe/Berlin 0 2 * * *" },
 			"schedule", "the zone is the timezone field, not a TZ= prefix"},
@@ -261,7 +261,7 @@ func TestValidateReportsEveryViolation(t *testing.T) {
 	}
 	msg := err.Error()
 	wantPrefix := `invalid job "Nightly Billing": name: must match [a-z0-9][a-z0-9._-]{0,62}; timezone: unknown time zone`
-	if !strings.HasPrefix(msg, wantPrefix) || !strings.Contains(msg, "; schedule: bad cron syntax: end of range (61) above maximum (59): 61; http.url: ") {
+	if !strings.HasPrefix(msg, wantPrefix) || !strings.Contains(msg, "; schedule: minute field: 61 is above 59; http.url: ") {
 		t.Fatalf("message %q", msg)
 	}
 }

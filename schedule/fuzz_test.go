@@ -1,6 +1,8 @@
 package schedule
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -14,6 +16,7 @@ func FuzzParse(f *testing.F) {
 		"9223372036854775807 * * * *", "1,2,,3 * * * *", "@", "@every 2562047h",
 		"0 16 */2 * sat", "0 0 13 * */2", "* 2 * * *", "30 */1 * * *", "*,5 * * * *", "5,* * * * *",
 		"0-59/20 2 * * *", "? ? */3 * ?", "* 30 2 * * *", "@daily", "* * */31 2 *",
+		"0 0 * 13 *", "1-2-3 * * * *", "*/2/3 * * * *", "*/-1 * * * *", "-5 * * * *", "0 0 * jan-xyz *", "@every soon",
 	} {
 		f.Add(seed)
 	}
@@ -30,6 +33,11 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, spec string) {
 		s, err := Parse(spec, loc)
 		if err != nil {
+			// A refusal says where the spec is wrong, never only robfig's words.
+			var se *SyntaxError
+			if errors.Is(err, ErrSyntax) && !errors.As(err, &se) && strings.TrimSpace(spec) != "" {
+				t.Fatalf("%q: syntax error %q names no part of the spec", spec, err)
+			}
 			return
 		}
 		for _, base := range bases {

@@ -11,32 +11,55 @@ func TestParseRejects(t *testing.T) {
 	tests := []struct {
 		spec    string
 		wantErr error
-		wantMsg string
+		wantMsg string // the whole message
 	}{
-		{"TZ=UTC * * * * *", ErrTimezonePrefix, ""},
-		{"CRON_TZ=Europe/Berlin 0 2 * * *", ErrTimezonePrefix, ""},
-		{"CRON_TZ=", ErrTimezonePrefix, ""},
-		{"TZ=", ErrTimezonePrefix, ""},
-		{"tz=UTC 0 2 * * *", ErrTimezonePrefix, ""},
-		{"  TZ=UTC 0 2 * * *", ErrTimezonePrefix, ""},
-		{"", ErrSyntax, "empty spec"},
-		{"   ", ErrSyntax, "empty spec"},
-		{"hello", ErrSyntax, "expected 5 to 6 fields"},
-		{"61 * * * *", ErrSyntax, "end of range (61) above maximum (59): 61"},
-		{"* 24 * * *", ErrSyntax, "above maximum (23)"},
-		{"* * 0 * *", ErrSyntax, "below minimum (1)"},
-		{"* * * 13 *", ErrSyntax, "above maximum (12)"},
-		{"* * * * 7", ErrSyntax, "above maximum (6)"},
-		{"*/0 * * * *", ErrSyntax, "step of range should be a positive number"},
-		{"5-1 * * * *", ErrSyntax, "beyond end of range"},
-		{"* * * * * * *", ErrSyntax, "expected 5 to 6 fields"},
-		{"@fortnightly", ErrSyntax, "unrecognized descriptor"},
-		{"@every", ErrSyntax, ""},
-		{"@every soon", ErrSyntax, "failed to parse duration"},
-		{"@every 500ms", ErrEveryInterval, ""},
-		{"@every 1.5s", ErrEveryInterval, ""},
-		{"@every 0s", ErrEveryInterval, ""},
-		{"@every -1m", ErrEveryInterval, ""},
+		{"TZ=UTC * * * * *", ErrTimezonePrefix, ErrTimezonePrefix.Error()},
+		{"CRON_TZ=Europe/Berlin 0 2 * * *", ErrTimezonePrefix, ErrTimezonePrefix.Error()},
+		{"CRON_TZ=", ErrTimezonePrefix, ErrTimezonePrefix.Error()},
+		{"TZ=", ErrTimezonePrefix, ErrTimezonePrefix.Error()},
+		{"tz=UTC 0 2 * * *", ErrTimezonePrefix, ErrTimezonePrefix.Error()},
+		{"  TZ=UTC 0 2 * * *", ErrTimezonePrefix, ErrTimezonePrefix.Error()},
+		{"", ErrSyntax, "bad cron syntax: empty spec"},
+		{"   ", ErrSyntax, "bad cron syntax: empty spec"},
+		{"hello", ErrSyntax, "want 5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first; found 1"},
+		{"* * * * * * *", ErrSyntax, "want 5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first; found 7"},
+		// Each field, five fields and six.
+		{"61 * * * *", ErrSyntax, "minute field: 61 is above 59"},
+		{"* 24 * * *", ErrSyntax, "hour field: 24 is above 23"},
+		{"* * 0 * *", ErrSyntax, "day-of-month field: 0 is below 1"},
+		{"* * * 13 *", ErrSyntax, "month field: 13 is above 12"},
+		{"* * * 0 *", ErrSyntax, "month field: 0 is below 1"},
+		{"* * * * 7", ErrSyntax, "day-of-week field: 7 is above 6"},
+		{"60 * * * * *", ErrSyntax, "seconds field: 60 is above 59"},
+		{"* 60 * * * *", ErrSyntax, "minute field: 60 is above 59"},
+		{"* * 24 * * *", ErrSyntax, "hour field: 24 is above 23"},
+		{"* * * 32 * *", ErrSyntax, "day-of-month field: 32 is above 31"},
+		{"* * * * 13 *", ErrSyntax, "month field: 13 is above 12"},
+		{"* * * * * 7", ErrSyntax, "day-of-week field: 7 is above 6"},
+		// The first field at fault is the one named.
+		{"0 0 32 13 *", ErrSyntax, "day-of-month field: 32 is above 31"},
+		// Each rule of a field.
+		{"* * 1-40 * *", ErrSyntax, "day-of-month field: 40 is above 31"},
+		{"0,15,75 * * * *", ErrSyntax, "minute field: 75 is above 59"},
+		{"*/0 * * * *", ErrSyntax, `minute field: step of "*/0" must be at least 1`},
+		{"* */-1 * * *", ErrSyntax, "hour field: step -1 must be at least 1"},
+		{"5-1 * * * *", ErrSyntax, `minute field: range "5-1" runs backwards (5 is after 1)`},
+		{"1-2-3 * * * *", ErrSyntax, `minute field: "1-2-3" has more than one "-"`},
+		{"*/2/3 * * * *", ErrSyntax, `minute field: "*/2/3" has more than one "/"`},
+		{"-5 * * * *", ErrSyntax, `minute field: a number is missing in "-5"`},
+		{"*/ * * * *", ErrSyntax, `minute field: a number is missing in "*/"`},
+		{"L * * * *", ErrSyntax, `minute field: "L" is not a number (want 0-59)`},
+		{"0 0 * JAN-XYZ *", ErrSyntax, `month field: "XYZ" is not a number (want 1-12 or jan-dec)`},
+		{"0 0 * * funday", ErrSyntax, `day-of-week field: "funday" is not a number (want 0-6 or sun-sat)`},
+		// Descriptors and @every.
+		{"@fortnightly", ErrSyntax, `unknown descriptor "@fortnightly" (want @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly or @every <duration>)`},
+		{"@everyday", ErrSyntax, `unknown descriptor "@everyday" (want @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly or @every <duration>)`},
+		{"@every", ErrSyntax, `@every: missing duration (like "@every 30s")`},
+		{"@every soon", ErrSyntax, `@every: invalid duration "soon" (use Go syntax like 90s, 5m, 1h30m)`},
+		{"@every 500ms", ErrEveryInterval, "@every: want a whole number of seconds, at least 1s, not 500ms"},
+		{"@every 1.5s", ErrEveryInterval, "@every: want a whole number of seconds, at least 1s, not 1.5s"},
+		{"@every 0s", ErrEveryInterval, "@every: want a whole number of seconds, at least 1s, not 0s"},
+		{"@every -1m", ErrEveryInterval, "@every: want a whole number of seconds, at least 1s, not -1m"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.spec, func(t *testing.T) {
@@ -44,10 +67,19 @@ func TestParseRejects(t *testing.T) {
 			if !errors.Is(err, tc.wantErr) {
 				t.Fatalf("Parse(%q) = %v, %v; want error %v", tc.spec, s, err, tc.wantErr)
 			}
-			if !strings.Contains(err.Error(), tc.wantMsg) {
-				t.Fatalf("Parse(%q) error %q does not mention %q", tc.spec, err, tc.wantMsg)
+			if err.Error() != tc.wantMsg {
+				t.Fatalf("Parse(%q) error\n got  %q\n want %q", tc.spec, err, tc.wantMsg)
 			}
 		})
+	}
+}
+
+// A field error says which field, so a caller can point at it.
+func TestSyntaxErrorNamesThePart(t *testing.T) {
+	_, err := Parse("0 0 * 13 *", time.UTC)
+	var se *SyntaxError
+	if !errors.As(err, &se) || se.Part != "month field" || se.Reason != "13 is above 12" {
+		t.Fatalf("Parse error %#v, want a *SyntaxError for the month field", err)
 	}
 }
 
@@ -55,8 +87,8 @@ func TestParseRejects(t *testing.T) {
 // first, and the recover behind it turns any panic into an error.
 func TestParseRobfigRecoversPanic(t *testing.T) {
 	for _, spec := range []string{"TZ=", "CRON_TZ="} {
-		if _, err := parseRobfig(spec); !errors.Is(err, ErrSyntax) {
-			t.Errorf("parseRobfig(%q) = %v, want ErrSyntax", spec, err)
+		if _, err := parseWith(parser, spec); err == nil {
+			t.Errorf("parseWith(%q): no error", spec)
 		}
 	}
 }

@@ -34,11 +34,12 @@ var (
 	ErrTimezonePrefix = errors.New("the zone is the timezone field, not a TZ= prefix")
 	// ErrNeverFires rejects specs with no fire time within SearchYears.
 	ErrNeverFires = errors.New("never fires within 5 years")
-	// ErrSyntax wraps the parser's description of a malformed spec.
+	// ErrSyntax is a malformed spec; most come as a *SyntaxError naming
+	// the field at fault.
 	ErrSyntax = errors.New("bad cron syntax")
 	// ErrEveryInterval rejects @every durations that are not whole seconds
 	// of at least one second (robfig would silently round them).
-	ErrEveryInterval = errors.New("@every needs a whole number of seconds, at least 1s")
+	ErrEveryInterval = errors.New("@every: want a whole number of seconds, at least 1s")
 )
 
 // parser accepts an optional leading seconds field, five-field cron and
@@ -62,9 +63,9 @@ func Parse(spec string, loc *time.Location) (Schedule, error) {
 	if strings.HasPrefix(upper, "TZ=") || strings.HasPrefix(upper, "CRON_TZ=") {
 		return nil, ErrTimezonePrefix
 	}
-	parsed, err := parseRobfig(spec)
+	parsed, err := parseWith(parser, spec)
 	if err != nil {
-		return nil, err
+		return nil, explain(spec, err)
 	}
 	switch s := parsed.(type) {
 	case *cron.SpecSchedule:
@@ -76,29 +77,26 @@ func Parse(spec string, loc *time.Location) (Schedule, error) {
 	}
 }
 
-// parseRobfig runs robfig's parser, which panics on some inputs.
-func parseRobfig(spec string) (s cron.Schedule, err error) {
+// parseWith runs robfig's parser p, which panics on some inputs.
+func parseWith(p cron.Parser, spec string) (s cron.Schedule, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			s, err = nil, fmt.Errorf("%w: %v", ErrSyntax, r)
+			s, err = nil, fmt.Errorf("parser panicked: %v", r)
 		}
 	}()
-	s, err = parser.Parse(spec)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrSyntax, err.Error())
-	}
-	return s, nil
+	return p.Parse(spec)
 }
 
 // parseEvery re-reads the duration of an @every spec that robfig accepted:
 // robfig rounds sub-second and non-positive durations instead of refusing.
 func parseEvery(spec string, loc *time.Location) (Schedule, error) {
-	d, err := time.ParseDuration(strings.TrimPrefix(spec, everyPrefix))
+	text := strings.TrimPrefix(spec, everyPrefix)
+	d, err := time.ParseDuration(text)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrSyntax, err.Error())
+		return nil, explainDescriptor(spec)
 	}
 	if d < time.Second || d%time.Second != 0 {
-		return nil, ErrEveryInterval
+		return nil, fmt.Errorf("%w, not %s", ErrEveryInterval, text)
 	}
 	return &everySchedule{period: int64(d / time.Second), loc: loc}, nil
 }
