@@ -190,8 +190,10 @@ type JobSpec struct {
 	// IANA zone name; empty means UTC.
 	Timezone string `protobuf:"bytes,3,opt,name=timezone,proto3" json:"timezone,omitempty"`
 	// Exactly one of http, exec and worker is set.
-	Http      *HttpTarget            `protobuf:"bytes,4,opt,name=http,proto3" json:"http,omitempty"`
-	Exec      *ExecTarget            `protobuf:"bytes,5,opt,name=exec,proto3" json:"exec,omitempty"`
+	Http *HttpTarget `protobuf:"bytes,4,opt,name=http,proto3" json:"http,omitempty"`
+	Exec *ExecTarget `protobuf:"bytes,5,opt,name=exec,proto3" json:"exec,omitempty"`
+	// Run on a remote worker of a pool instead of on the leader (DESIGN §14).
+	Worker    *WorkerTarget          `protobuf:"bytes,17,opt,name=worker,proto3" json:"worker,omitempty"`
 	Catchup   *Catchup               `protobuf:"bytes,6,opt,name=catchup,proto3" json:"catchup,omitempty"`
 	Overlap   Overlap                `protobuf:"varint,7,opt,name=overlap,proto3,enum=raftcron.v1.Overlap" json:"overlap,omitempty"`
 	Delivery  Delivery               `protobuf:"varint,8,opt,name=delivery,proto3,enum=raftcron.v1.Delivery" json:"delivery,omitempty"`
@@ -203,9 +205,7 @@ type JobSpec struct {
 	EndAt     *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=end_at,json=endAt,proto3" json:"end_at,omitempty"`
 	Labels    map[string]string      `protobuf:"bytes,15,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Finished runs kept per job; 0 means the default (10).
-	HistoryLimit uint32 `protobuf:"varint,16,opt,name=history_limit,json=historyLimit,proto3" json:"history_limit,omitempty"`
-	// Run on a remote worker of a pool instead of on the leader (DESIGN §14).
-	Worker        *WorkerTarget `protobuf:"bytes,17,opt,name=worker,proto3" json:"worker,omitempty"`
+	HistoryLimit  uint32 `protobuf:"varint,16,opt,name=history_limit,json=historyLimit,proto3" json:"history_limit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -271,6 +271,13 @@ func (x *JobSpec) GetHttp() *HttpTarget {
 func (x *JobSpec) GetExec() *ExecTarget {
 	if x != nil {
 		return x.Exec
+	}
+	return nil
+}
+
+func (x *JobSpec) GetWorker() *WorkerTarget {
+	if x != nil {
+		return x.Worker
 	}
 	return nil
 }
@@ -350,13 +357,6 @@ func (x *JobSpec) GetHistoryLimit() uint32 {
 		return x.HistoryLimit
 	}
 	return 0
-}
-
-func (x *JobSpec) GetWorker() *WorkerTarget {
-	if x != nil {
-		return x.Worker
-	}
-	return nil
 }
 
 type HttpTarget struct {
@@ -2174,7 +2174,8 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\bschedule\x18\x02 \x01(\tR\bschedule\x12\x1a\n" +
 	"\btimezone\x18\x03 \x01(\tR\btimezone\x12+\n" +
 	"\x04http\x18\x04 \x01(\v2\x17.raftcron.v1.HttpTargetR\x04http\x12+\n" +
-	"\x04exec\x18\x05 \x01(\v2\x17.raftcron.v1.ExecTargetR\x04exec\x12.\n" +
+	"\x04exec\x18\x05 \x01(\v2\x17.raftcron.v1.ExecTargetR\x04exec\x121\n" +
+	"\x06worker\x18\x11 \x01(\v2\x19.raftcron.v1.WorkerTargetR\x06worker\x12.\n" +
 	"\acatchup\x18\x06 \x01(\v2\x14.raftcron.v1.CatchupR\acatchup\x12.\n" +
 	"\aoverlap\x18\a \x01(\x0e2\x14.raftcron.v1.OverlapR\aoverlap\x121\n" +
 	"\bdelivery\x18\b \x01(\x0e2\x15.raftcron.v1.DeliveryR\bdelivery\x12(\n" +
@@ -2187,8 +2188,7 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\bstart_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\astartAt\x121\n" +
 	"\x06end_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\x05endAt\x128\n" +
 	"\x06labels\x18\x0f \x03(\v2 .raftcron.v1.JobSpec.LabelsEntryR\x06labels\x12#\n" +
-	"\rhistory_limit\x18\x10 \x01(\rR\fhistoryLimit\x121\n" +
-	"\x06worker\x18\x11 \x01(\v2\x19.raftcron.v1.WorkerTargetR\x06worker\x1a9\n" +
+	"\rhistory_limit\x18\x10 \x01(\rR\fhistoryLimit\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc5\x02\n" +
@@ -2428,15 +2428,15 @@ var file_raftcron_v1_job_proto_goTypes = []any{
 var file_raftcron_v1_job_proto_depIdxs = []int32{
 	4,  // 0: raftcron.v1.JobSpec.http:type_name -> raftcron.v1.HttpTarget
 	5,  // 1: raftcron.v1.JobSpec.exec:type_name -> raftcron.v1.ExecTarget
-	7,  // 2: raftcron.v1.JobSpec.catchup:type_name -> raftcron.v1.Catchup
-	1,  // 3: raftcron.v1.JobSpec.overlap:type_name -> raftcron.v1.Overlap
-	2,  // 4: raftcron.v1.JobSpec.delivery:type_name -> raftcron.v1.Delivery
-	8,  // 5: raftcron.v1.JobSpec.retry:type_name -> raftcron.v1.Retry
-	40, // 6: raftcron.v1.JobSpec.deadline:type_name -> google.protobuf.Duration
-	41, // 7: raftcron.v1.JobSpec.start_at:type_name -> google.protobuf.Timestamp
-	41, // 8: raftcron.v1.JobSpec.end_at:type_name -> google.protobuf.Timestamp
-	34, // 9: raftcron.v1.JobSpec.labels:type_name -> raftcron.v1.JobSpec.LabelsEntry
-	6,  // 10: raftcron.v1.JobSpec.worker:type_name -> raftcron.v1.WorkerTarget
+	6,  // 2: raftcron.v1.JobSpec.worker:type_name -> raftcron.v1.WorkerTarget
+	7,  // 3: raftcron.v1.JobSpec.catchup:type_name -> raftcron.v1.Catchup
+	1,  // 4: raftcron.v1.JobSpec.overlap:type_name -> raftcron.v1.Overlap
+	2,  // 5: raftcron.v1.JobSpec.delivery:type_name -> raftcron.v1.Delivery
+	8,  // 6: raftcron.v1.JobSpec.retry:type_name -> raftcron.v1.Retry
+	40, // 7: raftcron.v1.JobSpec.deadline:type_name -> google.protobuf.Duration
+	41, // 8: raftcron.v1.JobSpec.start_at:type_name -> google.protobuf.Timestamp
+	41, // 9: raftcron.v1.JobSpec.end_at:type_name -> google.protobuf.Timestamp
+	34, // 10: raftcron.v1.JobSpec.labels:type_name -> raftcron.v1.JobSpec.LabelsEntry
 	35, // 11: raftcron.v1.HttpTarget.headers:type_name -> raftcron.v1.HttpTarget.HeadersEntry
 	40, // 12: raftcron.v1.HttpTarget.timeout:type_name -> google.protobuf.Duration
 	36, // 13: raftcron.v1.ExecTarget.env:type_name -> raftcron.v1.ExecTarget.EnvEntry
