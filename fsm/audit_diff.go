@@ -28,10 +28,11 @@ const hiddenValue = "(hidden)"
 var hiddenFields = []string{"http.body", "http.headers.", "exec.env."}
 
 // specChanges lists the fields that differ between two stored specs (nil
-// for none, as before a create), in field-number order and map keys in
-// order. Values are rendered as in JSON: strings quoted, durations like
-// "30s", timestamps in RFC 3339 UTC. It runs when a record is read, never
-// in Apply: what it renders is the reading build's business (audit.go).
+// for none, as before a create), in declaration order (the job file's)
+// and map keys in order. Values are rendered as in JSON: strings quoted,
+// durations like "30s", timestamps in RFC 3339 UTC. It runs when a record
+// is read, never in Apply: what it renders is the reading build's business
+// (audit.go).
 func specChanges(before, after *pb.JobSpec) []*pb.AuditChange {
 	if before == nil {
 		before = &pb.JobSpec{}
@@ -73,8 +74,8 @@ func labelPairs(spec *pb.JobSpec) []label {
 	return out
 }
 
-// labels adds the labels that differ, merging two key-ordered lists; the
-// labels field comes last in field-number order, as here.
+// labels adds the labels that differ, merging two key-ordered lists; they
+// come after the other fields' changes.
 func (d *differ) labels(a, b []label) {
 	for len(a) > 0 || len(b) > 0 {
 		switch {

@@ -6,15 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"reflect"
 	"sort"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v2"
-	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/timestamppb"
-	k8syaml "sigs.k8s.io/yaml"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
@@ -28,6 +26,9 @@ import (
 // and aliases work). Decode does not validate the jobs (that
 // is jobspec's work): it only checks the format.
 func Decode(data []byte) ([]*pb.JobSpec, error) {
+	if err := schemaErr(); err != nil {
+		return nil, err
+	}
 	items, listed, err := readJobs(data)
 	if err != nil {
 		return nil, err
@@ -45,6 +46,35 @@ func Decode(data []byte) ([]*pb.JobSpec, error) {
 		specs = append(specs, spec)
 	}
 	return specs, nil
+}
+
+// FromMap reads one job in the generic JSON form ToMap writes, or that
+// encoding/json decodes from a job file's JSON (numbers as float64 or
+// json.Number), with Decode's rules and errors.
+func FromMap(m map[string]any) (*pb.JobSpec, error) {
+	if err := schemaErr(); err != nil {
+		return nil, err
+	}
+	return decodeJob(m, "")
+}
+
+// FromJSON reads one job object in the file's JSON form (EncodeJSON's
+// output for one spec), as a JSON API body would carry it.
+func FromJSON(data []byte) (*pb.JobSpec, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrInvalidJSON, err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%w: data after the job object", ErrInvalidJSON)
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, &FieldError{Rule: "want a job object, got " + describe(v)}
+	}
+	return FromMap(m)
 }
 
 // readJobs parses the YAML stream and returns the raw job values in order.
@@ -84,289 +114,277 @@ func readJobs(data []byte) (items []any, listed bool, err error) {
 	return items, listed || docs > 1, nil
 }
 
-// decodeJob turns one raw job value into a spec. path prefixes error fields.
+// decodeJob turns one raw job value into a spec. path prefixes error
+// fields. Unknown fields are looked for first, everywhere: a misspelled
+// name explains the file better than the type error it may also cause.
 func decodeJob(item any, path string) (*pb.JobSpec, error) {
-	m, ok := item.(map[any]any)
-	if !ok {
+	if _, ok := members(item); !ok {
 		return nil, &FieldError{Field: path, Rule: "want a job object, got " + describe(item)}
 	}
-	if err := checkFields(m, reflect.TypeFor[jobFile](), path); err != nil {
+	spec := &pb.JobSpec{}
+	if err := decodeObject(spec.ProtoReflect(), item, path); err != nil {
 		return nil, err
 	}
-	// Back to YAML for sigs.k8s.io/yaml, which converts to JSON guided by
-	// the target struct: a YAML number or bool given for a string field
-	// (name: 123, labels: {tier: 2}) becomes that string instead of an error.
-	doc, err := yaml.Marshal(m)
-	if err != nil {
-		return nil, &FieldError{Field: path, Rule: err.Error()}
-	}
-	var f jobFile
-	if err := k8syaml.Unmarshal(doc, &f, k8syaml.DisallowUnknownFields); err != nil {
-		return nil, typeError(err, path)
-	}
-	return f.spec(path)
+	return spec, nil
 }
 
-// checkFields rejects any key that is not a field of the format, spelled
-// exactly (encoding/json alone would accept "Name" for "name"), and walks
-// into nested objects. Type mismatches are left to the JSON decoder.
-func checkFields(m map[any]any, t reflect.Type, path string) error {
-	fields := fieldTypes(t)
-	keys := make([]string, 0, len(m))
-	byKey := make(map[string]any, len(m))
-	for k, v := range m {
-		ks := fmt.Sprint(k)
-		keys = append(keys, ks)
-		byKey[ks] = v
-		if _, isString := k.(string); !isString {
-			byKey[ks] = unknownKey{}
-		}
+// decodeObject sets m from raw object v: first every key is checked,
+// then the values are read.
+func decodeObject(m protoreflect.Message, v any, path string) error {
+	if err := checkKeys(m.Descriptor(), v, path); err != nil {
+		return err
 	}
-	sort.Strings(keys) // one deterministic error when there are several
-	for _, k := range keys {
-		v := byKey[k]
-		ft, known := fields[k]
-		if _, bad := v.(unknownKey); bad || !known {
-			return &FieldError{Field: path, Rule: unknownFieldRule(k, fields)}
+	return decodeMessage(m, v, path)
+}
+
+// member is one key and value of a raw object.
+type member struct {
+	key   any    // as the parser gave it: YAML keys need not be strings
+	name  string // the key as text
+	value any
+}
+
+// members lists an object's members sorted by name, so that the first
+// error of a file is the same on every run; ok is false if v is no object.
+func members(v any) (ms []member, ok bool) {
+	switch m := v.(type) {
+	case map[string]any:
+		for k, e := range m {
+			ms = append(ms, member{k, k, e})
 		}
-		nested, isMap := v.(map[any]any)
-		if ft.Kind() == reflect.Pointer && ft.Elem().Kind() == reflect.Struct && isMap {
-			if err := checkFields(nested, ft.Elem(), join(path, k)); err != nil {
-				return err
-			}
+	case map[any]any:
+		for k, e := range m {
+			ms = append(ms, member{k, fmt.Sprint(k), e})
+		}
+	default:
+		return nil, false
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].name < ms[j].name })
+	return ms, true
+}
+
+// checkKeys rejects any key of v that is not a field of md, spelled exactly,
+// and walks into the messages v holds. Values of the wrong type are left
+// to decodeMessage.
+func checkKeys(md protoreflect.MessageDescriptor, v any, path string) error {
+	ms, _ := members(v)
+	for _, m := range ms {
+		fd := fieldOf(md, m)
+		if fd == nil {
+			return &FieldError{Field: path, Rule: unknownFieldRule(m.name, md)}
+		}
+		if err := checkNested(fd, m.value, join(path, m.name)); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// unknownKey marks a non-string key, which is never a field name.
-type unknownKey struct{}
-
-// fieldTypes maps the format's field names of struct t to their types.
-func fieldTypes(t reflect.Type) map[string]reflect.Type {
-	fields := make(map[string]reflect.Type, t.NumField())
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		fields[name] = f.Type
+// fieldOf is md's field named by m's key, or nil.
+func fieldOf(md protoreflect.MessageDescriptor, m member) protoreflect.FieldDescriptor {
+	if _, isString := m.key.(string); !isString {
+		return nil // never a field name, whatever it prints as
 	}
-	return fields
+	return md.Fields().ByName(protoreflect.Name(m.name))
 }
 
-func unknownFieldRule(key string, fields map[string]reflect.Type) string {
-	rule := fmt.Sprintf("unknown field %q", key)
-	if guess := closest(key, fields); guess != "" {
-		rule += fmt.Sprintf(" (did you mean %q?)", guess)
-	}
-	return rule
-}
-
-// closest is the known field name nearest to key, if it is a likely typo.
-func closest(key string, fields map[string]reflect.Type) string {
-	best, bestDist := "", 3 // suggest only within two edits
-	lower := strings.ToLower(key)
-	for name := range fields {
-		if d := editDistance(lower, name); d < bestDist || (d == bestDist && name < best) {
-			best, bestDist = name, d
+// checkNested runs checkKeys over the messages in field fd's value v.
+func checkNested(fd protoreflect.FieldDescriptor, v any, path string) error {
+	switch {
+	case fd.IsMap():
+		if !isObject(fd.MapValue()) {
+			return nil
 		}
-	}
-	return best
-}
-
-// editDistance is the Damerau-Levenshtein distance (with adjacent
-// transpositions), enough to catch "scheduel" and "Name".
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return 64 // never a typo of a field name; keeps the work bounded
-	}
-	prev2 := make([]int, len(b)+1)
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
+		ms, _ := members(v)
+		for _, m := range ms {
+			if err := checkKeys(fd.MapValue().Message(), m.value, elementPath(fd.MapValue(), path, m.name)); err != nil {
+				return err
 			}
 		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(b)]
-}
-
-// typeError turns a decoding error into a FieldError naming the field.
-func typeError(err error, path string) error {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		return &FieldError{Field: join(path, te.Field), Rule: fmt.Sprintf("want %s, got %s", kindName(te.Type), te.Value)}
-	}
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return &FieldError{Field: path, Rule: "invalid value: " + se.Error()}
-	}
-	return &FieldError{Field: path, Rule: err.Error()}
-}
-
-// kindName says what a field of type t accepts, in the file's words.
-func kindName(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Uint32, reflect.Uint64, reflect.Uint, reflect.Uint8, reflect.Uint16:
-		return "a non-negative integer"
-	case reflect.Struct, reflect.Pointer:
-		return "an object"
-	case reflect.Map:
-		return "a map of strings"
-	case reflect.Slice:
-		return "a list"
+	case !isObject(fd):
+	case fd.IsList():
+		items, _ := v.([]any)
+		for i, item := range items {
+			if err := checkKeys(fd.Message(), item, elementPath(fd, path, fmt.Sprint(i))); err != nil {
+				return err
+			}
+		}
 	default:
-		return t.String()
+		return checkKeys(fd.Message(), v, path)
 	}
+	return nil
 }
 
-// describe names the YAML type of a raw value for error messages.
-func describe(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case int, int64, uint64, float64:
-		return "a number"
-	case []any:
-		return "a list"
-	case map[any]any:
-		return "an object"
-	default:
-		return fmt.Sprintf("%T", v)
-	}
+// isObject tells the values of fd's kind that are objects in the file.
+func isObject(fd protoreflect.FieldDescriptor) bool {
+	return fd.Kind() == protoreflect.MessageKind && !isTextMessage(fd.Message())
 }
 
-// spec converts the file struct to the proto, checking durations,
-// timestamps and enum names.
-func (f *jobFile) spec(path string) (*pb.JobSpec, error) {
-	c := converter{path: path}
-	s := &pb.JobSpec{
-		Name:         f.Name,
-		Schedule:     f.Schedule,
-		Timezone:     f.Timezone,
-		Deadline:     c.duration("deadline", f.Deadline),
-		Paused:       f.Paused,
-		PauseNote:    f.PauseNote,
-		StartAt:      c.timestamp("start_at", f.StartAt),
-		EndAt:        c.timestamp("end_at", f.EndAt),
-		Labels:       f.Labels,
-		HistoryLimit: f.HistoryLimit,
-	}
-	s.Overlap = enumValue(&c, overlaps, "overlap", f.Overlap)
-	s.Delivery = enumValue(&c, deliveries, "delivery", f.Delivery)
-	if h := f.HTTP; h != nil {
-		s.Http = &pb.HttpTarget{
-			Url:          h.URL,
-			Method:       h.Method,
-			Headers:      h.Headers,
-			Body:         h.Body,
-			Timeout:      c.duration("http.timeout", h.Timeout),
-			SuccessCodes: h.SuccessCodes,
-			KeepResponse: h.KeepResponse,
+// decodeMessage sets m's fields from raw object v, whose keys checkKeys
+// accepted. A null value is an absent field.
+func decodeMessage(m protoreflect.Message, v any, path string) error {
+	ms, _ := members(v)
+	for _, mb := range ms {
+		if mb.value == nil {
+			continue
+		}
+		fd := m.Descriptor().Fields().ByName(protoreflect.Name(mb.name))
+		if err := decodeField(m, fd, mb.value, join(path, mb.name)); err != nil {
+			return err
 		}
 	}
-	if e := f.Exec; e != nil {
-		s.Exec = &pb.ExecTarget{
-			Command: e.Command,
-			Env:     e.Env,
-			Dir:     e.Dir,
-			Timeout: c.duration("exec.timeout", e.Timeout),
+	return nil
+}
+
+func decodeField(m protoreflect.Message, fd protoreflect.FieldDescriptor, raw any, path string) error {
+	switch {
+	case fd.IsList():
+		return decodeList(m, fd, raw, path)
+	case fd.IsMap():
+		return decodeMap(m, fd, raw, path)
+	}
+	v, err := decodeValue(fd, raw, path, func() protoreflect.Value { return m.NewField(fd) })
+	if err == nil && v.IsValid() {
+		m.Set(fd, v)
+	}
+	return err
+}
+
+func decodeList(m protoreflect.Message, fd protoreflect.FieldDescriptor, raw any, path string) error {
+	items, ok := raw.([]any)
+	if !ok {
+		return typeError(path, wantField(fd), raw)
+	}
+	list := m.Mutable(fd).List()
+	for i, item := range items {
+		v, err := decodeValue(fd, item, elementPath(fd, path, fmt.Sprint(i)), list.NewElement)
+		if err != nil {
+			return err
+		}
+		if !v.IsValid() {
+			v = list.NewElement()
+		}
+		list.Append(v)
+	}
+	return nil
+}
+
+func decodeMap(m protoreflect.Message, fd protoreflect.FieldDescriptor, raw any, path string) error {
+	ms, ok := members(raw)
+	if !ok {
+		return typeError(path, wantField(fd), raw)
+	}
+	mp := m.Mutable(fd).Map()
+	for _, mb := range ms {
+		// A YAML key like 2 or true is its text, as for string values.
+		text, ok := scalarText(mb.key)
+		if !ok {
+			return &FieldError{Field: path, Rule: "want string keys, got " + describe(mb.key)}
+		}
+		key := protoreflect.ValueOfString(text).MapKey()
+		if mp.Has(key) {
+			return &FieldError{Field: path, Rule: fmt.Sprintf("key %q given twice", text)}
+		}
+		v, err := decodeValue(fd.MapValue(), mb.value, elementPath(fd.MapValue(), path, text), mp.NewValue)
+		if err != nil {
+			return err
+		}
+		if !v.IsValid() {
+			v = mp.NewValue()
+		}
+		mp.Set(key, v)
+	}
+	return nil
+}
+
+// decodeValue converts raw to a value of fd's kind: fd is a singular
+// field, a list's element or a map's value, and newValue makes an empty
+// message of its type. null is the zero value; the invalid Value stands
+// for an absent one ("" for a duration or timestamp).
+func decodeValue(fd protoreflect.FieldDescriptor, raw any, path string, newValue func() protoreflect.Value) (protoreflect.Value, error) {
+	if raw == nil {
+		if fd.Kind() == protoreflect.MessageKind {
+			return newValue(), nil
+		}
+		return fd.Default(), nil
+	}
+	switch fd.Kind() {
+	case protoreflect.BoolKind:
+		b, ok := raw.(bool)
+		if !ok {
+			return protoreflect.Value{}, typeError(path, wantKind(fd), raw)
+		}
+		return protoreflect.ValueOfBool(b), nil
+	case protoreflect.MessageKind:
+		if isObject(fd) {
+			if _, ok := members(raw); !ok {
+				return protoreflect.Value{}, typeError(path, wantKind(fd), raw)
+			}
+			v := newValue()
+			return v, decodeMessage(v.Message(), raw, path)
 		}
 	}
-	if w := f.Worker; w != nil {
-		s.Worker = &pb.WorkerTarget{
-			Pool:    w.Pool,
-			Tags:    w.Tags,
-			Command: w.Command,
-			Handler: w.Handler,
-			Payload: w.Payload,
-			Env:     w.Env,
-			Dir:     w.Dir,
-			Timeout: c.duration("worker.timeout", w.Timeout),
+	if _, _, ok := integerKind(fd.Kind()); ok {
+		return decodeInteger(fd, raw, path)
+	}
+	text, ok := scalarText(raw)
+	if !ok {
+		return protoreflect.Value{}, typeError(path, wantKind(fd), raw)
+	}
+	return decodeText(fd, text, path, newValue)
+}
+
+// decodeText converts the text of a string, enum, duration or timestamp.
+func decodeText(fd protoreflect.FieldDescriptor, text, path string, newValue func() protoreflect.Value) (protoreflect.Value, error) {
+	switch fd.Kind() {
+	case protoreflect.StringKind:
+		return protoreflect.ValueOfString(text), nil
+	case protoreflect.EnumKind:
+		n, err := decodeEnum(fd.Enum(), text, path)
+		return protoreflect.ValueOfEnum(n), err
+	}
+	if text == "" {
+		return protoreflect.Value{}, nil
+	}
+	var seconds int64
+	var nanos int32
+	if fd.Message().FullName() == durationName {
+		d, err := time.ParseDuration(text)
+		if err != nil {
+			return protoreflect.Value{}, &FieldError{Field: path, Rule: fmt.Sprintf("invalid duration %q (use Go syntax like 90s, 5m, 1h30m)", text)}
+		}
+		seconds, nanos = int64(d/time.Second), int32(d%time.Second)
+	} else {
+		t, err := time.Parse(time.RFC3339Nano, text)
+		seconds, nanos = t.Unix(), int32(t.Nanosecond())
+		if err != nil || (&timestamppb.Timestamp{Seconds: seconds, Nanos: nanos}).CheckValid() != nil {
+			return protoreflect.Value{}, &FieldError{Field: path, Rule: fmt.Sprintf("invalid timestamp %q (use RFC 3339 like 2026-12-01T00:00:00Z)", text)}
 		}
 	}
-	if cu := f.Catchup; cu != nil {
-		s.Catchup = &pb.Catchup{
-			Window: c.duration("catchup.window", cu.Window),
-			Policy: enumValue(&c, catchupPolicies, "catchup.policy", cu.Policy),
+	v := newValue()
+	fields := v.Message().Descriptor().Fields()
+	v.Message().Set(fields.ByName("seconds"), protoreflect.ValueOfInt64(seconds))
+	v.Message().Set(fields.ByName("nanos"), protoreflect.ValueOfInt32(nanos))
+	return v, nil
+}
+
+// decodeEnum reads an enum value by its file name or, for clients
+// generated from the proto, by its full name (OVERLAP_SKIP); "" is the
+// zero value.
+func decodeEnum(ed protoreflect.EnumDescriptor, text, path string) (protoreflect.EnumNumber, error) {
+	if text == "" {
+		return 0, nil
+	}
+	values := ed.Values()
+	for i := range values.Len() {
+		v := values.Get(i)
+		if string(v.Name()) == text || v.Number() != 0 && enumFileName(v) == text {
+			return v.Number(), nil
 		}
 	}
-	if r := f.Retry; r != nil {
-		s.Retry = &pb.Retry{
-			MaxAttempts:    r.MaxAttempts,
-			InitialBackoff: c.duration("retry.initial_backoff", r.InitialBackoff),
-			MaxBackoff:     c.duration("retry.max_backoff", r.MaxBackoff),
-		}
-	}
-	if c.err != nil {
-		return nil, c.err
-	}
-	return s, nil
+	return 0, &FieldError{Field: path, Rule: fmt.Sprintf("unknown value %q (want %s)", text, enumWant(ed))}
 }
 
-// converter parses string fields, keeping the first error so that spec
-// reads as a plain field list.
-type converter struct {
-	path string
-	err  error
-}
-
-func (c *converter) fail(field, rule string) {
-	if c.err == nil {
-		c.err = &FieldError{Field: join(c.path, field), Rule: rule}
-	}
-}
-
-// duration parses Go duration syntax; "" is an absent field.
-func (c *converter) duration(field, s string) *durationpb.Duration {
-	if s == "" {
-		return nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		c.fail(field, fmt.Sprintf("invalid duration %q (use Go syntax like 90s, 5m, 1h30m)", s))
-		return nil
-	}
-	return durationpb.New(d)
-}
-
-// timestamp parses RFC 3339; "" is an absent field.
-func (c *converter) timestamp(field, s string) *timestamppb.Timestamp {
-	if s == "" {
-		return nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	ts := timestamppb.New(t)
-	if err != nil || ts.CheckValid() != nil {
-		c.fail(field, fmt.Sprintf("invalid timestamp %q (use RFC 3339 like 2026-12-01T00:00:00Z)", s))
-		return nil
-	}
-	return ts
-}
-
-func enumValue[E ~int32](c *converter, t enumNames[E], field, s string) E {
-	v, err := t.parse(join(c.path, field), s)
-	if err != nil && c.err == nil {
-		c.err = err
-	}
-	return v
+func typeError(path, want string, raw any) error {
+	return &FieldError{Field: path, Rule: fmt.Sprintf("want %s, got %s", want, jsonType(raw))}
 }

@@ -2,7 +2,6 @@ package jobfile
 
 import (
 	"errors"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -272,20 +271,6 @@ func TestDecodeErrorKinds(t *testing.T) {
 	var fe *FieldError
 	if !errors.As(err, &fe) || fe.Field != "jobs[1].catchup.window" {
 		t.Errorf("bad field: got %#v, want a *FieldError for jobs[1].catchup.window", err)
-	}
-}
-
-// The yaml tags drive the encoder's output and the json tags the decoder's
-// input: a difference between them would write files that do not read back.
-func TestFileStructTagsAgree(t *testing.T) {
-	for _, v := range []any{jobFile{}, httpFile{}, execFile{}, workerFile{}, catchupFile{}, retryFile{}} {
-		typ := reflect.TypeOf(v)
-		for i := range typ.NumField() {
-			f := typ.Field(i)
-			if j, y := f.Tag.Get("json"), f.Tag.Get("yaml"); j != y || !strings.HasSuffix(j, ",omitempty") {
-				t.Errorf("%s.%s: json tag %q, yaml tag %q: want equal, with omitempty", typ.Name(), f.Name, j, y)
-			}
-		}
 	}
 }
 

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"time"
 
 	"go.yaml.in/yaml/v2"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -32,153 +34,258 @@ func EncodeJSON(specs ...*pb.JobSpec) ([]byte, error) {
 		return nil, err
 	}
 	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // a body like {"a":"<b>"} stays readable
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
+	if err := writeJSON(&buf, v, "  "); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
 }
 
-// fileValue is the value to marshal: one *jobFile, or a list of them.
+// ToMap is spec in the job file's JSON form as a generic value, for
+// callers that embed or compare specs (an API body, an audit diff):
+// objects are map[string]any, lists []any, integers int64 or uint64, every
+// other value a string or a bool. encoding/json writes it as EncodeJSON
+// does, with the keys sorted; FromMap reads it back.
+func ToMap(spec *pb.JobSpec) (map[string]any, error) {
+	o, err := encodeSpec(spec, "")
+	if err != nil {
+		return nil, err
+	}
+	return o.toMap(), nil
+}
+
+// fileValue is the value to marshal: one object, or a list of them.
 func fileValue(specs []*pb.JobSpec) (any, error) {
 	if len(specs) == 0 {
 		return nil, ErrNoSpecs
 	}
-	files := make([]*jobFile, len(specs))
+	objects := make([]object, len(specs))
 	for i, s := range specs {
 		path := ""
 		if len(specs) > 1 {
 			path = fmt.Sprintf("jobs[%d]", i)
 		}
-		f, err := fromSpec(s, path)
+		o, err := encodeSpec(s, path)
 		if err != nil {
 			return nil, err
 		}
-		files[i] = f
+		objects[i] = o
 	}
-	if len(files) == 1 {
-		return files[0], nil
+	if len(objects) == 1 {
+		return objects[0], nil
 	}
-	return files, nil
+	return objects, nil
 }
 
-// fromSpec converts a spec to the file struct. Values the format cannot
-// carry faithfully (an enum number without a name, a duration beyond
-// time.Duration's range, a timestamp outside RFC 3339's years) are errors,
-// so that every encoded file decodes back to the same spec.
-func fromSpec(s *pb.JobSpec, path string) (*jobFile, error) {
+func encodeSpec(s *pb.JobSpec, path string) (object, error) {
+	if err := schemaErr(); err != nil {
+		return nil, err
+	}
 	if s == nil {
 		return nil, &FieldError{Field: path, Rule: "nil job spec"}
 	}
-	c := formatter{path: path}
-	f := &jobFile{
-		Name:         s.GetName(),
-		Schedule:     s.GetSchedule(),
-		Timezone:     s.GetTimezone(),
-		Overlap:      enumName(&c, overlaps, "overlap", s.GetOverlap()),
-		Delivery:     enumName(&c, deliveries, "delivery", s.GetDelivery()),
-		Deadline:     c.duration("deadline", s.GetDeadline()),
-		Paused:       s.GetPaused(),
-		PauseNote:    s.GetPauseNote(),
-		StartAt:      c.timestamp("start_at", s.GetStartAt()),
-		EndAt:        c.timestamp("end_at", s.GetEndAt()),
-		Labels:       s.GetLabels(),
-		HistoryLimit: s.GetHistoryLimit(),
-	}
-	if h := s.GetHttp(); h != nil {
-		f.HTTP = &httpFile{
-			URL:          h.GetUrl(),
-			Method:       h.GetMethod(),
-			Headers:      h.GetHeaders(),
-			Body:         h.GetBody(),
-			Timeout:      c.duration("http.timeout", h.GetTimeout()),
-			SuccessCodes: h.GetSuccessCodes(),
-			KeepResponse: h.GetKeepResponse(),
-		}
-	}
-	if e := s.GetExec(); e != nil {
-		f.Exec = &execFile{
-			Command: e.GetCommand(),
-			Env:     e.GetEnv(),
-			Dir:     e.GetDir(),
-			Timeout: c.duration("exec.timeout", e.GetTimeout()),
-		}
-	}
-	if w := s.GetWorker(); w != nil {
-		f.Worker = &workerFile{
-			Pool:    w.GetPool(),
-			Tags:    w.GetTags(),
-			Command: w.GetCommand(),
-			Handler: w.GetHandler(),
-			Payload: w.GetPayload(),
-			Env:     w.GetEnv(),
-			Dir:     w.GetDir(),
-			Timeout: c.duration("worker.timeout", w.GetTimeout()),
-		}
-	}
-	if cu := s.GetCatchup(); cu != nil {
-		f.Catchup = &catchupFile{
-			Window: c.duration("catchup.window", cu.GetWindow()),
-			Policy: enumName(&c, catchupPolicies, "catchup.policy", cu.GetPolicy()),
-		}
-	}
-	if r := s.GetRetry(); r != nil {
-		f.Retry = &retryFile{
-			MaxAttempts:    r.GetMaxAttempts(),
-			InitialBackoff: c.duration("retry.initial_backoff", r.GetInitialBackoff()),
-			MaxBackoff:     c.duration("retry.max_backoff", r.GetMaxBackoff()),
-		}
-	}
-	if c.err != nil {
-		return nil, c.err
-	}
-	return f, nil
+	return encodeMessage(s.ProtoReflect(), path)
 }
 
-// formatter writes proto values as file strings, keeping the first error.
-type formatter struct {
-	path string
-	err  error
+// object is a message in the file: its set fields, in declaration order.
+type object []pair
+
+type pair struct {
+	name  string
+	value any
 }
 
-func (c *formatter) fail(field, rule string) {
-	if c.err == nil {
-		c.err = &FieldError{Field: join(c.path, field), Rule: rule}
+// encodeMessage writes the fields m has. Values the format cannot carry
+// faithfully (an enum number without a name, a duration beyond
+// time.Duration's range, a timestamp outside RFC 3339's years) are errors,
+// so that every encoded file decodes back to the same spec.
+func encodeMessage(m protoreflect.Message, path string) (object, error) {
+	fields := m.Descriptor().Fields()
+	o := object{}
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		if !m.Has(fd) {
+			continue
+		}
+		v, err := encodeField(fd, m.Get(fd), join(path, string(fd.Name())))
+		if err != nil {
+			return nil, err
+		}
+		o = append(o, pair{string(fd.Name()), v})
 	}
+	return o, nil
 }
 
-// duration writes time.Duration syntax ("1m0s"); a set zero duration is
-// written as "0s" so that it does not turn into an absent one.
-func (c *formatter) duration(field string, d *durationpb.Duration) string {
-	if d == nil {
-		return ""
+func encodeField(fd protoreflect.FieldDescriptor, v protoreflect.Value, path string) (any, error) {
+	switch {
+	case fd.IsList():
+		list := v.List()
+		out := make([]any, list.Len())
+		for i := range list.Len() {
+			e, err := encodeValue(fd, list.Get(i), elementPath(fd, path, fmt.Sprint(i)))
+			if err != nil {
+				return nil, err
+			}
+			out[i] = e
+		}
+		return out, nil
+	case fd.IsMap():
+		out := make(map[string]any, v.Map().Len())
+		for _, k := range sortedKeys(v.Map()) {
+			e, err := encodeValue(fd.MapValue(), v.Map().Get(k), elementPath(fd.MapValue(), path, k.String()))
+			if err != nil {
+				return nil, err
+			}
+			out[k.String()] = e
+		}
+		return out, nil
 	}
+	return encodeValue(fd, v, path)
+}
+
+// elementPath names a list element or map value in errors: a message by
+// its index or key, a scalar by its list or map (as encoding/json does).
+func elementPath(fd protoreflect.FieldDescriptor, path, at string) string {
+	if fd.Kind() == protoreflect.MessageKind && !isTextMessage(fd.Message()) {
+		return path + "[" + at + "]"
+	}
+	return path
+}
+
+// sortedKeys makes the first error of a map the same on every call.
+func sortedKeys(m protoreflect.Map) []protoreflect.MapKey {
+	keys := make([]protoreflect.MapKey, 0, m.Len())
+	m.Range(func(k protoreflect.MapKey, _ protoreflect.Value) bool {
+		keys = append(keys, k)
+		return true
+	})
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	return keys
+}
+
+// encodeValue writes one value of fd's kind.
+func encodeValue(fd protoreflect.FieldDescriptor, v protoreflect.Value, path string) (any, error) {
+	switch fd.Kind() {
+	case protoreflect.StringKind:
+		return v.String(), nil
+	case protoreflect.BoolKind:
+		return v.Bool(), nil
+	case protoreflect.EnumKind:
+		return encodeEnum(fd.Enum(), v.Enum(), path)
+	case protoreflect.MessageKind:
+		switch fd.Message().FullName() {
+		case durationName:
+			return encodeDuration(v.Message(), path)
+		case timestampName:
+			return encodeTimestamp(v.Message(), path)
+		}
+		return encodeMessage(v.Message(), path)
+	}
+	if _, signed, _ := integerKind(fd.Kind()); signed {
+		return v.Int(), nil
+	}
+	return v.Uint(), nil
+}
+
+// encodeEnum writes a value's file name; the zero value, which a
+// singular field never writes, is "".
+func encodeEnum(ed protoreflect.EnumDescriptor, n protoreflect.EnumNumber, path string) (string, error) {
+	if n == 0 {
+		return "", nil
+	}
+	ev := ed.Values().ByNumber(n)
+	if ev == nil {
+		return "", &FieldError{Field: path, Rule: fmt.Sprintf("unknown value %d (want %s)", n, enumWant(ed))}
+	}
+	return enumFileName(ev), nil
+}
+
+// secondsNanos reads a Duration or Timestamp message.
+func secondsNanos(m protoreflect.Message) (int64, int32) {
+	fields := m.Descriptor().Fields()
+	return m.Get(fields.ByName("seconds")).Int(), int32(m.Get(fields.ByName("nanos")).Int())
+}
+
+// encodeDuration writes time.Duration syntax ("1m0s"); a set zero
+// duration is "0s", so that it does not turn into an absent one.
+func encodeDuration(m protoreflect.Message, path string) (string, error) {
+	seconds, nanos := secondsNanos(m)
+	d := &durationpb.Duration{Seconds: seconds, Nanos: nanos}
 	// AsDuration saturates outside ±292 years; converting back exposes it.
 	if d.CheckValid() != nil || !proto.Equal(durationpb.New(d.AsDuration()), d) {
-		c.fail(field, fmt.Sprintf("duration %ds %dns out of range", d.GetSeconds(), d.GetNanos()))
-		return ""
+		return "", &FieldError{Field: path, Rule: fmt.Sprintf("duration %ds %dns out of range", seconds, nanos)}
 	}
-	return d.AsDuration().String()
+	return d.AsDuration().String(), nil
 }
 
-// timestamp writes RFC 3339 in UTC with as many fractional digits as needed.
-func (c *formatter) timestamp(field string, ts *timestamppb.Timestamp) string {
-	if ts == nil {
-		return ""
-	}
+// encodeTimestamp writes RFC 3339 in UTC with as many fractional digits
+// as needed.
+func encodeTimestamp(m protoreflect.Message, path string) (string, error) {
+	seconds, nanos := secondsNanos(m)
+	ts := &timestamppb.Timestamp{Seconds: seconds, Nanos: nanos}
 	if err := ts.CheckValid(); err != nil {
-		c.fail(field, "invalid timestamp: "+err.Error())
-		return ""
+		return "", &FieldError{Field: path, Rule: "invalid timestamp: " + err.Error()}
 	}
-	return ts.AsTime().UTC().Format(time.RFC3339Nano)
+	return ts.AsTime().UTC().Format(time.RFC3339Nano), nil
 }
 
-func enumName[E ~int32](c *formatter, t enumNames[E], field string, v E) string {
-	name, err := t.format(join(c.path, field), v)
-	if err != nil && c.err == nil {
-		c.err = err
+// MarshalYAML keeps the fields in order.
+func (o object) MarshalYAML() (any, error) {
+	ms := make(yaml.MapSlice, len(o))
+	for i, m := range o {
+		ms[i] = yaml.MapItem{Key: m.name, Value: m.value}
 	}
-	return name
+	return ms, nil
+}
+
+// MarshalJSON keeps the fields in order and, like EncodeJSON, leaves
+// "<", ">" and "&" as they are, so a body like {"a":"<b>"} stays readable.
+func (o object) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	for i, m := range o {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		if err := writeJSON(&buf, m.name, ""); err != nil {
+			return nil, err
+		}
+		buf.WriteByte(':')
+		if err := writeJSON(&buf, m.value, ""); err != nil {
+			return nil, err
+		}
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+func writeJSON(buf *bytes.Buffer, v any, indent string) error {
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", indent)
+	return enc.Encode(v)
+}
+
+// toMap is the generic form ToMap documents.
+func (o object) toMap() map[string]any {
+	out := make(map[string]any, len(o))
+	for _, m := range o {
+		out[m.name] = generic(m.value)
+	}
+	return out
+}
+
+func generic(v any) any {
+	switch v := v.(type) {
+	case object:
+		return v.toMap()
+	case []any:
+		for i, e := range v {
+			v[i] = generic(e)
+		}
+	case map[string]any:
+		for k, e := range v {
+			v[k] = generic(e)
+		}
+	}
+	return v
 }

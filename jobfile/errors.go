@@ -8,8 +8,13 @@ var (
 	// ErrInvalidYAML wraps a syntax error of the file (JSON files included:
 	// JSON is read as YAML); the message carries the parser's line number.
 	ErrInvalidYAML = errors.New("invalid YAML")
+	// ErrInvalidJSON wraps a syntax error of FromJSON's input.
+	ErrInvalidJSON = errors.New("invalid JSON")
 	// ErrNoSpecs is returned when asked to encode nothing.
 	ErrNoSpecs = errors.New("no job to encode")
+	// ErrUnsupported is returned by every call while JobSpec holds a field
+	// the format's rules do not cover (see schema.go and DESIGN.md).
+	ErrUnsupported = errors.New("field outside the job file's rules")
 )
 
 // FieldError is a problem with one field of a job file. Field is the path in

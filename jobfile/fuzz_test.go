@@ -9,7 +9,7 @@ import (
 )
 
 // FuzzDecode: no input panics, and whatever decodes survives encoding in
-// both formats unchanged.
+// both formats, and the generic form, unchanged.
 func FuzzDecode(f *testing.F) {
 	f.Add([]byte(designExample))
 	f.Add([]byte(`{"name":"a","schedule":"@hourly","http":{"url":"http://x/","timeout":"1s"},"labels":{"a":"b"}}`))
@@ -19,10 +19,20 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte("\x00\xff{[}: - &a *a"))
 	f.Add([]byte("a: &a [*a, *a]\n"))
 	f.Add([]byte(""))
+	f.Add([]byte("overlap: OVERLAP_SKIP\ncatchup: {policy: CATCHUP_POLICY_ALL, window: 1.5s}\nlabels: {1: 2.50, true: x}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		specs, err := Decode(data)
 		if err != nil {
 			return
+		}
+		for i, spec := range specs {
+			m, err := ToMap(spec)
+			if err != nil {
+				t.Fatalf("decoded %q but ToMap fails: %v", data, err)
+			}
+			if again, err := FromMap(m); err != nil || !proto.Equal(again, spec) {
+				t.Fatalf("generic form of spec %d of %q: got %v, %v; want %v", i, data, again, err, spec)
+			}
 		}
 		for _, encode := range []func(...*pb.JobSpec) ([]byte, error){EncodeYAML, EncodeJSON} {
 			out, err := encode(specs...)
