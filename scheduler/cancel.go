@@ -16,9 +16,9 @@ var errRunCancelled = errors.New("run cancelled on request")
 // It runs in the FSM observer, so it never blocks. The cancel may commit
 // after the fire that created the run but before this leader dispatches
 // that fire; such a run is also remembered for the end of the current
-// tick, when every attempt the tick dispatches is in the dispatcher.
+// tick, when every attempt the tick dispatches is in the hand-off.
 func (s *Scheduler) runCancelled(r *pb.Run) {
-	s.disp.cancelRun(r.GetJob(), r.GetId(), errRunCancelled)
+	s.handoff.cancelRun(r.GetJob(), r.GetId(), errRunCancelled)
 	s.dmu.Lock()
 	defer s.dmu.Unlock()
 	if s.tracking {
@@ -39,17 +39,17 @@ func (l *leader) stopCancelled() {
 	l.s.cancelled = nil
 	l.s.dmu.Unlock()
 	for _, r := range runs {
-		l.s.disp.cancelRun(r.GetJob(), r.GetId(), errRunCancelled)
+		l.s.handoff.cancelRun(r.GetJob(), r.GetId(), errRunCancelled)
 	}
 }
 
 // cancelRun cancels the tasks of one run: a running attempt stops, a
 // remote one is cancelled on its worker, a waiting one ends cancelled
 // without starting.
-func (d *dispatcher) cancelRun(job, runID string, cause error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for _, t := range d.live[job] {
+func (h *handoff) cancelRun(job, runID string, cause error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, t := range h.live[job] {
 		if t.a.RunID == runID {
 			t.cancel(cause)
 		}

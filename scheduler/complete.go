@@ -174,7 +174,7 @@ func (l *leader) runCompleter(c *completer) {
 // queued for a pool worker, or offers to remote workers are not yet
 // acknowledged.
 func (l *leader) deliveriesWait() bool {
-	return l.firing.Load() || l.s.disp.backlog() > 0
+	return l.firing.Load() || l.s.handoff.backlog() > 0
 }
 
 // proposeCompletions commits one CompleteBatch; false if the proposal
@@ -227,7 +227,7 @@ func (l *leader) afterCompletions(batch []pendingCompletion, results []*pb.Compl
 	l.unsettled.Add(-int64(len(batch)))
 }
 
-// completed takes an attempt's outcome from the dispatcher, on a pool
+// completed takes an attempt's outcome from the hand-off, on a pool
 // worker. Once the term is over the outcome is dropped: an attempt cut
 // short by the leadership loss must stay open for the next leader, which
 // re-dispatches it (at_least_once) or marks it unknown (at_most_once).

@@ -69,7 +69,7 @@ func TestOutcomesWaitForQueuedDeliveries(t *testing.T) {
 	h.lead()
 	h.clock.Advance(10 * time.Second)
 	h.waitFor("a and q1 on the workers, the rest queued", func() bool {
-		return h.exec.blockedCount("a") == 1 && h.exec.blockedCount("q1") == 1 && h.s.disp.backlog() == 5
+		return h.exec.blockedCount("a") == 1 && h.exec.blockedCount("q1") == 1 && h.s.handoff.backlog() == 5
 	})
 	start := time.Now()
 	for _, name := range []string{"q1", "q2", "q3", "q4"} {

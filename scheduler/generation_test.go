@@ -18,7 +18,7 @@ func (h *harness) putCmd(s *pb.JobSpec) *pb.Command {
 	}
 }
 
-// The dispatcher runs the spec the FSM accepted a fire under, not the one
+// The hand-off runs the spec the FSM accepted a fire under, not the one
 // read while planning: a change committed between the two is what runs.
 func TestDispatchRunsTheAcceptedSpec(t *testing.T) {
 	h := newHarness(t)

@@ -31,7 +31,7 @@ type leader struct {
 	// Owned by the loop goroutine.
 	term uint64
 	heap *dueHeap
-	// known holds the tokens of attempts handed to the dispatcher whose
+	// known holds the tokens of attempts handed to the hand-off whose
 	// outcome is not committed yet. An attempt of this term by this node
 	// that is not in it was committed without this node knowing (an
 	// Apply error after all), and is adopted.
@@ -54,11 +54,11 @@ type leader struct {
 
 	comp   *completer
 	compWG sync.WaitGroup
-	// unsettled counts outcomes taken from the dispatcher whose proposal
+	// unsettled counts outcomes taken from the hand-off whose proposal
 	// has not returned yet.
 	unsettled atomic.Int64
 	// firing is set while a tick's entries are being committed and their
-	// fires handed to the dispatcher (pipeline.propose to finish).
+	// fires handed to the hand-off (pipeline.propose to finish).
 	firing atomic.Bool
 	// idleAt is the clock reading of the tick the loop is sleeping after,
 	// 0 while it works. With unsettled it tells tests that everything up
@@ -93,11 +93,11 @@ func newLeader(s *Scheduler) *leader {
 	// An attempt's context is not a child of the term's: a wave's
 	// thousands of children would each take the term context's lock twice,
 	// on the loop that dispatches them and on the goroutines that report
-	// their outcomes. The dispatcher cancels the term's attempts instead,
+	// their outcomes. The hand-off cancels the term's attempts instead,
 	// at once, within this call.
 	l.cancel = func(cause error) {
 		cancelTerm(cause)
-		s.disp.cancelOwner(l, context.Cause(ctx))
+		s.handoff.cancelOwner(l, context.Cause(ctx))
 	}
 	return l
 }
@@ -184,7 +184,7 @@ func (l *leader) establishLeadership() bool {
 
 // revokeLeadership undoes establishLeadership: every in-flight attempt of
 // the term is cancelled at once (l.cancel: the term's context, then every
-// attempt the dispatcher holds for it), the
+// attempt the hand-off holds for it), the
 // ones not started are dropped, queued outcomes are dropped, the heap goes.
 // What stays open in the ledger is the next leader's to reconcile.
 func (l *leader) revokeLeadership() {
@@ -192,7 +192,7 @@ func (l *leader) revokeLeadership() {
 	l.s.setTracking(false)
 	l.compWG.Wait()
 	dropped := l.comp.close()
-	l.s.disp.dropTerm(l)
+	l.s.handoff.dropTerm(l)
 	l.mu.Lock()
 	l.closed = true
 	triggers := l.triggers

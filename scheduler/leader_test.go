@@ -164,7 +164,7 @@ func TestLeadershipLossCancelsDispatches(t *testing.T) {
 }
 
 // An attempt's context is not a child of its term's (see newLeader): one
-// that reaches the dispatcher after its term ended (its entry committed as
+// that reaches the hand-off after its term ended (its entry committed as
 // leadership was lost) is cancelled as it comes in, so nothing of an ended
 // term starts.
 func TestAttemptOfAnEndedTermIsCancelledAsItComesIn(t *testing.T) {
@@ -173,7 +173,7 @@ func TestAttemptOfAnEndedTermIsCancelledAsItComesIn(t *testing.T) {
 	owner.cancel(errLeadershipLost)
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
-	h.s.disp.dispatch(&task{a: dispatch.Attempt{Job: "late", RunID: "late-1", Token: 7}, ctx: ctx, cancel: cancel, owner: owner})
+	h.s.handoff.dispatch(&task{a: dispatch.Attempt{Job: "late", RunID: "late-1", Token: 7}, ctx: ctx, cancel: cancel, owner: owner})
 	if !errors.Is(context.Cause(ctx), errLeadershipLost) {
 		t.Fatalf("attempt of an ended term came in with its context %v, want cancelled by the leadership loss", context.Cause(ctx))
 	}
@@ -258,7 +258,7 @@ func TestApplyErrorDispatchesNothing(t *testing.T) {
 
 // A FireBatch that committed although Apply reported an error is not
 // dispatched on the spot; the next plan finds its own attempt unknown to
-// the dispatcher and dispatches it exactly once.
+// the hand-off and dispatches it exactly once.
 func TestCommittedDespiteErrorIsAdoptedOnce(t *testing.T) {
 	h := newHarness(t)
 	h.putJob(withOverlap(pb.Overlap_OVERLAP_SKIP))

@@ -8,7 +8,6 @@ import (
 
 	"github.com/raftcron/raftcron/fsm"
 	"github.com/raftcron/raftcron/internal/failpoint"
-	"github.com/raftcron/raftcron/scheduler/dispatch"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
@@ -88,7 +87,7 @@ func (l *leader) planOne(name string, now time.Time, pl *planned) int {
 		l.heap.remove(name)
 		delete(l.cool, name)
 		delete(l.fresh, name)
-		l.s.disp.cancelJob(name, 0, errJobDeleted)
+		l.s.handoff.cancelJob(name, 0, errJobDeleted)
 		orphans := l.orphansOf(func(job string) bool { return job == name })
 		if len(orphans) > 0 {
 			g := pl.group("", nil)
@@ -212,7 +211,7 @@ func (l *leader) propose(now time.Time, c *fireBatch) (wait func() batchResult) 
 
 // accept dispatches the accepted fires of a committed entry, in order (so
 // in token order), and counts what was recorded missed. The attempts go
-// to the dispatcher together, under one lock: one by one, each would
+// to the hand-off together, under one lock: one by one, each would
 // contend for it with the outcomes of the entries before.
 func (l *leader) accept(now time.Time, c *fireBatch, res *pb.CommandResult) {
 	for _, m := range c.misses {
@@ -239,11 +238,11 @@ func (l *leader) accept(now time.Time, c *fireBatch, res *pb.CommandResult) {
 		}
 		l.refused(now, f, r)
 	}
-	l.s.disp.dispatch(batch...)
+	l.s.handoff.dispatch(batch...)
 }
 
 // dispatchAccepted adds an accepted fire's attempt to batch, on its way to
-// the dispatcher. It runs the spec the FSM accepted the fire under,
+// the hand-off. It runs the spec the FSM accepted the fire under,
 // carried in the result, not the one read while planning: a change
 // committed in between is what runs, and an attempt of one generation
 // never runs another's target.
@@ -265,9 +264,9 @@ func (l *leader) dispatchAccepted(f *pb.Fire, r *pb.FireResult, batch []*task) [
 		// The FSM cancelled the job's open runs; stop their attempts (the
 		// batch's first: one may be of the job). The new one waits in the
 		// job's lane until they have stopped.
-		l.s.disp.dispatch(batch...)
+		l.s.handoff.dispatch(batch...)
 		batch = batch[:0]
-		l.s.disp.cancelJob(f.GetJob(), r.GetToken(), errCancelOther)
+		l.s.handoff.cancelJob(f.GetJob(), r.GetToken(), errCancelOther)
 	}
 	return append(batch, l.task(spec, runID, slot, r.GetToken(), r.GetAttempt(), f.GetKind()))
 }
@@ -302,40 +301,6 @@ func (l *leader) abandon(r *pb.Run, cur *pb.Attempt, detail string) {
 	c := &pb.Completion{RunId: r.GetId(), Token: cur.GetToken(), Outcome: pb.RunState_RUN_STATE_CANCELLED, Detail: detail}
 	if !l.comp.add(r.GetJob(), c) {
 		l.unsettled.Add(-1)
-	}
-}
-
-func (l *leader) dispatch(spec *pb.JobSpec, runID string, slot int64, token uint64, number uint32, kind pb.FireKind) {
-	l.s.disp.dispatch(l.task(spec, runID, slot, token, number, kind))
-}
-
-// task is a committed attempt's task, known to this term from now on.
-func (l *leader) task(spec *pb.JobSpec, runID string, slot int64, token uint64, number uint32, kind pb.FireKind) *task {
-	a := dispatch.Attempt{
-		Job:         spec.GetName(),
-		RunID:       runID,
-		Token:       token,
-		Number:      number,
-		ScheduledAt: time.Unix(slot, 0).UTC(),
-		HTTP:        spec.GetHttp(),
-		Exec:        spec.GetExec(),
-		Worker:      spec.GetWorker(),
-	}
-	if d := spec.GetDeadline(); d != nil {
-		a.Deadline = d.AsDuration()
-	}
-	if a.Worker != nil {
-		a.WaitUntil = workerWait(spec, kind, a.ScheduledAt, l.s.clock.Now())
-	}
-	ctx, cancel := context.WithCancelCause(context.Background()) // see newLeader
-	l.known[token] = struct{}{}
-	return &task{
-		a:      a,
-		kind:   kind,
-		serial: spec.GetOverlap() != pb.Overlap_OVERLAP_ALLOW,
-		ctx:    ctx,
-		cancel: cancel,
-		owner:  l,
 	}
 }
 
@@ -380,20 +345,4 @@ func tokenOf(r *pb.Run) uint64 {
 		return a.GetToken()
 	}
 	return 0
-}
-
-// workerWait is how long a worker attempt may wait for a worker of its
-// pool before it fails with no_worker: a scheduled slot as long as its
-// catch-up window lasts (it would not be fired later either), any other
-// attempt up to the job's deadline, or the window when there is none.
-func workerWait(spec *pb.JobSpec, kind pb.FireKind, slot, now time.Time) time.Time {
-	window := max(spec.GetCatchup().GetWindow().AsDuration(), OnTime)
-	switch {
-	case kind == pb.FireKind_FIRE_KIND_SCHEDULED || kind == pb.FireKind_FIRE_KIND_CATCHUP:
-		return slot.Add(window)
-	case spec.GetDeadline() != nil:
-		return now.Add(spec.GetDeadline().AsDuration())
-	default:
-		return now.Add(window)
-	}
 }

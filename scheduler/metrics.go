@@ -57,6 +57,15 @@ func outcomeLabel(s pb.RunState) string {
 	return strings.ToLower(strings.TrimPrefix(s.String(), "RUN_STATE_"))
 }
 
+// kindLabel is a fire kind as a metric and log label: "FIRE_KIND_CATCHUP"
+// becomes "catchup".
+func kindLabel(k pb.FireKind) string {
+	if l, ok := kindLabels[k]; ok {
+		return l
+	}
+	return strings.ToLower(strings.TrimPrefix(k.String(), "FIRE_KIND_"))
+}
+
 // The labels of the known enum values, computed once: they are needed for
 // every attempt.
 var (

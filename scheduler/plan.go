@@ -54,7 +54,7 @@ type planInput struct {
 	term uint64
 	self string
 	// known reports whether this leader has an attempt in hand (handed to
-	// its dispatcher, outcome not yet committed).
+	// its hand-off, outcome not yet committed).
 	known func(token uint64) bool
 	// lost reports whether an attempt of this term was lost with its
 	// remote worker and its re-dispatch is not decided yet.

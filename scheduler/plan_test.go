@@ -264,7 +264,7 @@ func TestPlanRuns(t *testing.T) {
 			at: 25 * time.Second, spec: overlap(pb.Overlap_OVERLAP_ALLOW),
 			open:  []*pb.Run{openRun("job-4", 0, dispatched, 9, 5, "n1", redispatch)},
 			known: map[uint64]bool{9: true}, wake: 25*time.Second + heldRecheck},
-		{name: "own attempt unknown to the dispatcher is adopted", sched: "@every 10s", at: 5 * time.Second,
+		{name: "own attempt unknown to the hand-off is adopted", sched: "@every 10s", at: 5 * time.Second,
 			open:  []*pb.Run{openRun("job-9", 0, dispatched, 9, 5, "n1", scheduled)},
 			adopt: "job-9", wake: 10 * time.Second},
 		{name: "own attempt in hand is left alone", sched: "@every 10s", at: 5 * time.Second,

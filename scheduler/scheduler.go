@@ -116,7 +116,7 @@ type Scheduler struct {
 	maxOpenRuns uint32
 	metrics     *metrics
 	pool        *dispatch.Pool
-	disp        *dispatcher
+	handoff     *handoff
 
 	// mu guards cur, last and stopped.
 	mu sync.Mutex
@@ -188,7 +188,7 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	s.metrics = newMetrics(func() float64 { return float64(s.InFlight()) })
 	s.pool = dispatch.NewPool(workers, queue, cfg.Executor, s.clock.Now)
-	s.disp = newDispatcher(s.pool, cfg.Remote, s.clock, s.log, s.metrics)
+	s.handoff = newHandoff(s.pool, cfg.Remote, s.clock, s.log, s.metrics)
 	return s, nil
 }
 
@@ -198,7 +198,7 @@ func (s *Scheduler) Collectors() []prometheus.Collector { return s.metrics.colle
 
 // InFlight is the number of attempts this node committed and has not
 // finished: waiting for their job's earlier attempt, queued, or executing.
-func (s *Scheduler) InFlight() int { return s.disp.inFlight() }
+func (s *Scheduler) InFlight() int { return s.handoff.inFlight() }
 
 // Stop ends the loop, cancels every in-flight attempt and waits until each
 // has stopped. The scheduler cannot be started again.

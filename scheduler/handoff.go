@@ -5,9 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/raftcron/raftcron/scheduler/dispatch"
@@ -26,36 +24,17 @@ var (
 	errNoWorkerService = errors.New("worker target: this node has no worker service")
 )
 
-// submitter is the part of dispatch.Pool the dispatcher uses; a Remote is
+// submitter is the part of dispatch.Pool the hand-off uses; a Remote is
 // one too.
 type submitter interface {
 	Submit(ctx context.Context, a dispatch.Attempt, done func(dispatch.Attempt, dispatch.Outcome)) error
 }
 
-// localPool is the part of dispatch.Pool the dispatcher uses.
+// localPool is the part of dispatch.Pool the hand-off uses.
 type localPool interface {
 	submitter
 	// Queued is how many accepted attempts wait for a worker.
 	Queued() int
-}
-
-// task is one committed attempt on its way through this node.
-type task struct {
-	a    dispatch.Attempt
-	kind pb.FireKind
-	// serial: the job's attempts run one at a time (every overlap policy
-	// but allow).
-	serial bool
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	// owner receives the outcome; it drops it once its term is over.
-	owner *leader
-	// submitted: handed to the pool (otherwise waiting in a lane or in
-	// the overflow queue).
-	submitted bool
-	// lost: its remote worker was lost; an outcome reported after that is
-	// late (see Remote).
-	lost atomic.Bool
 }
 
 // lane orders the attempts of one serial job: one running, the rest
@@ -65,11 +44,13 @@ type lane struct {
 	waiting []*task
 }
 
-// dispatcher hands committed attempts to the worker pool. It lives as long
-// as the Scheduler, across terms: an attempt of an earlier term that is
-// still stopping keeps its job's lane busy, so a new attempt of that job
-// never runs beside it.
-type dispatcher struct {
+// handoff is the tick's last stage: it hands committed attempts to the
+// worker pool, or to a remote worker, in each serial job's order, and
+// holds them until their outcome is reported. It lives as long as the
+// Scheduler, across terms: an attempt of an earlier term that is still
+// stopping keeps its job's lane busy, so a new attempt of that job never
+// runs beside it.
+type handoff struct {
 	pool localPool
 	// remote takes worker attempts; nil when the node has no worker service.
 	remote  Remote
@@ -92,8 +73,8 @@ type dispatcher struct {
 	count    int
 }
 
-func newDispatcher(pool localPool, remote Remote, clock Clock, log *slog.Logger, m *metrics) *dispatcher {
-	return &dispatcher{
+func newHandoff(pool localPool, remote Remote, clock Clock, log *slog.Logger, m *metrics) *handoff {
+	return &handoff{
 		pool:    pool,
 		remote:  remote,
 		clock:   clock,
@@ -107,50 +88,50 @@ func newDispatcher(pool localPool, remote Remote, clock Clock, log *slog.Logger,
 // backlog is the number of deliveries not yet taken: waiting for a pool
 // worker (queued in the pool or in the overflow), or on their way to a
 // remote worker that has not acknowledged them.
-func (d *dispatcher) backlog() int {
-	d.mu.Lock()
-	n := len(d.overflow)
-	d.mu.Unlock()
-	n += d.pool.Queued()
-	if d.remote != nil {
-		n += d.remote.Unacked()
+func (h *handoff) backlog() int {
+	h.mu.Lock()
+	n := len(h.overflow)
+	h.mu.Unlock()
+	n += h.pool.Queued()
+	if h.remote != nil {
+		n += h.remote.Unacked()
 	}
 	return n
 }
 
 // inFlight is the number of tasks not yet finished.
-func (d *dispatcher) inFlight() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.count
+func (h *handoff) inFlight() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.count
 }
 
 // dispatch takes committed attempts, in token order. A serial job's
 // attempt waits until the job's earlier attempts have finished.
-func (d *dispatcher) dispatch(ts ...*task) {
+func (h *handoff) dispatch(ts ...*task) {
 	if len(ts) == 0 {
 		return
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	for _, t := range ts {
-		d.dispatchLocked(t)
+		h.dispatchLocked(t)
 	}
 }
 
-func (d *dispatcher) dispatchLocked(t *task) {
-	d.live[t.a.Job] = append(d.live[t.a.Job], t)
-	d.count++
+func (h *handoff) dispatchLocked(t *task) {
+	h.live[t.a.Job] = append(h.live[t.a.Job], t)
+	h.count++
 	if cause := context.Cause(t.owner.ctx); cause != nil {
 		// Its term ended before it came in; cancelOwner has run or waits
 		// for mu, so this sees the end either way and nothing runs on.
 		t.cancel(cause)
 	}
 	if t.serial {
-		l := d.lanes[t.a.Job]
+		l := h.lanes[t.a.Job]
 		if l == nil {
 			l = &lane{}
-			d.lanes[t.a.Job] = l
+			h.lanes[t.a.Job] = l
 		}
 		if l.running != nil {
 			l.waiting = append(l.waiting, t)
@@ -158,60 +139,60 @@ func (d *dispatcher) dispatchLocked(t *task) {
 		}
 		l.running = t
 	}
-	d.submitLocked(t)
+	h.submitLocked(t)
 }
 
 // submitLocked hands t to the pool, or queues it behind earlier refusals.
-func (d *dispatcher) submitLocked(t *task) {
-	if len(d.overflow) > 0 {
-		d.overflow = append(d.overflow, t)
+func (h *handoff) submitLocked(t *task) {
+	if len(h.overflow) > 0 {
+		h.overflow = append(h.overflow, t)
 		return
 	}
-	if !d.trySubmitLocked(t) {
-		d.overflow = append(d.overflow, t)
+	if !h.trySubmitLocked(t) {
+		h.overflow = append(h.overflow, t)
 	}
 }
 
 // trySubmitLocked reports false when the pool's queue is full. Worker
-// attempts go to the remote dispatcher, whose queue has no bound.
-func (d *dispatcher) trySubmitLocked(t *task) bool {
-	var to submitter = d.pool
+// attempts go to the worker hub, whose queue has no bound.
+func (h *handoff) trySubmitLocked(t *task) bool {
+	var to submitter = h.pool
 	if t.a.Worker != nil {
-		to = d.remote
+		to = h.remote
 	}
 	var err error
 	if to == nil {
 		err = errNoWorkerService
 	} else {
-		err = to.Submit(t.ctx, t.a, func(_ dispatch.Attempt, o dispatch.Outcome) { d.finished(t, o) })
+		err = to.Submit(t.ctx, t.a, func(_ dispatch.Attempt, o dispatch.Outcome) { h.finished(t, o) })
 	}
 	switch {
 	case err == nil:
 		t.submitted = true
 		if t.kind == pb.FireKind_FIRE_KIND_SCHEDULED || t.kind == pb.FireKind_FIRE_KIND_CATCHUP {
-			d.metrics.lateness.Observe(d.clock.Now().Sub(t.a.ScheduledAt).Seconds())
+			h.metrics.lateness.Observe(h.clock.Now().Sub(t.a.ScheduledAt).Seconds())
 		}
 		return true
 	case errors.Is(err, dispatch.ErrQueueFull):
 		return false
 	case errors.Is(err, errNoWorkerService):
 		t.submitted = true
-		go d.finished(t, dispatch.Outcome{
+		go h.finished(t, dispatch.Outcome{
 			State:      pb.RunState_RUN_STATE_FAILED,
 			Detail:     err.Error(),
-			StartedAt:  d.clock.Now(),
-			FinishedAt: d.clock.Now(),
+			StartedAt:  h.clock.Now(),
+			FinishedAt: h.clock.Now(),
 		})
 		return true
 	default:
 		// The pool is closed: the node is stopping. The attempt never
 		// started; the next leader re-dispatches it.
 		t.submitted = true
-		go d.finished(t, dispatch.Outcome{
+		go h.finished(t, dispatch.Outcome{
 			State:      pb.RunState_RUN_STATE_CANCELLED,
 			Detail:     "not started: " + err.Error(),
-			StartedAt:  d.clock.Now(),
-			FinishedAt: d.clock.Now(),
+			StartedAt:  h.clock.Now(),
+			FinishedAt: h.clock.Now(),
 		})
 		return true
 	}
@@ -219,20 +200,20 @@ func (d *dispatcher) trySubmitLocked(t *task) bool {
 
 // finished runs once per submitted task, on a pool worker, and once more
 // for a lost remote attempt whose worker reports late.
-func (d *dispatcher) finished(t *task, o dispatch.Outcome) {
+func (h *handoff) finished(t *task, o dispatch.Outcome) {
 	if t.lost.Load() {
-		d.log.Info("late outcome of a lost attempt", "job", t.a.Job, "run_id", t.a.RunID,
+		h.log.Info("late outcome of a lost attempt", "job", t.a.Job, "run_id", t.a.RunID,
 			"token", t.a.Token, "outcome", outcomeLabel(o.State), "detail", o.Detail)
 		t.owner.completed(t, o) // the FSM decides; superseded once re-dispatched
 		return
 	}
 	if o.Lost {
 		t.lost.Store(true)
-		d.metrics.runs.WithLabelValues(outcomeLost).Inc()
-		d.log.Warn("run attempt lost with its worker", "job", t.a.Job, "run_id", t.a.RunID,
+		h.metrics.runs.WithLabelValues(outcomeLost).Inc()
+		h.log.Warn("run attempt lost with its worker", "job", t.a.Job, "run_id", t.a.RunID,
 			"token", t.a.Token, "attempt", t.a.Number, "detail", o.Detail)
 		t.owner.lost(t)
-		d.release(t)
+		h.release(t)
 		return
 	}
 	if o.State == pb.RunState_RUN_STATE_UNSPECIFIED {
@@ -241,7 +222,7 @@ func (d *dispatcher) finished(t *task, o dispatch.Outcome) {
 			o.Detail = "executor reported no outcome"
 		}
 	}
-	d.metrics.runs.WithLabelValues(outcomeLabel(o.State)).Inc()
+	h.metrics.runs.WithLabelValues(outcomeLabel(o.State)).Inc()
 	// A success is logged at debug level: the counters and the run ledger
 	// record every attempt, and one line per success was the costliest
 	// part of a fire after the request itself. Anything else stays in the
@@ -250,9 +231,9 @@ func (d *dispatcher) finished(t *task, o dispatch.Outcome) {
 	if o.State == pb.RunState_RUN_STATE_SUCCEEDED {
 		level = slog.LevelDebug
 	}
-	if d.log.Enabled(context.Background(), level) {
+	if h.log.Enabled(context.Background(), level) {
 		// Typed attributes: one line per attempt is the hottest log call.
-		d.log.LogAttrs(context.Background(), level, "run attempt finished",
+		h.log.LogAttrs(context.Background(), level, "run attempt finished",
 			slog.String("job", t.a.Job), slog.String("run_id", t.a.RunID),
 			slog.Uint64("token", t.a.Token), slog.Uint64("attempt", uint64(t.a.Number)),
 			slog.String("scheduled_at", t.a.ScheduledAt.UTC().Format(time.RFC3339)),
@@ -262,68 +243,68 @@ func (d *dispatcher) finished(t *task, o dispatch.Outcome) {
 	// The outcome is queued before the task stops counting as in flight,
 	// so that "nothing in flight" means every outcome is in the completer.
 	t.owner.completed(t, o)
-	d.release(t)
+	h.release(t)
 }
 
 // release forgets a finished task and lets the next ones go.
-func (d *dispatcher) release(t *task) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.forgetLocked(t)
+func (h *handoff) release(t *task) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.forgetLocked(t)
 	if t.serial {
-		d.advanceLaneLocked(t.a.Job)
+		h.advanceLaneLocked(t.a.Job)
 	}
-	d.drainLocked()
+	h.drainLocked()
 }
 
-func (d *dispatcher) forgetLocked(t *task) {
-	tasks := d.live[t.a.Job]
+func (h *handoff) forgetLocked(t *task) {
+	tasks := h.live[t.a.Job]
 	if i := slices.Index(tasks, t); i >= 0 {
 		tasks = slices.Delete(tasks, i, i+1)
-		d.count--
+		h.count--
 		if len(tasks) == 0 {
-			delete(d.live, t.a.Job)
+			delete(h.live, t.a.Job)
 		} else {
-			d.live[t.a.Job] = tasks
+			h.live[t.a.Job] = tasks
 		}
 	}
 	t.cancel(nil) // release the context's resources
 }
 
 // advanceLaneLocked starts the next waiting task of a serial job.
-func (d *dispatcher) advanceLaneLocked(job string) {
-	l := d.lanes[job]
+func (h *handoff) advanceLaneLocked(job string) {
+	l := h.lanes[job]
 	if l == nil {
 		return
 	}
 	l.running = nil
 	if len(l.waiting) == 0 {
-		delete(d.lanes, job)
+		delete(h.lanes, job)
 		return
 	}
 	next := l.waiting[0]
 	l.waiting = l.waiting[1:]
 	l.running = next
-	d.submitLocked(next)
+	h.submitLocked(next)
 }
 
 // drainLocked submits overflow tasks while the pool takes them.
-func (d *dispatcher) drainLocked() {
-	for len(d.overflow) > 0 {
-		if !d.trySubmitLocked(d.overflow[0]) {
+func (h *handoff) drainLocked() {
+	for len(h.overflow) > 0 {
+		if !h.trySubmitLocked(h.overflow[0]) {
 			return
 		}
-		d.overflow[0] = nil
-		d.overflow = d.overflow[1:]
+		h.overflow[0] = nil
+		h.overflow = h.overflow[1:]
 	}
 }
 
 // cancelJob cancels the job's tasks with a token below before (0 = all):
 // running ones stop, waiting ones end as cancelled without starting.
-func (d *dispatcher) cancelJob(job string, before uint64, cause error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for _, t := range d.live[job] {
+func (h *handoff) cancelJob(job string, before uint64, cause error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, t := range h.live[job] {
 		if before == 0 || t.a.Token < before {
 			t.cancel(cause)
 		}
@@ -331,10 +312,10 @@ func (d *dispatcher) cancelJob(job string, before uint64, cause error) {
 }
 
 // cancelOwner cancels every attempt of an ended term (see newLeader).
-func (d *dispatcher) cancelOwner(owner *leader, cause error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for _, tasks := range d.live {
+func (h *handoff) cancelOwner(owner *leader, cause error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, tasks := range h.live {
 		for _, t := range tasks {
 			if t.owner == owner {
 				t.cancel(cause)
@@ -347,24 +328,24 @@ func (d *dispatcher) cancelOwner(owner *leader, cause error) {
 // they never started, and their term can no longer report outcomes. The
 // next leader re-dispatches them. Submitted ones were cancelled with the
 // term (cancelOwner) and report on their own.
-func (d *dispatcher) dropTerm(owner *leader) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	keep := d.overflow[:0]
-	for _, t := range d.overflow {
+func (h *handoff) dropTerm(owner *leader) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	keep := h.overflow[:0]
+	for _, t := range h.overflow {
 		if t.owner == owner {
-			d.dropLocked(t)
+			h.dropLocked(t)
 			continue
 		}
 		keep = append(keep, t)
 	}
-	clear(d.overflow[len(keep):])
-	d.overflow = keep
-	for job, l := range d.lanes {
+	clear(h.overflow[len(keep):])
+	h.overflow = keep
+	for job, l := range h.lanes {
 		waiting := l.waiting[:0]
 		for _, t := range l.waiting {
 			if t.owner == owner {
-				d.dropLocked(t)
+				h.dropLocked(t)
 				continue
 			}
 			waiting = append(waiting, t)
@@ -374,20 +355,13 @@ func (d *dispatcher) dropTerm(owner *leader) {
 		if l.running != nil && !l.running.submitted && l.running.owner == owner {
 			// Only an overflow task can be running unsubmitted; it was
 			// dropped above.
-			d.advanceLaneLocked(job)
+			h.advanceLaneLocked(job)
 		}
 	}
 }
 
-func (d *dispatcher) dropLocked(t *task) {
-	d.forgetLocked(t)
-	d.log.Debug("attempt dropped before start: leadership lost",
+func (h *handoff) dropLocked(t *task) {
+	h.forgetLocked(t)
+	h.log.Debug("attempt dropped before start: leadership lost",
 		"job", t.a.Job, "run_id", t.a.RunID, "token", t.a.Token)
-}
-
-func kindLabel(k pb.FireKind) string {
-	if l, ok := kindLabels[k]; ok {
-		return l
-	}
-	return strings.ToLower(strings.TrimPrefix(k.String(), "FIRE_KIND_"))
 }
