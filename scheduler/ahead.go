@@ -95,3 +95,14 @@ func (l *leader) takeAhead(now time.Time, names []string, triggered map[string]b
 	l.ahead = nil
 	return a.parts, names
 }
+
+// drop removes the groups of the jobs gone says so.
+func (pl *planned) drop(gone func(name string) bool) {
+	pl.groups = slices.DeleteFunc(pl.groups, func(g *group) bool {
+		if !gone(g.name) {
+			return false
+		}
+		delete(pl.byJob, g.name)
+		return true
+	})
+}

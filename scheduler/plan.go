@@ -1,457 +1,224 @@
 package scheduler
 
 import (
+	"errors"
 	"time"
 
 	"github.com/raftcron/raftcron/fsm"
-	"github.com/raftcron/raftcron/internal/failpoint"
-	"github.com/raftcron/raftcron/schedule"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
-// Planning limits. They bound the work one job can cause in one tick, so a
-// single job with a huge backlog never delays the others.
+// How a tick is cut into FireBatch entries (DESIGN.md, "The tick").
 const (
-	// OnTime is how late a slot may be and still count as on time: fired
-	// as SCHEDULED and never handled as catch-up. It absorbs the loop's
-	// own latency (a wake-up, a commit) so that a slot is not "missed"
-	// under catch-up policy none just because the tick ran a bit late.
-	OnTime = 2 * time.Second
-	// MaxCatchupPerTick caps the catch-up fires of one job in one tick
-	// (policy all, overlap allow). The rest wait for the next tick, which
-	// follows at once; slots that leave the window meanwhile are recorded
-	// missed (catchup_window).
-	MaxCatchupPerTick = 100
-	// maxScan caps the slots one plan walks. A job whose backlog is longer
-	// (a per-second job after a long outage) has it recorded missed in
-	// pieces of this size, one per tick.
-	maxScan = 10000
-	// heldRecheck re-plans a job that waits for its open run even if no
-	// change notification arrives: a safety net, not the normal path.
-	heldRecheck = time.Minute
+	// maxFiresPerEntry caps the fires and misses of one FireBatch entry; a
+	// bigger tick is split into entries, each proposed as soon as it is
+	// planned. A job's fires never straddle two entries.
+	maxFiresPerEntry = 2000
+	// firstEntryFires caps a tick's first entry instead: a small entry
+	// commits sooner, so a wave's first deliveries start while the rest of
+	// it is still being planned and committed, instead of every fire of a
+	// 2,000-fire wave waiting for one large entry.
+	firstEntryFires = 250
 )
 
-// Reasons recorded with the slots the scheduler gives up.
-const (
-	reasonCatchupWindow = "catchup_window"
-	reasonCatchupPolicy = "catchup_policy"
-	reasonPaused        = fsm.ReasonPaused
-)
-
-// planInput is everything planJob may look at. It is a pure function of it.
-type planInput struct {
-	job    *pb.Job
-	status *pb.JobStatus
-	// open are the job's open runs (DISPATCHED or RETRYING), oldest first.
-	open []*pb.Run
-	// sched is the job's parsed schedule; nil when it does not parse, which
-	// leaves the job with no slots (its open runs are still handled).
-	sched schedule.Schedule
-	now   time.Time
-	// term and self identify this leader: attempts of an earlier term are
-	// orphans, attempts of this term by self were committed here.
-	term uint64
-	self string
-	// known reports whether this leader has an attempt in hand (handed to
-	// its hand-off, outcome not yet committed).
-	known func(token uint64) bool
-	// lost reports whether an attempt of this term was lost with its
-	// remote worker and its re-dispatch is not decided yet.
-	lost func(token uint64) bool
+// plan plans the tick's work and proposes it as it goes: the
+// re-dispatches of lost attempts first, in entries of their own (lost.go),
+// then what was planned ahead, then each job, cut into entries
+// (entryCut), those with a trigger last with their manual fires. Between
+// two jobs it accepts the entries that have committed meanwhile.
+func (p *pipeline) plan(todo todo) {
+	l := p.l
+	p.propose(l.planLost(p.now))
+	cut := newEntryCut()
+	for _, pl := range todo.ahead {
+		if p.propose(pl) {
+			cut.limit = maxFiresPerEntry // the tick's first entry is on its way
+		}
+	}
+	if len(l.extra) > 0 {
+		g := cut.pl.group("", nil)
+		g.fires, l.extra = l.extra, nil
+		cut.n += len(g.fires)
+	}
+	for _, name := range todo.names {
+		if full := cut.add(l.planOne(name, p.now, cut.pl)); full != nil {
+			p.propose(full)
+		}
+		p.acceptReady()
+	}
+	for _, name := range todo.last {
+		l.planOne(name, p.now, cut.pl)
+	}
+	l.addTriggers(cut.pl, todo.reqs)
+	p.propose(cut.pl)
 }
 
-// plan is what to do about one job now.
-type plan struct {
+// entryCut cuts planned work into parts, each proposed once full: the
+// first holds firstEntryFires fires and misses or more, every later one
+// maxFiresPerEntry or more. A part is full once the job just planned
+// into it takes it to its limit, so a job's work is never split.
+type entryCut struct {
+	pl    *planned
+	n     int // fires and misses in pl
+	limit int
+}
+
+func newEntryCut() entryCut { return entryCut{pl: newPlanned(), limit: firstEntryFires} }
+
+// add counts n more fires and misses in c.pl. If that fills it, add
+// returns it and starts the next part.
+func (c *entryCut) add(n int) (full *planned) {
+	c.n += n
+	if c.n < c.limit {
+		return nil
+	}
+	full = c.pl
+	c.pl, c.n, c.limit = newPlanned(), 0, maxFiresPerEntry
+	return full
+}
+
+// planOne re-plans one job from the state and files its work in pl. It
+// returns how many fires and misses it added.
+func (l *leader) planOne(name string, now time.Time, pl *planned) int {
+	sj, err := l.s.state.StoredJob(name)
+	if errors.Is(err, fsm.ErrNotFound) {
+		// Deleted: no new slots. This node's attempts are cancelled and
+		// recorded so; orphans of earlier terms are closed by the FSM on
+		// re-dispatch. (Runs waiting for a retry were closed by the delete.)
+		l.heap.remove(name)
+		delete(l.cool, name)
+		delete(l.fresh, name)
+		l.s.handoff.cancelJob(name, 0, errJobDeleted)
+		orphans := l.orphansOf(func(job string) bool { return job == name })
+		if len(orphans) > 0 {
+			g := pl.group("", nil)
+			g.fires = append(g.fires, orphans...)
+		}
+		return len(orphans)
+	}
+	if err != nil {
+		l.s.log.Error("scheduler: reading job", "job", name, "error", err)
+		l.heap.set(name, now.Add(maxSleep).UnixNano())
+		return 0
+	}
+	return l.planStored(name, sj, now, pl)
+}
+
+// planStored is planOne for a job read from the state.
+func (l *leader) planStored(name string, sj fsm.StoredJob, now time.Time, pl *planned) int {
+	if f, ok := l.fresh[name]; ok {
+		delete(l.fresh, name)
+		if f.still(l, name, sj, now) {
+			return 0 // the wake-up planned before the fire stands
+		}
+	}
+	if until, ok := l.cool[name]; ok {
+		if until.After(now) {
+			l.heap.set(name, until.UnixNano())
+			return 0
+		}
+		delete(l.cool, name)
+	}
+	sched, perr := jobSchedule(sj.Job)
+	if perr != nil {
+		l.s.log.Warn("scheduler: job schedule does not parse; no slots fire", "job", name, "error", perr)
+	}
+	p := planJob(planInput{
+		job:    sj.Job,
+		status: sj.Status,
+		open:   l.openRuns(sj.Status),
+		sched:  sched,
+		now:    now,
+		term:   l.term,
+		self:   l.s.self,
+		known:  l.isKnown,
+		lost:   l.isResolving,
+	})
+	pl.file(name, sj, &p, now)
+	l.rewake(name, &p, now)
+	return len(p.fires) + len(p.misses)
+}
+
+// rewake puts the job back on the heap at its plan's wake-up.
+func (l *leader) rewake(name string, p *plan, now time.Time) {
+	switch {
+	case p.wake.IsZero():
+		l.heap.remove(name)
+	case !p.busy() && !p.wake.After(now):
+		// Due again with nothing to do would spin; cannot happen, but a
+		// loop that spins starves every other job, so guard anyway.
+		l.heap.set(name, now.Add(maxSleep).UnixNano())
+	default:
+		l.heap.set(name, p.wake.UnixNano())
+	}
+}
+
+// openRuns reads the job's open runs, oldest first.
+func (l *leader) openRuns(status *pb.JobStatus) []*pb.Run {
+	ids := status.GetOpenRunIds()
+	if len(ids) == 0 {
+		return nil
+	}
+	runs := make([]*pb.Run, 0, len(ids))
+	for _, id := range ids {
+		if r, err := l.s.state.Run(id); err == nil {
+			runs = append(runs, r)
+		}
+	}
+	return runs
+}
+
+// planned is what (part of) a tick planned, grouped by job so that a job's
+// fires stay together (and in order) when it is split into fire batches.
+type planned struct {
+	groups []*group
+	byJob  map[string]*group
+}
+
+type group struct {
+	name   string
+	job    *pb.Job // nil for the orphans of deleted jobs
 	fires  []*pb.Fire
 	misses []*pb.Miss
-	// adopt are open runs whose current attempt this leader committed in
-	// this term but never dispatched: the FireBatch's Apply returned an
-	// error, yet the entry was committed. They are dispatched as they are.
-	adopt []*pb.Run
-	// wake is when the job needs planning again; zero means not until it
-	// changes.
-	wake time.Time
+	adopt  []*pb.Run
+	// reqs parallels fires: the trigger waiting for a fire's result.
+	reqs []*triggerReq
+	// quiet: planned with nothing of the job open or buffered, and fires
+	// only. If all its fires are accepted, the plan's wake-up stays right
+	// and the job need not be planned again until then (see fresh).
+	quiet bool
+	// fresh: its fires were accepted and the state checked; the job is
+	// not queued for re-planning.
+	fresh bool
 }
 
-func (p *plan) wakeAt(t time.Time) {
-	if p.wake.IsZero() || t.Before(p.wake) {
-		p.wake = t
-	}
-}
+func newPlanned() *planned { return &planned{byJob: make(map[string]*group)} }
 
-func (p *plan) busy() bool { return len(p.fires) > 0 || len(p.misses) > 0 || len(p.adopt) > 0 }
-
-// planJob decides the fires and misses of one job at in.now:
-//
-//  1. Open runs: an orphan (DISPATCHED, attempt of an earlier term) is
-//     re-dispatched; a RETRYING run whose backoff has passed is retried.
-//     While an orphan, an attempt lost with its worker or a re-dispatched
-//     attempt is unresolved, the job's new slots wait (G4: the orphan goes
-//     first, and its outcome is known before any newer slot of the job
-//     fires).
-//  2. A buffered slot (overlap buffer_one) fires once no run is open; while
-//     one is, on-time slots still go to the FSM, which skips them.
-//  3. Due slots after the cursor, within start_at/end_at, go through the
-//     pause state, the catch-up window and policy, and the overlap policy.
-func planJob(in planInput) plan {
-	var p plan
-	if in.job == nil || in.job.GetSpec() == nil {
-		return p
-	}
-	if p.planRuns(in) {
-		p.wakeAt(in.now.Add(heldRecheck))
-		return p
-	}
-	if b := in.status.GetBufferedSlotUnix(); b != 0 && len(in.open) == 0 {
-		// The buffered slot is older than any due one: it goes alone.
-		p.fires = append(p.fires, slotFire(in.job, b, pb.FireKind_FIRE_KIND_SCHEDULED))
-		return p
-	}
-	p.planSlots(in)
-	return p
-}
-
-// planRuns handles the open runs and reports whether new slots must wait.
-func (p *plan) planRuns(in planInput) (hold bool) {
-	for _, r := range in.open {
-		cur := fsm.CurrentAttempt(r)
-		switch r.GetState() {
-		case pb.RunState_RUN_STATE_DISPATCHED:
-			if cur == nil {
-				continue
-			}
-			switch {
-			case cur.GetTerm() < in.term:
-				p.fires = append(p.fires, runFire(r, pb.FireKind_FIRE_KIND_REDISPATCH))
-				hold = true
-			case cur.GetTerm() == in.term && in.lost != nil && in.lost(cur.GetToken()):
-				hold = true // its re-dispatch is on its way (lost.go): it goes first
-			case cur.GetTerm() == in.term && cur.GetNodeId() == in.self &&
-				(in.known == nil || !in.known(cur.GetToken())):
-				p.adopt = append(p.adopt, r)
-			}
-			if cur.GetKind() == pb.FireKind_FIRE_KIND_REDISPATCH {
-				hold = true
-			}
-		case pb.RunState_RUN_STATE_RETRYING:
-			at := time.Unix(0, r.GetNextAttemptAtUnixNano())
-			if at.After(in.now) {
-				p.wakeAt(at)
-				continue
-			}
-			p.fires = append(p.fires, runFire(r, pb.FireKind_FIRE_KIND_RETRY))
+// group returns the job's group, creating it at the end.
+func (pl *planned) group(name string, job *pb.Job) *group {
+	if g, ok := pl.byJob[name]; ok {
+		if g.job == nil {
+			g.job = job
 		}
+		return g
 	}
-	return hold
+	g := &group{name: name, job: job}
+	pl.groups = append(pl.groups, g)
+	pl.byJob[name] = g
+	return g
 }
 
-// planSlots handles the job's due slots.
-func (p *plan) planSlots(in planInput) {
-	if in.sched == nil {
+// file adds a job's plan to its group, if there is anything to commit.
+func (pl *planned) file(name string, sj fsm.StoredJob, p *plan, now time.Time) {
+	if !p.busy() {
 		return
 	}
-	wv := newWalk(in)
-	w := &wv
-	spec := in.job.GetSpec()
-	if spec.GetPaused() {
-		w.run(func(s int64) bool { w.windowMiss.add(s); return true })
-		p.addMiss(in.job, &w.windowMiss, reasonPaused)
-		p.finishWalk(in, w)
-		return
-	}
-	// The policy and window are the stored ones: the API stores them
-	// filled in (jobspec.Normalize), so the scheduler keeps no defaults.
-	switch spec.GetCatchup().GetPolicy() {
-	case pb.CatchupPolicy_CATCHUP_POLICY_LATEST:
-		w.latest()
-	case pb.CatchupPolicy_CATCHUP_POLICY_NONE:
-		w.none()
-	default:
-		w.all(MaxCatchupPerTick)
-	}
-	p.addMiss(in.job, &w.windowMiss, reasonCatchupWindow)
-	p.addMiss(in.job, &w.policyMiss, reasonCatchupPolicy)
-	fire := w.fire
-	if spec.GetOverlap() != pb.Overlap_OVERLAP_ALLOW && len(fire) > 0 &&
-		(len(fire) > 1 || !w.onTime(fire[0]) || catchingUp(in.open)) {
-		// Catch-up of a job whose runs must not overlap: one slot at a
-		// time, and only once nothing of the job is open, so that each
-		// caught-up slot is dispatched rather than skipped, in order. A
-		// slot that comes due while the catch-up is still running joins
-		// its queue: the overlap policy is about the job's own runs
-		// running long, not about the scheduler catching up. Other
-		// on-time slots go to the FSM as they are: it applies the
-		// overlap policy to them.
-		if len(in.open) > 0 {
-			fire = nil
-			w.more = false // nothing more can happen until the run ends
-			p.wakeAt(in.now.Add(heldRecheck))
-		} else {
-			fire = fire[:1]
-		}
-	}
-	var newest int64
-	if len(w.fire) > 0 {
-		newest = w.fire[len(w.fire)-1]
-	}
-	for _, s := range fire {
-		// Only the newest due slot is on schedule; older ones are a backlog,
-		// even when a late tick leaves them within OnTime.
-		kind := pb.FireKind_FIRE_KIND_CATCHUP
-		if w.onTime(s) && s == newest && !w.more {
-			kind = pb.FireKind_FIRE_KIND_SCHEDULED
-		}
-		p.fires = append(p.fires, slotFire(in.job, s, kind))
-	}
-	p.finishWalk(in, w)
-}
-
-// catchingUp reports whether a run of the job is open that the scheduler
-// fired late: a catch-up run, or a slot that was already a second or more
-// overdue when it was committed (the last of a backlog, fired as on time).
-// Slots coming due meanwhile queue behind it instead of being skipped.
-func catchingUp(open []*pb.Run) bool {
-	for _, r := range open {
-		late := r.GetCreatedAtUnixNano() - r.GetSlotUnix()*int64(time.Second)
-		if r.GetKind() == pb.FireKind_FIRE_KIND_CATCHUP || late >= int64(time.Second) {
-			return true
-		}
-	}
-	return false
-}
-
-// finishWalk sets the wake-up for the slots the walk did not reach.
-func (p *plan) finishWalk(in planInput, w *walk) {
-	if w.more {
-		p.wakeAt(in.now)
-		return
-	}
-	if w.future != 0 {
-		p.wakeAt(time.Unix(w.future, 0))
-	}
-}
-
-func (p *plan) addMiss(job *pb.Job, r *slotRange, reason string) {
-	if r.count == 0 {
-		return
-	}
-	p.misses = append(p.misses, &pb.Miss{
-		Job:          job.GetSpec().GetName(),
-		Generation:   job.GetGeneration(),
-		FromSlotUnix: r.from,
-		ToSlotUnix:   r.to,
-		Count:        r.count,
-		Reason:       reason,
-	})
-}
-
-// slotRange is a run of consecutive slots given up for one reason.
-type slotRange struct {
-	from, to int64
-	count    uint64
-}
-
-func (r *slotRange) add(s int64) {
-	if r.count == 0 {
-		r.from = s
-	}
-	r.to = s
-	r.count++
-}
-
-// walk enumerates a job's due slots (after the cursor and start_at, up to
-// now and end_at) and sorts them into misses and fires.
-type walk struct {
-	sched schedule.Schedule
-	now   int64 // whole seconds: a slot is due once now >= slot
-	nowT  time.Time
-	// window: slots with now - slot < window may still fire.
-	window time.Duration
-	after  time.Time
-	// end is the last allowed slot (end_at), if hasEnd.
-	end    int64
-	hasEnd bool
-
-	windowMiss, policyMiss slotRange
-	fire                   []int64
-	// more: the walk stopped before reaching now; plan again at once.
-	more bool
-	// future: the first slot after now, 0 if none (or not reached).
-	future int64
-}
-
-// newWalk returns the walk by value: planned once per job per tick, it
-// stays on the stack.
-func newWalk(in planInput) walk {
-	w := walk{
-		sched:  in.sched,
-		now:    in.now.Unix(),
-		nowT:   in.now,
-		window: max(in.job.GetSpec().GetCatchup().GetWindow().AsDuration(), OnTime),
-	}
-	w.after, w.end, w.hasEnd = slotBounds(in)
-	w.after = time.Unix(failpoint.RewindCursor(in.job.GetSpec().GetName(), w.after.Unix()), 0)
-	return w
-}
-
-// slotBounds: the job's next slot is the first one after after, and none
-// may come after end (if hasEnd).
-func slotBounds(in planInput) (after time.Time, end int64, hasEnd bool) {
-	spec := in.job.GetSpec()
-	cursor := in.status.GetCursorUnix()
-	if cursor <= 0 {
-		// No cursor (a job from before the run ledger): fire from now on.
-		cursor = in.now.Unix() - 1
-	}
-	after = time.Unix(cursor, 0)
-	if st := spec.GetStartAt(); st != nil {
-		// Slots before start_at are not slots of the job: never proposed,
-		// never recorded.
-		if from := st.AsTime().Add(-time.Nanosecond); from.After(after) {
-			after = from
-		}
-	}
-	if e := spec.GetEndAt(); e != nil {
-		end, hasEnd = e.AsTime().Unix(), true
-	}
-	return after, end, hasEnd
-}
-
-// firstWake is when a job with no open run and no buffered slot next needs
-// planning: its next slot, or in.now if that is due; zero if it has none.
-// It is planJob's wake-up for such a job without planning the due slots,
-// for rebuilding the heap of a million jobs.
-func firstWake(in planInput) time.Time {
-	if in.sched == nil {
-		return time.Time{}
-	}
-	after, end, hasEnd := slotBounds(in)
-	next := in.sched.Next(after)
-	switch {
-	case next.IsZero() || hasEnd && next.Unix() > end:
-		return time.Time{}
-	case next.After(in.now):
-		return next
-	default:
-		return in.now
-	}
-}
-
-// run calls visit for each due slot in order until visit returns false.
-func (w *walk) run(visit func(s int64) bool) {
-	t := w.after
-	for n := 0; ; n++ {
-		next := w.sched.Next(t)
-		if next.IsZero() {
-			return
-		}
-		s := next.Unix()
-		if w.hasEnd && s > w.end {
-			return
-		}
-		if s > w.now {
-			w.future = s
-			return
-		}
-		if n == maxScan {
-			w.more = true
-			return
-		}
-		if !visit(s) {
-			w.more = true
-			return
-		}
-		t = time.Unix(s, 0)
-	}
-}
-
-func (w *walk) age(s int64) time.Duration { return w.nowT.Sub(time.Unix(s, 0)) }
-func (w *walk) onTime(s int64) bool       { return w.age(s) < OnTime }
-func (w *walk) inWindow(s int64) bool     { return w.age(s) < w.window }
-
-// all: every slot in the window fires, oldest first, at most limit of them.
-func (w *walk) all(limit int) {
-	w.run(func(s int64) bool {
-		if !w.inWindow(s) {
-			w.windowMiss.add(s)
-			return true
-		}
-		if len(w.fire) == limit {
-			return false
-		}
-		w.fire = append(w.fire, s)
-		return true
-	})
-}
-
-// latest: only the newest due slot fires, if it is in the window.
-func (w *walk) latest() {
-	var last int64
-	have := false
-	w.run(func(s int64) bool {
-		if have {
-			w.missPolicy(last)
-		}
-		last, have = s, true
-		return true
-	})
-	switch {
-	case !have:
-	case w.more:
-		w.missPolicy(last)
-	case w.inWindow(last):
-		w.fire = append(w.fire, last)
-	default:
-		w.windowMiss.add(last)
-	}
-}
-
-// none: only on-time slots fire.
-func (w *walk) none() {
-	w.run(func(s int64) bool {
-		if w.onTime(s) {
-			w.fire = append(w.fire, s)
-		} else {
-			w.missPolicy(s)
-		}
-		return true
-	})
-}
-
-// missPolicy records a slot the policy gives up: outside the window it is a
-// window miss, inside a policy miss. Window misses are always older.
-func (w *walk) missPolicy(s int64) {
-	if w.inWindow(s) {
-		w.policyMiss.add(s)
-	} else {
-		w.windowMiss.add(s)
-	}
-}
-
-func slotFire(job *pb.Job, slot int64, kind pb.FireKind) *pb.Fire {
-	return &pb.Fire{
-		Job:        job.GetSpec().GetName(),
-		Generation: job.GetGeneration(),
-		SlotUnix:   slot,
-		Kind:       kind,
-	}
-}
-
-func runFire(r *pb.Run, kind pb.FireKind) *pb.Fire {
-	return &pb.Fire{
-		Job:        r.GetJob(),
-		Generation: r.GetGeneration(),
-		SlotUnix:   r.GetSlotUnix(),
-		Kind:       kind,
-		RunId:      r.GetId(),
-	}
-}
-
-// jobSchedule is the job's parsed schedule, from the process's one cache:
-// a heap rebuild over a million jobs and every tick neither parse a spec
-// again nor keep a parsed copy per job.
-func jobSchedule(job *pb.Job) (schedule.Schedule, error) {
-	spec := job.GetSpec()
-	return schedule.CachedInZone(spec.GetSchedule(), spec.GetTimezone())
+	status := sj.Status
+	g := pl.group(name, sj.Job)
+	g.quiet = len(status.GetOpenRunIds()) == 0 && status.GetBufferedSlotUnix() == 0 && len(g.fires) == 0 &&
+		len(p.misses) == 0 && len(p.adopt) == 0 && p.wake.After(now)
+	g.fires = append(g.fires, p.fires...)
+	g.misses = append(g.misses, p.misses...)
+	g.adopt = append(g.adopt, p.adopt...)
 }

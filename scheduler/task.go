@@ -61,7 +61,8 @@ func (l *leader) task(spec *pb.JobSpec, runID string, slot int64, token uint64, 
 
 // dispatch hands one committed attempt to the hand-off.
 func (l *leader) dispatch(spec *pb.JobSpec, runID string, slot int64, token uint64, number uint32, kind pb.FireKind) {
-	l.s.handoff.dispatch(l.task(spec, runID, slot, token, number, kind))
+	t := l.task(spec, runID, slot, token, number, kind)
+	l.s.handoff.dispatch(t)
 }
 
 // workerWait is how long a worker attempt may wait for a worker of its

@@ -1,0 +1,77 @@
+package scheduler
+
+import (
+	"fmt"
+
+	"github.com/raftcron/raftcron/fsm"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// adopt ends the tick, once every entry has returned: it dispatches the
+// attempts planning found committed but never dispatched (adoptRun), and
+// queues the tick's jobs for planning again, except those whose
+// accepted fires left their plan standing (fresh.go).
+func (p *pipeline) adopt() {
+	for _, pl := range p.parts {
+		for _, g := range pl.groups {
+			for _, r := range g.adopt {
+				p.l.adoptRun(g.job, r)
+			}
+		}
+		p.l.s.markDirty(pl.names()...)
+	}
+}
+
+// names lists the planned jobs that must be planned again.
+func (pl *planned) names() []string {
+	out := make([]string, 0, len(pl.groups))
+	for _, g := range pl.groups {
+		if g.name != "" && !g.fresh {
+			out = append(out, g.name)
+		}
+	}
+	return out
+}
+
+// adoptRun dispatches an attempt this node committed in this term without
+// learning it (the FireBatch's Apply had returned an error), with the job
+// as planning read it. The FSM accepted the attempt under the run's
+// generation: if the job has moved to another since, its target is not
+// the attempt's, and the attempt is closed CANCELLED without running.
+func (l *leader) adoptRun(job *pb.Job, r *pb.Run) {
+	cur := fsm.CurrentAttempt(r)
+	if job == nil || cur == nil || l.isKnown(cur.GetToken()) {
+		return
+	}
+	if r.GetGeneration() != job.GetGeneration() {
+		l.s.log.Info("scheduler: not dispatching an attempt of an earlier generation of its job",
+			"job", r.GetJob(), "run_id", r.GetId(), "token", cur.GetToken(),
+			"generation", r.GetGeneration(), "job_generation", job.GetGeneration())
+		l.abandon(r, cur, fmt.Sprintf("not dispatched: the job moved to generation %d", job.GetGeneration()))
+		return
+	}
+	l.s.log.Info("scheduler: dispatching an attempt committed after its proposal failed",
+		"job", r.GetJob(), "run_id", r.GetId(), "token", cur.GetToken())
+	l.dispatch(job.GetSpec(), r.GetId(), r.GetSlotUnix(), cur.GetToken(), cur.GetNumber(), cur.GetKind())
+}
+
+// isKnown reports whether token's attempt is in hand: handed to the
+// hand-off, its outcome not committed yet. An attempt of this term by this
+// node that is not was committed without this node learning it, and is
+// adopted.
+func (l *leader) isKnown(token uint64) bool {
+	_, ok := l.known[token]
+	return ok
+}
+
+// abandon reports an attempt of this term that never ran as CANCELLED, so
+// that its run closes instead of waiting for the next leader.
+func (l *leader) abandon(r *pb.Run, cur *pb.Attempt, detail string) {
+	l.known[cur.GetToken()] = struct{}{} // in hand until the outcome commits
+	l.unsettled.Add(1)
+	c := &pb.Completion{RunId: r.GetId(), Token: cur.GetToken(), Outcome: pb.RunState_RUN_STATE_CANCELLED, Detail: detail}
+	if !l.comp.add(r.GetJob(), c) {
+		l.unsettled.Add(-1)
+	}
+}
