@@ -39,7 +39,7 @@ func (l *leader) planAhead(now time.Time) bool {
 	names := l.heap.popDueUpTo(due, maxPlanAhead, nil)
 	slices.Sort(names)
 	a := &ahead{at: at}
-	pl, n, limit, total := newPlanned(), 0, firstEntryFires, 0
+	cut, total := newEntryCut(), 0
 	for _, name := range names {
 		sj, err := l.s.state.StoredJob(name)
 		if err != nil {
@@ -47,14 +47,13 @@ func (l *leader) planAhead(now time.Time) bool {
 			l.heap.set(name, due)
 			continue
 		}
-		planned := l.planStored(name, sj, at, pl)
-		n, total = n+planned, total+planned
-		if n >= limit {
-			a.parts = append(a.parts, pl)
-			pl, n, limit = newPlanned(), 0, maxFiresPerEntry
+		n := l.planStored(name, sj, at, cut.pl)
+		total += n
+		if full := cut.add(n); full != nil {
+			a.parts = append(a.parts, full)
 		}
 	}
-	a.parts = append(a.parts, pl)
+	a.parts = append(a.parts, cut.pl)
 	l.ahead = a
 	if total > 0 && l.s.aheadOfWave != nil {
 		l.s.aheadOfWave(total)
