@@ -67,9 +67,10 @@ func NewRunHubWith(maxWatchers int) *RunHub {
 
 var _ fsm.Observer = (*RunHub)(nil)
 
-// RunsChanged delivers runs to every watcher whose filter matches. The runs
-// are shared between watchers: nobody may change them.
-func (h *RunHub) RunsChanged(runs []*pb.Run) {
+// RunsChanged delivers runs to every watcher whose filter matches, whatever
+// they came from. The runs are shared between watchers: nobody may change
+// them.
+func (h *RunHub) RunsChanged(_ fsm.Origin, runs []*pb.Run) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for w := range h.subs {
@@ -90,7 +91,7 @@ func (h *RunHub) RunsChanged(runs []*pb.Run) {
 
 // JobsChanged does nothing: the hub only streams runs. It makes RunHub an
 // fsm.Observer by itself.
-func (h *RunHub) JobsChanged([]string) {}
+func (h *RunHub) JobsChanged(fsm.Origin, []string) {}
 
 // Close ends every watch, and every later one at once, so that a graceful
 // stop does not wait for watchers that would never hang up.

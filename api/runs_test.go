@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/raftcron/raftcron/fsm"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -140,8 +141,8 @@ func TestWatchRunsStreamsPublishedRuns(t *testing.T) {
 	if n := h.hub.Watchers(); n != 2 {
 		t.Fatalf("%d watchers, want 2", n)
 	}
-	h.hub.RunsChanged([]*pb.Run{sampleRun("a", 1), sampleRun("b", 2)})
-	h.hub.RunsChanged([]*pb.Run{sampleRun("b", 3)})
+	h.hub.RunsChanged(fsm.Origin{}, []*pb.Run{sampleRun("a", 1), sampleRun("b", 2)})
+	h.hub.RunsChanged(fsm.Origin{}, []*pb.Run{sampleRun("b", 3)})
 	var got []string
 	for range 3 {
 		got = append(got, recvRun(t, all))
@@ -185,7 +186,7 @@ func TestRunHubDropsSlowWatcherWithoutBlocking(t *testing.T) {
 	go func() {
 		defer close(published)
 		for i := uint64(1); i <= 3; i++ {
-			hub.RunsChanged([]*pb.Run{sampleRun("a", i)})
+			hub.RunsChanged(fsm.Origin{}, []*pb.Run{sampleRun("a", i)})
 			<-fast.ch // the fast watcher keeps up
 		}
 	}()
@@ -211,7 +212,7 @@ func TestRunHubDropsSlowWatcherWithoutBlocking(t *testing.T) {
 	if len(slow.ch) != 2 {
 		t.Fatalf("slow watcher holds %d runs, want its full buffer of 2", len(slow.ch))
 	}
-	hub.RunsChanged([]*pb.Run{sampleRun("a", 9)})
+	hub.RunsChanged(fsm.Origin{}, []*pb.Run{sampleRun("a", 9)})
 	if len(slow.ch) != 2 || len(fast.ch) != 1 {
 		t.Fatalf("after the drop: slow %d, fast %d runs", len(slow.ch), len(fast.ch))
 	}
@@ -245,7 +246,7 @@ func TestWatchRunsEndsWhenItFallsBehind(t *testing.T) {
 	// One run may sit in Send and one in the buffer: the third overflows.
 	returned := make(chan struct{})
 	go func() {
-		hub.RunsChanged([]*pb.Run{sampleRun("a", 1), sampleRun("a", 2), sampleRun("a", 3)})
+		hub.RunsChanged(fsm.Origin{}, []*pb.Run{sampleRun("a", 1), sampleRun("a", 2), sampleRun("a", 3)})
 		close(returned)
 	}()
 	select {

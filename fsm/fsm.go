@@ -122,8 +122,11 @@ func (f *FSM) Apply(l *raft.Log) interface{} {
 	tx := &changes{track: f.observer != nil}
 	f.st.tx = tx
 	o, err := outcome{}, decodeErr
+	var origin Origin
 	if err == nil {
-		o, err = f.apply(l, &c)
+		fd := c.ProtoReflect().WhichOneof(kindOneof)
+		origin = originOf(&c, fd)
+		o, err = f.apply(l, &c, fd)
 	}
 	f.st.tx = nil
 	obs := f.observer
@@ -131,7 +134,7 @@ func (f *FSM) Apply(l *raft.Log) interface{} {
 
 	res := result(o, err)
 	if err == nil {
-		tx.notify(obs)
+		tx.notify(obs, origin)
 	}
 	return res
 }
@@ -152,8 +155,8 @@ func decode(l *raft.Log, c *pb.Command) error {
 	return malformed("log entry %d sets no known command", l.Index)
 }
 
-func (f *FSM) apply(l *raft.Log, c *pb.Command) (outcome, error) {
-	fd := c.ProtoReflect().WhichOneof(kindOneof)
+// apply runs the handler of c's kind, fd.
+func (f *FSM) apply(l *raft.Log, c *pb.Command, fd protoreflect.FieldDescriptor) (outcome, error) {
 	h, ok := handlers[fd.Name()]
 	if !ok {
 		return outcome{}, malformed("log entry %d: command %s has no handler", l.Index, fd.Name())

@@ -3,6 +3,8 @@ package fsm
 import (
 	"slices"
 
+	"google.golang.org/protobuf/reflect/protoreflect"
+
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -10,19 +12,44 @@ import (
 // can re-plan the jobs concerned without scanning the registry. Its methods
 // are called synchronously at the end of Apply, from the goroutine that
 // drives Raft and under no FSM lock: they may read the FSM but must not
-// block, or the whole log stalls.
+// block, or the whole log stalls. Both get the change's Origin, so that a
+// proposer can tell its own entries coming back from everyone else's.
 type Observer interface {
 	// JobsChanged names the jobs whose spec or status changed, or that were
 	// created or deleted, sorted and without repeats. After a Restore it
 	// names every job before and after it.
-	JobsChanged(names []string)
+	JobsChanged(o Origin, names []string)
 	// RunsChanged carries every run the entry created or changed, each
 	// once, as it stands after the entry. They are the stored values,
 	// shared with the state and every other observer: an observer must
 	// never change them (stored values are never changed in place, so
 	// reading them needs no lock). Handing them out uncopied keeps an
 	// Apply on a node where nobody watches runs from copying every run.
-	RunsChanged(runs []*pb.Run)
+	RunsChanged(o Origin, runs []*pb.Run)
+}
+
+// Origin is what a change came from: the command applied, or a snapshot
+// restored.
+type Origin struct {
+	// Kind is the command's kind, the name of its Command.kind field
+	// (KindFireBatch, "put_job", ...), or KindRestore.
+	Kind string
+	// Leader is the node that proposed a FireBatch (its leader_id); empty
+	// for every other kind.
+	Leader string
+}
+
+// Origin kinds an observer tells apart.
+const (
+	// KindFireBatch is a leader's FireBatch: what its scheduler planned.
+	KindFireBatch = "fire_batch"
+	// KindRestore is a snapshot restored in place of the whole state.
+	KindRestore = "restore"
+)
+
+// originOf is the Origin of the command c, whose kind is fd.
+func originOf(c *pb.Command, fd protoreflect.FieldDescriptor) Origin {
+	return Origin{Kind: string(fd.Name()), Leader: c.GetFireBatch().GetLeaderId()}
 }
 
 // SetObserver installs o (nil removes it). Set it before Raft starts
@@ -75,19 +102,20 @@ func (c *changes) runChanged(r *pb.Run) {
 	}
 }
 
-// notify hands the changes to o. It runs after the lock is released: the
-// runs collected are stored values, immutable, so reading them needs no lock.
-func (c *changes) notify(o Observer) {
+// notify hands the changes to o, as coming from origin. It runs after the
+// lock is released: the runs collected are stored values, immutable, so
+// reading them needs no lock.
+func (c *changes) notify(o Observer, origin Origin) {
 	if o == nil || c == nil {
 		return
 	}
 	if len(c.names) > 0 {
 		names := slices.Clone(c.names)
 		slices.Sort(names)
-		o.JobsChanged(slices.Compact(names))
+		o.JobsChanged(origin, slices.Compact(names))
 	}
 	if len(c.runs) > 0 {
-		o.RunsChanged(lastOfEach(c.runs))
+		o.RunsChanged(origin, lastOfEach(c.runs))
 	}
 }
 

@@ -110,33 +110,44 @@ func TestStoredJobsWalksACaptureInNameOrder(t *testing.T) {
 
 // recorder is an Observer that keeps what it is told.
 type recorder struct {
-	mu    sync.Mutex
-	f     *fsm.FSM
-	names [][]string
-	runs  [][]*pb.Run
+	mu      sync.Mutex
+	f       *fsm.FSM
+	names   [][]string
+	runs    [][]*pb.Run
+	origins []fsm.Origin // of every call, in order
 }
 
-func (r *recorder) JobsChanged(names []string) {
+func (r *recorder) JobsChanged(o fsm.Origin, names []string) {
 	if r.f != nil {
 		_ = r.f.JobCount() // calling back must not deadlock
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.names = append(r.names, names)
+	r.origins = append(r.origins, o)
 }
 
-func (r *recorder) RunsChanged(runs []*pb.Run) {
+func (r *recorder) RunsChanged(o fsm.Origin, runs []*pb.Run) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.runs = append(r.runs, runs)
+	r.origins = append(r.origins, o)
 }
 
 func (r *recorder) take() ([][]string, [][]*pb.Run) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n, runs := r.names, r.runs
-	r.names, r.runs = nil, nil
+	r.names, r.runs, r.origins = nil, nil, nil
 	return n, runs
+}
+
+func (r *recorder) takeOrigins() []fsm.Origin {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	o := r.origins
+	r.names, r.runs, r.origins = nil, nil, nil
+	return o
 }
 
 func TestObserverSeesWhatEachEntryChanged(t *testing.T) {
@@ -190,5 +201,39 @@ func TestObserverSeesWhatEachEntryChanged(t *testing.T) {
 	h.create(testSpec("delta"))
 	if names, _ := rec.take(); len(names) != 0 {
 		t.Fatal("a removed observer was called")
+	}
+}
+
+// Each change says where it came from: the command's kind, and for a
+// FireBatch the leader that proposed it, so that a scheduler can tell its
+// own entries coming back from every other change.
+func TestObserverHearsWhereEachChangeCameFrom(t *testing.T) {
+	h := newHarness(t)
+	rec := &recorder{}
+	h.f.SetObserver(rec)
+	put := fsm.Origin{Kind: "put_job"}
+	fire := fsm.Origin{Kind: fsm.KindFireBatch, Leader: leaderID}
+
+	h.create(testSpec("alpha"))
+	if got := rec.takeOrigins(); !slices.Equal(got, []fsm.Origin{put}) {
+		t.Fatalf("a create said %v, want %v", got, put)
+	}
+	r := h.accepted(slotFire("alpha", 1, h.now.Unix()+60))
+	if got := rec.takeOrigins(); !slices.Equal(got, []fsm.Origin{fire, fire}) {
+		t.Fatalf("a fire said %v, want %v for its job and its run", got, fire)
+	}
+	h.mustOK(cancelCmd(r.GetRunId()))
+	cancel := fsm.Origin{Kind: "cancel_run"}
+	if got := rec.takeOrigins(); !slices.Equal(got, []fsm.Origin{cancel, cancel}) {
+		t.Fatalf("a cancel said %v, want %v for its job and its run", got, cancel)
+	}
+
+	other := newHarness(t)
+	other.create(testSpec("bravo"))
+	if err := restore(h.f, persist(t, other.f)); err != nil {
+		t.Fatalf("Restore: %v", err)
+	}
+	if got, want := rec.takeOrigins(), (fsm.Origin{Kind: fsm.KindRestore}); !slices.Equal(got, []fsm.Origin{want}) {
+		t.Fatalf("a restore said %v, want %v", got, want)
 	}
 }

@@ -179,7 +179,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.lastIndex = lastIndex
 	f.mu.Unlock()
 	if len(names) > 0 {
-		obs.JobsChanged(names) // every job may have changed
+		obs.JobsChanged(Origin{Kind: KindRestore}, names) // every job may have changed
 	}
 	return nil
 }

@@ -89,7 +89,7 @@ func (p *pipeline) accept(c *fireBatch, res *pb.CommandResult) {
 		l.s.metrics.missed.WithLabelValues(m.GetReason()).Add(float64(m.GetCount()))
 	}
 	if !failpoint.On(failpoint.DispatchBeforeCommit) {
-		l.noteFresh(c, res)
+		c.noteFresh(res)
 	}
 	var batch []*task
 	for i, f := range c.fires {

@@ -23,7 +23,7 @@ type todo struct {
 func (l *leader) due(now time.Time) todo {
 	names := l.s.takeDirty(nil)
 	// An outcome is forgotten before its job is marked dirty: draining
-	// after taking the marks lets freshPlan see every outcome behind them.
+	// after taking the marks lets planning see every outcome behind them.
 	l.drainForgotten()
 	names = l.heap.popDue(now.UnixNano(), names)
 	reqs := l.takeTriggers()

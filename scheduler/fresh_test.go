@@ -11,16 +11,22 @@ import (
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
-// runReads counts the runs the scheduler reads: planning a job with an
-// open run reads it.
+// runReads counts the runs the scheduler reads (planning a job with an
+// open run reads it) and the jobs (planning a job reads it).
 type runReads struct {
 	State
-	n atomic.Int64
+	n    atomic.Int64
+	jobs atomic.Int64
 }
 
 func (s *runReads) Run(id string) (*pb.Run, error) {
 	s.n.Add(1)
 	return s.State.Run(id)
+}
+
+func (s *runReads) StoredJob(name string) (fsm.StoredJob, error) {
+	s.jobs.Add(1)
+	return s.State.StoredJob(name)
 }
 
 // A job whose fire was accepted is not planned again because of that fire:
@@ -64,39 +70,66 @@ func TestSpecChangeAfterAcceptedFireIsPlanned(t *testing.T) {
 	h.release("job")
 }
 
-// A fresh plan stands only while the job and its status are exactly what
-// the accepted fires made of them: any other change, and every way an
-// outcome can come back, sends the job to be planned again.
-func TestFreshPlanStandsOnlyWhileNothingChanged(t *testing.T) {
-	now := t0.Add(10 * time.Second)
-	job := &pb.Job{Spec: spec("job", "@every 10s")}
-	fired := func() *pb.JobStatus {
-		return &pb.JobStatus{CursorUnix: 10, LatestToken: 7, OpenRunIds: []string{"run-7"}}
-	}
-	f := freshPlan{job: job, cursor: 10, runs: []string{"run-7"}, tokens: []uint64{7}}
+// A job whose fires were accepted as planned is planned again on any
+// other change: every way the job or its run can change after the fire
+// comes in an entry of its own, which the observer hears.
+func TestChangeAfterAcceptedFireIsPlanned(t *testing.T) {
 	cases := []struct {
 		name   string
-		change func(l *leader, sj *fsm.StoredJob)
-		want   bool
+		change func(h *harness)
 	}{
-		{"nothing changed", func(*leader, *fsm.StoredJob) {}, true},
-		{"job replaced", func(_ *leader, sj *fsm.StoredJob) { sj.Job = &pb.Job{Spec: job.GetSpec()} }, false},
-		{"cursor moved", func(_ *leader, sj *fsm.StoredJob) { sj.Status.CursorUnix = 20 }, false},
-		{"slot buffered", func(_ *leader, sj *fsm.StoredJob) { sj.Status.BufferedSlotUnix = 20 }, false},
-		{"newer attempt", func(_ *leader, sj *fsm.StoredJob) { sj.Status.LatestToken = 8 }, false},
-		{"run closed", func(_ *leader, sj *fsm.StoredJob) { sj.Status.OpenRunIds = nil }, false},
-		{"other run open", func(_ *leader, sj *fsm.StoredJob) { sj.Status.OpenRunIds = []string{"run-6"} }, false},
-		{"outcome committed", func(l *leader, _ *fsm.StoredJob) { delete(l.known, 7) }, false},
-		{"wake-up due", func(l *leader, _ *fsm.StoredJob) { l.heap.set("job", now.UnixNano()) }, false},
+		{"job paused", func(h *harness) { h.setPaused("job", true) }},
+		{"run cancelled", func(h *harness) { h.apply(cancelCommand(h.openRun("job").GetId())) }},
+		{"outcome committed", func(h *harness) { h.release("job") }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			l := &leader{heap: newDueHeap(1), known: map[uint64]struct{}{7: {}}}
-			l.heap.set("job", now.Add(10*time.Second).UnixNano())
-			sj := fsm.StoredJob{Job: job, Status: fired()}
-			c.change(l, &sj)
-			if got := f.still(l, "job", sj, now); got != c.want {
-				t.Fatalf("still = %v, want %v", got, c.want)
+			rr := &runReads{}
+			h := newHarness(t, func(c *Config) {
+				rr.State = c.State
+				c.State = rr
+			})
+			h.putJob(spec("job", "@every 10s"))
+			h.exec.gate("job")
+			h.lead()
+			h.clock.Advance(10 * time.Second)
+			h.settle()
+			before := rr.jobs.Load()
+			c.change(h)
+			h.waitFor("the job to be planned again", func() bool { return rr.jobs.Load() > before })
+		})
+	}
+}
+
+// The scheduler does not hear its own FireBatch entries come back through
+// the FSM, and hears every other change: another leader's entries, every
+// other command, a snapshot restored.
+func TestOnlyOwnFireBatchIsNotHeard(t *testing.T) {
+	cases := []struct {
+		name  string
+		from  fsm.Origin
+		heard bool
+	}{
+		{"own fire batch", fsm.Origin{Kind: fsm.KindFireBatch, Leader: "n1"}, false},
+		{"another leader's fire batch", fsm.Origin{Kind: fsm.KindFireBatch, Leader: "n2"}, true},
+		{"job written", fsm.Origin{Kind: "put_job"}, true},
+		{"job paused", fsm.Origin{Kind: "set_paused"}, true},
+		{"job deleted", fsm.Origin{Kind: "delete_job"}, true},
+		{"outcome committed", fsm.Origin{Kind: "complete_batch"}, true},
+		{"run cancelled", fsm.Origin{Kind: "cancel_run"}, true},
+		{"snapshot restored", fsm.Origin{Kind: fsm.KindRestore}, true},
+	}
+	h := newHarness(t)
+	h.s.setTracking(true) // as while a loop plans
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h.s.JobsChanged(c.from, []string{"a"})
+			if got := h.s.takeDirty(nil); (len(got) > 0) != c.heard {
+				t.Errorf("JobsChanged: marked %v, want heard = %v", got, c.heard)
+			}
+			h.s.RunsChanged(c.from, []*pb.Run{{Id: "a-1", Job: "a"}})
+			if got := h.s.takeDirty(nil); (len(got) > 0) != c.heard {
+				t.Errorf("RunsChanged: marked %v, want heard = %v", got, c.heard)
 			}
 		})
 	}

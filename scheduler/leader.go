@@ -46,9 +46,6 @@ type leader struct {
 	// extra are fires for the first tick that no job plan produces:
 	// orphans of deleted jobs.
 	extra []*pb.Fire
-	// fresh holds jobs whose fires were just accepted and whose plan is
-	// still right, with the state that makes it so (see freshPlan).
-	fresh map[string]freshPlan
 	// ahead is the next wave, planned before it is due; nil if none.
 	ahead *ahead
 
@@ -87,7 +84,6 @@ func newLeader(s *Scheduler) *leader {
 		known:     make(map[uint64]struct{}),
 		resolving: make(map[uint64]struct{}),
 		cool:      make(map[string]time.Time),
-		fresh:     make(map[string]freshPlan),
 		comp:      newCompleter(),
 	}
 	// An attempt's context is not a child of the term's: a wave's

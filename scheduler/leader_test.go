@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/raftcron/raftcron/cluster"
+	"github.com/raftcron/raftcron/fsm"
 	"github.com/raftcron/raftcron/scheduler/dispatch"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
@@ -319,7 +320,7 @@ func TestObserverRecordsNothingOnFollower(t *testing.T) {
 	for _, n := range []string{"a", "b"} {
 		h.putJob(spec(n, "@every 10s"))
 	}
-	h.s.JobsChanged([]string{"a", "b"})
+	h.s.JobsChanged(fsm.Origin{Kind: "put_job"}, []string{"a", "b"})
 	if h.s.hasDirty() {
 		t.Fatal("a follower recorded dirty jobs")
 	}

@@ -88,7 +88,6 @@ func (l *leader) planOne(name string, now time.Time, pl *planned) int {
 		// re-dispatch. (Runs waiting for a retry were closed by the delete.)
 		l.heap.remove(name)
 		delete(l.cool, name)
-		delete(l.fresh, name)
 		l.s.handoff.cancelJob(name, 0, errJobDeleted)
 		orphans := l.orphansOf(func(job string) bool { return job == name })
 		if len(orphans) > 0 {
@@ -107,12 +106,6 @@ func (l *leader) planOne(name string, now time.Time, pl *planned) int {
 
 // planStored is planOne for a job read from the state.
 func (l *leader) planStored(name string, sj fsm.StoredJob, now time.Time, pl *planned) int {
-	if f, ok := l.fresh[name]; ok {
-		delete(l.fresh, name)
-		if f.still(l, name, sj, now) {
-			return 0 // the wake-up planned before the fire stands
-		}
-	}
 	if until, ok := l.cool[name]; ok {
 		if until.After(now) {
 			l.heap.set(name, until.UnixNano())
@@ -186,10 +179,10 @@ type group struct {
 	reqs []*triggerReq
 	// quiet: planned with nothing of the job open or buffered, and fires
 	// only. If all its fires are accepted, the plan's wake-up stays right
-	// and the job need not be planned again until then (see fresh).
+	// and the job need not be planned again until then (fresh.go).
 	quiet bool
-	// fresh: its fires were accepted and the state checked; the job is
-	// not queued for re-planning.
+	// fresh: quiet, and its fires were accepted as planned; the job is not
+	// queued for planning again.
 	fresh bool
 }
 

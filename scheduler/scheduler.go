@@ -221,12 +221,22 @@ func (s *Scheduler) Stop() {
 	s.pool.Close()
 }
 
-// JobsChanged implements fsm.Observer: the named jobs are re-planned. It
-// never blocks.
-func (s *Scheduler) JobsChanged(names []string) { s.markDirty(names...) }
+// JobsChanged implements fsm.Observer: the named jobs are re-planned,
+// unless the change is this node's own FireBatch coming back (see echo).
+// It never blocks.
+func (s *Scheduler) JobsChanged(o fsm.Origin, names []string) {
+	if s.echo(o) {
+		return
+	}
+	s.markDirty(names...)
+}
 
-// RunsChanged implements fsm.Observer: the runs' jobs are re-planned.
-func (s *Scheduler) RunsChanged(runs []*pb.Run) {
+// RunsChanged implements fsm.Observer: the runs' jobs are re-planned, as
+// for JobsChanged, and the attempts of runs cancelled on request stop.
+func (s *Scheduler) RunsChanged(o fsm.Origin, runs []*pb.Run) {
+	if s.echo(o) {
+		return // a FireBatch cancels no run on request
+	}
 	names := make([]string, 0, len(runs))
 	for _, r := range runs {
 		names = append(names, r.GetJob())
@@ -235,6 +245,16 @@ func (s *Scheduler) RunsChanged(runs []*pb.Run) {
 		}
 	}
 	s.markDirty(names...)
+}
+
+// echo reports whether a change is this node's own FireBatch coming back
+// through the FSM. The tick that proposed it queues its jobs for planning
+// again itself once the entry has returned (pipeline.adopt), except those
+// whose accepted fires left their plan standing (fresh.go): hearing the
+// change as well would plan those again only to find the new run in hand
+// and the next slot already on the heap.
+func (s *Scheduler) echo(o fsm.Origin) bool {
+	return o.Kind == fsm.KindFireBatch && o.Leader == s.self
 }
 
 var (

@@ -13,14 +13,14 @@ import (
 // scheduler and the hub only read them).
 type observers []fsm.Observer
 
-func (o observers) JobsChanged(names []string) {
+func (o observers) JobsChanged(from fsm.Origin, names []string) {
 	for _, obs := range o {
-		obs.JobsChanged(names)
+		obs.JobsChanged(from, names)
 	}
 }
 
-func (o observers) RunsChanged(runs []*pb.Run) {
+func (o observers) RunsChanged(from fsm.Origin, runs []*pb.Run) {
 	for _, obs := range o {
-		obs.RunsChanged(runs)
+		obs.RunsChanged(from, runs)
 	}
 }

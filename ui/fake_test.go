@@ -25,6 +25,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/raftcron/raftcron/api"
+	"github.com/raftcron/raftcron/fsm"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 	"github.com/raftcron/raftcron/ui"
 )
@@ -199,7 +200,7 @@ func (f *fakeNode) fire(job string, kind pb.FireKind, state pb.RunState) *pb.Run
 	f.mu.Lock()
 	run := f.newRunLocked(job, kind, state)
 	f.mu.Unlock()
-	f.hub.RunsChanged([]*pb.Run{proto.Clone(run).(*pb.Run)})
+	f.hub.RunsChanged(fsm.Origin{}, []*pb.Run{proto.Clone(run).(*pb.Run)})
 	return run
 }
 
@@ -294,7 +295,7 @@ func (f *fakeNode) serveAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if changed != nil {
-		f.hub.RunsChanged([]*pb.Run{changed})
+		f.hub.RunsChanged(fsm.Origin{}, []*pb.Run{changed})
 	}
 	writeJSON(w, reply)
 }
