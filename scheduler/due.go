@@ -36,12 +36,15 @@ func (l *leader) due(now time.Time) todo {
 	names = slices.Compact(names)
 	var last []string
 	if len(triggered) > 0 {
-		names = slices.DeleteFunc(names, func(name string) bool {
+		rest := names[:0]
+		for _, name := range names {
 			if triggered[name] {
 				last = append(last, name)
+			} else {
+				rest = append(rest, name)
 			}
-			return triggered[name]
-		})
+		}
+		names = rest
 	}
 	return todo{ahead: ahead, names: names, last: last, reqs: reqs}
 }

@@ -16,7 +16,7 @@ func (l *leader) tick(now time.Time) (worked, ok bool) {
 	p.plan(todo)
 	p.acceptRest()
 	p.adopt()
-	l.stopCancelled() // cancels that came in before the fire they cancel
+	l.stopCancelled() // runs cancelled before the tick dispatched them
 	return len(p.parts) > 0, !p.failed
 }
 
