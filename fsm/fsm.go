@@ -87,7 +87,7 @@ var handlers = map[protoreflect.Name]handler{
 	"put_job":             scoped(auditedPut),
 	"delete_job":          scoped(auditedDelete),
 	"set_paused":          scoped(auditedSetPaused),
-	"fire_batch":          auditedFireBatch,
+	KindFireBatch:         auditedFireBatch,
 	"complete_batch":      completeBatch,
 	"cancel_run":          scoped(auditedCancelRun),
 	"bootstrap_acl":       auditedBootstrapACL,

@@ -29,9 +29,9 @@ func (s *runReads) StoredJob(name string) (fsm.StoredJob, error) {
 	return s.State.StoredJob(name)
 }
 
-// A job whose fire was accepted is not planned again because of that fire:
-// its next slot was known when it was planned. It still fires on time.
-func TestAcceptedFireIsNotPlannedAgain(t *testing.T) {
+// firedOnce leads with one job every 10 s, whose first slot fires and
+// stays running, reading the state through a runReads.
+func firedOnce(t *testing.T) (*harness, *runReads) {
 	rr := &runReads{}
 	h := newHarness(t, func(c *Config) {
 		rr.State = c.State
@@ -42,6 +42,13 @@ func TestAcceptedFireIsNotPlannedAgain(t *testing.T) {
 	h.lead()
 	h.clock.Advance(10 * time.Second)
 	h.settle()
+	return h, rr
+}
+
+// A job whose fire was accepted is not planned again because of that fire:
+// its next slot was known when it was planned. It still fires on time.
+func TestAcceptedFireIsNotPlannedAgain(t *testing.T) {
+	h, rr := firedOnce(t)
 	if n := rr.n.Load(); n != 0 {
 		t.Fatalf("%d runs read after the fire, want 0: the job was planned again", n)
 	}
@@ -84,16 +91,7 @@ func TestChangeAfterAcceptedFireIsPlanned(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			rr := &runReads{}
-			h := newHarness(t, func(c *Config) {
-				rr.State = c.State
-				c.State = rr
-			})
-			h.putJob(spec("job", "@every 10s"))
-			h.exec.gate("job")
-			h.lead()
-			h.clock.Advance(10 * time.Second)
-			h.settle()
+			h, rr := firedOnce(t)
 			before := rr.jobs.Load()
 			c.change(h)
 			h.waitFor("the job to be planned again", func() bool { return rr.jobs.Load() > before })

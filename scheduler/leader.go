@@ -55,7 +55,7 @@ type leader struct {
 	// has not returned yet.
 	unsettled atomic.Int64
 	// firing is set while a tick's entries are being committed and their
-	// fires handed to the hand-off (pipeline.propose to finish).
+	// fires handed to the hand-off (pipeline.propose to acceptRest).
 	firing atomic.Bool
 	// idleAt is the clock reading of the tick the loop is sleeping after,
 	// 0 while it works. With unsettled it tells tests that everything up

@@ -1,6 +1,6 @@
 // Package scheduler is raftcron's leader-only fire loop: it plans each job's
-// slots from the replicated state, commits fires through Raft in one
-// FireBatch per tick, dispatches exactly the attempts the FSM accepted, and
+// slots from the replicated state, commits fires through Raft in FireBatch
+// entries, dispatches exactly the attempts the FSM accepted, and
 // commits their outcomes. See DESIGN.md.
 package scheduler
 
