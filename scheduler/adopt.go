@@ -16,7 +16,7 @@ func (p *pipeline) adopt() {
 	for _, pl := range p.parts {
 		for _, g := range pl.groups {
 			for _, r := range g.adopt {
-				p.l.adoptRun(g.job, r)
+				p.adoptRun(g.job, r)
 			}
 		}
 		p.l.s.markDirty(pl.names()...)
@@ -39,7 +39,8 @@ func (pl *planned) names() []string {
 // as planning read it. The FSM accepted the attempt under the run's
 // generation: if the job has moved to another since, its target is not
 // the attempt's, and the attempt is closed CANCELLED without running.
-func (l *leader) adoptRun(job *pb.Job, r *pb.Run) {
+func (p *pipeline) adoptRun(job *pb.Job, r *pb.Run) {
+	l := p.l
 	cur := fsm.CurrentAttempt(r)
 	if job == nil || cur == nil || l.isKnown(cur.GetToken()) {
 		return
@@ -48,7 +49,7 @@ func (l *leader) adoptRun(job *pb.Job, r *pb.Run) {
 		l.s.log.Info("scheduler: not dispatching an attempt of an earlier generation of its job",
 			"job", r.GetJob(), "run_id", r.GetId(), "token", cur.GetToken(),
 			"generation", r.GetGeneration(), "job_generation", job.GetGeneration())
-		l.abandon(r, cur, fmt.Sprintf("not dispatched: the job moved to generation %d", job.GetGeneration()))
+		p.abandon(r, cur, fmt.Sprintf("not dispatched: the job moved to generation %d", job.GetGeneration()))
 		return
 	}
 	l.s.log.Info("scheduler: dispatching an attempt committed after its proposal failed",
@@ -56,18 +57,10 @@ func (l *leader) adoptRun(job *pb.Job, r *pb.Run) {
 	l.dispatch(job.GetSpec(), r.GetId(), r.GetSlotUnix(), cur.GetToken(), cur.GetNumber(), cur.GetKind())
 }
 
-// isKnown reports whether token's attempt is in hand: handed to the
-// hand-off, its outcome not committed yet. An attempt of this term by this
-// node that is not was committed without this node learning it, and is
-// adopted.
-func (l *leader) isKnown(token uint64) bool {
-	_, ok := l.known[token]
-	return ok
-}
-
 // abandon reports an attempt of this term that never ran as CANCELLED, so
 // that its run closes instead of waiting for the next leader.
-func (l *leader) abandon(r *pb.Run, cur *pb.Attempt, detail string) {
+func (p *pipeline) abandon(r *pb.Run, cur *pb.Attempt, detail string) {
+	l := p.l
 	l.known[cur.GetToken()] = struct{}{} // in hand until the outcome commits
 	l.unsettled.Add(1)
 	c := &pb.Completion{RunId: r.GetId(), Token: cur.GetToken(), Outcome: pb.RunState_RUN_STATE_CANCELLED, Detail: detail}

@@ -1,9 +1,6 @@
 package scheduler
 
-import (
-	"slices"
-	"time"
-)
+import "slices"
 
 // todo is what one tick plans.
 type todo struct {
@@ -20,7 +17,8 @@ type todo struct {
 // due collects the tick's work: the jobs the FSM observer marked dirty,
 // the jobs due on the heap, the pending triggers, and what was planned
 // ahead for now.
-func (l *leader) due(now time.Time) todo {
+func (p *pipeline) due() todo {
+	l, now := p.l, p.now
 	names := l.s.takeDirty(nil)
 	// An outcome is forgotten before its job is marked dirty: draining
 	// after taking the marks lets planning see every outcome behind them.

@@ -311,3 +311,12 @@ func (l *leader) drainForgotten() {
 		delete(l.known, t)
 	}
 }
+
+// isKnown reports whether token's attempt is in hand: handed to the
+// hand-off, its outcome not committed yet. An attempt of this term by this
+// node that is not was committed without this node learning it, and is
+// adopted.
+func (l *leader) isKnown(token uint64) bool {
+	_, ok := l.known[token]
+	return ok
+}

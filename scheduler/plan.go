@@ -42,13 +42,13 @@ func (p *pipeline) plan(todo todo) {
 		cut.n += len(g.fires)
 	}
 	for _, name := range todo.names {
-		if full := cut.add(l.planOne(name, p.now, cut.pl)); full != nil {
+		if full := cut.add(p.planOne(name, cut.pl)); full != nil {
 			p.propose(full)
 		}
 		p.acceptReady()
 	}
 	for _, name := range todo.last {
-		l.planOne(name, p.now, cut.pl)
+		p.planOne(name, cut.pl)
 	}
 	l.addTriggers(cut.pl, todo.reqs)
 	p.propose(cut.pl)
@@ -80,7 +80,8 @@ func (c *entryCut) add(n int) (full *planned) {
 
 // planOne re-plans one job from the state and files its work in pl. It
 // returns how many fires and misses it added.
-func (l *leader) planOne(name string, now time.Time, pl *planned) int {
+func (p *pipeline) planOne(name string, pl *planned) int {
+	l, now := p.l, p.now
 	sj, err := l.s.state.StoredJob(name)
 	if errors.Is(err, fsm.ErrNotFound) {
 		// Deleted: no new slots. This node's attempts are cancelled and

@@ -11,8 +11,8 @@ import "time"
 // whole tick to be planned. worked reports whether there was anything to
 // do; ok is false if some entry failed to commit.
 func (l *leader) tick(now time.Time) (worked, ok bool) {
-	todo := l.due(now)
 	p := &pipeline{l: l, now: now}
+	todo := p.due()
 	p.plan(todo)
 	p.acceptRest()
 	p.adopt()
