@@ -66,9 +66,9 @@ func ReceivedURL(r *http.Request) string {
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	target := r.RequestURI
-	if target == "" {
-		target = r.URL.RequestURI()
+	target := r.RequestURI // as sent: the server leaves it unparsed
+	if !strings.HasPrefix(target, "/") {
+		target = r.URL.RequestURI() // absolute-form (or none, in a handler test)
 	}
 	return scheme + "://" + r.Host + target
 }
