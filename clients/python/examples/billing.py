@@ -7,7 +7,7 @@ verifier = fence.Verifier(fence.load_keys("raftcron-fence.key"), jobs=["nightly-
 db = sqlite3.connect("billing.db", check_same_thread=False)
 fence.create_tables(db)
 
-def handle(method: str, url: str, headers: dict[str, str], body: bytes) -> tuple[int, dict]:
+def handle(method: str, url: str, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, object]]:
     try:
         run = verifier.check_request(method, url, headers, body)
         fence.fence_sql(db, run, lambda cur: cur.execute("INSERT INTO charges VALUES (?, ?)", (run.idempotency_key, body)))

@@ -22,7 +22,7 @@ from base64 import urlsafe_b64decode, urlsafe_b64encode
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
 HEADER_FENCING_TOKEN = "X-Raftcron-Fencing-Token"
 HEADER_JOB = "X-Raftcron-Job"
@@ -403,11 +403,8 @@ def create_tables(conn: Any, dialect: str | None = None) -> None:
     conn.commit()
 
 
-T = TypeVar("T")
-
-
-def fence_sql(conn: Any, run: Run, write: Callable[[Any], T], *, scope: str | None = None,
-              dialect: str | None = None) -> T:
+def fence_sql(conn: Any, run: Run, write: Callable[[Any], object], *, scope: str | None = None,
+              dialect: str | None = None) -> None:
     """Run ``write(cursor)`` for ``run`` in one transaction with the fence, as Go's
     sqlfence.Update does: raise :class:`Stale` (nothing committed) if a higher token was
     admitted for ``scope`` (default: the job); raise :class:`Duplicate` (the admission
@@ -442,9 +439,8 @@ def fence_sql(conn: Any, run: Run, write: Callable[[Any], T], *, scope: str | No
         if cur.rowcount == 0:
             conn.commit()
             raise Duplicate(run.idempotency_key)
-        result = write(cur)
+        write(cur)
         conn.commit()
-        return result
     except Duplicate:
         raise
     except BaseException:

@@ -10,7 +10,7 @@ import tempfile
 import threading
 import unittest
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, NoReturn
 
 from raftcron import fence
 
@@ -19,11 +19,11 @@ VECTORS = json.loads((ROOT / "fence" / "testdata" / "vectors.json").read_text())
 KEYS: dict[str, str] = VECTORS["keys"]
 
 
-def unavailable(test: unittest.TestCase, why: str) -> None:
+def unavailable(test: unittest.TestCase, why: str) -> NoReturn:
     """Skip locally, fail under CI (where every database must be there)."""
     if os.environ.get("CI") == "true":
         test.fail(why)
-    test.skipTest(why)
+    raise unittest.SkipTest(why)
 
 
 def parse(v: dict[str, Any]) -> fence.Run:
@@ -174,7 +174,7 @@ class PostgresFence(SQLFenceCases, unittest.TestCase):
         if not url:
             unavailable(self, "RAFTCRON_TEST_POSTGRES is not set: run through `make clients-test`")
         try:
-            import psycopg2  # type: ignore[import-not-found]
+            import psycopg2  # type: ignore
         except ImportError:
             unavailable(self, "psycopg2 is not installed (Debian: python3-psycopg2; use /usr/bin/python3)")
         admin = psycopg2.connect(url)
@@ -200,11 +200,12 @@ class Example(unittest.TestCase):
         self.addCleanup(os.chdir, cwd)
         Path("raftcron-fence.key").write_text(KEYS["new"] + "\n")
         sqlite3.connect("billing.db").execute("CREATE TABLE charges (run TEXT, body BLOB)")
-        handle = runpy.run_path(str(ROOT / "clients" / "python" / "examples" / "billing.py"))["handle"]
+        example = runpy.run_path(str(ROOT / "clients" / "python" / "examples" / "billing.py"))
+        handle: Callable[..., tuple[int, dict[str, object]]] = example["handle"]
 
         url, body = "https://billing.example/hooks/charge", b'{"amount":"12.50"}'
 
-        def request(token: int, key: bytes = KEYS["new"].encode()) -> tuple[int, dict]:
+        def request(token: int, key: bytes = KEYS["new"].encode()) -> tuple[int, dict[str, object]]:
             run = fence.Run(token, "nightly-billing", "r-1", "nightly-billing/2026-11-22T01:00:00Z",
                             "2026-11-22T01:00:00Z", 1)
             headers = {"X-Raftcron-Fencing-Token": str(token), "X-Raftcron-Job": run.job,
