@@ -52,7 +52,11 @@ func serveFenced(f *Fence, o options, next http.Handler, w http.ResponseWriter, 
 	}
 	body, err := o.signedBody(w, r)
 	if err != nil {
-		writeJSON(w, http.StatusRequestEntityTooLarge, map[string]any{"error": err.Error()})
+		status := http.StatusBadRequest
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			status = http.StatusRequestEntityTooLarge
+		}
+		writeJSON(w, status, map[string]any{"error": err.Error()})
 		return
 	}
 	if err := o.authenticate(HTTPDispatch(run, r.Method, o.requestURL(r), body), signatures); err != nil {

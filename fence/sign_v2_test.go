@@ -275,3 +275,14 @@ func TestVerifierExecRun(t *testing.T) {
 		t.Fatalf("another job's run: %v, want ErrNotAccepted", err)
 	}
 }
+
+func TestMiddlewareRefusesABodyTooLargeToCheck(t *testing.T) {
+	keys := mustKeys(t, newKey)
+	vt := newV2Target(t, WithKeys(keys))
+	if r := vt.send(t, keys, 42, "/", strings.Repeat("x", MaxSignedBodyLen+1), nil); r.status != http.StatusRequestEntityTooLarge {
+		t.Fatalf("a body over %d bytes: %d %s, want 413", MaxSignedBodyLen, r.status, r.raw)
+	}
+	if n := vt.calls.Load(); n != 0 {
+		t.Fatalf("the handler was called %d times", n)
+	}
+}

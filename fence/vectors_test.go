@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -176,13 +177,11 @@ func sigCases() []sigCase {
 
 // setFlat writes the run into fields under the header (or, for exec, variable) names.
 func (r Run) setFlat(fields map[string]string, exec bool) {
+	names := headerNames
 	if exec {
-		for _, kv := range r.pairs(envNames) {
-			fields[kv[0]] = kv[1]
-		}
-		return
+		names = envNames
 	}
-	for _, kv := range r.pairs(headerNames) {
+	for _, kv := range r.pairs(names) {
 		fields[kv[0]] = kv[1]
 	}
 }
@@ -254,20 +253,12 @@ func verifyVector(t *testing.T, v sigVector) string {
 	for _, name := range v.Verifier.Keys {
 		lines = append(lines, vectorKeys[name])
 	}
-	keys := mustKeys(t, joinLines(lines))
+	keys := mustKeys(t, strings.Join(lines, "\n"))
 	opts := []Option{WithJobs(v.Verifier.Jobs...), WithURLPrefix(v.Verifier.URLPrefix)}
 	if v.Verifier.AcceptV1 {
 		opts = append(opts, WithV1Signatures())
 	}
 	return verdict(NewVerifier(keys, opts...).Verify(vectorDispatch(v, run), v.Signature))
-}
-
-func joinLines(lines []string) string {
-	var b bytes.Buffer
-	for _, l := range lines {
-		b.WriteString(l + "\n")
-	}
-	return b.String()
 }
 
 func verdict(err error) string {
