@@ -24,10 +24,16 @@ var (
 
 // Postgres returns the test binary's PostgreSQL server, started on first use. When this
 // machine cannot run it the test is skipped with the reason, or fails under CI=true.
-func Postgres(t testing.TB) *Server { return postgres.get(t) }
+func Postgres(t testing.TB) *Server {
+	t.Helper()
+	return postgres.get(t)
+}
 
 // MariaDB is Postgres for MariaDB.
-func MariaDB(t testing.TB) *Server { return mariadb.get(t) }
+func MariaDB(t testing.TB) *Server {
+	t.Helper()
+	return mariadb.get(t)
+}
 
 func (s *shared) get(t testing.TB) *Server {
 	t.Helper()
