@@ -14,7 +14,7 @@ GRPC_GATEWAY_VERSION   := v2.33.0
 TEST_TIMEOUT ?= 10m
 E2E_TIMEOUT  ?= 15m
 
-.PHONY: build test e2e-long run proto proto-tools lint bench bench-quick clean image image-test helm-tool grpcurl-tool
+.PHONY: build test clients-test e2e-long run proto proto-tools lint bench bench-quick clean image image-test helm-tool grpcurl-tool
 
 build:
 	$(GO) build -tags $(TAGS) -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/node
@@ -34,6 +34,15 @@ test: build
 	$(GO) vet -tags $(TAGS),failpoints ./...
 	$(GO) test -tags $(TAGS) -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 	$(GO) test -tags $(TAGS),e2e -count=1 -timeout $(E2E_TIMEOUT) -v -run '^Test(Kill3|Pause3|Partition3|Workers.*3|Secure3|DiskStall3|DiskEIO3|Recover3|Upgrade3|Control.*)$$' ./test/e2e/
+	$(MAKE) clients-test
+
+# The verification kits under clients/ (Python, Node, Java): unit tests, the
+# conformance vectors Go writes, and their SQL fences on a PostgreSQL started
+# for them (internal/testdb). The Go SQL fences run in `go test ./...` above,
+# on PostgreSQL, MariaDB and SQLite.
+clients-test:
+	$(GO) build -o bin/withdb ./internal/testdb/cmd/withdb
+	bin/withdb -postgres -- $(MAKE) -C clients test
 
 # Every end-to-end scenario: also 5 nodes, membership, clock skew, a long mixed run.
 e2e-long: build

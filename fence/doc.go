@@ -18,13 +18,17 @@
 //   - [Dedupe] remembers applied idempotency keys ([NewMemoryDedupe], [NewBoltDedupe]).
 //   - [Fence] combines both around an effect; [Middleware] and [UnaryServerInterceptor]
 //     put it in front of HTTP and gRPC handlers.
-//   - [Keys] verify the X-Raftcron-Signature that nodes started with --fence-key-file
-//     put on every dispatch; [WithKeys] makes the middleware and interceptor refuse an
-//     unsigned or forged request before its token reaches the Guard.
+//   - [Keys] sign and verify the X-Raftcron-Signature that nodes started with
+//     --fence-key-file put on every dispatch: v2 ([Keys.SignV2], [CanonicalV2]) covers
+//     the method, URL and body digest besides the run, v1 only the run. [WithKeys] makes
+//     the middleware and interceptor refuse an unsigned or forged request before its
+//     token reaches the Guard, v1 only with [WithV1Signatures]; [WithJobs] and
+//     [WithURLPrefix] refuse genuine dispatches meant for other services. [Verifier]
+//     does the same for exec runs.
 //   - [BoltFence.Update] admits the token, checks and records the key, and runs the
 //     caller's write in one bbolt transaction: the exactly-once-effect path for services
-//     that keep their state in bbolt. SQL users do the same with a conditional UPDATE (see
-//     docs/fencing.md).
+//     that keep their state in bbolt; package fence/sqlfence does the same for
+//     PostgreSQL, MySQL and SQLite (docs/fencing.md).
 //
 // The package depends only on the standard library, bbolt and gRPC, so any Go service can
 // import it without pulling in the scheduler.

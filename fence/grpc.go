@@ -17,8 +17,11 @@ var metadataSignature = strings.ToLower(HeaderSignature)
 // UnaryServerInterceptor fences unary gRPC methods the way Middleware fences HTTP
 // handlers, reading the run from the incoming metadata (the lowercase header names):
 //
-//   - with WithKeys, signature missing or not made with the keys: Unauthenticated,
-//     handler not called, nothing recorded;
+//   - with WithKeys, signature missing or not made with the keys: Unauthenticated; a
+//     genuine one for a job WithJobs leaves out: PermissionDenied; handler not called,
+//     nothing recorded. The signature is the run-only form an exec run or worker attempt
+//     gets (ExecDispatch with no payload), forwarded by the program that calls the
+//     service, or v1 with WithV1Signatures;
 //   - metadata missing or malformed: InvalidArgument, handler not called, nothing recorded;
 //   - stale token: FailedPrecondition naming both tokens, handler not called;
 //   - idempotency key already recorded: AlreadyExists "duplicate idempotency key", handler
@@ -42,7 +45,10 @@ func UnaryServerInterceptor(f *Fence, opts ...Option) grpc.UnaryServerIntercepto
 		if err != nil {
 			return nil, status.Error(codes.InvalidArgument, err.Error())
 		}
-		if err := o.authenticate(run, signatures); err != nil {
+		if err := o.authenticate(ExecDispatch(run, nil), signatures); err != nil {
+			if errors.Is(err, ErrNotAccepted) {
+				return nil, status.Error(codes.PermissionDenied, err.Error())
+			}
 			return nil, status.Error(codes.Unauthenticated, err.Error())
 		}
 		var resp any

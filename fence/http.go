@@ -1,15 +1,20 @@
 package fence
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 )
 
 // Middleware fences an HTTP handler that raftcron calls:
 //
-//   - with WithKeys, signature missing or not made with the keys: 401 {"error": "..."};
+//   - with WithKeys, signature missing or not made with the keys for this method, URL
+//     and body (v2; v1 only with WithV1Signatures): 401 {"error": "..."}; a genuine one
+//     for a job or URL that WithJobs or WithURLPrefix leave out: 403 {"error": "..."};
 //     nothing is recorded and the handler is not called;
 //   - headers missing or malformed: 400 {"error": "..."}; nothing is recorded and the
 //     handler is not called;
@@ -45,8 +50,17 @@ func serveFenced(f *Fence, o options, next http.Handler, w http.ResponseWriter, 
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": err.Error()})
 		return
 	}
-	if err := o.authenticate(run, signatures); err != nil {
-		unauthorized(w, err)
+	body, err := o.signedBody(w, r)
+	if err != nil {
+		status := http.StatusBadRequest
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			status = http.StatusRequestEntityTooLarge
+		}
+		writeJSON(w, status, map[string]any{"error": err.Error()})
+		return
+	}
+	if err := o.authenticate(HTTPDispatch(run, r.Method, o.requestURL(r), body), signatures); err != nil {
+		refuse(w, err)
 		return
 	}
 	sw := &statusWriter{ResponseWriter: w}
@@ -85,8 +99,36 @@ func serveFenced(f *Fence, o options, next http.Handler, w http.ResponseWriter, 
 
 // unauthorized refuses a request whose signature WithKeys could not verify.
 func unauthorized(w http.ResponseWriter, err error) {
-	w.Header().Set("WWW-Authenticate", `Raftcron-Signature version="v1"`)
+	w.Header().Set("WWW-Authenticate", `Raftcron-Signature version="v2"`)
 	writeJSON(w, http.StatusUnauthorized, map[string]any{"error": err.Error()})
+}
+
+// refuse answers a dispatch that authenticate refused: 403 for one not meant for this
+// service, 401 otherwise.
+func refuse(w http.ResponseWriter, err error) {
+	if errors.Is(err, ErrNotAccepted) {
+		writeJSON(w, http.StatusForbidden, map[string]any{"error": err.Error()})
+		return
+	}
+	unauthorized(w, err)
+}
+
+// MaxSignedBodyLen bounds the body Middleware reads to check a v2 signature; raftcron
+// sends at most 64 KiB.
+const MaxSignedBodyLen = 1 << 20
+
+// signedBody reads the whole body for its digest, when a signature is to be checked, and
+// puts it back for the handler.
+func (o options) signedBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if o.verifier.keys == nil || r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxSignedBodyLen))
+	if err != nil {
+		return nil, fmt.Errorf("fence: reading the body: %w", err)
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return body, nil
 }
 
 func writeJSON(w http.ResponseWriter, status int, body map[string]any) {

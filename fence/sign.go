@@ -137,18 +137,6 @@ func (k *Keys) Verify(run Run, signature string) error {
 	return fmt.Errorf("%w: made with none of the keys, or the run was altered", ErrBadSignature)
 }
 
-// verifyValues verifies the values a transport carried under the signature's name:
-// exactly one is expected.
-func (k *Keys) verifyValues(run Run, values []string) error {
-	switch len(values) {
-	case 0:
-		return ErrUnsigned
-	case 1:
-		return k.Verify(run, values[0])
-	}
-	return fmt.Errorf("%w: given %d times, want once", ErrBadSignature, len(values))
-}
-
 // signedMessage is the message the signature covers (see SignaturePrefix).
 func signedMessage(run Run) []byte {
 	b := make([]byte, 0, len(signedContext)+len(run.Job)+len(run.RunID)+64)

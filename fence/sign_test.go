@@ -137,8 +137,8 @@ func signedHeader(keys *Keys, token uint64, later int) http.Header {
 	return h
 }
 
-func TestMiddlewareWithKeysRefusesUnsignedAndForged(t *testing.T) {
-	ht := newHTTPTarget(t, WithKeys(mustKeys(t, oldKey+"\n"+newKey)))
+func TestMiddlewareWithV1SignaturesRefusesUnsignedAndForged(t *testing.T) {
+	ht := newHTTPTarget(t, WithKeys(mustKeys(t, oldKey+"\n"+newKey)), WithV1Signatures())
 	forger := mustKeys(t, strings.Repeat("f", 40))
 	twice := signedHeader(mustKeys(t, newKey), 42, 0)
 	twice.Add(HeaderSignature, twice.Get(HeaderSignature))
@@ -167,9 +167,9 @@ func TestMiddlewareWithKeysRefusesUnsignedAndForged(t *testing.T) {
 	}
 }
 
-func TestInterceptorWithKeysRefusesUnsignedAndForged(t *testing.T) {
+func TestInterceptorWithV1SignaturesRefusesUnsignedAndForged(t *testing.T) {
 	keys := mustKeys(t, newKey)
-	gt := newGRPCTarget(t, WithKeys(keys))
+	gt := newGRPCTarget(t, WithKeys(keys), WithV1Signatures())
 	signed := func(k *Keys, token uint64) metadata.MD {
 		r := sampleRun()
 		r.Token = token

@@ -75,7 +75,7 @@ func TestServeExecUserNeedsRoot(t *testing.T) {
 func fencedDownstream(t *testing.T, keys *fence.Keys) (url string, applied *atomic.Int64) {
 	applied = &atomic.Int64{}
 	f := fence.NewFence(fence.NewMemoryGuard(), nil)
-	h := fence.Middleware(f, fence.WithKeys(keys))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+	h := fence.Middleware(f, fence.WithKeys(keys), fence.WithV1Signatures())(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
 		applied.Add(1)
 	}))
 	srv := httptest.NewServer(h)

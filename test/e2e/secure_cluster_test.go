@@ -344,7 +344,7 @@ func newFencedSink(t *testing.T, keys *fence.Keys) *fencedSink {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: fence.Middleware(f, fence.WithKeys(keys))(http.HandlerFunc(s.apply)), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: fence.Middleware(f, fence.WithKeys(keys), fence.WithV1Signatures())(http.HandlerFunc(s.apply)), ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	s.url = "http://" + ln.Addr().String() + "/run"

@@ -1,0 +1,3 @@
+export * from "./fence.js";
+export * from "./http.js";
+export * from "./sql.js";

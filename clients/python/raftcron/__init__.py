@@ -1,0 +1,1 @@
+"""raftcron client kit: verify dispatches and fence writes (raftcron.fence)."""
