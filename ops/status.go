@@ -1,6 +1,8 @@
 package ops
 
 import (
+	"time"
+
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -42,6 +44,14 @@ type Member struct {
 	Address  string `json:"address"`
 	Suffrage string `json:"suffrage"`
 	Leader   bool   `json:"leader"`
+	// Contact is whether the answering node hears from the server:
+	// cluster.ContactReachable or ContactUnreachable (last contact older
+	// than the election timeout), empty when it cannot know (a follower
+	// knows only itself and the leader).
+	Contact string `json:"contact,omitempty"`
+	// LastContact is when an unreachable server was last heard from, RFC
+	// 3339 UTC; empty if never.
+	LastContact string `json:"last_contact,omitempty"`
 }
 
 // StatusOf converts the cluster's view of a node; Ready stays unset.
@@ -62,7 +72,11 @@ func StatusOf(st *pb.NodeStatus) Status {
 		ClusterVersion: st.GetClusterVersion(),
 	}
 	for _, sv := range st.GetServers() {
-		out.Servers = append(out.Servers, Member{ID: sv.GetId(), Address: sv.GetAddress(), Suffrage: sv.GetSuffrage(), Leader: sv.GetLeader()})
+		m := Member{ID: sv.GetId(), Address: sv.GetAddress(), Suffrage: sv.GetSuffrage(), Leader: sv.GetLeader(), Contact: sv.GetContact()}
+		if ns := sv.GetLastContactUnixNano(); ns != 0 {
+			m.LastContact = time.Unix(0, ns).UTC().Format(time.RFC3339Nano)
+		}
+		out.Servers = append(out.Servers, m)
 	}
 	return out
 }
