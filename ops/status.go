@@ -30,6 +30,24 @@ type Status struct {
 	// applies: it reaches a release's CommandVersion once every voter runs
 	// that release (DESIGN §16).
 	ClusterVersion uint32 `json:"cluster_version"`
+	// LastHour is what the cluster's runs did in the last hour, from the
+	// replicated counts (absent from a node that does not report them).
+	LastHour *RunCounts `json:"last_hour,omitempty"`
+}
+
+// RunCounts counts the runs of a period: fired, finished failed (failed,
+// fenced, deadline_exceeded, unknown) and slots missed.
+type RunCounts struct {
+	Fires    uint64 `json:"fires"`
+	Failures uint64 `json:"failures"`
+	Missed   uint64 `json:"missed"`
+}
+
+func runCountsOf(c *pb.RunCounts) *RunCounts {
+	if c == nil {
+		return nil
+	}
+	return &RunCounts{Fires: c.GetFires(), Failures: c.GetFailures(), Missed: c.GetMissed()}
 }
 
 // ServerRef names a node.
@@ -70,6 +88,7 @@ func StatusOf(st *pb.NodeStatus) Status {
 		// DESIGN §16, beside the §9 fields above.
 		CommandVersion: st.GetCommandVersion(),
 		ClusterVersion: st.GetClusterVersion(),
+		LastHour:       runCountsOf(st.GetLastHour()),
 	}
 	for _, sv := range st.GetServers() {
 		m := Member{ID: sv.GetId(), Address: sv.GetAddress(), Suffrage: sv.GetSuffrage(), Leader: sv.GetLeader(), Contact: sv.GetContact()}
