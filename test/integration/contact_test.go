@@ -21,16 +21,8 @@ const contactMargin = 3 * time.Second
 func TestStatusMarksADownVoterUnreachable(t *testing.T) {
 	tc := newCluster(t, 3)
 	leader := tc.waitLeader(3, 20*time.Second)
-	var down, other *node
-	for _, n := range tc.nodes {
-		switch {
-		case n == leader:
-		case down == nil:
-			down = n
-		default:
-			other = n
-		}
-	}
+	followers := tc.followersOf(leader)
+	down, other := followers[0], followers[1]
 	status := pb.NewClusterServiceClient(dial(t, leader.addr))
 	contacts := func() map[string]*pb.Server {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

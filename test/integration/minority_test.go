@@ -33,16 +33,8 @@ func TestEveryWriteSucceedsWithAMinorityDown(t *testing.T) {
 		return true
 	})
 	leader := tc.waitLeader(3, 10*time.Second)
-	var down, via *node
-	for _, n := range tc.nodes {
-		switch {
-		case n == leader:
-		case down == nil:
-			down = n
-		default:
-			via = n
-		}
-	}
+	followers := tc.followersOf(leader)
+	down, via := followers[0], followers[1]
 	down.crash()
 	leader = tc.waitLeader(2, 10*time.Second)
 	t.Logf("%s down; writes through %s, leader %s", down.id, via.id, leader.id)

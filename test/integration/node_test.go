@@ -234,6 +234,17 @@ func (tc *testCluster) connected() []*node {
 	return out
 }
 
+// followersOf are the connected nodes but leader.
+func (tc *testCluster) followersOf(leader *node) []*node {
+	var out []*node
+	for _, n := range tc.connected() {
+		if n != leader {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // waitLeader waits until exactly one connected node leads, every connected
 // node names it, and there are at least want connected nodes.
 func (tc *testCluster) waitLeader(want int, timeout time.Duration) *node {
