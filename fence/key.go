@@ -12,8 +12,8 @@ import "time"
 //     (kind "manual" for `job trigger`): its scheduled-at is only the second
 //     it was fired in, which other runs may share.
 //
-// Neither form holds anything but the job, the run id and the slot, so a receiver
-// treats the key as an opaque string: store it as it arrives and never rebuild it.
+// A receiver treats the key as an opaque string: it stores the key as it arrives and
+// never rebuilds it from the other fields, which cannot tell the two forms apart.
 
 // SlotKey is the key of a run that fires the slot at scheduledAt.
 func SlotKey(job string, scheduledAt time.Time) string {

@@ -15,10 +15,9 @@ const tallyMinutes = 60
 // runTally counts what runs did in each of the last tallyMinutes minutes,
 // each in the minute of the entry that committed it (its leader-stamped
 // time), so every node keeps the same counts and a history limit prunes
-// none of them. It is a ring:
-// minute m is kept at m mod tallyMinutes, and a count for a newer minute
-// replaces what an hour older held there. Nothing the FSM decides reads
-// it; status does (RunCounts).
+// none of them. It is a ring: minute m is kept at m mod tallyMinutes, and
+// a count for a newer minute replaces what an hour older held there.
+// Nothing the FSM decides reads it; status does (LastHour).
 type runTally [tallyMinutes]minuteTally
 
 type minuteTally struct {
