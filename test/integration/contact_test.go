@@ -51,8 +51,10 @@ func TestStatusMarksADownVoterUnreachable(t *testing.T) {
 	})
 	t.Logf("%s reported unreachable %s after it stopped", down.id, time.Since(stopped).Round(time.Millisecond))
 	s := contacts()
-	if last := time.Unix(0, s[down.id].GetLastContactUnixNano()); last.After(stopped) || stopped.Sub(last) > within {
-		t.Errorf("%s last heard from at %s, want shortly before it stopped at %s", down.id, last, stopped)
+	// Near the stop, not exactly before it: Raft counts a pipelined
+	// response that failed after the stop as a contact too.
+	if last := time.Unix(0, s[down.id].GetLastContactUnixNano()); last.Sub(stopped).Abs() > within {
+		t.Errorf("%s last heard from at %s, want about when it stopped, %s", down.id, last, stopped)
 	}
 	for _, n := range []*node{leader, other} {
 		if c := s[n.id].GetContact(); c != cluster.ContactReachable {
