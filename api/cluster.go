@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -19,12 +20,19 @@ type Cluster interface {
 	TransferLeadership(ctx context.Context, id string) (*pb.ServerRef, error)
 }
 
+// RunCounter is the replicated run counts (fsm.FSM.LastHour): what the
+// runs did in the hour up to now, whatever the history limits keep.
+type RunCounter interface {
+	LastHour(now time.Time) *pb.RunCounts
+}
+
 type clusterService struct {
 	pb.UnimplementedClusterServiceServer
-	c     Cluster
-	reg   Registry
-	store Store // nil: membership changes are not recorded
-	audit *AuditSwitch
+	c      Cluster
+	reg    Registry
+	store  Store // nil: membership changes are not recorded
+	audit  *AuditSwitch
+	counts RunCounter // nil: no counts in the status
 }
 
 // NewClusterService serves ClusterService; r supplies the fencing token that
@@ -40,6 +48,9 @@ func (s *clusterService) GetStatus(context.Context, *pb.GetStatusRequest) (*pb.G
 	}
 	st = proto.CloneOf(st) // the caller may hand out a shared value
 	st.FencingToken = s.reg.FencingToken()
+	if s.counts != nil {
+		st.LastHour = s.counts.LastHour(time.Now())
+	}
 	return &pb.GetStatusResponse{Status: st}, nil
 }
 

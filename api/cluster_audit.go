@@ -21,12 +21,15 @@ type ClusterServiceConfig struct {
 	Registry Registry
 	Store    Store
 	Audit    *AuditSwitch
+	// Counts gives the status the last hour's run counts; nil leaves them
+	// out.
+	Counts RunCounter
 }
 
 // NewClusterServiceWith serves ClusterService and records every membership
 // change it makes in the audit trail.
 func NewClusterServiceWith(cfg ClusterServiceConfig) pb.ClusterServiceServer {
-	return &clusterService{c: cfg.Cluster, reg: cfg.Registry, store: cfg.Store, audit: cfg.Audit}
+	return &clusterService{c: cfg.Cluster, reg: cfg.Registry, store: cfg.Store, audit: cfg.Audit, counts: cfg.Counts}
 }
 
 // recordMembership commits the audit record of a membership change that

@@ -36,6 +36,30 @@ func TestGetStatusFillsFencingToken(t *testing.T) {
 	}
 }
 
+// lastHourAt answers the counts of the hour up to a time within a minute
+// of the call.
+type lastHourAt struct{ t *testing.T }
+
+func (c lastHourAt) LastHour(now time.Time) *pb.RunCounts {
+	if d := time.Since(now); d < 0 || d > time.Minute {
+		c.t.Errorf("asked for the hour up to %s, %s from now", now, d)
+	}
+	return &pb.RunCounts{Fires: 85, Failures: 2, Missed: 1}
+}
+
+func TestGetStatusCarriesTheLastHoursRunCounts(t *testing.T) {
+	h := newHarness(t)
+	h.cluster.status = &pb.NodeStatus{Id: "n1", State: "leader"}
+	svc := NewClusterServiceWith(ClusterServiceConfig{Cluster: h.cluster, Registry: h.store, Counts: lastHourAt{t}})
+	resp, err := svc.GetStatus(testCtx(t), &pb.GetStatusRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := resp.GetStatus().GetLastHour(), (&pb.RunCounts{Fires: 85, Failures: 2, Missed: 1}); !proto.Equal(got, want) {
+		t.Fatalf("last hour %v, want %v", got, want)
+	}
+}
+
 func TestAddNode(t *testing.T) {
 	h := newHarness(t)
 	ctx := testCtx(t)

@@ -90,6 +90,10 @@ type Node struct {
 
 	// versions caches, on the leader, what the voters said they apply.
 	versions voterVersions
+	// contacts: the peers whose heartbeats fail, on the leader
+	// (contact.go); contactDone is closed when it stops noting them.
+	contacts    *contacts
+	contactDone chan struct{}
 	// raftUp is closed once raft is set.
 	raftUp chan struct{}
 	// halted is closed, after haltErr is set, when the FSM cannot apply a
@@ -166,6 +170,9 @@ func New(cfg Config, mux *Mux) (*Node, error) {
 		lease:     rc.LeaderLeaseTimeout,
 		raftUp:    make(chan struct{}),
 		halted:    make(chan struct{}),
+
+		contacts:    newContacts(),
+		contactDone: make(chan struct{}),
 	}
 	n.disk = newDiskWatch(cfg.DiskStallTimeout, n.log, cfg.beforeDiskWrite)
 	if err := n.open(mux); err != nil {
@@ -235,6 +242,8 @@ func (n *Node) Start(ctx context.Context) error {
 	}
 	n.raft = r
 	close(n.raftUp)
+	r.RegisterObserver(n.contacts.observer())
+	go n.contacts.run(n.stopWatch, n.contactDone)
 	go n.watchCrash(n.stopWatch, n.crashDone)
 	if n.cfg.ClusterVersion != nil && n.cfg.RaiseClusterVersion != nil {
 		go n.raiseVersion(n.stopWatch, n.raiseDone)
@@ -305,6 +314,7 @@ func (n *Node) setLeader(v bool) {
 		return
 	}
 	n.leaderChanges.Add(1)
+	n.contacts.reset()
 	n.log.Info("leadership changed", "leader", v)
 	if v {
 		select { // never blocks: Raft waits on this goroutine
@@ -376,6 +386,7 @@ func (n *Node) shutdown(ctx context.Context) error {
 	<-n.watchDone
 	<-n.crashDone
 	<-n.raiseDone
+	<-n.contactDone
 	n.disk.close()
 	n.trans.Close() // raft closes it too; closing twice is harmless
 	if !n.served.drain(handlerDrainTimeout) {

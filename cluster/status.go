@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"strings"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -26,13 +27,20 @@ func (n *Node) Status() *pb.NodeStatus {
 	if leaderAddr != "" {
 		st.Leader = &pb.ServerRef{Id: leaderID, Address: leaderAddr}
 	}
+	now := time.Now()
 	for _, s := range n.raft.GetConfiguration().Configuration().Servers {
-		st.Servers = append(st.Servers, &pb.Server{
+		sv := &pb.Server{
 			Id:       string(s.ID),
 			Address:  string(s.Address),
 			Suffrage: suffrage(s.Suffrage),
 			Leader:   leaderAddr != "" && string(s.ID) == leaderID,
-		})
+		}
+		var last time.Time
+		sv.Contact, last = n.contact(s.ID, leaderID, now)
+		if !last.IsZero() {
+			sv.LastContactUnixNano = last.UnixNano()
+		}
+		st.Servers = append(st.Servers, sv)
 	}
 	return st
 }

@@ -20,7 +20,11 @@ import (
 // than each node reporting on join: a restarted, upgraded or rolled-back
 // node needs no new report, an unreachable one is unknown at the moment it
 // matters, and commands of the first version (all that exist before an
-// upgrade) ask nothing at all.
+// upgrade) ask nothing at all. Nor does a command of a version the cluster
+// version already covers: every voter applied that version when it was
+// raised, the cluster version never goes back, and a build below it stops
+// at its first entry (fsm.ErrVersionTooNew) rather than apply anything.
+// So a voter that is down blocks no command the cluster already speaks.
 const (
 	// baseCommandVersion is what every build applies, including the builds
 	// from before nodes advertised versions: commands of it need no check.
@@ -72,7 +76,7 @@ func (vv *voterVersions) remember(s raft.Server, version uint32, now time.Time) 
 // local and forwarded writes alike.
 func (n *Node) admit(ctx context.Context, cmd *pb.Command) error {
 	need := n.cfg.VersionOf(cmd)
-	if need <= baseCommandVersion {
+	if need <= max(baseCommandVersion, n.clusterVersion()) {
 		return nil
 	}
 	var voters []raft.Server
@@ -91,21 +95,41 @@ func (n *Node) admit(ctx context.Context, cmd *pb.Command) error {
 		}()
 	}
 	wg.Wait()
-	var behind []string
+	var behind, unknown []string
 	for i, s := range voters {
 		switch {
 		case got[i] >= need:
 		case got[i] == 0:
-			behind = append(behind, fmt.Sprintf("%s (unreachable)", s.ID))
+			unknown = append(unknown, fmt.Sprintf("%s (unreachable)", s.ID))
 		default:
 			behind = append(behind, fmt.Sprintf("%s (applies version %d)", s.ID, got[i]))
 		}
 	}
-	if len(behind) == 0 {
+	return versionRefusal(kindName(cmd), need, behind, unknown)
+}
+
+// versionRefusal is the refusal of a command of kind that needs version
+// need, or nil if no voter is behind or unknown: a voter that answered
+// with an older version needs an upgrade, one that did not answer may only
+// be down, so the command waits for it.
+func versionRefusal(kind string, need uint32, behind, unknown []string) error {
+	var parts []string
+	if len(behind) > 0 {
+		parts = append(parts, fmt.Sprintf("command %s needs command version %d on every voter; upgrade %s",
+			kind, need, strings.Join(behind, ", ")))
+	}
+	if len(unknown) > 0 {
+		what := "command " + kind
+		if len(behind) > 0 {
+			what = "it also"
+		}
+		parts = append(parts, fmt.Sprintf("%s waits for %s to report command version %d",
+			what, strings.Join(unknown, ", "), need))
+	}
+	if len(parts) == 0 {
 		return nil
 	}
-	return &unsupportedError{msg: fmt.Sprintf("command %s needs command version %d on every voter; upgrade %s",
-		kindName(cmd), need, strings.Join(behind, ", "))}
+	return &unsupportedError{msg: strings.Join(parts, "; ")}
 }
 
 // voterVersion is the highest command version s applies, 0 if it cannot

@@ -100,8 +100,10 @@ func TestLeaderRefusesCommandUntilEveryVoterAppliesIt(t *testing.T) {
 	}
 }
 
-// A voter that cannot be asked counts as not applying the version; the
-// batch path is gated as well.
+// Before the cluster version covers a kind, a voter that cannot be asked
+// counts as not applying it: the command waits for the voter, and the
+// refusal says it is unreachable, not that it needs an upgrade. The batch
+// path is gated as well.
 func TestUnreachableVoterCountsAsNotApplying(t *testing.T) {
 	tc := newCluster(t, 3, withVersions(map[string]uint32{"n1": 2, "n2": 2, "n3": 2}))
 	leader := tc.waitLeader(10 * time.Second)
@@ -110,8 +112,9 @@ func TestUnreachableVoterCountsAsNotApplying(t *testing.T) {
 	leader = tc.waitLeader(10 * time.Second)
 
 	_, err := applyRetrying(t, leader.node, putCmd("v2-token", "@daily"))
-	if !errors.Is(err, ErrUnsupportedCommand) || !strings.Contains(err.Error(), "upgrade "+down.id+" (unreachable)") {
-		t.Fatalf("v2 command with %s down: %v, want ErrUnsupportedCommand naming it unreachable", down.id, err)
+	want := "command put_job waits for " + down.id + " (unreachable) to report command version 2"
+	if !errors.Is(err, ErrUnsupportedCommand) || err.Error() != want {
+		t.Fatalf("v2 command with %s down: %v, want ErrUnsupportedCommand %q", down.id, err, want)
 	}
 	ctx := ctxTimeout(t, 10*time.Second)
 	results, err := leader.node.ApplyBulk(ctx, []*pb.Command{putCmd("plain", "@daily"), putCmd("v2-batch", "@daily")})
@@ -126,6 +129,52 @@ func TestUnreachableVoterCountsAsNotApplying(t *testing.T) {
 	}
 	if _, ok := leader.fsm.get("v2-batch"); ok {
 		t.Error("the leader applied a refused batch command")
+	}
+}
+
+// Once the cluster version covers a kind, no voter is asked: a command
+// of it commits with a voter down, as any command a quorum can commit.
+func TestCommandTheClusterVersionCoversIgnoresADownVoter(t *testing.T) {
+	covered := func(c *Config) { c.ClusterVersion = func() uint32 { return 2 } }
+	tc := newCluster(t, 3, withVersions(map[string]uint32{"n1": 2, "n2": 2, "n3": 2}), covered)
+	leader := tc.waitLeader(10 * time.Second)
+	down := tc.followers(leader)[0]
+	down.crash()
+	leader = tc.waitLeader(10 * time.Second)
+	for _, tn := range tc.running() {
+		if res, err := applyRetrying(t, tn.node, putCmd("v2-"+tn.id, "@daily")); err != nil || res.GetCode() != pb.ResultCode_RESULT_CODE_OK {
+			t.Fatalf("v2 command through %s with %s down: %v, %v", tn.id, down.id, res, err)
+		}
+	}
+	leader.node.versions.mu.Lock()
+	defer leader.node.versions.mu.Unlock()
+	if len(leader.node.versions.seen) != 0 {
+		t.Errorf("the leader asked voters for versions the cluster version covers: %v", leader.node.versions.seen)
+	}
+}
+
+func TestVersionRefusalNamesWhatToDo(t *testing.T) {
+	for _, tc := range []struct {
+		behind, unknown []string
+		want            string
+	}{
+		{nil, nil, ""},
+		{[]string{"n3 (applies version 1)"}, nil, "command cancel_run needs command version 2 on every voter; upgrade n3 (applies version 1)"},
+		{nil, []string{"n1 (unreachable)", "n2 (unreachable)"}, "command cancel_run waits for n1 (unreachable), n2 (unreachable) to report command version 2"},
+		{[]string{"n3 (applies version 1)"}, []string{"n1 (unreachable)"},
+			"command cancel_run needs command version 2 on every voter; upgrade n3 (applies version 1); it also waits for n1 (unreachable) to report command version 2"},
+	} {
+		err := versionRefusal("cancel_run", 2, tc.behind, tc.unknown)
+		got := ""
+		if err != nil {
+			got = err.Error()
+			if !errors.Is(err, ErrUnsupportedCommand) {
+				t.Errorf("%q is not ErrUnsupportedCommand", got)
+			}
+		}
+		if got != tc.want {
+			t.Errorf("refusal %q, want %q", got, tc.want)
+		}
 	}
 }
 

@@ -69,7 +69,7 @@ type Run struct {
 	Token          uint64    // fencing token of this attempt, > 0
 	Job            string    // job name
 	RunID          string    // the run; the same for every attempt of it
-	IdempotencyKey string    // "<job>/<scheduled-at>", the same for every attempt of the run
+	IdempotencyKey string    // the run's key (SlotKey or RunKey): the same for every attempt of the run, no other run's
 	ScheduledAt    time.Time // nominal fire time, UTC
 	Attempt        uint32    // 1-based
 }

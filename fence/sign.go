@@ -25,8 +25,9 @@ import (
 //	<attempt, decimal>
 //
 // No field can contain a newline (FromHeader refuses control characters), so the
-// message is unambiguous. The idempotency key is not signed: it must equal
-// "<job>/<scheduled-at>", which Verify checks, so it is covered all the same.
+// message is unambiguous. The idempotency key is not signed: Verify checks that it is
+// one of the two the signed fields make (key.go), "<job>/<scheduled-at>" or
+// "<job>/manual/<run id>"; v1 does not bind which of the two.
 const (
 	SignaturePrefix = "v1="
 	signedContext   = "raftcron-signature-v1"
@@ -126,8 +127,9 @@ func (k *Keys) Verify(run Run, signature string) error {
 	if err != nil || len(got) != sha256.Size {
 		return fmt.Errorf("%w: not %d bytes of unpadded base64url", ErrBadSignature, sha256.Size)
 	}
-	if want := run.Job + "/" + FormatScheduledAt(run.ScheduledAt); run.IdempotencyKey != want {
-		return fmt.Errorf("%w: idempotency key %q is not %q", ErrBadSignature, clip(run.IdempotencyKey), clip(want))
+	if !v1KeyFits(run) {
+		return fmt.Errorf("%w: idempotency key %q is neither %q nor %q", ErrBadSignature, clip(run.IdempotencyKey),
+			clip(SlotKey(run.Job, run.ScheduledAt)), clip(RunKey(run.Job, v1RunKind, run.RunID)))
 	}
 	for _, key := range k.keys {
 		if hmac.Equal(got, mac(key, run)) {

@@ -126,6 +126,7 @@ func (f *FSM) Apply(l *raft.Log) interface{} {
 	if err == nil {
 		fd := c.ProtoReflect().WhichOneof(kindOneof)
 		origin = originOf(&c, fd)
+		f.st.applying = c.GetProposedAtUnixNano()
 		o, err = f.apply(l, &c, fd)
 	}
 	f.st.tx = nil

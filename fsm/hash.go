@@ -12,8 +12,9 @@ import (
 // state: the counter and the retired generation, then every job and its
 // status in name order, then every tombstone in name order, then every run in
 // id order, then the ACL state when there is any, then the audit trail if it
-// is on. The derived indexes are functions of the runs and need no place of
-// their own. Nodes that applied the same log have equal hashes.
+// is on, then the run tally if it holds counts. The derived indexes are
+// functions of the runs and need no place of their own. Nodes that applied
+// the same log have equal hashes.
 func (f *FSM) StateHash() [32]byte {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -47,6 +48,7 @@ func (s *state) hash() [32]byte {
 	if v := s.headerVersion(); v != 0 {
 		writeUint(h, uint64(v)) // only above 1, so earlier states hash as before
 	}
+	s.tally.hash(h)
 	var sum [32]byte
 	h.Sum(sum[:0])
 	return sum

@@ -94,6 +94,7 @@ func isOpen(st pb.RunState) bool {
 func (s *state) putRun(r *pb.Run) {
 	old, had := s.runs.ReplaceOrInsert(runItem{id: r.GetId(), run: r})
 	s.tx.runChanged(r)
+	s.countRun(old.run, had, r)
 	if !had {
 		s.ix.created.ReplaceOrInsert(createdKey{at: r.GetCreatedAtUnixNano(), id: r.GetId()})
 	}

@@ -81,6 +81,7 @@ func (s *state) writeTo(w io.Writer) error {
 		AclTokenCount:     uint64(s.acl.tokens.Len()),
 		AclBootstrapped:   s.acl.bootstrapped,
 		ClusterVersion:    s.headerVersion(),
+		RunCounts:         s.tally.records(),
 	}
 	s.audit.header(h)
 	err := put(h)
@@ -202,6 +203,7 @@ func readState(r *bufio.Reader) (state, uint64, error) {
 	st.counter = h.GetFencingCounter()
 	st.retired = h.GetRetiredGeneration()
 	st.version = max(st.version, h.GetClusterVersion())
+	st.tally.read(h.GetRunCounts())
 	lastIndex, err := readJobs(r, &st, h.GetJobCount())
 	if err != nil {
 		return state{}, 0, err

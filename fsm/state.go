@@ -89,6 +89,8 @@ type state struct {
 	// version is the active cluster version, at least 1: the rules by which
 	// the kinds of earlier versions apply (clusterversion.go).
 	version uint32
+	// tally counts what runs did per minute of the last hour (tally.go).
+	tally runTally
 
 	// ix holds the derived indexes; see ledger.go.
 	ix *indexes
@@ -97,6 +99,9 @@ type state struct {
 	share *sharer
 	// tx collects what the entry being applied changed; nil outside Apply.
 	tx *changes
+	// applying is the proposer's time of the entry being applied (Unix
+	// ns): when it committed what it changed, for the tally.
+	applying int64
 }
 
 func newState() state {
@@ -170,5 +175,6 @@ func (s *state) capture() state {
 		acl:        s.acl.capture(),
 		audit:      s.audit.capture(),
 		version:    s.version,
+		tally:      s.tally,
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -33,6 +34,9 @@ type Node interface {
 type Registry interface {
 	FencingToken() uint64
 	JobCount() int
+	// LastHour is what the runs did in the hour up to now
+	// (fsm.FSM.LastHour).
+	LastHour(now time.Time) *pb.RunCounts
 }
 
 // Server holds the handlers of one node's ops port.
@@ -112,6 +116,7 @@ func (s *Server) Ready() bool { return !s.draining.Load() && s.node.Ready() }
 func (s *Server) status(w http.ResponseWriter, _ *http.Request) {
 	doc := StatusOf(s.node.Status())
 	doc.FencingToken = s.registry.FencingToken()
+	doc.LastHour = runCountsOf(s.registry.LastHour(time.Now()))
 	ready := s.Ready()
 	doc.Ready = &ready
 	w.Header().Set("Content-Type", "application/json")

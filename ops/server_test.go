@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
@@ -32,6 +33,9 @@ type fakeRegistry struct{}
 
 func (fakeRegistry) FencingToken() uint64 { return 99 }
 func (fakeRegistry) JobCount() int        { return 7 }
+func (fakeRegistry) LastHour(time.Time) *pb.RunCounts {
+	return &pb.RunCounts{Fires: 85, Failures: 2, Missed: 1}
+}
 
 func newTestServer(t *testing.T) (*fakeNode, *Server, *httptest.Server) {
 	t.Helper()
@@ -101,6 +105,10 @@ func TestStatusHasContractFields(t *testing.T) {
 	leader, _ := doc["leader"].(map[string]any)
 	if leader["id"] != "n1" || leader["address"] != "127.0.0.1:7001" {
 		t.Errorf("/status leader = %v", doc["leader"])
+	}
+	hour, _ := doc["last_hour"].(map[string]any)
+	if hour["fires"] != 85.0 || hour["failures"] != 2.0 || hour["missed"] != 1.0 {
+		t.Errorf("/status last_hour = %v, want the replicated counts", doc["last_hour"])
 	}
 }
 

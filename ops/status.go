@@ -1,6 +1,8 @@
 package ops
 
 import (
+	"time"
+
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -28,6 +30,24 @@ type Status struct {
 	// applies: it reaches a release's CommandVersion once every voter runs
 	// that release (DESIGN §16).
 	ClusterVersion uint32 `json:"cluster_version"`
+	// LastHour is what the cluster's runs did in the last hour, from the
+	// replicated counts (absent from a node that does not report them).
+	LastHour *RunCounts `json:"last_hour,omitempty"`
+}
+
+// RunCounts counts the runs of a period: fired, finished failed (failed,
+// fenced, deadline_exceeded, unknown) and slots missed.
+type RunCounts struct {
+	Fires    uint64 `json:"fires"`
+	Failures uint64 `json:"failures"`
+	Missed   uint64 `json:"missed"`
+}
+
+func runCountsOf(c *pb.RunCounts) *RunCounts {
+	if c == nil {
+		return nil
+	}
+	return &RunCounts{Fires: c.GetFires(), Failures: c.GetFailures(), Missed: c.GetMissed()}
 }
 
 // ServerRef names a node.
@@ -42,6 +62,14 @@ type Member struct {
 	Address  string `json:"address"`
 	Suffrage string `json:"suffrage"`
 	Leader   bool   `json:"leader"`
+	// Contact is whether the answering node hears from the server:
+	// cluster.ContactReachable or ContactUnreachable (last contact older
+	// than the election timeout), empty when it cannot know (a follower
+	// knows only itself and the leader).
+	Contact string `json:"contact,omitempty"`
+	// LastContact is when an unreachable server was last heard from, RFC
+	// 3339 UTC; empty if never.
+	LastContact string `json:"last_contact,omitempty"`
 }
 
 // StatusOf converts the cluster's view of a node; Ready stays unset.
@@ -60,9 +88,14 @@ func StatusOf(st *pb.NodeStatus) Status {
 		// DESIGN §16, beside the §9 fields above.
 		CommandVersion: st.GetCommandVersion(),
 		ClusterVersion: st.GetClusterVersion(),
+		LastHour:       runCountsOf(st.GetLastHour()),
 	}
 	for _, sv := range st.GetServers() {
-		out.Servers = append(out.Servers, Member{ID: sv.GetId(), Address: sv.GetAddress(), Suffrage: sv.GetSuffrage(), Leader: sv.GetLeader()})
+		m := Member{ID: sv.GetId(), Address: sv.GetAddress(), Suffrage: sv.GetSuffrage(), Leader: sv.GetLeader(), Contact: sv.GetContact()}
+		if ns := sv.GetLastContactUnixNano(); ns != 0 {
+			m.LastContact = time.Unix(0, ns).UTC().Format(time.RFC3339Nano)
+		}
+		out.Servers = append(out.Servers, m)
 	}
 	return out
 }

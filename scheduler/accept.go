@@ -140,7 +140,11 @@ func (p *pipeline) dispatchAccepted(f *pb.Fire, r *pb.FireResult, batch []*task)
 		batch = batch[:0]
 		l.s.handoff.cancelJob(f.GetJob(), r.GetToken(), errCancelOther)
 	}
-	return append(batch, l.task(spec, runID, slot, r.GetToken(), r.GetAttempt(), f.GetKind()))
+	t := l.task(spec, runID, slot, r.GetToken(), r.GetAttempt(), f.GetKind())
+	if run != nil {
+		t.a.Kind = run.GetKind() // a retry keeps its run's key
+	}
+	return append(batch, t)
 }
 
 // Refusal reasons that record nothing: proposing the same again would be

@@ -54,7 +54,9 @@ func (p *pipeline) adoptRun(job *pb.Job, r *pb.Run) {
 	}
 	l.s.log.Info("scheduler: dispatching an attempt committed after its proposal failed",
 		"job", r.GetJob(), "run_id", r.GetId(), "token", cur.GetToken())
-	l.dispatch(job.GetSpec(), r.GetId(), r.GetSlotUnix(), cur.GetToken(), cur.GetNumber(), cur.GetKind())
+	t := l.task(job.GetSpec(), r.GetId(), r.GetSlotUnix(), cur.GetToken(), cur.GetNumber(), cur.GetKind())
+	t.a.Kind = r.GetKind()
+	l.s.handoff.dispatch(t)
 }
 
 // abandon reports an attempt of this term that never ran as CANCELLED, so

@@ -40,6 +40,7 @@ func (l *leader) task(spec *pb.JobSpec, runID string, slot int64, token uint64, 
 		HTTP:        spec.GetHttp(),
 		Exec:        spec.GetExec(),
 		Worker:      spec.GetWorker(),
+		Kind:        kind, // the run's kind for a first attempt; callers set it for the others
 	}
 	if d := spec.GetDeadline(); d != nil {
 		a.Deadline = d.AsDuration()

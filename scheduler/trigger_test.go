@@ -2,8 +2,11 @@ package scheduler
 
 import (
 	"context"
+	"reflect"
 	"testing"
 	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
@@ -27,5 +30,44 @@ func TestTriggerCarriesThePrincipal(t *testing.T) {
 	}
 	if len(got) != 1 || got[0] != "deploy-bot" {
 		t.Fatalf("manual fires carry principals %q, want [deploy-bot]", got)
+	}
+}
+
+// A manual run's attempts carry a key of their own run, retries included,
+// while a scheduled slot's retries keep the slot's key: every attempt of
+// one run shares one key, and no other run has it.
+func TestRetriesKeepTheirRunsIdempotencyKey(t *testing.T) {
+	h := newHarness(t)
+	s := spec("job", "@every 1h")
+	s.Retry = &pb.Retry{MaxAttempts: 2, InitialBackoff: durationpb.New(time.Second)}
+	h.putJob(s)
+	h.exec.setOutcome("job", pb.RunState_RUN_STATE_FAILED)
+	h.clock.Set(t0.Add(time.Hour))
+	h.lead()
+	h.step(2 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := h.s.Trigger(ctx, "job", "r1", false, "")
+	if err != nil || !res.GetAccepted() {
+		t.Fatalf("trigger: %v, %v", res, err)
+	}
+	h.step(2 * time.Second)
+
+	keys := map[string][]string{} // run id -> key of each attempt
+	for _, a := range h.exec.startedOf("job") {
+		keys[a.RunID] = append(keys[a.RunID], a.IdempotencyKey())
+	}
+	slotKey := "job/" + t0.Add(time.Hour).Format(time.RFC3339)
+	manual := res.GetRunId()
+	want := map[string][]string{}
+	for _, r := range h.runs("job") {
+		key := slotKey
+		if r.GetId() == manual {
+			key = "job/manual/" + manual
+		}
+		want[r.GetId()] = []string{key, key}
+	}
+	if len(want) != 2 || !reflect.DeepEqual(keys, want) {
+		t.Fatalf("keys of the attempts by run: %v, want %v", keys, want)
 	}
 }

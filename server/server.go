@@ -243,7 +243,7 @@ func (s *Server) registerServices() *health.Server {
 	})
 	acl := api.NewACLServiceWith(api.ACLServiceConfig{Store: s.node, Tokens: s.state, Now: s.cfg.Now, Audit: audit})
 	members := api.NewClusterServiceWith(api.ClusterServiceConfig{
-		Cluster: s.node, Registry: s.state, Store: s.node, Audit: audit,
+		Cluster: s.node, Registry: s.state, Store: s.node, Audit: audit, Counts: s.state,
 	})
 	h := api.Register(s.grpc, jobs, members,
 		api.WithRunService(runs),

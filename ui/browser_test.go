@@ -82,7 +82,9 @@ func TestBrowserOperator(t *testing.T) {
 	}
 
 	// The overview counts what fired; the fencing counter is the node's.
-	run(t, ctx, waitText(".stats", "#3"), waitText(".stat.bad dd", "1"))
+	// A node the leader cannot reach is marked so.
+	run(t, ctx, waitText(".stats", "#3"), waitText(".stat.bad dd", "1"),
+		waitText("table.nodes tbody tr:nth-child(3) .badge.bad", "unreachable"))
 	screenshot(t, ctx, desktop, "overview")
 
 	// A firing job with its tokens: a new fire arrives without a reload.
@@ -204,6 +206,30 @@ func TestBrowserSignInRefusesUnknownToken(t *testing.T) {
 		t.Errorf("a refused token was stored: %q", stored)
 	}
 	screenshot(t, ctx, desktop, "signin")
+}
+
+// TestBrowserOverviewCountsPrunedRuns: the overview's counts of the last
+// hour are the cluster's, not those of the runs the page can list, so runs
+// a history limit pruned still count.
+func TestBrowserOverviewCountsPrunedRuns(t *testing.T) {
+	chromiumPath(t)
+	node := newFakeNode(t, nil)
+	node.apply(billingSpec())
+	for _, st := range []pb.RunState{succeeded, failed, succeeded, succeeded, failed} {
+		node.fire("billing", scheduled, st)
+	}
+	node.prune()
+	ctx := newBrowser(t, desktop)
+	run(t, ctx,
+		chromedp.Navigate(node.url+"/ui/#/"),
+		waitText(".stats", "#5"),
+		waitText(".stat.bad dd", "2"),
+	)
+	var fires string
+	run(t, ctx, chromedp.Text(`.stats .stat:nth-child(3) dd`, &fires, chromedp.ByQuery))
+	if fires != "5" {
+		t.Errorf("fires of the last hour %q, want 5 (every run fired, none of them listed)", fires)
+	}
 }
 
 // TestBrowserNoACL: with ACLs off there is no sign-in and every action is

@@ -26,6 +26,7 @@ import (
 
 	"github.com/raftcron/raftcron/api"
 	"github.com/raftcron/raftcron/fsm"
+	"github.com/raftcron/raftcron/ops"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 	"github.com/raftcron/raftcron/ui"
 )
@@ -50,6 +51,9 @@ type fakeNode struct {
 	audit  []auditRecord
 	token  uint64
 	index  uint64
+	// hour is the last hour's run counts /status reports: every run
+	// fired, as the replicated counts keep them, pruned or not.
+	hour ops.RunCounts
 }
 
 type fakeToken struct{ name, role string }
@@ -217,6 +221,10 @@ func (f *fakeNode) newRunLocked(job string, kind pb.FireKind, state pb.RunState)
 		run.FinishedAtUnixNano = now.UnixNano()
 	}
 	f.runs = append(f.runs, run)
+	f.hour.Fires++
+	if state == pb.RunState_RUN_STATE_FAILED {
+		f.hour.Failures++
+	}
 	if j := f.jobs[job]; j != nil {
 		st := j.GetStatus()
 		st.LatestToken, st.LastRunId, st.LastOutcome = f.token, run.GetId(), state
@@ -231,6 +239,16 @@ func (f *fakeNode) newRunLocked(job string, kind pb.FireKind, state pb.RunState)
 		}
 	}
 	return run
+}
+
+// prune forgets every finished run, as a history limit does; the run
+// counts keep them.
+func (f *fakeNode) prune() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.runs = slices.DeleteFunc(f.runs, func(r *pb.Run) bool {
+		return r.GetState() != pb.RunState_RUN_STATE_DISPATCHED && r.GetState() != pb.RunState_RUN_STATE_RETRYING
+	})
 }
 
 // record appends an audit record; f.mu is held.
@@ -260,10 +278,12 @@ func (f *fakeNode) status(w http.ResponseWriter, _ *http.Request) {
 		"fencing_token":   f.token,
 		"ready":           true,
 		"command_version": 2,
+		"last_hour":       f.hour,
 		"servers": []map[string]any{
-			{"id": "n1", "address": "127.0.0.1:7001", "suffrage": "Voter", "leader": true},
-			{"id": "n2", "address": "127.0.0.1:7002", "suffrage": "Voter", "leader": false},
-			{"id": "n3", "address": "127.0.0.1:7003", "suffrage": "Voter", "leader": false},
+			{"id": "n1", "address": "127.0.0.1:7001", "suffrage": "voter", "leader": true, "contact": "reachable"},
+			{"id": "n2", "address": "127.0.0.1:7002", "suffrage": "voter", "leader": false, "contact": "reachable"},
+			{"id": "n3", "address": "127.0.0.1:7003", "suffrage": "voter", "leader": false, "contact": "unreachable",
+				"last_contact": "2026-03-29T00:58:30Z"},
 		},
 	})
 }

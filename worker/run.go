@@ -20,8 +20,9 @@ type Run struct {
 	// Token is this attempt's fencing token: larger than any earlier
 	// attempt's, of any job. Fence every write with it.
 	Token uint64
-	// IdempotencyKey is "<job>/<scheduled-at>", the same for every attempt
-	// of the run: de-duplicate on it.
+	// IdempotencyKey names the run ("<job>/<scheduled-at>" for a slot of
+	// the schedule, "<job>/manual/<run id>" for a manual run): the same for
+	// every attempt of the run and no other run's. De-duplicate on it.
 	IdempotencyKey string
 	// Signature is set when the cluster signs its dispatches.
 	Signature string

@@ -246,13 +246,17 @@ func writeStatus(w io.Writer, format outputFormat, s *pb.NodeStatus) error {
 	}
 	fmt.Fprintln(w)
 	tw = newTable(w)
-	fmt.Fprintln(tw, "SERVER\tADDRESS\tSUFFRAGE\tLEADER")
+	fmt.Fprintln(tw, "SERVER\tADDRESS\tSUFFRAGE\tLEADER\tCONTACT")
 	for _, sv := range st.Servers {
 		mark := ""
 		if sv.Leader {
 			mark = "*"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", sv.ID, sv.Address, sv.Suffrage, mark)
+		contact := orDash(sv.Contact)
+		if sv.LastContact != "" {
+			contact += " (last contact " + sv.LastContact + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", sv.ID, sv.Address, sv.Suffrage, mark, contact)
 	}
 	return tw.Flush()
 }

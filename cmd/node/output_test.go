@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/raftcron/raftcron/jobfile"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
@@ -133,13 +134,15 @@ func TestStatusOutput(t *testing.T) {
 	st := &pb.NodeStatus{
 		Id: "n1", State: "leader", Leader: &pb.ServerRef{Id: "n1", Address: "127.0.0.1:7001"},
 		Term: 3, CommitIndex: 10, AppliedIndex: 9, LastLogIndex: 10, FencingToken: 42, ClusterVersion: 7, CommandVersion: 8,
-		Servers: []*pb.Server{{Id: "n1", Address: "127.0.0.1:7001", Suffrage: "voter", Leader: true}, {Id: "n2", Address: "127.0.0.1:7002", Suffrage: "voter"}},
+		Servers: []*pb.Server{{Id: "n1", Address: "127.0.0.1:7001", Suffrage: "voter", Leader: true, Contact: "reachable"},
+			{Id: "n2", Address: "127.0.0.1:7002", Suffrage: "voter", Contact: "unreachable", LastContactUnixNano: time.Date(2026, 11, 22, 1, 2, 3, 0, time.UTC).UnixNano()}},
 	}
 	var out bytes.Buffer
 	if err := writeStatus(&out, outputTable, st); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"n1 (127.0.0.1:7001)", "leader", "42", "n2", "voter", "*"} {
+	for _, want := range []string{"n1 (127.0.0.1:7001)", "leader", "42", "n2", "voter", "*", "reachable",
+		"unreachable (last contact 2026-11-22T01:02:03Z)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}

@@ -23,6 +23,43 @@ func TestIdempotencyKeyIsSlotInUTCSeconds(t *testing.T) {
 	}
 }
 
+// A run that is no slot of its own is named by its id, for every attempt
+// of it; a slot's runs (scheduled, catch-up) keep the slot's key.
+func TestIdempotencyKeyByRunKind(t *testing.T) {
+	at := time.Date(2026, 11, 22, 1, 2, 3, 0, time.UTC)
+	for kind, want := range map[pb.FireKind]string{
+		pb.FireKind_FIRE_KIND_UNSPECIFIED: "billing/2026-11-22T01:02:03Z",
+		pb.FireKind_FIRE_KIND_SCHEDULED:   "billing/2026-11-22T01:02:03Z",
+		pb.FireKind_FIRE_KIND_CATCHUP:     "billing/2026-11-22T01:02:03Z",
+		pb.FireKind_FIRE_KIND_MANUAL:      "billing/manual/billing-7",
+	} {
+		for n := uint32(1); n <= 2; n++ {
+			a := Attempt{Job: "billing", RunID: "billing-7", Token: uint64(6 + n), Number: n, ScheduledAt: at, Kind: kind}
+			if got := a.IdempotencyKey(); got != want {
+				t.Errorf("%s attempt %d: key %q, want %q", kind, n, got, want)
+			}
+		}
+	}
+}
+
+// The rule is written for the run kinds to come: backfill fires a past slot
+// again and keeps its key, a chained run is named by its id.
+func TestRunKeyWordOfKindsToCome(t *testing.T) {
+	if word, ok := runKeyWord("FIRE_KIND_BACKFILL"); ok {
+		t.Errorf("backfill gets the run key word %q, want the slot's key", word)
+	}
+	if word, ok := runKeyWord("FIRE_KIND_CHAINED"); !ok || word != "chained" {
+		t.Errorf("chained: %q, %v; want the run key word chained", word, ok)
+	}
+	// A kind added to the proto fails here until its rule is decided.
+	for _, name := range pb.FireKind_name {
+		_, byRun := runKeyWord(name)
+		if want := name == "FIRE_KIND_MANUAL" || name == "FIRE_KIND_CHAINED"; byRun != want {
+			t.Errorf("%s named by its run: %v, want %v", name, byRun, want)
+		}
+	}
+}
+
 type fixedExecutor struct{ name string }
 
 func (f fixedExecutor) Execute(context.Context, Attempt) Outcome {

@@ -162,7 +162,10 @@ type checker struct {
 	committed map[uint64][]commit
 	// effects counts applied attempts per idempotency key (job and slot).
 	effects map[slotKey]int
-	rep     Report
+	// manual holds the ids of the reference ledger's manual runs, whose
+	// idempotency key is their own, not their slot's.
+	manual map[string]bool
+	rep    Report
 }
 
 type slotKey struct {
@@ -186,7 +189,8 @@ type commit struct {
 }
 
 func newChecker(h *History, ledgers []NodeLedger) *checker {
-	c := &checker{h: h, ledgers: ledgers, jobs: map[string]JobInfo{}, committed: map[uint64][]commit{}, effects: map[slotKey]int{}}
+	c := &checker{h: h, ledgers: ledgers, jobs: map[string]JobInfo{}, committed: map[uint64][]commit{},
+		effects: map[slotKey]int{}, manual: map[string]bool{}}
 	for _, j := range h.Jobs {
 		c.jobs[j.Name] = j
 	}
@@ -197,6 +201,11 @@ func newChecker(h *History, ledgers []NodeLedger) *checker {
 	}
 	if c.ref != nil {
 		c.indexCommitted()
+		for _, r := range c.ref.Runs {
+			if r.Kind == KindManual {
+				c.manual[r.ID] = true
+			}
+		}
 	}
 	return c
 }
@@ -295,7 +304,7 @@ func (c *checker) checkSink() {
 			c.fail(RuleContract, "seq %d: request refused as malformed: %s", a.Seq, a.Detail)
 			continue
 		}
-		if want := a.Job + "/" + time.Unix(a.Slot, 0).UTC().Format(time.RFC3339); a.Key != want {
+		if want := runKey(a.Job, a.Slot, a.RunID, c.manual[a.RunID]); a.Key != want {
 			c.fail(RuleContract, "seq %d: Idempotency-Key %q, want %q", a.Seq, a.Key, want)
 		}
 		stale := a.Token < admitted[a.Job]

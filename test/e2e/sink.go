@@ -120,8 +120,9 @@ func (s *Sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err == nil && run.ScheduledAt.Nanosecond() != 0 {
 		err = fmt.Errorf("%s %s is not a whole second", fence.HeaderScheduledAt, fence.FormatScheduledAt(run.ScheduledAt))
 	}
-	if err == nil && run.IdempotencyKey != run.Job+"/"+run.ScheduledAt.UTC().Format(time.RFC3339) {
-		err = fmt.Errorf("%s %q does not name the run's job and slot", fence.HeaderIdempotencyKey, run.IdempotencyKey)
+	if err == nil && run.IdempotencyKey != runKey(run.Job, a.Slot, run.RunID, false) &&
+		run.IdempotencyKey != runKey(run.Job, a.Slot, run.RunID, true) {
+		err = fmt.Errorf("%s %q names neither the run's slot nor its id", fence.HeaderIdempotencyKey, run.IdempotencyKey)
 	}
 
 	a, code, delay := s.decide(r, run, a, err)
@@ -129,6 +130,15 @@ func (s *Sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain")
 	w.WriteHeader(code)
 	fmt.Fprintf(w, "%s\n", a.Outcome)
+}
+
+// runKey is the Idempotency-Key of a run (docs/fencing.md): its slot's,
+// or for a manual run one of its own.
+func runKey(job string, slot int64, runID string, manual bool) string {
+	if manual {
+		return fence.RunKey(job, "manual", runID)
+	}
+	return fence.SlotKey(job, time.Unix(slot, 0))
 }
 
 // decide records the request and its outcome, in order.

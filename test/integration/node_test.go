@@ -80,6 +80,13 @@ type node struct {
 	gains *gains
 	// acl is serve --acl: every call but health needs a token.
 	acl bool
+	// clock and now, if set, replace the scheduler's clock and the clock
+	// that stamps commands (server.Config.Clock and Now).
+	clock scheduler.Clock
+	now   func() time.Time
+	// join, if set, makes a fresh node join through these addresses
+	// instead of bootstrapping with peers.
+	join []string
 
 	// The running incarnation; nil when stopped.
 	srv  *server.Server
@@ -109,6 +116,9 @@ func (n *node) start(ln net.Listener) {
 		HTTPAddr:           "127.0.0.1:0",
 		DataDir:            n.dir,
 		Peers:              n.peers,
+		Join:               n.join,
+		Clock:              n.clock,
+		Now:                n.now,
 		HeartbeatTimeout:   heartbeat,
 		ElectionTimeout:    election,
 		LeaderLeaseTimeout: lease,
@@ -218,6 +228,17 @@ func (tc *testCluster) connected() []*node {
 	var out []*node
 	for _, n := range tc.nodes {
 		if n.running() && !n.iso.IsCut() {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// followersOf are the connected nodes but leader.
+func (tc *testCluster) followersOf(leader *node) []*node {
+	var out []*node
+	for _, n := range tc.connected() {
+		if n != leader {
 			out = append(out, n)
 		}
 	}

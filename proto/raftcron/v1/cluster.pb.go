@@ -39,8 +39,12 @@ type NodeStatus struct {
 	// The active cluster version: the command version whose rules the whole
 	// cluster applies, raised by the leader once every voter applies it.
 	ClusterVersion uint32 `protobuf:"varint,30,opt,name=cluster_version,json=clusterVersion,proto3" json:"cluster_version,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// What the cluster's runs did in the last hour (the current minute and
+	// the 59 before it), from the replicated counts, whatever the history
+	// limits keep. Counted from cluster version 2 on.
+	LastHour      *RunCounts `protobuf:"bytes,31,opt,name=last_hour,json=lastHour,proto3" json:"last_hour,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *NodeStatus) Reset() {
@@ -157,6 +161,13 @@ func (x *NodeStatus) GetClusterVersion() uint32 {
 	return 0
 }
 
+func (x *NodeStatus) GetLastHour() *RunCounts {
+	if x != nil {
+		return x.LastHour
+	}
+	return nil
+}
+
 type ServerRef struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -214,10 +225,17 @@ type Server struct {
 	Id      string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	Address string                 `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
 	// voter | nonvoter | staging
-	Suffrage      string `protobuf:"bytes,3,opt,name=suffrage,proto3" json:"suffrage,omitempty"`
-	Leader        bool   `protobuf:"varint,4,opt,name=leader,proto3" json:"leader,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Suffrage string `protobuf:"bytes,3,opt,name=suffrage,proto3" json:"suffrage,omitempty"`
+	Leader   bool   `protobuf:"varint,4,opt,name=leader,proto3" json:"leader,omitempty"`
+	// Whether the answering node hears from this server: "reachable", or
+	// "unreachable" once its last contact is older than the election
+	// timeout. The leader knows it of every server (its heartbeats fail); a
+	// follower of itself and of the leader only. Empty: unknown.
+	Contact string `protobuf:"bytes,5,opt,name=contact,proto3" json:"contact,omitempty"`
+	// When an unreachable server was last heard from, Unix ns; 0 if never.
+	LastContactUnixNano int64 `protobuf:"varint,6,opt,name=last_contact_unix_nano,json=lastContactUnixNano,proto3" json:"last_contact_unix_nano,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *Server) Reset() {
@@ -276,6 +294,20 @@ func (x *Server) GetLeader() bool {
 		return x.Leader
 	}
 	return false
+}
+
+func (x *Server) GetContact() string {
+	if x != nil {
+		return x.Contact
+	}
+	return ""
+}
+
+func (x *Server) GetLastContactUnixNano() int64 {
+	if x != nil {
+		return x.LastContactUnixNano
+	}
+	return 0
 }
 
 type GetStatusRequest struct {
@@ -618,7 +650,7 @@ var File_raftcron_v1_cluster_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_cluster_proto_rawDesc = "" +
 	"\n" +
-	"\x19raftcron/v1/cluster.proto\x12\vraftcron.v1\"\xa4\x03\n" +
+	"\x19raftcron/v1/cluster.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/run.proto\"\xd9\x03\n" +
 	"\n" +
 	"NodeStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
@@ -633,15 +665,18 @@ const file_raftcron_v1_cluster_proto_rawDesc = "" +
 	"\aaddress\x18\n" +
 	" \x01(\tR\aaddress\x12'\n" +
 	"\x0fcommand_version\x18\v \x01(\rR\x0ecommandVersion\x12'\n" +
-	"\x0fcluster_version\x18\x1e \x01(\rR\x0eclusterVersion\"5\n" +
+	"\x0fcluster_version\x18\x1e \x01(\rR\x0eclusterVersion\x123\n" +
+	"\tlast_hour\x18\x1f \x01(\v2\x16.raftcron.v1.RunCountsR\blastHour\"5\n" +
 	"\tServerRef\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
-	"\aaddress\x18\x02 \x01(\tR\aaddress\"f\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress\"\xb5\x01\n" +
 	"\x06Server\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x1a\n" +
 	"\bsuffrage\x18\x03 \x01(\tR\bsuffrage\x12\x16\n" +
-	"\x06leader\x18\x04 \x01(\bR\x06leader\"\x12\n" +
+	"\x06leader\x18\x04 \x01(\bR\x06leader\x12\x18\n" +
+	"\acontact\x18\x05 \x01(\tR\acontact\x123\n" +
+	"\x16last_contact_unix_nano\x18\x06 \x01(\x03R\x13lastContactUnixNano\"\x12\n" +
 	"\x10GetStatusRequest\"D\n" +
 	"\x11GetStatusResponse\x12/\n" +
 	"\x06status\x18\x01 \x01(\v2\x17.raftcron.v1.NodeStatusR\x06status\":\n" +
@@ -688,25 +723,27 @@ var file_raftcron_v1_cluster_proto_goTypes = []any{
 	(*RemoveNodeResponse)(nil),         // 8: raftcron.v1.RemoveNodeResponse
 	(*TransferLeadershipRequest)(nil),  // 9: raftcron.v1.TransferLeadershipRequest
 	(*TransferLeadershipResponse)(nil), // 10: raftcron.v1.TransferLeadershipResponse
+	(*RunCounts)(nil),                  // 11: raftcron.v1.RunCounts
 }
 var file_raftcron_v1_cluster_proto_depIdxs = []int32{
 	1,  // 0: raftcron.v1.NodeStatus.leader:type_name -> raftcron.v1.ServerRef
 	2,  // 1: raftcron.v1.NodeStatus.servers:type_name -> raftcron.v1.Server
-	0,  // 2: raftcron.v1.GetStatusResponse.status:type_name -> raftcron.v1.NodeStatus
-	1,  // 3: raftcron.v1.TransferLeadershipResponse.leader:type_name -> raftcron.v1.ServerRef
-	3,  // 4: raftcron.v1.ClusterService.GetStatus:input_type -> raftcron.v1.GetStatusRequest
-	5,  // 5: raftcron.v1.ClusterService.AddNode:input_type -> raftcron.v1.AddNodeRequest
-	7,  // 6: raftcron.v1.ClusterService.RemoveNode:input_type -> raftcron.v1.RemoveNodeRequest
-	9,  // 7: raftcron.v1.ClusterService.TransferLeadership:input_type -> raftcron.v1.TransferLeadershipRequest
-	4,  // 8: raftcron.v1.ClusterService.GetStatus:output_type -> raftcron.v1.GetStatusResponse
-	6,  // 9: raftcron.v1.ClusterService.AddNode:output_type -> raftcron.v1.AddNodeResponse
-	8,  // 10: raftcron.v1.ClusterService.RemoveNode:output_type -> raftcron.v1.RemoveNodeResponse
-	10, // 11: raftcron.v1.ClusterService.TransferLeadership:output_type -> raftcron.v1.TransferLeadershipResponse
-	8,  // [8:12] is the sub-list for method output_type
-	4,  // [4:8] is the sub-list for method input_type
-	4,  // [4:4] is the sub-list for extension type_name
-	4,  // [4:4] is the sub-list for extension extendee
-	0,  // [0:4] is the sub-list for field type_name
+	11, // 2: raftcron.v1.NodeStatus.last_hour:type_name -> raftcron.v1.RunCounts
+	0,  // 3: raftcron.v1.GetStatusResponse.status:type_name -> raftcron.v1.NodeStatus
+	1,  // 4: raftcron.v1.TransferLeadershipResponse.leader:type_name -> raftcron.v1.ServerRef
+	3,  // 5: raftcron.v1.ClusterService.GetStatus:input_type -> raftcron.v1.GetStatusRequest
+	5,  // 6: raftcron.v1.ClusterService.AddNode:input_type -> raftcron.v1.AddNodeRequest
+	7,  // 7: raftcron.v1.ClusterService.RemoveNode:input_type -> raftcron.v1.RemoveNodeRequest
+	9,  // 8: raftcron.v1.ClusterService.TransferLeadership:input_type -> raftcron.v1.TransferLeadershipRequest
+	4,  // 9: raftcron.v1.ClusterService.GetStatus:output_type -> raftcron.v1.GetStatusResponse
+	6,  // 10: raftcron.v1.ClusterService.AddNode:output_type -> raftcron.v1.AddNodeResponse
+	8,  // 11: raftcron.v1.ClusterService.RemoveNode:output_type -> raftcron.v1.RemoveNodeResponse
+	10, // 12: raftcron.v1.ClusterService.TransferLeadership:output_type -> raftcron.v1.TransferLeadershipResponse
+	9,  // [9:13] is the sub-list for method output_type
+	5,  // [5:9] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_cluster_proto_init() }
@@ -714,6 +751,7 @@ func file_raftcron_v1_cluster_proto_init() {
 	if File_raftcron_v1_cluster_proto != nil {
 		return
 	}
+	file_raftcron_v1_run_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

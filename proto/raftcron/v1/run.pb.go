@@ -447,6 +447,69 @@ func (x *Run) GetMissedCount() uint64 {
 	return 0
 }
 
+// RunCounts counts runs: fired (a manual trigger or a slot dispatched,
+// retries not counted again), finished failed (failed, fenced,
+// deadline_exceeded, or unknown after a failover), and slots missed.
+type RunCounts struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Fires         uint64                 `protobuf:"varint,1,opt,name=fires,proto3" json:"fires,omitempty"`
+	Failures      uint64                 `protobuf:"varint,2,opt,name=failures,proto3" json:"failures,omitempty"`
+	Missed        uint64                 `protobuf:"varint,3,opt,name=missed,proto3" json:"missed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunCounts) Reset() {
+	*x = RunCounts{}
+	mi := &file_raftcron_v1_run_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunCounts) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunCounts) ProtoMessage() {}
+
+func (x *RunCounts) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_run_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunCounts.ProtoReflect.Descriptor instead.
+func (*RunCounts) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_run_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *RunCounts) GetFires() uint64 {
+	if x != nil {
+		return x.Fires
+	}
+	return 0
+}
+
+func (x *RunCounts) GetFailures() uint64 {
+	if x != nil {
+		return x.Failures
+	}
+	return 0
+}
+
+func (x *RunCounts) GetMissed() uint64 {
+	if x != nil {
+		return x.Missed
+	}
+	return 0
+}
+
 var File_raftcron_v1_run_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_run_proto_rawDesc = "" +
@@ -483,7 +546,11 @@ const file_raftcron_v1_run_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\f \x01(\tR\trequestId\x12$\n" +
 	"\x0elast_slot_unix\x18\r \x01(\x03R\flastSlotUnix\x12!\n" +
-	"\fmissed_count\x18\x0e \x01(\x04R\vmissedCount*\x9d\x02\n" +
+	"\fmissed_count\x18\x0e \x01(\x04R\vmissedCount\"U\n" +
+	"\tRunCounts\x12\x14\n" +
+	"\x05fires\x18\x01 \x01(\x04R\x05fires\x12\x1a\n" +
+	"\bfailures\x18\x02 \x01(\x04R\bfailures\x12\x16\n" +
+	"\x06missed\x18\x03 \x01(\x04R\x06missed*\x9d\x02\n" +
 	"\bRunState\x12\x19\n" +
 	"\x15RUN_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14RUN_STATE_DISPATCHED\x10\x01\x12\x17\n" +
@@ -518,12 +585,13 @@ func file_raftcron_v1_run_proto_rawDescGZIP() []byte {
 }
 
 var file_raftcron_v1_run_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_raftcron_v1_run_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_raftcron_v1_run_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
 var file_raftcron_v1_run_proto_goTypes = []any{
-	(RunState)(0),   // 0: raftcron.v1.RunState
-	(FireKind)(0),   // 1: raftcron.v1.FireKind
-	(*Attempt)(nil), // 2: raftcron.v1.Attempt
-	(*Run)(nil),     // 3: raftcron.v1.Run
+	(RunState)(0),     // 0: raftcron.v1.RunState
+	(FireKind)(0),     // 1: raftcron.v1.FireKind
+	(*Attempt)(nil),   // 2: raftcron.v1.Attempt
+	(*Run)(nil),       // 3: raftcron.v1.Run
+	(*RunCounts)(nil), // 4: raftcron.v1.RunCounts
 }
 var file_raftcron_v1_run_proto_depIdxs = []int32{
 	1, // 0: raftcron.v1.Attempt.kind:type_name -> raftcron.v1.FireKind
@@ -549,7 +617,7 @@ func file_raftcron_v1_run_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_raftcron_v1_run_proto_rawDesc), len(file_raftcron_v1_run_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   2,
+			NumMessages:   3,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

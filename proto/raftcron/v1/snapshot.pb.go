@@ -48,8 +48,12 @@ type SnapshotHeader struct {
 	// The active cluster version; absent (0) means 1, the version of the
 	// builds from before it existed.
 	ClusterVersion uint32 `protobuf:"varint,30,opt,name=cluster_version,json=clusterVersion,proto3" json:"cluster_version,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The runs fired, failed and missed in each minute of the last hour that
+	// had any, oldest first: statistics for status, which nothing the state
+	// machine decides reads.
+	RunCounts     []*MinuteRunCounts `protobuf:"bytes,31,rep,name=run_counts,json=runCounts,proto3" json:"run_counts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SnapshotHeader) Reset() {
@@ -166,6 +170,68 @@ func (x *SnapshotHeader) GetClusterVersion() uint32 {
 	return 0
 }
 
+func (x *SnapshotHeader) GetRunCounts() []*MinuteRunCounts {
+	if x != nil {
+		return x.RunCounts
+	}
+	return nil
+}
+
+// MinuteRunCounts is what the runs did in one minute, by the times the
+// leader stamped into the entries.
+type MinuteRunCounts struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The minute's start, Unix seconds.
+	MinuteUnix    int64      `protobuf:"varint,1,opt,name=minute_unix,json=minuteUnix,proto3" json:"minute_unix,omitempty"`
+	Counts        *RunCounts `protobuf:"bytes,2,opt,name=counts,proto3" json:"counts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MinuteRunCounts) Reset() {
+	*x = MinuteRunCounts{}
+	mi := &file_raftcron_v1_snapshot_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MinuteRunCounts) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MinuteRunCounts) ProtoMessage() {}
+
+func (x *MinuteRunCounts) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_snapshot_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MinuteRunCounts.ProtoReflect.Descriptor instead.
+func (*MinuteRunCounts) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_snapshot_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *MinuteRunCounts) GetMinuteUnix() int64 {
+	if x != nil {
+		return x.MinuteUnix
+	}
+	return 0
+}
+
+func (x *MinuteRunCounts) GetCounts() *RunCounts {
+	if x != nil {
+		return x.Counts
+	}
+	return nil
+}
+
 type SnapshotRecord struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Record:
@@ -182,7 +248,7 @@ type SnapshotRecord struct {
 
 func (x *SnapshotRecord) Reset() {
 	*x = SnapshotRecord{}
-	mi := &file_raftcron_v1_snapshot_proto_msgTypes[1]
+	mi := &file_raftcron_v1_snapshot_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -194,7 +260,7 @@ func (x *SnapshotRecord) String() string {
 func (*SnapshotRecord) ProtoMessage() {}
 
 func (x *SnapshotRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_snapshot_proto_msgTypes[1]
+	mi := &file_raftcron_v1_snapshot_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -207,7 +273,7 @@ func (x *SnapshotRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotRecord.ProtoReflect.Descriptor instead.
 func (*SnapshotRecord) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_snapshot_proto_rawDescGZIP(), []int{1}
+	return file_raftcron_v1_snapshot_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *SnapshotRecord) GetRecord() isSnapshotRecord_Record {
@@ -316,7 +382,7 @@ type AuditEntry struct {
 
 func (x *AuditEntry) Reset() {
 	*x = AuditEntry{}
-	mi := &file_raftcron_v1_snapshot_proto_msgTypes[2]
+	mi := &file_raftcron_v1_snapshot_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -328,7 +394,7 @@ func (x *AuditEntry) String() string {
 func (*AuditEntry) ProtoMessage() {}
 
 func (x *AuditEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_snapshot_proto_msgTypes[2]
+	mi := &file_raftcron_v1_snapshot_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -341,7 +407,7 @@ func (x *AuditEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditEntry.ProtoReflect.Descriptor instead.
 func (*AuditEntry) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_snapshot_proto_rawDescGZIP(), []int{2}
+	return file_raftcron_v1_snapshot_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *AuditEntry) GetRecord() *AuditRecord {
@@ -384,7 +450,7 @@ type Tombstone struct {
 
 func (x *Tombstone) Reset() {
 	*x = Tombstone{}
-	mi := &file_raftcron_v1_snapshot_proto_msgTypes[3]
+	mi := &file_raftcron_v1_snapshot_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -396,7 +462,7 @@ func (x *Tombstone) String() string {
 func (*Tombstone) ProtoMessage() {}
 
 func (x *Tombstone) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_snapshot_proto_msgTypes[3]
+	mi := &file_raftcron_v1_snapshot_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -409,7 +475,7 @@ func (x *Tombstone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tombstone.ProtoReflect.Descriptor instead.
 func (*Tombstone) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_snapshot_proto_rawDescGZIP(), []int{3}
+	return file_raftcron_v1_snapshot_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Tombstone) GetName() string {
@@ -430,7 +496,7 @@ var File_raftcron_v1_snapshot_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_snapshot_proto_rawDesc = "" +
 	"\n" +
-	"\x1araftcron/v1/snapshot.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/acl.proto\x1a\x17raftcron/v1/audit.proto\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\"\xcd\x03\n" +
+	"\x1araftcron/v1/snapshot.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/acl.proto\x1a\x17raftcron/v1/audit.proto\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\"\x8a\x04\n" +
 	"\x0eSnapshotHeader\x12%\n" +
 	"\x0eformat_version\x18\x01 \x01(\rR\rformatVersion\x12'\n" +
 	"\x0ffencing_counter\x18\x02 \x01(\x04R\x0efencingCounter\x12\x1b\n" +
@@ -445,7 +511,13 @@ const file_raftcron_v1_snapshot_proto_rawDesc = "" +
 	"\taudit_seq\x18\x17 \x01(\x04R\bauditSeq\x12\x1f\n" +
 	"\vaudit_count\x18\x18 \x01(\x04R\n" +
 	"auditCount\x12'\n" +
-	"\x0fcluster_version\x18\x1e \x01(\rR\x0eclusterVersion\"\x85\x02\n" +
+	"\x0fcluster_version\x18\x1e \x01(\rR\x0eclusterVersion\x12;\n" +
+	"\n" +
+	"run_counts\x18\x1f \x03(\v2\x1c.raftcron.v1.MinuteRunCountsR\trunCounts\"b\n" +
+	"\x0fMinuteRunCounts\x12\x1f\n" +
+	"\vminute_unix\x18\x01 \x01(\x03R\n" +
+	"minuteUnix\x12.\n" +
+	"\x06counts\x18\x02 \x01(\v2\x16.raftcron.v1.RunCountsR\x06counts\"\x85\x02\n" +
 	"\x0eSnapshotRecord\x12$\n" +
 	"\x03job\x18\x01 \x01(\v2\x10.raftcron.v1.JobH\x00R\x03job\x126\n" +
 	"\ttombstone\x18\x02 \x01(\v2\x16.raftcron.v1.TombstoneH\x00R\ttombstone\x12$\n" +
@@ -479,33 +551,37 @@ func file_raftcron_v1_snapshot_proto_rawDescGZIP() []byte {
 	return file_raftcron_v1_snapshot_proto_rawDescData
 }
 
-var file_raftcron_v1_snapshot_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_raftcron_v1_snapshot_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_raftcron_v1_snapshot_proto_goTypes = []any{
-	(*SnapshotHeader)(nil), // 0: raftcron.v1.SnapshotHeader
-	(*SnapshotRecord)(nil), // 1: raftcron.v1.SnapshotRecord
-	(*AuditEntry)(nil),     // 2: raftcron.v1.AuditEntry
-	(*Tombstone)(nil),      // 3: raftcron.v1.Tombstone
-	(*Job)(nil),            // 4: raftcron.v1.Job
-	(*Run)(nil),            // 5: raftcron.v1.Run
-	(*AclToken)(nil),       // 6: raftcron.v1.AclToken
-	(*AuditRecord)(nil),    // 7: raftcron.v1.AuditRecord
-	(*JobSpec)(nil),        // 8: raftcron.v1.JobSpec
+	(*SnapshotHeader)(nil),  // 0: raftcron.v1.SnapshotHeader
+	(*MinuteRunCounts)(nil), // 1: raftcron.v1.MinuteRunCounts
+	(*SnapshotRecord)(nil),  // 2: raftcron.v1.SnapshotRecord
+	(*AuditEntry)(nil),      // 3: raftcron.v1.AuditEntry
+	(*Tombstone)(nil),       // 4: raftcron.v1.Tombstone
+	(*RunCounts)(nil),       // 5: raftcron.v1.RunCounts
+	(*Job)(nil),             // 6: raftcron.v1.Job
+	(*Run)(nil),             // 7: raftcron.v1.Run
+	(*AclToken)(nil),        // 8: raftcron.v1.AclToken
+	(*AuditRecord)(nil),     // 9: raftcron.v1.AuditRecord
+	(*JobSpec)(nil),         // 10: raftcron.v1.JobSpec
 }
 var file_raftcron_v1_snapshot_proto_depIdxs = []int32{
-	4, // 0: raftcron.v1.SnapshotRecord.job:type_name -> raftcron.v1.Job
-	3, // 1: raftcron.v1.SnapshotRecord.tombstone:type_name -> raftcron.v1.Tombstone
-	5, // 2: raftcron.v1.SnapshotRecord.run:type_name -> raftcron.v1.Run
-	6, // 3: raftcron.v1.SnapshotRecord.acl_token:type_name -> raftcron.v1.AclToken
-	2, // 4: raftcron.v1.SnapshotRecord.audit:type_name -> raftcron.v1.AuditEntry
-	7, // 5: raftcron.v1.AuditEntry.record:type_name -> raftcron.v1.AuditRecord
-	8, // 6: raftcron.v1.AuditEntry.spec_before:type_name -> raftcron.v1.JobSpec
-	8, // 7: raftcron.v1.AuditEntry.spec_after:type_name -> raftcron.v1.JobSpec
-	6, // 8: raftcron.v1.AuditEntry.token:type_name -> raftcron.v1.AclToken
-	9, // [9:9] is the sub-list for method output_type
-	9, // [9:9] is the sub-list for method input_type
-	9, // [9:9] is the sub-list for extension type_name
-	9, // [9:9] is the sub-list for extension extendee
-	0, // [0:9] is the sub-list for field type_name
+	1,  // 0: raftcron.v1.SnapshotHeader.run_counts:type_name -> raftcron.v1.MinuteRunCounts
+	5,  // 1: raftcron.v1.MinuteRunCounts.counts:type_name -> raftcron.v1.RunCounts
+	6,  // 2: raftcron.v1.SnapshotRecord.job:type_name -> raftcron.v1.Job
+	4,  // 3: raftcron.v1.SnapshotRecord.tombstone:type_name -> raftcron.v1.Tombstone
+	7,  // 4: raftcron.v1.SnapshotRecord.run:type_name -> raftcron.v1.Run
+	8,  // 5: raftcron.v1.SnapshotRecord.acl_token:type_name -> raftcron.v1.AclToken
+	3,  // 6: raftcron.v1.SnapshotRecord.audit:type_name -> raftcron.v1.AuditEntry
+	9,  // 7: raftcron.v1.AuditEntry.record:type_name -> raftcron.v1.AuditRecord
+	10, // 8: raftcron.v1.AuditEntry.spec_before:type_name -> raftcron.v1.JobSpec
+	10, // 9: raftcron.v1.AuditEntry.spec_after:type_name -> raftcron.v1.JobSpec
+	8,  // 10: raftcron.v1.AuditEntry.token:type_name -> raftcron.v1.AclToken
+	11, // [11:11] is the sub-list for method output_type
+	11, // [11:11] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_snapshot_proto_init() }
@@ -517,7 +593,7 @@ func file_raftcron_v1_snapshot_proto_init() {
 	file_raftcron_v1_audit_proto_init()
 	file_raftcron_v1_job_proto_init()
 	file_raftcron_v1_run_proto_init()
-	file_raftcron_v1_snapshot_proto_msgTypes[1].OneofWrappers = []any{
+	file_raftcron_v1_snapshot_proto_msgTypes[2].OneofWrappers = []any{
 		(*SnapshotRecord_Job)(nil),
 		(*SnapshotRecord_Tombstone)(nil),
 		(*SnapshotRecord_Run)(nil),
@@ -530,7 +606,7 @@ func file_raftcron_v1_snapshot_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_raftcron_v1_snapshot_proto_rawDesc), len(file_raftcron_v1_snapshot_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   4,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

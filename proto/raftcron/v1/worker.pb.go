@@ -685,7 +685,9 @@ type WorkerAttempt struct {
 	// 1-based within the run.
 	Attempt uint32 `protobuf:"varint,4,opt,name=attempt,proto3" json:"attempt,omitempty"`
 	Token   uint64 `protobuf:"varint,5,opt,name=token,proto3" json:"token,omitempty"`
-	// "<job>/<scheduled-at>", the same for every attempt of the run.
+	// The run's key: "<job>/<scheduled-at>" for a slot of the schedule,
+	// "<job>/manual/<run id>" for a manual run (docs/fencing.md). The same for
+	// every attempt of the run, and no other run's.
 	IdempotencyKey string `protobuf:"bytes,6,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
 	// Set when the cluster signs its dispatches (DESIGN §11); empty otherwise.
 	Signature string        `protobuf:"bytes,7,opt,name=signature,proto3" json:"signature,omitempty"`

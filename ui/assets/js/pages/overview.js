@@ -1,15 +1,15 @@
 // Overview: the answering node and its view of the cluster, the fencing
-// counter, and what the runs of the last hour did.
+// counter, and what the runs of the last hour did (the cluster's replicated
+// counts, in /status: every run, not only those the history limits keep).
 import { html, useEffect, useState } from '../../vendor/preact-htm.js';
 import { get } from '../api.js';
 import { ErrorNote, StateBadge, Token } from '../components.js';
-import { hasNano, isFailure, isOpen, nanoDate } from '../format.js';
+import { isOpen } from '../format.js';
 import { useRuns } from '../store.js';
 
 // The node's state changes with every commit; a glance every few seconds is
 // what an operator reads. Runs arrive live.
 const STATUS_EVERY = 5000;
-const HOUR = 3600 * 1000;
 
 const version = document.querySelector('meta[name="raftcron-version"]')?.content || '';
 
@@ -39,19 +39,6 @@ function useStatus() {
   return [status, error];
 }
 
-// lastHour counts the known runs of the last hour.
-export function lastHour(all, now = Date.now()) {
-  const out = { fires: 0, failures: 0, missed: 0, inFlight: 0 };
-  for (const r of all) {
-    if (isOpen(r)) out.inFlight++;
-    if (!hasNano(r.created_at_unix_nano) || now - nanoDate(r.created_at_unix_nano).getTime() > HOUR) continue;
-    if (r.state === 'RUN_STATE_MISSED') out.missed += Number(r.missed_count || 1);
-    else out.fires++;
-    if (isFailure(r.state)) out.failures++;
-  }
-  return out;
-}
-
 function Stat({ label, value, tone }) {
   return html`<div class="stat ${tone || ''}"><dt>${label}</dt><dd>${value ?? '—'}</dd></div>`;
 }
@@ -59,19 +46,20 @@ function Stat({ label, value, tone }) {
 export function Overview() {
   const [st, error] = useStatus();
   const store = useRuns();
-  const counts = lastHour(store.all());
+  const open = store.all().filter(isOpen);
   const s = st || {};
+  const hour = s.last_hour || {};
   return html`<section aria-labelledby="ov-title">
     <h1 id="ov-title">Overview</h1>
     <${ErrorNote} error=${error} />
     <dl class="stats">
       <${Stat} label="Fencing counter" value=${st && html`<${Token} value=${String(s.fencing_token ?? 0)} />`} />
-      <${Stat} label="Runs in flight" value=${counts.inFlight} tone=${counts.inFlight ? 'busy' : ''} />
-      <${Stat} label="Fires, last hour" value=${counts.fires} />
-      <${Stat} label="Failures, last hour" value=${counts.failures} tone=${counts.failures ? 'bad' : ''} />
-      <${Stat} label="Missed, last hour" value=${counts.missed} tone=${counts.missed ? 'warn' : ''} />
+      <${Stat} label="Runs in flight" value=${open.length} tone=${open.length ? 'busy' : ''} />
+      <${Stat} label="Fires, last hour" value=${hour.fires} />
+      <${Stat} label="Failures, last hour" value=${hour.failures} tone=${hour.failures ? 'bad' : ''} />
+      <${Stat} label="Missed, last hour" value=${hour.missed} tone=${hour.missed ? 'warn' : ''} />
     </dl>
-    <p class="muted small">Counted over the newest runs this page has seen (up to 1,000 listed, then live).</p>
+    <p class="muted small">Every run of the last hour, from the cluster's own counts (history limits prune none of them).</p>
 
     <h2>This node</h2>
     <dl class="facts">
@@ -87,22 +75,34 @@ export function Overview() {
 
     <h2>Nodes</h2>
     <div class="scroll">
-      <table>
-        <thead><tr><th scope="col">Node</th><th scope="col">Address</th><th scope="col">Role</th><th scope="col">Suffrage</th></tr></thead>
+      <table class="nodes">
+        <thead><tr><th scope="col">Node</th><th scope="col">Address</th><th scope="col">Role</th><th scope="col">Suffrage</th><th scope="col">Contact</th></tr></thead>
         <tbody>
           ${(s.servers || []).map((n) => html`<tr key=${n.id}>
             <th scope="row">${n.id}${n.id === s.id ? html` <span class="muted">(this node)</span>` : ''}</th>
             <td>${n.address}</td>
             <td>${n.leader ? html`<span class="badge ok">leader</span>` : n.id === s.id ? s.state : 'not leader'}</td>
             <td>${n.suffrage}</td>
+            <td><${Contact} server=${n} /></td>
           </tr>`)}
         </tbody>
       </table>
     </div>
 
     <h2>Runs in flight</h2>
-    <${InFlight} runs=${store.all().filter(isOpen)} />
+    <${InFlight} runs=${open} />
   </section>`;
+}
+
+// Contact is whether the answering node hears from a server: the leader
+// knows it of every server, a follower of itself and the leader only.
+export function Contact({ server }) {
+  if (server.contact === 'unreachable') {
+    const last = server.last_contact ? `last heard from ${new Date(server.last_contact).toLocaleString()}` : 'never heard from';
+    return html`<span class="badge bad" title=${last}>unreachable</span>`;
+  }
+  if (server.contact === 'reachable') return html`<span class="badge ok">reachable</span>`;
+  return html`<span class="muted" title="Only the leader hears from every node">unknown here</span>`;
 }
 
 function InFlight({ runs }) {
