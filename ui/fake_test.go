@@ -117,7 +117,7 @@ func (f *fakeNode) runService(t *testing.T) pb.RunServiceClient {
 		}
 		return h(srv, ss)
 	}))
-	pb.RegisterRunServiceServer(gs, api.NewRunService(noBarrier{}, f, f.hub))
+	pb.RegisterRunServiceServer(gs, api.NewRunService(api.Deps{Barrier: noBarrier{}, Ledger: f, Hub: f.hub}))
 	go func() { _ = gs.Serve(lis) }()
 	conn, err := grpc.NewClient("passthrough:///fake",
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),

@@ -127,10 +127,10 @@ func start(t *testing.T) *env {
 	auth := api.NewAuthorizer(api.AuthConfig{Enabled: true, Tokens: n.state})
 	gs := grpc.NewServer(grpc.ChainUnaryInterceptor(api.RecoveryInterceptor(nil), tk.intercept, auth.Unary()))
 	audit := api.NewAuditSwitch(n, n.state, api.DefaultAuditLimit, nil, nil)
-	jobs := api.NewJobServiceWith(api.JobServiceConfig{Store: n, Registry: n.state, Triggerer: n, Audit: audit})
-	api.Register(gs, jobs, api.NewClusterService(cluster{}, n.state),
-		api.WithRunService(api.NewRunServiceWith(api.RunServiceConfig{Barrier: n, Ledger: n.state, Store: n, Audit: audit})),
-		api.WithAuditService(api.NewAuditService(n, n.state)))
+	d := api.Deps{Store: n, Registry: n.state, Ledger: n.state, AuditLog: n.state, Cluster: cluster{}, Triggerer: n, Audit: audit}
+	api.Register(gs, api.Services{
+		Jobs: api.NewJobService(d), Cluster: api.NewClusterService(d), Runs: api.NewRunService(d), Audit: api.NewAuditService(d),
+	})
 	in, err := gateway.NewInProcess()
 	if err != nil {
 		t.Fatal(err)
