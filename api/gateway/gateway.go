@@ -18,7 +18,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/encoding/protojson"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
@@ -50,11 +49,9 @@ func New(ctx context.Context, conn grpc.ClientConnInterface, version string) (ht
 		return nil, err
 	}
 	mux := runtime.NewServeMux(
-		runtime.WithMarshalerOption(runtime.MIMEWildcard, &runtime.JSONPb{
-			// Field names as in the job file and /status: snake_case.
-			MarshalOptions:   protojson.MarshalOptions{UseProtoNames: true},
-			UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: false},
-		}),
+		// Field names as in the job file and /status: snake_case; job specs
+		// in the job file's form.
+		runtime.WithMarshalerOption(runtime.MIMEWildcard, NewMarshaler()),
 		// Authorization passes on its own; nothing else of the request
 		// becomes metadata, so an HTTP client can set no more than a gRPC
 		// client could.
@@ -74,7 +71,7 @@ func New(ctx context.Context, conn grpc.ClientConnInterface, version string) (ht
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(doc)
 	})
-	h.Handle(Prefix, sameOrigin(mux, limitBody(checkPutName(mux, mux))))
+	h.Handle(Prefix, sameOrigin(mux, limitBody(checkPutBody(mux, mux))))
 	return h, nil
 }
 

@@ -116,6 +116,7 @@ type env struct {
 	t      *testing.T
 	url    string
 	tokens *tokens
+	node   *node
 }
 
 func start(t *testing.T) *env {
@@ -146,7 +147,7 @@ func start(t *testing.T) *env {
 		gs.Stop()
 		_ = in.Close()
 	})
-	return &env{t: t, url: hs.URL, tokens: tk}
+	return &env{t: t, url: hs.URL, tokens: tk, node: n}
 }
 
 // do sends one request (body "" for none) as "Bearer <token>" unless token
@@ -223,7 +224,7 @@ func TestJobRoutes(t *testing.T) {
 	e := start(t)
 	doc := e.ok("PUT", "/v1/jobs/billing", billing)
 	if dig(doc, "created") != true || dig(doc, "job", "spec", "name") != "billing" || dig(doc, "job", "version") != "1" ||
-		dig(doc, "job", "spec", "catchup", "window") != "60s" {
+		dig(doc, "job", "spec", "catchup", "window") != "1m0s" {
 		t.Fatalf("PUT /v1/jobs/billing: %v, want the created job, snake_case, defaults filled in", doc)
 	}
 	if doc := e.ok("PUT", "/v1/jobs/billing", billing); dig(doc, "changed") != nil {
