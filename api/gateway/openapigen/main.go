@@ -2,7 +2,7 @@
 // Swagger 2.0 document protoc-gen-openapiv2 generates from the same routes
 // (proto/raftcron/v1/gateway.yaml). `make proto` runs it; api/gateway
 // embeds what it writes. It converts with kin-openapi, then makes the
-// document say what the gateway does (DESIGN.md beside this file): a
+// document say what the gateway does (api/gateway/DESIGN.md): a
 // bearer token on every call, one path per resource, errors as
 // google.rpc.Status, job specs in the job file's form. Its output depends
 // on its input only, so regenerating changes nothing unless a route or a
