@@ -40,7 +40,13 @@ type fileSchemas struct {
 	done map[string]bool
 }
 
-func (w *fileSchemas) schema(name string) (obj, error) {
+// claim returns the schema name to rewrite, or nil if it was rewritten
+// already.
+func (w *fileSchemas) claim(name string) (obj, error) {
+	if w.done[name] {
+		return nil, nil
+	}
+	w.done[name] = true
 	s, ok := w.schemas[name].(obj)
 	if !ok {
 		return nil, fmt.Errorf("no schema %s", name)
@@ -50,12 +56,8 @@ func (w *fileSchemas) schema(name string) (obj, error) {
 
 // message rewrites the schema name, of a message md, and what it holds.
 func (w *fileSchemas) message(name string, md protoreflect.MessageDescriptor) error {
-	if w.done[name] {
-		return nil
-	}
-	w.done[name] = true
-	s, err := w.schema(name)
-	if err != nil {
+	s, err := w.claim(name)
+	if s == nil {
 		return err
 	}
 	props := dig(s, "properties")
@@ -118,12 +120,8 @@ func (w *fileSchemas) value(s obj, fd protoreflect.FieldDescriptor) error {
 // enum lists the file names of an enum's values but the zero value's,
 // which is an absent field.
 func (w *fileSchemas) enum(name string, fd protoreflect.FieldDescriptor) error {
-	if w.done[name] {
-		return nil
-	}
-	w.done[name] = true
-	s, err := w.schema(name)
-	if err != nil {
+	s, err := w.claim(name)
+	if s == nil {
 		return err
 	}
 	var names []any
