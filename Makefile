@@ -14,7 +14,7 @@ GRPC_GATEWAY_VERSION   := v2.33.0
 TEST_TIMEOUT ?= 10m
 E2E_TIMEOUT  ?= 15m
 
-.PHONY: build test clients-test e2e-long run proto proto-tools lint bench bench-quick clean image image-test helm-tool grpcurl-tool
+.PHONY: build test clients-test e2e-long run proto proto-tools openapi-tools lint bench bench-quick clean image image-test helm-tool grpcurl-tool
 
 build:
 	$(GO) build -tags $(TAGS) -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/node
@@ -27,8 +27,9 @@ build:
 # policy, signed dispatches; grpcurl from `make grpcurl-tool` when present),
 # the leader's disk stalled and failing (strace, when root), the recovery of
 # a survivor after the quorum is lost, and the rolling upgrade from the
-# previous release.
-test: build
+# previous release. The OpenAPI tools are for the generated-client test
+# (server: a TypeScript client of /v1/openapi.json against a real node).
+test: build openapi-tools
 	$(GO) vet -tags $(TAGS) ./...
 	$(GO) vet -tags $(TAGS),e2e ./test/e2e/
 	$(GO) vet -tags $(TAGS),failpoints ./...
@@ -61,15 +62,31 @@ proto-tools:
 	GOBIN=$(TOOLS) $(GO) install github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-openapiv2@$(GRPC_GATEWAY_VERSION)
 
 # Go code, the HTTP gateway (routes in proto/raftcron/v1/gateway.yaml) and
-# the OpenAPI document api/gateway embeds.
+# the OpenAPI 3 document api/gateway embeds: buf writes Swagger 2.0 under
+# bin/openapi, which openapigen converts.
 proto: proto-tools
 	cd proto && PATH=$(TOOLS):$$PATH buf lint && PATH=$(TOOLS):$$PATH buf generate
+	$(GO) run ./api/gateway/openapigen -in bin/openapi/openapi.swagger.json -out api/gateway/openapi.json
+
+# The OpenAPI linter (@redocly/cli) and the TypeScript client generator
+# (openapi-typescript, openapi-fetch, typescript), from the npm registry at
+# the versions tools/openapi/package-lock.json pins; node_modules stay
+# under bin/, out of the Go module's tree.
+OPENAPI_TOOLS := $(TOOLS)/openapi
+openapi-tools: $(OPENAPI_TOOLS)/node_modules/.package-lock.json
+
+$(OPENAPI_TOOLS)/node_modules/.package-lock.json: tools/openapi/package.json tools/openapi/package-lock.json
+	mkdir -p $(OPENAPI_TOOLS)
+	cp tools/openapi/package.json tools/openapi/package-lock.json $(OPENAPI_TOOLS)/
+	cd $(OPENAPI_TOOLS) && npm ci --no-audit --no-fund
 
 # gofmt, vet, buf lint, go.mod/go.sum exactly as `go mod tidy` leaves
-# them (so a direct dependency is never marked indirect), and no compiled
-# program among the tracked files (one carries the paths it was built in).
-# Installs buf on first use, so a fresh clone can run it.
-lint: $(TOOLS)/buf
+# them (so a direct dependency is never marked indirect), no compiled
+# program among the tracked files (one carries the paths it was built in),
+# and the OpenAPI document through Redocly's recommended rules (errors
+# fail). Installs buf and the OpenAPI tools on first use, so a fresh clone
+# can run it.
+lint: $(TOOLS)/buf openapi-tools
 	@out=$$(git ls-files -z | xargs -0 grep -l --null-data -m1 -P '^\x7fELF' 2>/dev/null); \
 	  if [ -n "$$out" ]; then echo "compiled programs are tracked:"; echo "$$out"; exit 1; fi
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
@@ -77,6 +94,8 @@ lint: $(TOOLS)/buf
 	$(GO) vet -tags $(TAGS) ./...
 	cd proto && $(TOOLS)/buf lint
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run 'go mod tidy'"; exit 1; }
+	REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true \
+	  $(OPENAPI_TOOLS)/node_modules/.bin/redocly lint --config tools/openapi/redocly.yaml api/gateway/openapi.json
 
 $(TOOLS)/buf:
 	GOBIN=$(TOOLS) $(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)

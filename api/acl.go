@@ -45,30 +45,13 @@ type aclService struct {
 	audit  *AuditSwitch
 }
 
-// NewACLService serves AclService. Secrets are generated here, at the
-// edge: the FSM must stay deterministic, so the log carries only their
-// hashes. now dates the token a response shows; nil means time.Now.
-func NewACLService(s Store, t TokenLister, now func() time.Time) pb.AclServiceServer {
-	return NewACLServiceWith(ACLServiceConfig{Store: s, Tokens: t, Now: now})
-}
-
-// ACLServiceConfig is what AclService is built from. Store and Tokens are
-// required.
-type ACLServiceConfig struct {
-	Store  Store
-	Tokens TokenLister
-	// Now dates the token a response shows; nil means time.Now.
-	Now func() time.Time
-	// Audit switches the audit trail on before a write; nil: never.
-	Audit *AuditSwitch
-}
-
-// NewACLServiceWith serves AclService as c says.
-func NewACLServiceWith(c ACLServiceConfig) pb.AclServiceServer {
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	return &aclService{store: c.Store, tokens: c.Tokens, now: c.Now, audit: c.Audit}
+// NewACLService serves AclService from d's Store and Tokens (required),
+// Audit and Now (which dates the token a response shows). Secrets are
+// generated here, at the edge: the FSM must stay deterministic, so the log
+// carries only their hashes.
+func NewACLService(d Deps) pb.AclServiceServer {
+	d = d.withDefaults()
+	return &aclService{store: d.Store, tokens: d.Tokens, now: d.Now, audit: d.Audit}
 }
 
 func (a *aclService) BootstrapAcl(ctx context.Context, _ *pb.BootstrapAclRequest) (*pb.BootstrapAclResponse, error) {

@@ -118,16 +118,13 @@ func newACLHarness(t *testing.T, enabled bool) *aclHarness {
 	s := grpc.NewServer(grpc.ChainUnaryInterceptor(auth.Unary()), grpc.ChainStreamInterceptor(auth.Stream()))
 	now := func() time.Time { return testNow }
 	sw := NewAuditSwitch(h.store, state, DefaultAuditLimit, nil, now)
-	jobs := NewJobServiceWith(JobServiceConfig{Store: h.store, Registry: state, Now: now, Triggerer: fsmTriggerer{h.store}, Audit: sw})
-	Register(s, jobs, NewClusterService(&fakeCluster{}, state),
-		WithRunService(NewRunServiceWith(RunServiceConfig{Barrier: h.store, Ledger: state, Hub: h.hub, Store: h.store, Audit: sw})),
-		WithFenceService(NewFenceService(h.store, state)),
-		WithACLService(NewACLServiceWith(ACLServiceConfig{Store: h.store, Tokens: state, Now: now, Audit: sw})),
-		WithAuditService(NewAuditService(h.store, state)),
-		WithSnapshotService(NewSnapshotService(SnapshotServiceConfig{
-			Node: &snapNode{leader: true, src: state, dst: fsm.New()}, Counter: state, ScratchDir: t.TempDir(), Now: now,
-		})),
-		WithWorkerService(NewWorkerService(fakeWorkerHub{err: errWorkerServed}, &fakeLeaderInfo{leading: true})))
+	Register(s, NewServices(Deps{
+		Store: h.store, Registry: state, Ledger: state, Tokens: state, AuditLog: state,
+		Cluster:   &fakeCluster{},
+		Snapshots: &snapNode{leader: true, src: state, dst: fsm.New()}, ScratchDir: t.TempDir(),
+		Workers: fakeWorkerHub{err: errWorkerServed}, Leader: &fakeLeaderInfo{leading: true},
+		Hub: h.hub, Triggerer: fsmTriggerer{h.store}, Audit: sw, Now: now,
+	}))
 
 	lis := bufconn.Listen(1 << 20)
 	served := make(chan struct{})

@@ -101,10 +101,11 @@ type auditService struct {
 	log     AuditLog
 }
 
-// NewAuditService serves AuditService: reads of the audit trail,
-// linearizable after b's barrier unless stale.
-func NewAuditService(b Barrier, l AuditLog) pb.AuditServiceServer {
-	return &auditService{barrier: b, log: l}
+// NewAuditService serves AuditService from d's Barrier and AuditLog: reads
+// of the audit trail, linearizable after the barrier unless stale.
+func NewAuditService(d Deps) pb.AuditServiceServer {
+	d = d.withDefaults()
+	return &auditService{barrier: d.Barrier, log: d.AuditLog}
 }
 
 func (s *auditService) ListAudit(ctx context.Context, req *pb.ListAuditRequest) (*pb.ListAuditResponse, error) {

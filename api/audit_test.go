@@ -36,7 +36,7 @@ func kinds(cmds []*pb.Command) []string {
 func TestWritesTurnTheAuditTrailOnAndCarryThePrincipal(t *testing.T) {
 	store := newFakeStore()
 	sw := NewAuditSwitch(store, store, 500, nil, func() time.Time { return testNow })
-	svc := NewJobServiceWith(JobServiceConfig{Store: store, Registry: store, Now: func() time.Time { return testNow }, Audit: sw})
+	svc := NewJobService(Deps{Store: store, Registry: store, Now: func() time.Time { return testNow }, Audit: sw})
 
 	ctx := withPrincipal(testCtx(t), Principal{Name: "alice", Role: pb.AclRole_ACL_ROLE_MANAGEMENT})
 	if _, err := svc.ApplyJob(ctx, &pb.ApplyJobRequest{Spec: validSpec("billing")}); err != nil {
@@ -109,7 +109,7 @@ func TestAuditSwitchWaitsAfterARefusal(t *testing.T) {
 func TestAuditRefusalDoesNotHoldUpTheWrite(t *testing.T) {
 	store := newFakeStore()
 	refuse := NewAuditSwitch(refusingAudit{store}, store, 500, nil, func() time.Time { return testNow })
-	svc := NewJobServiceWith(JobServiceConfig{Store: store, Registry: store, Now: func() time.Time { return testNow }, Audit: refuse})
+	svc := NewJobService(Deps{Store: store, Registry: store, Now: func() time.Time { return testNow }, Audit: refuse})
 	if _, err := svc.ApplyJob(testCtx(t), &pb.ApplyJobRequest{Spec: validSpec("billing")}); err != nil {
 		t.Fatalf("ApplyJob with the trail refused: %v, want the write done", err)
 	}

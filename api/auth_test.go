@@ -59,13 +59,10 @@ func TestEveryMethodHasAnACLRule(t *testing.T) {
 	// And what a server registers is what the walk saw.
 	s := grpc.NewServer()
 	state := fsm.New()
-	Register(s, NewJobService(&fsmStore{f: state}, state, nil), NewClusterService(&fakeCluster{}, state),
-		WithRunService(NewRunService(&fsmStore{f: state}, state, nil)),
-		WithFenceService(NewFenceService(&fsmStore{f: state}, state)),
-		WithACLService(NewACLService(&fsmStore{f: state}, state, nil)),
-		WithAuditService(NewAuditService(&fsmStore{f: state}, state)),
-		WithSnapshotService(NewSnapshotService(SnapshotServiceConfig{})),
-		WithWorkerService(NewWorkerService(fakeWorkerHub{}, &fakeLeaderInfo{})))
+	Register(s, NewServices(Deps{
+		Store: &fsmStore{f: state}, Registry: state, Ledger: state, Tokens: state, AuditLog: state,
+		Cluster: &fakeCluster{}, Workers: fakeWorkerHub{}, Leader: &fakeLeaderInfo{},
+	}))
 	pb.RegisterInternalServiceServer(s, pb.UnimplementedInternalServiceServer{})
 	for svc, info := range s.GetServiceInfo() {
 		for _, m := range info.Methods {

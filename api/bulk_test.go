@@ -51,9 +51,9 @@ func (b *bulkStore) calls() int {
 	return b.n
 }
 
-func newBulkHarness(t *testing.T, configure func(*bulkStore, *JobServiceConfig)) (*harness, *bulkStore) {
+func newBulkHarness(t *testing.T, configure func(*bulkStore, *Deps)) (*harness, *bulkStore) {
 	var bs *bulkStore
-	h := newHarnessConfig(t, func(c *JobServiceConfig) {
+	h := newHarnessConfig(t, func(c *Deps) {
 		bs = &bulkStore{fakeStore: c.Store.(*fakeStore)}
 		c.Store = bs
 		if configure != nil {
@@ -239,7 +239,7 @@ type bulkNode struct {
 
 func newBulkNode(t *testing.T, leader bool) *bulkNode {
 	n := &bulkNode{lead: &fakeLeadership{leader: leader}}
-	n.harness, n.store = newBulkHarness(t, func(_ *bulkStore, c *JobServiceConfig) { c.Leadership = n.lead })
+	n.harness, n.store = newBulkHarness(t, func(_ *bulkStore, c *Deps) { c.Leadership = n.lead })
 	return n
 }
 

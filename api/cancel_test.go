@@ -43,7 +43,7 @@ func TestCancelRun(t *testing.T) {
 }
 
 func TestCancelRunWithoutStoreIsUnimplemented(t *testing.T) {
-	svc := NewRunService(newFakeStore(), newFakeStore(), nil)
+	svc := NewRunService(Deps{Barrier: newFakeStore(), Ledger: newFakeStore()})
 	_, err := svc.CancelRun(testCtx(t), &pb.CancelRunRequest{Id: "billing-7"})
 	wantCode(t, err, codes.Unimplemented)
 }

@@ -35,10 +35,13 @@ type clusterService struct {
 	counts RunCounter // nil: no counts in the status
 }
 
-// NewClusterService serves ClusterService; r supplies the fencing token that
-// the node status reports.
-func NewClusterService(c Cluster, r Registry) pb.ClusterServiceServer {
-	return &clusterService{c: c, reg: r}
+// NewClusterService serves ClusterService from d's Cluster and Registry
+// (required; the registry supplies the fencing token the node status
+// reports), and records every membership change it makes in the audit
+// trail through d.Store after d.Audit's switch (nil Store: the changes are
+// not recorded); d.Counts adds the last hour's run counts to the status.
+func NewClusterService(d Deps) pb.ClusterServiceServer {
+	return &clusterService{c: d.Cluster, reg: d.Registry, store: d.Store, audit: d.Audit, counts: d.Counts}
 }
 
 func (s *clusterService) GetStatus(context.Context, *pb.GetStatusRequest) (*pb.GetStatusResponse, error) {

@@ -13,25 +13,6 @@ import (
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
-// ClusterServiceConfig is what ClusterService needs. Store and Audit are
-// for the audit trail of membership changes; without Store the changes are
-// not recorded.
-type ClusterServiceConfig struct {
-	Cluster  Cluster
-	Registry Registry
-	Store    Store
-	Audit    *AuditSwitch
-	// Counts gives the status the last hour's run counts; nil leaves them
-	// out.
-	Counts RunCounter
-}
-
-// NewClusterServiceWith serves ClusterService and records every membership
-// change it makes in the audit trail.
-func NewClusterServiceWith(cfg ClusterServiceConfig) pb.ClusterServiceServer {
-	return &clusterService{c: cfg.Cluster, reg: cfg.Registry, store: cfg.Store, audit: cfg.Audit, counts: cfg.Counts}
-}
-
 // recordMembership commits the audit record of a membership change that
 // succeeded. A Raft configuration change is no command, so its record is an
 // entry of its own, committed through the leader after it. If that fails the

@@ -50,7 +50,7 @@ func (c lastHourAt) LastHour(now time.Time) *pb.RunCounts {
 func TestGetStatusCarriesTheLastHoursRunCounts(t *testing.T) {
 	h := newHarness(t)
 	h.cluster.status = &pb.NodeStatus{Id: "n1", State: "leader"}
-	svc := NewClusterServiceWith(ClusterServiceConfig{Cluster: h.cluster, Registry: h.store, Counts: lastHourAt{t}})
+	svc := NewClusterService(Deps{Cluster: h.cluster, Registry: h.store, Counts: lastHourAt{t}})
 	resp, err := svc.GetStatus(testCtx(t), &pb.GetStatusRequest{})
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +150,7 @@ func TestMembershipChangesAreAudited(t *testing.T) {
 		status: &pb.NodeStatus{Id: "n1", Leader: &pb.ServerRef{Id: "n1", Address: "10.0.0.1:7001"}},
 		leader: &pb.ServerRef{Id: "n2", Address: "10.0.0.2:7001"},
 	}
-	svc := NewClusterServiceWith(ClusterServiceConfig{Cluster: fc, Registry: state, Store: store, Audit: sw})
+	svc := NewClusterService(Deps{Cluster: fc, Registry: state, Store: store, Audit: sw})
 	ctx := withPrincipal(testCtx(t), Principal{Name: "ops", Role: pb.AclRole_ACL_ROLE_MANAGEMENT})
 
 	if _, err := svc.AddNode(ctx, &pb.AddNodeRequest{Id: "n4", Address: "10.0.0.4:7001"}); err != nil {
@@ -193,7 +193,7 @@ func TestMembershipChangeReportsAnUnrecordedChange(t *testing.T) {
 	state := fsm.New()
 	applyCmd(t, state, 1, &pb.Command{Kind: &pb.Command_SetAudit{SetAudit: &pb.SetAuditCommand{Limit: 10}}})
 	store := &failingStore{err: cluster.ErrHalted}
-	svc := NewClusterServiceWith(ClusterServiceConfig{Cluster: &fakeCluster{}, Registry: state, Store: store})
+	svc := NewClusterService(Deps{Cluster: &fakeCluster{}, Registry: state, Store: store})
 	_, err := svc.AddNode(testCtx(t), &pb.AddNodeRequest{Id: "n4", Address: "10.0.0.4:7001"})
 	if err == nil || !strings.Contains(err.Error(), "member_join of n4 done, but its audit record was not committed") {
 		t.Fatalf("AddNode with the record refused: %v, want an error saying the join was made but not recorded", err)
@@ -206,7 +206,7 @@ func TestMembershipRecordWaitsForTheNextLeader(t *testing.T) {
 	state := fsm.New()
 	applyCmd(t, state, 1, &pb.Command{Kind: &pb.Command_SetAudit{SetAudit: &pb.SetAuditCommand{Limit: 10}}})
 	store := &electingStore{Store: &fsmStore{f: state, index: 1}, refusals: 3}
-	svc := NewClusterServiceWith(ClusterServiceConfig{Cluster: &fakeCluster{}, Registry: state, Store: store})
+	svc := NewClusterService(Deps{Cluster: &fakeCluster{}, Registry: state, Store: store})
 	if _, err := svc.RemoveNode(testCtx(t), &pb.RemoveNodeRequest{Id: "n3"}); err != nil {
 		t.Fatalf("RemoveNode while the next leader is elected: %v, want it done and recorded", err)
 	}
@@ -227,7 +227,7 @@ func TestMembershipRecordWithoutALeaderUntilTheDeadline(t *testing.T) {
 	state := fsm.New()
 	applyCmd(t, state, 1, &pb.Command{Kind: &pb.Command_SetAudit{SetAudit: &pb.SetAuditCommand{Limit: 10}}})
 	store := &failingStore{err: &cluster.NoLeaderError{}}
-	svc := NewClusterServiceWith(ClusterServiceConfig{Cluster: &fakeCluster{}, Registry: state, Store: store})
+	svc := NewClusterService(Deps{Cluster: &fakeCluster{}, Registry: state, Store: store})
 	ctx, cancel := context.WithTimeout(testCtx(t), 300*time.Millisecond)
 	defer cancel()
 	_, err := svc.RemoveNode(ctx, &pb.RemoveNodeRequest{Id: "n3"})
@@ -246,7 +246,7 @@ func TestRemovingItselfDoesNotWaitForALeader(t *testing.T) {
 	applyCmd(t, state, 1, &pb.Command{Kind: &pb.Command_SetAudit{SetAudit: &pb.SetAuditCommand{Limit: 10}}})
 	store := &electingStore{Store: &fsmStore{f: state, index: 1}, refusals: 1}
 	fc := &fakeCluster{status: &pb.NodeStatus{Id: "n3"}}
-	svc := NewClusterServiceWith(ClusterServiceConfig{Cluster: fc, Registry: state, Store: store})
+	svc := NewClusterService(Deps{Cluster: fc, Registry: state, Store: store})
 	_, err := svc.RemoveNode(testCtx(t), &pb.RemoveNodeRequest{Id: "n3"})
 	if err == nil || !strings.Contains(err.Error(), "member_remove of n3 done, but its audit record was not committed") {
 		t.Fatalf("RemoveNode of itself: %v, want an error saying the removal was made but not recorded", err)
@@ -277,7 +277,7 @@ func (s *electingStore) Apply(ctx context.Context, cmd *pb.Command) (*pb.Command
 func TestMembershipChangeDuringAnUpgradeIsNotRefused(t *testing.T) {
 	state := fsm.New()
 	store := &failingStore{err: fmt.Errorf("propose: %w", cluster.ErrUnsupportedCommand)}
-	svc := NewClusterServiceWith(ClusterServiceConfig{Cluster: &fakeCluster{}, Registry: state, Store: store})
+	svc := NewClusterService(Deps{Cluster: &fakeCluster{}, Registry: state, Store: store})
 	if _, err := svc.RemoveNode(testCtx(t), &pb.RemoveNodeRequest{Id: "n3"}); err != nil {
 		t.Fatalf("RemoveNode while a voter predates version 2: %v, want it done", err)
 	}

@@ -77,7 +77,7 @@ func TestResultStatus(t *testing.T) {
 // A store that answers with no result at all is a bug there, reported as
 // Internal rather than a nil job.
 func TestNilResultIsInternal(t *testing.T) {
-	svc := NewJobService(nilResultStore{}, newFakeStore(), nil)
+	svc := NewJobService(Deps{Store: nilResultStore{}, Registry: newFakeStore()})
 	_, err := svc.DeleteJob(context.Background(), &pb.DeleteJobRequest{Name: "a"})
 	wantCode(t, err, codes.Internal)
 }

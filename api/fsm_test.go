@@ -73,11 +73,11 @@ func TestRunHubObservesTheFSM(t *testing.T) {
 	}
 
 	ctx := testCtx(t)
-	fence := NewFenceService(fsmBarrier{}, state)
+	fence := NewFenceService(Deps{Barrier: fsmBarrier{}, Registry: state})
 	if got, err := fence.CheckToken(ctx, &pb.CheckTokenRequest{Job: "billing", Token: fire.GetToken()}); err != nil || !got.GetCurrent() {
 		t.Fatalf("CheckToken of the run's token: %v, %v", got, err)
 	}
-	runs := NewRunService(fsmBarrier{}, state, hub)
+	runs := NewRunService(Deps{Barrier: fsmBarrier{}, Ledger: state, Hub: hub})
 	got, err := runs.GetRun(ctx, &pb.GetRunRequest{Id: fire.GetRunId()})
 	if err != nil || got.GetRun().GetRequestId() != "r1" {
 		t.Fatalf("GetRun: %v, %v", got, err)
@@ -92,9 +92,9 @@ func TestAuditTrailThroughTheFSM(t *testing.T) {
 	store := &fsmStore{f: state}
 	now := func() time.Time { return testNow }
 	sw := NewAuditSwitch(store, state, DefaultAuditLimit, nil, now)
-	jobs := NewJobServiceWith(JobServiceConfig{Store: store, Registry: state, Now: now, Audit: sw})
-	runs := NewRunServiceWith(RunServiceConfig{Barrier: store, Ledger: state, Store: store, Audit: sw})
-	audit := NewAuditService(store, state)
+	jobs := NewJobService(Deps{Store: store, Registry: state, Now: now, Audit: sw})
+	runs := NewRunService(Deps{Barrier: store, Ledger: state, Store: store, Audit: sw})
+	audit := NewAuditService(Deps{Barrier: store, AuditLog: state})
 
 	ctx := withPrincipal(testCtx(t), Principal{Name: "alice", Role: pb.AclRole_ACL_ROLE_MANAGEMENT})
 	if _, err := jobs.CreateJob(ctx, &pb.CreateJobRequest{Spec: validSpec("billing")}); err != nil {

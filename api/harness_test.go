@@ -55,7 +55,7 @@ func newHarnessWith(t *testing.T, jobs func(*fakeStore) pb.JobServiceServer) *ha
 
 // newHarnessConfig builds the JobService from a config that configure
 // completes (a Triggerer, Leadership).
-func newHarnessConfig(t *testing.T, configure func(*JobServiceConfig)) *harness {
+func newHarnessConfig(t *testing.T, configure func(*Deps)) *harness {
 	return startHarness(t, nil, configure, nil)
 }
 
@@ -64,7 +64,7 @@ func newHarnessHub(t *testing.T, hub *RunHub) *harness {
 	return startHarness(t, nil, nil, hub)
 }
 
-func startHarness(t *testing.T, jobs func(*fakeStore) pb.JobServiceServer, configure func(*JobServiceConfig), hub *RunHub) *harness {
+func startHarness(t *testing.T, jobs func(*fakeStore) pb.JobServiceServer, configure func(*Deps), hub *RunHub) *harness {
 	t.Helper()
 	if hub == nil {
 		hub = NewRunHub()
@@ -80,20 +80,23 @@ func startHarness(t *testing.T, jobs func(*fakeStore) pb.JobServiceServer, confi
 		grpc.ChainUnaryInterceptor(RecoveryInterceptor(log)),
 		grpc.ChainStreamInterceptor(RecoveryStreamInterceptor(log)),
 	)
-	cfg := JobServiceConfig{Store: h.store, Registry: h.store, Now: func() time.Time { return testNow }}
+	d := Deps{
+		Store: h.store, Registry: h.store, Ledger: h.store, AuditLog: h.store,
+		Hub: h.hub, Now: func() time.Time { return testNow },
+	}
 	if configure != nil {
-		configure(&cfg)
+		configure(&d)
 	}
-	js := NewJobServiceWith(cfg)
+	svc := Services{
+		Jobs: NewJobService(d), Runs: NewRunService(d),
+		// No Store: the fake store cannot commit membership records.
+		Cluster: NewClusterService(Deps{Cluster: h.cluster, Registry: h.store}),
+		Fence:   NewFenceService(d), Audit: NewAuditService(d),
+	}
 	if jobs != nil {
-		js = jobs(h.store)
+		svc.Jobs = jobs(h.store)
 	}
-	h.health = Register(h.server, js, NewClusterService(h.cluster, h.store),
-		WithRunService(NewRunServiceWith(RunServiceConfig{
-			Barrier: h.store, Ledger: h.store, Hub: h.hub, Store: h.store,
-		})),
-		WithFenceService(NewFenceService(h.store, h.store)),
-		WithAuditService(NewAuditService(h.store, h.store)))
+	h.health = Register(h.server, svc)
 
 	lis := bufconn.Listen(1 << 20)
 	served := make(chan struct{})

@@ -37,36 +37,6 @@ type Registry interface {
 	FencingToken() uint64
 }
 
-// JobServiceConfig is what JobService is built from. Store and Registry
-// are required; the rest may be left zero.
-type JobServiceConfig struct {
-	Store    Store
-	Registry Registry
-	// Now is the reference for validation and schedule previews; nil
-	// means time.Now. It never stamps a command: the leader does.
-	Now func() time.Time
-	// Triggerer commits manual runs; only the leader's scheduler can. Nil:
-	// this node never triggers itself and forwards TriggerJob to the leader.
-	// Its cluster.ErrNotLeader ("this node does not lead, yet or any more")
-	// sends the trigger to the leader instead.
-	Triggerer Triggerer
-	// Leadership lets a follower forward TriggerJob to the leader. Nil: no
-	// forwarding.
-	Leadership Leadership
-	// Exec decides which programs exec jobs may run. Nil: no exec job may be
-	// registered (PermissionDenied).
-	Exec ExecPolicy
-	// Limits bound what the service admits; zero fields take defaults.
-	Limits Limits
-	// Audit switches the audit trail on before writes. Nil: never (the
-	// writes still carry the caller's principal).
-	Audit *AuditSwitch
-	// ClusterVersion is the cluster's active version (fsm.FSM's): worker
-	// targets are registered only from fsm.WorkersVersion on. Nil: no
-	// check.
-	ClusterVersion func() uint32
-}
-
 type jobService struct {
 	pb.UnimplementedJobServiceServer
 	store      Store
@@ -77,26 +47,18 @@ type jobService struct {
 	exec       ExecPolicy
 	limits     Limits
 	audit      *AuditSwitch
-	// clusterVersion: see JobServiceConfig.ClusterVersion.
+	// clusterVersion: see Deps.ClusterVersion.
 	clusterVersion func() uint32
 }
 
-// NewJobService serves JobService without manual triggers (TriggerJob
-// answers Unimplemented). now is the reference for validation; nil means
-// time.Now.
-func NewJobService(s Store, r Registry, now func() time.Time) pb.JobServiceServer {
-	return NewJobServiceWith(JobServiceConfig{Store: s, Registry: r, Now: now})
-}
-
-// NewJobServiceWith serves JobService, manual triggers included.
-func NewJobServiceWith(c JobServiceConfig) pb.JobServiceServer {
-	if c.Now == nil {
-		c.Now = time.Now
-	}
+// NewJobService serves JobService from d's Store and Registry (required),
+// Triggerer, Leadership, Exec, Limits, Audit, ClusterVersion and Now.
+func NewJobService(d Deps) pb.JobServiceServer {
+	d = d.withDefaults()
 	return &jobService{
-		store: c.Store, reg: c.Registry, now: c.Now,
-		trigger: c.Triggerer, leadership: c.Leadership,
-		exec: c.Exec, limits: c.Limits, audit: c.Audit, clusterVersion: c.ClusterVersion,
+		store: d.Store, reg: d.Registry, now: d.Now,
+		trigger: d.Triggerer, leadership: d.Leadership,
+		exec: d.Exec, limits: d.Limits, audit: d.Audit, clusterVersion: d.ClusterVersion,
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 // A spec beyond this node's limits is refused whole, naming the field and
 // the limit, before anything is proposed.
 func TestSpecBeyondTheLimitsIsRefused(t *testing.T) {
-	h := newHarnessConfig(t, func(c *JobServiceConfig) { c.Limits.Spec = jobspec.Limits{Headers: 1} })
+	h := newHarnessConfig(t, func(c *Deps) { c.Limits.Spec = jobspec.Limits{Headers: 1} })
 	spec := validSpec("billing")
 	spec.Http.Headers = map[string]string{"A": "1", "B": "2"}
 	_, err := h.jobs.CreateJob(testCtx(t), &pb.CreateJobRequest{Spec: spec})
@@ -41,7 +41,7 @@ func TestPutsCarryTheJobLimit(t *testing.T) {
 	for _, tc := range []struct {
 		set, want uint64
 	}{{0, DefaultMaxJobs}, {5, 5}} {
-		h := newHarnessConfig(t, func(c *JobServiceConfig) { c.Limits.MaxJobs = tc.set })
+		h := newHarnessConfig(t, func(c *Deps) { c.Limits.MaxJobs = tc.set })
 		ctx := testCtx(t)
 		if _, err := h.jobs.CreateJob(ctx, &pb.CreateJobRequest{Spec: validSpec("a")}); err != nil {
 			t.Fatal(err)

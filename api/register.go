@@ -9,46 +9,31 @@ import (
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
-// RegisterOption adds a service to Register.
-type RegisterOption func(*registration)
-
-type registration struct {
-	runs     pb.RunServiceServer
-	fence    pb.FenceServiceServer
-	snapshot pb.SnapshotServiceServer
-	audit    pb.AuditServiceServer
-	acl      pb.AclServiceServer
-	workers  pb.WorkerServiceServer
+// Services are the public API's services, as Register serves them; a nil
+// one is not served.
+type Services struct {
+	Jobs     pb.JobServiceServer
+	Cluster  pb.ClusterServiceServer
+	Runs     pb.RunServiceServer
+	Fence    pb.FenceServiceServer
+	Snapshot pb.SnapshotServiceServer
+	Audit    pb.AuditServiceServer
+	ACL      pb.AclServiceServer
+	Workers  pb.WorkerServiceServer
 }
 
-// WithRunService also serves RunService.
-func WithRunService(runs pb.RunServiceServer) RegisterOption {
-	return func(r *registration) { r.runs = runs }
-}
-
-// WithAuditService also serves AuditService.
-func WithAuditService(audit pb.AuditServiceServer) RegisterOption {
-	return func(r *registration) { r.audit = audit }
-}
-
-// WithFenceService also serves FenceService.
-func WithFenceService(fence pb.FenceServiceServer) RegisterOption {
-	return func(r *registration) { r.fence = fence }
-}
-
-// WithSnapshotService also serves SnapshotService.
-func WithSnapshotService(snapshot pb.SnapshotServiceServer) RegisterOption {
-	return func(r *registration) { r.snapshot = snapshot }
-}
-
-// WithACLService also serves AclService.
-func WithACLService(acl pb.AclServiceServer) RegisterOption {
-	return func(r *registration) { r.acl = acl }
-}
-
-// WithWorkerService also serves WorkerService.
-func WithWorkerService(workers pb.WorkerServiceServer) RegisterOption {
-	return func(r *registration) { r.workers = workers }
+// NewServices builds every service from d.
+func NewServices(d Deps) Services {
+	return Services{
+		Jobs:     NewJobService(d),
+		Cluster:  NewClusterService(d),
+		Runs:     NewRunService(d),
+		Fence:    NewFenceService(d),
+		Snapshot: NewSnapshotService(d),
+		Audit:    NewAuditService(d),
+		ACL:      NewACLService(d),
+		Workers:  NewWorkerService(d),
+	}
 }
 
 // Register puts the services on s, together with the standard health
@@ -56,38 +41,16 @@ func WithWorkerService(workers pb.WorkerServiceServer) RegisterOption {
 // service) and server reflection, so that grpcurl and gRPC health probes
 // work. Call Shutdown on the returned health server when draining, so that
 // probes see NOT_SERVING before connections close.
-func Register(s *grpc.Server, jobs pb.JobServiceServer, cl pb.ClusterServiceServer, opts ...RegisterOption) *health.Server {
-	var r registration
-	for _, o := range opts {
-		o(&r)
-	}
-	pb.RegisterJobServiceServer(s, jobs)
-	pb.RegisterClusterServiceServer(s, cl)
-	names := []string{"", pb.JobService_ServiceDesc.ServiceName, pb.ClusterService_ServiceDesc.ServiceName}
-	if r.runs != nil {
-		pb.RegisterRunServiceServer(s, r.runs)
-		names = append(names, pb.RunService_ServiceDesc.ServiceName)
-	}
-	if r.audit != nil {
-		pb.RegisterAuditServiceServer(s, r.audit)
-		names = append(names, pb.AuditService_ServiceDesc.ServiceName)
-	}
-	if r.fence != nil {
-		pb.RegisterFenceServiceServer(s, r.fence)
-		names = append(names, pb.FenceService_ServiceDesc.ServiceName)
-	}
-	if r.snapshot != nil {
-		pb.RegisterSnapshotServiceServer(s, r.snapshot)
-		names = append(names, pb.SnapshotService_ServiceDesc.ServiceName)
-	}
-	if r.acl != nil {
-		pb.RegisterAclServiceServer(s, r.acl)
-		names = append(names, pb.AclService_ServiceDesc.ServiceName)
-	}
-	if r.workers != nil {
-		pb.RegisterWorkerServiceServer(s, r.workers)
-		names = append(names, pb.WorkerService_ServiceDesc.ServiceName)
-	}
+func Register(s *grpc.Server, svc Services) *health.Server {
+	names := []string{""}
+	names = serve(s, names, &pb.JobService_ServiceDesc, pb.RegisterJobServiceServer, svc.Jobs)
+	names = serve(s, names, &pb.ClusterService_ServiceDesc, pb.RegisterClusterServiceServer, svc.Cluster)
+	names = serve(s, names, &pb.RunService_ServiceDesc, pb.RegisterRunServiceServer, svc.Runs)
+	names = serve(s, names, &pb.AuditService_ServiceDesc, pb.RegisterAuditServiceServer, svc.Audit)
+	names = serve(s, names, &pb.FenceService_ServiceDesc, pb.RegisterFenceServiceServer, svc.Fence)
+	names = serve(s, names, &pb.SnapshotService_ServiceDesc, pb.RegisterSnapshotServiceServer, svc.Snapshot)
+	names = serve(s, names, &pb.AclService_ServiceDesc, pb.RegisterAclServiceServer, svc.ACL)
+	names = serve(s, names, &pb.WorkerService_ServiceDesc, pb.RegisterWorkerServiceServer, svc.Workers)
 	h := health.NewServer()
 	for _, name := range names {
 		h.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
@@ -95,4 +58,13 @@ func Register(s *grpc.Server, jobs pb.JobServiceServer, cl pb.ClusterServiceServ
 	healthpb.RegisterHealthServer(s, h)
 	reflection.Register(s)
 	return h
+}
+
+// serve registers impl unless it is nil, and adds its name to names.
+func serve[T any](s *grpc.Server, names []string, desc *grpc.ServiceDesc, register func(grpc.ServiceRegistrar, T), impl T) []string {
+	if any(impl) == nil {
+		return names
+	}
+	register(s, impl)
+	return append(names, desc.ServiceName)
 }

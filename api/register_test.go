@@ -69,7 +69,7 @@ func TestReflectionListsServices(t *testing.T) {
 
 func TestRecoveryInterceptorTurnsPanicIntoInternal(t *testing.T) {
 	h := newHarnessWith(t, func(s *fakeStore) pb.JobServiceServer {
-		return panickyJobs{JobServiceServer: NewJobService(s, s, nil)}
+		return panickyJobs{JobServiceServer: NewJobService(Deps{Store: s, Registry: s})}
 	})
 	ctx := testCtx(t)
 	_, err := h.jobs.GetJob(ctx, &pb.GetJobRequest{Name: "a"})

@@ -46,31 +46,14 @@ type runService struct {
 	audit   *AuditSwitch
 }
 
-// NewRunService serves RunService: reads of the run ledger (linearizable
-// after b's barrier unless stale) and watches fed by hub, which must be
-// the observer of this node's FSM (nil: WatchRuns answers Unimplemented).
-// CancelRun answers Unimplemented; NewRunServiceWith serves it.
-func NewRunService(b Barrier, l RunLedger, hub *RunHub) pb.RunServiceServer {
-	return NewRunServiceWith(RunServiceConfig{Barrier: b, Ledger: l, Hub: hub})
-}
-
-// RunServiceConfig is what RunService is built from. Barrier and Ledger
-// are required.
-type RunServiceConfig struct {
-	Barrier Barrier
-	Ledger  RunLedger
-	// Hub feeds WatchRuns; nil: WatchRuns answers Unimplemented.
-	Hub *RunHub
-	// Store commits cancels; nil: CancelRun answers Unimplemented.
-	Store Store
-	// Audit switches the audit trail on before a cancel; nil: never.
-	Audit *AuditSwitch
-}
-
-// NewRunServiceWith serves RunService, CancelRun included when c.Store is
-// set.
-func NewRunServiceWith(c RunServiceConfig) pb.RunServiceServer {
-	return &runService{barrier: c.Barrier, ledger: c.Ledger, hub: c.Hub, store: c.Store, audit: c.Audit}
+// NewRunService serves RunService from d's Barrier and Ledger (required):
+// reads of the run ledger, linearizable after the barrier unless stale;
+// watches fed by d.Hub, which must be the observer of this node's FSM (nil:
+// WatchRuns answers Unimplemented); cancels committed through d.Store
+// (nil: CancelRun answers Unimplemented) after d.Audit's switch.
+func NewRunService(d Deps) pb.RunServiceServer {
+	d = d.withDefaults()
+	return &runService{barrier: d.Barrier, ledger: d.Ledger, hub: d.Hub, store: d.Store, audit: d.Audit}
 }
 
 func (s *runService) ListRuns(ctx context.Context, req *pb.ListRunsRequest) (*pb.ListRunsResponse, error) {

@@ -237,7 +237,7 @@ func (s *blockingStream) Send(r *pb.WatchRunsResponse) error {
 func TestWatchRunsEndsWhenItFallsBehind(t *testing.T) {
 	hub := NewRunHub()
 	hub.buffer = 1
-	svc := NewRunService(newFakeStore(), newFakeStore(), hub)
+	svc := NewRunService(Deps{Barrier: newFakeStore(), Ledger: newFakeStore(), Hub: hub})
 	stream := &blockingStream{ctx: testCtx(t), release: make(chan struct{}), sent: make(chan *pb.Run, 10)}
 	done := make(chan error, 1)
 	go func() { done <- svc.WatchRuns(&pb.WatchRunsRequest{}, stream) }()
@@ -270,7 +270,7 @@ func TestWatchRunsEndsWhenItFallsBehind(t *testing.T) {
 }
 
 func TestWatchRunsWithoutHub(t *testing.T) {
-	svc := NewRunService(newFakeStore(), newFakeStore(), nil)
+	svc := NewRunService(Deps{Barrier: newFakeStore(), Ledger: newFakeStore()})
 	err := svc.WatchRuns(&pb.WatchRunsRequest{}, &blockingStream{ctx: context.Background()})
 	wantCode(t, err, codes.Unimplemented)
 }

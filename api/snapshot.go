@@ -28,40 +28,30 @@ type SnapshotNode interface {
 	Leader() (id, addr string)
 }
 
-// SnapshotServiceConfig is what SnapshotService is built from; all fields
-// but Now are required.
-type SnapshotServiceConfig struct {
-	Node SnapshotNode
-	// Counter is the live fencing counter, which a restore never lowers.
-	Counter backup.Counter
-	// ScratchDir holds an upload and a rewritten copy of it while a restore
-	// runs: the node's data dir, where the Raft snapshots are too.
-	ScratchDir string
-	// Now stamps saved files; nil means time.Now.
-	Now func() time.Time
-}
-
 type snapshotService struct {
 	pb.UnimplementedSnapshotServiceServer
-	cfg SnapshotServiceConfig
+	node SnapshotNode
+	// counter is the live fencing counter, which a restore never lowers.
+	counter    backup.Counter
+	scratchDir string
+	now        func() time.Time
 }
 
-// NewSnapshotService serves SnapshotService. Who may call it is the auth
-// interceptor's business: with ACLs on, both calls need the management
-// role.
-func NewSnapshotService(cfg SnapshotServiceConfig) pb.SnapshotServiceServer {
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	return &snapshotService{cfg: cfg}
+// NewSnapshotService serves SnapshotService from d's Snapshots, Registry
+// (its fencing counter), ScratchDir (all three required) and Now, which
+// stamps saved files. Who may call it is the auth interceptor's business:
+// with ACLs on, both calls need the management role.
+func NewSnapshotService(d Deps) pb.SnapshotServiceServer {
+	d = d.withDefaults()
+	return &snapshotService{node: d.Snapshots, counter: d.Registry, scratchDir: d.ScratchDir, now: d.Now}
 }
 
 func (s *snapshotService) SaveSnapshot(_ *pb.SaveSnapshotRequest, stream pb.SnapshotService_SaveSnapshotServer) error {
-	if !s.cfg.Node.IsLeader() {
+	if !s.node.IsLeader() {
 		return s.notLeader()
 	}
 	w := bufio.NewWriterSize(chunkSender(stream.Send), snapshotChunk)
-	_, _, err := backup.Save(stream.Context(), s.cfg.Node, s.cfg.Now, w)
+	_, _, err := backup.Save(stream.Context(), s.node, s.now, w)
 	if err == nil {
 		err = w.Flush()
 	}
@@ -80,10 +70,10 @@ func (send chunkSender) Write(p []byte) (int, error) {
 }
 
 func (s *snapshotService) RestoreSnapshot(stream pb.SnapshotService_RestoreSnapshotServer) error {
-	if !s.cfg.Node.IsLeader() {
+	if !s.node.IsLeader() {
 		return s.notLeader() // before a byte of the upload is read
 	}
-	upload, err := os.CreateTemp(s.cfg.ScratchDir, "upload-*.snapshot")
+	upload, err := os.CreateTemp(s.scratchDir, "upload-*.snapshot")
 	if err != nil {
 		return s.status(fmt.Errorf("restore: spool the upload: %w", err))
 	}
@@ -100,7 +90,7 @@ func (s *snapshotService) RestoreSnapshot(stream pb.SnapshotService_RestoreSnaps
 		return badRequest("snapshot file refused, nothing changed: "+err.Error(),
 			&errdetails.BadRequest_FieldViolation{Field: "chunk", Description: err.Error()})
 	}
-	res, err := backup.Restore(stream.Context(), s.cfg.Node, s.cfg.Counter, f, s.cfg.ScratchDir)
+	res, err := backup.Restore(stream.Context(), s.node, s.counter, f, s.scratchDir)
 	if err != nil {
 		return s.status(err)
 	}
@@ -136,7 +126,7 @@ func receiveChunks(stream pb.SnapshotService_RestoreSnapshotServer, w io.Writer)
 // registry's calls, these are not forwarded (a snapshot is too large to
 // pass through a second node for nothing).
 func (s *snapshotService) notLeader() error {
-	id, addr := s.cfg.Node.Leader()
+	id, addr := s.node.Leader()
 	return cluster.NotLeaderStatus("this node is not the leader: snapshots are saved and restored on the leader", id, addr)
 }
 

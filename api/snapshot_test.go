@@ -107,15 +107,20 @@ func jobsFSM(t *testing.T, n int) *fsm.FSM {
 	return f
 }
 
-type liveCounter uint64
+// liveCounter is a registry whose only part SnapshotService reads is the
+// fencing counter.
+type liveCounter struct {
+	Registry
+	token uint64
+}
 
-func (c liveCounter) FencingToken() uint64 { return uint64(c) }
+func (c liveCounter) FencingToken() uint64 { return c.token }
 
 func snapshotClient(t *testing.T, node *snapNode, counter uint64, scratch string) pb.SnapshotServiceClient {
 	t.Helper()
 	gs := grpc.NewServer()
-	pb.RegisterSnapshotServiceServer(gs, NewSnapshotService(SnapshotServiceConfig{
-		Node: node, Counter: liveCounter(counter), ScratchDir: scratch, Now: func() time.Time { return testNow },
+	pb.RegisterSnapshotServiceServer(gs, NewSnapshotService(Deps{
+		Snapshots: node, Registry: liveCounter{token: counter}, ScratchDir: scratch, Now: func() time.Time { return testNow },
 	}))
 	lis := bufconn.Listen(1 << 20)
 	go func() { _ = gs.Serve(lis) }()

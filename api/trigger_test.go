@@ -128,7 +128,7 @@ type triggerNode struct {
 
 func newTriggerNode(t *testing.T, leader bool) *triggerNode {
 	n := &triggerNode{lead: &fakeLeadership{leader: leader}}
-	n.harness = newHarnessConfig(t, func(c *JobServiceConfig) {
+	n.harness = newHarnessConfig(t, func(c *Deps) {
 		n.trig = newFakeTriggerer(c.Store.(*fakeStore))
 		c.Triggerer, c.Leadership = n.trig, n.lead
 	})

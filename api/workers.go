@@ -17,22 +17,22 @@ type LeaderInfo interface {
 	Leader() (id, addr string)
 }
 
-// WorkerService serves WorkerService.Connect: the leader hands the stream
+// workerService serves WorkerService.Connect: the leader hands the stream
 // to its hub; any other node answers NOT_LEADER with the leader's address,
 // so that the worker reconnects there.
-type WorkerService struct {
+type workerService struct {
 	pb.UnimplementedWorkerServiceServer
 	hub    WorkerHub
 	leader LeaderInfo
 }
 
-// NewWorkerService returns the service over hub.
-func NewWorkerService(hub WorkerHub, leader LeaderInfo) *WorkerService {
-	return &WorkerService{hub: hub, leader: leader}
+// NewWorkerService serves WorkerService over d's Workers and Leader.
+func NewWorkerService(d Deps) pb.WorkerServiceServer {
+	return &workerService{hub: d.Workers, leader: d.Leader}
 }
 
 // Connect implements pb.WorkerServiceServer.
-func (s *WorkerService) Connect(stream pb.WorkerService_ConnectServer) error {
+func (s *workerService) Connect(stream pb.WorkerService_ConnectServer) error {
 	if !s.leader.IsLeader() {
 		return s.notLeader()
 	}
@@ -44,7 +44,7 @@ func (s *WorkerService) Connect(stream pb.WorkerService_ConnectServer) error {
 	return statusOf(err)
 }
 
-func (s *WorkerService) notLeader() error {
+func (s *workerService) notLeader() error {
 	id, addr := s.leader.Leader()
 	return cluster.NotLeaderStatus("this node does not lead: workers connect to the leader", id, addr)
 }

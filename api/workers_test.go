@@ -49,17 +49,17 @@ func leaderAddressOf(t *testing.T, err error) string {
 // stepped down while the worker was connected.
 func TestWorkerConnectPointsToTheLeader(t *testing.T) {
 	follower := &fakeLeaderInfo{id: "n2", addr: "127.0.0.1:7002"}
-	if got := leaderAddressOf(t, NewWorkerService(fakeWorkerHub{}, follower).Connect(nil)); got != "127.0.0.1:7002" {
+	if got := leaderAddressOf(t, NewWorkerService(Deps{Workers: fakeWorkerHub{}, Leader: follower}).Connect(nil)); got != "127.0.0.1:7002" {
 		t.Fatalf("leader address %q, want 127.0.0.1:7002", got)
 	}
 	was := &fakeLeaderInfo{leading: true, id: "n3", addr: "127.0.0.1:7003"}
-	err := NewWorkerService(fakeWorkerHub{err: errors.New("dropped"), stepDown: was}, was).Connect(nil)
+	err := NewWorkerService(Deps{Workers: fakeWorkerHub{err: errors.New("dropped"), stepDown: was}, Leader: was}).Connect(nil)
 	if got := leaderAddressOf(t, err); got != "127.0.0.1:7003" {
 		t.Fatalf("leader address %q after stepping down, want 127.0.0.1:7003", got)
 	}
 	still := &fakeLeaderInfo{leading: true}
 	bad := status.Error(codes.InvalidArgument, "hello.id: must match")
-	if err := NewWorkerService(fakeWorkerHub{err: bad}, still).Connect(nil); status.Code(err) != codes.InvalidArgument {
+	if err := NewWorkerService(Deps{Workers: fakeWorkerHub{err: bad}, Leader: still}).Connect(nil); status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("hub error %v, want it passed on", err)
 	}
 }

@@ -25,7 +25,7 @@ func workerTargetSpec(name string) *pb.JobSpec {
 func TestWorkerTargetsWaitForTheClusterVersion(t *testing.T) {
 	var version atomic.Uint32
 	version.Store(1)
-	h := newHarnessConfig(t, func(c *JobServiceConfig) { c.ClusterVersion = version.Load })
+	h := newHarnessConfig(t, func(c *Deps) { c.ClusterVersion = version.Load })
 	ctx := context.Background()
 
 	_, err := h.jobs.CreateJob(ctx, &pb.CreateJobRequest{Spec: workerTargetSpec("charge")})

@@ -87,7 +87,8 @@ func (n *Node) proposeLocal(ctx context.Context, cmd *pb.Command, data []byte) (
 	return n.proposals.propose(ctx, n.raft, data, raftTimeout(ctx))
 }
 
-// futureOutcome waits for a proposed entry and maps its outcome.
+// futureOutcome waits for a proposed entry, or for ctx, and maps its
+// outcome.
 func futureOutcome(ctx context.Context, f raft.ApplyFuture) (*pb.CommandResult, uint64, error) {
 	if err := waitFuture(ctx, f); err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
@@ -96,13 +97,20 @@ func futureOutcome(ctx context.Context, f raft.ApplyFuture) (*pb.CommandResult, 
 		}
 		return nil, 0, raftError(err)
 	}
+	res, err := appliedResult(f)
+	return res, f.Index(), err
+}
+
+// appliedResult is what the FSM made of a committed entry: every apply,
+// single or bulk, reads its outcome here.
+func appliedResult(f raft.ApplyFuture) (*pb.CommandResult, error) {
 	switch resp := f.Response().(type) {
 	case *pb.CommandResult:
-		return resp, f.Index(), nil
+		return resp, nil
 	case error:
-		return nil, f.Index(), fmt.Errorf("apply: fsm: %w", resp)
+		return nil, fmt.Errorf("apply: fsm: %w", resp)
 	default:
-		return nil, f.Index(), fmt.Errorf("apply: fsm returned %T, want *pb.CommandResult", resp)
+		return nil, fmt.Errorf("apply: fsm returned %T, want *pb.CommandResult", resp)
 	}
 }
 

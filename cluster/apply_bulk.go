@@ -171,17 +171,11 @@ func (n *Node) proposeOne(ctx context.Context, cmd *pb.Command, data []byte, tim
 }
 
 // futureResult waits for f, which Raft always resolves (at the latest on
-// shutdown), and maps its outcome like applyLocal.
+// shutdown), and maps its outcome as Apply does.
 func futureResult(f raft.ApplyFuture) BulkResult {
 	if err := f.Error(); err != nil {
 		return BulkResult{Err: raftError(err)}
 	}
-	switch resp := f.Response().(type) {
-	case *pb.CommandResult:
-		return BulkResult{Result: resp}
-	case error:
-		return BulkResult{Err: fmt.Errorf("apply: fsm: %w", resp)}
-	default:
-		return BulkResult{Err: fmt.Errorf("apply: fsm returned %T, want *pb.CommandResult", resp)}
-	}
+	res, err := appliedResult(f)
+	return BulkResult{Result: res, Err: err}
 }

@@ -25,7 +25,7 @@ func TestAuditRecordsEveryACLWriteWithoutSecrets(t *testing.T) {
 	wantChanges(t, r,
 		`token.accessor_id:  → "acc-ci"`,
 		`token.name:  → "ci"`,
-		`token.role:  → ACL_ROLE_WRITE`,
+		`token.role:  → "write"`,
 		`token.selector.team:  → "billing"`,
 		`token.created_at:  → "`+created.Format("2006-01-02T15:04:05Z")+`"`,
 	)

@@ -1,14 +1,15 @@
 package fsm
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/raftcron/raftcron/jobfile"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -29,10 +30,10 @@ var hiddenFields = []string{"http.body", "http.headers.", "exec.env."}
 
 // specChanges lists the fields that differ between two stored specs (nil
 // for none, as before a create), in declaration order (the job file's)
-// and map keys in order. Values are rendered as in JSON: strings quoted,
-// durations like "30s", timestamps in RFC 3339 UTC. It runs when a record
-// is read, never in Apply: what it renders is the reading build's business
-// (audit.go).
+// and map keys in order. Values are rendered as in the job file's JSON
+// (renderValue): `overlap: "" → "skip"`, `catchup.window: "1m0s"`. It runs
+// when a record is read, never in Apply: what it renders is the reading
+// build's business (audit.go).
 func specChanges(before, after *pb.JobSpec) []*pb.AuditChange {
 	if before == nil {
 		before = &pb.JobSpec{}
@@ -203,33 +204,32 @@ func render(m protoreflect.Message, fd protoreflect.FieldDescriptor) string {
 	return renderValue(fd, m.Get(fd))
 }
 
+// renderValue is one value as the job file's JSON writes it (jobfile owns
+// that form): strings, enum names, durations and timestamps quoted, numbers
+// and booleans bare; an unset enum is "". A value this build cannot write
+// in the file — an enum number only a newer release names — reads as its
+// number, so that an old record stays readable.
 func renderValue(fd protoreflect.FieldDescriptor, v protoreflect.Value) string {
-	switch fd.Kind() {
-	case protoreflect.StringKind:
-		return strconv.Quote(v.String())
-	case protoreflect.BoolKind:
-		return strconv.FormatBool(v.Bool())
-	case protoreflect.EnumKind:
-		if ev := fd.Enum().Values().ByNumber(v.Enum()); ev != nil {
-			return string(ev.Name())
-		}
-		return strconv.Itoa(int(v.Enum()))
-	case protoreflect.MessageKind:
-		return renderWellKnown(v.Message())
-	case protoreflect.BytesKind:
+	if fd.Kind() == protoreflect.BytesKind {
 		return strconv.Itoa(len(v.Bytes())) + " bytes"
 	}
-	return v.String() // numbers
-}
-
-func renderWellKnown(m protoreflect.Message) string {
-	fields := m.Descriptor().Fields()
-	sec := m.Get(fields.ByName("seconds")).Int()
-	nanos := m.Get(fields.ByName("nanos")).Int()
-	if m.Descriptor().FullName() == "google.protobuf.Duration" {
-		return strconv.Quote((time.Duration(sec)*time.Second + time.Duration(nanos)).String())
+	fv, err := jobfile.Value(fd, v)
+	if err != nil {
+		if fd.Kind() == protoreflect.EnumKind {
+			return strconv.Itoa(int(v.Enum()))
+		}
+		return v.String()
 	}
-	return strconv.Quote(time.Unix(sec, nanos).UTC().Format(time.RFC3339Nano))
+	switch fv := fv.(type) {
+	case string:
+		if fd.Kind() == protoreflect.EnumKind && fv == "" {
+			return ""
+		}
+		return strconv.Quote(fv)
+	case bool:
+		return strconv.FormatBool(fv)
+	}
+	return fmt.Sprint(fv) // integers
 }
 
 func hidden(path string) bool {

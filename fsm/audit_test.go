@@ -188,6 +188,31 @@ func TestAuditDiffHidesSecretsAndIsBounded(t *testing.T) {
 	}
 }
 
+// TestAuditDiffReadsInTheJobFileForm: enums by their job file names,
+// durations as Go durations, both for a create (from unset) and an update,
+// as `job get -o json` and the JSON API write them.
+func TestAuditDiffReadsInTheJobFileForm(t *testing.T) {
+	h := newAuditHarness(t, 100)
+	spec := testSpec("billing")
+	h.mustOK(createCmd(spec))
+	created := strings.Join(changeLines(h.lastAudit().GetChanges()), "\n")
+	for _, want := range []string{`catchup.policy:  → "all"`, `overlap:  → "skip"`, `delivery:  → "at_least_once"`, `catchup.window:  → "1m0s"`} {
+		if !strings.Contains(created, want) {
+			t.Errorf("create record:\n%s\nwant %s", created, want)
+		}
+	}
+
+	next := cloneSpec(spec)
+	next.Overlap = pb.Overlap_OVERLAP_BUFFER_ONE
+	next.Catchup = &pb.Catchup{Window: durationpb.New(90 * time.Minute), Policy: pb.CatchupPolicy_CATCHUP_POLICY_LATEST}
+	h.mustOK(updateCmd(next, 0))
+	wantChanges(t, h.lastAudit(),
+		`catchup.window: "1m0s" → "1h30m0s"`,
+		`catchup.policy: "all" → "latest"`,
+		`overlap: "skip" → "buffer_one"`,
+	)
+}
+
 func TestAuditLimitDropsTheOldestAndIsRecorded(t *testing.T) {
 	h := newAuditHarness(t, 3)
 	for _, name := range []string{"a", "b", "c", "d"} {

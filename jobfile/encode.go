@@ -53,6 +53,23 @@ func ToMap(spec *pb.JobSpec) (map[string]any, error) {
 	return o.toMap(), nil
 }
 
+// Value is one value of fd (a singular field's, a list's element or a map's
+// value) in ToMap's generic form: an enum by its file name ("" for the
+// zero value), a duration or timestamp as its text, a message as an
+// object. It fails, naming the field, where ToMap would, and for a kind
+// outside the file's rules (ErrUnsupported). fd need not be JobSpec's: the
+// audit trail renders an ACL token's fields by the same rules.
+func Value(fd protoreflect.FieldDescriptor, v protoreflect.Value) (any, error) {
+	if err := checkField(fd, map[protoreflect.FullName]bool{}); err != nil {
+		return nil, err
+	}
+	e, err := encodeValue(fd, v, string(fd.Name()))
+	if err != nil {
+		return nil, err
+	}
+	return generic(e), nil
+}
+
 // fileValue is the value to marshal: one object, or a list of them.
 func fileValue(specs []*pb.JobSpec) (any, error) {
 	if len(specs) == 0 {

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
@@ -121,5 +122,40 @@ func TestFromMapAndFromJSONErrors(t *testing.T) {
 	want := &pb.JobSpec{Name: "a", HistoryLimit: 10, Labels: map[string]string{"n": "1.10"}}
 	if err != nil || !proto.Equal(got, want) {
 		t.Fatalf("FromJSON: %v, %v; want %v", got, err, want)
+	}
+}
+
+// Value renders one field's value as ToMap does, and refuses a kind
+// outside the rules instead of guessing.
+func TestValue(t *testing.T) {
+	spec := &pb.JobSpec{
+		Overlap: pb.Overlap_OVERLAP_BUFFER_ONE,
+		Catchup: &pb.Catchup{Window: durationpb.New(90 * time.Second)},
+		Retry:   &pb.Retry{MaxAttempts: 3},
+	}
+	m := spec.ProtoReflect()
+	field := func(md protoreflect.MessageDescriptor, name string) protoreflect.FieldDescriptor {
+		return md.Fields().ByName(protoreflect.Name(name))
+	}
+	catchup := spec.GetCatchup().ProtoReflect()
+	retry := spec.GetRetry().ProtoReflect()
+	for _, tc := range []struct {
+		fd   protoreflect.FieldDescriptor
+		v    protoreflect.Value
+		want any
+	}{
+		{field(m.Descriptor(), "overlap"), m.Get(field(m.Descriptor(), "overlap")), "buffer_one"},
+		{field(m.Descriptor(), "delivery"), m.Get(field(m.Descriptor(), "delivery")), ""},
+		{field(catchup.Descriptor(), "window"), catchup.Get(field(catchup.Descriptor(), "window")), "1m30s"},
+		{field(retry.Descriptor(), "max_attempts"), retry.Get(field(retry.Descriptor(), "max_attempts")), uint64(3)},
+	} {
+		if got, err := Value(tc.fd, tc.v); err != nil || got != tc.want {
+			t.Errorf("Value(%s) = %#v, %v; want %#v", tc.fd.Name(), got, err, tc.want)
+		}
+	}
+	tok := (&pb.AclToken{SecretHash: []byte{1}}).ProtoReflect()
+	hash := field(tok.Descriptor(), "secret_hash")
+	if _, err := Value(hash, tok.Get(hash)); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("Value of a bytes field: %v, want ErrUnsupported", err)
 	}
 }

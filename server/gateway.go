@@ -23,5 +23,6 @@ func (s *Server) mountGateway() error {
 	}
 	s.ops.Mount(gateway.Prefix, h)
 	s.gw = in
+	s.undo.push(func(context.Context) { _ = in.Close() })
 	return nil
 }

@@ -1,17 +1,10 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
-
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
-	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
 // httpCall sends one JSON API request to s, as "Bearer secret" unless
@@ -52,21 +45,11 @@ func TestTheJSONAPIIsServedBehindTheACLs(t *testing.T) {
 	if code, doc := httpCall(t, s, "GET", "/v1/jobs", ""); code != http.StatusUnauthorized {
 		t.Fatalf("GET /v1/jobs without a token: %d %v, want 401", code, doc)
 	}
-	conn, err := grpc.NewClient(s.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = conn.Close() }()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	boot, err := pb.NewAclServiceClient(conn).BootstrapAcl(ctx, &pb.BootstrapAclRequest{})
-	if err != nil {
-		t.Fatalf("BootstrapAcl: %v", err)
-	}
-	if code, doc := httpCall(t, s, "GET", "/v1/jobs", boot.GetSecret()); code != http.StatusOK {
+	secret := bootstrapToken(t, s)
+	if code, doc := httpCall(t, s, "GET", "/v1/jobs", secret); code != http.StatusOK {
 		t.Fatalf("GET /v1/jobs with the management token: %d %v, want 200", code, doc)
 	}
-	code, doc := httpCall(t, s, "GET", "/v1/audit", boot.GetSecret())
+	code, doc := httpCall(t, s, "GET", "/v1/audit", secret)
 	recs, _ := doc["records"].([]any)
 	if code != http.StatusOK || len(recs) == 0 || recs[0].(map[string]any)["action"] != "acl_bootstrap" {
 		t.Fatalf("GET /v1/audit: %d %v, want the bootstrap recorded", code, doc)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/tls"
 	"log/slog"
 	"net"
@@ -47,6 +48,7 @@ func (s *Server) listenHealth() error {
 		return cluster.ListenError(FieldHealthAddr, s.cfg.HealthAddr, err)
 	}
 	s.healthLn = ln
+	s.undo.push(func(context.Context) { _ = ln.Close() })
 	return nil
 }
 

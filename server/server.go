@@ -72,6 +72,9 @@ type Server struct {
 	errc chan error
 	// stopc is closed when Stop begins; it ends watchHalt.
 	stopc chan struct{}
+	// undo releases what New took, newest first: if New fails part way,
+	// and when the server stops without having run.
+	undo cleanup
 
 	// mu orders Start and Stop; phase says how far the server got.
 	mu    sync.Mutex
@@ -98,11 +101,12 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, errc: make(chan error, 4), stopc: make(chan struct{})}
-	if err := s.listen(); err != nil {
-		return nil, err
+	err := s.listen()
+	if err == nil {
+		err = s.wire()
 	}
-	if err := s.wire(); err != nil {
-		s.closeListeners()
+	if err != nil {
+		s.undo.run(context.Background())
 		return nil, err
 	}
 	return s, nil
@@ -115,15 +119,14 @@ func (s *Server) listen() error {
 		return err
 	}
 	s.mux = mux
+	s.undo.push(func(context.Context) { _ = mux.Close() })
 	ln, err := net.Listen("tcp", s.cfg.HTTPAddr)
 	if err != nil {
-		_ = s.mux.Close()
 		return cluster.ListenError(FieldHTTPAddr, s.cfg.HTTPAddr, err)
 	}
 	s.httpLn = ln
+	s.undo.push(func(context.Context) { _ = ln.Close() })
 	if err := s.listenHealth(); err != nil {
-		_ = s.httpLn.Close()
-		_ = s.mux.Close()
 		return err
 	}
 	s.mux.SetIsolation(s.cfg.Isolation)
@@ -149,9 +152,10 @@ func (s *Server) listenNode() (*cluster.Mux, error) {
 	return cluster.ListenTLS(s.cfg.Addr, tc)
 }
 
-// wire builds every part. The cluster node applies nothing before Start,
-// so the scheduler and the run hub observe the FSM from its first entry,
-// and leadership reaches a scheduler that exists.
+// wire builds every part, pushing the release of each onto s.undo. The
+// cluster node applies nothing before Start, so the scheduler and the run
+// hub observe the FSM from its first entry, and leadership reaches a
+// scheduler that exists.
 func (s *Server) wire() error {
 	s.state = fsm.New()
 	cc := s.cfg.cluster()
@@ -163,26 +167,59 @@ func (s *Server) wire() error {
 	if err != nil {
 		return err
 	}
+	s.node = node
+	s.undo.push(func(ctx context.Context) { s.shutdownNode(node, ctx) })
 	pol, err := s.cfg.Policy.withDefaults()
 	if err != nil {
-		s.shutdownNode(node, context.Background())
 		return err
 	}
 	s.cfg.Policy = pol
-	exec := pol.executor()
+	if err := s.wireScheduler(); err != nil {
+		return err
+	}
+	opsServer, err := ops.New(node, s.state, s.cfg.Version, slices.Concat(s.sched.Collectors(), node.Collectors(), s.workers.Collectors())...)
+	if err != nil {
+		return fmt.Errorf("ops port: %w", err)
+	}
+	s.ops = opsServer
+	s.hub = api.NewRunHubWith(s.cfg.Limits.MaxWatchers)
+	s.undo.push(func(context.Context) { s.hub.Close() })
+	s.state.SetObserver(observers{s.sched, s.hub})
+	auth := api.NewAuthorizer(api.AuthConfig{Enabled: s.cfg.ACL, Tokens: s.state, Barrier: node})
+	s.grpc = newGRPCServer(s.log, s.cfg.Limits.maxConcurrentStreams(), auth, s.mux.GRPCServerOptions()...)
+	s.undo.push(func(context.Context) { s.grpc.Stop() })
+	s.health = s.registerServices()
+	if err := s.mountGateway(); err != nil {
+		return err
+	}
+	if err := s.mountUI(auth); err != nil {
+		return err
+	}
+	s.http = s.opsHTTPServer()
+	if s.healthLn != nil {
+		s.healthHTTP = ops.HTTPServer(opsServer.HealthHandler())
+	}
+	return nil
+}
+
+// wireScheduler builds the remote workers' hub and the scheduler with the
+// executors of the node's policy.
+func (s *Server) wireScheduler() error {
+	exec := s.cfg.Policy.executor()
 	if s.cfg.WrapExecutor != nil {
 		exec = s.cfg.WrapExecutor(exec)
 	}
 	workers, err := remote.New(remote.Config{
-		Lease: s.cfg.WorkerLease, Leading: node.IsLeader, Signer: pol.signer(), Logger: s.log,
+		Lease: s.cfg.WorkerLease, Leading: s.node.IsLeader, Signer: s.cfg.Policy.signer(), Logger: s.log,
 	})
 	if err != nil {
-		s.shutdownNode(node, context.Background())
 		return err
 	}
+	s.workers = workers
+	s.undo.push(func(context.Context) { workers.Close() })
 	sched, err := scheduler.New(scheduler.Config{
 		State:    s.state,
-		Proposer: scheduler.NewNodeProposer(node),
+		Proposer: scheduler.NewNodeProposer(s.node),
 		Executor: exec,
 		Remote:   workers,
 		Clock:    s.cfg.Clock,
@@ -193,67 +230,24 @@ func (s *Server) wire() error {
 		AheadOfWave: collectAheadOfWave,
 	})
 	if err != nil {
-		workers.Close()
-		s.shutdownNode(node, context.Background())
 		return err
 	}
-	opsServer, err := ops.New(node, s.state, s.cfg.Version, slices.Concat(sched.Collectors(), node.Collectors(), workers.Collectors())...)
-	if err != nil {
-		sched.Stop()
-		workers.Close()
-		s.shutdownNode(node, context.Background())
-		return fmt.Errorf("ops port: %w", err)
-	}
-	s.node, s.sched, s.workers, s.ops = node, sched, workers, opsServer
-	s.hub = api.NewRunHubWith(s.cfg.Limits.MaxWatchers)
-	s.state.SetObserver(observers{sched, s.hub})
-	auth := api.NewAuthorizer(api.AuthConfig{Enabled: s.cfg.ACL, Tokens: s.state, Barrier: node})
-	s.grpc = newGRPCServer(s.log, s.cfg.Limits.maxConcurrentStreams(), auth, s.mux.GRPCServerOptions()...)
-	s.health = s.registerServices()
-	err = s.mountGateway()
-	if err == nil {
-		err = s.mountUI(auth)
-	}
-	if err != nil {
-		sched.Stop()
-		s.hub.Close()
-		s.grpc.Stop()
-		s.shutdownNode(node, context.Background())
-		return err
-	}
-	s.http = s.opsHTTPServer()
-	if s.healthLn != nil {
-		s.healthHTTP = ops.HTTPServer(opsServer.HealthHandler())
-	}
+	s.sched = sched
+	s.undo.push(func(context.Context) { sched.Stop() })
 	return nil
 }
 
 // registerServices puts the public API and node-to-node forwarding on the
 // gRPC server. Every write service shares one audit switch.
 func (s *Server) registerServices() *health.Server {
-	audit := s.auditSwitch()
-	jobs := api.NewJobServiceWith(api.JobServiceConfig{
-		Store: s.node, Registry: s.state, Now: s.cfg.Now,
-		Triggerer: s.sched, Leadership: s.node,
-		Exec: s.cfg.Policy.Exec, Limits: s.cfg.Limits.jobs(), Audit: audit,
-		ClusterVersion: s.state.ClusterVersion,
-	})
-	runs := api.NewRunServiceWith(api.RunServiceConfig{
-		Barrier: s.node, Ledger: s.state, Hub: s.hub, Store: s.node, Audit: audit,
-	})
-	acl := api.NewACLServiceWith(api.ACLServiceConfig{Store: s.node, Tokens: s.state, Now: s.cfg.Now, Audit: audit})
-	members := api.NewClusterServiceWith(api.ClusterServiceConfig{
-		Cluster: s.node, Registry: s.state, Store: s.node, Audit: audit, Counts: s.state,
-	})
-	h := api.Register(s.grpc, jobs, members,
-		api.WithRunService(runs),
-		api.WithFenceService(api.NewFenceService(s.node, s.state)),
-		api.WithSnapshotService(api.NewSnapshotService(api.SnapshotServiceConfig{
-			Node: s.node, Counter: s.state, ScratchDir: s.cfg.DataDir,
-		})),
-		api.WithACLService(acl),
-		api.WithAuditService(api.NewAuditService(s.node, s.state)),
-		api.WithWorkerService(api.NewWorkerService(s.workers, s.node)))
+	h := api.Register(s.grpc, api.NewServices(api.Deps{
+		Store: s.node, Registry: s.state, Ledger: s.state, Tokens: s.state, AuditLog: s.state,
+		Cluster: s.node, Counts: s.state, Snapshots: s.node, ScratchDir: s.cfg.DataDir,
+		Workers: s.workers, Leader: s.node,
+		Hub: s.hub, Triggerer: s.sched, Leadership: s.node,
+		Exec: s.cfg.Policy.Exec, Limits: s.cfg.Limits.jobs(), Audit: s.auditSwitch(),
+		ClusterVersion: s.state.ClusterVersion, Now: s.cfg.Now,
+	}))
 	cluster.RegisterInternal(s.grpc, s.node)
 	return h
 }
@@ -277,7 +271,7 @@ func (s *Server) Start(ctx context.Context) error {
 		return ErrStarted
 	}
 	if err := s.node.Start(ctx); err != nil {
-		s.release(context.Background())
+		s.undo.run(context.Background())
 		s.phase = stopped
 		return err
 	}
@@ -343,7 +337,7 @@ func (s *Server) Stop(ctx context.Context) error {
 	case stopped:
 		return nil
 	case built:
-		s.release(ctx)
+		s.undo.run(ctx)
 		s.phase = stopped
 		return nil
 	}
@@ -409,25 +403,6 @@ func (s *Server) handOver(ctx context.Context) {
 		return
 	}
 	s.log.Info("leadership transferred", "to", to.GetId(), "address", to.GetAddress())
-}
-
-// release frees what New took when nothing was started (or Start failed).
-func (s *Server) release(ctx context.Context) {
-	s.sched.Stop()
-	s.workers.Close()
-	s.hub.Close()
-	s.grpc.Stop()
-	_ = s.gw.Close()
-	s.shutdownNode(s.node, ctx)
-	s.closeListeners()
-}
-
-func (s *Server) closeListeners() {
-	_ = s.httpLn.Close()
-	if s.healthLn != nil {
-		_ = s.healthLn.Close()
-	}
-	_ = s.mux.Close()
 }
 
 func (s *Server) shutdownNode(node *cluster.Node, ctx context.Context) {

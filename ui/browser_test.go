@@ -116,6 +116,10 @@ func TestBrowserOperator(t *testing.T) {
 	if got := text(t, ctx, "ol.fires"); !strings.Contains(got, "DST GMT+01:00 → GMT+02:00") {
 		t.Errorf("the next fires mark the spring-forward in Europe/Berlin; got %q", got)
 	}
+	// The spec reads as the API gives it: the job file's JSON form.
+	if got := text(t, ctx, "pre.spec"); !strings.Contains(got, `"overlap": "skip"`) || !strings.Contains(got, `"window": "10m0s"`) {
+		t.Errorf("the spec shows the job file's form (overlap skip, window 10m0s); got %q", got)
+	}
 
 	// Trigger the paused job once: its run arrives in the ledger.
 	run(t, ctx,
@@ -281,8 +285,7 @@ func TestBrowserPhone(t *testing.T) {
 }
 
 // TestBrowserFormatting runs the pages' formatting in the browser: the
-// schedule in words, Go durations, the job file's YAML and the marking of
-// daylight-saving changes.
+// schedule in words and the marking of daylight-saving changes.
 func TestBrowserFormatting(t *testing.T) {
 	chromiumPath(t)
 	node := newFakeNode(t, nil)
@@ -298,10 +301,6 @@ func TestBrowserFormatting(t *testing.T) {
 		`f.describeSchedule("@every 90s")`:     "every 90s",
 		`f.describeSchedule("@hourly")`:        "every hour, on the hour",
 		`f.describeSchedule("0 0 1,15 * *")`:   "",
-		`f.goDuration("5400s")`:                "1h30m",
-		`f.goDuration("1.500s")`:               "1.5s",
-		`f.goDuration("0s")`:                   "0s",
-		`f.specYAML({name: "a", schedule: "0 2 * * *", http: {url: "http://x/y", timeout: "30s"}, overlap: "OVERLAP_SKIP", labels: {team: "yes"}})`:                             "name: a\nschedule: \"0 2 * * *\"\nhttp:\n  url: http://x/y\n  timeout: 30s\noverlap: skip\nlabels:\n  team: \"yes\"\n",
 		`f.markOffsets([new Date("2026-03-28T01:00:00Z"), new Date("2026-03-29T01:00:00Z"), new Date("2026-03-30T01:00:00Z")], "Europe/Berlin").map((x) => x.change).join("|")`: "|GMT+01:00 → GMT+02:00|",
 		`f.markOffsets([new Date("2026-11-01T04:00:00Z"), new Date("2026-11-01T07:00:00Z")], "America/New_York").map((x) => x.change).join("|")`:                                "|GMT-04:00 → GMT-05:00",
 		`f.zoneTime(new Date("2026-07-01T12:00:00Z"), "Europe/London")`:                                                                                                         "2026-07-01 13:00:00 BST",

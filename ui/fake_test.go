@@ -20,11 +20,11 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/raftcron/raftcron/api"
+	"github.com/raftcron/raftcron/api/gateway"
 	"github.com/raftcron/raftcron/fsm"
 	"github.com/raftcron/raftcron/ops"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
@@ -78,7 +78,8 @@ type auditChange struct {
 	After  string `json:"after,omitempty"`
 }
 
-var apiJSON = protojson.MarshalOptions{UseProtoNames: true}
+// apiJSON is the JSON API's own marshaler: specs in the job file's form.
+var apiJSON = gateway.NewMarshaler()
 
 // newFakeNode serves a fake node on loopback until the test ends; with
 // tokens, ACLs are on.
@@ -117,7 +118,7 @@ func (f *fakeNode) runService(t *testing.T) pb.RunServiceClient {
 		}
 		return h(srv, ss)
 	}))
-	pb.RegisterRunServiceServer(gs, api.NewRunService(noBarrier{}, f, f.hub))
+	pb.RegisterRunServiceServer(gs, api.NewRunService(api.Deps{Barrier: noBarrier{}, Ledger: f, Hub: f.hub}))
 	go func() { _ = gs.Serve(lis) }()
 	conn, err := grpc.NewClient("passthrough:///fake",
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),

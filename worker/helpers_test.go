@@ -76,7 +76,7 @@ func newNodeWith(t testing.TB, cfg remote.Config) *node {
 		t.Fatal(err)
 	}
 	n.srv = grpc.NewServer()
-	pb.RegisterWorkerServiceServer(n.srv, api.NewWorkerService(n.hub, n.leader))
+	pb.RegisterWorkerServiceServer(n.srv, api.NewWorkerService(api.Deps{Workers: n.hub, Leader: n.leader}))
 	go func() { _ = n.srv.Serve(ln) }()
 	t.Cleanup(func() {
 		n.hub.Close()

@@ -116,6 +116,7 @@ type env struct {
 	t      *testing.T
 	url    string
 	tokens *tokens
+	node   *node
 }
 
 func start(t *testing.T) *env {
@@ -127,10 +128,10 @@ func start(t *testing.T) *env {
 	auth := api.NewAuthorizer(api.AuthConfig{Enabled: true, Tokens: n.state})
 	gs := grpc.NewServer(grpc.ChainUnaryInterceptor(api.RecoveryInterceptor(nil), tk.intercept, auth.Unary()))
 	audit := api.NewAuditSwitch(n, n.state, api.DefaultAuditLimit, nil, nil)
-	jobs := api.NewJobServiceWith(api.JobServiceConfig{Store: n, Registry: n.state, Triggerer: n, Audit: audit})
-	api.Register(gs, jobs, api.NewClusterService(cluster{}, n.state),
-		api.WithRunService(api.NewRunServiceWith(api.RunServiceConfig{Barrier: n, Ledger: n.state, Store: n, Audit: audit})),
-		api.WithAuditService(api.NewAuditService(n, n.state)))
+	d := api.Deps{Store: n, Registry: n.state, Ledger: n.state, AuditLog: n.state, Cluster: cluster{}, Triggerer: n, Audit: audit}
+	api.Register(gs, api.Services{
+		Jobs: api.NewJobService(d), Cluster: api.NewClusterService(d), Runs: api.NewRunService(d), Audit: api.NewAuditService(d),
+	})
 	in, err := gateway.NewInProcess()
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +147,7 @@ func start(t *testing.T) *env {
 		gs.Stop()
 		_ = in.Close()
 	})
-	return &env{t: t, url: hs.URL, tokens: tk}
+	return &env{t: t, url: hs.URL, tokens: tk, node: n}
 }
 
 // do sends one request (body "" for none) as "Bearer <token>" unless token
@@ -223,7 +224,7 @@ func TestJobRoutes(t *testing.T) {
 	e := start(t)
 	doc := e.ok("PUT", "/v1/jobs/billing", billing)
 	if dig(doc, "created") != true || dig(doc, "job", "spec", "name") != "billing" || dig(doc, "job", "version") != "1" ||
-		dig(doc, "job", "spec", "catchup", "window") != "60s" {
+		dig(doc, "job", "spec", "catchup", "window") != "1m0s" {
 		t.Fatalf("PUT /v1/jobs/billing: %v, want the created job, snake_case, defaults filled in", doc)
 	}
 	if doc := e.ok("PUT", "/v1/jobs/billing", billing); dig(doc, "changed") != nil {
@@ -354,22 +355,28 @@ func TestClusterRoute(t *testing.T) {
 func TestOpenAPIDocumentListsEveryRoute(t *testing.T) {
 	e := start(t)
 	doc := e.ok("GET", "/v1/openapi.json", "")
-	if dig(doc, "info", "version") != "v-test" || dig(doc, "info", "title") != "raftcron" {
-		t.Fatalf("info %v", doc["info"])
+	if dig(doc, "info", "version") != "v-test" || dig(doc, "info", "title") != "raftcron" || !strings.HasPrefix(doc["openapi"].(string), "3.") {
+		t.Fatalf("openapi %v, info %v: want OpenAPI 3 with the build's version", doc["openapi"], doc["info"])
 	}
 	paths := doc["paths"].(map[string]any)
-	for path, method := range map[string]string{
-		"/v1/jobs": "get", "/v1/jobs/{name}": "get", "/v1/jobs/{spec.name}": "put",
-		"/v1/jobs/{name}:pause": "post", "/v1/jobs/{name}:resume": "post", "/v1/jobs/{name}:trigger": "post",
-		"/v1/jobs/{name}/next": "get", "/v1/runs": "get", "/v1/runs/{id}": "get", "/v1/runs/{id}:cancel": "post",
-		"/v1/cluster": "get", "/v1/audit": "get",
-	} {
-		if dig(paths, path, method) == nil {
-			t.Errorf("the document has no %s %s", strings.ToUpper(method), path)
+	want := map[string][]string{
+		"/v1/jobs": {"get"}, "/v1/jobs/{name}": {"delete", "get", "put"},
+		"/v1/jobs/{name}:pause": {"post"}, "/v1/jobs/{name}:resume": {"post"}, "/v1/jobs/{name}:trigger": {"post"},
+		"/v1/jobs/{name}/next": {"get"}, "/v1/runs": {"get"}, "/v1/runs/{id}": {"get"}, "/v1/runs/{id}:cancel": {"post"},
+		"/v1/cluster": {"get"}, "/v1/audit": {"get"},
+	}
+	for path, item := range paths {
+		var methods []string
+		for m := range item.(map[string]any) {
+			methods = append(methods, m)
+		}
+		slices.Sort(methods)
+		if !slices.Equal(methods, want[path]) {
+			t.Errorf("%s has %v, want %v (one path per resource)", path, methods, want[path])
 		}
 	}
-	if dig(paths, "/v1/jobs/{name}", "delete") == nil {
-		t.Error("the document has no DELETE /v1/jobs/{name}")
+	if len(paths) != len(want) {
+		t.Errorf("%d paths, want %d", len(paths), len(want))
 	}
 	if bytes.Contains(mustJSON(t, doc), []byte("InternalService")) {
 		t.Error("the document mentions InternalService")

@@ -2,7 +2,7 @@ package gateway
 
 import (
 	"bytes"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,16 +12,22 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/raftcron/raftcron/jobfile"
 )
 
 // jobsPath is the collection PUT /v1/jobs/{name} writes into.
 const jobsPath = Prefix + "jobs/"
 
-// checkPutName refuses a PUT /v1/jobs/{name} whose body names another job.
-// The gateway fills spec.name from the path after decoding the body, so
-// such a request would otherwise write the job of the path with a spec
-// meant for another one, silently. A body without a name takes the path's.
-func checkPutName(mux *runtime.ServeMux, next http.Handler) http.Handler {
+// checkPutBody reads the job of a PUT /v1/jobs/{name} before the gateway
+// does, to answer as the gRPC services do: a body that is no job in the
+// job file's form is InvalidArgument with a BadRequest detail naming the
+// field (the gateway's own decoding error carries the text only), and so
+// is a body that names another job than the path. The gateway fills
+// spec.name from the path after decoding the body, so such a request
+// would otherwise write the job of the path with a spec meant for another
+// one, silently. A body without a name takes the path's.
+func checkPutBody(mux *runtime.ServeMux, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name, ok := putJobName(r)
 		if !ok {
@@ -34,16 +40,31 @@ func checkPutName(mux *runtime.ServeMux, next http.Handler) http.Handler {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		var probe struct {
-			Name *string `json:"name"`
+		if len(bytes.TrimSpace(body)) == 0 {
+			next.ServeHTTP(w, r)
+			return
 		}
-		if json.Unmarshal(body, &probe) == nil && probe.Name != nil && *probe.Name != "" && *probe.Name != name {
-			rule := fmt.Sprintf("the body names job %q and the path job %q: they must be the same", *probe.Name, name)
+		spec, err := jobfile.FromJSON(body)
+		if err != nil {
+			writeError(mux, w, r, bodyError(err))
+			return
+		}
+		if spec.GetName() != "" && spec.GetName() != name {
+			rule := fmt.Sprintf("the body names job %q and the path job %q: they must be the same", spec.GetName(), name)
 			writeError(mux, w, r, fieldError("spec.name", rule))
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// bodyError is a job file error as InvalidArgument naming the field.
+func bodyError(err error) error {
+	var fe *jobfile.FieldError
+	if errors.As(err, &fe) && fe.Field != "" {
+		return fieldError(fe.Field, fe.Rule)
+	}
+	return fieldError("spec", err.Error())
 }
 
 // putJobName is the {name} of a PUT /v1/jobs/{name}.

@@ -90,13 +90,14 @@ func startRunServer(t *testing.T) *runServer {
 	s.raft.state.SetObserver(s.hub)
 	gs := grpc.NewServer()
 	audit := api.NewAuditSwitch(s.raft, s.raft.state, api.DefaultAuditLimit, nil, nil)
-	jobs := api.NewJobServiceWith(api.JobServiceConfig{Store: s.raft, Registry: s.raft.state, Triggerer: s.raft, Audit: audit})
-	api.Register(gs, jobs, api.NewClusterService(nil, s.raft.state),
-		api.WithRunService(api.NewRunServiceWith(api.RunServiceConfig{
-			Barrier: s.raft, Ledger: s.raft.state, Hub: s.hub, Store: s.raft, Audit: audit,
-		})),
-		api.WithFenceService(api.NewFenceService(s.raft, s.raft.state)),
-		api.WithAuditService(api.NewAuditService(s.raft, s.raft.state)))
+	d := api.Deps{
+		Store: s.raft, Registry: s.raft.state, Ledger: s.raft.state, AuditLog: s.raft.state,
+		Hub: s.hub, Triggerer: s.raft, Audit: audit,
+	}
+	api.Register(gs, api.Services{
+		Jobs: api.NewJobService(d), Cluster: api.NewClusterService(d), Runs: api.NewRunService(d),
+		Fence: api.NewFenceService(d), Audit: api.NewAuditService(d),
+	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

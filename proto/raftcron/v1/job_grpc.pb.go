@@ -49,10 +49,17 @@ type JobServiceClient interface {
 	// each spec is proposed as its own Raft entry, all of them at once, and
 	// results[i] says exactly what became of specs[i]. At most 1000 specs.
 	ApplyJobs(ctx context.Context, in *ApplyJobsRequest, opts ...grpc.CallOption) (*ApplyJobsResponse, error)
+	// GetJob returns a job: its spec and what the cluster keeps about it.
 	GetJob(ctx context.Context, in *GetJobRequest, opts ...grpc.CallOption) (*GetJobResponse, error)
+	// ListJobs returns the jobs by name, a page at a time.
 	ListJobs(ctx context.Context, in *ListJobsRequest, opts ...grpc.CallOption) (*ListJobsResponse, error)
+	// DeleteJob removes a job; a job created again under its name never
+	// repeats one of its slots.
 	DeleteJob(ctx context.Context, in *DeleteJobRequest, opts ...grpc.CallOption) (*DeleteJobResponse, error)
+	// PauseJob stops a job from firing; its slots while paused are recorded
+	// missed (paused) and not caught up.
 	PauseJob(ctx context.Context, in *PauseJobRequest, opts ...grpc.CallOption) (*PauseJobResponse, error)
+	// ResumeJob lets a paused job fire again, from its next slot on.
 	ResumeJob(ctx context.Context, in *ResumeJobRequest, opts ...grpc.CallOption) (*ResumeJobResponse, error)
 	// TriggerJob commits a manual run now, with its own slot identity and token.
 	// Idempotent by request_id; refused for a paused job unless force is set.
@@ -196,10 +203,17 @@ type JobServiceServer interface {
 	// each spec is proposed as its own Raft entry, all of them at once, and
 	// results[i] says exactly what became of specs[i]. At most 1000 specs.
 	ApplyJobs(context.Context, *ApplyJobsRequest) (*ApplyJobsResponse, error)
+	// GetJob returns a job: its spec and what the cluster keeps about it.
 	GetJob(context.Context, *GetJobRequest) (*GetJobResponse, error)
+	// ListJobs returns the jobs by name, a page at a time.
 	ListJobs(context.Context, *ListJobsRequest) (*ListJobsResponse, error)
+	// DeleteJob removes a job; a job created again under its name never
+	// repeats one of its slots.
 	DeleteJob(context.Context, *DeleteJobRequest) (*DeleteJobResponse, error)
+	// PauseJob stops a job from firing; its slots while paused are recorded
+	// missed (paused) and not caught up.
 	PauseJob(context.Context, *PauseJobRequest) (*PauseJobResponse, error)
+	// ResumeJob lets a paused job fire again, from its next slot on.
 	ResumeJob(context.Context, *ResumeJobRequest) (*ResumeJobResponse, error)
 	// TriggerJob commits a manual run now, with its own slot identity and token.
 	// Idempotent by request_id; refused for a paused job unless force is set.

@@ -33,6 +33,7 @@ const (
 type RunServiceClient interface {
 	// ListRuns returns the newest runs first.
 	ListRuns(ctx context.Context, in *ListRunsRequest, opts ...grpc.CallOption) (*ListRunsResponse, error)
+	// GetRun returns a run with every attempt and its fencing token.
 	GetRun(ctx context.Context, in *GetRunRequest, opts ...grpc.CallOption) (*GetRunResponse, error)
 	// WatchRuns streams runs as they are committed or change on the answering node.
 	WatchRuns(ctx context.Context, in *WatchRunsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchRunsResponse], error)
@@ -108,6 +109,7 @@ func (c *runServiceClient) CancelRun(ctx context.Context, in *CancelRunRequest, 
 type RunServiceServer interface {
 	// ListRuns returns the newest runs first.
 	ListRuns(context.Context, *ListRunsRequest) (*ListRunsResponse, error)
+	// GetRun returns a run with every attempt and its fencing token.
 	GetRun(context.Context, *GetRunRequest) (*GetRunResponse, error)
 	// WatchRuns streams runs as they are committed or change on the answering node.
 	WatchRuns(*WatchRunsRequest, grpc.ServerStreamingServer[WatchRunsResponse]) error

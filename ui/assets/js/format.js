@@ -1,5 +1,6 @@
 // Formatting of what the JSON API returns: enums, times in a job's zone,
-// durations as in job files, schedules in words, specs as YAML.
+// schedules in words. Job specs need none: the API gives them in the job
+// file's JSON form already.
 
 // enumWord turns "RUN_STATE_DEADLINE_EXCEEDED" into "deadline exceeded".
 export function enumWord(value, prefix) {
@@ -91,24 +92,6 @@ export function relative(date, now = Date.now()) {
   if (a < 3600) return rtf.format(Math.round(s / 60), 'minute');
   if (a < 86400) return rtf.format(Math.round(s / 3600), 'hour');
   return rtf.format(Math.round(s / 86400), 'day');
-}
-
-// goDuration turns protojson's "5400s" or "1.500s" into Go's "1h30m0s"
-// style, as job files write durations ("1h30m", "1.5s").
-export function goDuration(d) {
-  if (d === undefined || d === null || d === '') return '';
-  let secs = parseFloat(String(d));
-  if (!isFinite(secs)) return String(d);
-  if (secs === 0) return '0s';
-  let out = secs < 0 ? '-' : '';
-  secs = Math.abs(secs);
-  const h = Math.floor(secs / 3600);
-  const m = Math.floor((secs % 3600) / 60);
-  const s = +(secs % 60).toFixed(9);
-  if (h) out += `${h}h`;
-  if (m) out += `${m}m`;
-  if (s || (!h && !m)) out += `${s}s`;
-  return out;
 }
 
 // outputText decodes an attempt's base64 output for display.
@@ -212,63 +195,4 @@ export function describeSchedule(spec) {
   // "every 5 minutes" needs no "every day".
   if (days === 'every day' && !time.startsWith('at ')) return time;
   return `${time}, ${days}`;
-}
-
-// --- specs as YAML --------------------------------------------------------
-
-// Enum values of a spec, written as job files spell them.
-const enumPrefixes = ['CATCHUP_POLICY_', 'OVERLAP_', 'DELIVERY_'];
-// Fields holding a google.protobuf.Duration.
-const durationKeys = new Set(['timeout', 'window', 'deadline', 'initial_backoff', 'max_backoff', 'lease']);
-
-function scalar(key, v) {
-  if (typeof v === 'string') {
-    if (durationKeys.has(key) && /^-?\d+(\.\d+)?s$/.test(v)) return goDuration(v);
-    const prefix = enumPrefixes.find((p) => v.startsWith(p));
-    if (prefix) return v.slice(prefix.length).toLowerCase();
-    return quote(v);
-  }
-  return String(v);
-}
-
-// quote leaves plain strings bare and quotes anything YAML would read as
-// something else: a number, a boolean, an indicator in front, a comment.
-function quote(s) {
-  const special = s === '' || s.includes('\n') || /^\s|\s$/.test(s) || /: |:$| #/.test(s) ||
-    /^[-?:,[\]{}#&*!|>'"%@`]/.test(s) || /^(true|false|null|yes|no|on|off|y|n|~)$/i.test(s) ||
-    /^[-+]?(\d|\.\d)/.test(s);
-  return special ? JSON.stringify(s) : s;
-}
-
-function emit(obj, indent, lines) {
-  const pad2 = ' '.repeat(indent);
-  for (const [k, v] of Object.entries(obj)) {
-    if (v === undefined || v === null) continue;
-    if (Array.isArray(v)) {
-      if (v.length && typeof v[0] === 'object') {
-        lines.push(`${pad2}${k}:`);
-        for (const item of v) {
-          const sub = [];
-          emit(item, indent + 4, sub);
-          if (sub.length) sub[0] = `${pad2}  - ${sub[0].trimStart()}`;
-          lines.push(...sub);
-        }
-      } else {
-        lines.push(`${pad2}${k}: [${v.map((x) => scalar(k, x)).join(', ')}]`);
-      }
-    } else if (typeof v === 'object') {
-      if (!Object.keys(v).length) continue;
-      lines.push(`${pad2}${k}:`);
-      emit(v, indent + 2, lines);
-    } else {
-      lines.push(`${pad2}${k}: ${scalar(k, v)}`);
-    }
-  }
-}
-
-// specYAML renders a JobSpec from the JSON API in the job file format.
-export function specYAML(spec) {
-  const lines = [];
-  emit(spec || {}, 0, lines);
-  return lines.join('\n') + '\n';
 }

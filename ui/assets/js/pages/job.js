@@ -5,7 +5,7 @@ import { html, useEffect, useState } from '../../vendor/preact-htm.js';
 import { del, get, post } from '../api.js';
 import { AttemptTokens, Confirm, Empty, ErrorNote, StateBadge, Token, When } from '../components.js';
 import {
-  describeSchedule, hasNano, kindWord, markOffsets, nanoDate, outputText, specYAML, stateWord, unixDate, zoneTime,
+  describeSchedule, hasNano, kindWord, markOffsets, nanoDate, outputText, stateWord, unixDate, zoneTime,
 } from '../format.js';
 import { roles } from '../route.js';
 import { runs as runStore, useRuns } from '../store.js';
@@ -71,7 +71,7 @@ export function JobPage({ name, me }) {
       </div>
       <div>
         <h2>Spec</h2>
-        <pre class="yaml" tabindex="0" aria-label="job spec as YAML">${specYAML(spec)}</pre>
+        <pre class="spec" tabindex="0" aria-label="job spec in the job file's JSON form">${JSON.stringify(spec, null, 2)}</pre>
       </div>
     </div>
 
