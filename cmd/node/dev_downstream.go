@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/raftcron/raftcron/examples/ledger/ledger"
+	"github.com/raftcron/raftcron/ledger"
 	"github.com/raftcron/raftcron/fence"
 )
 

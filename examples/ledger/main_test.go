@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftcron/raftcron/examples/ledger/ledger"
+	"github.com/raftcron/raftcron/ledger"
 	"github.com/raftcron/raftcron/fence"
 )
 

@@ -1,7 +1,8 @@
 // Package ledger is a small service that raftcron calls. It appends one entry per run to
 // a bbolt file, fenced by the run's token and de-duplicated by its idempotency key in the
 // same transaction as the write, and it remembers what it decided about every delivery,
-// refused ones included.
+// refused ones included. `raftcron dev` serves it as its demo downstream, the end-to-end
+// tests record through it, and examples/ledger is the program that serves it alone.
 package ledger
 
 import (

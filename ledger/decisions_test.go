@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/raftcron/raftcron/examples/ledger/ledger"
+	"github.com/raftcron/raftcron/ledger"
 )
 
 func TestDecisionsKeepsTheNewestFirst(t *testing.T) {
