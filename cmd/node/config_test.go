@@ -23,7 +23,12 @@ func loadForTest(t *testing.T, args ...string) (serveConfig, error) {
 
 func writeConfig(t *testing.T, body string) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "raftcron.yaml")
+	return writeFile(t, "raftcron.yaml", body)
+}
+
+func writeFile(t *testing.T, name, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -207,5 +212,17 @@ func TestServeConfigReportsEveryMistakeByFlag(t *testing.T) {
 		if strings.Contains(err.Error(), field) {
 			t.Errorf("error %q names the field %s instead of its flag", err, field)
 		}
+	}
+}
+
+func TestServeConfigHealthAddr(t *testing.T) {
+	t.Setenv("RAFTCRON_HEALTH_ADDR", "0.0.0.0:8081")
+	cfg, err := loadForTest(t, minimal...)
+	if err != nil || cfg.HealthAddr != "0.0.0.0:8081" {
+		t.Fatalf("RAFTCRON_HEALTH_ADDR: HealthAddr %q, %v; want 0.0.0.0:8081", cfg.HealthAddr, err)
+	}
+	_, err = loadForTest(t, append(minimal, "--health-addr", "127.0.0.1:99999")...)
+	if err == nil || !strings.Contains(err.Error(), "--health-addr: ") || !strings.Contains(err.Error(), "between 0") {
+		t.Fatalf("--health-addr 127.0.0.1:99999: %v, want an error naming --health-addr and the port rule", err)
 	}
 }
