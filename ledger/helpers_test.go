@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftcron/raftcron/ledger"
 	"github.com/raftcron/raftcron/fence"
+	"github.com/raftcron/raftcron/ledger"
 )
 
 var slot = time.Date(2026, 11, 22, 2, 0, 0, 0, time.UTC)

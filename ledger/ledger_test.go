@@ -12,8 +12,8 @@ import (
 
 	"go.etcd.io/bbolt"
 
-	"github.com/raftcron/raftcron/ledger"
 	"github.com/raftcron/raftcron/fence"
+	"github.com/raftcron/raftcron/ledger"
 )
 
 func TestEntriesSurviveRestart(t *testing.T) {

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftcron/raftcron/ledger"
 	"github.com/raftcron/raftcron/fence"
+	"github.com/raftcron/raftcron/ledger"
 )
 
 func TestAppliedThenDuplicateThenStale(t *testing.T) {

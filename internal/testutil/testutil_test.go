@@ -25,7 +25,9 @@ func (r *recorder) Skip(args ...any) {
 	r.ended = "skip: " + fmt.Sprint(args...)
 	runtime.Goexit()
 }
-func (r *recorder) Logf(format string, args ...any) { r.logs = append(r.logs, fmt.Sprintf(format, args...)) }
+func (r *recorder) Logf(format string, args ...any) {
+	r.logs = append(r.logs, fmt.Sprintf(format, args...))
+}
 
 // run calls fn with a recorder on a goroutine of its own.
 func run(t *testing.T, fn func(tb testing.TB)) *recorder {
