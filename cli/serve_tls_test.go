@@ -85,8 +85,8 @@ func TestServeTLSClusterForClientsWithCertificates(t *testing.T) {
 	debugAddr := clustertest.FreeAddrs(t, 1)[0]
 	c := clustertest.Start(t, localcluster.Options{Nodes: 3, Args: testRaft, TLS: true, TLSDir: files.dir,
 		ClientName: "alice", VerifyClients: true,
-		NodeArgs: func(id string) []string {
-			if id == "n1" {
+		NodeArgs: func(n *localcluster.Node) []string {
+			if n.ID == "n1" {
 				return []string{"--debug-addr", debugAddr}
 			}
 			return nil

@@ -125,7 +125,7 @@ func (c *Cluster) newNode(i int, id string, membership ...string) *Node {
 	n := &Node{
 		ID: id, Index: i, Addr: c.net.Addr(i), HTTPAddr: c.net.HTTPAddr(i),
 		DataDir: filepath.Join(c.opts.Dir, id), LogPath: filepath.Join(c.opts.Dir, id+".log"),
-		c: c, bin: c.opts.Binary, membership: membership,
+		c: c, bin: c.opts.Binary, membership: membership, tls: c.opts.TLS,
 	}
 	if c.loop != nil {
 		n.DebugAddr = c.loop.debugAddr(i)
@@ -134,13 +134,13 @@ func (c *Cluster) newNode(i int, id string, membership ...string) *Node {
 }
 
 // args are a node's serve flags, in the order Options describes.
-func (c *Cluster) args(n *Node) []string {
+func (c *Cluster) args(n *Node, membership []string) []string {
 	args := []string{"serve", "--id", n.ID, "--data-dir", n.DataDir, "--addr", n.Addr, "--http-addr", n.HTTPAddr}
 	if n.DebugAddr != "" {
 		args = append(args, "--debug-addr", n.DebugAddr)
 	}
-	args = append(args, n.membership...)
-	if c.opts.TLS {
+	args = append(args, membership...)
+	if n.tls {
 		args = append(args, c.tls.nodeFlags(n.ID)...)
 		if c.opts.VerifyClients {
 			args = append(args, "--tls-verify-clients")
@@ -151,7 +151,7 @@ func (c *Cluster) args(n *Node) []string {
 	}
 	args = append(args, c.opts.Args...)
 	if c.opts.NodeArgs != nil {
-		args = append(args, c.opts.NodeArgs(n.ID)...)
+		args = append(args, c.opts.NodeArgs(n)...)
 	}
 	return append(args, n.own...)
 }
@@ -295,9 +295,11 @@ func (c *Cluster) Rejoin(id string, via ...string) error {
 
 // Add starts one more node, called id, on free loopback ports, which joins
 // the cluster through via (default: the first node); args are flags of
-// its own, after the cluster's. Under TLS it gets a certificate of the
-// cluster's CA unless the TLS directory holds one. Add does not wait
-// until the node is ready: it may never be (an intruder).
+// its own, after the cluster's. Under TLS its certificate is the TLS
+// directory's node-ID.pem, issued by a CA Start made; a directory of the
+// caller's that holds none leaves the node's TLS flags to args (a node
+// with another CA's certificate). Add does not wait until the node is
+// ready: it may never be (an intruder).
 func (c *Cluster) Add(id string, via []string, args ...string) (*Node, error) {
 	if c.loop == nil {
 		return nil, fmt.Errorf("%w: Add needs the loopback network", ErrOptions)
@@ -305,10 +307,14 @@ func (c *Cluster) Add(id string, via []string, args ...string) (*Node, error) {
 	if c.Node(id) != nil {
 		return nil, fmt.Errorf("add %s: %w", id, ErrStillRunning)
 	}
-	if c.opts.TLS {
+	tls := c.opts.TLS
+	if tls && c.opts.TLSDir == "" {
 		if err := c.tls.issueNode(id); err != nil {
 			return nil, err
 		}
+	} else if tls {
+		_, err := os.Stat(c.tls.Node(id).Cert)
+		tls = err == nil
 	}
 	if len(via) == 0 {
 		via = []string{c.nodes[0].Addr}
@@ -320,7 +326,7 @@ func (c *Cluster) Add(id string, via []string, args ...string) (*Node, error) {
 		return nil, err
 	}
 	n := c.newNode(i, id, "--join", strings.Join(via, ","))
-	n.own = args
+	n.tls, n.own = tls, args
 	c.nodes = append(c.nodes, n)
 	c.mu.Unlock()
 	return n, n.start()

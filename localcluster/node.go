@@ -47,8 +47,13 @@ type Node struct {
 	DataDir, LogPath          string
 
 	c *Cluster
+	// tls says whether the node gets the cluster's TLS flags.
+	tls bool
 	// own are the flags Add gave the node, after every other.
 	own []string
+
+	// startMu serializes the node's starts.
+	startMu sync.Mutex
 
 	// mu guards the fields below, which change on every (re)start.
 	mu         sync.Mutex
@@ -60,29 +65,35 @@ type Node struct {
 }
 
 // start launches the node's process with its current flags; its output
-// (after a header line naming them) is appended to its log.
+// (after a header line naming them) is appended to its log. The flags are
+// asked for outside mu: Options.NodeArgs may look at the node.
 func (n *Node) start() error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.proc != nil && !n.proc.Exited() {
+	n.startMu.Lock()
+	defer n.startMu.Unlock()
+	if n.State() != Down {
 		return fmt.Errorf("start %s: %w", n.ID, ErrStillRunning)
 	}
-	args := n.c.args(n)
+	n.mu.Lock()
+	bin, membership := n.bin, n.membership
+	n.mu.Unlock()
+	args := n.c.args(n, membership)
 	header := fmt.Sprintf("%s%s start: %s\n", headerPrefix, time.Now().UTC().Format(time.RFC3339Nano), strings.Join(args, " "))
 	if err := appendFile(n.LogPath, header); err != nil {
 		return fmt.Errorf("start %s: %w", n.ID, err)
 	}
-	cmd := n.c.net.Command(n.Index, n.bin, args...)
+	cmd := n.c.net.Command(n.Index, bin, args...)
 	cmd.Env = proc.Environ()
 	if n.c.opts.NodeEnv != nil {
-		cmd.Env = append(cmd.Env, n.c.opts.NodeEnv(n.ID)...)
+		cmd.Env = append(cmd.Env, n.c.opts.NodeEnv(n)...)
 	}
 	start := time.Now()
 	p, err := startTracked(cmd, n.LogPath)
 	if err != nil {
 		return fmt.Errorf("start %s: %w", n.ID, err)
 	}
+	n.mu.Lock()
 	n.proc, n.paused, n.startedAt = p, false, start
+	n.mu.Unlock()
 	return nil
 }
 

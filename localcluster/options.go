@@ -29,13 +29,13 @@ type Options struct {
 	// cluster sets (--id, --data-dir, --addr, --http-addr, --debug-addr,
 	// --peers or --join, the TLS flags and --acl), so they may override.
 	Args []string
-	// NodeArgs, if set, gives more flags of one node, after Args. It is
+	// NodeArgs, if set, gives more flags of a node, after Args. It is
 	// asked again at every start of the node: a node's flags may change
 	// with its binary (SetBinary).
-	NodeArgs func(id string) []string
-	// NodeEnv, if set, gives more environment of one node, asked at every
+	NodeArgs func(n *Node) []string
+	// NodeEnv, if set, gives more environment of a node, asked at every
 	// start. No node inherits RAFTCRON_* from this process.
-	NodeEnv func(id string) []string
+	NodeEnv func(n *Node) []string
 	// Debug serves pprof on a loopback port of every node's own
 	// (--debug-addr, Node.DebugAddr).
 	Debug bool

@@ -2,7 +2,6 @@ package localcluster
 
 import (
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -85,14 +84,8 @@ func writeNodeCert(ca *pki.CA, dir, id string) error {
 	return err
 }
 
-// issueNode makes sure node id has a certificate: one of the directory's
-// own, or a new one signed with the CA's key.
+// issueNode writes node id's certificate, signed with the CA's key.
 func (f TLSFiles) issueNode(id string) error {
-	if _, err := os.Stat(f.Node(id).Cert); err == nil {
-		return nil
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
 	ca, err := pki.ReadCA(pki.Paths{Cert: f.CA, Key: f.CAKey})
 	if err != nil {
 		return fmt.Errorf("certificate of %s: %w", id, err)

@@ -19,6 +19,8 @@ import (
 
 	"github.com/raftcron/raftcron/fence"
 	"github.com/raftcron/raftcron/internal/proc"
+	"github.com/raftcron/raftcron/internal/testutil"
+	"github.com/raftcron/raftcron/localcluster"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -84,7 +86,7 @@ type workerProc struct {
 	// mu guards proc and state.
 	mu    sync.Mutex
 	proc  *proc.Process
-	state procState
+	state localcluster.State
 }
 
 // startWorkers starts the scenario's workers, each knowing every node.
@@ -124,15 +126,15 @@ func (s *scenario) startWorker(w *workerProc, bin string) {
 		s.t.Fatalf("start worker %s: %v", w.id, err)
 	}
 	w.mu.Lock()
-	w.proc, w.state = p, procRunning
+	w.proc, w.state = p, localcluster.Running
 	w.mu.Unlock()
 }
 
-func (w *workerProc) procState() procState {
+func (w *workerProc) procState() localcluster.State {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.proc == nil || w.proc.Exited() {
-		return procDown
+		return localcluster.Down
 	}
 	return w.state
 }
@@ -179,9 +181,9 @@ func (w *workerProc) signalTree(sig syscall.Signal) {
 	w.mu.Lock()
 	switch sig {
 	case syscall.SIGSTOP:
-		w.state = procStopped
+		w.state = localcluster.Paused
 	case syscall.SIGCONT:
-		w.state = procRunning
+		w.state = localcluster.Running
 	}
 	w.mu.Unlock()
 }
@@ -217,9 +219,9 @@ type running struct {
 func (s *scenario) busyWorker(job string) running {
 	s.t.Helper()
 	var found running
-	waitUntil(s.t, 20*time.Second, "a worker running "+job, func() bool {
+	testutil.WaitFor(s.t, 20*time.Second, "a worker running "+job, func() bool {
 		for _, w := range s.workers {
-			if w.procState() != procRunning {
+			if w.procState() != localcluster.Running {
 				continue
 			}
 			for _, c := range children(w.pid()) {
@@ -267,9 +269,9 @@ func processComm(pid int) string {
 func (s *scenario) healWorkers() {
 	for _, w := range s.workers {
 		switch w.procState() {
-		case procStopped:
+		case localcluster.Paused:
 			w.signalTree(syscall.SIGCONT)
-		case procDown:
+		case localcluster.Down:
 			s.startWorker(w, s.c.bin)
 		}
 	}
@@ -378,4 +380,16 @@ func TestWorkersPartition3(t *testing.T) {
 	s.partitionBusyWorker(workerLease + 3*time.Second)
 	s.run(4 * time.Second)
 	s.finish("")
+}
+
+func appendFile(path, text string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(text)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
