@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/knadh/koanf/v2"
+
+	"github.com/raftcron/raftcron/internal/testutil"
 )
 
 const testFenceKey = "test-fence-key-test-fence-key-test-fence-key="
@@ -58,6 +60,6 @@ func TestServeExecUserNeedsRoot(t *testing.T) {
 		t.Fatalf("as uid 1000: %v, want --exec-user refused", err)
 	}
 	if _, err := parsePolicyConfig(k, 0); err != nil {
-		t.Skipf("no user nobody here to switch to: %v", err)
+		testutil.SkipOrFail(t, "no user nobody here to switch to: %v", err)
 	}
 }

@@ -10,15 +10,13 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/raftcron/raftcron/internal/testutil"
 )
 
 func shell(t *testing.T, script string) *exec.Cmd {
 	t.Helper()
-	sh, err := exec.LookPath("sh")
-	if err != nil {
-		t.Skip("needs sh: ", err)
-	}
-	return exec.Command(sh, "-c", script)
+	return exec.Command(testutil.NeedTool(t, "sh", "install a POSIX shell"), "-c", script)
 }
 
 func TestStartAppendsOutputAndReportsTheExit(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/raftcron/raftcron/internal/testutil"
 	"github.com/raftcron/raftcron/localcluster"
 )
 
@@ -56,12 +57,8 @@ func TestDiskEIO3(t *testing.T) {
 
 func requireStrace(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("skipped: injecting disk faults needs root (strace attaches to a node's process)")
-	}
-	if _, err := exec.LookPath("strace"); err != nil {
-		t.Skip("skipped: injecting disk faults needs strace (apt-get install strace)")
-	}
+	testutil.NeedRoot(t, "injecting disk faults (strace attaches to a node's process)")
+	testutil.NeedTool(t, "strace", "apt-get install strace")
 }
 
 // stallLeaderDisk holds every fdatasync of the leader for stallDelay until

@@ -178,7 +178,7 @@ func (c *secureCluster) checkGrpcurl() {
 	t := c.t
 	bin, err := grpcurlPath()
 	if err != nil {
-		t.Logf("skipping the grpcurl step: %v", err)
+		testutil.SkipStepOrFail(t, "the grpcurl step: %v", err)
 		return
 	}
 	grpcurl := func(token string, args ...string) (string, error) {

@@ -372,7 +372,7 @@ func TestWorkersPause3(t *testing.T) {
 // lands, is a duplicate or refused.
 func TestWorkersPartition3(t *testing.T) {
 	if !netnsAvailable() {
-		t.Skip(errNoWorkerCut.Error())
+		testutil.SkipOrFail(t, "%v", errNoWorkerCut)
 	}
 	s := newScenario(t, "workers-partition3", scenarioOptions{nodes: 3, workers: 2, serveArgs: workerServeArgs,
 		expect: Expect{Redispatches: 1}})
