@@ -28,6 +28,7 @@ func withDetails(t *testing.T, code codes.Code, msg string, details ...*errdetai
 }
 
 func TestDescribeNamesEveryViolation(t *testing.T) {
+	t.Parallel()
 	err := withDetails(t, codes.InvalidArgument, "invalid job", &errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{
 		{Field: "schedule", Description: "end of range (61) above maximum (59)"},
 		{Field: "http.url", Description: "must be absolute"},
@@ -40,6 +41,7 @@ func TestDescribeNamesEveryViolation(t *testing.T) {
 }
 
 func TestDescribeNotLeaderNamesLastLeader(t *testing.T) {
+	t.Parallel()
 	st, err := status.New(codes.Unavailable, "no leader").WithDetails(&errdetails.ErrorInfo{
 		Reason: "NOT_LEADER", Domain: "raftcron.io",
 		Metadata: map[string]string{"leader_id": "n2", "leader_address": "127.0.0.1:7002"},
@@ -54,6 +56,7 @@ func TestDescribeNotLeaderNamesLastLeader(t *testing.T) {
 }
 
 func TestDescribeOtherCodes(t *testing.T) {
+	t.Parallel()
 	c := call{addr: "127.0.0.1:7001", timeout: 3 * time.Second, subject: `job "x"`}
 	stale := c
 	stale.expectedVersion = 4
@@ -93,6 +96,7 @@ func TestDescribeOtherCodes(t *testing.T) {
 
 // A failed dial is described from its error, whatever gRPC's message says.
 func TestDialCause(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		err  error
 		want string
@@ -111,6 +115,7 @@ func TestDialCause(t *testing.T) {
 // The dialer tells a node that ends the connection before saying anything
 // (a TLS port facing a plaintext client) from one that answered first.
 func TestDialerSeesANodeThatDropsTheConnection(t *testing.T) {
+	t.Parallel()
 	silent := serveOnce(t, nil)
 	answering := serveOnce(t, []byte("x"))
 	for _, tc := range []struct {

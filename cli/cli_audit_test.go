@@ -7,6 +7,7 @@ import (
 )
 
 func TestCLIRunCancel(t *testing.T) {
+	t.Parallel()
 	s := startRunServer(t)
 	expectOK(t, s.cli(t, nightlyJob, "job", "apply", "-f", "-"))
 	expectOK(t, s.cli(t, "", "job", "trigger", "nightly-billing"))
@@ -33,6 +34,7 @@ func TestCLIRunCancel(t *testing.T) {
 }
 
 func TestCLIAuditList(t *testing.T) {
+	t.Parallel()
 	s := startRunServer(t)
 	expectOK(t, s.cli(t, nightlyJob, "job", "apply", "-f", "-"))
 	expectOK(t, s.cli(t, strings.Replace(nightlyJob, `"0 2 * * *"`, `"30 3 * * *"`, 1), "job", "apply", "-f", "-"))

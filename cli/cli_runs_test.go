@@ -126,6 +126,7 @@ func (s *runServer) cli(t *testing.T, stdin string, args ...string) cliResult {
 }
 
 func TestCLIRunCommands(t *testing.T) {
+	t.Parallel()
 	s := startRunServer(t)
 	expectOK(t, s.cli(t, nightlyJob, "job", "apply", "-f", "-"))
 	const job = "nightly-billing"
@@ -248,6 +249,7 @@ func TestCLIRunCommands(t *testing.T) {
 }
 
 func TestCLIRunWatch(t *testing.T) {
+	t.Parallel()
 	s := startRunServer(t)
 	expectOK(t, s.cli(t, nightlyJob, "job", "apply", "-f", "-"))
 	expectOK(t, s.cli(t, strings.Replace(nightlyJob, "nightly-billing", "other", 1), "job", "apply", "-f", "-"))
@@ -301,6 +303,7 @@ func TestCLIRunWatch(t *testing.T) {
 }
 
 func TestCLIJobNext(t *testing.T) {
+	t.Parallel()
 	s := startRunServer(t)
 	r := expectOK(t, s.cli(t, "", "job", "next", "--schedule", "30 2 * * *", "--timezone", "Europe/Berlin",
 		"--after", "2026-03-28T12:00:00Z", "--count", "2"))

@@ -6,6 +6,7 @@ import (
 )
 
 func TestClientAuthRefusesWhatCannotWork(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		auth Auth

@@ -19,6 +19,7 @@ func closedPort(t *testing.T) string {
 }
 
 func TestExitStatusAndOneLineErrors(t *testing.T) {
+	t.Parallel()
 	down := closedPort(t)
 	cases := []struct {
 		name string
@@ -84,6 +85,7 @@ func TestEnvironmentSetsClientFlags(t *testing.T) {
 }
 
 func TestOneLine(t *testing.T) {
+	t.Parallel()
 	if got := oneLine("first\nsecond\r\n third\n"); got != "first; second; third" {
 		t.Fatalf("got %q", got)
 	}

@@ -97,6 +97,7 @@ func createdLines(from, to int) string {
 }
 
 func TestApplyFileSendsBatches(t *testing.T) {
+	t.Parallel()
 	s := &applyServer{}
 	addr := serveApply(t, s)
 	code, out, errOut := runInProcess(t, "job", "apply", "-f", jobList(t, 2500), "--addr", addr)
@@ -113,6 +114,7 @@ func TestApplyFileSendsBatches(t *testing.T) {
 }
 
 func TestApplyFileStopsAfterTheBatchThatFailed(t *testing.T) {
+	t.Parallel()
 	s := &applyServer{fail: map[string]bool{"job-1200": true, "job-1300": true}}
 	addr := serveApply(t, s)
 	code, out, errOut := runInProcess(t, "job", "apply", "-f", jobList(t, 2500), "--addr", addr)
@@ -132,6 +134,7 @@ func TestApplyFileStopsAfterTheBatchThatFailed(t *testing.T) {
 }
 
 func TestApplyFileFallsBackWithoutApplyJobs(t *testing.T) {
+	t.Parallel()
 	s := &applyServer{noBatch: true}
 	addr := serveApply(t, s)
 	code, out, errOut := runInProcess(t, "job", "apply", "-f", jobList(t, 3), "--addr", addr)

@@ -10,6 +10,7 @@ import (
 )
 
 func TestTriggerErrorsThatMayHaveRun(t *testing.T) {
+	t.Parallel()
 	notLeader := cluster.NotLeaderStatus("no leader", "", "")
 	cases := []struct {
 		err  error

@@ -23,6 +23,7 @@ func sampleJob(name string) *pb.Job {
 }
 
 func TestJobTableShowsTheColumns(t *testing.T) {
+	t.Parallel()
 	paused := sampleJob("b")
 	paused.Spec.Paused, paused.Spec.PauseNote = true, "db upgrade"
 	paused.Spec.Http, paused.Spec.Exec = nil, &pb.ExecTarget{Command: []string{"/bin/prune", "--days", "30 days"}}
@@ -50,6 +51,7 @@ func TestJobTableShowsTheColumns(t *testing.T) {
 }
 
 func TestJobYAMLAndJSONAreTheJobFileFormat(t *testing.T) {
+	t.Parallel()
 	job := sampleJob("a")
 	for _, format := range []outputFormat{outputYAML, outputJSON} {
 		var out bytes.Buffer
@@ -67,6 +69,7 @@ func TestJobYAMLAndJSONAreTheJobFileFormat(t *testing.T) {
 }
 
 func TestJobListJSONIsAlwaysAnArrayAndDecodesBack(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{0, 1, 2} {
 		jobs := []*pb.Job{}
 		for i := range n {
@@ -95,6 +98,7 @@ func TestJobListJSONIsAlwaysAnArrayAndDecodesBack(t *testing.T) {
 }
 
 func TestWriteChanges(t *testing.T) {
+	t.Parallel()
 	changes := []change{changeOf(sampleJob("a"), "created"), {Name: "b", Result: "deleted"}}
 	var out bytes.Buffer
 	if err := writeChanges(&out, outputTable, changes); err != nil {
@@ -121,6 +125,7 @@ func TestWriteChanges(t *testing.T) {
 }
 
 func TestOutputFormatRejectsUnknown(t *testing.T) {
+	t.Parallel()
 	var f outputFormat
 	if err := f.Set("xml"); err == nil {
 		t.Fatal("xml accepted")
@@ -131,6 +136,7 @@ func TestOutputFormatRejectsUnknown(t *testing.T) {
 }
 
 func TestStatusOutput(t *testing.T) {
+	t.Parallel()
 	st := &pb.NodeStatus{
 		Id: "n1", State: "leader", Leader: &pb.ServerRef{Id: "n1", Address: "127.0.0.1:7001"},
 		Term: 3, CommitIndex: 10, AppliedIndex: 9, LastLogIndex: 10, FencingToken: 42, ClusterVersion: 7, CommandVersion: 8,

@@ -30,6 +30,7 @@ func countingInvoker(errs ...error) (grpc.UnaryInvoker, *int) {
 }
 
 func TestRetryNotLeaderRetriesUntilALeaderAnswers(t *testing.T) {
+	t.Parallel()
 	nl := notLeaderErr(t)
 	inv, calls := countingInvoker(nl, nl)
 	if err := retryNotLeader(context.Background(), "/m", nil, nil, nil, inv); err != nil {
@@ -41,6 +42,7 @@ func TestRetryNotLeaderRetriesUntilALeaderAnswers(t *testing.T) {
 }
 
 func TestRetryNotLeaderReturnsOtherErrorsAtOnce(t *testing.T) {
+	t.Parallel()
 	for _, e := range []error{
 		status.Error(codes.Unavailable, "leadership changed while committing; the outcome is unknown"),
 		status.Error(codes.InvalidArgument, "bad"),
@@ -57,6 +59,7 @@ func TestRetryNotLeaderReturnsOtherErrorsAtOnce(t *testing.T) {
 }
 
 func TestRetryNotLeaderStopsAtTheDeadline(t *testing.T) {
+	t.Parallel()
 	nl := notLeaderErr(t)
 	always := func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error { return nl }
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)

@@ -54,6 +54,7 @@ func tableRows(out string) [][]string {
 }
 
 func TestRunTableColumns(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	if err := writeRuns(&out, outputTable, sampleRuns()); err != nil {
 		t.Fatal(err)
@@ -76,6 +77,7 @@ func TestRunTableColumns(t *testing.T) {
 }
 
 func TestRunGetShowsAttempts(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	if err := writeRun(&out, outputTable, sampleRuns()[0]); err != nil {
 		t.Fatal(err)
@@ -105,6 +107,7 @@ func TestRunGetShowsAttempts(t *testing.T) {
 }
 
 func TestRunJSONHasReadableTimes(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	if err := writeRun(&out, outputJSON, sampleRuns()[0]); err != nil {
 		t.Fatal(err)
@@ -137,6 +140,7 @@ func TestRunJSONHasReadableTimes(t *testing.T) {
 }
 
 func TestRunJSONKeepsBinaryOutput(t *testing.T) {
+	t.Parallel()
 	r := sampleRuns()[0]
 	r.Attempts[1].Output = []byte{0xff, 0x00, 0x01}
 	v := runViewOf(r)
@@ -146,6 +150,7 @@ func TestRunJSONKeepsBinaryOutput(t *testing.T) {
 }
 
 func TestWatchLines(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	for _, r := range sampleRuns() {
 		if err := writeWatched(&out, outputTable, r); err != nil {
@@ -188,6 +193,7 @@ func jobWithStatus() *pb.Job {
 }
 
 func TestJobGetTableShowsStatus(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	if err := writeJob(&out, outputTable, jobWithStatus()); err != nil {
 		t.Fatal(err)
@@ -218,6 +224,7 @@ func TestJobGetTableShowsStatus(t *testing.T) {
 }
 
 func TestJobGetYAMLHasNoStatus(t *testing.T) {
+	t.Parallel()
 	for _, format := range []outputFormat{outputYAML, outputJSON} {
 		var withStatus, without bytes.Buffer
 		plain := jobWithStatus()
@@ -235,6 +242,7 @@ func TestJobGetYAMLHasNoStatus(t *testing.T) {
 }
 
 func TestJobStatusOutput(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	if err := writeJobStatus(&out, outputJSON, jobWithStatus()); err != nil {
 		t.Fatal(err)
@@ -268,6 +276,7 @@ func TestJobStatusOutput(t *testing.T) {
 }
 
 func TestFireTimesShowTheZone(t *testing.T) {
+	t.Parallel()
 	times := []*timestamppb.Timestamp{
 		timestamppb.New(time.Date(2026, 3, 29, 1, 0, 0, 0, time.UTC)),
 		timestamppb.New(time.Date(2026, 3, 30, 0, 30, 0, 0, time.UTC)),
@@ -302,6 +311,7 @@ func TestFireTimesShowTheZone(t *testing.T) {
 }
 
 func TestNextRequestFlags(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name    string
 		args    []string

@@ -37,6 +37,7 @@ func readCert(t *testing.T, path string) *x509.Certificate {
 }
 
 func TestTLSCommandsWriteAChainThatVerifies(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "certs")
 	expectOK(t, tlsCmd(t, "ca", "create", "--dir", dir))
 	expectOK(t, tlsCmd(t, "cert", "create", "--dir", dir, "--node", "n1", "--addr", "192.0.2.10:7001,node1.example"))
@@ -83,6 +84,7 @@ func TestTLSCommandsWriteAChainThatVerifies(t *testing.T) {
 }
 
 func TestTLSCertCreateRefusesBadRequests(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	expectOK(t, tlsCmd(t, "ca", "create", "--dir", dir, "--days", "10"))
 	for _, tc := range []struct {

@@ -93,6 +93,7 @@ func TestCLIWorkerFlags(t *testing.T) {
 }
 
 func TestTargetColumnOfWorkerJobs(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		w    *pb.WorkerTarget
 		want string

@@ -149,6 +149,7 @@ func problems(rows []row, pkgs map[string][]string) []string {
 // of design.md §2, every row names packages that exist, and no package
 // imports a raftcron package its row leaves out.
 func TestPackageTableMatchesTheCode(t *testing.T) {
+	t.Parallel()
 	for _, p := range problems(readTable(t, "design.md"), imports(t)) {
 		t.Error(p)
 	}

@@ -8,6 +8,7 @@ import (
 )
 
 func TestDecisionsKeepsTheNewestFirst(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		capacity, added int
 		want            []uint64 // seqs listed

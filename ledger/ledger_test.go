@@ -17,6 +17,7 @@ import (
 )
 
 func TestEntriesSurviveRestart(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	first := open(t, path, ledger.ScopeJob)
 	first.deliver(t, attempt(5, 1))
@@ -46,6 +47,7 @@ func TestEntriesSurviveRestart(t *testing.T) {
 }
 
 func TestOpenRefusesCorruptFile(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	content := []byte(strings.Repeat("not a bbolt file\n", 1000))
 	if err := os.WriteFile(path, content, 0o600); err != nil {
@@ -64,6 +66,7 @@ func TestOpenRefusesCorruptFile(t *testing.T) {
 }
 
 func TestCorruptEntryIsAnErrorNotASkip(t *testing.T) {
+	t.Parallel()
 	s := newService(t)
 	s.deliver(t, attempt(5, 1))
 	s.ledger.Close()
@@ -86,6 +89,7 @@ func TestCorruptEntryIsAnErrorNotASkip(t *testing.T) {
 }
 
 func TestSecondOpenFailsFast(t *testing.T) {
+	t.Parallel()
 	s := newService(t)
 	l, err := ledger.Open(s.path, ledger.ScopeJob, fence.WithOpenTimeout(50*time.Millisecond))
 	if err == nil {
@@ -97,6 +101,7 @@ func TestSecondOpenFailsFast(t *testing.T) {
 }
 
 func TestOpenRefusesUnknownScope(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	l, err := ledger.Open(path, "team")
 	if err == nil {

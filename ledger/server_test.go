@@ -19,6 +19,7 @@ import (
 )
 
 func TestAppliedThenDuplicateThenStale(t *testing.T) {
+	t.Parallel()
 	s := newService(t)
 	steps := []struct {
 		name string
@@ -54,6 +55,7 @@ func TestAppliedThenDuplicateThenStale(t *testing.T) {
 }
 
 func TestBadHeadersAreRefusedAndWriteNothing(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name    string
 		edit    func(http.Header)
@@ -107,6 +109,7 @@ func TestBadHeadersAreRefusedAndWriteNothing(t *testing.T) {
 }
 
 func TestIndexShowsAcceptedAndRefusedWrites(t *testing.T) {
+	t.Parallel()
 	s := newService(t)
 	s.deliver(t, attempt(5, 1))
 	s.deliver(t, attempt(6, 2))
@@ -148,6 +151,7 @@ func TestIndexShowsAcceptedAndRefusedWrites(t *testing.T) {
 }
 
 func TestOneLinePerDecisionOnStdout(t *testing.T) {
+	t.Parallel()
 	s := newService(t)
 	s.deliver(t, attempt(5, 1))
 	s.deliver(t, attempt(4, 1))
@@ -171,6 +175,7 @@ func TestOneLinePerDecisionOnStdout(t *testing.T) {
 }
 
 func TestConcurrentDeliveriesOfOneRunWriteOneEntry(t *testing.T) {
+	t.Parallel()
 	const n = 16
 	for _, sameToken := range []bool{true, false} {
 		t.Run(fmt.Sprintf("same token %v", sameToken), func(t *testing.T) {
@@ -231,6 +236,7 @@ func post(t *testing.T, url string, run fence.Run) string {
 }
 
 func TestScopeDecidesWhichRunsFenceEachOther(t *testing.T) {
+	t.Parallel()
 	later := slot.Add(time.Hour)
 	cases := []struct {
 		scope     ledger.Scope
@@ -255,6 +261,7 @@ func TestScopeDecidesWhichRunsFenceEachOther(t *testing.T) {
 }
 
 func TestEntriesQuery(t *testing.T) {
+	t.Parallel()
 	s := newService(t)
 	s.deliver(t, runOf("a", slot, 1, 1))
 	s.deliver(t, runOf("b", slot, 2, 1))
@@ -284,6 +291,7 @@ func TestEntriesQuery(t *testing.T) {
 }
 
 func TestReadsAreNotDeliveries(t *testing.T) {
+	t.Parallel()
 	s := newService(t)
 	var health map[string]any
 	s.get(t, "/healthz", &health)

@@ -80,6 +80,7 @@ func TestServeConfigPrecedenceFlagsOverEnvOverFile(t *testing.T) {
 }
 
 func TestServeConfigDefaultsWhenNothingSet(t *testing.T) {
+	t.Parallel()
 	cfg, err := loadForTest(t, minimal...)
 	if err != nil {
 		t.Fatal(err)
@@ -113,6 +114,7 @@ func TestServeConfigFileFromEnvAndLists(t *testing.T) {
 }
 
 func TestServeConfigUnknownFileKeyIsRejected(t *testing.T) {
+	t.Parallel()
 	path := writeConfig(t, "id: n1\ndata-dir: /d\nraft:\n  heartbeat: 1s\n")
 	_, err := loadForTest(t, "--config", path)
 	if err == nil || !strings.Contains(err.Error(), `unknown key "raft.heartbeat"`) {
@@ -129,6 +131,7 @@ func TestServeConfigIgnoresUnrelatedEnv(t *testing.T) {
 }
 
 func TestServeConfigPeersMustContainID(t *testing.T) {
+	t.Parallel()
 	_, err := loadForTest(t, append(minimal, "--peers", "n2=127.0.0.1:7002,n3=127.0.0.1:7003")...)
 	if err == nil || err.Error() != "--peers: must contain this node's ID n1" {
 		t.Fatalf("err = %v", err)
@@ -199,6 +202,7 @@ func TestServeConfigDiskStallTimeout(t *testing.T) {
 
 // Every mistake is reported at once, each named by its flag, on one line.
 func TestServeConfigReportsEveryMistakeByFlag(t *testing.T) {
+	t.Parallel()
 	_, err := loadForTest(t, "--id", "N1", "--addr", "0.0.0.0:7001", "--http-addr", "nohost", "--raft-lease", "-1s")
 	if err == nil {
 		t.Fatal("accepted")

@@ -28,6 +28,7 @@ func TestLogBufferFlushesInfoLater(t *testing.T) {
 
 // A warning is written out before Warn returns, with the lines before it.
 func TestLogBufferWritesWarningsAtOnce(t *testing.T) {
+	t.Parallel()
 	var out syncbuf.Buffer
 	buf := newLogBuffer(&out)
 	defer buf.Close()
@@ -42,6 +43,7 @@ func TestLogBufferWritesWarningsAtOnce(t *testing.T) {
 
 // Close writes out what is still buffered.
 func TestLogBufferCloseFlushes(t *testing.T) {
+	t.Parallel()
 	var out syncbuf.Buffer
 	buf := newLogBuffer(&out)
 	slog.New(slog.NewTextHandler(buf, nil)).Info("last words")

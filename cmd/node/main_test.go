@@ -19,6 +19,7 @@ func runInProcess(t *testing.T, args ...string) (code int, stdout, stderr string
 // The binary holds serve, dev and the client commands, each with the exit
 // statuses of the contract.
 func TestExitStatusAndOneLineErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		args []string

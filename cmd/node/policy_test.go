@@ -12,6 +12,7 @@ import (
 const testFenceKey = "test-fence-key-test-fence-key-test-fence-key="
 
 func TestServePolicyFlags(t *testing.T) {
+	t.Parallel()
 	cfg, err := loadForTest(t, minimal...)
 	if err != nil {
 		t.Fatal(err)
@@ -51,6 +52,7 @@ func TestServePolicyFlags(t *testing.T) {
 }
 
 func TestServeExecUserNeedsRoot(t *testing.T) {
+	t.Parallel()
 	k := koanf.New(".")
 	if err := k.Set(flagExecUser, "nobody"); err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ func withArgs(parts ...[]string) []string {
 // off loopback a node needs TLS and client authentication, or --insecure;
 // its HTTP port, which serves the JSON API, needs ACLs.
 func TestServeRefusesAnOpenNonLoopbackAddress(t *testing.T) {
+	t.Parallel()
 	public := []string{"--addr", "192.0.2.10:7001"}
 	refused := []struct {
 		name string

@@ -20,6 +20,7 @@ func shell(t *testing.T, script string) *exec.Cmd {
 }
 
 func TestStartAppendsOutputAndReportsTheExit(t *testing.T) {
+	t.Parallel()
 	log := filepath.Join(t.TempDir(), "child.log")
 	if err := os.WriteFile(log, []byte("before\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -44,6 +45,7 @@ func TestStartAppendsOutputAndReportsTheExit(t *testing.T) {
 }
 
 func TestKillAndStop(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p, err := Start(shell(t, "exec sleep 60"), filepath.Join(dir, "a.log"))
 	if err != nil {
@@ -67,6 +69,7 @@ func TestKillAndStop(t *testing.T) {
 // The child leads a process group of its own, so that a terminal's Ctrl-C
 // reaches the launcher alone.
 func TestChildHasItsOwnProcessGroup(t *testing.T) {
+	t.Parallel()
 	p, err := Start(shell(t, "exec sleep 60"), filepath.Join(t.TempDir(), "c.log"))
 	if err != nil {
 		t.Fatal(err)

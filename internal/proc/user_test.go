@@ -9,6 +9,7 @@ import (
 )
 
 func TestLookupUserByNameAndID(t *testing.T) {
+	t.Parallel()
 	byName, err := LookupUser("root")
 	if err != nil {
 		testutil.SkipOrFail(t, "no user root here: %v", err)
