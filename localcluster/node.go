@@ -64,9 +64,9 @@ type Node struct {
 	startedAt  time.Time
 }
 
-// start launches the node's process with its current flags; its output
-// (after a header line naming them) is appended to its log. The flags are
-// asked for outside mu: Options.NodeArgs may look at the node.
+// start launches the node's process with its current flags; its output is
+// appended to its log (internal/proc). The flags are asked for outside mu:
+// Options.NodeArgs may look at the node.
 func (n *Node) start() error {
 	n.startMu.Lock()
 	defer n.startMu.Unlock()
@@ -77,10 +77,6 @@ func (n *Node) start() error {
 	bin, membership := n.bin, n.membership
 	n.mu.Unlock()
 	args := n.c.args(n, membership)
-	header := fmt.Sprintf("%s%s start: %s\n", headerPrefix, time.Now().UTC().Format(time.RFC3339Nano), strings.Join(args, " "))
-	if err := appendFile(n.LogPath, header); err != nil {
-		return fmt.Errorf("start %s: %w", n.ID, err)
-	}
 	cmd := n.c.net.Command(n.Index, bin, args...)
 	cmd.Env = proc.Environ()
 	if n.c.opts.NodeEnv != nil {
@@ -95,22 +91,6 @@ func (n *Node) start() error {
 	n.proc, n.paused, n.startedAt = p, false, start
 	n.mu.Unlock()
 	return nil
-}
-
-// headerPrefix starts the line the cluster writes into a node's log at
-// each start.
-const headerPrefix = "---- "
-
-func appendFile(path, text string) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteString(text)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // SetBinary makes the node run bin from its next start on (a rolling
@@ -258,7 +238,7 @@ func (n *Node) LastLog() string {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	for sc.Scan() {
-		if line := strings.TrimSpace(sc.Text()); line != "" && !strings.HasPrefix(line, headerPrefix) {
+		if line := strings.TrimSpace(sc.Text()); line != "" && !strings.HasPrefix(line, proc.LogHeader) {
 			last = line
 		}
 	}

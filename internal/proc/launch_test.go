@@ -19,6 +19,8 @@ func shell(t *testing.T, script string) *exec.Cmd {
 	return exec.Command(testutil.NeedTool(t, "sh", "install a POSIX shell"), "-c", script)
 }
 
+// Start appends a line naming the command, then the child's output, to
+// what the log held.
 func TestStartAppendsOutputAndReportsTheExit(t *testing.T) {
 	t.Parallel()
 	log := filepath.Join(t.TempDir(), "child.log")
@@ -39,8 +41,10 @@ func TestStartAppendsOutputAndReportsTheExit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(got) != "before\nout\nerr\n" {
-		t.Errorf("log %q, want the output appended", got)
+	before, header, ok := strings.Cut(string(got), LogHeader)
+	header, output, _ := strings.Cut(header, "\n")
+	if !ok || before != "before\n" || !strings.HasSuffix(header, " start: "+strings.Join(p.cmd.Args, " ")) || output != "out\nerr\n" {
+		t.Errorf("log %q, want the output appended after a line naming the command", got)
 	}
 }
 

@@ -116,10 +116,6 @@ func (s *scenario) startWorker(w *workerProc, bin string) {
 	if err != nil {
 		s.t.Fatalf("worker %s: %v", w.id, err)
 	}
-	header := fmt.Sprintf("---- %s start: %s\n", time.Now().UTC().Format(time.RFC3339Nano), strings.Join(args, " "))
-	if err := appendFile(w.logPath, header); err != nil {
-		s.t.Fatal(err)
-	}
 	cmd.Env = proc.Environ()
 	p, err := proc.Start(cmd, w.logPath)
 	if err != nil {
@@ -380,16 +376,4 @@ func TestWorkersPartition3(t *testing.T) {
 	s.partitionBusyWorker(workerLease + 3*time.Second)
 	s.run(4 * time.Second)
 	s.finish("")
-}
-
-func appendFile(path, text string) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteString(text)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
