@@ -80,7 +80,7 @@ func TestCLIACL(t *testing.T) {
 
 	// The environment carries the token as well as the flag.
 	env := []string{"RAFTCRON_TOKEN=" + secret}
-	hr, billing := writeFile(t, "hr.yaml", hrJob), writeFile(t, "billing.yaml", billingJob)
+	hr, billing := testutil.WriteFile(t, "hr.yaml", hrJob), testutil.WriteFile(t, "billing.yaml", billingJob)
 	expectOK(t, cli("job", "apply", "-f", hr, mgmt))
 	expectFailure(t, runCLIEnv(t, env, "", "job", "apply", "-f", hr, "--addr", node.Addr), "permission denied", "team=billing")
 	expectOK(t, runCLIEnv(t, env, "", "job", "apply", "-f", billing, "--addr", node.Addr))
@@ -108,7 +108,7 @@ func TestCLIACL(t *testing.T) {
 	}
 	startWorker(t, "--id", "w1", "--pool", "batch", "--tags", "region=eu", "--exec-allow", "/bin/sh",
 		"--addr", node.Addr, "--token", wt.Secret)
-	expectOK(t, cli("job", "apply", "-f", writeFile(t, "report.yaml", workerJob), mgmt))
+	expectOK(t, cli("job", "apply", "-f", testutil.WriteFile(t, "report.yaml", workerJob), mgmt))
 	expectOK(t, cli("job", "trigger", "report", mgmt))
 	testutil.WaitFor(t, 30*time.Second, "the run to succeed on the worker", func() bool {
 		var runs []runView

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"github.com/raftcron/raftcron/fsm"
+	"github.com/raftcron/raftcron/internal/testutil"
 	"github.com/raftcron/raftcron/localcluster"
 	"github.com/raftcron/raftcron/localcluster/clustertest"
 )
@@ -37,15 +36,6 @@ const twoJobs = `- name: prune-logs
   labels: {team: finance}
 `
 
-func writeFile(t *testing.T, name, body string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 // versionOf reads the VERSION column of `job get NAME` (table output: the
 // spec block, then the status block).
 func versionOf(t *testing.T, c *localcluster.Cluster, node *localcluster.Node, name string) string {
@@ -66,7 +56,7 @@ func TestCLIJobLifecycle(t *testing.T) {
 	c := startCluster(t, 3, "--exec-allow", "/usr/local/bin/*") // twoJobs runs /usr/local/bin/prune
 	leader := clustertest.Leader(t, c)
 	follower := clustertest.Follower(t, c)
-	nightly := writeFile(t, "nightly.yaml", nightlyJob)
+	nightly := testutil.WriteFile(t, "nightly.yaml", nightlyJob)
 
 	t.Run("apply creates then is unchanged", func(t *testing.T) {
 		r := expectOK(t, cliOn(t, leader, "", "job", "apply", "-f", nightly))
@@ -145,7 +135,7 @@ func TestCLIJobLifecycle(t *testing.T) {
 	})
 
 	t.Run("a file with a list of two jobs", func(t *testing.T) {
-		r := expectOK(t, cliOn(t, follower, "", "job", "apply", "-f", writeFile(t, "two.yaml", twoJobs)))
+		r := expectOK(t, cliOn(t, follower, "", "job", "apply", "-f", testutil.WriteFile(t, "two.yaml", twoJobs)))
 		if r.Stdout != "job prune-logs created (version 1)\njob report.weekly created (version 1)\n" {
 			t.Fatalf("apply list: %q", r.Stdout)
 		}
@@ -300,7 +290,7 @@ func testBadJobInput(t *testing.T, c *localcluster.Cluster, leader, follower *lo
 	before := listJSON(t, c, leader)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			path := writeFile(t, "job.yaml", tc.file)
+			path := testutil.WriteFile(t, "job.yaml", tc.file)
 			expectFailure(t, cliOn(t, follower, "", "job", "apply", "-f", path), tc.want...)
 			expectFailure(t, cliOn(t, leader, tc.file, "job", "create", "-f", "-"), tc.want...)
 			if after := listJSON(t, c, leader); after != before {
@@ -341,7 +331,7 @@ func testBadServeInput(t *testing.T, c *localcluster.Cluster) {
 		expectFailure(t, r, "--http-addr", "in use")
 	})
 	t.Run("unknown config key", func(t *testing.T) {
-		cfg := writeFile(t, "raftcron.yaml", "id: n9\ndata-dir: /tmp/none\nheartbeat: 1s\n")
+		cfg := testutil.WriteFile(t, "raftcron.yaml", "id: n9\ndata-dir: /tmp/none\nheartbeat: 1s\n")
 		expectFailure(t, serve("--config", cfg), `unknown key "heartbeat"`)
 	})
 	if !n1.Running() || !n1.Ready(context.Background()) {

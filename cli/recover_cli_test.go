@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/raftcron/raftcron/internal/testutil"
 	"github.com/raftcron/raftcron/localcluster/clustertest"
 )
 
@@ -14,7 +15,7 @@ import (
 func TestCLIRecoverASurvivor(t *testing.T) {
 	c := startCluster(t, 3)
 	leader := clustertest.Leader(t, c)
-	expectOK(t, cliOn(t, leader, "", "job", "apply", "-f", writeFile(t, "two.yaml", quietJobs)))
+	expectOK(t, cliOn(t, leader, "", "job", "apply", "-f", testutil.WriteFile(t, "two.yaml", quietJobs)))
 	survivor := c.Nodes()[0]
 	alone := survivor.ID + "=" + survivor.Addr
 
@@ -51,5 +52,5 @@ func TestCLIRecoverASurvivor(t *testing.T) {
 	if got := jobNames(t, c, survivor, false); strings.Join(got, ",") != "prune-logs,report.weekly" {
 		t.Fatalf("jobs after recovery: %v", got)
 	}
-	expectOK(t, cliOn(t, survivor, "", "job", "apply", "-f", writeFile(t, "nightly.yaml", nightlyJob)))
+	expectOK(t, cliOn(t, survivor, "", "job", "apply", "-f", testutil.WriteFile(t, "nightly.yaml", nightlyJob)))
 }

@@ -60,7 +60,7 @@ func TestCLIDispatchPolicy(t *testing.T) {
 	}
 	allow := "/bin/*" // --exec-allow, which the last step narrows
 	c := clustertest.Start(t, localcluster.Options{Nodes: 1,
-		Args:     append(slices.Clone(testRaft), "--fence-key-file", writeFile(t, "fence.key", testFenceKey+"\n")),
+		Args:     append(slices.Clone(testRaft), "--fence-key-file", testutil.WriteFile(t, "fence.key", testFenceKey+"\n")),
 		NodeArgs: func(*localcluster.Node) []string { return []string{"--exec-allow", allow} }})
 	n := c.Nodes()[0]
 	downstream, applied := fencedDownstream(t, keys)

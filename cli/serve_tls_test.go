@@ -92,7 +92,7 @@ func TestServeTLSClusterForClientsWithCertificates(t *testing.T) {
 			return nil
 		}})
 	n1 := c.Node("n1")
-	job := writeFile(t, "tick.yaml", "name: tick\nschedule: \"@hourly\"\nhttp: {url: \"http://127.0.0.1:9/\"}\n")
+	job := testutil.WriteFile(t, "tick.yaml", "name: tick\nschedule: \"@hourly\"\nhttp: {url: \"http://127.0.0.1:9/\"}\n")
 
 	t.Run("CLI with the CA and a client certificate", func(t *testing.T) {
 		expectOK(t, runCLIEnv(t, files.clientEnv(), "", "job", "apply", "-f", job, "--addr", clustertest.Follower(t, c).Addr))
@@ -219,7 +219,7 @@ func TestServeTLSWithACLs(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.Stdout), &boot); err != nil || boot.Secret == "" {
 		t.Fatalf("acl bootstrap through a follower: %v\n%s", err, r.Stdout)
 	}
-	job := writeFile(t, "tick.yaml", "name: tick\nschedule: \"@hourly\"\nhttp: {url: \"http://127.0.0.1:9/\"}\n")
+	job := testutil.WriteFile(t, "tick.yaml", "name: tick\nschedule: \"@hourly\"\nhttp: {url: \"http://127.0.0.1:9/\"}\n")
 	expectOK(t, cli("job", "apply", "-f", job, "--token", boot.Secret))
 	if r := expectOK(t, cli("job", "get", "tick", "--token", boot.Secret)); !strings.Contains(r.Stdout, "@hourly") {
 		t.Errorf("job get: %s", r)
@@ -234,7 +234,7 @@ func TestServeTLSWithACLs(t *testing.T) {
 	}
 	startWorker(t, "--id", "w1", "--pool", "batch", "--tags", "region=eu", "--exec-allow", "/bin/sh",
 		"--addr", follower.Addr, "--ca-cert", files.path("ca.pem"), "--token", wt.Secret)
-	expectOK(t, cli("job", "apply", "-f", writeFile(t, "report.yaml", workerJob), "--token", boot.Secret))
+	expectOK(t, cli("job", "apply", "-f", testutil.WriteFile(t, "report.yaml", workerJob), "--token", boot.Secret))
 	expectOK(t, cli("job", "trigger", "report", "--token", boot.Secret))
 	testutil.WaitFor(t, 30*time.Second, "the run to succeed on the worker", func() bool {
 		var runs []runView

@@ -49,7 +49,7 @@ func jobNames(t *testing.T, c *localcluster.Cluster, node *localcluster.Node, st
 func TestCLISnapshotSaveInspectRestore(t *testing.T) {
 	c := startCluster(t, 3)
 	follower := clustertest.Follower(t, c)
-	expectOK(t, cliOn(t, follower, "", "job", "apply", "-f", writeFile(t, "two.yaml", quietJobs)))
+	expectOK(t, cliOn(t, follower, "", "job", "apply", "-f", testutil.WriteFile(t, "two.yaml", quietJobs)))
 	dir := t.TempDir()
 	file := filepath.Join(dir, "backup.snap")
 
@@ -78,7 +78,7 @@ func TestCLISnapshotSaveInspectRestore(t *testing.T) {
 		}
 	}
 
-	expectOK(t, cliOn(t, leader, "", "job", "apply", "-f", writeFile(t, "nightly.yaml", nightlyJob)))
+	expectOK(t, cliOn(t, leader, "", "job", "apply", "-f", testutil.WriteFile(t, "nightly.yaml", nightlyJob)))
 	expectOK(t, cliOn(t, leader, "", "job", "delete", "prune-logs"))
 	changed := []string{"nightly-billing", "report.weekly"}
 

@@ -53,7 +53,7 @@ func TestCLIWorkerRunsJobs(t *testing.T) {
 	startWorker(t, "--id", "w1", "--pool", "batch", "--tags", "region=eu,disk=ssd",
 		"--exec-allow", "/bin/sh", "--addr", follower.Addr)
 
-	expectOK(t, cliOn(t, leader, "", "job", "apply", "-f", writeFile(t, "report.yaml", workerJob)))
+	expectOK(t, cliOn(t, leader, "", "job", "apply", "-f", testutil.WriteFile(t, "report.yaml", workerJob)))
 	yaml := expectOK(t, cliOn(t, follower, "", "job", "get", "report", "-o", "yaml")).Stdout
 	if r := expectOK(t, cliOn(t, leader, yaml, "job", "apply", "-f", "-")); r.Stdout != "job report unchanged (version 1)\n" {
 		t.Fatalf("job get -o yaml applied back: %q\n%s", r.Stdout, yaml)

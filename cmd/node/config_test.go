@@ -1,13 +1,13 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/raftcron/raftcron/internal/testutil"
 )
 
 // loadForTest parses args into serve's flag set and loads the configuration.
@@ -23,16 +23,7 @@ func loadForTest(t *testing.T, args ...string) (serveConfig, error) {
 
 func writeConfig(t *testing.T, body string) string {
 	t.Helper()
-	return writeFile(t, "raftcron.yaml", body)
-}
-
-func writeFile(t *testing.T, name, body string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return testutil.WriteFile(t, "raftcron.yaml", body)
 }
 
 // minimal is the smallest valid command line apart from what a case sets.

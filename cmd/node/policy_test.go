@@ -22,7 +22,7 @@ func TestServePolicyFlags(t *testing.T) {
 		t.Fatalf("defaults: exec %v, user %v, keys %v, http-deny %q; want exec off, no user, unsigned, link-local denied",
 			p.Exec.Enabled(), p.ExecUser, p.FenceKeys != nil, p.HTTPDeny.String())
 	}
-	keyFile := writeFile(t, "fence.key", testFenceKey+"\n")
+	keyFile := testutil.WriteFile(t, "fence.key", testFenceKey+"\n")
 	cfg, err = loadForTest(t, append(minimal, "--exec-allow", "/usr/local/bin/*,/opt/jobs/report",
 		"--http-deny", "", "--fence-key-file", keyFile)...)
 	if err != nil {
@@ -39,7 +39,7 @@ func TestServePolicyFlags(t *testing.T) {
 		"relative pattern":  {[]string{"--exec-allow", "bin/*"}, `--exec-allow: pattern "bin/*": must be an absolute`},
 		"bad range":         {[]string{"--http-deny", "10.0.0.0/33"}, `--http-deny: "10.0.0.0/33" is not a CIDR range`},
 		"missing key file":  {[]string{"--fence-key-file", "/nonexistent/fence.key"}, "--fence-key-file: fence: open /nonexistent/fence.key"},
-		"short key":         {[]string{"--fence-key-file", writeFile(t, "short.key", "short\n")}, "want at least 32"},
+		"short key":         {[]string{"--fence-key-file", testutil.WriteFile(t, "short.key", "short\n")}, "want at least 32"},
 		"unknown exec user": {[]string{"--exec-user", "raftcron-no-such-user"}, "--exec-user: "},
 	} {
 		t.Run(name, func(t *testing.T) {
