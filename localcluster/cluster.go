@@ -184,10 +184,6 @@ func (c *Cluster) node(id string) (*Node, error) {
 // without Options.TLS.
 func (c *Cluster) TLSFiles() TLSFiles { return c.tls }
 
-// Peers is the --peers value naming every node the cluster bootstrapped,
-// as node i sees them.
-func (c *Cluster) Peers(i int) string { return c.net.Peers(i, c.ids) }
-
 // WaitReady waits until every given node (every node not down, if none
 // is given) answers /readyz with 200, or ctx ends.
 func (c *Cluster) WaitReady(ctx context.Context, nodes ...*Node) error {
@@ -317,7 +313,7 @@ func (c *Cluster) Add(id string, via []string, args ...string) (*Node, error) {
 		tls = err == nil
 	}
 	if len(via) == 0 {
-		via = []string{c.nodes[0].Addr}
+		via = []string{c.Nodes()[0].Addr}
 	}
 	c.mu.Lock()
 	i, err := c.loop.add(c.opts.Debug)

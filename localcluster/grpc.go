@@ -64,7 +64,7 @@ func (c *Cluster) Token() string {
 // its secret from then on. Start calls it with Options.ACL; a cluster
 // from Launch calls it once its nodes are ready.
 func (c *Cluster) BootstrapACL(ctx context.Context) (string, error) {
-	conn, err := c.Dial(c.nodes[0])
+	conn, err := c.Dial(c.Nodes()[0])
 	if err != nil {
 		return "", err
 	}
