@@ -1,6 +1,6 @@
 # raftcron build. The hashicorpmetrics tag makes hashicorp/raft report through
 # hashicorp/go-metrics, which /metrics bridges into Prometheus; every build and
-# test uses it.
+# test uses it, and ./cmd/node does not compile without it (build_tag.go).
 GO        ?= go
 TAGS      := hashicorpmetrics
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -28,7 +28,8 @@ build:
 # the leader's disk stalled and failing (strace, when root), the recovery of
 # a survivor after the quorum is lost, and the rolling upgrade from the
 # previous release. The OpenAPI tools are for the generated-client test
-# (server: a TypeScript client of /v1/openapi.json against a real node).
+# (server: a TypeScript client of /v1/openapi.json against a real node). A
+# test missing root or a tool skips, or fails under CI=true (.ci/run sets it).
 test: build openapi-tools
 	$(GO) vet -tags $(TAGS) ./...
 	$(GO) vet -tags $(TAGS),e2e ./test/e2e/
@@ -45,7 +46,8 @@ clients-test:
 	$(GO) build -o bin/withdb ./internal/testdb/cmd/withdb
 	bin/withdb -postgres -- $(MAKE) -C clients test
 
-# Every end-to-end scenario: also 5 nodes, membership, clock skew, a long mixed run.
+# Every end-to-end scenario: also 5 nodes, membership, clock skew, a long mixed
+# run. CI runs it after `make test`.
 e2e-long: build
 	$(GO) test -tags $(TAGS),e2e -count=1 -timeout 45m -v -run '^Test(Kill3|Pause3|Partition3|Workers.*3|Secure3|DiskStall3|DiskEIO3|Recover3|Upgrade3|Control.*|Long.*)$$' ./test/e2e/
 
@@ -132,7 +134,8 @@ helm-tool:
 	@[ -x $(TOOLS)/helm ] || GOBIN=$(TOOLS) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 
 # grpcurl for the secure end-to-end scenario (TestSecure3 calls the API with
-# it over TLS with a bearer token; it skips that step without it).
+# it over TLS with a bearer token; without it, it leaves that step out, or
+# fails under CI=true).
 GRPCURL_VERSION ?= v1.9.3
 grpcurl-tool:
 	@[ -x $(TOOLS)/grpcurl ] || GOBIN=$(TOOLS) $(GO) install github.com/fullstorydev/grpcurl/cmd/grpcurl@$(GRPCURL_VERSION)

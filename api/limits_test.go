@@ -6,10 +6,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 
 	"github.com/raftcron/raftcron/fsm"
+	"github.com/raftcron/raftcron/internal/testutil"
 	"github.com/raftcron/raftcron/jobspec"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
@@ -89,7 +91,7 @@ func TestWatchersBeyondTheLimitAreRefused(t *testing.T) {
 		t.Errorf("message %q does not name the limit", st.Message())
 	}
 	cancelFirst()
-	waitUntil(t, "the first watch to end", func() bool { return h.hub.Watchers() == 0 })
+	testutil.WaitFor(t, 5*time.Second, "the first watch to end", func() bool { return h.hub.Watchers() == 0 })
 	openWatch(t, h, ctx, "")
 }
 

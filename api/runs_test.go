@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/raftcron/raftcron/fsm"
+	"github.com/raftcron/raftcron/internal/testutil"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -154,7 +155,7 @@ func TestWatchRunsStreamsPublishedRuns(t *testing.T) {
 		t.Fatalf("watch of job b got %s, %s", a, b)
 	}
 	cancel()
-	waitUntil(t, "watchers to unsubscribe", func() bool { return h.hub.Watchers() == 0 })
+	testutil.WaitFor(t, 5*time.Second, "watchers to unsubscribe", func() bool { return h.hub.Watchers() == 0 })
 
 	t.Run("bad job filter", func(t *testing.T) {
 		stream, err := h.runs.WatchRuns(testCtx(t), &pb.WatchRunsRequest{Job: "Bad Name"})
@@ -241,7 +242,7 @@ func TestWatchRunsEndsWhenItFallsBehind(t *testing.T) {
 	stream := &blockingStream{ctx: testCtx(t), release: make(chan struct{}), sent: make(chan *pb.Run, 10)}
 	done := make(chan error, 1)
 	go func() { done <- svc.WatchRuns(&pb.WatchRunsRequest{}, stream) }()
-	waitUntil(t, "the watch to subscribe", func() bool { return hub.Watchers() == 1 })
+	testutil.WaitFor(t, 5*time.Second, "the watch to subscribe", func() bool { return hub.Watchers() == 1 })
 
 	// One run may sit in Send and one in the buffer: the third overflows.
 	returned := make(chan struct{})
@@ -273,18 +274,6 @@ func TestWatchRunsWithoutHub(t *testing.T) {
 	svc := NewRunService(Deps{Barrier: newFakeStore(), Ledger: newFakeStore()})
 	err := svc.WatchRuns(&pb.WatchRunsRequest{}, &blockingStream{ctx: context.Background()})
 	wantCode(t, err, codes.Unimplemented)
-}
-
-// waitUntil polls cond until it holds or 5 s pass.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func TestRunHubCloseEndsWatches(t *testing.T) {

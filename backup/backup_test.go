@@ -89,6 +89,7 @@ func inspect(data []byte) (*backup.File, error) {
 }
 
 func TestWriteThenInspect(t *testing.T) {
+	t.Parallel()
 	f := state(t)
 	body := fsmStream(t, f)
 	var buf bytes.Buffer
@@ -123,6 +124,7 @@ func TestWriteThenInspect(t *testing.T) {
 }
 
 func TestWriteRefusesABodyOfAnotherSize(t *testing.T) {
+	t.Parallel()
 	body := fsmStream(t, state(t))
 	for _, size := range []int{len(body) - 1, len(body) + 1} {
 		if _, err := backup.Write(io.Discard, header(size), bytes.NewReader(body)); err == nil {
@@ -133,6 +135,7 @@ func TestWriteRefusesABodyOfAnotherSize(t *testing.T) {
 
 // Every way a file can be wrong is refused with its own sentinel.
 func TestInspectRefusesBadFiles(t *testing.T) {
+	t.Parallel()
 	body := fsmStream(t, state(t))
 	good := file(t, body)
 	bodyAt := bytes.Index(good, body)
@@ -176,6 +179,7 @@ func TestInspectRefusesBadFiles(t *testing.T) {
 // A file cut at any byte, or with any byte changed, is refused: nothing
 // partial is ever accepted.
 func TestInspectRefusesEveryCutAndEveryFlip(t *testing.T) {
+	t.Parallel()
 	good := file(t, fsmStream(t, state(t)))
 	for n := range len(good) {
 		if _, err := inspect(good[:n]); err == nil {
@@ -202,6 +206,7 @@ func (s *fakeSource) TakeSnapshot(context.Context) (cluster.SnapshotInfo, io.Rea
 }
 
 func TestSaveWrapsTheLeadersSnapshot(t *testing.T) {
+	t.Parallel()
 	body := fsmStream(t, state(t))
 	src := &fakeSource{info: cluster.SnapshotInfo{Index: 7, Term: 2, Size: int64(len(body)), NodeID: "n2"}, data: body}
 	var buf bytes.Buffer
@@ -251,6 +256,7 @@ type counter uint64
 func (c counter) FencingToken() uint64 { return uint64(c) }
 
 func TestRestoreNeverMovesTheCounterBackAndOrphansInFlightRuns(t *testing.T) {
+	t.Parallel()
 	f, err := inspect(file(t, fsmStream(t, state(t))))
 	if err != nil {
 		t.Fatal(err)
@@ -280,6 +286,7 @@ func TestRestoreNeverMovesTheCounterBackAndOrphansInFlightRuns(t *testing.T) {
 }
 
 func TestHeaderRecordIsLengthDelimited(t *testing.T) {
+	t.Parallel()
 	// The format is documented as a version line then length-delimited
 	// records; a reader built from the documentation must find the header.
 	good := file(t, fsmStream(t, state(t)))

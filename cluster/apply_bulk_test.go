@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/raftcron/raftcron/internal/testutil"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -48,7 +49,7 @@ func TestApplyBulkResultPerCommand(t *testing.T) {
 		t.Errorf("leader holds %d jobs, want %d", got, want)
 	}
 	for _, f := range tc.followers(leader) {
-		waitFor(t, 10*time.Second, f.id+" applying the bulk", func() bool { return f.fsm.len() == want })
+		testutil.WaitFor(t, 10*time.Second, f.id+" applying the bulk", func() bool { return f.fsm.len() == want })
 	}
 }
 

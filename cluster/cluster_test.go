@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/raftcron/raftcron/internal/testutil"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -19,7 +20,7 @@ func TestFirstLeaderElected(t *testing.T) {
 	leader := tc.waitLeader(10 * time.Second)
 	t.Logf("cold 3-node start: first leader %s after %s", leader.id, time.Since(start))
 
-	waitFor(t, 5*time.Second, "leader's watcher to report leadership", func() bool {
+	testutil.WaitFor(t, 5*time.Second, "leader's watcher to report leadership", func() bool {
 		return leader.node.IsLeader() && leader.node.LeaderChanges() == 1
 	})
 	if got := leader.leader.snapshot(); len(got) != 1 || !got[0] {
@@ -45,7 +46,7 @@ func TestWriteThroughFollowerIsForwardedAndReplicated(t *testing.T) {
 		t.Errorf("result %v: want created", res)
 	}
 	for _, tn := range tc.nodes {
-		waitFor(t, 5*time.Second, "billing on "+tn.id, func() bool {
+		testutil.WaitFor(t, 5*time.Second, "billing on "+tn.id, func() bool {
 			v, ok := tn.fsm.get("billing")
 			return ok && v == "0 2 * * *"
 		})
@@ -128,7 +129,7 @@ func TestLeaderCrashFailover(t *testing.T) {
 func TestGracefulShutdownTransfersLeadership(t *testing.T) {
 	tc := newCluster(t, 3)
 	old := tc.waitLeader(10 * time.Second)
-	waitFor(t, 5*time.Second, "watcher to see leadership", old.node.IsLeader)
+	testutil.WaitFor(t, 5*time.Second, "watcher to see leadership", old.node.IsLeader)
 
 	start := time.Now()
 	old.stop()
@@ -176,7 +177,7 @@ func TestRestartWholeClusterKeepsState(t *testing.T) {
 	restarted.waitLeader(10 * time.Second)
 	for _, tn := range restarted.nodes {
 		// Ready must not hold before the replay of the old log is done.
-		waitFor(t, 5*time.Second, tn.id+" ready", tn.node.Ready)
+		testutil.WaitFor(t, 5*time.Second, tn.id+" ready", tn.node.Ready)
 		if got := tn.fsm.len(); got != 31 {
 			t.Errorf("%s ready with %d jobs after restart, want 31", tn.id, got)
 		}
@@ -322,7 +323,7 @@ func TestJoinAddsNodeAndShipsState(t *testing.T) {
 	if n4.node.bootstrapped {
 		t.Error("joiner bootstrapped")
 	}
-	waitFor(t, 10*time.Second, "joiner ready", n4.node.Ready)
+	testutil.WaitFor(t, 10*time.Second, "joiner ready", n4.node.Ready)
 	readBarrier(t, n4.node)
 	if got := n4.fsm.len(); got != 11 {
 		t.Errorf("joiner has %d jobs after ReadBarrier, want 11", got)
@@ -380,7 +381,7 @@ func TestRemoveServer(t *testing.T) {
 	}
 	// The leader replicates the new configuration to the removed node
 	// before letting it go, so it knows it is out and never campaigns.
-	waitFor(t, 5*time.Second, "removed node to learn its removal", func() bool {
+	testutil.WaitFor(t, 5*time.Second, "removed node to learn its removal", func() bool {
 		for _, s := range gone.node.Status().GetServers() {
 			if s.GetId() == gone.id {
 				return false
@@ -423,7 +424,7 @@ func TestTransferLeadership(t *testing.T) {
 	if leader := tc.waitLeader(10 * time.Second); leader != target {
 		t.Errorf("leader is %s, want %s", leader.id, target.id)
 	}
-	waitFor(t, 5*time.Second, "watchers to follow the transfer", func() bool {
+	testutil.WaitFor(t, 5*time.Second, "watchers to follow the transfer", func() bool {
 		return target.node.IsLeader() && !old.node.IsLeader() && old.node.LeaderChanges() == 2
 	})
 	if _, err := target.node.TransferLeadership(ctx, "nope"); !errors.Is(err, ErrNotFound) {
@@ -441,7 +442,7 @@ func TestStatus(t *testing.T) {
 	leader := tc.waitLeader(10 * time.Second)
 	put(t, leader.node, "x", "@daily")
 	for _, tn := range tc.nodes {
-		waitFor(t, 5*time.Second, tn.id+" ready", tn.node.Ready)
+		testutil.WaitFor(t, 5*time.Second, tn.id+" ready", tn.node.Ready)
 		st := tn.node.Status()
 		wantState := "follower"
 		if tn == leader {
@@ -484,7 +485,7 @@ func TestShutdownIsIdempotentAndFinal(t *testing.T) {
 	mux := listen(t, "127.0.0.1:0")
 	single := func(c *Config) { c.Peers = []Peer{{ID: "solo", Addr: mux.Addr().String()}} }
 	tn := startNode(t, "solo", t.TempDir(), mux, single)
-	waitFor(t, 10*time.Second, "single node to lead", tn.node.IsLeader)
+	testutil.WaitFor(t, 10*time.Second, "single node to lead", tn.node.IsLeader)
 	put(t, tn.node, "x", "@daily")
 
 	ctx := ctxTimeout(t, 5*time.Second)
@@ -545,7 +546,7 @@ func TestNewAppliesNothingBeforeStart(t *testing.T) {
 	if err := n.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the one-node cluster to elect itself", n.IsLeader)
+	testutil.WaitFor(t, 10*time.Second, "the one-node cluster to elect itself", n.IsLeader)
 	ctx := ctxTimeout(t, 10*time.Second)
 	for i := range 3 {
 		if _, err := n.Apply(ctx, putCmd(fmt.Sprintf("job-%d", i), "@hourly")); err != nil {
@@ -575,7 +576,7 @@ func TestNewAppliesNothingBeforeStart(t *testing.T) {
 	if err := again.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the restarted node to restore its 3 jobs", func() bool { return fresh.len() == 3 })
+	testutil.WaitFor(t, 10*time.Second, "the restarted node to restore its 3 jobs", func() bool { return fresh.len() == 3 })
 }
 
 // A node never started shuts down cleanly and frees its data dir.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/raftcron/raftcron/fsm"
+	"github.com/raftcron/raftcron/internal/testutil"
 )
 
 // withClusterVersion runs each node on a real FSM whose cluster version the
@@ -25,7 +26,7 @@ func withClusterVersion(states map[string]*fsm.FSM, versions map[string]uint32) 
 
 func waitClusterVersion(t *testing.T, tc *testCluster, states map[string]*fsm.FSM, want uint32) {
 	t.Helper()
-	waitFor(t, 20*time.Second, fmt.Sprintf("cluster version %d on every node", want), func() bool {
+	testutil.WaitFor(t, 20*time.Second, fmt.Sprintf("cluster version %d on every node", want), func() bool {
 		for _, tn := range tc.running() {
 			if states[tn.id].ClusterVersion() != want || tn.node.Status().GetClusterVersion() != want {
 				return false
@@ -60,7 +61,7 @@ func TestClusterVersionWaitsForTheLastVoter(t *testing.T) {
 		leader = tc.waitLeader(10 * time.Second)
 	}
 	// The leader tried, and learned that n3 applies version 1.
-	waitFor(t, 10*time.Second, "the leader asking n3 its version", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "the leader asking n3 its version", func() bool {
 		leader.node.versions.mu.Lock()
 		defer leader.node.versions.mu.Unlock()
 		seen, ok := leader.node.versions.seen["n3"]

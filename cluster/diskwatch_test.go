@@ -9,6 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/raftcron/raftcron/internal/testutil"
 )
 
 const testStallTimeout = 300 * time.Millisecond
@@ -105,16 +107,16 @@ func TestStalledDiskOnAFollowerOnlyMakesItNotReady(t *testing.T) {
 	f := tc.followers(leader)[0]
 	disks[f.id].stall()
 	put(t, leader.node, "while-stalled", "@hourly") // the other follower makes the quorum
-	waitFor(t, 10*testStallTimeout, f.id+" not ready", func() bool { return !f.node.Ready() })
+	testutil.WaitFor(t, 10*testStallTimeout, f.id+" not ready", func() bool { return !f.node.Ready() })
 	time.Sleep(2 * testStallTimeout) // stalled well past the timeout, it must not give up
 	if f.node.DiskStallErr() != nil || leader.node.DiskStallErr() != nil {
 		t.Fatalf("a stalled follower made a node give up: %v / %v", f.node.DiskStallErr(), leader.node.DiskStallErr())
 	}
 	disks[f.id].release()
-	waitFor(t, 10*time.Second, f.id+" ready again with the write", func() bool {
+	testutil.WaitFor(t, 10*time.Second, f.id+" ready again with the write", func() bool {
 		return f.node.Ready() && f.fsm.mustGet("while-stalled") == "@hourly"
 	})
-	waitFor(t, 5*time.Second, "no write in flight on "+f.id, func() bool {
+	testutil.WaitFor(t, 5*time.Second, "no write in flight on "+f.id, func() bool {
 		return diskWriteAge(t, f.node) < testStallTimeout.Seconds()
 	})
 }

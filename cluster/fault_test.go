@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/raftcron/raftcron/internal/testutil"
 )
 
 // newIsolatableCluster is newCluster with an Isolation on every node's mux.
@@ -36,7 +38,7 @@ func newIsolatableCluster(tb testing.TB, n int, opts ...nodeOpts) (*testCluster,
 func leaderAmong(tb testing.TB, nodes []*testNode, timeout time.Duration) *testNode {
 	tb.Helper()
 	var leader *testNode
-	waitFor(tb, timeout, "a leader the connected nodes agree on", func() bool {
+	testutil.WaitFor(tb, timeout, "a leader the connected nodes agree on", func() bool {
 		leader = nil
 		for _, tn := range nodes {
 			if tn.node.raft.State() == raft.Leader {
@@ -78,7 +80,7 @@ func TestIsolatedLeaderIsReplacedAndRejoinsAfterHeal(t *testing.T) {
 	// The majority elects a new leader and commits without the old one.
 	leader := leaderAmong(t, rest, 10*time.Second)
 	put(t, leader.node, "during", "@daily")
-	waitFor(t, 5*time.Second, "the cut-off leader to step down", func() bool {
+	testutil.WaitFor(t, 5*time.Second, "the cut-off leader to step down", func() bool {
 		return old.node.raft.State() != raft.Leader
 	})
 	if _, ok := old.fsm.get("during"); ok {
@@ -93,7 +95,7 @@ func TestIsolatedLeaderIsReplacedAndRejoinsAfterHeal(t *testing.T) {
 	}
 
 	oldIso.Heal()
-	waitFor(t, 15*time.Second, "the healed node to catch up", func() bool {
+	testutil.WaitFor(t, 15*time.Second, "the healed node to catch up", func() bool {
 		_, ok := old.fsm.get("during")
 		return ok
 	})

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/raftcron/raftcron/fsm"
+	"github.com/raftcron/raftcron/internal/testutil"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -88,7 +89,7 @@ func TestNodeStopsOnEntryItCannotApply(t *testing.T) {
 	if !errors.Is(err, ErrHalted) || !errors.Is(err, fsm.ErrUnknownCommand) || !strings.Contains(err.Error(), "upgrade this node") {
 		t.Errorf("HaltErr %v, want ErrHalted wrapping fsm.ErrUnknownCommand with what to do", err)
 	}
-	waitFor(t, 10*time.Second, old.id+" raft shut down", func() bool { return old.node.raft.State() == raft.Shutdown })
+	testutil.WaitFor(t, 10*time.Second, old.id+" raft shut down", func() bool { return old.node.raft.State() == raft.Shutdown })
 	if states[old.id].StateHash() != before {
 		t.Error("the state changed by an entry the node could not apply")
 	}

@@ -19,6 +19,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/raftcron/raftcron/internal/testutil"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -315,7 +316,7 @@ func (tc *testCluster) running() []*testNode {
 func (tc *testCluster) waitLeader(timeout time.Duration) *testNode {
 	tc.tb.Helper()
 	var leader *testNode
-	waitFor(tc.tb, timeout, "a leader every running node agrees on", func() bool {
+	testutil.WaitFor(tc.tb, timeout, "a leader every running node agrees on", func() bool {
 		leader = nil
 		for _, tn := range tc.running() {
 			if tn.node.raft.State() == raft.Leader {
@@ -356,18 +357,6 @@ func (tc *testCluster) byID(id string) *testNode {
 	}
 	tc.tb.Fatalf("no node %s", id)
 	return nil
-}
-
-// waitFor polls cond every 10ms until it holds or timeout passes.
-func waitFor(tb testing.TB, timeout time.Duration, what string, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // put writes through n like a client would: a transient lack of leader

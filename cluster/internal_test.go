@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/raftcron/raftcron/internal/syncbuf"
+	"github.com/raftcron/raftcron/internal/testutil"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
@@ -74,8 +75,8 @@ func TestRaftLogsReachSlog(t *testing.T) {
 		c.Logger = logger
 		c.Peers = []Peer{{ID: "solo", Addr: mux.Addr().String()}}
 	})
-	waitFor(t, 10*time.Second, "single node to lead", tn.node.IsLeader)
-	waitFor(t, 5*time.Second, "raft's leader message in slog", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "single node to lead", tn.node.IsLeader)
+	testutil.WaitFor(t, 5*time.Second, "raft's leader message in slog", func() bool {
 		for _, line := range strings.Split(buf.String(), "\n") {
 			if strings.Contains(line, "entering leader state") && strings.Contains(line, "logger=raft") && strings.Contains(line, "level=INFO") {
 				return true

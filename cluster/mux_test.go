@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/raftcron/raftcron/internal/testutil"
 )
 
 // accept returns the next connection from l, failing after a timeout.
@@ -102,7 +104,7 @@ func TestMuxCloseInterruptsSilentConnections(t *testing.T) {
 		t.Fatalf("dial: %v", err)
 	}
 	defer c.Close()
-	waitFor(t, 5*time.Second, "the silent connection to be accepted", func() bool {
+	testutil.WaitFor(t, 5*time.Second, "the silent connection to be accepted", func() bool {
 		m.pendingMu.Lock()
 		defer m.pendingMu.Unlock()
 		return len(m.pending) == 1

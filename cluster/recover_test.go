@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/raftcron/raftcron/internal/testutil"
 )
 
 // stopAll stops every node and returns the bootstrap peers.
@@ -33,7 +35,7 @@ func TestRecoverSurvivorCarriesOnAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	put(t, leader.node, "after-snapshot", "@daily")
-	waitFor(t, 5*time.Second, "every node has all six", func() bool {
+	testutil.WaitFor(t, 5*time.Second, "every node has all six", func() bool {
 		for _, tn := range tc.nodes {
 			if tn.fsm.len() != 6 {
 				return false
@@ -75,7 +77,7 @@ func TestRecoverSurvivorCarriesOnAlone(t *testing.T) {
 		mux := listen(t, "127.0.0.1:0")
 		tn := startNode(t, id, t.TempDir(), mux, func(c *Config) { c.Join = []string{survivor.addr} })
 		alone.nodes = append(alone.nodes, tn)
-		waitFor(t, 15*time.Second, id+" has every job", func() bool { return tn.fsm.len() == 7 })
+		testutil.WaitFor(t, 15*time.Second, id+" has every job", func() bool { return tn.fsm.len() == 7 })
 	}
 	if got := len(lead.node.Status().GetServers()); got != 3 {
 		t.Fatalf("%d servers after the joins, want 3", got)

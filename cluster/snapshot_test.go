@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/raftcron/raftcron/internal/testutil"
 )
 
 // saveSnapshot takes a snapshot on tn and returns it.
@@ -90,7 +92,7 @@ func TestRestoreSnapshotReplacesStateOnEveryNode(t *testing.T) {
 	}
 	want := map[string]string{"a": "@hourly", "b": "@daily"}
 	for _, tn := range tc.nodes {
-		waitFor(t, 10*time.Second, "the restored state on "+tn.id, func() bool {
+		testutil.WaitFor(t, 10*time.Second, "the restored state on "+tn.id, func() bool {
 			return tn.fsm.len() == len(want) && tn.fsm.mustGet("a") == want["a"] && tn.fsm.mustGet("b") == want["b"]
 		})
 	}
@@ -106,18 +108,18 @@ func TestRestoreSnapshotReplacesStateOnEveryNode(t *testing.T) {
 	}
 	restarted := startNode(t, f.id, f.dir, listen(t, f.addr), func(c *Config) { c.Peers = peers })
 	tc.nodes[slices.Index(tc.nodes, f)] = restarted
-	waitFor(t, 10*time.Second, restarted.id+" ready after its restart", restarted.node.Ready)
+	testutil.WaitFor(t, 10*time.Second, restarted.id+" ready after its restart", restarted.node.Ready)
 	if _, err := leader.node.TransferLeadership(ctxTimeout(t, 10*time.Second), ""); err != nil {
 		t.Fatalf("TransferLeadership: %v", err)
 	}
 	next := tc.waitLeader(10 * time.Second)
 	put(t, next.node, "e", "@hourly")
 	for _, tn := range tc.nodes {
-		waitFor(t, 10*time.Second, "a, b, d, e and no c on "+tn.id, func() bool {
+		testutil.WaitFor(t, 10*time.Second, "a, b, d, e and no c on "+tn.id, func() bool {
 			_, c := tn.fsm.get("c")
 			return tn.fsm.len() == 4 && !c && tn.fsm.mustGet("d") == "@monthly"
 		})
-		waitFor(t, 10*time.Second, tn.id+" ready", tn.node.Ready)
+		testutil.WaitFor(t, 10*time.Second, tn.id+" ready", tn.node.Ready)
 	}
 }
 
@@ -188,7 +190,7 @@ func TestRestoreSnapshotChangesNothingWhenItCannotStart(t *testing.T) {
 	}
 	put(t, leader.node, "c", "@weekly") // proposals flow again
 	for _, tn := range tc.nodes {
-		waitFor(t, 10*time.Second, "a, b and c on "+tn.id, func() bool { return tn.fsm.len() == 3 })
+		testutil.WaitFor(t, 10*time.Second, "a, b and c on "+tn.id, func() bool { return tn.fsm.len() == 3 })
 	}
 }
 

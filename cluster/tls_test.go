@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/raftcron/raftcron/internal/testutil"
 	"github.com/raftcron/raftcron/pki"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
@@ -393,7 +394,7 @@ func TestTLSNodeOfAnotherCACannotReplicateVoteOrJoin(t *testing.T) {
 func (tc *testCluster) waitLeaderAmong(timeout time.Duration, nodes []*testNode) *testNode {
 	tc.tb.Helper()
 	var leader *testNode
-	waitFor(tc.tb, timeout, "a leader", func() bool {
+	testutil.WaitFor(tc.tb, timeout, "a leader", func() bool {
 		for _, tn := range nodes {
 			if tn.node.raft.State() == raft.Leader {
 				leader = tn

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 	"google.golang.org/grpc"
 
+	"github.com/raftcron/raftcron/internal/testutil"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -243,7 +244,7 @@ func TestFollowerRefusesToForwardWhatAnOldLeaderWouldCommit(t *testing.T) {
 			t.Fatalf("transfer leadership to n1: %v", err)
 		}
 	}
-	waitFor(t, 10*time.Second, "n1 leading", func() bool { return tc.waitLeader(10*time.Second).id == "n1" })
+	testutil.WaitFor(t, 10*time.Second, "n1 leading", func() bool { return tc.waitLeader(10*time.Second).id == "n1" })
 
 	_, err := applyRetrying(t, tc.byID("n2").node, putCmd("v2-token", "@daily"))
 	if !errors.Is(err, ErrUnsupportedCommand) || !strings.Contains(err.Error(), "upgrade n1 (applies version 1)") {

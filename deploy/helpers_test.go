@@ -3,7 +3,6 @@ package deploy
 import (
 	"net"
 	"testing"
-	"time"
 )
 
 func freePorts(t *testing.T, n int) []int {
@@ -22,15 +21,4 @@ func freePorts(t *testing.T, n int) []int {
 		ln.Close()
 	}
 	return ports
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }

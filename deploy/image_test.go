@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/raftcron/raftcron/internal/testutil"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -73,13 +74,13 @@ func TestImageClusterFiresAJob(t *testing.T) {
 	defer conn.Close()
 	jobs := pb.NewJobServiceClient(conn)
 	spec := &pb.JobSpec{Name: "image-test", Schedule: "* * * * * *", Http: &pb.HttpTarget{Url: sink.URL}}
-	waitFor(t, 60*time.Second, "the cluster to accept a job", func() bool {
+	testutil.WaitFor(t, 60*time.Second, "the cluster to accept a job", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()
 		_, err := jobs.ApplyJob(ctx, &pb.ApplyJobRequest{Spec: spec})
 		return err == nil
 	})
-	waitFor(t, 30*time.Second, "three fenced deliveries", func() bool { return hits.Load() >= 3 })
+	testutil.WaitFor(t, 30*time.Second, "three fenced deliveries", func() bool { return hits.Load() >= 3 })
 }
 
 // TestImageComposeClusterFiresAJob brings up deploy/compose.yaml as its
@@ -158,7 +159,7 @@ func TestImageComposeClusterFiresAJob(t *testing.T) {
 	client := []string{"--addr", "127.0.0.1:7001", "--ca-cert", filepath.Join(ca, "ca.pem"),
 		"--client-cert", filepath.Join(ca, "client-test.pem"), "--client-key", filepath.Join(ca, "client-test-key.pem")}
 	var secret string
-	waitFor(t, 60*time.Second, "acl bootstrap on the compose cluster", func() bool {
+	testutil.WaitFor(t, 60*time.Second, "acl bootstrap on the compose cluster", func() bool {
 		out, err := exec.Command(bin, append([]string{"acl", "bootstrap", "-o", "json"}, client...)...).Output()
 		if err != nil {
 			return false
@@ -177,5 +178,5 @@ func TestImageComposeClusterFiresAJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	run(append([]string{"job", "apply", "-f", job, "--token", secret}, client...)...)
-	waitFor(t, 30*time.Second, "three fenced deliveries", func() bool { return hits.Load() >= 3 })
+	testutil.WaitFor(t, 30*time.Second, "three fenced deliveries", func() bool { return hits.Load() >= 3 })
 }

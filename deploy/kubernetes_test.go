@@ -15,6 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/raftcron/raftcron/internal/testutil"
 )
 
 // decodeStrict decodes every document of a multi-document YAML stream into
@@ -197,7 +199,7 @@ func tool(t *testing.T, name, how string) string {
 	}
 	p, err := exec.LookPath(name)
 	if err != nil {
-		t.Skipf("%s not found (in bin/tools or PATH): %s", name, how)
+		testutil.SkipOrFail(t, "%s not found (in bin/tools or PATH): %s", name, how)
 	}
 	return p
 }

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/raftcron/raftcron/cluster"
+	"github.com/raftcron/raftcron/internal/testutil"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 	"github.com/raftcron/raftcron/server"
 )
@@ -123,7 +124,7 @@ func scrapeFiringNode(t *testing.T) map[string]bool {
 	}
 	defer conn.Close()
 	jobs := pb.NewJobServiceClient(conn)
-	waitFor(t, 30*time.Second, "the node to accept jobs", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "the node to accept jobs", func() bool {
 		_, err := jobs.ApplyJob(ctx, &pb.ApplyJobRequest{Spec: &pb.JobSpec{Name: "ok", Schedule: "* * * * * *", Http: &pb.HttpTarget{Url: ok.URL}}})
 		return err == nil
 	})
@@ -136,7 +137,7 @@ func scrapeFiringNode(t *testing.T) map[string]bool {
 		}
 	}
 	names := map[string]bool{}
-	waitFor(t, 30*time.Second, "runs, failures and misses on /metrics", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "runs, failures and misses on /metrics", func() bool {
 		names = scrapeNames(t, "http://"+srv.HTTPAddr()+"/metrics")
 		return names["raftcron_runs_total"] && names["raftcron_runs_missed_total"] && names["raftcron_fire_lateness_seconds_bucket"]
 	})

@@ -10,19 +10,9 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
-)
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
+	"github.com/raftcron/raftcron/internal/testutil"
+)
 
 func runWith(token uint64, key string) Run {
 	r := sampleRun()
@@ -115,11 +105,11 @@ func TestFenceDoSerialisesSameKey(t *testing.T) {
 	}
 	first := make(chan error, 1)
 	go func() { first <- f.Do(ctx, runWith(41, "k"), "", effect) }()
-	waitFor(t, "the first delivery to start its effect", func() bool { return calls.Load() == 1 })
+	testutil.WaitFor(t, 10*time.Second, "the first delivery to start its effect", func() bool { return calls.Load() == 1 })
 
 	second := make(chan error, 1)
 	go func() { second <- f.Do(ctx, runWith(42, "k"), "", effect) }()
-	waitFor(t, "the second delivery to wait on the key", func() bool { return lockRefs(f, "k") == 2 })
+	testutil.WaitFor(t, 10*time.Second, "the second delivery to wait on the key", func() bool { return lockRefs(f, "k") == 2 })
 	close(release)
 
 	if err := <-first; err != nil {
@@ -152,12 +142,12 @@ func TestFenceDoWaiterGivesUpWithContext(t *testing.T) {
 	go func() {
 		first <- f.Do(context.Background(), runWith(1, "k"), "", func(context.Context) error { <-release; return nil })
 	}()
-	waitFor(t, "the first delivery to hold the key", func() bool { return lockRefs(f, "k") == 1 })
+	testutil.WaitFor(t, 10*time.Second, "the first delivery to hold the key", func() bool { return lockRefs(f, "k") == 1 })
 
 	ctx, cancel := context.WithCancel(context.Background())
 	second := make(chan error, 1)
 	go func() { second <- f.Do(ctx, runWith(2, "k"), "", func(context.Context) error { return nil }) }()
-	waitFor(t, "the second delivery to wait", func() bool { return lockRefs(f, "k") == 2 })
+	testutil.WaitFor(t, 10*time.Second, "the second delivery to wait", func() bool { return lockRefs(f, "k") == 2 })
 	cancel()
 	if err := <-second; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled waiter = %v, want context.Canceled", err)

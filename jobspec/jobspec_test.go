@@ -97,6 +97,7 @@ func violationsOf(t *testing.T, err error) []Violation {
 }
 
 func TestValidateAcceptsValidJobs(t *testing.T) {
+	t.Parallel()
 	minimal := &pb.JobSpec{Name: "a", Schedule: "@hourly", Http: &pb.HttpTarget{Url: "https://example.com"}}
 	for name, spec := range map[string]*pb.JobSpec{"full": fullJob(), "exec": execJob(), "minimal": minimal,
 		"worker command": workerJob(), "worker handler": handlerJob()} {
@@ -113,6 +114,7 @@ func TestValidateAcceptsValidJobs(t *testing.T) {
 }
 
 func TestValidateRejects(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		mutate    func(*pb.JobSpec)
@@ -182,6 +184,7 @@ func TestValidateRejects(t *testing.T) {
 }
 
 func TestValidateRejectsExecTargets(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		mutate    func(*pb.ExecTarget)
@@ -210,6 +213,7 @@ func TestValidateRejectsExecTargets(t *testing.T) {
 }
 
 func TestValidateRejectsWorkerTargets(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		spec      func() *pb.JobSpec
@@ -244,6 +248,7 @@ func TestValidateRejectsWorkerTargets(t *testing.T) {
 }
 
 func TestValidateReportsEveryViolation(t *testing.T) {
+	t.Parallel()
 	spec := fullJob()
 	spec.Name = "Nightly Billing"
 	spec.Schedule = "61 * * * *"
@@ -267,6 +272,7 @@ func TestValidateReportsEveryViolation(t *testing.T) {
 }
 
 func TestValidationErrorIsOneLine(t *testing.T) {
+	t.Parallel()
 	spec := fullJob()
 	spec.Name = "bad\nname"
 	spec.Schedule = "@every 5\nminutes"
@@ -280,6 +286,7 @@ func TestValidationErrorIsOneLine(t *testing.T) {
 }
 
 func TestValidateNil(t *testing.T) {
+	t.Parallel()
 	vs := violationsOf(t, Validate(nil, now))
 	if len(vs) != 1 || vs[0].Field != "spec" {
 		t.Fatalf("violations %+v", vs)
@@ -287,6 +294,7 @@ func TestValidateNil(t *testing.T) {
 }
 
 func TestValidateDoesNotModifySpec(t *testing.T) {
+	t.Parallel()
 	spec := &pb.JobSpec{Name: "x", Schedule: " 61 * * * * ", Http: &pb.HttpTarget{Url: "/r", Method: "post"}}
 	before := proto.Clone(spec)
 	_ = Validate(spec, now)
@@ -296,6 +304,7 @@ func TestValidateDoesNotModifySpec(t *testing.T) {
 }
 
 func TestValidateChecksScheduleInJobZone(t *testing.T) {
+	t.Parallel()
 	// An @every that lands within five years is accepted in any zone; an
 	// impossible date is refused in any zone, including a bad one.
 	spec := fullJob()
@@ -312,6 +321,7 @@ func TestValidateChecksScheduleInJobZone(t *testing.T) {
 }
 
 func TestValidateName(t *testing.T) {
+	t.Parallel()
 	for _, ok := range []string{"a", "0", "nightly-billing", "a.b_c-d", strings.Repeat("a", 63)} {
 		if err := ValidateName(ok); err != nil {
 			t.Errorf("ValidateName(%q) = %v", ok, err)
@@ -326,6 +336,7 @@ func TestValidateName(t *testing.T) {
 }
 
 func TestValidateParsedReturnsTheSchedule(t *testing.T) {
+	t.Parallel()
 	spec := fullJob()
 	Normalize(spec)
 	sched, err := ValidateParsed(spec, now)

@@ -12,6 +12,7 @@ import (
 // Each limit is checked on its own field, with a message naming the limit;
 // a spec within them passes.
 func TestLimitsNameTheFieldAndTheLimit(t *testing.T) {
+	t.Parallel()
 	l := Limits{SpecBytes: 4096, Headers: 2, Env: 1, Args: 3}
 	if err := l.Check(fullJob()); err != nil {
 		t.Fatalf("a spec within the limits: %v", err)
@@ -74,6 +75,7 @@ func TestLimitsNameTheFieldAndTheLimit(t *testing.T) {
 // The zero Limits are the defaults, which a spec at the fixed maxima of
 // Validate fits.
 func TestZeroLimitsAreTheDefaults(t *testing.T) {
+	t.Parallel()
 	if got := (Limits{}).withDefaults(); got != DefaultLimits {
 		t.Fatalf("zero limits = %+v, want %+v", got, DefaultLimits)
 	}

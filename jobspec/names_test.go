@@ -20,6 +20,7 @@ var nameSamples = []string{
 }
 
 func TestValidNameMatchesRule(t *testing.T) {
+	t.Parallel()
 	for _, s := range nameSamples {
 		if got, want := validName(s), nameRef.MatchString(s); got != want {
 			t.Errorf("validName(%q) = %v, the rule says %v", s, got, want)
@@ -28,6 +29,7 @@ func TestValidNameMatchesRule(t *testing.T) {
 }
 
 func TestValidLabelKeyMatchesRule(t *testing.T) {
+	t.Parallel()
 	for _, s := range append(nameSamples, "Example.com/Tier", "a//b", "9/", "/a") {
 		if got, want := validLabelKey(s), labelKeyRef.MatchString(s); got != want {
 			t.Errorf("validLabelKey(%q) = %v, the rule says %v", s, got, want)

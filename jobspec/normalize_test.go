@@ -11,6 +11,7 @@ import (
 )
 
 func TestNormalizeFillsEveryDefault(t *testing.T) {
+	t.Parallel()
 	spec := &pb.JobSpec{Name: "a", Schedule: " @hourly ", Http: &pb.HttpTarget{Url: "http://x"}}
 	Normalize(spec)
 	checks := []struct {
@@ -36,6 +37,7 @@ func TestNormalizeFillsEveryDefault(t *testing.T) {
 }
 
 func TestNormalizeKeepsExplicitValues(t *testing.T) {
+	t.Parallel()
 	spec := fullJob()
 	spec.Http.Method = "put"
 	spec.Catchup = &pb.Catchup{Window: dur(0), Policy: pb.CatchupPolicy_CATCHUP_POLICY_NONE}
@@ -51,6 +53,7 @@ func TestNormalizeKeepsExplicitValues(t *testing.T) {
 }
 
 func TestNormalizeCatchupPartial(t *testing.T) {
+	t.Parallel()
 	spec := &pb.JobSpec{Catchup: &pb.Catchup{Policy: pb.CatchupPolicy_CATCHUP_POLICY_LATEST}}
 	Normalize(spec)
 	if spec.Catchup.GetWindow().AsDuration() != time.Minute || spec.Catchup.Policy != pb.CatchupPolicy_CATCHUP_POLICY_LATEST {
@@ -59,6 +62,7 @@ func TestNormalizeCatchupPartial(t *testing.T) {
 }
 
 func TestNormalizeIsIdempotent(t *testing.T) {
+	t.Parallel()
 	specs := []*pb.JobSpec{
 		{}, fullJob(), execJob(),
 		{Name: "a", Http: &pb.HttpTarget{Method: " get "}},
@@ -75,6 +79,7 @@ func TestNormalizeIsIdempotent(t *testing.T) {
 }
 
 func TestNormalizeNil(t *testing.T) {
+	t.Parallel()
 	Normalize(nil) // must not panic
 	spec := &pb.JobSpec{Http: nil, Exec: nil, Catchup: nil, Retry: nil}
 	Normalize(spec)
@@ -87,6 +92,7 @@ func TestNormalizeNil(t *testing.T) {
 // them and the FSM, which computes the retries, reads them instead of
 // keeping defaults of its own.
 func TestNormalizeFillsRetryBackoffs(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name         string
 		retry        *pb.Retry
@@ -118,6 +124,7 @@ func TestNormalizeFillsRetryBackoffs(t *testing.T) {
 // A bad backoff is reported for the field the operator set, not also for
 // the one Normalize derived from it.
 func TestNormalizeRetryLeavesABadBackoffToValidate(t *testing.T) {
+	t.Parallel()
 	spec := fullJob()
 	spec.Retry = &pb.Retry{MaxAttempts: 3, MaxBackoff: dur(-time.Second)}
 	Normalize(spec)

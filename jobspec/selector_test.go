@@ -9,6 +9,7 @@ import (
 )
 
 func TestValidateSelectorAppliesTheLabelRules(t *testing.T) {
+	t.Parallel()
 	if err := jobspec.ValidateSelector(map[string]string{"team": "billing", "app.kubernetes.io/name": "x"}); err != nil {
 		t.Fatalf("a valid selector: %v", err)
 	}

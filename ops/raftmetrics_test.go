@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/raftcron/raftcron/internal/testutil"
 )
 
 type nopFSM struct{}
@@ -39,18 +41,13 @@ func TestMetricsIncludeRaftSeries(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	// Each check applies an entry once Raft leads, so that it has something
+	// to report.
+	testutil.WaitFor(t, 10*time.Second, "raftcron_raft_* series on /metrics (is the hashicorpmetrics build tag set?)", func() bool {
 		if r.State() == raft.Leader {
 			_ = r.Apply([]byte("x"), time.Second).Error()
 		}
 		_, body := get(t, hs.URL+"/metrics")
-		if strings.Contains(body, "raftcron_raft_") {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no raftcron_raft_* series on /metrics after 10s: is the hashicorpmetrics build tag set?")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return strings.Contains(body, "raftcron_raft_")
+	})
 }

@@ -18,6 +18,7 @@ import (
 )
 
 func TestMountServesBesideTheOperationsEndpoints(t *testing.T) {
+	t.Parallel()
 	_, s, _ := newTestServer(t)
 	s.Mount("/v1/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "api "+r.URL.Path)
@@ -33,6 +34,7 @@ func TestMountServesBesideTheOperationsEndpoints(t *testing.T) {
 }
 
 func TestHealthHandlerServesOnlyTheProbes(t *testing.T) {
+	t.Parallel()
 	n, s, _ := newTestServer(t)
 	n.ready.Store(true)
 	hs := httptest.NewServer(s.HealthHandler())
@@ -45,6 +47,7 @@ func TestHealthHandlerServesOnlyTheProbes(t *testing.T) {
 }
 
 func TestServeSpeaksTLSWhenConfigured(t *testing.T) {
+	t.Parallel()
 	_, s, _ := newTestServer(t)
 	cert, pool := selfSigned(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -61,6 +61,7 @@ func get(t *testing.T, url string) (int, string) {
 }
 
 func TestLivezAlwaysOK(t *testing.T) {
+	t.Parallel()
 	_, _, hs := newTestServer(t)
 	if code, _ := get(t, hs.URL+"/livez"); code != http.StatusOK {
 		t.Fatalf("/livez = %d, want 200", code)
@@ -68,6 +69,7 @@ func TestLivezAlwaysOK(t *testing.T) {
 }
 
 func TestReadyzFollowsNodeAndDraining(t *testing.T) {
+	t.Parallel()
 	n, s, hs := newTestServer(t)
 	if code, _ := get(t, hs.URL+"/readyz"); code != http.StatusServiceUnavailable {
 		t.Fatalf("not ready node: /readyz = %d, want 503", code)
@@ -84,6 +86,7 @@ func TestReadyzFollowsNodeAndDraining(t *testing.T) {
 }
 
 func TestStatusHasContractFields(t *testing.T) {
+	t.Parallel()
 	_, _, hs := newTestServer(t)
 	code, body := get(t, hs.URL+"/status")
 	if code != http.StatusOK {
@@ -115,6 +118,7 @@ func TestStatusHasContractFields(t *testing.T) {
 // /status decodes into Status, the type every reader uses, and says what
 // /readyz says.
 func TestStatusDecodesIntoStatusAndFollowsReadiness(t *testing.T) {
+	t.Parallel()
 	n, s, hs := newTestServer(t)
 	read := func() Status {
 		t.Helper()
@@ -140,6 +144,7 @@ func TestStatusDecodesIntoStatusAndFollowsReadiness(t *testing.T) {
 }
 
 func TestMetricsHaveRaftcronSeries(t *testing.T) {
+	t.Parallel()
 	_, _, hs := newTestServer(t)
 	code, body := get(t, hs.URL+"/metrics")
 	if code != http.StatusOK {
@@ -171,6 +176,7 @@ func TestPprofOnlyOnTheDebugHandler(t *testing.T) {
 // TestOpsHTTPServerBoundsEveryPhase: a client that stalls while sending or
 // reading must not hold a connection for ever.
 func TestOpsHTTPServerBoundsEveryPhase(t *testing.T) {
+	t.Parallel()
 	srv := HTTPServer(http.NotFoundHandler())
 	if srv.ReadHeaderTimeout <= 0 || srv.ReadTimeout <= 0 || srv.WriteTimeout <= 0 || srv.IdleTimeout <= 0 {
 		t.Fatalf("timeouts header %s read %s write %s idle %s: want all set",
@@ -179,6 +185,7 @@ func TestOpsHTTPServerBoundsEveryPhase(t *testing.T) {
 }
 
 func TestMetricsReadyFollowsReadyzAndTermFollowsRaft(t *testing.T) {
+	t.Parallel()
 	n, s, hs := newTestServer(t)
 	_, body := get(t, hs.URL+"/metrics")
 	for _, series := range []string{"raftcron_ready 0", "raftcron_raft_term 3"} {

@@ -51,6 +51,7 @@ func verifyAs(leaf *x509.Certificate, roots *x509.CertPool, name string, usage x
 }
 
 func TestNodeCertChainsToItsCAForEveryNameAndBothRoles(t *testing.T) {
+	t.Parallel()
 	ca, caPair := newTestCA(t)
 	p, err := ca.NodeCert("n1", []string{"10.0.0.5", "node1.example:7001", "node1.example"}, year)
 	if err != nil {
@@ -85,6 +86,7 @@ func TestNodeCertChainsToItsCAForEveryNameAndBothRoles(t *testing.T) {
 }
 
 func TestClientCertCarriesItsNameAndCannotPassForANode(t *testing.T) {
+	t.Parallel()
 	ca, caPair := newTestCA(t)
 	p, err := ca.ClientCert("alice", year)
 	if err != nil {
@@ -107,6 +109,7 @@ func TestClientCertCarriesItsNameAndCannotPassForANode(t *testing.T) {
 }
 
 func TestCertificateOfAnotherCADoesNotVerify(t *testing.T) {
+	t.Parallel()
 	ca, _ := newTestCA(t)
 	_, otherPair := newTestCA(t)
 	p, err := ca.NodeCert("n1", nil, year)
@@ -119,6 +122,7 @@ func TestCertificateOfAnotherCADoesNotVerify(t *testing.T) {
 }
 
 func TestBadRequestsAreRefused(t *testing.T) {
+	t.Parallel()
 	ca, _ := newTestCA(t)
 	for name, fn := range map[string]func() error{
 		"empty node ID":     func() error { _, err := ca.NodeCert("", nil, year); return err },
@@ -137,6 +141,7 @@ func TestBadRequestsAreRefused(t *testing.T) {
 }
 
 func TestCertificateMayNotOutliveItsCA(t *testing.T) {
+	t.Parallel()
 	ca, _ := newTestCA(t)
 	if _, err := ca.NodeCert("n1", nil, 6*year); !errors.Is(err, ErrOutlivesCA) {
 		t.Fatalf("NodeCert for 6 years under a 5-year CA: %v, want ErrOutlivesCA", err)
@@ -151,6 +156,7 @@ func mismatchedCA(t *testing.T) error {
 }
 
 func TestWriteKeepsKeysPrivateAndOverwritesNothing(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "certs")
 	_, p := newTestCA(t)
 	paths, err := Write(dir, "ca", p)
@@ -204,6 +210,7 @@ func writeNode(t *testing.T, dir string, ca *CA, caPair Pair, id string) Files {
 }
 
 func TestBundleReloadSwapsAndKeepsTheOldOnError(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ca, caPair := newTestCA(t)
 	files := writeNode(t, dir, ca, caPair, "n1")
@@ -241,6 +248,7 @@ func TestBundleReloadSwapsAndKeepsTheOldOnError(t *testing.T) {
 }
 
 func TestBundleRefusesWhatANodeCannotUse(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ca, caPair := newTestCA(t)
 	files := writeNode(t, dir, ca, caPair, "n1")

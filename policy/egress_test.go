@@ -8,6 +8,7 @@ import (
 )
 
 func TestEgressDefaultDeniesLinkLocal(t *testing.T) {
+	t.Parallel()
 	e, err := NewEgress(DefaultHTTPDeny)
 	if err != nil {
 		t.Fatal(err)
@@ -32,6 +33,7 @@ func TestEgressDefaultDeniesLinkLocal(t *testing.T) {
 }
 
 func TestEgressParsesRangesAndAddresses(t *testing.T) {
+	t.Parallel()
 	e, err := NewEgress([]string{" 10.1.2.3/8 ", "192.0.2.7", "", "2001:db8::/32"})
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 )
 
 func TestExecAllowsOnlyMatchingAbsolutePaths(t *testing.T) {
+	t.Parallel()
 	e, err := NewExec([]string{"/usr/local/bin/*", " /opt/jobs/report ", ""})
 	if err != nil {
 		t.Fatal(err)
@@ -35,6 +36,7 @@ func TestExecAllowsOnlyMatchingAbsolutePaths(t *testing.T) {
 }
 
 func TestExecDisabledByDefault(t *testing.T) {
+	t.Parallel()
 	empty, err := NewExec(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -48,6 +50,7 @@ func TestExecDisabledByDefault(t *testing.T) {
 }
 
 func TestNewExecRefusesBadPatterns(t *testing.T) {
+	t.Parallel()
 	for _, p := range []string{"bin/*", "*", "/usr/bin/", "/usr/../bin/*", "/usr/bin/[", "/usr/bin/\\"} {
 		if _, err := NewExec([]string{"/ok/*", p}); err == nil || !strings.Contains(err.Error(), p) {
 			t.Errorf("NewExec(%q) = %v, want an error naming the pattern", p, err)

@@ -9,6 +9,7 @@ import (
 )
 
 func TestCacheSharesOneParsePerPair(t *testing.T) {
+	t.Parallel()
 	c := newCache(generationSize)
 	berlin := mustLoc(t, "Europe/Berlin")
 	a, err := c.get("0 5 * * *", berlin)
@@ -38,6 +39,7 @@ func TestCacheSharesOneParsePerPair(t *testing.T) {
 }
 
 func TestCacheFollowsAChangedSchedule(t *testing.T) {
+	t.Parallel()
 	c := newCache(generationSize)
 	before, _ := c.get("0 5 * * *", nil)
 	after, _ := c.get("0 6 * * *", nil)
@@ -48,6 +50,7 @@ func TestCacheFollowsAChangedSchedule(t *testing.T) {
 }
 
 func TestCacheKeepsTheParseError(t *testing.T) {
+	t.Parallel()
 	c := newCache(generationSize)
 	for range 2 { // the second call is served from the cache
 		if s, err := c.get("not cron", nil); s != nil || !errors.Is(err, ErrSyntax) {
@@ -60,6 +63,7 @@ func TestCacheKeepsTheParseError(t *testing.T) {
 }
 
 func TestCachedInZoneRefusesAnUnknownZone(t *testing.T) {
+	t.Parallel()
 	if s, err := CachedInZone("0 5 * * *", "Nowhere/City"); s != nil || !errors.Is(err, ErrUnknownZone) {
 		t.Errorf("got (%v, %v), want nil and ErrUnknownZone", s, err)
 	}
@@ -73,6 +77,7 @@ func TestCachedInZoneRefusesAnUnknownZone(t *testing.T) {
 }
 
 func TestCacheDropsPairsNoLongerUsed(t *testing.T) {
+	t.Parallel()
 	c := newCache(100)
 	first, _ := c.get("0 0 * * *", nil)
 	// Far more distinct pairs than a generation holds, each used once,
@@ -89,6 +94,7 @@ func TestCacheDropsPairsNoLongerUsed(t *testing.T) {
 }
 
 func TestCacheParsesAPairAgainAfterAGenerationUnused(t *testing.T) {
+	t.Parallel()
 	c := newCache(10)
 	first, _ := c.get("0 0 * * *", nil)
 	for i := range 2 * c.limit {
@@ -103,6 +109,7 @@ func TestCacheParsesAPairAgainAfterAGenerationUnused(t *testing.T) {
 // Validation at the API and the scheduler share the cache from many
 // goroutines; run with -race.
 func TestCacheConcurrentUse(t *testing.T) {
+	t.Parallel()
 	c := newCache(8)
 	var wg sync.WaitGroup
 	for g := range 8 {

@@ -6,6 +6,7 @@ import (
 )
 
 func TestNextTable(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, spec, zone, after string
 		want                    []string
@@ -67,6 +68,7 @@ func TestNextTable(t *testing.T) {
 // Saturday in June, a Thursday in August, a Sunday in September and
 // December and a Tuesday in October.
 func TestNextDayFieldStartingWithStar(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, spec, after string
 		want              []string
@@ -90,6 +92,7 @@ func TestNextDayFieldStartingWithStar(t *testing.T) {
 }
 
 func TestNextReturnsTimeInScheduleZone(t *testing.T) {
+	t.Parallel()
 	berlin := mustLoc(t, "Europe/Berlin")
 	next := mustParse(t, "0 2 * * *", berlin).Next(mustTime(t, "2026-05-01T12:00:00Z"))
 	if next.Location() != berlin || next.Hour() != 2 {
@@ -98,6 +101,7 @@ func TestNextReturnsTimeInScheduleZone(t *testing.T) {
 }
 
 func TestNextImpossibleDateIsZero(t *testing.T) {
+	t.Parallel()
 	// Fixed and real-time specs, in a zone with transitions to cross.
 	for _, spec := range []string{"0 0 30 2 *", "0 0 31 4 *", "0 0 31 2,4,6,9,11 *", "* * 30 2 *", "0 */2 31 4 *"} {
 		for _, loc := range []*time.Location{time.UTC, mustLoc(t, "Europe/Berlin")} {
@@ -113,6 +117,7 @@ func TestNextImpossibleDateIsZero(t *testing.T) {
 // real time. February 29 falls on a Sunday in 2032 (date(1)); "*/7" in the
 // day-of-week field is Sunday alone, and a star, so both day fields apply.
 func TestNextSearchesFiveYears(t *testing.T) {
+	t.Parallel()
 	berlin := mustLoc(t, "Europe/Berlin")
 	for _, spec := range []string{"0 0 29 2 */7", "* * 29 2 */7"} {
 		s := mustParse(t, spec, berlin)
@@ -126,6 +131,7 @@ func TestNextSearchesFiveYears(t *testing.T) {
 }
 
 func TestNilLocationMeansUTC(t *testing.T) {
+	t.Parallel()
 	next := mustParse(t, "0 2 * * *", nil).Next(mustTime(t, "2026-05-01T03:00:00Z"))
 	if want := mustTime(t, "2026-05-02T02:00:00Z"); !next.Equal(want) {
 		t.Fatalf("Next = %s, want %s", next, want)

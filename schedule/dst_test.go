@@ -18,6 +18,7 @@ import (
 // TestNextDSTFixed covers specs whose minute and hour fields are both fixed:
 // they keep the wall-clock rules.
 func TestNextDSTFixed(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, spec, zone, after string
 		want                    []string
@@ -73,6 +74,7 @@ func TestNextDSTFixed(t *testing.T) {
 // they fire at every real instant whose wall time matches, so both passes
 // of a repeated hour and no slot inside a skipped one.
 func TestNextDSTRealTime(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, spec, zone, after string
 		want                    []string
@@ -128,6 +130,7 @@ func TestNextDSTRealTime(t *testing.T) {
 // a real-time spec fires once per real hour (23 or 25 on transition days),
 // a fixed one once per wall time.
 func TestNextFiresPerLocalDay(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		spec, zone, day string
 		want            int
@@ -173,6 +176,7 @@ func TestNextFiresPerLocalDay(t *testing.T) {
 // time the clock shows it, and fires skipped matching wall times when the
 // clock jumps.
 func TestNextMatchesBruteForce(t *testing.T) {
+	t.Parallel()
 	zones := []string{"Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "Pacific/Auckland", "Europe/London", "America/Santiago"}
 	specs := []string{
 		"*/15 * * * *", "0 * * * *", "30 * * * *", "* 2 * * *", "*/7 1-3 * * *", "0 */2 * * *",

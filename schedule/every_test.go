@@ -6,6 +6,7 @@ import (
 )
 
 func TestEveryAlignedToEpoch(t *testing.T) {
+	t.Parallel()
 	s := mustParse(t, "@every 30s", time.UTC)
 	// Two leaders asking at different moments land on the same slot grid.
 	a := s.Next(mustTime(t, "2026-05-01T10:00:07Z"))
@@ -17,6 +18,7 @@ func TestEveryAlignedToEpoch(t *testing.T) {
 }
 
 func TestEveryOddPeriods(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		spec, zone, after string
 		want              []string
@@ -39,6 +41,7 @@ func TestEveryOddPeriods(t *testing.T) {
 }
 
 func TestEveryBeforeEpoch(t *testing.T) {
+	t.Parallel()
 	s := mustParse(t, "@every 1m", time.UTC)
 	assertSequence(t, s, "1969-12-31T23:58:30Z", []string{"1969-12-31T23:59:00Z", "1970-01-01T00:00:00Z"})
 }

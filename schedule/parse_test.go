@@ -8,6 +8,7 @@ import (
 )
 
 func TestParseRejects(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		spec    string
 		wantErr error
@@ -86,6 +87,7 @@ func TestSyntaxErrorNamesThePart(t *testing.T) {
 // robfig's parser panics on a bare TZ= prefix; Parse refuses the prefix
 // first, and the recover behind it turns any panic into an error.
 func TestParseRobfigRecoversPanic(t *testing.T) {
+	t.Parallel()
 	for _, spec := range []string{"TZ=", "CRON_TZ="} {
 		if _, err := parseWith(parser, spec); err == nil {
 			t.Errorf("parseWith(%q): no error", spec)
@@ -94,6 +96,7 @@ func TestParseRobfigRecoversPanic(t *testing.T) {
 }
 
 func TestParseAccepts(t *testing.T) {
+	t.Parallel()
 	for _, spec := range []string{
 		"* * * * * *", "*/5 * * * * *", "0 2 * * *", "0 9 * jan-mar mon-fri", "? * * * ?",
 		"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly",
@@ -106,6 +109,7 @@ func TestParseAccepts(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
+	t.Parallel()
 	now := mustTime(t, "2026-05-01T00:00:00Z")
 	tests := []struct {
 		spec    string
@@ -127,6 +131,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestFiresWithin(t *testing.T) {
+	t.Parallel()
 	from := mustTime(t, "2026-05-01T10:30:00Z")
 	hourly := mustParse(t, "0 * * * *", time.UTC)
 	if !FiresWithin(hourly, from, 30*time.Minute) {
@@ -141,6 +146,7 @@ func TestFiresWithin(t *testing.T) {
 }
 
 func TestLoadLocation(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"", "UTC", "Europe/Berlin", "America/Argentina/Buenos_Aires", "Etc/GMT+5", "EST5EDT", "America/Port-au-Prince"} {
 		loc, err := LoadLocation(name)
 		if err != nil || loc == nil || loc == time.Local {

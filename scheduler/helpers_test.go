@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/raftcron/raftcron/fsm"
+	"github.com/raftcron/raftcron/internal/testutil"
 	"github.com/raftcron/raftcron/jobspec"
 	"github.com/raftcron/raftcron/scheduler/dispatch"
 	"github.com/raftcron/raftcron/scheduler/schedtest"
@@ -409,16 +410,10 @@ func (h *harness) lead() {
 	h.settle()
 }
 
-// waitFor polls cond until it holds or 10 s pass.
+// waitFor waits until cond holds, for at most 10 s.
 func (h *harness) waitFor(what string, cond func() bool) {
 	h.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			h.t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testutil.WaitFor(h.t, 10*time.Second, what, cond)
 }
 
 // settle waits until the loop has handled everything up to the clock's

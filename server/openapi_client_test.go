@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/raftcron/raftcron/internal/testutil"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -65,7 +66,7 @@ func TestAGeneratedTypeScriptClientDrivesANode(t *testing.T) {
 func openapiTools(t *testing.T) string {
 	t.Helper()
 	if _, err := exec.LookPath("node"); err != nil {
-		skipOrFail(t, "node is not on PATH (Debian: apt-get install nodejs npm)")
+		testutil.SkipOrFail(t, "node is not on PATH (Debian: apt-get install nodejs npm)")
 	}
 	dir, err := filepath.Abs(filepath.Join("..", "bin", "tools", "openapi", "node_modules"))
 	if err != nil {
@@ -73,20 +74,10 @@ func openapiTools(t *testing.T) string {
 	}
 	for _, tool := range []string{"openapi-typescript", "tsc"} {
 		if _, err := os.Stat(filepath.Join(dir, ".bin", tool)); err != nil {
-			skipOrFail(t, "%s is not installed under bin/tools/openapi: run make openapi-tools", tool)
+			testutil.SkipOrFail(t, "%s is not installed under bin/tools/openapi: run make openapi-tools", tool)
 		}
 	}
 	return dir
-}
-
-// skipOrFail skips the test for want of a tool, or fails it under CI,
-// where every tool a test needs is installed.
-func skipOrFail(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf(format+" (CI=true: a test's tools must be installed)", args...)
-	}
-	t.Skipf(format, args...)
 }
 
 // npx runs a program of the client's toolchain in dir and returns what it

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/raftcron/raftcron/cluster"
+	"github.com/raftcron/raftcron/internal/testutil"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -141,7 +142,7 @@ func TestHealthAddrServesOnlyTheProbesInPlainHTTP(t *testing.T) {
 		t.Fatal("HealthAddr() is empty with Config.HealthAddr set")
 	}
 	plain := &http.Client{Timeout: 10 * time.Second}
-	waitFor(t, 10*time.Second, "/readyz on the health port", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "/readyz on the health port", func() bool {
 		resp, err := plain.Get("http://" + s.HealthAddr() + "/readyz")
 		if err != nil {
 			return false

@@ -20,6 +20,7 @@ import (
 
 	"github.com/raftcron/raftcron/cluster"
 	"github.com/raftcron/raftcron/fsm"
+	"github.com/raftcron/raftcron/internal/testutil"
 	"github.com/raftcron/raftcron/ops"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
@@ -70,17 +71,6 @@ func startCluster(t *testing.T, n int, opts ...func(*Config)) []*Server {
 	return servers
 }
 
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // dialPlain is a client connection to addr without TLS, closed when the
 // test ends.
 func dialPlain(t *testing.T, addr string) *grpc.ClientConn {
@@ -95,7 +85,7 @@ func dialPlain(t *testing.T, addr string) *grpc.ClientConn {
 
 func leaderOf(t *testing.T, servers []*Server) (leader *Server, followers []*Server) {
 	t.Helper()
-	waitFor(t, 15*time.Second, "a leader and every node ready", func() bool {
+	testutil.WaitFor(t, 15*time.Second, "a leader and every node ready", func() bool {
 		leader, followers = nil, nil
 		for _, s := range servers {
 			if !s.Ready() {
@@ -148,7 +138,7 @@ func TestServersServeTheAPIAndTheOpsPort(t *testing.T) {
 	// Ready needs every committed entry applied: one may be in between
 	// when the status is read, so the leader is given a moment to be ready.
 	var st ops.Status
-	waitFor(t, 10*time.Second, "the leader's /status to report ready", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "the leader's /status to report ready", func() bool {
 		st = getStatus(t, leader)
 		return st.Ready != nil && *st.Ready
 	})
@@ -172,7 +162,7 @@ func TestStopHandsLeadershipOver(t *testing.T) {
 	if leader.Ready() {
 		t.Error("a stopped server reports ready")
 	}
-	waitFor(t, 5*time.Second, "a follower to take over", func() bool {
+	testutil.WaitFor(t, 5*time.Second, "a follower to take over", func() bool {
 		return followers[0].Node().IsLeader() || followers[1].Node().IsLeader()
 	})
 	if err := leader.Stop(t.Context()); err != nil {

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/raftcron/raftcron/cluster"
+	"github.com/raftcron/raftcron/internal/testutil"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -66,7 +67,7 @@ func TestErrReportsTheNodesHalt(t *testing.T) {
 	if err := s.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the node to lead", s.Ready)
+	testutil.WaitFor(t, 10*time.Second, "the node to lead", s.Ready)
 	if err := s.Stop(t.Context()); err != nil {
 		t.Fatal(err)
 	}

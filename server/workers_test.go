@@ -12,6 +12,7 @@ import (
 	"github.com/raftcron/raftcron/cluster"
 	"github.com/raftcron/raftcron/fence"
 	"github.com/raftcron/raftcron/fsm"
+	"github.com/raftcron/raftcron/internal/testutil"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 	"github.com/raftcron/raftcron/worker"
 )
@@ -29,7 +30,7 @@ func TestServersServeRemoteWorkers(t *testing.T) {
 	leader, followers := leaderOf(t, servers)
 	// Worker targets are registered once the leader raised the cluster
 	// version, as it does right after its election.
-	waitFor(t, 10*time.Second, "the cluster version that applies workers", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "the cluster version that applies workers", func() bool {
 		return followers[1].FSM().ClusterVersion() >= fsm.WorkersVersion
 	})
 

@@ -13,6 +13,8 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/raftcron/raftcron/internal/testutil"
 )
 
 // browserTimeout bounds one whole browser test; stepTimeout one run of
@@ -46,7 +48,7 @@ func chromiumPath(t *testing.T) string {
 			return p
 		}
 	}
-	t.Skip("browser tests need chromium on PATH (apt-get install -y --no-install-recommends chromium)")
+	testutil.SkipOrFail(t, "browser tests need chromium on PATH (apt-get install -y --no-install-recommends chromium)")
 	return ""
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/raftcron/raftcron/internal/proc"
+	"github.com/raftcron/raftcron/internal/testutil"
 	"github.com/raftcron/raftcron/scheduler/dispatch"
 	"github.com/raftcron/raftcron/worker"
 
@@ -100,8 +101,7 @@ func BenchmarkBurst(b *testing.B) {
 // waitConnected waits until want workers are connected to the hub.
 func waitConnected(t testing.TB, reg *prometheus.Registry, want int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testutil.WaitFor(t, 10*time.Second, fmt.Sprintf("%d workers connected", want), func() bool {
 		mfs, err := reg.Gather()
 		if err != nil {
 			t.Fatal(err)
@@ -114,12 +114,6 @@ func waitConnected(t testing.TB, reg *prometheus.Registry, want int) {
 				}
 			}
 		}
-		if int(got) == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%v of %d workers connected within 10s", got, want)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return int(got) == want
+	})
 }

@@ -24,6 +24,7 @@ func fail(rc *reconnect, n int) time.Duration {
 // node names at once: after a failover the nodes know the new leader long
 // before a maximal backoff runs out.
 func TestReconnectFollowsANamedLeaderAtOnce(t *testing.T) {
+	t.Parallel()
 	rc := newReconnect([]string{"n1", "n2", "n3"}, minWait, maxWait)
 	if wait := fail(rc, 10); wait != maxWait {
 		t.Fatalf("after 10 failures the wait is %s, want the maximum %s", wait, maxWait)
@@ -40,6 +41,7 @@ func TestReconnectFollowsANamedLeaderAtOnce(t *testing.T) {
 // A stale answer (the old leader, dead) is followed once at once; when
 // that dial fails the worker backs off and goes on with its addresses.
 func TestReconnectBacksOffAfterAStaleLeader(t *testing.T) {
+	t.Parallel()
 	rc := newReconnect([]string{"n1", "n2", "n3"}, minWait, maxWait)
 	fail(rc, 1) // n1: the leader, killed
 	if wait := rc.after(rc.addr(), "n1", 0); wait != 0 {
@@ -59,6 +61,7 @@ func TestReconnectBacksOffAfterAStaleLeader(t *testing.T) {
 // Two nodes naming each other (an election under way) do not make the
 // worker spin: it follows at once only every other answer.
 func TestReconnectBacksOffInARedirectLoop(t *testing.T) {
+	t.Parallel()
 	rc := newReconnect([]string{"n1", "n2"}, minWait, maxWait)
 	var waits []time.Duration
 	for range 6 {
@@ -77,6 +80,7 @@ func TestReconnectBacksOffInARedirectLoop(t *testing.T) {
 // A session that had been up longer than the maximum backoff starts the
 // backoff over.
 func TestReconnectStartsOverAfterAWorkingSession(t *testing.T) {
+	t.Parallel()
 	rc := newReconnect([]string{"n1"}, minWait, maxWait)
 	fail(rc, 10)
 	if wait := rc.after(rc.addr(), "", 2*maxWait); wait != minWait {

@@ -59,6 +59,7 @@ func waitOutcomes(t *testing.T, w *Worker, n int) []*pb.WorkerOutcome {
 // An offer the worker runs already, in the same message or a later one,
 // is acknowledged again and not run twice.
 func TestDuplicateOffersRunOnce(t *testing.T) {
+	t.Parallel()
 	s, calls, release := testSession(t)
 	s.take([]*pb.WorkerAttempt{holdOffer(7), holdOffer(7)})
 	s.mu.Lock()
@@ -88,6 +89,7 @@ func TestDuplicateOffersRunOnce(t *testing.T) {
 // its start: it is reported then, and start must not leave its limit's
 // timer armed (it would hold the attempt until the limit).
 func TestCancelBeforeStartStopsTheLimit(t *testing.T) {
+	t.Parallel()
 	s, _, release := testSession(t)
 	close(release)
 	at := s.newAttempt(holdOffer(9))

@@ -321,6 +321,7 @@ func TestSilentLeaderCostsTheWorkerItsLease(t *testing.T) {
 }
 
 func TestConfigIsChecked(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		cfg  worker.Config
 		want string
@@ -351,6 +352,7 @@ func TestConfigIsChecked(t *testing.T) {
 // What the leader refuses outright ends Run with the reason, rather than
 // reconnecting forever.
 func TestRefusedHelloEndsRun(t *testing.T) {
+	t.Parallel()
 	n := newNode(t, 10*time.Second)
 	tags := map[string]string{}
 	for i := range 65 {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,15 +17,15 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/raftcron/raftcron/api"
+	"github.com/raftcron/raftcron/cli"
 	"github.com/raftcron/raftcron/cluster"
 	"github.com/raftcron/raftcron/fsm"
 	"github.com/raftcron/raftcron/scheduler/remote"
 	"github.com/raftcron/raftcron/server"
 )
 
-// envPrefix prefixes the environment variable of every flag:
-// --data-dir reads RAFTCRON_DATA_DIR.
-const envPrefix = "RAFTCRON_"
+// envPrefix starts the environment variable of every flag (cli.EnvName).
+const envPrefix = cli.EnvPrefix
 
 // Flag names of serve; they are also the keys of the --config file.
 const (
@@ -117,7 +116,7 @@ func flagError(err error) error {
 	if err == nil {
 		return nil
 	}
-	return joinOneLine(flagErrors(err))
+	return cli.JoinErrors(flagErrors(err))
 }
 
 // addServeFlags declares the flags of serve. A Raft timing left at 0 takes
@@ -153,11 +152,6 @@ func addServeFlags(fs *pflag.FlagSet) {
 	addSecurityFlags(fs)
 }
 
-// envName is the environment variable of a flag.
-func envName(flag string) string {
-	return envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
-}
-
 // loadServeConfig merges the config file, the environment and the flags
 // explicitly set on the command line, in rising precedence, and validates the
 // result. Only the keys of fs are read from the environment; a key of the
@@ -191,7 +185,7 @@ func configPath(fs *pflag.FlagSet) string {
 	if f := fs.Lookup(flagConfig); f != nil && f.Changed {
 		return f.Value.String()
 	}
-	return os.Getenv(envName(flagConfig))
+	return os.Getenv(cli.EnvName(flagConfig))
 }
 
 func loadConfigFile(k *koanf.Koanf, fs *pflag.FlagSet, path string) error {
@@ -227,7 +221,7 @@ func parseServeConfig(k *koanf.Koanf) (serveConfig, error) {
 	peers, err := cluster.ParsePeers(stringValue(k, flagPeers))
 	check(err)
 	cfg.Peers = peers
-	cfg.Join = splitList(stringValue(k, flagJoin))
+	cfg.Join = cli.SplitList(stringValue(k, flagJoin))
 
 	cfg.HeartbeatTimeout, err = durationValue(k, flagRaftHeartbeat)
 	check(err)
@@ -250,7 +244,7 @@ func parseServeConfig(k *koanf.Koanf) (serveConfig, error) {
 	// own: the rest are still checked.
 	check(cfg.Validate())
 
-	cfg.LogLevel, err = parseLogLevel(stringValue(k, flagLogLevel))
+	cfg.LogLevel, err = cli.ParseLogLevel(stringValue(k, flagLogLevel))
 	check(err)
 	cfg.LogFormat = stringValue(k, flagLogFormat)
 	if cfg.LogFormat != "text" && cfg.LogFormat != "json" {
@@ -267,28 +261,6 @@ func parseServeConfig(k *koanf.Koanf) (serveConfig, error) {
 		return serveConfig{}, flagError(errors.Join(errs...))
 	}
 	return cfg, nil
-}
-
-// splitList splits a comma-separated flag value, dropping blanks around
-// each item.
-func splitList(s string) []string {
-	if s == "" {
-		return nil
-	}
-	items := strings.Split(s, ",")
-	for i, item := range items {
-		items[i] = strings.TrimSpace(item)
-	}
-	return items
-}
-
-// joinOneLine reports every configuration mistake at once, on one line.
-func joinOneLine(errs []error) error {
-	msgs := make([]string, len(errs))
-	for i, e := range errs {
-		msgs[i] = e.Error()
-	}
-	return errors.New(strings.Join(msgs, "; "))
 }
 
 // stringValue reads a key that may be a string, a number or, in a YAML file,
@@ -349,13 +321,4 @@ func boolValue(k *koanf.Koanf, key string) (bool, error) {
 	default:
 		return false, fmt.Errorf("--%s: %v is not true or false", key, v)
 	}
-}
-
-func parseLogLevel(s string) (slog.Level, error) {
-	var l slog.Level
-	if !slices.Contains([]string{"debug", "info", "warn", "error"}, strings.ToLower(s)) {
-		return l, fmt.Errorf("--log-level: %q is not debug, info, warn or error", s)
-	}
-	err := l.UnmarshalText([]byte(s))
-	return l, err
 }

@@ -1,13 +1,13 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/raftcron/raftcron/internal/testutil"
 )
 
 // loadForTest parses args into serve's flag set and loads the configuration.
@@ -23,11 +23,7 @@ func loadForTest(t *testing.T, args ...string) (serveConfig, error) {
 
 func writeConfig(t *testing.T, body string) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "raftcron.yaml")
-	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return testutil.WriteFile(t, "raftcron.yaml", body)
 }
 
 // minimal is the smallest valid command line apart from what a case sets.
@@ -75,6 +71,7 @@ func TestServeConfigPrecedenceFlagsOverEnvOverFile(t *testing.T) {
 }
 
 func TestServeConfigDefaultsWhenNothingSet(t *testing.T) {
+	t.Parallel()
 	cfg, err := loadForTest(t, minimal...)
 	if err != nil {
 		t.Fatal(err)
@@ -108,6 +105,7 @@ func TestServeConfigFileFromEnvAndLists(t *testing.T) {
 }
 
 func TestServeConfigUnknownFileKeyIsRejected(t *testing.T) {
+	t.Parallel()
 	path := writeConfig(t, "id: n1\ndata-dir: /d\nraft:\n  heartbeat: 1s\n")
 	_, err := loadForTest(t, "--config", path)
 	if err == nil || !strings.Contains(err.Error(), `unknown key "raft.heartbeat"`) {
@@ -124,6 +122,7 @@ func TestServeConfigIgnoresUnrelatedEnv(t *testing.T) {
 }
 
 func TestServeConfigPeersMustContainID(t *testing.T) {
+	t.Parallel()
 	_, err := loadForTest(t, append(minimal, "--peers", "n2=127.0.0.1:7002,n3=127.0.0.1:7003")...)
 	if err == nil || err.Error() != "--peers: must contain this node's ID n1" {
 		t.Fatalf("err = %v", err)
@@ -194,6 +193,7 @@ func TestServeConfigDiskStallTimeout(t *testing.T) {
 
 // Every mistake is reported at once, each named by its flag, on one line.
 func TestServeConfigReportsEveryMistakeByFlag(t *testing.T) {
+	t.Parallel()
 	_, err := loadForTest(t, "--id", "N1", "--addr", "0.0.0.0:7001", "--http-addr", "nohost", "--raft-lease", "-1s")
 	if err == nil {
 		t.Fatal("accepted")
@@ -207,5 +207,17 @@ func TestServeConfigReportsEveryMistakeByFlag(t *testing.T) {
 		if strings.Contains(err.Error(), field) {
 			t.Errorf("error %q names the field %s instead of its flag", err, field)
 		}
+	}
+}
+
+func TestServeConfigHealthAddr(t *testing.T) {
+	t.Setenv("RAFTCRON_HEALTH_ADDR", "0.0.0.0:8081")
+	cfg, err := loadForTest(t, minimal...)
+	if err != nil || cfg.HealthAddr != "0.0.0.0:8081" {
+		t.Fatalf("RAFTCRON_HEALTH_ADDR: HealthAddr %q, %v; want 0.0.0.0:8081", cfg.HealthAddr, err)
+	}
+	_, err = loadForTest(t, append(minimal, "--health-addr", "127.0.0.1:99999")...)
+	if err == nil || !strings.Contains(err.Error(), "--health-addr: ") || !strings.Contains(err.Error(), "between 0") {
+		t.Fatalf("--health-addr 127.0.0.1:99999: %v, want an error naming --health-addr and the port rule", err)
 	}
 }

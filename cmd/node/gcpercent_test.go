@@ -7,6 +7,7 @@ import (
 )
 
 func TestGCPercentFollowsTheMemoryLimit(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		limit  int64

@@ -49,21 +49,3 @@ func TestServeLimitsRejectBadValues(t *testing.T) {
 		t.Errorf("RAFTCRON_MAX_JOBS=lots: %v, want an error naming --max-jobs", err)
 	}
 }
-
-// The limits reach the node's services: a spec beyond --max-headers and a
-// create beyond --max-jobs fail with one line naming the limit.
-func TestServeEnforcesItsLimits(t *testing.T) {
-	c := startCluster(t, 1, "--max-headers", "1", "--max-jobs", "1")
-	node := c.Nodes[0]
-	headers := writeFile(t, "headers.yaml", `name: headers
-schedule: "@hourly"
-http: {url: http://127.0.0.1:1/, headers: {A: "1", B: "2"}}
-`)
-	expectFailure(t, c.cli(t, node, "", "job", "create", "-f", headers), "http.headers", "limit of 1 headers")
-	expectOK(t, c.cli(t, node, "", "job", "create", "-f", writeFile(t, "nightly.yaml", nightlyJob)))
-	second := writeFile(t, "second.yaml", `name: second
-schedule: "@hourly"
-http: {url: http://127.0.0.1:1/}
-`)
-	expectFailure(t, c.cli(t, node, "", "job", "create", "-f", second), "max_jobs", "1 jobs")
-}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/raftcron/raftcron/internal/syncbuf"
+	"github.com/raftcron/raftcron/internal/testutil"
 )
 
 // An info line waits in the buffer and is written out within the flush
@@ -17,17 +18,12 @@ func TestLogBufferFlushesInfoLater(t *testing.T) {
 	defer buf.Close()
 	log := slog.New(flushingHandler{slog.NewTextHandler(buf, nil), buf})
 	log.Info("run attempt finished", "job", "a")
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(out.String(), "job=a") {
-		if time.Now().After(deadline) {
-			t.Fatal("info line never flushed")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.WaitFor(t, 10*time.Second, "the info line flushed", func() bool { return strings.Contains(out.String(), "job=a") })
 }
 
 // A warning is written out before Warn returns, with the lines before it.
 func TestLogBufferWritesWarningsAtOnce(t *testing.T) {
+	t.Parallel()
 	var out syncbuf.Buffer
 	buf := newLogBuffer(&out)
 	defer buf.Close()
@@ -42,6 +38,7 @@ func TestLogBufferWritesWarningsAtOnce(t *testing.T) {
 
 // Close writes out what is still buffered.
 func TestLogBufferCloseFlushes(t *testing.T) {
+	t.Parallel()
 	var out syncbuf.Buffer
 	buf := newLogBuffer(&out)
 	slog.New(slog.NewTextHandler(buf, nil)).Info("last words")

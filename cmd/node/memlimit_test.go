@@ -9,6 +9,7 @@ import (
 )
 
 func TestMemoryLimitSetting(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		value string
 		want  memoryLimit
@@ -61,6 +62,7 @@ func TestServeConfigMemoryLimitFromFlagEnvAndFile(t *testing.T) {
 }
 
 func TestMemoryLimitResolution(t *testing.T) {
+	t.Parallel()
 	auto := memoryLimit{auto: true}
 	cases := []struct {
 		name       string

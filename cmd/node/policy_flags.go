@@ -7,6 +7,7 @@ import (
 	"github.com/knadh/koanf/v2"
 	"github.com/spf13/pflag"
 
+	"github.com/raftcron/raftcron/cli"
 	"github.com/raftcron/raftcron/fence"
 	"github.com/raftcron/raftcron/internal/proc"
 	"github.com/raftcron/raftcron/policy"
@@ -37,7 +38,7 @@ func parsePolicyConfig(k *koanf.Koanf, euid int) (server.Policy, error) {
 	var p server.Policy
 	var errs []error
 	var err error
-	if p.Exec, err = policy.NewExec(splitList(stringValue(k, flagExecAllow))); err != nil {
+	if p.Exec, err = policy.NewExec(cli.SplitList(stringValue(k, flagExecAllow))); err != nil {
 		errs = append(errs, fmt.Errorf("--%s: %w", flagExecAllow, err))
 	}
 	if name := stringValue(k, flagExecUser); name != "" {
@@ -45,7 +46,7 @@ func parsePolicyConfig(k *koanf.Koanf, euid int) (server.Policy, error) {
 			errs = append(errs, err)
 		}
 	}
-	if p.HTTPDeny, err = policy.NewEgress(splitList(stringValue(k, flagHTTPDeny))); err != nil {
+	if p.HTTPDeny, err = policy.NewEgress(cli.SplitList(stringValue(k, flagHTTPDeny))); err != nil {
 		errs = append(errs, fmt.Errorf("--%s: %w", flagHTTPDeny, err))
 	}
 	if path := stringValue(k, flagFenceKeyFile); path != "" {
@@ -54,7 +55,7 @@ func parsePolicyConfig(k *koanf.Koanf, euid int) (server.Policy, error) {
 		}
 	}
 	if len(errs) > 0 {
-		return p, joinOneLine(errs)
+		return p, cli.JoinErrors(errs)
 	}
 	return p, nil
 }

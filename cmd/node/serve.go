@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/raftcron/raftcron/cli"
 	"github.com/raftcron/raftcron/cluster"
 	"github.com/raftcron/raftcron/server"
 )
@@ -23,7 +24,7 @@ func newServeCmd() *cobra.Command {
 			"flags win over the environment, which wins over the file.\n" +
 			"SIGTERM or SIGINT stops the node gracefully.",
 		Args: cobra.NoArgs,
-		RunE: runE(func(cmd *cobra.Command, _ []string) error {
+		RunE: cli.RunE(func(cmd *cobra.Command, _ []string) error {
 			cfg, err := loadServeConfig(cmd.Flags())
 			if err != nil {
 				return err

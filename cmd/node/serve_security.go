@@ -8,6 +8,8 @@ import (
 
 	"github.com/knadh/koanf/v2"
 	"github.com/spf13/pflag"
+
+	"github.com/raftcron/raftcron/cli"
 )
 
 // Flags of serve that decide who may reach what (README "Security").
@@ -67,7 +69,7 @@ func parseSecurity(k *koanf.Koanf, addr, httpAddr string, acl bool) (securityCon
 	}
 	if c.DebugAddr = stringValue(k, flagDebugAddr); c.DebugAddr != "" {
 		check(checkDebugAddr(c.DebugAddr))
-		if !isLoopback(c.DebugAddr) && !c.Insecure {
+		if !cli.IsLoopback(c.DebugAddr) && !c.Insecure {
 			check(fmt.Errorf("--%s %s is not loopback: pprof has no authentication, bind it to 127.0.0.1 or add --%s", flagDebugAddr, c.DebugAddr, flagInsecure))
 		}
 	}
@@ -109,7 +111,7 @@ func checkTLSFiles(c securityConfig) error {
 // calls it, or be told explicitly not to care. Loopback stays open for
 // tests and demos.
 func checkSecureByDefault(c securityConfig, addr string, acl bool) error {
-	if c.Insecure || isLoopback(addr) || (c.hasTLS() && (acl || c.TLSVerifyClients)) {
+	if c.Insecure || cli.IsLoopback(addr) || (c.hasTLS() && (acl || c.TLSVerifyClients)) {
 		return nil
 	}
 	missing := fmt.Sprintf("--%s or --%s", flagACL, flagTLSVerifyClients)
@@ -125,24 +127,10 @@ func checkSecureByDefault(c securityConfig, addr string, acl bool) error {
 // off loopback only ACL tokens tell who they are; --tls-verify-clients
 // does not cover it.
 func checkHTTPSecureByDefault(c securityConfig, httpAddr string, acl bool) error {
-	if c.Insecure || acl || isLoopback(httpAddr) {
+	if c.Insecure || acl || cli.IsLoopback(httpAddr) {
 		return nil
 	}
 	return fmt.Errorf("--%s %s is not loopback: the JSON API on it takes writes and knows its callers only by their ACL tokens, "+
 		"so serving it needs --%s, or --%s to accept that anyone who reaches the port can change jobs",
 		flagHTTPAddr, httpAddr, flagACL, flagInsecure)
-}
-
-// isLoopback reports whether host:port can only be reached from this host.
-// A name other than localhost might resolve anywhere, so it is not.
-func isLoopback(hostport string) bool {
-	host, _, err := net.SplitHostPort(hostport)
-	if err != nil {
-		return false
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

@@ -18,7 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/raftcron/raftcron/examples/ledger/ledger"
+	"github.com/raftcron/raftcron/ledger"
 )
 
 // errUsage marks a bad command line: exit status 2.

@@ -14,8 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftcron/raftcron/examples/ledger/ledger"
 	"github.com/raftcron/raftcron/fence"
+	"github.com/raftcron/raftcron/internal/testutil"
+	"github.com/raftcron/raftcron/ledger"
 )
 
 func TestRunRefusesBadCommandLines(t *testing.T) {
@@ -58,7 +59,7 @@ func TestRunServesUntilCancelledThenReleasesTheFile(t *testing.T) {
 
 	listening := regexp.MustCompile(`listening on (http://\S+)`)
 	var url string
-	waitFor(t, "the listening line", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "the listening line", func() bool {
 		m := listening.FindStringSubmatch(out.String())
 		if m != nil {
 			url = m[1]
@@ -99,17 +100,6 @@ func TestRunServesUntilCancelledThenReleasesTheFile(t *testing.T) {
 	defer l.Close()
 	if got, err := l.Entries("", 0); err != nil || len(got) != 1 {
 		t.Fatalf("entries after shutdown = %v, %v; want the one applied", got, err)
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

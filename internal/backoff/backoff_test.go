@@ -17,6 +17,7 @@ func again(err error) bool { return errors.Is(err, errAgain) }
 // Refusals are retried, doubling the wait, until the call succeeds or
 // fails otherwise.
 func TestRetryUntilTheCallIsNotRefused(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		last  error
@@ -47,6 +48,7 @@ func TestRetryUntilTheCallIsNotRefused(t *testing.T) {
 
 // Refused until the deadline: the refusal is returned, not the deadline.
 func TestRetryReturnsTheLastRefusalAtTheDeadline(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
 	calls := 0

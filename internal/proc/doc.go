@@ -3,9 +3,10 @@
 // and on Linux SIGKILLed by the kernel when the thread that started it
 // dies, however the parent dies.
 //
-// It has two users. Start launches raftcron's own children (`raftcron
-// serve` nodes) for `raftcron dev`, the benchmark harness and the
-// multi-process tests, their output appended to a log file. Run runs one
+// It has two users. Start launches raftcron's own children: `raftcron
+// serve` nodes for localcluster (and through it `raftcron dev`, the
+// benchmark harness and the multi-process tests), and the tests' `raftcron
+// worker` processes, their output appended to a log file. Run runs one
 // attempt of a command on this machine, for a node's executors
 // (scheduler/dispatch) and for remote workers (package worker) alike, so
 // that both end attempts the same way: the attempt's time limits and which

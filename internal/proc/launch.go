@@ -21,8 +21,13 @@ type Process struct {
 	waitErr error
 }
 
+// LogHeader starts the line Start writes into the log before each child's
+// output: when it started and its command line, so that a log appended to
+// by restarts says where each begins.
+const LogHeader = "---- "
+
 // Start starts cmd with its stdout and stderr appended to logPath (created
-// if need be), in a process group of its own, so that a terminal's Ctrl-C
+// if need be), after a LogHeader line, in a process group of its own, so that a terminal's Ctrl-C
 // reaches the launcher alone and it can stop its children in order; on
 // Linux the kernel SIGKILLs the child when the launcher dies. cmd must not
 // have been started; Start sets its output and SysProcAttr.
@@ -34,6 +39,11 @@ type Process struct {
 func Start(cmd *exec.Cmd, logPath string) (*Process, error) {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
+		return nil, fmt.Errorf("log file: %w", err)
+	}
+	header := fmt.Sprintf("%s%s start: %s\n", LogHeader, time.Now().UTC().Format(time.RFC3339Nano), strings.Join(cmd.Args, " "))
+	if _, err := logFile.WriteString(header); err != nil {
+		_ = logFile.Close()
 		return nil, fmt.Errorf("log file: %w", err)
 	}
 	p := &Process{cmd: cmd, done: make(chan struct{})}

@@ -10,18 +10,19 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/raftcron/raftcron/internal/testutil"
 )
 
 func shell(t *testing.T, script string) *exec.Cmd {
 	t.Helper()
-	sh, err := exec.LookPath("sh")
-	if err != nil {
-		t.Skip("needs sh: ", err)
-	}
-	return exec.Command(sh, "-c", script)
+	return exec.Command(testutil.NeedTool(t, "sh", "install a POSIX shell"), "-c", script)
 }
 
+// Start appends a line naming the command, then the child's output, to
+// what the log held.
 func TestStartAppendsOutputAndReportsTheExit(t *testing.T) {
+	t.Parallel()
 	log := filepath.Join(t.TempDir(), "child.log")
 	if err := os.WriteFile(log, []byte("before\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -40,12 +41,15 @@ func TestStartAppendsOutputAndReportsTheExit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(got) != "before\nout\nerr\n" {
-		t.Errorf("log %q, want the output appended", got)
+	before, header, ok := strings.Cut(string(got), LogHeader)
+	header, output, _ := strings.Cut(header, "\n")
+	if !ok || before != "before\n" || !strings.HasSuffix(header, " start: "+strings.Join(p.cmd.Args, " ")) || output != "out\nerr\n" {
+		t.Errorf("log %q, want the output appended after a line naming the command", got)
 	}
 }
 
 func TestKillAndStop(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p, err := Start(shell(t, "exec sleep 60"), filepath.Join(dir, "a.log"))
 	if err != nil {
@@ -69,6 +73,7 @@ func TestKillAndStop(t *testing.T) {
 // The child leads a process group of its own, so that a terminal's Ctrl-C
 // reaches the launcher alone.
 func TestChildHasItsOwnProcessGroup(t *testing.T) {
+	t.Parallel()
 	p, err := Start(shell(t, "exec sleep 60"), filepath.Join(t.TempDir(), "c.log"))
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 )
 
 func TestLimitJobDeadlineWinsTie(t *testing.T) {
+	t.Parallel()
 	parent := context.Background()
 	ctx, cancel := WithLimit(parent, time.Millisecond, time.Millisecond)
 	defer cancel()
@@ -21,6 +22,7 @@ func TestLimitJobDeadlineWinsTie(t *testing.T) {
 }
 
 func TestLimitShorterTargetTimeoutFails(t *testing.T) {
+	t.Parallel()
 	parent := context.Background()
 	ctx, cancel := WithLimit(parent, time.Hour, time.Millisecond)
 	defer cancel()
@@ -32,6 +34,7 @@ func TestLimitShorterTargetTimeoutFails(t *testing.T) {
 }
 
 func TestOneLineDetail(t *testing.T) {
+	t.Parallel()
 	got := OneLine("line one\nline\ttwo \xff")
 	if got != "line one line two \uFFFD" {
 		t.Fatalf("OneLine = %q", got)

@@ -11,6 +11,7 @@ import (
 // A child starts in "/" unless a directory is given, never in the
 // caller's working directory (DESIGN §11).
 func TestRunStartsInRootUnlessDirIsSet(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for dir, want := range map[string]string{"": "/", "/tmp": "/tmp"} {
 		r := Run(ctx, ctx, Command{Argv: []string{"/bin/sh", "-c", "pwd"}, Env: []string{"PATH=/bin:/usr/bin"}, Dir: dir})

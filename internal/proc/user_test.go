@@ -2,12 +2,17 @@
 
 package proc
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/raftcron/raftcron/internal/testutil"
+)
 
 func TestLookupUserByNameAndID(t *testing.T) {
+	t.Parallel()
 	byName, err := LookupUser("root")
 	if err != nil {
-		t.Skipf("no user root here: %v", err)
+		testutil.SkipOrFail(t, "no user root here: %v", err)
 	}
 	byID, err := LookupUser("0")
 	if err != nil || byName.UID != 0 || byID.Name != "root" || byName.GID != byID.GID {

@@ -8,6 +8,7 @@ import (
 
 // Writers and a reader at once: every write lands whole (run with -race).
 func TestConcurrentWritesLandWhole(t *testing.T) {
+	t.Parallel()
 	var b Buffer
 	var wg sync.WaitGroup
 	for range 8 {

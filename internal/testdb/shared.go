@@ -3,10 +3,11 @@ package testdb
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/raftcron/raftcron/internal/testutil"
 )
 
 // shared starts one server per test binary, on first use; StopAll ends them.
@@ -45,11 +46,11 @@ func (s *shared) get(t testing.TB) *Server {
 }
 
 // Unavailable skips the test for a missing tool, or fails it when CI=true (where every
-// tool must be installed) or when the error is anything else.
+// tool must be installed, testutil.SkipOrFail) or when the error is anything else.
 func Unavailable(t testing.TB, err error) {
 	t.Helper()
-	if errors.Is(err, ErrUnavailable) && os.Getenv("CI") != "true" {
-		t.Skipf("skipped: %v", err)
+	if errors.Is(err, ErrUnavailable) {
+		testutil.SkipOrFail(t, "%v", err)
 	}
 	t.Fatal(err)
 }

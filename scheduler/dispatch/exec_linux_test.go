@@ -16,6 +16,7 @@ import (
 
 	"github.com/raftcron/raftcron/fence"
 	"github.com/raftcron/raftcron/internal/proc"
+	"github.com/raftcron/raftcron/internal/testutil"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -129,7 +130,7 @@ func wantGroupGone(t *testing.T, dir string) {
 	for _, name := range []string{"child", "grandchild"} {
 		pid := readPid(t, filepath.Join(dir, name))
 		t.Cleanup(func() { killIfSleeping(pid) })
-		eventually(t, 5*time.Second, name+" process gone", func() bool { return processGone(pid) })
+		testutil.WaitFor(t, 5*time.Second, name+" process gone", func() bool { return processGone(pid) })
 	}
 }
 
@@ -186,7 +187,7 @@ func TestExecLeftoverProcessesKilledAfterExit(t *testing.T) {
 	if elapsed >= proc.WaitDelay {
 		t.Fatalf("Execute took %s: waited on the leftover's pipe", elapsed)
 	}
-	eventually(t, 5*time.Second, "background process gone", func() bool { return processGone(pid) })
+	testutil.WaitFor(t, 5*time.Second, "background process gone", func() bool { return processGone(pid) })
 }
 
 func TestExecOutputTruncatedWithoutBlockingChild(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/raftcron/raftcron/fence"
 	"github.com/raftcron/raftcron/internal/proc"
+	"github.com/raftcron/raftcron/internal/testutil"
 	"github.com/raftcron/raftcron/policy"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
@@ -46,12 +47,10 @@ func TestExecDeniedAtDispatch(t *testing.T) {
 }
 
 func TestExecRunsAsExecUser(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("switching users needs root: run the tests as root to cover --exec-user")
-	}
+	testutil.NeedRoot(t, "switching users (--exec-user)")
 	u, err := proc.LookupUser("nobody")
 	if err != nil {
-		t.Skipf("no user nobody here: %v", err)
+		testutil.SkipOrFail(t, "no user nobody here: %v", err)
 	}
 	ex := NewExecExecutor(ExecConfig{Allow: testPrograms, User: u})
 	out := ex.Execute(context.Background(), execAttempt("/bin/sh", "-c", "/usr/bin/id -u; /usr/bin/id -g; /usr/bin/id -G"))

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/raftcron/raftcron/internal/testutil"
 )
 
 // nodeEnv makes the test binary act as a raftcron node that runs one exec
@@ -52,7 +54,7 @@ func TestExecNoOrphanAfterNodeSIGKILL(t *testing.T) {
 	t.Cleanup(func() { killIfSleeping(pid) })
 	// The attempt's process must be the node's child and be running the
 	// sleep, or its disappearance would prove nothing.
-	eventually(t, 10*time.Second, "attempt process becomes sleep", func() bool { return processComm(pid) == "sleep" })
+	testutil.WaitFor(t, 10*time.Second, "attempt process becomes sleep", func() bool { return processComm(pid) == "sleep" })
 	if ppid := parentPid(t, pid); ppid != node.Process.Pid {
 		t.Fatalf("attempt process %d has parent %d, want the node %d", pid, ppid, node.Process.Pid)
 	}
@@ -61,7 +63,7 @@ func TestExecNoOrphanAfterNodeSIGKILL(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = node.Wait()
-	eventually(t, 5*time.Second, "the attempt's process dies with its node", func() bool { return processGone(pid) })
+	testutil.WaitFor(t, 5*time.Second, "the attempt's process dies with its node", func() bool { return processGone(pid) })
 }
 
 func parentPid(t *testing.T, pid int) int {

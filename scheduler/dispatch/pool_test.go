@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/raftcron/raftcron/internal/testutil"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -81,7 +82,7 @@ func TestPoolQueueFullNeverBlocks(t *testing.T) {
 	if !got["a"] || !got["b"] {
 		t.Fatalf("outcomes %v", got)
 	}
-	eventually(t, time.Second, "InFlight back to 0", func() bool { return p.InFlight() == 0 })
+	testutil.WaitFor(t, time.Second, "InFlight back to 0", func() bool { return p.InFlight() == 0 })
 }
 
 func TestPoolSlowTargetDoesNotDelayOtherJobs(t *testing.T) {
@@ -118,7 +119,7 @@ func TestPoolSlowTargetDoesNotDelayOtherJobs(t *testing.T) {
 		t.Fatalf("first report %s %v %s, want fast succeeded", r.a.Job, r.out.State, r.out.Detail)
 	}
 	// done runs before the count drops, so the fast one may still be counted.
-	eventually(t, time.Second, "InFlight = 1: only slow, still blocked", func() bool { return p.InFlight() == 1 })
+	testutil.WaitFor(t, time.Second, "InFlight = 1: only slow, still blocked", func() bool { return p.InFlight() == 1 })
 }
 
 // blockedTarget is a server whose requests wait until the client goes away;
@@ -149,7 +150,7 @@ func TestPoolLeadershipLossCancelsAllInFlight(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 5*time.Second, "every worker's request reaches the target",
+	testutil.WaitFor(t, 5*time.Second, "every worker's request reaches the target",
 		func() bool { return arrived.Load() == workers })
 
 	loseLeadership(errors.New("leadership lost"))
@@ -159,7 +160,7 @@ func TestPoolLeadershipLossCancelsAllInFlight(t *testing.T) {
 			t.Fatalf("token %d: %v %q, want CANCELLED by leadership loss", r.a.Token, r.out.State, r.out.Detail)
 		}
 	}
-	eventually(t, time.Second, "InFlight back to 0", func() bool { return p.InFlight() == 0 })
+	testutil.WaitFor(t, time.Second, "InFlight back to 0", func() bool { return p.InFlight() == 0 })
 }
 
 // Attempts queued under a context that is done are reported without being
@@ -180,7 +181,7 @@ func TestPoolQueuedAttemptsNotDeliveredAfterCancel(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 5*time.Second, "every worker's request reaches the target",
+	testutil.WaitFor(t, 5*time.Second, "every worker's request reaches the target",
 		func() bool { return arrived.Load() == workers })
 	loseLeadership(errors.New("leadership lost"))
 	never := 0
@@ -215,7 +216,7 @@ func TestPoolCloseWaitsThenRejects(t *testing.T) {
 	// Submits racing with Close may still be accepted; they must be
 	// reported too.
 	accepted := int32(3)
-	eventually(t, time.Second, "Close stops accepting", func() bool {
+	testutil.WaitFor(t, time.Second, "Close stops accepting", func() bool {
 		err := p.Submit(context.Background(), Attempt{Job: "late"}, done)
 		if err == nil {
 			accepted++
@@ -262,7 +263,7 @@ func TestPoolToleratesNilContextAndDone(t *testing.T) {
 	close(g.release)
 	p := NewPool(0, -1, g, nil) // clamped: 1 worker, no queue
 	var ctx context.Context     // nil must not panic
-	eventually(t, time.Second, "the idle worker accepts", func() bool { return p.Submit(ctx, Attempt{}, nil) == nil })
+	testutil.WaitFor(t, time.Second, "the idle worker accepts", func() bool { return p.Submit(ctx, Attempt{}, nil) == nil })
 	p.Close()
 	if n := p.InFlight(); n != 0 {
 		t.Fatalf("InFlight after Close = %d", n)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/raftcron/raftcron/internal/testutil"
 )
 
 // processGone reports whether pid no longer runs: absent, or a zombie
@@ -41,7 +43,7 @@ func processComm(pid int) string {
 func readPid(t *testing.T, path string) int {
 	t.Helper()
 	var pid int
-	eventually(t, 10*time.Second, "pid file "+path, func() bool {
+	testutil.WaitFor(t, 10*time.Second, "pid file "+path, func() bool {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return false

@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/raftcron/raftcron/internal/testutil"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -329,11 +331,5 @@ func TestUnackedCountsOffersUntilTheWorkerTakesThem(t *testing.T) {
 
 func waitUnacked(t *testing.T, h *Hub, want int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for h.Unacked() != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("Unacked() = %d, want %d within 10s", h.Unacked(), want)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testutil.WaitFor(t, 10*time.Second, fmt.Sprintf("Unacked() = %d", want), func() bool { return h.Unacked() == want })
 }

@@ -4,20 +4,14 @@ package e2e
 
 import (
 	"context"
-	"fmt"
-	"net"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/raftcron/raftcron/internal/proc"
+	"github.com/raftcron/raftcron/internal/testutil"
+	"github.com/raftcron/raftcron/localcluster"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -34,31 +28,14 @@ const (
 	leaderTimeout = 20 * time.Second
 )
 
-// procState is where a node's process stands.
-type procState int
-
-const (
-	procDown    procState = iota // never started, or exited
-	procRunning                  // running
-	procStopped                  // SIGSTOPped
-)
-
-// node is one raftcron serve process, restartable on its data dir.
+// node is one raftcron serve process of the scenario's cluster, with the
+// scenario's client of it.
 type node struct {
-	ID      string
-	idx     int
-	DataDir string
-	logPath string
-	env     []string // extra environment (failpoints)
-	// bin, when set, is the binary n runs instead of the cluster's (a
-	// rolling upgrade replaces it node by node).
-	bin string
+	*localcluster.Node
 
-	// mu guards proc, state and conn.
-	mu    sync.Mutex
-	proc  *proc.Process
-	state procState
-	conn  *grpc.ClientConn
+	// mu guards conn.
+	mu   sync.Mutex
+	conn *grpc.ClientConn
 }
 
 // cluster is a set of nodes on one network, with the clients, the status
@@ -68,10 +45,10 @@ type cluster struct {
 	dir   string
 	net   network
 	bin   string
+	lc    *localcluster.Cluster
 	nodes []*node
 	ids   []string
 	polls *poller
-	args  []string // more serve flags
 
 	// mu guards events.
 	mu     sync.Mutex
@@ -88,148 +65,98 @@ type clusterOptions struct {
 	args []string
 }
 
-// newCluster starts opts.nodes nodes bootstrapped together and waits until
-// all are ready. Cleanup kills them and deletes the network.
+// newCluster starts opts.nodes nodes bootstrapped together on nw and waits
+// until all are ready. Cleanup kills them and deletes the network.
 func newCluster(t testing.TB, dir string, nw network, opts clusterOptions) *cluster {
 	t.Helper()
-	c := &cluster{t: t, dir: dir, net: nw, bin: opts.bin, args: opts.args}
-	for i := range opts.nodes {
-		c.ids = append(c.ids, fmt.Sprintf("n%d", i+1))
+	c := &cluster{t: t, dir: dir, net: nw, bin: opts.bin}
+	lo := localcluster.Options{Binary: opts.bin, Dir: dir, Nodes: opts.nodes, Network: nw,
+		NodeArgs: func(n *localcluster.Node) []string {
+			var args []string
+			// --insecure: in network namespaces the nodes listen on
+			// 10.77.0.x, not loopback, and these scenarios exercise the
+			// plaintext protocol (TestSecure3 covers TLS and ACLs). The
+			// previous release predates the flag.
+			if n.Binary() != releaseBinary.path {
+				args = append(args, "--insecure")
+			}
+			return append(append(args, raftFlags...), opts.args...)
+		}}
+	if opts.env != nil {
+		lo.NodeEnv = func(n *localcluster.Node) []string { return opts.env(n.Index, dir) }
 	}
-	for i, id := range c.ids {
-		n := &node{ID: id, idx: i, DataDir: filepath.Join(dir, id), logPath: filepath.Join(dir, id+".log")}
-		if opts.env != nil {
-			n.env = opts.env(i, dir)
-		}
-		c.nodes = append(c.nodes, n)
+	lc, err := localcluster.Launch(lo)
+	if err != nil {
+		t.Fatalf("start the cluster: %v", err)
 	}
+	c.lc = lc
 	t.Cleanup(c.shutdown)
-	for _, n := range c.nodes {
-		c.start(n, "--peers", nw.Peers(n.idx, c.ids))
+	for _, n := range lc.Nodes() {
+		c.nodes = append(c.nodes, &node{Node: n})
+		c.ids = append(c.ids, n.ID)
 	}
 	c.polls = newPoller(c)
 	c.waitReady(c.nodes...)
 	return c
 }
 
-// start launches n's process with the membership flags given (--peers or
-// --join); its output is appended to its log, and it dies with the test
-// process, whatever ends it.
-func (c *cluster) start(n *node, membership ...string) {
-	c.t.Helper()
-	bin := c.bin
-	if n.bin != "" {
-		bin = n.bin
-	}
-	args := append([]string{"serve", "--id", n.ID, "--data-dir", n.DataDir,
-		"--addr", c.net.Addr(n.idx), "--http-addr", c.net.HTTPAddr(n.idx)}, membership...)
-	// --insecure: in network namespaces the nodes listen on 10.77.0.x, not
-	// loopback, and these scenarios exercise the plaintext protocol
-	// (TestSecure3 covers TLS and ACLs). The previous release predates the flag.
-	if bin != releaseBinary.path {
-		args = append(args, "--insecure")
-	}
-	args = append(append(args, raftFlags...), c.args...)
-	header := fmt.Sprintf("---- %s start: %s\n", time.Now().UTC().Format(time.RFC3339Nano), strings.Join(args, " "))
-	if err := appendFile(n.logPath, header); err != nil {
-		c.t.Fatal(err)
-	}
-	cmd := c.net.Command(n.idx, bin, args...)
-	cmd.Env = append(proc.Environ(), n.env...)
-	p, err := proc.Start(cmd, n.logPath)
-	if err != nil {
-		c.t.Fatalf("start %s: %v", n.ID, err)
-	}
-	n.mu.Lock()
-	n.proc, n.state = p, procRunning
-	n.mu.Unlock()
-}
-
-func appendFile(path, text string) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteString(text)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// pid is the process ID of n's running process, 0 if it is down.
-func (n *node) pid() int {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.proc == nil || n.proc.Exited() {
-		return 0
-	}
-	return n.proc.Pid()
-}
-
 // waitExit waits until n's process exits by itself and returns its exit
 // status.
 func (c *cluster) waitExit(n *node, timeout time.Duration) int {
 	c.t.Helper()
-	n.mu.Lock()
-	p := n.proc
-	n.mu.Unlock()
-	if p == nil {
-		c.t.Fatalf("%s was never started", n.ID)
+	code, err := n.WaitExit(timeout)
+	if err != nil {
+		c.t.Fatal(err)
 	}
-	if !p.Wait(timeout) {
-		c.t.Fatalf("%s did not exit within %s", n.ID, timeout)
-	}
-	return p.ExitCode()
-}
-
-func (n *node) procState() procState {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.proc == nil || n.proc.Exited() {
-		return procDown
-	}
-	return n.state
-}
-
-// signal sends sig to n's process if it runs.
-func (n *node) signal(sig syscall.Signal) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.proc == nil || n.proc.Exited() {
-		return
-	}
-	_ = n.proc.Signal(sig)
-	switch sig {
-	case syscall.SIGSTOP:
-		n.state = procStopped
-	case syscall.SIGCONT:
-		n.state = procRunning
-	}
+	return code
 }
 
 // kill SIGKILLs n and waits for it to exit.
 func (c *cluster) kill(n *node) {
 	c.t.Helper()
-	n.mu.Lock()
-	p := n.proc
-	n.mu.Unlock()
-	if p == nil {
-		return
+	if _, err := n.Kill(); err != nil {
+		c.t.Fatal(err)
 	}
-	n.signal(syscall.SIGKILL)
-	if !p.Wait(exitTimeout) {
-		c.t.Fatalf("%s did not exit within %s of SIGKILL", n.ID, exitTimeout)
+}
+
+// crash SIGKILLs every node at once and waits for them to exit.
+func (c *cluster) crash() {
+	c.t.Helper()
+	if err := c.lc.Crash(); err != nil {
+		c.t.Fatal(err)
 	}
 }
 
 // restart starts a node that is down again on its data dir.
 func (c *cluster) restart(n *node) {
 	c.t.Helper()
-	if n.procState() != procDown {
-		c.t.Fatalf("restart %s: it is still running", n.ID)
+	if err := c.lc.Restart(n.ID); err != nil {
+		c.t.Fatal(err)
 	}
-	c.start(n, "--peers", c.net.Peers(n.idx, c.ids))
+}
+
+// rejoin starts a node that is down, its data dir wiped, joining through
+// via.
+func (c *cluster) rejoin(n *node, via ...string) {
+	c.t.Helper()
+	if err := c.lc.Rejoin(n.ID, via...); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// pause SIGSTOPs n; resume SIGCONTs it.
+func (c *cluster) pause(n *node) {
+	c.t.Helper()
+	if err := n.Pause(); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *cluster) resume(n *node) {
+	c.t.Helper()
+	if err := n.Resume(); err != nil {
+		c.t.Fatal(err)
+	}
 }
 
 // shutdown kills every node, closes the clients and deletes the network.
@@ -237,11 +164,10 @@ func (c *cluster) shutdown() {
 	if c.polls != nil {
 		c.polls.stop()
 	}
+	if err := c.lc.Crash(); err != nil {
+		c.t.Errorf("cluster cleanup: %v", err)
+	}
 	for _, n := range c.nodes {
-		if n.procState() == procStopped {
-			n.signal(syscall.SIGCONT)
-		}
-		c.kill(n)
 		n.mu.Lock()
 		if n.conn != nil {
 			_ = n.conn.Close()
@@ -281,11 +207,7 @@ func (c *cluster) client(n *node) *grpc.ClientConn {
 	if n.conn != nil {
 		return n.conn
 	}
-	conn, err := grpc.NewClient("passthrough:///"+c.net.Addr(n.idx),
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
-			return c.net.Dial(ctx, "tcp", addr)
-		}))
+	conn, err := c.lc.Dial(n.Node)
 	if err != nil {
 		c.t.Fatalf("grpc client for %s: %v", n.ID, err)
 	}
@@ -307,11 +229,11 @@ func (c *cluster) node(id string) *node {
 	return nil
 }
 
-// running lists the nodes whose process runs (not stopped, not down).
+// running lists the nodes whose process runs (not paused, not down).
 func (c *cluster) running() []*node {
 	var out []*node
 	for _, n := range c.nodes {
-		if n.procState() == procRunning {
+		if n.Running() {
 			out = append(out, n)
 		}
 	}
@@ -321,13 +243,12 @@ func (c *cluster) running() []*node {
 // waitReady waits until every given node answers /readyz with 200.
 func (c *cluster) waitReady(nodes ...*node) {
 	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+	defer cancel()
 	for _, n := range nodes {
-		waitUntil(c.t, readyTimeout, n.ID+" ready", func() bool {
-			if n.procState() == procDown {
-				c.t.Fatalf("%s exited while starting; see %s", n.ID, n.logPath)
-			}
-			return c.polls.ready(n)
-		})
+		if err := n.WaitReady(ctx); err != nil {
+			c.t.Fatal(err)
+		}
 	}
 }
 
@@ -336,7 +257,7 @@ func (c *cluster) waitReady(nodes ...*node) {
 func (c *cluster) leader() *node {
 	c.t.Helper()
 	var found *node
-	waitUntil(c.t, leaderTimeout, "a leader", func() bool {
+	testutil.WaitFor(c.t, leaderTimeout, "a leader", func() bool {
 		found = c.polls.leader()
 		return found != nil
 	})
@@ -347,21 +268,9 @@ func (c *cluster) leader() *node {
 func (c *cluster) waitNewLeader(old *node) *node {
 	c.t.Helper()
 	var found *node
-	waitUntil(c.t, leaderTimeout, "a leader other than "+old.ID, func() bool {
+	testutil.WaitFor(c.t, leaderTimeout, "a leader other than "+old.ID, func() bool {
 		found = c.polls.leader()
 		return found != nil && found != old
 	})
 	return found
-}
-
-// waitUntil polls cond every 20 ms until it holds or the deadline passes.
-func waitUntil(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

@@ -14,6 +14,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/raftcron/raftcron/internal/testutil"
+	"github.com/raftcron/raftcron/localcluster"
 )
 
 // Disk faults on the leader, injected into its fdatasync calls (bbolt's
@@ -54,12 +57,8 @@ func TestDiskEIO3(t *testing.T) {
 
 func requireStrace(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("skipped: injecting disk faults needs root (strace attaches to a node's process)")
-	}
-	if _, err := exec.LookPath("strace"); err != nil {
-		t.Skip("skipped: injecting disk faults needs strace (apt-get install strace)")
-	}
+	testutil.NeedRoot(t, "injecting disk faults (strace attaches to a node's process)")
+	testutil.NeedTool(t, "strace", "apt-get install strace")
 }
 
 // stallLeaderDisk holds every fdatasync of the leader for stallDelay until
@@ -84,8 +83,8 @@ func (s *scenario) stallLeaderDisk() {
 	if code == 0 {
 		s.t.Errorf("%s exited with status 0 after its disk stalled, want non-zero", leader.ID)
 	}
-	if log, _ := os.ReadFile(leader.logPath); !bytes.Contains(log, []byte("raft disk write stalled")) {
-		s.t.Errorf("%s's log does not say its disk stalled; see %s", leader.ID, leader.logPath)
+	if log, _ := os.ReadFile(leader.LogPath); !bytes.Contains(log, []byte("raft disk write stalled")) {
+		s.t.Errorf("%s's log does not say its disk stalled; see %s", leader.ID, leader.LogPath)
 	}
 	tr.stop()
 	s.c.restart(leader)
@@ -105,10 +104,10 @@ func (s *scenario) failLeaderFsync() {
 	next := s.c.waitNewLeader(leader)
 	tr.stop()
 	s.c.event("heal-leader-fsync", []*node{leader}, next.ID+" leads")
-	if log, _ := os.ReadFile(leader.logPath); bytes.Contains(log, []byte("raft disk write stalled")) {
-		s.t.Errorf("%s took failing fsyncs for a stalled disk; see %s", leader.ID, leader.logPath)
+	if log, _ := os.ReadFile(leader.LogPath); bytes.Contains(log, []byte("raft disk write stalled")) {
+		s.t.Errorf("%s took failing fsyncs for a stalled disk; see %s", leader.ID, leader.LogPath)
 	}
-	if leader.procState() == procDown {
+	if leader.State() == localcluster.Down {
 		s.c.restart(leader)
 		s.c.event("restart", []*node{leader}, "on existing data")
 	}
@@ -126,7 +125,7 @@ type tracer struct {
 // traceFsync attaches strace to n and returns once every thread is traced.
 func (s *scenario) traceFsync(n *node, inject string) *tracer {
 	s.t.Helper()
-	pid := n.pid()
+	pid := n.Pid()
 	if pid == 0 {
 		s.t.Fatalf("%s is not running", n.ID)
 	}

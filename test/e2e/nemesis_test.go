@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/raftcron/raftcron/internal/testutil"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -85,12 +85,7 @@ func (s *scenario) killMajority(down time.Duration) {
 // the fencing counter must carry on from where it was (G3).
 func (s *scenario) killAll(down time.Duration) {
 	s.t.Helper()
-	for _, n := range s.c.nodes {
-		n.signal(syscall.SIGKILL)
-	}
-	for _, n := range s.c.nodes {
-		s.c.kill(n)
-	}
+	s.c.crash()
 	s.c.event(EvKillAll, s.c.nodes, fmt.Sprintf("SIGKILL, down %s", down))
 	time.Sleep(down)
 	for _, n := range s.c.nodes {
@@ -106,10 +101,10 @@ func (s *scenario) killAll(down time.Duration) {
 func (s *scenario) pauseLeader(d time.Duration) {
 	s.t.Helper()
 	leader := s.c.leader()
-	leader.signal(syscall.SIGSTOP)
+	s.c.pause(leader)
 	s.c.event("pause-leader", []*node{leader}, fmt.Sprintf("SIGSTOP for %s", d))
 	time.Sleep(d)
-	leader.signal(syscall.SIGCONT)
+	s.c.resume(leader)
 	s.c.event("resume", []*node{leader}, "SIGCONT")
 	s.c.waitReady(s.c.nodes...)
 	s.c.leader()
@@ -145,7 +140,7 @@ func (s *scenario) pauseAfterCommit() {
 		s.pauseLeader(3 * time.Second)
 		return
 	}
-	leader.signal(syscall.SIGSTOP)
+	s.c.pause(leader)
 	s.c.event("pause-after-commit", []*node{leader}, fmt.Sprintf("holding token %d, SIGSTOP", token))
 	next := s.c.waitNewLeader(leader)
 	s.c.event("new-leader", []*node{next}, "")
@@ -170,7 +165,7 @@ func (s *scenario) pauseAfterCommit() {
 	if err := os.Remove(held); err != nil {
 		s.t.Errorf("release the held attempt: %v", err)
 	}
-	leader.signal(syscall.SIGCONT)
+	s.c.resume(leader)
 	s.c.event("resume", []*node{leader}, fmt.Sprintf("SIGCONT; token %d released", token))
 	ctx, cancel = context.WithTimeout(context.Background(), 15*time.Second)
 	arrived := s.sink.Wait(ctx, func(atts []Attempt) bool {
@@ -213,7 +208,7 @@ func (s *scenario) isolateLeader(d time.Duration) {
 	s.partition("isolate-leader", fmt.Sprintf("for %s", d), []*node{leader}, d, func() error {
 		for _, n := range s.c.nodes {
 			if n != leader {
-				if err := s.c.net.Cut(leader.idx, n.idx); err != nil {
+				if err := s.c.net.Cut(leader.Index, n.Index); err != nil {
 					return err
 				}
 			}
@@ -234,7 +229,7 @@ func (s *scenario) splitHalves(d time.Duration) {
 		for _, a := range minority {
 			for _, b := range s.c.nodes {
 				if !in[b] {
-					if err := s.c.net.Cut(a.idx, b.idx); err != nil {
+					if err := s.c.net.Cut(a.Index, b.Index); err != nil {
 						return err
 					}
 				}
@@ -261,7 +256,7 @@ func (s *scenario) bridge(d time.Duration) {
 		[]*node{b}, d, func() error {
 			for _, l := range left {
 				for _, r := range right {
-					if err := s.c.net.Cut(l.idx, r.idx); err != nil {
+					if err := s.c.net.Cut(l.Index, r.Index); err != nil {
 						return err
 					}
 				}
@@ -277,7 +272,7 @@ func (s *scenario) oneWayFromLeader(d time.Duration) {
 	s.partition("one-way", fmt.Sprintf("%s cannot reach the others, they reach it, for %s", leader.ID, d), []*node{leader}, d, func() error {
 		for _, n := range s.c.nodes {
 			if n != leader {
-				if err := s.c.net.CutOneWay(leader.idx, n.idx); err != nil {
+				if err := s.c.net.CutOneWay(leader.Index, n.Index); err != nil {
 					return err
 				}
 			}
@@ -329,10 +324,10 @@ func (s *scenario) removeAndReadd(victim *node, kind string) {
 	var joinVia []string
 	for _, n := range s.c.nodes {
 		if n != victim {
-			joinVia = append(joinVia, s.c.net.Addr(n.idx))
+			joinVia = append(joinVia, s.c.net.Addr(n.Index))
 		}
 	}
-	s.c.start(victim, "--join", strings.Join(joinVia, ","))
+	s.c.rejoin(victim, joinVia...)
 	s.c.event("rejoin", []*node{victim}, "empty data dir, --join")
 	s.c.waitReady(victim)
 	s.c.leader()
@@ -348,7 +343,7 @@ func (s *scenario) transferTo(n *node) {
 		_, err := s.c.admin(leader).TransferLeadership(ctx, &pb.TransferLeadershipRequest{Id: n.ID})
 		return err
 	})
-	waitUntil(s.t, leaderTimeout, n.ID+" leading", func() bool { return s.c.polls.leader() == n })
+	testutil.WaitFor(s.t, leaderTimeout, n.ID+" leading", func() bool { return s.c.polls.leader() == n })
 	s.c.event("transfer", []*node{n}, "leadership transferred")
 }
 

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/raftcron/raftcron/localcluster"
 	"github.com/raftcron/raftcron/ops"
 )
 
@@ -70,7 +71,7 @@ func (p *poller) run(ctx context.Context, n *node) {
 
 func (p *poller) poll(ctx context.Context, n *node) {
 	pt := StatusPoint{At: time.Now(), Node: n.ID}
-	if n.procState() == procDown {
+	if n.State() == localcluster.Down {
 		pt.Err = "down"
 	} else if st, err := p.status(ctx, n); err != nil {
 		pt.Err = err.Error()
@@ -88,7 +89,7 @@ func (p *poller) poll(ctx context.Context, n *node) {
 }
 
 func (p *poller) get(ctx context.Context, n *node, path string) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.c.net.HTTPAddr(n.idx)+path, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+n.HTTPAddr+path, nil)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -111,14 +112,6 @@ func (p *poller) status(ctx context.Context, n *node) (ops.Status, error) {
 		return st, fmt.Errorf("/status: HTTP %d", code)
 	}
 	return st, json.Unmarshal(body, &st)
-}
-
-// ready asks n's /readyz now.
-func (p *poller) ready(n *node) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	code, _, err := p.get(ctx, n, "/readyz")
-	return err == nil && code == http.StatusOK
 }
 
 // latest is n's newest successful poll, if fresh.

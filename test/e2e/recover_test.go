@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -36,12 +35,7 @@ func TestRecover3(t *testing.T) {
 func (s *scenario) loseMajorityAndRecover() {
 	s.t.Helper()
 	survivor := s.c.leader()
-	for _, n := range s.c.nodes {
-		n.signal(syscall.SIGKILL)
-	}
-	for _, n := range s.c.nodes {
-		s.c.kill(n)
-	}
+	s.c.crash()
 	s.c.event(EvKillAll, s.c.nodes, "SIGKILL; every data dir but "+survivor.ID+"'s is lost")
 	for _, n := range s.c.nodes {
 		if n != survivor {
@@ -50,7 +44,7 @@ func (s *scenario) loseMajorityAndRecover() {
 			}
 		}
 	}
-	alone := survivor.ID + "=" + s.c.net.Addr(survivor.idx)
+	alone := survivor.ID + "=" + s.c.net.Addr(survivor.Index)
 	out, err := exec.Command(s.c.bin, "recover", "--data-dir", survivor.DataDir, "--peers", alone).CombinedOutput()
 	if err != nil {
 		s.t.Fatalf("raftcron recover: %v\n%s", err, out)
@@ -63,7 +57,7 @@ func (s *scenario) loseMajorityAndRecover() {
 	s.c.waitReady(survivor)
 	for _, n := range s.c.nodes {
 		if n != survivor {
-			s.c.start(n, "--join", s.c.net.Addr(survivor.idx))
+			s.c.rejoin(n, s.c.net.Addr(survivor.Index))
 		}
 	}
 	s.c.event(EvRestartAll, s.c.nodes, fmt.Sprintf("%s alone, the others joined it with empty data dirs", survivor.ID))

@@ -12,13 +12,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/raftcron/raftcron/internal/testutil"
+	"github.com/raftcron/raftcron/localcluster"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -229,10 +230,10 @@ func (s *scenario) healAll() {
 		s.t.Errorf("heal: %v", err)
 	}
 	for _, n := range s.c.nodes {
-		switch n.procState() {
-		case procStopped:
-			n.signal(syscall.SIGCONT)
-		case procDown:
+		switch n.State() {
+		case localcluster.Paused:
+			s.c.resume(n)
+		case localcluster.Down:
 			s.c.restart(n)
 		}
 	}
@@ -347,7 +348,7 @@ func (s *scenario) dumpLedgers() ([]Attempt, []NodeLedger) {
 func (s *scenario) commonCommit() uint64 {
 	s.t.Helper()
 	var commit uint64
-	waitUntil(s.t, 10*time.Second, "the leader's commit index", func() bool {
+	testutil.WaitFor(s.t, 10*time.Second, "the leader's commit index", func() bool {
 		leader := s.c.leader()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -355,7 +356,7 @@ func (s *scenario) commonCommit() uint64 {
 		commit = st.CommitIndex
 		return err == nil && st.State == "leader"
 	})
-	waitUntil(s.t, 20*time.Second, fmt.Sprintf("every node applied index %d", commit), func() bool {
+	testutil.WaitFor(s.t, 20*time.Second, fmt.Sprintf("every node applied index %d", commit), func() bool {
 		for _, n := range s.c.nodes {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			st, err := s.c.polls.status(ctx, n)

@@ -29,13 +29,14 @@ import (
 
 	"github.com/raftcron/raftcron/fence"
 	"github.com/raftcron/raftcron/internal/proc"
+	"github.com/raftcron/raftcron/internal/testutil"
+	"github.com/raftcron/raftcron/localcluster"
 )
 
 // Bounds of the secure scenario's waits: upper limits on a loaded box.
 const (
 	secureCallTimeout = 10 * time.Second
 	secureRunsTimeout = 30 * time.Second
-	secureStopTimeout = 10 * time.Second
 )
 
 // secureCluster is three `raftcron serve` processes on loopback as a
@@ -47,19 +48,17 @@ type secureCluster struct {
 	bin, dir string
 	certs    string // the cluster's CA and certificates, as `raftcron tls` writes them
 	keyFile  string // --fence-key-file of every node
-	// addrs are the gRPC/Raft ports of n1..n3, then one for an intruder;
-	// httpAddrs their ops ports (HTTPS with the node's certificate).
-	addrs, httpAddrs []string
-	nodes            []*proc.Process
-	sink             *fencedSink
-	mgmt             string // the management token made by acl bootstrap
-	conn             *grpc.ClientConn
+	lc       *localcluster.Cluster
+	sink     *fencedSink
+	mgmt     string // the management token made by acl bootstrap
+	conn     *grpc.ClientConn
 }
 
 const secureNodes = 3
 
-// newSecureCluster starts the cluster, waits until every node is ready and
-// bootstraps the ACLs through the CLI.
+// newSecureCluster makes the certificates with `raftcron tls`, starts the
+// cluster, waits until every node is ready and bootstraps the ACLs through
+// the CLI.
 func newSecureCluster(t *testing.T) *secureCluster {
 	t.Helper()
 	c := &secureCluster{t: t, bin: plainBinary.get(t), dir: t.TempDir()}
@@ -68,21 +67,28 @@ func newSecureCluster(t *testing.T) *secureCluster {
 	c.tool("tls", "ca", "create", "--dir", c.certs)
 	keys := writeFenceKey(t, c.keyFile)
 	c.sink = newFencedSink(t, keys)
-	addrs := loopbackAddrs(t, 2*(secureNodes+1))
-	c.addrs, c.httpAddrs = addrs[:secureNodes+1], addrs[secureNodes+1:]
-	var peers []string
 	for i := range secureNodes {
-		peers = append(peers, fmt.Sprintf("n%d=%s", i+1, c.addrs[i]))
+		c.tool("tls", "cert", "create", "--dir", c.certs, "--node", fmt.Sprintf("n%d", i+1), "--addr", "127.0.0.1")
 	}
-	for i := range secureNodes {
-		id := fmt.Sprintf("n%d", i+1)
-		c.tool("tls", "cert", "create", "--dir", c.certs, "--node", id, "--addr", "127.0.0.1")
-		c.nodes = append(c.nodes, c.start(id, "--addr", c.addrs[i], "--http-addr", c.httpAddrs[i],
-			"--peers", strings.Join(peers, ","),
-			"--tls-cert", c.nodeCert(id), "--tls-key", c.nodeKey(id), "--tls-ca", c.caCert()))
+	lc, err := localcluster.Launch(localcluster.Options{Binary: c.bin, Dir: c.dir, Nodes: secureNodes,
+		TLS: true, TLSDir: c.certs, Args: append([]string{"--acl", "--fence-key-file", c.keyFile}, raftFlags...)})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for i := range secureNodes {
-		waitUntil(t, readyTimeout, fmt.Sprintf("n%d ready", i+1), func() bool { return c.opsOK(c.httpAddrs[i], "/readyz") })
+	c.lc = lc
+	t.Cleanup(func() {
+		_ = lc.Crash()
+		if t.Failed() {
+			for _, n := range lc.Nodes() {
+				logs, _ := os.ReadFile(n.LogPath)
+				t.Logf("---- %s ----\n%s", n.ID, logs)
+			}
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+	defer cancel()
+	if err := lc.WaitReady(ctx); err != nil {
+		t.Fatal(err)
 	}
 	var boot struct{ Secret string }
 	c.cliJSON("", &boot, "acl", "bootstrap")
@@ -90,38 +96,19 @@ func newSecureCluster(t *testing.T) *secureCluster {
 		t.Fatal("acl bootstrap -o json: no secret")
 	}
 	c.mgmt = boot.Secret
-	c.conn = c.dial(c.addrs[0])
+	c.conn = c.dial(c.addr(0))
 	return c
 }
+
+// addr and httpAddr are node i's gRPC/Raft port and its ops port (HTTPS
+// with the node's certificate).
+func (c *secureCluster) addr(i int) string     { return c.lc.Nodes()[i].Addr }
+func (c *secureCluster) httpAddr(i int) string { return c.lc.Nodes()[i].HTTPAddr }
 
 func (c *secureCluster) caCert() string            { return filepath.Join(c.certs, "ca.pem") }
 func (c *secureCluster) nodeCert(id string) string { return filepath.Join(c.certs, "node-"+id+".pem") }
 func (c *secureCluster) nodeKey(id string) string {
 	return filepath.Join(c.certs, "node-"+id+"-key.pem")
-}
-
-// start runs `raftcron serve --id id` with the flags every node of the
-// scenario shares and args, until the test ends; its log is shown if the
-// test fails.
-func (c *secureCluster) start(id string, args ...string) *proc.Process {
-	c.t.Helper()
-	args = append(append([]string{"serve", "--id", id, "--data-dir", filepath.Join(c.dir, id),
-		"--acl", "--fence-key-file", c.keyFile}, args...), raftFlags...)
-	logPath := filepath.Join(c.dir, id+".log")
-	cmd := exec.Command(c.bin, args...)
-	cmd.Env = proc.Environ()
-	p, err := proc.Start(cmd, logPath)
-	if err != nil {
-		c.t.Fatalf("start %s: %v", id, err)
-	}
-	c.t.Cleanup(func() {
-		p.Kill(secureStopTimeout)
-		if c.t.Failed() {
-			logs, _ := os.ReadFile(logPath)
-			c.t.Logf("---- %s ----\n%s", id, logs)
-		}
-	})
-	return p
 }
 
 // tool runs a raftcron command that needs no cluster (tls ...).
@@ -138,7 +125,7 @@ func (c *secureCluster) tool(args ...string) {
 // empty), the way a user's shell does: through RAFTCRON_* variables.
 func (c *secureCluster) cli(token string, args ...string) (string, error) {
 	cmd := exec.Command(c.bin, args...)
-	cmd.Env = append(proc.Environ(), "RAFTCRON_ADDR="+c.addrs[0], "RAFTCRON_CA_CERT="+c.caCert())
+	cmd.Env = append(proc.Environ(), "RAFTCRON_ADDR="+c.addr(0), "RAFTCRON_CA_CERT="+c.caCert())
 	if token != "" {
 		cmd.Env = append(cmd.Env, "RAFTCRON_TOKEN="+token)
 	}
@@ -296,29 +283,6 @@ func writeFenceKey(t *testing.T, path string) *fence.Keys {
 	return keys
 }
 
-func loopbackAddrs(t *testing.T, n int) []string {
-	t.Helper()
-	addrs := make([]string, n)
-	for i := range addrs {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		addrs[i] = ln.Addr().String()
-	}
-	return addrs
-}
-
-func (c *secureCluster) opsOK(addr, path string) bool {
-	resp, err := c.opsClient(time.Second).Get("https://" + addr + path)
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
-}
-
 // fencedSink is a downstream guarded as the fence package documents it:
 // fence.Middleware with WithKeys over a Guard and a Dedupe. Only requests
 // whose signature verifies reach the Guard, and only admitted ones reach
@@ -377,7 +341,7 @@ func (s *fencedSink) rising() (int, uint64) {
 // waitRising waits until n more runs with rising tokens than before arrive.
 func (s *fencedSink) waitRising(t *testing.T, before, n int, what string) {
 	t.Helper()
-	waitUntil(t, secureRunsTimeout, what, func() bool {
+	testutil.WaitFor(t, secureRunsTimeout, what, func() bool {
 		count, _ := s.rising()
 		return count >= before+n
 	})

@@ -29,7 +29,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/raftcron/raftcron/fence"
-	"github.com/raftcron/raftcron/internal/proc"
+	"github.com/raftcron/raftcron/internal/testutil"
+	"github.com/raftcron/raftcron/localcluster"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -71,7 +72,7 @@ func TestSecure3(t *testing.T) {
 // gRPC or on the plaintext Raft protocol.
 func (c *secureCluster) checkPlaintextRefused() {
 	t := c.t
-	conn, err := grpc.NewClient(c.addrs[0], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(c.addr(0), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func (c *secureCluster) checkPlaintextRefused() {
 	_, err = healthpb.NewHealthClient(conn).Check(callCtx(t, ""), &healthpb.HealthCheckRequest{})
 	wantCode(t, "plaintext gRPC health check", err, codes.Unavailable)
 
-	raw, err := net.Dial("tcp", c.addrs[0])
+	raw, err := net.Dial("tcp", c.addr(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +110,7 @@ func (c *secureCluster) checkTokens() {
 
 	// The JSON API on the HTTPS ops port goes through the same ACLs; the
 	// port serves nothing in plain HTTP, where a token would be readable.
-	if plain, err := (&http.Client{Timeout: secureCallTimeout}).Get("http://" + c.httpAddrs[0] + "/v1/jobs/" + secureJob); err == nil {
+	if plain, err := (&http.Client{Timeout: secureCallTimeout}).Get("http://" + c.httpAddr(0) + "/v1/jobs/" + secureJob); err == nil {
 		plain.Body.Close()
 		if plain.StatusCode != http.StatusBadRequest {
 			t.Fatalf("plain HTTP to the TLS ops port: HTTP %d, want 400 (Go's answer to HTTP on an HTTPS port)", plain.StatusCode)
@@ -119,7 +120,7 @@ func (c *secureCluster) checkTokens() {
 		token string
 		want  int
 	}{{"", http.StatusUnauthorized}, {randomSecret(t), http.StatusUnauthorized}, {c.mgmt, http.StatusOK}} {
-		if code := c.httpGet(c.httpAddrs[0], "/v1/jobs/"+secureJob, tc.token); code != tc.want {
+		if code := c.httpGet(c.httpAddr(0), "/v1/jobs/"+secureJob, tc.token); code != tc.want {
 			t.Fatalf("GET /v1/jobs/%s (token %t): HTTP %d, want %d", secureJob, tc.token != "", code, tc.want)
 		}
 	}
@@ -177,7 +178,7 @@ func (c *secureCluster) checkGrpcurl() {
 	t := c.t
 	bin, err := grpcurlPath()
 	if err != nil {
-		t.Logf("skipping the grpcurl step: %v", err)
+		testutil.SkipStepOrFail(t, "the grpcurl step: %v", err)
 		return
 	}
 	grpcurl := func(token string, args ...string) (string, error) {
@@ -190,18 +191,18 @@ func (c *secureCluster) checkGrpcurl() {
 		out, err := exec.CommandContext(ctx, bin, append(base, args...)...).CombinedOutput()
 		return string(out), err
 	}
-	out, err := grpcurl(c.mgmt, c.addrs[0], "list")
+	out, err := grpcurl(c.mgmt, c.addr(0), "list")
 	if err != nil || !strings.Contains(out, "raftcron.v1.JobService") {
 		t.Fatalf("grpcurl list: %v\n%s", err, out)
 	}
-	out, err = grpcurl(c.mgmt, "-d", fmt.Sprintf(`{"name": %q}`, secureJob), c.addrs[0], "raftcron.v1.JobService/GetJob")
+	out, err = grpcurl(c.mgmt, "-d", fmt.Sprintf(`{"name": %q}`, secureJob), c.addr(0), "raftcron.v1.JobService/GetJob")
 	var got struct {
 		Job struct{ Spec struct{ Name string } }
 	}
 	if err != nil || json.Unmarshal([]byte(out), &got) != nil || got.Job.Spec.Name != secureJob {
 		t.Fatalf("grpcurl GetJob %s: %v\n%s", secureJob, err, out)
 	}
-	if out, err := grpcurl("", c.addrs[0], "list"); err == nil || !strings.Contains(out, "Unauthenticated") {
+	if out, err := grpcurl("", c.addr(0), "list"); err == nil || !strings.Contains(out, "Unauthenticated") {
 		t.Errorf("grpcurl list without a token: %v\n%s; want Unauthenticated", err, out)
 	}
 }
@@ -228,7 +229,7 @@ func (c *secureCluster) checkEgressDenied() {
 	t := c.t
 	const name = "metadata"
 	c.applyJob(name, fmt.Sprintf("name: %s\nschedule: \"@every 1s\"\nhttp: {url: \"http://169.254.169.254/latest/meta-data/\"}\n", name))
-	waitUntil(t, secureRunsTimeout, "a run of "+name+" failed with egress_denied", func() bool {
+	testutil.WaitFor(t, secureRunsTimeout, "a run of "+name+" failed with egress_denied", func() bool {
 		out, err := c.cli(c.mgmt, "run", "list", "--job", name, "-o", "json")
 		if err != nil {
 			t.Fatal(err)
@@ -299,11 +300,11 @@ func (c *secureCluster) checkCertReload() {
 				t.Fatal(err)
 			}
 		}
-		if err := c.nodes[i].Signal(syscall.SIGHUP); err != nil {
+		if err := c.lc.Nodes()[i].Signal(syscall.SIGHUP); err != nil {
 			t.Fatalf("SIGHUP %s: %v", id, err)
 		}
-		waitUntil(t, secureCallTimeout, id+" serving its new certificate", func() bool {
-			serial, err := c.servingSerial(c.addrs[i])
+		testutil.WaitFor(t, secureCallTimeout, id+" serving its new certificate", func() bool {
+			serial, err := c.servingSerial(c.addr(i))
 			return err == nil && serial.Cmp(want) == 0
 		})
 	}
@@ -329,15 +330,19 @@ func (c *secureCluster) startIntruder() *intruder {
 	if err := os.WriteFile(trust, bundle, 0o644); err != nil {
 		c.t.Fatal(err)
 	}
-	p := c.start("n4", "--addr", c.addrs[secureNodes], "--http-addr", c.httpAddrs[secureNodes], "--join", c.addrs[0],
+	// The cluster's TLS directory holds no n4 certificate: n4's TLS flags
+	// are its own.
+	n4, err := c.lc.Add("n4", []string{c.addr(0)},
 		"--tls-cert", filepath.Join(foreign, "node-n4.pem"), "--tls-key", filepath.Join(foreign, "node-n4-key.pem"), "--tls-ca", trust)
-	return &intruder{proc: p, log: filepath.Join(c.dir, "n4.log"), started: time.Now()}
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return &intruder{node: n4, started: time.Now()}
 }
 
-// intruder is the foreign node: its process, its log and when it started.
+// intruder is the foreign node and when it started.
 type intruder struct {
-	proc    *proc.Process
-	log     string
+	node    *localcluster.Node
 	started time.Time
 }
 
@@ -346,11 +351,12 @@ type intruder struct {
 // campaigned or led.
 func (c *secureCluster) checkIntruderKeptOut(n4 *intruder) {
 	t := c.t
-	if !n4.proc.Wait(intruderTimeout - time.Since(n4.started)) {
+	code, err := n4.node.WaitExit(intruderTimeout - time.Since(n4.started))
+	if err != nil {
 		t.Fatalf("n4 (another CA's certificate) still runs after %s: its join should have failed", intruderTimeout)
 	}
-	logs, _ := os.ReadFile(n4.log)
-	if code := n4.proc.ExitCode(); code == 0 {
+	logs, _ := os.ReadFile(n4.node.LogPath)
+	if code == 0 {
 		t.Errorf("n4 exited 0, want a failure\n%s", logs)
 	}
 	// TLS 1.3 sends the refusal of a client certificate after the client
@@ -375,7 +381,7 @@ func (c *secureCluster) checkIntruderKeptOut(n4 *intruder) {
 		t.Errorf("cluster status lists voters %v (servers %+v), want %v", got, st.Servers, want)
 	}
 	for i := range secureNodes {
-		resp, err := c.opsClient(2 * time.Second).Get("https://" + c.httpAddrs[i] + "/status")
+		resp, err := c.opsClient(2 * time.Second).Get("https://" + c.httpAddr(i) + "/status")
 		if err != nil {
 			t.Fatal(err)
 		}

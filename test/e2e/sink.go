@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/raftcron/raftcron/examples/ledger/ledger"
 	"github.com/raftcron/raftcron/fence"
+	"github.com/raftcron/raftcron/ledger"
 )
 
 // SinkMode says whether the sink protects its effects.

@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/raftcron/raftcron/fsm"
+	"github.com/raftcron/raftcron/internal/testutil"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -61,7 +61,7 @@ func previousBinary(t *testing.T) string {
 	})
 	switch {
 	case releaseBinary.skip != "":
-		t.Skip(releaseBinary.skip)
+		testutil.SkipOrFail(t, "%s", releaseBinary.skip)
 	case releaseBinary.err != nil:
 		t.Fatalf("build release %s: %v", previousRelease, releaseBinary.err)
 	}
@@ -196,15 +196,11 @@ func TestUpgrade3(t *testing.T) {
 // build on its data.
 func (s *scenario) upgrade(n *node) {
 	s.t.Helper()
-	n.signal(syscall.SIGTERM)
-	n.mu.Lock()
-	p := n.proc
-	n.mu.Unlock()
-	if !p.Wait(exitTimeout) {
-		s.t.Fatalf("%s did not stop within %s of SIGTERM", n.ID, exitTimeout)
+	if err := n.Stop(exitTimeout); err != nil {
+		s.t.Fatal(err)
 	}
 	s.c.event("stop", []*node{n}, "SIGTERM, to upgrade")
-	n.bin = plainBinary.get(s.t)
+	n.SetBinary(plainBinary.get(s.t))
 	s.c.restart(n)
 	s.c.event("upgraded", []*node{n}, "started this build on its data")
 	s.c.waitReady(n)
@@ -255,7 +251,7 @@ func (s *scenario) wantClusterVersion(nodes []*node, want uint32) {
 // waitClusterVersion waits until every node reports the cluster version.
 func (s *scenario) waitClusterVersion(want uint32) {
 	s.t.Helper()
-	waitUntil(s.t, 30*time.Second, fmt.Sprintf("cluster_version %d on every node", want), func() bool {
+	testutil.WaitFor(s.t, 30*time.Second, fmt.Sprintf("cluster_version %d on every node", want), func() bool {
 		for _, n := range s.c.nodes {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			st, err := s.c.polls.status(ctx, n)

@@ -19,6 +19,8 @@ import (
 
 	"github.com/raftcron/raftcron/fence"
 	"github.com/raftcron/raftcron/internal/proc"
+	"github.com/raftcron/raftcron/internal/testutil"
+	"github.com/raftcron/raftcron/localcluster"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -84,7 +86,7 @@ type workerProc struct {
 	// mu guards proc and state.
 	mu    sync.Mutex
 	proc  *proc.Process
-	state procState
+	state localcluster.State
 }
 
 // startWorkers starts the scenario's workers, each knowing every node.
@@ -114,25 +116,21 @@ func (s *scenario) startWorker(w *workerProc, bin string) {
 	if err != nil {
 		s.t.Fatalf("worker %s: %v", w.id, err)
 	}
-	header := fmt.Sprintf("---- %s start: %s\n", time.Now().UTC().Format(time.RFC3339Nano), strings.Join(args, " "))
-	if err := appendFile(w.logPath, header); err != nil {
-		s.t.Fatal(err)
-	}
 	cmd.Env = proc.Environ()
 	p, err := proc.Start(cmd, w.logPath)
 	if err != nil {
 		s.t.Fatalf("start worker %s: %v", w.id, err)
 	}
 	w.mu.Lock()
-	w.proc, w.state = p, procRunning
+	w.proc, w.state = p, localcluster.Running
 	w.mu.Unlock()
 }
 
-func (w *workerProc) procState() procState {
+func (w *workerProc) procState() localcluster.State {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.proc == nil || w.proc.Exited() {
-		return procDown
+		return localcluster.Down
 	}
 	return w.state
 }
@@ -179,9 +177,9 @@ func (w *workerProc) signalTree(sig syscall.Signal) {
 	w.mu.Lock()
 	switch sig {
 	case syscall.SIGSTOP:
-		w.state = procStopped
+		w.state = localcluster.Paused
 	case syscall.SIGCONT:
-		w.state = procRunning
+		w.state = localcluster.Running
 	}
 	w.mu.Unlock()
 }
@@ -217,9 +215,9 @@ type running struct {
 func (s *scenario) busyWorker(job string) running {
 	s.t.Helper()
 	var found running
-	waitUntil(s.t, 20*time.Second, "a worker running "+job, func() bool {
+	testutil.WaitFor(s.t, 20*time.Second, "a worker running "+job, func() bool {
 		for _, w := range s.workers {
-			if w.procState() != procRunning {
+			if w.procState() != localcluster.Running {
 				continue
 			}
 			for _, c := range children(w.pid()) {
@@ -267,9 +265,9 @@ func processComm(pid int) string {
 func (s *scenario) healWorkers() {
 	for _, w := range s.workers {
 		switch w.procState() {
-		case procStopped:
+		case localcluster.Paused:
 			w.signalTree(syscall.SIGCONT)
-		case procDown:
+		case localcluster.Down:
 			s.startWorker(w, s.c.bin)
 		}
 	}
@@ -370,7 +368,7 @@ func TestWorkersPause3(t *testing.T) {
 // lands, is a duplicate or refused.
 func TestWorkersPartition3(t *testing.T) {
 	if !netnsAvailable() {
-		t.Skip(errNoWorkerCut.Error())
+		testutil.SkipOrFail(t, "%v", errNoWorkerCut)
 	}
 	s := newScenario(t, "workers-partition3", scenarioOptions{nodes: 3, workers: 2, serveArgs: workerServeArgs,
 		expect: Expect{Redispatches: 1}})

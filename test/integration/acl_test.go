@@ -13,6 +13,7 @@ import (
 
 	"github.com/raftcron/raftcron/api"
 	"github.com/raftcron/raftcron/fsm"
+	"github.com/raftcron/raftcron/internal/testutil"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -34,7 +35,7 @@ func startACLCluster(t *testing.T) (leader aclClient, followers []aclClient) {
 	lead := tc.waitLeader(3, 20*time.Second)
 	// Writes record their principal from cluster version 2 on, which the
 	// first leader raises once every voter answers.
-	waitFor(t, 20*time.Second, "the cluster version raised on every node", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "the cluster version raised on every node", func() bool {
 		for _, n := range tc.nodes {
 			if n.srv.FSM().ClusterVersion() != fsm.CommandVersion {
 				return false
@@ -116,7 +117,7 @@ func TestACLThroughFollowers(t *testing.T) {
 
 	// Every node replicated who wrote the jobs.
 	for _, n := range []aclClient{leader, a, b} {
-		waitFor(t, 10*time.Second, n.id+" applying both writes", func() bool {
+		testutil.WaitFor(t, 10*time.Second, n.id+" applying both writes", func() bool {
 			j1, err1 := n.fsm().Job("billing")
 			j2, err2 := n.fsm().Job("reports")
 			return err1 == nil && err2 == nil && j1.GetUpdatedBy() == "deployer" && j2.GetUpdatedBy() == "deployer"
@@ -143,7 +144,7 @@ func TestACLThroughFollowers(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the deleted token to stop working on "+b.id, func() bool {
+	testutil.WaitFor(t, 10*time.Second, "the deleted token to stop working on "+b.id, func() bool {
 		_, err := b.jobs().ListJobs(bearer(ctx, writer.GetSecret()), &pb.ListJobsRequest{})
 		return status.Code(err) == codes.Unauthenticated
 	})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/raftcron/raftcron/cluster"
+	"github.com/raftcron/raftcron/internal/testutil"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -46,7 +47,7 @@ func TestStatusMarksADownVoterUnreachable(t *testing.T) {
 	down.crash()
 	stopped := time.Now()
 	within := election + contactMargin
-	waitFor(t, within, fmt.Sprintf("%s reported unreachable", down.id), func() bool {
+	testutil.WaitFor(t, within, fmt.Sprintf("%s reported unreachable", down.id), func() bool {
 		return contacts()[down.id].GetContact() == cluster.ContactUnreachable
 	})
 	t.Logf("%s reported unreachable %s after it stopped", down.id, time.Since(stopped).Round(time.Millisecond))
@@ -73,7 +74,7 @@ func TestStatusMarksADownVoterUnreachable(t *testing.T) {
 	}
 
 	down.start(nil)
-	waitFor(t, within, fmt.Sprintf("%s reported reachable again", down.id), func() bool {
+	testutil.WaitFor(t, within, fmt.Sprintf("%s reported reachable again", down.id), func() bool {
 		s := contacts()[down.id]
 		return s.GetContact() == cluster.ContactReachable && s.GetLastContactUnixNano() == 0
 	})

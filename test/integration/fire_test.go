@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/raftcron/raftcron/internal/testutil"
 	"github.com/raftcron/raftcron/scheduler"
 	"github.com/raftcron/raftcron/scheduler/dispatch"
 
@@ -108,8 +109,8 @@ func (sc *scenario) isolateLeader() {
 	if leader == old {
 		t.Fatalf("cut-off %s still leads", old.id)
 	}
-	waitFor(t, 10*time.Second, "the cut-off leader to step down", func() bool { return !old.raft().IsLeader() })
-	waitFor(t, 15*time.Second, fmt.Sprintf("a token above %d applied at the sink", late.Token), func() bool {
+	testutil.WaitFor(t, 10*time.Second, "the cut-off leader to step down", func() bool { return !old.raft().IsLeader() })
+	testutil.WaitFor(t, 15*time.Second, fmt.Sprintf("a token above %d applied at the sink", late.Token), func() bool {
 		_, tok := sc.sink.lastApplied(jobName)
 		return tok > late.Token
 	})

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/raftcron/raftcron/fsm"
+	"github.com/raftcron/raftcron/internal/testutil"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -24,7 +25,7 @@ import (
 func TestEveryWriteSucceedsWithAMinorityDown(t *testing.T) {
 	tc := newCluster(t, 3, func(n *node) { n.acl = true })
 	tc.waitLeader(3, 20*time.Second)
-	waitFor(t, 20*time.Second, "the cluster version raised on every node", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "the cluster version raised on every node", func() bool {
 		for _, n := range tc.nodes {
 			if n.fsm().ClusterVersion() != fsm.CommandVersion {
 				return false

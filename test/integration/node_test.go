@@ -13,6 +13,7 @@ import (
 
 	"github.com/raftcron/raftcron/cluster"
 	"github.com/raftcron/raftcron/fsm"
+	"github.com/raftcron/raftcron/internal/testutil"
 	"github.com/raftcron/raftcron/scheduler"
 	"github.com/raftcron/raftcron/scheduler/dispatch"
 	"github.com/raftcron/raftcron/server"
@@ -250,7 +251,7 @@ func (tc *testCluster) followersOf(leader *node) []*node {
 func (tc *testCluster) waitLeader(want int, timeout time.Duration) *node {
 	tc.t.Helper()
 	var leader *node
-	waitFor(tc.t, timeout, fmt.Sprintf("a leader that %d connected nodes agree on", want), func() bool {
+	testutil.WaitFor(tc.t, timeout, fmt.Sprintf("a leader that %d connected nodes agree on", want), func() bool {
 		leader = nil
 		nodes := tc.connected()
 		if len(nodes) < want {
@@ -275,18 +276,6 @@ func (tc *testCluster) waitLeader(want int, timeout time.Duration) *node {
 		return true
 	})
 	return leader
-}
-
-// waitFor polls cond every 20ms until it holds or timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // holdingExecutor delivers through the node's real executors, except for

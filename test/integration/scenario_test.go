@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/raftcron/raftcron/cluster"
+	"github.com/raftcron/raftcron/internal/testutil"
 	"github.com/raftcron/raftcron/jobspec"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
@@ -108,7 +109,7 @@ func (sc *scenario) phase(name string, fault func()) {
 func (sc *scenario) waitSlots(n int64) {
 	sc.t.Helper()
 	from, _ := sc.sink.lastApplied(jobName)
-	waitFor(sc.t, time.Duration(n+10)*time.Second, fmt.Sprintf("%d slots after %d applied", n, from), func() bool {
+	testutil.WaitFor(sc.t, time.Duration(n+10)*time.Second, fmt.Sprintf("%d slots after %d applied", n, from), func() bool {
 		slot, _ := sc.sink.lastApplied(jobName)
 		return slot >= from+n
 	})
@@ -138,7 +139,7 @@ func (sc *scenario) mark(name string, start time.Time) {
 func (sc *scenario) waitFiring(t time.Time) {
 	sc.t.Helper()
 	want := t.Unix() + 1
-	waitFor(sc.t, 20*time.Second, fmt.Sprintf("slot %d applied at the sink", want), func() bool {
+	testutil.WaitFor(sc.t, 20*time.Second, fmt.Sprintf("slot %d applied at the sink", want), func() bool {
 		slot, _ := sc.sink.lastApplied(jobName)
 		return slot >= want
 	})
@@ -155,7 +156,7 @@ func (sc *scenario) checkLedgers(last int64) []*pb.Run {
 	// The outcomes up to last must be committed before the schedulers
 	// stop, or their runs would stay open.
 	leader := sc.tc.waitLeader(3, 10*time.Second)
-	waitFor(t, 10*time.Second, fmt.Sprintf("every run up to slot %d to finish", last), func() bool {
+	testutil.WaitFor(t, 10*time.Second, fmt.Sprintf("every run up to slot %d to finish", last), func() bool {
 		for _, r := range leader.fsm().OpenRuns() {
 			if r.GetJob() == jobName && r.GetSlotUnix() <= last {
 				return false
@@ -166,7 +167,7 @@ func (sc *scenario) checkLedgers(last int64) []*pb.Run {
 	for _, n := range sc.tc.nodes {
 		n.sched().Stop()
 	}
-	waitFor(t, 15*time.Second, "the three ledgers to apply the same log and agree", func() bool {
+	testutil.WaitFor(t, 15*time.Second, "the three ledgers to apply the same log and agree", func() bool {
 		ref := sc.tc.nodes[0]
 		want, hash := ref.raft().Status().GetLastLogIndex(), ref.fsm().StateHash()
 		for _, n := range sc.tc.nodes {

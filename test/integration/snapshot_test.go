@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/raftcron/raftcron/backup"
+	"github.com/raftcron/raftcron/internal/testutil"
 )
 
 // G3 across a restore: a snapshot saved early is restored into the cluster
@@ -70,7 +71,7 @@ func TestRestoreOfAnOldSnapshotNeverLowersTheFencingCounter(t *testing.T) {
 	for _, n := range sc.tc.nodes {
 		n.sched().Stop()
 	}
-	waitFor(t, 15*time.Second, "the three nodes to apply the same log and agree", func() bool {
+	testutil.WaitFor(t, 15*time.Second, "the three nodes to apply the same log and agree", func() bool {
 		ref := sc.tc.nodes[0]
 		want, hash := ref.raft().Status().GetLastLogIndex(), ref.fsm().StateHash()
 		for _, n := range sc.tc.nodes {

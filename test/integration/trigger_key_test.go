@@ -13,7 +13,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/raftcron/raftcron/examples/ledger/ledger"
+	"github.com/raftcron/raftcron/internal/testutil"
+	"github.com/raftcron/raftcron/ledger"
 	"github.com/raftcron/raftcron/scheduler/schedtest"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
@@ -121,7 +122,7 @@ func get(t *testing.T, url string) string {
 // waitSucceeded waits until job has n runs, all SUCCEEDED.
 func waitSucceeded(t *testing.T, n *node, job string, want int) {
 	t.Helper()
-	waitFor(t, 15*time.Second, fmt.Sprintf("%d succeeded runs of %s", want, job), func() bool {
+	testutil.WaitFor(t, 15*time.Second, fmt.Sprintf("%d succeeded runs of %s", want, job), func() bool {
 		runs := n.fsm().ListRuns(job, 0)
 		for _, r := range runs {
 			if r.GetState() != pb.RunState_RUN_STATE_SUCCEEDED {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/raftcron/raftcron/bench/harness"
+	"github.com/raftcron/raftcron/localcluster"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -73,8 +74,8 @@ func runBurst(ctx context.Context, e *env, res *Result) error {
 	if err != nil {
 		return err
 	}
-	defer c.Kill()
-	leader, err := c.Leader(ctx, harness.ReadyTimeout)
+	defer func() { _ = c.Crash() }()
+	leader, err := harness.Leader(ctx, c, harness.ReadyTimeout)
 	if err != nil {
 		return err
 	}
@@ -143,7 +144,7 @@ func runBurst(ctx context.Context, e *env, res *Result) error {
 		m.FollowerRaft = timerDeltas(before, after, f[0].ID)
 	}
 
-	c.Kill() // the Raft store can only be read once the process is gone
+	_ = c.Crash() // the Raft store can only be read once the process is gone
 	if m.Log, err = harness.SummarizeLog(leader.DataDir, before.status[leader.ID].CommitIndex, after.status[leader.ID].CommitIndex); err != nil {
 		e.logf("burst: reading the raft log: %v", err)
 	}
@@ -180,11 +181,11 @@ func runBurst(ctx context.Context, e *env, res *Result) error {
 
 // settle waits until the leader has no attempt in flight and its commit
 // index has stopped moving for a second (the outcomes are committed).
-func settle(ctx context.Context, leader *harness.Node) {
+func settle(ctx context.Context, leader *localcluster.Node) {
 	var last uint64
 	stableSince := time.Now()
 	_ = harness.Poll(ctx, settleTimeout, "outcomes committed", func() (bool, error) {
-		st, err := leader.Status()
+		st, err := leader.Status(context.Background())
 		if err != nil {
 			return false, nil
 		}
@@ -195,7 +196,7 @@ func settle(ctx context.Context, leader *harness.Node) {
 		if time.Since(stableSince) < time.Second {
 			return false, nil
 		}
-		m, err := leader.Metrics()
+		m, err := harness.Scrape(leader)
 		return err == nil && m.Sum("raftcron_runs_in_flight") == 0, nil
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/raftcron/raftcron/bench/harness"
+	"github.com/raftcron/raftcron/localcluster"
 	"github.com/raftcron/raftcron/ops"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
@@ -28,7 +29,7 @@ func httpJob(name, schedule, url string) *pb.JobSpec {
 
 // register applies n jobs through the node with registerClients concurrent
 // gRPC clients (ApplyJob, so a retried request is harmless).
-func (e *env) register(ctx context.Context, via *harness.Node, n int, spec func(i int) *pb.JobSpec) (harness.LoadResult, error) {
+func (e *env) register(ctx context.Context, via *localcluster.Node, n int, spec func(i int) *pb.JobSpec) (harness.LoadResult, error) {
 	conns, err := harness.Dial(via.Addr, min(registerClients, n))
 	if err != nil {
 		return harness.LoadResult{}, err
@@ -70,22 +71,22 @@ type nodeSample struct {
 	metrics map[string]harness.Metrics
 }
 
-func sampleNodes(c *harness.Cluster) nodeSample {
+func sampleNodes(c *localcluster.Cluster) nodeSample {
 	s := nodeSample{at: time.Now(), proc: map[string]harness.ProcSample{},
 		status: map[string]ops.Status{}, metrics: map[string]harness.Metrics{}}
 	s.self, _ = harness.ReadProc(os.Getpid())
 	s.sys, _ = harness.ReadSystem()
-	for _, n := range c.Nodes {
+	for _, n := range c.Nodes() {
 		if !n.Running() {
 			continue
 		}
 		if p, err := harness.ReadProc(n.Pid()); err == nil {
 			s.proc[n.ID] = p
 		}
-		if st, err := n.Status(); err == nil {
+		if st, err := n.Status(context.Background()); err == nil {
 			s.status[n.ID] = st
 		}
-		if m, err := n.Metrics(); err == nil {
+		if m, err := harness.Scrape(n); err == nil {
 			s.metrics[n.ID] = m
 		}
 	}
@@ -119,7 +120,7 @@ type cpuWindow struct {
 	CPUs         int     `json:"cpus"`
 }
 
-func usage(c *harness.Cluster, leader *harness.Node, a, b nodeSample) cpuWindow {
+func usage(c *localcluster.Cluster, leader *localcluster.Node, a, b nodeSample) cpuWindow {
 	w := cpuWindow{Nodes: nodeUsages(c, leader, a, b), CPUs: runtime.NumCPU(),
 		BenchCores:   round3(harness.CPUShare(a.self, b.self)),
 		BenchSeconds: round3((b.self.CPU - a.self.CPU).Seconds()),
@@ -132,9 +133,9 @@ func usage(c *harness.Cluster, leader *harness.Node, a, b nodeSample) cpuWindow 
 	return w
 }
 
-func nodeUsages(c *harness.Cluster, leader *harness.Node, a, b nodeSample) map[string]nodeUsage {
+func nodeUsages(c *localcluster.Cluster, leader *localcluster.Node, a, b nodeSample) map[string]nodeUsage {
 	out := map[string]nodeUsage{}
-	for _, n := range c.Nodes {
+	for _, n := range c.Nodes() {
 		pa, okA := a.proc[n.ID]
 		pz, okB := b.proc[n.ID]
 		if !okA || !okB {
@@ -213,7 +214,7 @@ func latenessHistogram(a, b nodeSample, id string) map[string]float64 {
 
 // profile saves a CPU profile of node over d into the run dir when
 // -profile is set; it runs in the background and returns a wait function.
-func (e *env) profile(ctx context.Context, n *harness.Node, name string, d time.Duration) (wait func()) {
+func (e *env) profile(ctx context.Context, n *localcluster.Node, name string, d time.Duration) (wait func()) {
 	if !e.cfg.Profile {
 		return func() {}
 	}
@@ -225,12 +226,12 @@ func (e *env) profile(ctx context.Context, n *harness.Node, name string, d time.
 // (<scenario>-trace-<id>.trace) and of this process (<scenario>-trace-bench.trace)
 // when -trace is set: the wave's whole critical path, who waits for whom,
 // across the processes sharing the machine.
-func (e *env) traceWave(ctx context.Context, c *harness.Cluster, scenario string, d time.Duration) (wait func()) {
+func (e *env) traceWave(ctx context.Context, c *localcluster.Cluster, scenario string, d time.Duration) (wait func()) {
 	if !e.cfg.Trace {
 		return func() {}
 	}
 	waits := []func(){e.traceSelf(filepath.Join(e.runDir, scenario+"-trace-bench.trace"), d)}
-	for _, n := range c.Nodes {
+	for _, n := range c.Nodes() {
 		waits = append(waits, e.fetchProfile(ctx, n, scenario+"-trace-"+n.ID+".trace", fmt.Sprintf("trace?seconds=%g", d.Seconds()), d))
 	}
 	return func() {
@@ -264,7 +265,7 @@ func (e *env) traceSelf(path string, d time.Duration) (wait func()) {
 
 // profileNodes saves CPU profiles of the leader and of one follower over d
 // (<scenario>-leader-cpu, <scenario>-follower-cpu) when -profile is set.
-func (e *env) profileNodes(ctx context.Context, c *harness.Cluster, leader *harness.Node, scenario string, d time.Duration) (wait func()) {
+func (e *env) profileNodes(ctx context.Context, c *localcluster.Cluster, leader *localcluster.Node, scenario string, d time.Duration) (wait func()) {
 	waits := []func(){e.profile(ctx, leader, scenario+"-leader-cpu", d)}
 	if f := c.Followers(leader); len(f) > 0 {
 		waits = append(waits, e.profile(ctx, f[0], scenario+"-follower-cpu", d))
@@ -277,7 +278,7 @@ func (e *env) profileNodes(ctx context.Context, c *harness.Cluster, leader *harn
 }
 
 // heapProfile saves node's heap profile (after a GC) when -profile is set.
-func (e *env) heapProfile(ctx context.Context, n *harness.Node, name string) {
+func (e *env) heapProfile(ctx context.Context, n *localcluster.Node, name string) {
 	if e.cfg.Profile {
 		e.fetchProfile(ctx, n, name+".pprof", "heap?gc=1", 0)()
 	}
@@ -285,7 +286,7 @@ func (e *env) heapProfile(ctx context.Context, n *harness.Node, name string) {
 
 // fetchProfile downloads /debug/pprof/<query> into the run dir in the
 // background; the returned function waits for it.
-func (e *env) fetchProfile(ctx context.Context, n *harness.Node, file, query string, d time.Duration) (wait func()) {
+func (e *env) fetchProfile(ctx context.Context, n *localcluster.Node, file, query string, d time.Duration) (wait func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/raftcron/raftcron/bench/harness"
+	"github.com/raftcron/raftcron/localcluster"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -118,8 +119,8 @@ func failoverSettingRun(ctx context.Context, e *env, s failoverSetting, rounds i
 	if err != nil {
 		return err
 	}
-	defer c.Kill()
-	leader, err := c.Leader(ctx, harness.ReadyTimeout)
+	defer func() { _ = c.Crash() }()
+	leader, err := harness.Leader(ctx, c, harness.ReadyTimeout)
 	if err != nil {
 		return err
 	}
@@ -153,7 +154,7 @@ func failoverSettingRun(ctx context.Context, e *env, s failoverSetting, rounds i
 			roundErr = fmt.Errorf("not back on time after the last round")
 		}
 	}
-	c.Kill()
+	_ = c.Crash()
 	r.ledger(sink.Since(0))
 	var first, elected, caught []time.Duration
 	for _, rd := range r.Rounds {
@@ -167,9 +168,9 @@ func failoverSettingRun(ctx context.Context, e *env, s failoverSetting, rounds i
 
 // failoverRoundRun kills the leader at a random point between two fires,
 // measures the failover, restarts the node and waits until all is well.
-func failoverRoundRun(ctx context.Context, e *env, c *harness.Cluster, sink *harness.Sink, rng *rand.Rand) (failoverRound, error) {
+func failoverRoundRun(ctx context.Context, e *env, c *localcluster.Cluster, sink *harness.Sink, rng *rand.Rand) (failoverRound, error) {
 	var round failoverRound
-	leader, err := c.Leader(ctx, harness.ReadyTimeout)
+	leader, err := harness.Leader(ctx, c, harness.ReadyTimeout)
 	if err != nil {
 		return round, err
 	}
@@ -184,14 +185,14 @@ func failoverRoundRun(ctx context.Context, e *env, c *harness.Cluster, sink *har
 		return round, err
 	}
 	from := sink.Len()
-	k := leader.Kill()
+	k, _ := leader.Kill()
 	round.KillAt = k.UTC()
 	round.KillPhaseMs = harness.Ms(k.Sub(k.Truncate(time.Second)))
 
 	electedCh := make(chan struct{})
 	go func() {
 		defer close(electedCh)
-		if nl, err := c.Leader(ctx, firstFireTimeout); err == nil {
+		if nl, err := harness.Leader(ctx, c, firstFireTimeout); err == nil {
 			round.ElectedMs = harness.Ms(time.Since(k))
 			round.NewLeader = nl.ID
 		}
@@ -219,10 +220,10 @@ func failoverRoundRun(ctx context.Context, e *env, c *harness.Cluster, sink *har
 	}
 	round.CaughtUpMs = harness.Ms(caught.Sub(k))
 
-	if err := leader.Start(); err != nil {
+	if err := c.Restart(leader.ID); err != nil {
 		return round, err
 	}
-	ready, err := leader.WaitReady(ctx, harness.ReadyTimeout)
+	ready, err := harness.WaitReady(ctx, leader, harness.ReadyTimeout)
 	if err != nil {
 		return round, err
 	}

@@ -24,7 +24,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/raftcron/raftcron/bench/harness"
+	"github.com/raftcron/raftcron/localcluster"
 )
 
 func main() { os.Exit(run()) }
@@ -39,7 +39,7 @@ func run() int {
 	defer stop()
 	// Whatever happens below, no node outlives this program.
 	defer func() {
-		if n := harness.KillAll(); n > 0 {
+		if n := localcluster.KillAll(); n > 0 {
 			fmt.Fprintf(os.Stderr, "raftcron-bench: killed %d leftover node process(es)\n", n)
 		}
 	}()

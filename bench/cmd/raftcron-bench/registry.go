@@ -93,8 +93,8 @@ func runRegistry(ctx context.Context, e *env, res *Result) error {
 	if err != nil {
 		return err
 	}
-	defer c.Kill()
-	leader, err := c.Leader(ctx, harness.ReadyTimeout)
+	defer func() { _ = c.Crash() }()
+	leader, err := harness.Leader(ctx, c, harness.ReadyTimeout)
 	if err != nil {
 		return err
 	}
@@ -178,7 +178,7 @@ func runRegistry(ctx context.Context, e *env, res *Result) error {
 			p.name, ph.WritesPerSec, lr.Ops, lr.Errors, lr.Latency.P50Ms, lr.Latency.P99Ms,
 			ph.PerWrite.Leader, ph.PerWrite.Follower, ph.PerWrite.Bench)
 	}
-	c.Kill()
+	_ = c.Crash()
 
 	rate := func(name string) float64 {
 		for _, p := range phases {

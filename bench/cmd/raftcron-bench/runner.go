@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/raftcron/raftcron/bench/harness"
+	"github.com/raftcron/raftcron/localcluster"
 )
 
 // Result is one scenario's JSON document.
@@ -69,7 +70,7 @@ type env struct {
 	machine Machine
 	// clusters are the current scenario's, whose data goes once it
 	// succeeded (a failed one keeps its data for a post-mortem).
-	clusters []*harness.Cluster
+	clusters []*localcluster.Cluster
 	// burstLateness is the burst scenario's result in this run, shown
 	// beside the workers scenario's.
 	burstLateness *harness.Dist
@@ -145,7 +146,7 @@ func (r *runner) runOne(ctx context.Context, s scenario) *Result {
 	err := runGuarded(ctx, e, s, res)
 	// Nodes a scenario left running (it failed half-way) go now, so the
 	// next scenario measures on a quiet machine.
-	if n := harness.KillAll(); n > 0 {
+	if n := localcluster.KillAll(); n > 0 {
 		e.logf("%s: killed %d node process(es) left running", s.name, n)
 	}
 	res.ElapsedS = time.Since(res.StartedAt).Seconds()
@@ -213,7 +214,7 @@ func (e *env) logf(format string, args ...any) {
 // startCluster starts a fresh 3-node cluster in its own directory; stop
 // kills it (the data stays for -keep or a failed run, else it goes with the
 // work dir).
-func (e *env) startCluster(ctx context.Context, name string, extra ...string) (*harness.Cluster, error) {
+func (e *env) startCluster(ctx context.Context, name string, extra ...string) (*localcluster.Cluster, error) {
 	dir := filepath.Join(e.workDir, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -230,7 +231,7 @@ func (e *env) startCluster(ctx context.Context, name string, extra ...string) (*
 // be large); the logs stay until the run ends.
 func (e *env) removeData() {
 	for _, c := range e.clusters {
-		for _, n := range c.Nodes {
+		for _, n := range c.Nodes() {
 			if !n.Running() {
 				_ = os.RemoveAll(n.DataDir)
 			}

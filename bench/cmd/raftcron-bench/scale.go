@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/raftcron/raftcron/bench/harness"
+	"github.com/raftcron/raftcron/localcluster"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -118,8 +119,8 @@ func runScale(ctx context.Context, e *env, res *Result) error {
 	if err != nil {
 		return err
 	}
-	defer c.Kill()
-	leader, err := c.Leader(ctx, harness.ReadyTimeout)
+	defer func() { _ = c.Crash() }()
+	leader, err := harness.Leader(ctx, c, harness.ReadyTimeout)
 	if err != nil {
 		return err
 	}
@@ -131,11 +132,11 @@ func runScale(ctx context.Context, e *env, res *Result) error {
 	}
 	waitProfile()
 	e.logf("scale: %d jobs in %.0fs (%.0f/s)", n, m.Registration.ElapsedS, m.Registration.JobsPerSec)
-	st, err := leader.Status()
+	st, err := leader.Status(context.Background())
 	if err != nil {
 		return err
 	}
-	if err := c.WaitCaughtUp(ctx, st.CommitIndex, catchUpTimeout); err != nil {
+	if err := harness.WaitCaughtUp(ctx, c, st.CommitIndex, catchUpTimeout); err != nil {
 		return err
 	}
 	m.AfterLoad = memory(c, leader)
@@ -169,7 +170,7 @@ func runScale(ctx context.Context, e *env, res *Result) error {
 	if m.Restart, err = restartFollower(ctx, c, leader); err != nil {
 		return err
 	}
-	c.Kill()
+	_ = c.Crash()
 
 	e.logf("scale: measuring the FSM's snapshot of %d jobs in process", n)
 	fs, err := harness.MeasureFSMSnapshot(n, e.workDir, spec)
@@ -213,7 +214,7 @@ func runScale(ctx context.Context, e *env, res *Result) error {
 // registerBatched applies jobs 0..n-1 through the node in ApplyJobs calls
 // of scaleBatch, scaleClients calls at a time; a call refused as a whole or
 // in part (no leader, a leader change) is retried whole.
-func (e *env) registerBatched(ctx context.Context, via *harness.Node, n int, spec func(i int) *pb.JobSpec) (registration, error) {
+func (e *env) registerBatched(ctx context.Context, via *localcluster.Node, n int, spec func(i int) *pb.JobSpec) (registration, error) {
 	calls := (n + scaleBatch - 1) / scaleBatch
 	r := registration{Batch: scaleBatch}
 	conns, err := harness.Dial(via.Addr, max(min(scaleClients, calls), 1))
@@ -247,10 +248,10 @@ func (e *env) registerBatched(ctx context.Context, via *harness.Node, n int, spe
 	return r, nil
 }
 
-func memory(c *harness.Cluster, leader *harness.Node) map[string]nodeMemory {
+func memory(c *localcluster.Cluster, leader *localcluster.Node) map[string]nodeMemory {
 	s := sampleNodes(c)
 	out := map[string]nodeMemory{}
-	for _, n := range c.Nodes {
+	for _, n := range c.Nodes() {
 		p, ok := s.proc[n.ID]
 		if !ok {
 			continue
@@ -266,9 +267,9 @@ func memory(c *harness.Cluster, leader *harness.Node) map[string]nodeMemory {
 	return out
 }
 
-func snapshots(c *harness.Cluster, commit uint64) map[string]snapshotOnDisk {
+func snapshots(c *localcluster.Cluster, commit uint64) map[string]snapshotOnDisk {
 	out := map[string]snapshotOnDisk{}
-	for _, n := range c.Nodes {
+	for _, n := range c.Nodes() {
 		if info, ok, err := harness.LatestSnapshot(n.DataDir); err == nil && ok {
 			out[n.ID] = snapshotOnDisk{SnapshotInfo: info, MB: mb(info.Bytes), CoversAll: info.Index+raftSnapshotThreshold >= commit}
 		}
@@ -278,18 +279,18 @@ func snapshots(c *harness.Cluster, commit uint64) map[string]snapshotOnDisk {
 
 // restartFollower stops a follower gracefully, starts it again and times
 // it to /readyz 200.
-func restartFollower(ctx context.Context, c *harness.Cluster, leader *harness.Node) (restartResult, error) {
+func restartFollower(ctx context.Context, c *localcluster.Cluster, leader *localcluster.Node) (restartResult, error) {
 	fs := c.Followers(leader)
 	if len(fs) == 0 {
 		return restartResult{}, fmt.Errorf("no follower to restart")
 	}
 	f := fs[0]
 	r := restartResult{Node: f.ID}
-	f.Stop()
-	if err := f.Start(); err != nil {
+	harness.Stop(f)
+	if err := c.Restart(f.ID); err != nil {
 		return r, err
 	}
-	ready, err := f.WaitReady(ctx, 5*time.Minute)
+	ready, err := harness.WaitReady(ctx, f, 5*time.Minute)
 	if err != nil {
 		return r, err
 	}
@@ -297,7 +298,7 @@ func restartFollower(ctx context.Context, c *harness.Cluster, leader *harness.No
 	if p, err := harness.ReadProc(f.Pid()); err == nil {
 		r.RSSMB = mb(p.RSS)
 	}
-	if met, err := f.Metrics(); err == nil {
+	if met, err := harness.Scrape(f); err == nil {
 		r.RestoreTimers = timerDeltas(nodeSample{metrics: map[string]harness.Metrics{f.ID: {}}},
 			nodeSample{metrics: map[string]harness.Metrics{f.ID: met}}, f.ID)
 	}

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftcron/raftcron/bench/harness"
+	"github.com/raftcron/raftcron/localcluster"
 )
 
 func smokeBinary(t *testing.T) string {
@@ -40,7 +40,7 @@ func smokeBinary(t *testing.T) string {
 }
 
 func TestSmoke(t *testing.T) {
-	t.Cleanup(func() { harness.KillAll() })
+	t.Cleanup(func() { localcluster.KillAll() })
 	cfg, err := parseFlags([]string{
 		"-bin", smokeBinary(t), "-out", t.TempDir(), "-work", t.TempDir(),
 		"-scenarios", "burst,workers,steady,httpfloor,failover,registry,scale",
@@ -119,7 +119,7 @@ func TestSmoke(t *testing.T) {
 			}
 		}
 	}
-	if n := harness.LiveCount(); n != 0 {
+	if n := localcluster.LiveCount(); n != 0 {
 		t.Errorf("%d node processes still running after the scenarios", n)
 	}
 }

@@ -64,8 +64,8 @@ func runSteady(ctx context.Context, e *env, res *Result) error {
 	if err != nil {
 		return err
 	}
-	defer c.Kill()
-	leader, err := c.Leader(ctx, harness.ReadyTimeout)
+	defer func() { _ = c.Crash() }()
+	leader, err := harness.Leader(ctx, c, harness.ReadyTimeout)
 	if err != nil {
 		return err
 	}
@@ -134,7 +134,7 @@ func runSteady(ctx context.Context, e *env, res *Result) error {
 	if f := c.Followers(leader); len(f) > 0 {
 		m.FollowerRaft = timerDeltas(before, after, f[0].ID)
 	}
-	c.Kill()
+	_ = c.Crash()
 
 	secs := int(window / time.Second)
 	e.logf("steady: measuring the floor (the same waves for %ds with no cluster)", secs)

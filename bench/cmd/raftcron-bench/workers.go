@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/raftcron/raftcron/bench/harness"
+	"github.com/raftcron/raftcron/localcluster"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 	"github.com/raftcron/raftcron/worker"
 )
@@ -100,8 +101,8 @@ func runWorkers(ctx context.Context, e *env, res *Result) error {
 	if err != nil {
 		return err
 	}
-	defer c.Kill()
-	leader, err := c.Leader(ctx, harness.ReadyTimeout)
+	defer func() { _ = c.Crash() }()
+	leader, err := harness.Leader(ctx, c, harness.ReadyTimeout)
 	if err != nil {
 		return err
 	}
@@ -166,7 +167,7 @@ func runWorkers(ctx context.Context, e *env, res *Result) error {
 	m.CPUPerFire = cpuPerFire(m.CPU, m.Delivered)
 	m.LeaderHandOver = latenessHistogram(before, after, leader.ID)
 	stop()
-	c.Kill()
+	_ = c.Crash()
 	if m.Log, err = harness.SummarizeLog(leader.DataDir, before.status[leader.ID].CommitIndex, after.status[leader.ID].CommitIndex); err != nil {
 		e.logf("workers: reading the raft log: %v", err)
 	}
@@ -211,9 +212,9 @@ func (r *recorder) snapshot() []handled {
 
 // startBenchWorkers runs the workers in this process until stop, and
 // waits until each is connected to the leader.
-func startBenchWorkers(ctx context.Context, e *env, c *harness.Cluster, rec *recorder) (stop func(), err error) {
-	addrs := make([]string, 0, len(c.Nodes))
-	for _, n := range c.Nodes {
+func startBenchWorkers(ctx context.Context, e *env, c *localcluster.Cluster, rec *recorder) (stop func(), err error) {
+	addrs := make([]string, 0, len(c.Nodes()))
+	for _, n := range c.Nodes() {
 		addrs = append(addrs, n.Addr)
 	}
 	wctx, cancel := context.WithCancel(ctx)
@@ -241,13 +242,13 @@ func startBenchWorkers(ctx context.Context, e *env, c *harness.Cluster, rec *rec
 			}
 		}()
 	}
-	leader, err := c.Leader(ctx, harness.ReadyTimeout)
+	leader, err := harness.Leader(ctx, c, harness.ReadyTimeout)
 	if err != nil {
 		stop()
 		return nil, err
 	}
 	err = harness.Poll(ctx, 30*time.Second, "workers connected", func() (bool, error) {
-		m, err := leader.Metrics()
+		m, err := harness.Scrape(leader)
 		return err == nil && m.Sum("raftcron_workers_connected") == benchWorkers, nil
 	})
 	if err != nil {

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/raftcron/raftcron/examples/fencedworker/deliver"
-	"github.com/raftcron/raftcron/examples/ledger/ledger"
 	"github.com/raftcron/raftcron/fence"
+	"github.com/raftcron/raftcron/ledger"
 	"github.com/raftcron/raftcron/worker"
 )
 

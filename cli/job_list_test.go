@@ -1,0 +1,43 @@
+package cli
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// pagingServer answers ListJobs as a node whose bounded scan found nothing
+// in the first part of the registry: an empty page with a token, then the
+// job.
+type pagingServer struct {
+	pb.UnimplementedJobServiceServer
+}
+
+func (pagingServer) ListJobs(_ context.Context, req *pb.ListJobsRequest) (*pb.ListJobsResponse, error) {
+	if req.GetPageToken() == "" {
+		return &pb.ListJobsResponse{NextPageToken: "c2Nhbm5lZA"}, nil
+	}
+	return &pb.ListJobsResponse{Jobs: []*pb.Job{{Spec: &pb.JobSpec{Name: "late-match", Schedule: "@hourly"}, Version: 1}}}, nil
+}
+
+// job list pages on through a short or empty page that carries a token.
+func TestJobListPagesThroughEmptyPages(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer()
+	pb.RegisterJobServiceServer(gs, pagingServer{})
+	go func() { _ = gs.Serve(ln) }()
+	t.Cleanup(gs.Stop)
+	addr := ln.Addr().String()
+	res := runCLI(t, "", "job", "list", "--addr", addr, "--label", "team=x", "-o", "json")
+	if res.Code != 0 || !strings.Contains(res.Stdout, "late-match") {
+		t.Fatalf("job list: %v, want the job of the second page", res)
+	}
+}

@@ -1,0 +1,331 @@
+package cli
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/status"
+
+	"github.com/raftcron/raftcron/backup"
+	"github.com/raftcron/raftcron/internal/backoff"
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+)
+
+// snapshotTimeout is the default --timeout of the snapshot commands: a
+// snapshot of a million jobs takes a while to stream and restore.
+const snapshotTimeout = 10 * time.Minute
+
+// uploadChunk is the size of the chunks snapshot restore sends.
+const uploadChunk = 256 << 10
+
+func newSnapshotCmd() *cobra.Command {
+	o := &clientOptions{}
+	cmd := groupCmd("snapshot", "Back up and restore the whole cluster state (the management role when ACLs are on)")
+	cmd.PersistentPreRunE = o.persistentResolve()
+	o.register(cmd.PersistentFlags())
+	o.timeout = snapshotTimeout
+	cmd.PersistentFlags().Lookup(flagTimeout).DefValue = snapshotTimeout.String()
+	cmd.AddCommand(newSnapshotSaveCmd(o), newSnapshotInspectCmd(o), newSnapshotRestoreCmd(o))
+	return cmd
+}
+
+func newSnapshotSaveCmd(o *clientOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "save FILE",
+		Short: "Save a consistent snapshot of the cluster from its leader into FILE",
+		Long: "Save a consistent snapshot of the cluster from its leader into FILE: every write\n" +
+			"acknowledged before the call, with the Raft index and term it reflects and a\n" +
+			"SHA-256 checksum. FILE appears only once the whole file has been received and\n" +
+			"verified.",
+		Args: cobra.ExactArgs(1),
+		RunE: RunE(func(cmd *cobra.Command, args []string) error {
+			f, err := saveSnapshot(cmd.Context(), o, args[0])
+			if err != nil {
+				return err
+			}
+			return writeBackupSaved(cmd.OutOrStdout(), o.output, args[0], f)
+		}),
+	}
+}
+
+func newSnapshotInspectCmd(o *clientOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "inspect FILE",
+		Short: "Verify a snapshot file whole and show what it holds (offline)",
+		Args:  cobra.ExactArgs(1),
+		RunE: RunE(func(cmd *cobra.Command, args []string) error {
+			f, err := inspectBackup(args[0])
+			if err != nil {
+				return err
+			}
+			return writeBackupInfo(cmd.OutOrStdout(), o.output, args[0], f)
+		}),
+	}
+}
+
+func newSnapshotRestoreCmd(o *clientOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "restore FILE",
+		Short: "Replace the state of the whole cluster with a snapshot file",
+		Long: "Replace the state of the whole cluster with a snapshot file, through the leader's\n" +
+			"Raft. The file is verified whole first, here and on the leader; a bad file changes\n" +
+			"nothing. The fencing counter never goes back: the next token is above every token\n" +
+			"the cluster issued before, whatever the file holds. Runs the file shows in flight\n" +
+			"are re-dispatched with new tokens (at_least_once) or marked unknown (at_most_once).",
+		Args: cobra.ExactArgs(1),
+		RunE: RunE(func(cmd *cobra.Command, args []string) error {
+			f, err := inspectBackup(args[0])
+			if err != nil {
+				return err
+			}
+			res, err := restoreSnapshot(cmd.Context(), o, args[0])
+			if err != nil {
+				return err
+			}
+			return writeBackupRestored(cmd.OutOrStdout(), o.output, args[0], f, res)
+		}),
+	}
+}
+
+// inspectBackup opens and verifies a snapshot file.
+func inspectBackup(path string) (*backup.File, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	return inspectOpen(fh, path)
+}
+
+func inspectOpen(fh *os.File, path string) (*backup.File, error) {
+	st, err := fh.Stat()
+	if err != nil {
+		return nil, err
+	}
+	f, err := backup.Inspect(fh, st.Size())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return f, nil
+}
+
+// saveSnapshot receives the file into a temporary file next to path,
+// verifies it and only then renames it to path.
+func saveSnapshot(parent context.Context, o *clientOptions, path string) (*backup.File, error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		_ = tmp.Close()
+		_ = os.Remove(tmp.Name()) // fails harmlessly once renamed
+	}()
+	ctx, cancel := o.callContext(parent)
+	defer cancel()
+	err = onLeader(ctx, o, func(ctx context.Context, c pb.SnapshotServiceClient) error {
+		if err := tmp.Truncate(0); err != nil {
+			return err
+		}
+		if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		stream, err := c.SaveSnapshot(ctx, &pb.SaveSnapshotRequest{})
+		if err != nil {
+			return err
+		}
+		for {
+			resp, err := stream.Recv()
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if _, err := tmp.Write(resp.GetChunk()); err != nil {
+				return err
+			}
+		}
+	})
+	if err != nil {
+		return nil, o.call("snapshot").describe(err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return nil, err
+	}
+	f, err := inspectOpen(tmp, "received snapshot")
+	if err != nil {
+		return nil, err
+	}
+	if err := tmp.Close(); err != nil {
+		return nil, err
+	}
+	return f, os.Rename(tmp.Name(), path)
+}
+
+func restoreSnapshot(parent context.Context, o *clientOptions, path string) (*pb.RestoreSnapshotResponse, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	ctx, cancel := o.callContext(parent)
+	defer cancel()
+	var res *pb.RestoreSnapshotResponse
+	err = onLeader(ctx, o, func(ctx context.Context, c pb.SnapshotServiceClient) error {
+		if _, err := fh.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		stream, err := c.RestoreSnapshot(ctx)
+		if err != nil {
+			return err
+		}
+		buf := make([]byte, uploadChunk)
+		for {
+			n, rerr := io.ReadFull(fh, buf)
+			if n > 0 {
+				if err := stream.Send(&pb.RestoreSnapshotRequest{Chunk: buf[:n]}); err != nil {
+					break // the node answered early: CloseAndRecv says why
+				}
+			}
+			if errors.Is(rerr, io.EOF) || errors.Is(rerr, io.ErrUnexpectedEOF) {
+				break
+			}
+			if rerr != nil {
+				return rerr
+			}
+		}
+		res, err = stream.CloseAndRecv()
+		return err
+	})
+	if err != nil {
+		return nil, o.call("snapshot").describe(err)
+	}
+	return res, nil
+}
+
+// onLeader runs call against --addr and, when a node answers NOT_LEADER,
+// against the leader it names, until ctx ends. Snapshots are not
+// forwarded between nodes, and NOT_LEADER means nothing was done, so a
+// retry is always safe.
+func onLeader(ctx context.Context, o *clientOptions, call func(context.Context, pb.SnapshotServiceClient) error) error {
+	addr := o.addr
+	return backoff.Retry(ctx, 50*time.Millisecond, time.Second, isNotLeader, func() error {
+		at := *o
+		at.addr = addr
+		conn, err := at.dial()
+		if err != nil {
+			return err
+		}
+		err = call(ctx, pb.NewSnapshotServiceClient(conn))
+		_ = conn.Close()
+		if leader := leaderAddress(err); leader != "" {
+			addr = leader
+		}
+		return err
+	})
+}
+
+// leaderAddress is the leader a NOT_LEADER answer names, if any.
+func leaderAddress(err error) string {
+	st, _ := status.FromError(err)
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok {
+			return info.GetMetadata()["leader_address"]
+		}
+	}
+	return ""
+}
+
+// backupView is the JSON/YAML face of a snapshot file.
+type backupView struct {
+	File           string `json:"file"`
+	Version        int    `json:"version"`
+	Index          uint64 `json:"index"`
+	Term           uint64 `json:"term"`
+	TakenAt        string `json:"taken_at"`
+	TakenBy        string `json:"taken_by"`
+	SnapshotBytes  uint64 `json:"snapshot_bytes"`
+	SnapshotFormat uint32 `json:"snapshot_format"`
+	Jobs           int    `json:"jobs"`
+	Tombstones     int    `json:"tombstones"`
+	Runs           int    `json:"runs"`
+	OpenRuns       int    `json:"open_runs"`
+	FencingCounter uint64 `json:"fencing_counter"`
+	SHA256         string `json:"sha256"`
+}
+
+func backupViewOf(path string, f *backup.File) backupView {
+	h, s := f.Header, f.Snapshot
+	return backupView{
+		File: path, Version: backup.Version, Index: h.GetIndex(), Term: h.GetTerm(),
+		TakenAt: h.GetTakenAt().AsTime().UTC().Format(time.RFC3339Nano), TakenBy: h.GetNodeId(),
+		SnapshotBytes: h.GetSize(), SnapshotFormat: s.FormatVersion,
+		Jobs: s.Jobs, Tombstones: s.Tombstones, Runs: s.Runs, OpenRuns: s.OpenRuns,
+		FencingCounter: s.FencingCounter, SHA256: hex.EncodeToString(f.SHA256[:]),
+	}
+}
+
+func writeBackupInfo(w io.Writer, format outputFormat, path string, f *backup.File) error {
+	v := backupViewOf(path, f)
+	switch format {
+	case outputJSON:
+		return writeJSON(w, v)
+	case outputYAML:
+		return writeYAML(w, v)
+	}
+	tw := newTable(w)
+	for _, row := range [][2]any{
+		{"FILE", v.File}, {"VERSION", v.Version}, {"INDEX", v.Index}, {"TERM", v.Term},
+		{"TAKEN AT", v.TakenAt}, {"TAKEN BY", v.TakenBy}, {"SNAPSHOT BYTES", v.SnapshotBytes},
+		{"JOBS", v.Jobs}, {"TOMBSTONES", v.Tombstones}, {"RUNS", v.Runs}, {"OPEN RUNS", v.OpenRuns},
+		{"FENCING COUNTER", v.FencingCounter}, {"SHA256", v.SHA256},
+	} {
+		fmt.Fprintf(tw, "%s\t%v\n", row[0], row[1])
+	}
+	return tw.Flush()
+}
+
+func writeBackupSaved(w io.Writer, format outputFormat, path string, f *backup.File) error {
+	if format != outputTable {
+		return writeBackupInfo(w, format, path, f)
+	}
+	v := backupViewOf(path, f)
+	_, err := fmt.Fprintf(w, "saved snapshot at index %d (term %d) to %s: %d jobs, %d open runs, fencing counter %d, sha256 %s\n",
+		v.Index, v.Term, path, v.Jobs, v.OpenRuns, v.FencingCounter, v.SHA256)
+	return err
+}
+
+// restoredView is the JSON/YAML face of a restore.
+type restoredView struct {
+	File               string `json:"file"`
+	FileIndex          uint64 `json:"file_index"`
+	Index              uint64 `json:"index"`
+	Jobs               uint64 `json:"jobs"`
+	OpenRuns           uint64 `json:"open_runs"`
+	FencingCounter     uint64 `json:"fencing_counter"`
+	FileFencingCounter uint64 `json:"file_fencing_counter"`
+}
+
+func writeBackupRestored(w io.Writer, format outputFormat, path string, f *backup.File, res *pb.RestoreSnapshotResponse) error {
+	v := restoredView{
+		File: path, FileIndex: f.Header.GetIndex(), Index: res.GetIndex(), Jobs: res.GetJobs(), OpenRuns: res.GetOpenRuns(),
+		FencingCounter: res.GetFencingCounter(), FileFencingCounter: res.GetFileFencingCounter(),
+	}
+	switch format {
+	case outputJSON:
+		return writeJSON(w, v)
+	case outputYAML:
+		return writeYAML(w, v)
+	}
+	_, err := fmt.Fprintf(w, "restored %s (taken at index %d) as index %d: %d jobs, %d open runs; fencing counter %d (the file had %d)\n",
+		path, v.FileIndex, v.Index, v.Jobs, v.OpenRuns, v.FencingCounter, v.FileFencingCounter)
+	return err
+}

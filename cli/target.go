@@ -1,0 +1,52 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+)
+
+// Target is a node that a program calls as the CLI does, with the values
+// of the client flags (raftcron dev calls its demo cluster through it).
+type Target struct {
+	Addr    string
+	Timeout time.Duration
+	Auth    Auth
+}
+
+// Call dials t, runs fn bounded by t.Timeout, and describes its failure in
+// the CLI's one line, naming subject (`job "x"`; may be empty).
+func (t Target) Call(ctx context.Context, subject string, fn func(context.Context, *grpc.ClientConn) error) error {
+	return invoke(ctx, &clientOptions{addr: t.Addr, timeout: t.Timeout, auth: t.Auth}, subject, fn)
+}
+
+// Exports are the lines a second terminal pastes to use the CLI on t.
+func (t Target) Exports() []string {
+	lines := []string{exportLine(EnvName(flagAddr), t.Addr)}
+	if t.Auth.CACert != "" {
+		lines = append(lines,
+			exportLine(EnvName(flagCACert), t.Auth.CACert),
+			exportLine(EnvName(flagClientCert), t.Auth.ClientCert),
+			exportLine(EnvName(flagClientKey), t.Auth.ClientKey))
+	}
+	if t.Auth.Token != "" {
+		lines = append(lines, exportLine(EnvName(flagToken), t.Auth.Token))
+	}
+	return lines
+}
+
+func exportLine(name, value string) string {
+	return fmt.Sprintf("export %s=%s", name, shellQuote(value))
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but plain
+// path characters.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-:") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,10 @@
+// Package testutil holds what the tests of every package share: one way to
+// wait for a condition with a deadline (WaitFor), one way to say that a
+// test cannot run here for want of root or a tool (SkipOrFail, NeedRoot,
+// NeedTool; under CI=true they fail the test instead, so a missing install
+// step cannot hide behind a skip), the raftcron binary the multi-process
+// tests run (Binary), and a file of the test's own (WriteFile).
+//
+// It imports only the standard library, so that the tests of any package,
+// internal/proc's included, may use it.
+package testutil
