@@ -177,7 +177,12 @@ func (s *Server) wire() error {
 	if err := s.wireScheduler(); err != nil {
 		return err
 	}
-	opsServer, err := ops.New(node, s.state, s.cfg.Version, slices.Concat(s.sched.Collectors(), node.Collectors(), s.workers.Collectors())...)
+	hosts, err := ops.NewHosts(s.cfg.HTTPHosts)
+	if err != nil {
+		return err
+	}
+	opsServer, err := ops.New(node, s.state, s.cfg.Version, hosts,
+		slices.Concat(s.sched.Collectors(), node.Collectors(), s.workers.Collectors())...)
 	if err != nil {
 		return fmt.Errorf("ops port: %w", err)
 	}

@@ -20,6 +20,7 @@ const (
 	flagTLSVerifyClients = "tls-verify-clients"
 	flagInsecure         = "insecure"
 	flagDebugAddr        = "debug-addr"
+	flagHTTPHost         = "http-host"
 )
 
 // securityConfig is the part of serveConfig that decides who may reach
@@ -45,6 +46,8 @@ func addSecurityFlags(fs *pflag.FlagSet) {
 	fs.Bool(flagTLSVerifyClients, false, "require every API client to present a certificate from --tls-ca")
 	fs.Bool(flagInsecure, false, "allow serving a non-loopback --addr without TLS and client authentication, or --debug-addr off loopback (warned at every start)")
 	fs.String(flagDebugAddr, "", "host:port serving /debug/pprof/ without authentication (default off; loopback unless --insecure)")
+	fs.String(flagHTTPHost, "", "NAME,... the JSON API and the web UI answer as Host besides IP addresses and localhost; "+
+		"any other Host gets 421 (against DNS rebinding)")
 }
 
 // parseSecurity reads and checks the security flags. acl is --acl, which

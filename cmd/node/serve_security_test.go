@@ -119,3 +119,22 @@ func TestServeRejectsBadSecurityFlags(t *testing.T) {
 		t.Errorf("--debug-addr off loopback with --insecure: %v", err)
 	}
 }
+
+// TestServeHTTPHostFlag: --http-host lists names; a port, scheme or
+// wildcard is refused naming the flag.
+func TestServeHTTPHostFlag(t *testing.T) {
+	t.Parallel()
+	cfg, err := loadForTest(t, withArgs(minimal, []string{"--http-host", "raftcron.example, N1.Example."})...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(cfg.HTTPHosts, ",") != "raftcron.example,N1.Example." {
+		t.Fatalf("HTTPHosts = %q", cfg.HTTPHosts)
+	}
+	for _, bad := range []string{"raftcron.example:8001", "https://raftcron.example", "*.example"} {
+		_, err := loadForTest(t, withArgs(minimal, []string{"--http-host", bad})...)
+		if err == nil || !strings.Contains(err.Error(), "--http-host: ") || !strings.Contains(err.Error(), bad) {
+			t.Errorf("--http-host %s: %v, want a refusal naming the flag and the value", bad, err)
+		}
+	}
+}
