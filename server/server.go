@@ -173,6 +173,7 @@ func (s *Server) wire() error {
 	if err != nil {
 		return err
 	}
+	pol.HTTPDeny = egressFor(pol.HTTPDeny, s.mux.Addr(), s.ownListeners(pol)...)
 	s.cfg.Policy = pol
 	if err := s.wireScheduler(); err != nil {
 		return err
@@ -205,6 +206,15 @@ func (s *Server) wire() error {
 		s.healthHTTP = ops.HTTPServer(opsServer.HealthHandler())
 	}
 	return nil
+}
+
+// ownListeners are the process's listeners besides the node's own port.
+func (s *Server) ownListeners(p Policy) []net.Addr {
+	addrs := append([]net.Addr{s.httpLn.Addr()}, p.OwnListeners...)
+	if s.healthLn != nil {
+		addrs = append(addrs, s.healthLn.Addr())
+	}
+	return addrs
 }
 
 // wireScheduler builds the remote workers' hub and the scheduler with the
