@@ -205,11 +205,7 @@ func (e *Egress) String() string {
 	if e == nil {
 		return ""
 	}
-	s := make([]string, len(e.deny))
-	for i, r := range e.deny {
-		s[i] = r.prefix.String()
-	}
-	return strings.Join(s, ",")
+	return commaList(e.deny, func(r deniedRange) string { return r.prefix.String() })
 }
 
 // Allowed lists the allowed ranges, comma-separated.
@@ -217,11 +213,7 @@ func (e *Egress) Allowed() string {
 	if e == nil {
 		return ""
 	}
-	s := make([]string, len(e.allow))
-	for i, p := range e.allow {
-		s[i] = p.String()
-	}
-	return strings.Join(s, ",")
+	return commaList(e.allow, netip.Prefix.String)
 }
 
 // OwnPorts lists the node's own ports, comma-separated.
@@ -229,9 +221,13 @@ func (e *Egress) OwnPorts() string {
 	if e == nil {
 		return ""
 	}
-	s := make([]string, len(e.ports))
-	for i, p := range e.ports {
-		s[i] = strconv.Itoa(int(p))
+	return commaList(e.ports, func(p uint16) string { return strconv.Itoa(int(p)) })
+}
+
+func commaList[T any](items []T, format func(T) string) string {
+	s := make([]string, len(items))
+	for i, it := range items {
+		s[i] = format(it)
 	}
 	return strings.Join(s, ",")
 }
