@@ -17,9 +17,8 @@ import (
 )
 
 // FieldHTTPAddr, FieldHealthAddr, FieldTLS, FieldWorkerLease and
-// FieldHTTPHosts name these
-// fields in a *cluster.ConfigError; the other fields keep cluster's names
-// (cluster.FieldID, ...).
+// FieldHTTPHosts name these fields in a *cluster.ConfigError; the other
+// fields keep cluster's names (cluster.FieldID, ...).
 const (
 	FieldHTTPAddr    = "HTTPAddr"
 	FieldHealthAddr  = "HealthAddr"
