@@ -10,8 +10,8 @@ import (
 
 	"github.com/raftcron/raftcron/internal/testutil"
 	"github.com/raftcron/raftcron/policy"
-	"github.com/raftcron/raftcron/scheduler/dispatch"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+	"github.com/raftcron/raftcron/scheduler/dispatch"
 )
 
 // A webhook aimed at the node's own ports — the ops port's /status, the
