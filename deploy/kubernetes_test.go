@@ -79,7 +79,7 @@ func checkCluster(t *testing.T, objs []any) {
 	t.Helper()
 	var sts *appsv1.StatefulSet
 	var pdb *policyv1.PodDisruptionBudget
-	var headless *corev1.Service
+	var headless, client *corev1.Service
 	for _, o := range objs {
 		switch v := o.(type) {
 		case *appsv1.StatefulSet:
@@ -89,6 +89,8 @@ func checkCluster(t *testing.T, objs []any) {
 		case *corev1.Service:
 			if v.Spec.ClusterIP == corev1.ClusterIPNone {
 				headless = v
+			} else {
+				client = v
 			}
 		}
 	}
@@ -138,6 +140,10 @@ func checkCluster(t *testing.T, objs []any) {
 		}
 	}
 	checkProbesPlain(t, c, env["RAFTCRON_HEALTH_ADDR"])
+	// The JSON API and the UI answer 421 to a name they are not given.
+	if client == nil || !strings.Contains(","+env["RAFTCRON_HTTP_HOST"], ","+client.Name+".") {
+		t.Errorf("RAFTCRON_HTTP_HOST %q does not name the client Service: the JSON API and the UI would answer it 421", env["RAFTCRON_HTTP_HOST"])
+	}
 }
 
 // checkProbesPlain: with TLS the ops port is HTTPS, which the kubelet's

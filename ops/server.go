@@ -2,8 +2,9 @@
 // and Prometheus metrics, and whatever else is mounted on it (the JSON
 // API). What ops serves itself is open to whoever reaches it, so it changes
 // no state and reveals no more than status; pprof has a port of its own
-// (debug.go). The JSON API mounted beside it is a client of the node's own
-// gRPC server, behind its ACLs. The port is plain HTTP unless the
+// (debug.go). The JSON API and the UI mounted beside it are clients of the
+// node's own gRPC server, behind its ACLs, and behind a Host check against
+// DNS rebinding (Hosts). The port is plain HTTP unless the
 // http.Server it runs in has a TLS config (Serve); probes such as
 // Kubernetes' cannot speak TLS, and HealthHandler serves them on a plain
 // port of their own then.
@@ -44,15 +45,20 @@ type Server struct {
 	node     Node
 	registry Registry
 	mux      *http.ServeMux
+	// hosts checks the Host of every request to a mounted handler.
+	hosts *Hosts
 	// draining is set once on graceful stop and never cleared: from then on
 	// the node reports not ready so load balancers stop sending to it.
 	draining atomic.Bool
 }
 
 // New builds the ops handlers for one node; extra collectors (the
-// scheduler's) are served on /metrics too.
-func New(n Node, r Registry, version string, extra ...prometheus.Collector) (*Server, error) {
-	s := &Server{node: n, registry: r, mux: http.NewServeMux()}
+// scheduler's) are served on /metrics too. hosts is the Host check of what
+// is mounted (nil: IP literals and localhost only); the ops endpoints stay
+// open to any Host, since probes and Prometheus call them by whatever name
+// they know the node.
+func New(n Node, r Registry, version string, hosts *Hosts, extra ...prometheus.Collector) (*Server, error) {
+	s := &Server{node: n, registry: r, mux: http.NewServeMux(), hosts: hosts}
 	reg, err := newRegistry(n, r, version, append(extra, s.collectors()...))
 	if err != nil {
 		return nil, err
@@ -68,8 +74,10 @@ func New(n Node, r Registry, version string, extra ...prometheus.Collector) (*Se
 func (s *Server) Handler() http.Handler { return s.mux }
 
 // Mount serves h under pattern (an http.ServeMux pattern, e.g. "/v1/") on
-// the ops port beside the operations endpoints. Call it before serving.
-func (s *Server) Mount(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+// the ops port beside the operations endpoints, behind the Host check: a
+// request with another Host is answered 421 before h sees it. Call it
+// before serving.
+func (s *Server) Mount(pattern string, h http.Handler) { s.mux.Handle(pattern, s.hosts.Guard(h)) }
 
 // HealthHandler serves only /livez and /readyz, for a plain-HTTP port of
 // their own when the ops port speaks TLS: Kubernetes' probes, for one,

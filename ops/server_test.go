@@ -40,7 +40,7 @@ func (fakeRegistry) LastHour(time.Time) *pb.RunCounts {
 func newTestServer(t *testing.T) (*fakeNode, *Server, *httptest.Server) {
 	t.Helper()
 	n := &fakeNode{}
-	s, err := New(n, fakeRegistry{}, "v-test")
+	s, err := New(n, fakeRegistry{}, "v-test", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

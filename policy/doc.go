@@ -1,6 +1,7 @@
 // Package policy holds what a node allows its jobs to reach: which programs
-// exec jobs may run (Exec) and which addresses webhooks may not dial
-// (Egress). Both are node configuration, not replicated state: every node
+// exec jobs may run (Exec) and which addresses webhooks may dial (Egress:
+// never the node's own ports, the denied ranges unless an allowed range
+// reopens them). Both are node configuration, not replicated state: every node
 // checks its own, so nodes should be started with the same lists.
 //
 // The API checks Exec when a job is registered; the dispatcher checks both

@@ -10,19 +10,21 @@ import (
 
 	"github.com/raftcron/raftcron/cluster"
 	"github.com/raftcron/raftcron/fsm"
+	"github.com/raftcron/raftcron/ops"
 	"github.com/raftcron/raftcron/scheduler"
 	"github.com/raftcron/raftcron/scheduler/dispatch"
 	"github.com/raftcron/raftcron/scheduler/remote"
 )
 
-// FieldHTTPAddr, FieldHealthAddr, FieldTLS and FieldWorkerLease name these
-// fields in a *cluster.ConfigError; the other fields keep cluster's names
-// (cluster.FieldID, ...).
+// FieldHTTPAddr, FieldHealthAddr, FieldTLS, FieldWorkerLease and
+// FieldHTTPHosts name these fields in a *cluster.ConfigError; the other
+// fields keep cluster's names (cluster.FieldID, ...).
 const (
 	FieldHTTPAddr    = "HTTPAddr"
 	FieldHealthAddr  = "HealthAddr"
 	FieldTLS         = "TLS"
 	FieldWorkerLease = "WorkerLease"
+	FieldHTTPHosts   = "HTTPHosts"
 )
 
 // Config is one node's configuration. It names no flags: cmd/node fills it
@@ -44,6 +46,10 @@ type Config struct {
 	// only /livez and /readyz, for probes that cannot speak TLS. It reveals
 	// only liveness, so anyone may call it; port 0 picks a free one.
 	HealthAddr string
+	// HTTPHosts are the names besides IP literals and localhost that the
+	// JSON API and the UI on the ops port answer as Host; other names get
+	// 421, against DNS rebinding (ops.Hosts).
+	HTTPHosts []string
 	// Peers is the bootstrap set, Join the nodes to join through; both are
 	// used only while DataDir holds no Raft state.
 	Peers []cluster.Peer
@@ -132,7 +138,15 @@ func (cfg Config) Validate() error {
 		healthErr = checkListenAddr(FieldHealthAddr, cfg.HealthAddr)
 	}
 	return errors.Join(cfg.cluster().Validate(), addrErr, checkListenAddr(FieldHTTPAddr, cfg.HTTPAddr), healthErr,
-		cfg.Limits.validate(), tlsErr, checkAuditLimit(cfg.AuditLimit), checkWorkerLease(cfg.WorkerLease))
+		checkHTTPHosts(cfg.HTTPHosts), cfg.Limits.validate(), tlsErr, checkAuditLimit(cfg.AuditLimit), checkWorkerLease(cfg.WorkerLease))
+}
+
+// checkHTTPHosts: the Host check's own rule (ops.NewHosts).
+func checkHTTPHosts(names []string) error {
+	if _, err := ops.NewHosts(names); err != nil {
+		return &cluster.ConfigError{Field: FieldHTTPHosts, Rule: err.Error(), Err: cluster.ErrInvalidConfig}
+	}
+	return nil
 }
 
 // withListenerAddr takes the address of a listener the caller bound.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"log/slog"
+	"net"
 
 	"github.com/raftcron/raftcron/fence"
 	"github.com/raftcron/raftcron/internal/proc"
@@ -17,8 +18,13 @@ import (
 type Policy struct {
 	Exec      *policy.Exec   // nil or empty: no exec jobs
 	ExecUser  *proc.User     // nil: children run as the node's user
-	HTTPDeny  *policy.Egress // nil: policy.DefaultHTTPDeny; empty: webhooks may dial anything
+	HTTPDeny  *policy.Egress // nil: policy.DefaultHTTPDeny; empty: webhooks may dial anything but the node itself
 	FenceKeys *fence.Keys    // nil: dispatches are not signed
+
+	// OwnListeners are ports of the process that the server does not bind
+	// (pprof's --debug-addr). Webhooks may not reach them, nor the ports
+	// the server binds (egressFor).
+	OwnListeners []net.Addr
 }
 
 // withDefaults fills the nil fields that have a default.
@@ -63,5 +69,24 @@ func (p Policy) log(log *slog.Logger) {
 		user = p.ExecUser.Name
 	}
 	log.Info("dispatch policy", "exec_enabled", p.Exec.Enabled(), "exec_user", user,
-		"http_deny", p.HTTPDeny.String(), "signed", p.FenceKeys != nil)
+		"http_deny", p.HTTPDeny.String(), "http_allow", p.HTTPDeny.Allowed(), "http_own_ports", p.HTTPDeny.OwnPorts(),
+		"signed", p.FenceKeys != nil)
+}
+
+// egressFor is the egress check of a node whose own port (--addr) is bound
+// at node and whose other listeners are at others: the node's ports are
+// never reached, nor this host's addresses unless the node is on loopback.
+func egressFor(e *policy.Egress, node net.Addr, others ...net.Addr) *policy.Egress {
+	self := policy.Self{Loopback: isLoopback(node)}
+	for _, a := range append([]net.Addr{node}, others...) {
+		if tcp, ok := a.(*net.TCPAddr); ok {
+			self.Ports = append(self.Ports, uint16(tcp.Port))
+		}
+	}
+	return e.ForNode(self)
+}
+
+func isLoopback(a net.Addr) bool {
+	tcp, ok := a.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
 }

@@ -173,11 +173,17 @@ func (s *Server) wire() error {
 	if err != nil {
 		return err
 	}
+	pol.HTTPDeny = egressFor(pol.HTTPDeny, s.mux.Addr(), s.ownListeners(pol)...)
 	s.cfg.Policy = pol
 	if err := s.wireScheduler(); err != nil {
 		return err
 	}
-	opsServer, err := ops.New(node, s.state, s.cfg.Version, slices.Concat(s.sched.Collectors(), node.Collectors(), s.workers.Collectors())...)
+	hosts, err := ops.NewHosts(s.cfg.HTTPHosts)
+	if err != nil {
+		return err
+	}
+	opsServer, err := ops.New(node, s.state, s.cfg.Version, hosts,
+		slices.Concat(s.sched.Collectors(), node.Collectors(), s.workers.Collectors())...)
 	if err != nil {
 		return fmt.Errorf("ops port: %w", err)
 	}
@@ -200,6 +206,15 @@ func (s *Server) wire() error {
 		s.healthHTTP = ops.HTTPServer(opsServer.HealthHandler())
 	}
 	return nil
+}
+
+// ownListeners are the process's listeners besides the node's own port.
+func (s *Server) ownListeners(p Policy) []net.Addr {
+	addrs := append([]net.Addr{s.httpLn.Addr()}, p.OwnListeners...)
+	if s.healthLn != nil {
+		addrs = append(addrs, s.healthLn.Addr())
+	}
+	return addrs
 }
 
 // wireScheduler builds the remote workers' hub and the scheduler with the

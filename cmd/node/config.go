@@ -86,6 +86,7 @@ var flagOfField = map[string]string{
 	server.FieldMaxConcurrentStreams: flagMaxConcurrentStreams,
 	server.FieldAuditLimit:           flagAuditLimit,
 	server.FieldWorkerLease:          flagWorkerLease,
+	server.FieldHTTPHosts:            flagHTTPHost,
 }
 
 // flagErrors turns each *cluster.ConfigError in err (joined ones
@@ -218,6 +219,7 @@ func parseServeConfig(k *koanf.Koanf) (serveConfig, error) {
 	cfg.Addr = stringValue(k, flagAddr)
 	cfg.HTTPAddr = stringValue(k, flagHTTPAddr)
 	cfg.HealthAddr = stringValue(k, flagHealthAddr)
+	cfg.HTTPHosts = cli.SplitList(stringValue(k, flagHTTPHost))
 	peers, err := cluster.ParsePeers(stringValue(k, flagPeers))
 	check(err)
 	cfg.Peers = peers

@@ -19,6 +19,7 @@ const (
 	flagExecAllow    = "exec-allow"
 	flagExecUser     = "exec-user"
 	flagHTTPDeny     = "http-deny"
+	flagHTTPAllow    = "http-allow"
 	flagFenceKeyFile = "fence-key-file"
 )
 
@@ -27,7 +28,10 @@ func addPolicyFlags(fs *pflag.FlagSet) {
 		"('*' stops at '/'); empty: exec jobs are refused")
 	fs.String(flagExecUser, "", "run exec jobs as this user (the node must run as root)")
 	fs.String(flagHTTPDeny, strings.Join(policy.DefaultHTTPDeny, ","), "CIDR,... that webhooks may not reach, "+
-		"checked on the dialled address after DNS; empty: none")
+		"checked on the dialled address after DNS; empty: none. Also denied: this host's loopback and unspecified "+
+		"addresses unless --addr is loopback, and the node's own ports always")
+	fs.String(flagHTTPAllow, "", "CIDR,... that webhooks may reach although --http-deny or this host's addresses "+
+		"cover them (an allow beats every deny); never the node's own ports")
 	fs.String(flagFenceKeyFile, "", "file of the key that signs every dispatch (X-Raftcron-Signature), "+
 		"one key per line: the first signs, a second only takes part in a rotation")
 }
@@ -48,6 +52,9 @@ func parsePolicyConfig(k *koanf.Koanf, euid int) (server.Policy, error) {
 	}
 	if p.HTTPDeny, err = policy.NewEgress(cli.SplitList(stringValue(k, flagHTTPDeny))); err != nil {
 		errs = append(errs, fmt.Errorf("--%s: %w", flagHTTPDeny, err))
+	}
+	if p.HTTPDeny, err = p.HTTPDeny.WithAllow(cli.SplitList(stringValue(k, flagHTTPAllow))); err != nil {
+		errs = append(errs, fmt.Errorf("--%s: %w", flagHTTPAllow, err))
 	}
 	if path := stringValue(k, flagFenceKeyFile); path != "" {
 		if p.FenceKeys, err = fence.LoadKeys(path); err != nil {

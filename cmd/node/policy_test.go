@@ -18,17 +18,17 @@ func TestServePolicyFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := cfg.Policy
-	if p.Exec.Enabled() || p.ExecUser != nil || p.FenceKeys != nil || p.HTTPDeny.String() != "169.254.0.0/16,fe80::/10" {
-		t.Fatalf("defaults: exec %v, user %v, keys %v, http-deny %q; want exec off, no user, unsigned, link-local denied",
+	if p.Exec.Enabled() || p.ExecUser != nil || p.FenceKeys != nil || p.HTTPDeny.String() != "169.254.0.0/16,fe80::/10,fd00:ec2::254/128,100.100.100.200/32" || p.HTTPDeny.Allowed() != "" {
+		t.Fatalf("defaults: exec %v, user %v, keys %v, http-deny %q; want exec off, no user, unsigned, metadata services denied",
 			p.Exec.Enabled(), p.ExecUser, p.FenceKeys != nil, p.HTTPDeny.String())
 	}
 	keyFile := testutil.WriteFile(t, "fence.key", testFenceKey+"\n")
 	cfg, err = loadForTest(t, append(minimal, "--exec-allow", "/usr/local/bin/*,/opt/jobs/report",
-		"--http-deny", "", "--fence-key-file", keyFile)...)
+		"--http-deny", "", "--http-allow", "127.0.0.1, 10.1.0.0/16", "--fence-key-file", keyFile)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := cfg.Policy; !p.Exec.Enabled() || p.Exec.Allow("/opt/jobs/report") != nil || p.HTTPDeny.String() != "" || p.FenceKeys == nil {
+	if p := cfg.Policy; !p.Exec.Enabled() || p.Exec.Allow("/opt/jobs/report") != nil || p.HTTPDeny.String() != "" || p.HTTPDeny.Allowed() != "127.0.0.1/32,10.1.0.0/16" || p.FenceKeys == nil {
 		t.Fatalf("set: %+v", p)
 	}
 
@@ -38,6 +38,7 @@ func TestServePolicyFlags(t *testing.T) {
 	}{
 		"relative pattern":  {[]string{"--exec-allow", "bin/*"}, `--exec-allow: pattern "bin/*": must be an absolute`},
 		"bad range":         {[]string{"--http-deny", "10.0.0.0/33"}, `--http-deny: "10.0.0.0/33" is not a CIDR range`},
+		"bad allowed range": {[]string{"--http-allow", "localhost"}, `--http-allow: "localhost" is not a CIDR range`},
 		"missing key file":  {[]string{"--fence-key-file", "/nonexistent/fence.key"}, "--fence-key-file: fence: open /nonexistent/fence.key"},
 		"short key":         {[]string{"--fence-key-file", testutil.WriteFile(t, "short.key", "short\n")}, "want at least 32"},
 		"unknown exec user": {[]string{"--exec-user", "raftcron-no-such-user"}, "--exec-user: "},

@@ -71,14 +71,20 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) error {
 	if bundle != nil {
 		nodeCfg.TLS = &cluster.TLSConfig{Source: bundle, VerifyClients: cfg.TLSVerifyClients}
 	}
-	s, err := server.New(nodeCfg)
-	if err != nil {
-		return flagError(err)
-	}
 	debugLn, err := listenDebug(cfg.DebugAddr)
 	if err != nil {
-		_ = s.Stop(context.Background())
 		return err
+	}
+	if debugLn != nil {
+		// Webhooks must not reach pprof either.
+		nodeCfg.Policy.OwnListeners = append(nodeCfg.Policy.OwnListeners, debugLn.Addr())
+	}
+	s, err := server.New(nodeCfg)
+	if err != nil {
+		if debugLn != nil {
+			_ = debugLn.Close()
+		}
+		return flagError(err)
 	}
 	memLimit, memLimitSource := applyMemoryLimit(cfg.MemoryLimit)
 	gcPercent, gcPercentSource := applyGCPercent(memLimit)

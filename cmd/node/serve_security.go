@@ -20,6 +20,7 @@ const (
 	flagTLSVerifyClients = "tls-verify-clients"
 	flagInsecure         = "insecure"
 	flagDebugAddr        = "debug-addr"
+	flagHTTPHost         = "http-host"
 )
 
 // securityConfig is the part of serveConfig that decides who may reach
@@ -45,6 +46,8 @@ func addSecurityFlags(fs *pflag.FlagSet) {
 	fs.Bool(flagTLSVerifyClients, false, "require every API client to present a certificate from --tls-ca")
 	fs.Bool(flagInsecure, false, "allow serving a non-loopback --addr without TLS and client authentication, or --debug-addr off loopback (warned at every start)")
 	fs.String(flagDebugAddr, "", "host:port serving /debug/pprof/ without authentication (default off; loopback unless --insecure)")
+	fs.String(flagHTTPHost, "", "NAME,... the JSON API and the web UI answer as Host besides IP addresses and localhost; "+
+		"any other Host gets 421 (against DNS rebinding)")
 }
 
 // parseSecurity reads and checks the security flags. acl is --acl, which
@@ -123,14 +126,23 @@ func checkSecureByDefault(c securityConfig, addr string, acl bool) error {
 }
 
 // checkHTTPSecureByDefault: the HTTP port serves the JSON API, which takes
-// writes. Its callers bring no client certificate (it is plain HTTP), so
-// off loopback only ACL tokens tell who they are; --tls-verify-clients
-// does not cover it.
+// writes, and the UI, where people sign in with management tokens. Its
+// callers bring no client certificate, so off loopback only ACL tokens tell
+// who they are (--tls-verify-clients does not cover it), and those tokens
+// must not cross the network in plaintext.
 func checkHTTPSecureByDefault(c securityConfig, httpAddr string, acl bool) error {
-	if c.Insecure || acl || cli.IsLoopback(httpAddr) {
+	if c.Insecure || cli.IsLoopback(httpAddr) || (acl && c.hasTLS()) {
 		return nil
 	}
-	return fmt.Errorf("--%s %s is not loopback: the JSON API on it takes writes and knows its callers only by their ACL tokens, "+
-		"so serving it needs --%s, or --%s to accept that anyone who reaches the port can change jobs",
-		flagHTTPAddr, httpAddr, flagACL, flagInsecure)
+	var missing []string
+	if !c.hasTLS() {
+		missing = append(missing, fmt.Sprintf("TLS (--%s, --%s, --%s) so that tokens and UI sign-ins are not sent in plaintext",
+			flagTLSCert, flagTLSKey, flagTLSCA))
+	}
+	if !acl {
+		missing = append(missing, "--"+flagACL)
+	}
+	return fmt.Errorf("--%s %s is not loopback: the JSON API and web UI on it take writes and know their callers only by their ACL tokens, "+
+		"so serving it needs %s, or --%s to accept that anyone who reaches the port can change jobs and read what is sent to it",
+		flagHTTPAddr, httpAddr, strings.Join(missing, " and "), flagInsecure)
 }

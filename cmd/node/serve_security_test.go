@@ -31,9 +31,15 @@ func TestServeRefusesAnOpenNonLoopbackAddress(t *testing.T) {
 		{"TLS without client auth", withArgs(minimal, public, tlsFlags), []string{"not loopback", "needs --acl or --tls-verify-clients"}},
 		{"a name might be anything", withArgs(minimal, []string{"--addr", "node1.internal:7001"}), []string{"node1.internal:7001 is not loopback"}},
 		{"JSON API open", withArgs(minimal, []string{"--http-addr", "192.0.2.10:8001"}),
-			[]string{"--http-addr 192.0.2.10:8001 is not loopback", "the JSON API", "needs --acl", "--insecure"}},
+			[]string{"--http-addr 192.0.2.10:8001 is not loopback", "the JSON API", "needs TLS (--tls-cert", "and --acl", "--insecure"}},
 		{"JSON API behind client certificates only", withArgs(minimal, public, tlsFlags, []string{"--tls-verify-clients", "--http-addr", "0.0.0.0:8001"}),
 			[]string{"--http-addr 0.0.0.0:8001 is not loopback", "needs --acl"}},
+		// Tokens, the UI's sign-ins among them, would cross the network in
+		// plaintext.
+		{"JSON API behind ACLs without TLS", withArgs(minimal, []string{"--acl", "--http-addr", "0.0.0.0:8001"}),
+			[]string{"--http-addr 0.0.0.0:8001 is not loopback", "needs TLS (--tls-cert", "not sent in plaintext", "--insecure"}},
+		{"JSON API behind ACLs without TLS, IPv6", withArgs(minimal, []string{"--acl", "--http-addr", "[2001:db8::1]:8001"}),
+			[]string{"--http-addr [2001:db8::1]:8001 is not loopback", "needs TLS"}},
 	}
 	for _, tc := range refused {
 		t.Run(tc.name, func(t *testing.T) {
@@ -60,6 +66,8 @@ func TestServeRefusesAnOpenNonLoopbackAddress(t *testing.T) {
 		{"--insecure", withArgs(minimal, public, []string{"--insecure"})},
 		{"JSON API behind ACLs", withArgs(minimal, public, tlsFlags, []string{"--acl", "--http-addr", "0.0.0.0:8001"})},
 		{"JSON API --insecure", withArgs(minimal, []string{"--http-addr", "0.0.0.0:8001", "--insecure"})},
+		{"JSON API with ACLs --insecure", withArgs(minimal, []string{"--http-addr", "0.0.0.0:8001", "--acl", "--insecure"})},
+		{"JSON API behind ACLs on loopback", withArgs(minimal, []string{"--http-addr", "[::1]:8001", "--acl"})},
 	}
 	for _, tc := range accepted {
 		t.Run(tc.name, func(t *testing.T) {
@@ -117,5 +125,24 @@ func TestServeRejectsBadSecurityFlags(t *testing.T) {
 	}
 	if _, err := loadForTest(t, withArgs(minimal, []string{"--debug-addr", "192.0.2.10:6060", "--insecure"})...); err != nil {
 		t.Errorf("--debug-addr off loopback with --insecure: %v", err)
+	}
+}
+
+// TestServeHTTPHostFlag: --http-host lists names; a port, scheme or
+// wildcard is refused naming the flag.
+func TestServeHTTPHostFlag(t *testing.T) {
+	t.Parallel()
+	cfg, err := loadForTest(t, withArgs(minimal, []string{"--http-host", "raftcron.example, N1.Example."})...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(cfg.HTTPHosts, ",") != "raftcron.example,N1.Example." {
+		t.Fatalf("HTTPHosts = %q", cfg.HTTPHosts)
+	}
+	for _, bad := range []string{"raftcron.example:8001", "https://raftcron.example", "*.example"} {
+		_, err := loadForTest(t, withArgs(minimal, []string{"--http-host", bad})...)
+		if err == nil || !strings.Contains(err.Error(), "--http-host: ") || !strings.Contains(err.Error(), bad) {
+			t.Errorf("--http-host %s: %v, want a refusal naming the flag and the value", bad, err)
+		}
 	}
 }

@@ -9,6 +9,13 @@ import (
 	"time"
 )
 
+// AddrPolicy decides which addresses webhooks may dial (policy.Egress does). Allow
+// returns why addr may not be dialled, or nil. The port counts: the node's own ports
+// are refused where other ports of the same host may be allowed.
+type AddrPolicy interface {
+	Allow(addr netip.AddrPort) error
+}
+
 // egressError is a dial the AddrPolicy refused. It travels up through net.OpError and
 // url.Error, so that Execute can tell it from a connection the target refused.
 type egressError struct{ err error }
@@ -26,7 +33,7 @@ func egressControl(p AddrPolicy) func(network, address string, _ syscall.RawConn
 		if err != nil {
 			return &egressError{fmt.Errorf("egress denied: cannot judge the address %q", address)}
 		}
-		if err := p.Allow(ap.Addr()); err != nil {
+		if err := p.Allow(ap); err != nil {
 			return &egressError{err}
 		}
 		return nil

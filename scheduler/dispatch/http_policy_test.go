@@ -68,10 +68,12 @@ func TestHTTPEgressDeniedBeforeConnect(t *testing.T) {
 }
 
 // TestHTTPEgressDeniesCloudMetadataByDefault: the default ranges refuse the metadata
-// service without trying it (a real attempt would wait for its timeout here).
+// services without trying them (a real attempt would wait for its timeout here):
+// link-local, AWS's IPv6 endpoint, Alibaba Cloud's.
 func TestHTTPEgressDeniesCloudMetadataByDefault(t *testing.T) {
 	ex := NewHTTPExecutorWith(HTTPConfig{Egress: egress(t, policy.DefaultHTTPDeny...)})
-	for _, url := range []string{"http://169.254.169.254/raftcron-egress-test", "http://[fe80::1]:8080/", "http://[::ffff:169.254.169.254]/"} {
+	for _, url := range []string{"http://169.254.169.254/raftcron-egress-test", "http://[fe80::1]:8080/", "http://[::ffff:169.254.169.254]/",
+		"http://[fd00:ec2::254]/latest/meta-data/", "http://100.100.100.200/latest/meta-data/", "http://[::ffff:100.100.100.200]/"} {
 		start := time.Now()
 		out := ex.Execute(context.Background(), bounded(httpAttempt(url)))
 		wantState(t, out, pb.RunState_RUN_STATE_FAILED, "")

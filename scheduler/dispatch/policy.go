@@ -1,7 +1,6 @@
 package dispatch
 
 import (
-	"net/netip"
 	"time"
 
 	"github.com/raftcron/raftcron/fence"
@@ -22,12 +21,6 @@ const (
 // returns why command may not run, or nil.
 type CommandPolicy interface {
 	Allow(command string) error
-}
-
-// AddrPolicy decides which addresses webhooks may dial (policy.Egress does). Allow
-// returns why addr may not be dialled, or nil.
-type AddrPolicy interface {
-	Allow(addr netip.Addr) error
 }
 
 // Signer signs an attempt for the downstream to verify (fence.Keys does): the value of

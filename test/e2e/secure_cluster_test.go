@@ -213,10 +213,17 @@ func callCtx(t *testing.T, token string) context.Context {
 // bearer (none if empty).
 func (c *secureCluster) httpGet(addr, path, token string) int {
 	c.t.Helper()
+	return c.httpGetAs("", addr, path, token)
+}
+
+// httpGetAs is httpGet with host as the Host header (addr if empty).
+func (c *secureCluster) httpGetAs(host, addr, path, token string) int {
+	c.t.Helper()
 	req, err := http.NewRequest(http.MethodGet, "https://"+addr+path, nil)
 	if err != nil {
 		c.t.Fatal(err)
 	}
+	req.Host = host
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}

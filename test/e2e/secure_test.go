@@ -49,9 +49,11 @@ const intruderTimeout = 60 * time.Second
 // before its fence. While it fires, strangers try every way in that the
 // boundary closes: plaintext gRPC and Raft, calls without a token, with an
 // unknown one, with a token of too small a role or scope, an exec job, a
-// webhook to the cloud metadata address, a forged dispatch with a huge
-// token, and a fourth node with another CA's certificate. The node
-// certificates are also replaced and reloaded on SIGHUP.
+// webhook to the cloud metadata address and one to the node's own ops
+// port, a page rebound to a node's address (DNS rebinding), a forged
+// dispatch with a huge token, and a fourth node with another CA's
+// certificate. The node certificates are also replaced and reloaded on
+// SIGHUP.
 func TestSecure3(t *testing.T) {
 	c := newSecureCluster(t)
 	intruder := c.startIntruder() // its join attempts fail while the rest runs
@@ -62,7 +64,9 @@ func TestSecure3(t *testing.T) {
 	c.checkTokens()
 	c.checkGrpcurl()
 	c.checkExecRefused()
-	c.checkEgressDenied()
+	c.checkEgressDenied("metadata", "http://169.254.169.254/latest/meta-data/")
+	c.checkEgressDenied("self", "https://"+c.httpAddr(c.leaderIndex())+"/status")
+	c.checkReboundHost()
 	c.checkForgedDispatch()
 	c.checkCertReload()
 	c.checkIntruderKeptOut(intruder)
@@ -223,12 +227,12 @@ func (c *secureCluster) checkExecRefused() {
 	wantCode(t, "GetJob of the refused exec job", err, codes.NotFound)
 }
 
-// checkEgressDenied: a webhook to the cloud metadata address fails before
-// any byte leaves, with the reason in the run ledger.
-func (c *secureCluster) checkEgressDenied() {
+// checkEgressDenied: a webhook to url (the cloud metadata address, the
+// leading node's own ops port) fails before any byte leaves, with the
+// reason in the run ledger.
+func (c *secureCluster) checkEgressDenied(name, url string) {
 	t := c.t
-	const name = "metadata"
-	c.applyJob(name, fmt.Sprintf("name: %s\nschedule: \"@every 1s\"\nhttp: {url: \"http://169.254.169.254/latest/meta-data/\"}\n", name))
+	c.applyJob(name, fmt.Sprintf("name: %s\nschedule: \"@every 1s\"\nhttp: {url: %q, method: GET, keep_response: true}\n", name, url))
 	testutil.WaitFor(t, secureRunsTimeout, "a run of "+name+" failed with egress_denied", func() bool {
 		out, err := c.cli(c.mgmt, "run", "list", "--job", name, "-o", "json")
 		if err != nil {
@@ -239,17 +243,56 @@ func (c *secureCluster) checkEgressDenied() {
 			t.Fatalf("run list -o json: %v\n%s", err, out)
 		}
 		for _, r := range runs {
-			if r.Reason != "" && r.Reason != "egress_denied" {
-				t.Fatalf("a run of %s ended %s/%s: want egress_denied\n%s", name, r.State, r.Reason, out)
-			}
-			if r.State == "failed" && r.Reason == "egress_denied" {
+			switch {
+			case r.State == "failed" && r.Reason == "egress_denied":
 				return true
+			case r.State != "dispatched" && r.State != "retrying":
+				t.Fatalf("a run of %s ended %s/%s: want egress_denied\n%s", name, r.State, r.Reason, out)
 			}
 		}
 		return false
 	})
 	if _, err := c.cli(c.mgmt, "job", "delete", name); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// leaderIndex is the index of the node whose /status says it leads.
+func (c *secureCluster) leaderIndex() int {
+	t := c.t
+	leader := -1
+	testutil.WaitFor(t, secureRunsTimeout, "a node reporting itself leader", func() bool {
+		for i := range secureNodes {
+			var st struct{ State string }
+			resp, err := c.opsClient(secureCallTimeout).Get("https://" + c.httpAddr(i) + "/status")
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = json.NewDecoder(resp.Body).Decode(&st)
+			resp.Body.Close()
+			if err == nil && st.State == "leader" {
+				leader = i
+				return true
+			}
+		}
+		return false
+	})
+	return leader
+}
+
+// checkReboundHost: a page on a name the attacker controls, rebound to a
+// node's address (DNS rebinding), sends that name as Host: the JSON API
+// and the UI answer 421 whatever token comes with it; the ops endpoints
+// answer any name, for probes and scrapes.
+func (c *secureCluster) checkReboundHost() {
+	t := c.t
+	for path, want := range map[string]int{"/v1/jobs": 421, "/ui/": 421, "/ui/api/whoami": 421, "/status": 200, "/metrics": 200} {
+		if code := c.httpGetAs("evil.example", c.httpAddr(1), path, c.mgmt); code != want {
+			t.Errorf("GET %s with Host evil.example: HTTP %d, want %d", path, code, want)
+		}
+	}
+	if code := c.httpGetAs("localhost", c.httpAddr(1), "/v1/jobs", c.mgmt); code != http.StatusOK {
+		t.Errorf("GET /v1/jobs with Host localhost: HTTP %d, want 200", code)
 	}
 }
 

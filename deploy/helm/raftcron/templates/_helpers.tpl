@@ -20,3 +20,11 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 {{- join "," $peers -}}
 {{- end -}}
+
+{{/* --http-host: the client Service's names, the pod's own, and .Values.httpHosts. */}}
+{{- define "raftcron.httpHosts" -}}
+{{- $name := include "raftcron.fullname" . -}}
+{{- $ns := .Release.Namespace -}}
+{{- $hosts := list (printf "%s-client.%s.svc" $name $ns) (printf "%s-client.%s.svc.cluster.local" $name $ns) (printf "$(POD_NAME).%s.%s.svc.cluster.local" $name $ns) -}}
+{{- join "," (concat $hosts .Values.httpHosts) -}}
+{{- end -}}
