@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/raftcron/raftcron/fsm"
 	"github.com/raftcron/raftcron/internal/testutil"
 	"github.com/raftcron/raftcron/localcluster"
 	"github.com/raftcron/raftcron/localcluster/clustertest"
@@ -124,6 +126,16 @@ func TestCLIAddrListSurvivesASIGKILL(t *testing.T) {
 // to: it finds the new leader and runs the next attempt.
 func TestCLIWorkerSurvivesItsNode(t *testing.T) {
 	c := startCluster(t, 3, "--worker-lease", "2s")
+	// Worker jobs need the cluster version the first leader raises once
+	// every node answers; the node that takes the job checks its own view.
+	testutil.WaitFor(t, clustertest.ReadyTimeout, "the cluster version of this build on every node", func() bool {
+		for _, n := range c.Nodes() {
+			if st, err := n.Status(context.Background()); err != nil || st.ClusterVersion != fsm.CommandVersion {
+				return false
+			}
+		}
+		return true
+	})
 	all := deadFirst(c, c.Nodes()[0])
 	workerLog := startWorker(t, "--id", "w1", "--pool", "batch", "--tags", "region=eu",
 		"--exec-allow", "/bin/sh", "--addr", all)
