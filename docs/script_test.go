@@ -27,7 +27,7 @@ const doneMark = "@@walkthrough-done"
 func script(blocks []block, checks map[string]check, helpers string, local func(string) string) string {
 	head := prelude + local(helpers)
 	var body strings.Builder
-	where := map[int]string{} // script line → where it comes from
+	where := map[int]string{}             // script line → where it comes from
 	line := strings.Count(head, "\n") + 3 // after the head and the two lines about the failing commands
 	var mustFail []string
 	emit := func(text, from string, fromLine int) {
