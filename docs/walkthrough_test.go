@@ -70,6 +70,13 @@ for __p in $__pids; do kill -0 $__p 2> /dev/null && __fail "pid $__p still runs"
 		"cluster": {after: `
 [ ! -e /tmp/raftcron-plain ] || __fail "/tmp/raftcron-plain is still there"`},
 	},
+	// The measurement kills the leader dev announced, and dev elects
+	// another.
+	"dev-timings": {
+		"measure": {after: `
+grep -q ' exited: signal: killed; it was the leader' /tmp/dev.out || __fail "dev reported no killed leader"
+[ "$(grep -c 'leader is now' /tmp/dev.out)" -ge 2 ] || __fail "dev announced no second leader"`},
+	},
 	// Each host's directory holds what the table sends to it and nothing
 	// more; its settings are serve's flags, where the unit reads them.
 	"three-hosts": {
@@ -224,7 +231,8 @@ func run(t *testing.T, bin string, blocks []block, checks map[string]check) ([]s
 	cmd := exec.Command("bash", path)
 	cmd.Dir = work
 	// The binary's default --addr, moved as the blocks' ports are.
-	cmd.Env = append(proc.Environ(), "RAFTCRON_ADDR="+local("127.0.0.1:7001"))
+	// dev's data dir goes to the scenario's /tmp.
+	cmd.Env = append(proc.Environ(), "RAFTCRON_ADDR="+local("127.0.0.1:7001"), "TMPDIR="+tmp)
 	transcript := filepath.Join(work, "transcript")
 	p, err := proc.Start(cmd, transcript)
 	if err != nil {
