@@ -209,3 +209,14 @@ func TestCLIAddrList(t *testing.T) {
 		t.Fatalf("a malformed --addr: exit %d, %q", code, stderr)
 	}
 }
+
+// A list of addresses is exported as a shell reads it back, unquoted;
+// anything else a shell would read otherwise is quoted.
+func TestTargetExports(t *testing.T) {
+	t.Parallel()
+	got := Target{Addr: "127.0.0.1:7001,127.0.0.1:7002", Auth: Auth{Token: "a b'c"}}.Exports()
+	want := []string{"export RAFTCRON_ADDR=127.0.0.1:7001,127.0.0.1:7002", `export RAFTCRON_TOKEN='a b'\''c'`}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("Exports() = %q, want %q", got, want)
+	}
+}
