@@ -29,6 +29,11 @@ import (
 //     that the text makes claims about (the killed node was the leader, a
 //     new one was elected, the job survived the restart).
 //
+// The blocks run in a directory where bin/raftcron is the binary under
+// test and the repository's files are at hand, on free ports and in a
+// temporary directory: 127.0.0.1:700N, :800N and :9000 and /tmp/ are
+// rewritten (localPorts), and RAFTCRON_ADDR is the rewritten default.
+//
 // A block that could run on one machine (it names 127.0.0.1 or localhost)
 // and is not marked says why it is not run: <!-- not run: WHY -->.
 
