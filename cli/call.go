@@ -12,7 +12,7 @@ import (
 func unaryCall[C, T any](cmd *cobra.Command, o *clientOptions, subject string,
 	newClient func(grpc.ClientConnInterface) C, fn func(context.Context, C) (T, error)) (T, error) {
 	var res T
-	err := invoke(cmd.Context(), o, subject, func(ctx context.Context, conn *grpc.ClientConn) error {
+	err := invoke(cmd.Context(), o, subject, func(ctx context.Context, conn grpc.ClientConnInterface) error {
 		var err error
 		res, err = fn(ctx, newClient(conn))
 		return err
@@ -21,7 +21,7 @@ func unaryCall[C, T any](cmd *cobra.Command, o *clientOptions, subject string,
 }
 
 // invoke dials, runs fn bounded by --timeout and describes its error.
-func invoke(ctx context.Context, o *clientOptions, subject string, fn func(context.Context, *grpc.ClientConn) error) error {
+func invoke(ctx context.Context, o *clientOptions, subject string, fn func(context.Context, grpc.ClientConnInterface) error) error {
 	conn, err := o.dial()
 	if err != nil {
 		return err

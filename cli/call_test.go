@@ -60,10 +60,6 @@ func TestDescribeOtherCodes(t *testing.T) {
 	c := call{addr: "127.0.0.1:7001", timeout: 3 * time.Second, subject: `job "x"`}
 	stale := c
 	stale.expectedVersion = 4
-	refused := c
-	refused.dialer = &dialer{last: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}
-	dropped := c
-	dropped.dialer = &dialer{drop: &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", syscall.ECONNRESET)}}
 	cases := []struct {
 		c    call
 		err  error
@@ -78,18 +74,38 @@ func TestDescribeOtherCodes(t *testing.T) {
 		// refused precondition says what it is itself.
 		{c, status.Error(codes.FailedPrecondition, "ACLs are bootstrapped already"), "ACLs are bootstrapped already"},
 		{c, status.Error(codes.DeadlineExceeded, "deadline"), "no answer from raftcron at 127.0.0.1:7001 within 3s"},
-		{refused, status.Error(codes.Unavailable, `connection error: desc = "transport: Error while dialing"`),
+		{c, &unreachableError{nodes: []downNode{{"127.0.0.1:7001", "connection refused"}}},
 			"cannot reach raftcron at 127.0.0.1:7001: connection refused"},
-		// A TLS node resets a plaintext client, or one without the client
-		// certificate it requires, while the client is still writing.
-		{dropped, status.Error(codes.Unavailable, "write tcp 127.0.0.1:55952->127.0.0.1:7001: write: connection reset by peer"),
-			"cannot reach raftcron at 127.0.0.1:7001: the node closed the connection (does it require TLS, --ca-cert, or a client certificate, --client-cert?)"},
+		{c, &unreachableError{nodes: []downNode{{"127.0.0.1:7001", "connection refused"}, {"127.0.0.1:7002", "i/o timeout"}}},
+			"cannot reach raftcron at 127.0.0.1:7001 (connection refused), 127.0.0.1:7002 (i/o timeout)"},
 		{c, status.Error(codes.Unavailable, "node is shut down"), "raftcron at 127.0.0.1:7001 is unavailable: node is shut down"},
 		{c, errors.New("plain"), "plain"},
 	}
 	for _, tc := range cases {
 		if got := tc.c.describe(tc.err).Error(); got != tc.want {
 			t.Errorf("describe(%v) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
+}
+
+// A node that could not be reached is described from its dialer, whatever
+// gRPC's message says.
+func TestUnreachableCause(t *testing.T) {
+	t.Parallel()
+	grpcMsg := status.Error(codes.Unavailable, `connection error: desc = "transport: Error while dialing"`)
+	for _, tc := range []struct {
+		d    *dialer
+		want string
+	}{
+		{&dialer{last: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}, "connection refused"},
+		// A TLS node resets a plaintext client, or one without the client
+		// certificate it requires, while the client is still writing.
+		{&dialer{drop: &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", syscall.ECONNRESET)}},
+			"the node closed the connection (does it require TLS, --ca-cert, or a client certificate, --client-cert?)"},
+		{&dialer{}, `connection error: desc = "transport: Error while dialing"`},
+	} {
+		if got := (&nodeConn{d: tc.d}).cause(grpcMsg); got != tc.want {
+			t.Errorf("cause = %q, want %q", got, tc.want)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -27,17 +28,19 @@ const (
 
 // clientOptions are the flags every client command takes.
 type clientOptions struct {
+	// addr is --addr: one host:port or a comma-separated list of them.
 	addr    string
 	output  outputFormat
 	timeout time.Duration
 	auth    Auth
-	// dialer is the connection's, once dial has made one.
-	dialer *dialer
+	// conn is the command's connection, once dial has made it.
+	conn *nodes
 }
 
 func (o *clientOptions) register(fs *pflag.FlagSet) {
 	o.output = outputTable
-	fs.StringVar(&o.addr, flagAddr, defaultClientAddr, "host:port of any raftcron node (env RAFTCRON_ADDR)")
+	fs.StringVar(&o.addr, flagAddr, defaultClientAddr,
+		"host:port of any raftcron node, or a comma-separated list tried in turn (env RAFTCRON_ADDR)")
 	fs.VarP(&o.output, flagOutput, "o", "output format: table, json or yaml (env RAFTCRON_OUTPUT)")
 	fs.DurationVar(&o.timeout, flagTimeout, 10*time.Second, "deadline of each call (env RAFTCRON_TIMEOUT)")
 	o.auth.register(fs)
@@ -61,10 +64,25 @@ func (o *clientOptions) resolve(fs *pflag.FlagSet) error {
 	if o.timeout <= 0 {
 		return fmt.Errorf("--timeout: must be positive, got %s", o.timeout)
 	}
-	if o.addr == "" {
-		return errors.New("--addr: required (host:port)")
+	if _, err := ParseAddrs(o.addr); err != nil {
+		return err
 	}
 	return o.auth.check(o.addr)
+}
+
+// ParseAddrs reads --addr: one host:port or a comma-separated list of
+// them, in the order a client tries them.
+func ParseAddrs(s string) ([]string, error) {
+	addrs := SplitList(s)
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("--%s: required (host:port, or a comma-separated list of them)", flagAddr)
+	}
+	for _, a := range addrs {
+		if host, port, err := net.SplitHostPort(a); err != nil || host == "" || port == "" {
+			return nil, fmt.Errorf("--%s: %q is not host:port (a list separates them with commas)", flagAddr, a)
+		}
+	}
+	return addrs, nil
 }
 
 // persistentResolve is the PersistentPreRunE of the client command groups.
@@ -77,30 +95,36 @@ func (o *clientOptions) persistentResolve() func(*cobra.Command, []string) error
 // updates.
 const clientWindow = 1 << 20
 
-// dial creates a client connection; gRPC connects lazily on the first call.
-// The address is dialled as given (passthrough), so that a name that does
-// not resolve fails in the dialer, which keeps the error.
-func (o *clientOptions) dial() (*grpc.ClientConn, error) {
+// dial makes the command's connection to the nodes of --addr; gRPC
+// connects lazily on the first call. Each address is dialled as given
+// (passthrough), so that a name that does not resolve fails in the
+// dialer, which keeps the error.
+func (o *clientOptions) dial() (*nodes, error) {
+	addrs, err := ParseAddrs(o.addr)
+	if err != nil {
+		return nil, err
+	}
 	creds, err := o.auth.transportCredentials()
 	if err != nil {
 		return nil, err
 	}
-	o.dialer = &dialer{}
-	opts := append(o.auth.tokenOptions(),
-		grpc.WithContextDialer(o.dialer.dial),
-		grpc.WithTransportCredentials(o.dialer.watch(creds)))
-	conn, err := grpc.NewClient("passthrough:///"+o.addr, append(opts, callOptions()...)...)
-	if err != nil {
-		return nil, fmt.Errorf("--addr %q: %w", o.addr, err)
-	}
-	return conn, nil
+	o.conn = newNodes(addrs, func(addr string, d *dialer) (*grpc.ClientConn, error) {
+		opts := append(o.auth.tokenOptions(),
+			grpc.WithContextDialer(d.dial),
+			grpc.WithTransportCredentials(d.watch(creds)))
+		conn, err := grpc.NewClient("passthrough:///"+addr, append(opts, callOptions()...)...)
+		if err != nil {
+			return nil, fmt.Errorf("--%s %q: %w", flagAddr, addr, err)
+		}
+		return conn, nil
+	})
+	return o.conn, nil
 }
 
 // callOptions are how every client command, and the worker, calls a node,
 // whatever the transport: the worker's SDK sets its own.
 func callOptions() []grpc.DialOption {
 	return []grpc.DialOption{
-		grpc.WithUnaryInterceptor(retryNotLeader),
 		grpc.WithStaticStreamWindowSize(clientWindow),
 		grpc.WithStaticConnWindowSize(clientWindow),
 	}
@@ -113,22 +137,29 @@ func (o *clientOptions) callContext(parent context.Context) (context.Context, co
 
 // call describes one RPC so that its error can name what it was about.
 type call struct {
+	// addr is the node the call went to last.
 	addr    string
 	timeout time.Duration
 	// subject is what the call was about, like `job "nightly"`; may be empty.
 	subject string
 	// expectedVersion is the version the call required, if any.
 	expectedVersion uint64
-	// dialer tells a failed connection from a node that answered.
-	dialer *dialer
 }
 
 func (o *clientOptions) call(subject string) call {
-	return call{addr: o.addr, timeout: o.timeout, subject: subject, dialer: o.dialer}
+	addr := o.addr
+	if o.conn != nil {
+		addr = o.conn.lastAddr()
+	}
+	return call{addr: addr, timeout: o.timeout, subject: subject}
 }
 
 // describe turns a gRPC error into one readable line.
 func (c call) describe(err error) error {
+	var down *unreachableError
+	if errors.As(err, &down) {
+		return down
+	}
 	st, ok := status.FromError(err)
 	if !ok {
 		return err
@@ -220,13 +251,6 @@ func (c call) unavailable(st *status.Status) error {
 			return errors.New("no leader (no leader known yet; is a quorum up?)")
 		}
 		return fmt.Errorf("no leader (last known leader %s at %s)", id, addr)
-	}
-	if err := c.dialer.failure(); err != nil {
-		return fmt.Errorf("cannot reach raftcron at %s: %s", c.addr, dialCause(err))
-	}
-	if c.dialer.dropped() != nil {
-		return fmt.Errorf("cannot reach raftcron at %s: the node closed the connection "+
-			"(does it require TLS, --%s, or a client certificate, --%s?)", c.addr, flagCACert, flagClientCert)
 	}
 	return fmt.Errorf("raftcron at %s is unavailable: %s", c.addr, st.Message())
 }

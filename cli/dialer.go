@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"google.golang.org/grpc/credentials"
 )
@@ -17,6 +18,9 @@ import (
 // that a call refused by the transport says why from the error itself, not
 // from the words of gRPC's status message.
 type dialer struct {
+	// timeout bounds each connection attempt; 0: the call's deadline does.
+	timeout time.Duration
+
 	mu   sync.Mutex // guards last and drop
 	last error
 	// drop is how the node ended the current connection before it said
@@ -26,7 +30,7 @@ type dialer struct {
 }
 
 func (d *dialer) dial(ctx context.Context, addr string) (net.Conn, error) {
-	var nd net.Dialer
+	nd := net.Dialer{Timeout: d.timeout}
 	c, err := nd.DialContext(ctx, "tcp", addr)
 	d.mu.Lock()
 	d.last, d.drop = err, nil

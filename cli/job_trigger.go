@@ -59,8 +59,13 @@ func newJobTriggerCmd(o *clientOptions) *cobra.Command {
 
 // mayHaveRun tells the errors after which the trigger may have been
 // committed (the answer was lost, or the outcome is unknown) from clear
-// refusals. NOT_LEADER means nothing was proposed.
+// refusals. NOT_LEADER means nothing was proposed, and a call that reached
+// no node was never sent.
 func mayHaveRun(err error) bool {
+	var down *unreachableError
+	if errors.As(err, &down) {
+		return false
+	}
 	st, ok := status.FromError(err)
 	if !ok {
 		return true

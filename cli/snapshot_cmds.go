@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc/status"
 
 	"github.com/raftcron/raftcron/backup"
 	"github.com/raftcron/raftcron/internal/backoff"
@@ -211,37 +209,22 @@ func restoreSnapshot(parent context.Context, o *clientOptions, path string) (*pb
 	return res, nil
 }
 
-// onLeader runs call against --addr and, when a node answers NOT_LEADER,
-// against the leader it names, until ctx ends. Snapshots are not
-// forwarded between nodes, and NOT_LEADER means nothing was done, so a
-// retry is always safe.
+// onLeader runs call on the nodes of --addr and, while a node answers
+// NOT_LEADER, again at the leader it names (or the next address), until
+// ctx ends. Snapshots are not forwarded between nodes, and NOT_LEADER means
+// nothing was done, so a retry is always safe.
 func onLeader(ctx context.Context, o *clientOptions, call func(context.Context, pb.SnapshotServiceClient) error) error {
-	addr := o.addr
+	conn, err := o.dial()
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	client := pb.NewSnapshotServiceClient(conn)
 	return backoff.Retry(ctx, 50*time.Millisecond, time.Second, isNotLeader, func() error {
-		at := *o
-		at.addr = addr
-		conn, err := at.dial()
-		if err != nil {
-			return err
-		}
-		err = call(ctx, pb.NewSnapshotServiceClient(conn))
-		_ = conn.Close()
-		if leader := leaderAddress(err); leader != "" {
-			addr = leader
-		}
+		err := call(ctx, client)
+		conn.follow(err)
 		return err
 	})
-}
-
-// leaderAddress is the leader a NOT_LEADER answer names, if any.
-func leaderAddress(err error) string {
-	st, _ := status.FromError(err)
-	for _, d := range st.Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok {
-			return info.GetMetadata()["leader_address"]
-		}
-	}
-	return ""
 }
 
 // backupView is the JSON/YAML face of a snapshot file.

@@ -9,17 +9,22 @@ import (
 	"google.golang.org/grpc"
 )
 
-// Target is a node that a program calls as the CLI does, with the values
-// of the client flags (raftcron dev calls its demo cluster through it).
+// Target is a cluster that a program calls as the CLI does, with the
+// values of the client flags (raftcron dev calls its demo cluster through
+// it).
 type Target struct {
+	// Addr is --addr: host:port of a node, or a comma-separated list of
+	// them tried in turn.
 	Addr    string
 	Timeout time.Duration
 	Auth    Auth
 }
 
 // Call dials t, runs fn bounded by t.Timeout, and describes its failure in
-// the CLI's one line, naming subject (`job "x"`; may be empty).
-func (t Target) Call(ctx context.Context, subject string, fn func(context.Context, *grpc.ClientConn) error) error {
+// the CLI's one line, naming subject (`job "x"`; may be empty). Calls on
+// the connection fn gets go to t's addresses in turn and follow NOT_LEADER
+// answers, as the CLI's do.
+func (t Target) Call(ctx context.Context, subject string, fn func(context.Context, grpc.ClientConnInterface) error) error {
 	return invoke(ctx, &clientOptions{addr: t.Addr, timeout: t.Timeout, auth: t.Auth}, subject, fn)
 }
 
@@ -43,9 +48,9 @@ func exportLine(name, value string) string {
 }
 
 // shellQuote quotes s for a POSIX shell when it holds anything but plain
-// path characters.
+// path characters and the commas of an address list.
 func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-:") == "" {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-:,") == "" {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"

@@ -24,9 +24,9 @@ worker:
   timeout: 30s
 `
 
-// startWorker runs `raftcron worker` until the test ends; its log goes to
-// the test's log if the test fails.
-func startWorker(t *testing.T, args ...string) {
+// startWorker runs `raftcron worker` until the test ends and returns the
+// path of its log, which goes to the test's log if the test fails.
+func startWorker(t *testing.T, args ...string) string {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), "worker.log")
 	cmd := exec.Command(testutil.Binary(t), append([]string{"worker"}, args...)...)
@@ -42,6 +42,7 @@ func startWorker(t *testing.T, args ...string) {
 			t.Logf("---- log of the worker ----\n%s", logs)
 		}
 	})
+	return logPath
 }
 
 // A worker pointed at a follower finds the leader and runs a triggered

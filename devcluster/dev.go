@@ -268,10 +268,15 @@ func (d *demo) waitReady(ctx context.Context) error {
 	}
 }
 
-// client is how dev calls the nodes: through the first one, with the
-// demo's certificates and token unless --insecure.
+// client is how dev calls the nodes, and how a second terminal does:
+// through every node's address in turn, so that it outlives any of them,
+// with the demo's certificates and token unless --insecure.
 func (d *demo) client() cli.Target {
-	t := cli.Target{Addr: d.cluster.Nodes()[0].Addr, Timeout: devApplyTimeout}
+	var addrs []string
+	for _, n := range d.cluster.Nodes() {
+		addrs = append(addrs, n.Addr)
+	}
+	t := cli.Target{Addr: strings.Join(addrs, ","), Timeout: devApplyTimeout}
 	if f := d.cluster.TLSFiles(); f.CA != "" {
 		t.Auth = cli.Auth{CACert: f.CA, ClientCert: f.ClientCert, ClientKey: f.ClientKey, Token: d.cluster.Token()}
 	}
@@ -287,7 +292,13 @@ func (d *demo) printHints() {
 	for _, line := range d.client().Exports() {
 		d.out.printf("  %s", line)
 	}
-	d.out.printf("web UI     %s", d.cluster.Nodes()[0].OpsURL(ui.Prefix))
+	for i, n := range d.cluster.Nodes() {
+		label := ""
+		if i == 0 {
+			label = "web UI"
+		}
+		d.out.printf("%-10s %-3s %s", label, n.ID, n.OpsURL(ui.Prefix))
+	}
 	if ca := d.cluster.TLSFiles().CA; ca != "" {
 		d.out.printf("           (HTTPS with the demo's CA: trust %s, or curl --cacert it;", ca)
 		d.out.printf("           sign in with the RAFTCRON_TOKEN above)")

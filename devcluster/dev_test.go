@@ -40,7 +40,8 @@ var (
 	devAttemptLine = regexp.MustCompile(`^\S+ job=demo slot=(\S+) token=(\d+) attempt=(\d+) node=(n\d) (\w+)`)
 	devLeaderLine  = regexp.MustCompile(`leader is now (n\d) \(pid (\d+)\); kill the leader: kill -9 (\d+)$`)
 	devExitLine    = regexp.MustCompile(`^\S+ (n\d) \(pid (\d+)\) exited: (.*)$`)
-	devUILine      = regexp.MustCompile(`^web UI\s+(https://127\.0\.0\.1:\d+/ui/)$`)
+	devUILine      = regexp.MustCompile(`^(?:web UI)?\s+(n\d)\s+(https://127\.0\.0\.1:\d+/ui/)$`)
+	devNodeLine    = regexp.MustCompile(`^(n\d)\s+pid \d+\s+grpc (\S+)\s+http (\S+)`)
 )
 
 func TestDevRefusesBadFlags(t *testing.T) {
@@ -96,23 +97,32 @@ func TestDevSmoke(t *testing.T) {
 	}
 	dev := startDev(t)
 
-	// The web UI's address is printed, and answers.
-	var uiURL string
-	dev.expect(t, devFirstRunsTimeout, "the web UI's URL", func(line string) bool {
-		if m := devUILine.FindStringSubmatch(line); m != nil {
-			uiURL = m[1]
+	// Every node's web UI is printed, and answers.
+	grpcAddrs, httpURLs := map[string]string{}, map[string]string{}
+	uiURLs := map[string]string{}
+	dev.expect(t, devFirstRunsTimeout, "the web UI's URL of every node", func(line string) bool {
+		if m := devNodeLine.FindStringSubmatch(line); m != nil {
+			grpcAddrs[m[1]], httpURLs[m[1]] = m[2], m[3]
 		}
-		return uiURL != ""
+		if m := devUILine.FindStringSubmatch(line); m != nil {
+			uiURLs[m[1]] = m[2]
+		}
+		return len(uiURLs) == 3
 	})
-	// It is HTTPS with the node's certificate: only the demo's CA opens it.
-	if resp, err := devCAClient(t, dev.exports(t)).Get(uiURL); err != nil || resp.StatusCode != http.StatusOK || resp.TLS == nil {
-		t.Errorf("GET %s (printed by dev) trusting the demo's CA: %v %v", uiURL, resp, err)
-	} else {
-		_ = resp.Body.Close()
-	}
-	if resp, err := http.Get(uiURL); err == nil {
-		_ = resp.Body.Close()
-		t.Errorf("GET %s without the demo's CA: %d, want a certificate error", uiURL, resp.StatusCode)
+	for id, uiURL := range uiURLs {
+		if uiURL != httpURLs[id]+"/ui/" {
+			t.Errorf("web UI of %s at %s, but its HTTP port at %s", id, uiURL, httpURLs[id])
+		}
+		// It is HTTPS with the node's certificate: only the demo's CA opens it.
+		if resp, err := devCAClient(t, dev.exports(t)).Get(uiURL); err != nil || resp.StatusCode != http.StatusOK || resp.TLS == nil {
+			t.Errorf("GET %s (printed by dev) trusting the demo's CA: %v %v", uiURL, resp, err)
+		} else {
+			_ = resp.Body.Close()
+		}
+		if resp, err := http.Get(uiURL); err == nil {
+			_ = resp.Body.Close()
+			t.Errorf("GET %s without the demo's CA: %d, want a certificate error", uiURL, resp.StatusCode)
+		}
 	}
 
 	// Runs arrive with rising tokens.
@@ -136,6 +146,9 @@ func TestDevSmoke(t *testing.T) {
 	want := []string{"RAFTCRON_ADDR", "RAFTCRON_CA_CERT", "RAFTCRON_CLIENT_CERT", "RAFTCRON_CLIENT_KEY", "RAFTCRON_TOKEN"}
 	if got := envNames(env); !slices.Equal(got, want) {
 		t.Fatalf("exports %v: want %v", got, want)
+	}
+	if addr := strings.TrimPrefix(env[0], "RAFTCRON_ADDR="); addr != grpcAddrs["n1"]+","+grpcAddrs["n2"]+","+grpcAddrs["n3"] {
+		t.Fatalf("RAFTCRON_ADDR=%s, want every node's gRPC address %v", addr, grpcAddrs)
 	}
 	expectOK(t, runCLIEnv(t, env, "", "job", "get", "demo"))
 	expectOK(t, runCLIEnv(t, env, "", "acl", "token", "list")) // the management role
@@ -174,6 +187,16 @@ func TestDevSmoke(t *testing.T) {
 	if newLeader == leaderID {
 		t.Errorf("the killed leader %s was announced again", leaderID)
 	}
+	// The second terminal's exports outlive any node, the first they name
+	// included: put the dead leader first.
+	addrs := []string{grpcAddrs[leaderID]}
+	for _, id := range []string{"n1", "n2", "n3"} {
+		if id != leaderID {
+			addrs = append(addrs, grpcAddrs[id])
+		}
+	}
+	deadFirst := append([]string{"RAFTCRON_ADDR=" + strings.Join(addrs, ",")}, env[1:]...)
+	expectOK(t, runCLIEnv(t, deadFirst, "", "job", "pause", "demo"))
 
 	// Ctrl-C stops everything and removes the data.
 	if err := dev.cmd.Process.Signal(os.Interrupt); err != nil {

@@ -39,7 +39,7 @@ func (d *demo) applyJob(ctx context.Context) error {
 		return fmt.Errorf("demo job file: %w", err)
 	}
 	var resp *pb.ApplyJobResponse
-	err = d.client().Call(ctx, fmt.Sprintf("job %q", devJobName), func(ctx context.Context, conn *grpc.ClientConn) error {
+	err = d.client().Call(ctx, fmt.Sprintf("job %q", devJobName), func(ctx context.Context, conn grpc.ClientConnInterface) error {
 		resp, err = pb.NewJobServiceClient(conn).ApplyJob(ctx, &pb.ApplyJobRequest{Spec: specs[0]})
 		return err
 	})

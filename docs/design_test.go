@@ -1,4 +1,6 @@
-// Package docs holds the checks that the design document matches the code.
+// Package docs holds the checks of the documentation: the design document's
+// package table matches the code, and the command blocks of README.md and
+// docs/ run as written (blocks_test.go).
 package docs
 
 import (
