@@ -41,3 +41,33 @@ func TestJobListPagesThroughEmptyPages(t *testing.T) {
 		t.Fatalf("job list: %v, want the job of the second page", res)
 	}
 }
+
+// runPagingServer answers ListRuns as a node whose bounded scan found
+// nothing in scope among the newest runs, then a run of a deleted job.
+type runPagingServer struct {
+	pb.UnimplementedRunServiceServer
+}
+
+func (runPagingServer) ListRuns(_ context.Context, req *pb.ListRunsRequest) (*pb.ListRunsResponse, error) {
+	if req.GetPageToken() == "" {
+		return &pb.ListRunsResponse{NextPageToken: "c2Nhbm5lZA"}, nil
+	}
+	return &pb.ListRunsResponse{Runs: []*pb.Run{{Id: "late-1", Job: "late", JobDeleted: true}}}, nil
+}
+
+// run list pages on through an empty page that carries a token, and marks
+// a deleted job's run.
+func TestRunListPagesThroughEmptyPages(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer()
+	pb.RegisterRunServiceServer(gs, runPagingServer{})
+	go func() { _ = gs.Serve(ln) }()
+	t.Cleanup(gs.Stop)
+	res := runCLI(t, "", "run", "list", "--addr", ln.Addr().String())
+	if res.Code != 0 || !strings.Contains(res.Stdout, "late (deleted)") {
+		t.Fatalf("run list: %v, want the run of the second page, its job marked deleted", res)
+	}
+}
