@@ -32,3 +32,10 @@ func (f *FSM) ACLTokens() []*pb.AclToken {
 	slices.SortFunc(out, func(a, b *pb.AclToken) int { return strings.Compare(a.GetName(), b.GetName()) })
 	return out
 }
+
+// ACLBootstrapped reports whether `acl bootstrap` has run: it works once.
+func (f *FSM) ACLBootstrapped() bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.st.acl.bootstrapped
+}
