@@ -31,11 +31,6 @@ const (
 	maxRunLimit     = 1000
 	// maxRunIDLen bounds a run id: a job name plus a token or log index.
 	maxRunIDLen = 256
-	// maxRunScan bounds the runs one ListRuns call looks at under the
-	// FSM's read lock, as maxListScan does for jobs: a scope that matches
-	// few runs of a large ledger answers a short page, or an empty one,
-	// with a page token to go on from.
-	maxRunScan = 10_000
 )
 
 type runService struct {
