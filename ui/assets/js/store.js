@@ -67,7 +67,12 @@ class RunStore {
   }
 
   put(run, fromEvent) {
-    const old = this.runs.get(run.id);
+    let old = this.runs.get(run.id);
+    if (old && run.job_deleted && !old.job_deleted) {
+      // Its job was deleted since: the mark holds whichever version wins.
+      old = { ...old, job_deleted: true };
+      this.runs.set(run.id, old);
+    }
     if (old && (fromEvent ? progress(run) < progress(old) : progress(run) <= progress(old))) return;
     this.runs.set(run.id, run);
     if (this.runs.size > MAX_RUNS) this.evict();
