@@ -1,25 +1,19 @@
 package api
 
 import (
-	"context"
 	"crypto/sha256"
-	"net"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/raftcron/raftcron/fsm"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
 // liveCluster is one FSM that is both what SnapshotService saves and
-// what it restores into, as on a real leader.
+// what it restores into, as on a real leader, with the audit trail on.
 type liveCluster struct {
 	store *fsmStore
 	snap  pb.SnapshotServiceClient
@@ -31,24 +25,7 @@ func newLiveCluster(t *testing.T) *liveCluster {
 	c := &liveCluster{store: &fsmStore{f: live}}
 	c.must(t, fsm.SetClusterVersion(fsm.CommandVersion))
 	c.must(t, &pb.Command{Kind: &pb.Command_SetAudit{SetAudit: &pb.SetAuditCommand{Limit: 100}}})
-	gs := grpc.NewServer()
-	pb.RegisterSnapshotServiceServer(gs, NewSnapshotService(Deps{
-		Snapshots: &snapNode{leader: true, src: live, dst: live}, Live: live,
-		ScratchDir: t.TempDir(), Now: func() time.Time { return testNow },
-	}))
-	lis := bufconn.Listen(1 << 20)
-	go func() { _ = gs.Serve(lis) }()
-	conn, err := grpc.NewClient("passthrough:///bufconn",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = conn.Close()
-		gs.Stop()
-	})
-	c.snap = pb.NewSnapshotServiceClient(conn)
+	c.snap = snapshotClient(t, &snapNode{leader: true, src: live, dst: live}, t.TempDir())
 	return c
 }
 

@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -189,15 +188,7 @@ func TestCLISnapshotRestoreForce(t *testing.T) {
 	if err := os.WriteFile(path, file.Bytes(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs := grpc.NewServer()
-	pb.RegisterSnapshotServiceServer(gs, forceServer{})
-	go func() { _ = gs.Serve(ln) }()
-	t.Cleanup(gs.Stop)
-	addr := ln.Addr().String()
+	addr := serveFake(t, func(gs *grpc.Server) { pb.RegisterSnapshotServiceServer(gs, forceServer{}) })
 	expectFailure(t, runCLI(t, "", "snapshot", "restore", path, "--addr", addr), "bootstrapped its ACLs")
 	r := expectOK(t, runCLI(t, "", "snapshot", "restore", path, "--force", "--addr", addr))
 	if !strings.Contains(r.Stdout, "ACL tokens and audit trail kept") {
