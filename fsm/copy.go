@@ -140,14 +140,6 @@ func firstRun() (*pb.Run, *pb.Attempt) {
 	return &box.run, &box.att
 }
 
-func cloneRuns(runs []*pb.Run) []*pb.Run {
-	out := make([]*pb.Run, len(runs))
-	for i, r := range runs {
-		out[i] = cloneRun(r)
-	}
-	return out
-}
-
 // copyAttempt is a shallow copy: the output bytes are shared.
 func copyAttempt(a *pb.Attempt) *pb.Attempt {
 	c := &pb.Attempt{}
