@@ -98,6 +98,8 @@ type aclHarness struct {
 	audit  pb.AuditServiceClient
 	snap   pb.SnapshotServiceClient
 	health healthpb.HealthClient
+	// snapDst is the state restores go into (the live state is store's).
+	snapDst *fsm.FSM
 }
 
 // errWorkerServed is how the harness's worker hub ends every stream: a
@@ -107,7 +109,7 @@ var errWorkerServed = status.Error(codes.FailedPrecondition, "reached the worker
 func newACLHarness(t *testing.T, enabled bool) *aclHarness {
 	t.Helper()
 	state := fsm.New()
-	h := &aclHarness{store: &fsmStore{f: state}, hub: NewRunHub()}
+	h := &aclHarness{store: &fsmStore{f: state}, hub: NewRunHub(), snapDst: fsm.New()}
 	// The rules of this build, as a cluster of it applies them once its
 	// first leader raised the cluster version.
 	if _, err := h.store.Apply(context.Background(), fsm.SetClusterVersion(fsm.CommandVersion)); err != nil {
@@ -121,7 +123,7 @@ func newACLHarness(t *testing.T, enabled bool) *aclHarness {
 	Register(s, NewServices(Deps{
 		Store: h.store, Registry: state, Ledger: state, Tokens: state, AuditLog: state,
 		Cluster:   &fakeCluster{},
-		Snapshots: &snapNode{leader: true, src: state, dst: fsm.New()}, ScratchDir: t.TempDir(),
+		Snapshots: &snapNode{leader: true, src: state, dst: h.snapDst}, ScratchDir: t.TempDir(), Live: state,
 		Workers: fakeWorkerHub{err: errWorkerServed}, Leader: &fakeLeaderInfo{leading: true},
 		Hub: h.hub, Triggerer: fsmTriggerer{h.store}, Audit: sw, Now: now,
 	}))

@@ -76,6 +76,9 @@ var methodPermissions = map[string]Permission{
 	pb.JobService_ResumeJob_FullMethodName:       PermWrite,
 	pb.JobService_TriggerJob_FullMethodName:      PermWrite,
 
+	// page_token: read, like the rest of the call; a scoped token pages
+	// through the runs of its jobs (their own, not a deleted job's of the
+	// same name), a bounded part of the ledger per call.
 	pb.RunService_ListRuns_FullMethodName:  PermRead,
 	pb.RunService_GetRun_FullMethodName:    PermRead,
 	pb.RunService_WatchRuns_FullMethodName: PermRead,
@@ -92,7 +95,9 @@ var methodPermissions = map[string]Permission{
 	pb.ClusterService_TransferLeadership_FullMethodName: PermManagement,
 
 	// A snapshot holds the whole state, ACL tokens included, and a
-	// restore replaces it.
+	// restore rolls back its jobs and runs. RestoreSnapshotRequest.force
+	// (a file from before ACL bootstrap) needs nothing more: the call is
+	// management's whole.
 	pb.SnapshotService_SaveSnapshot_FullMethodName:    PermManagement,
 	pb.SnapshotService_RestoreSnapshot_FullMethodName: PermManagement,
 

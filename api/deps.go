@@ -2,6 +2,8 @@ package api
 
 import (
 	"time"
+
+	"github.com/raftcron/raftcron/backup"
 )
 
 // Deps is what every service of the API is built from: each New…Service
@@ -17,8 +19,7 @@ type Deps struct {
 	// Store's.
 	Barrier Barrier
 	// Registry, Ledger, Tokens and AuditLog are this node's applied state
-	// (fsm.FSM is each of them). Registry's fencing token is also the
-	// counter a snapshot restore never lowers.
+	// (fsm.FSM is each of them).
 	Registry Registry
 	Ledger   RunLedger
 	Tokens   TokenLister
@@ -31,9 +32,12 @@ type Deps struct {
 	Counts  RunCounter
 	// Snapshots is the Raft node as SnapshotService needs it; ScratchDir
 	// holds an upload and a rewritten copy of it while a restore runs (the
-	// node's data dir, where the Raft snapshots are too).
+	// node's data dir, where the Raft snapshots are too); Live is this
+	// node's state as a restore reads it (fsm.FSM): what it keeps, and
+	// whether ACLs are bootstrapped.
 	Snapshots  SnapshotNode
 	ScratchDir string
+	Live       backup.Live
 	// Workers holds the remote workers' streams while this node leads;
 	// Leader says which node leads, for a worker sent elsewhere.
 	Workers WorkerHub

@@ -26,15 +26,10 @@ type fakeStore struct {
 	applyHook  func(*pb.Command)
 	token      uint64
 	runs       []*pb.Run // newest first
-	runQueries []runQuery
+	runQueries []fsm.RunQuery
 	auditLimit uint32
 	audit      []*pb.AuditRecord // newest first
 	auditQuery []fsm.AuditQuery
-}
-
-type runQuery struct {
-	job   string
-	limit int
 }
 
 func newFakeStore() *fakeStore { return &fakeStore{jobs: map[string]*pb.Job{}} }
@@ -64,20 +59,29 @@ func (f *fakeStore) Run(id string) (*pb.Run, error) {
 	return nil, fmt.Errorf("run %q: %w", id, fsm.ErrNotFound)
 }
 
-func (f *fakeStore) ListRuns(job string, limit int) []*pb.Run {
+// RunsPage pages by job and limit only; every run counts as a live job's.
+func (f *fakeStore) RunsPage(q fsm.RunQuery) fsm.RunPage {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.runQueries = append(f.runQueries, runQuery{job, limit})
+	f.runQueries = append(f.runQueries, q)
 	var out []*pb.Run
 	for _, r := range f.runs {
-		if (job == "" || r.GetJob() == job) && (limit <= 0 || len(out) < limit) {
+		if (q.Job == "" || r.GetJob() == q.Job) && (q.Limit <= 0 || len(out) < q.Limit) {
 			out = append(out, proto.CloneOf(r))
 		}
 	}
-	return out
+	return fsm.RunPage{Runs: out, Scanned: len(f.runs)}
 }
 
-func (f *fakeStore) lastRunQuery() runQuery {
+// RunInScope holds for every run of a job whose labels include selector.
+func (f *fakeStore) RunInScope(run *pb.Run, selector map[string]string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	j, ok := f.jobs[run.GetJob()]
+	return ok && fsm.SelectorMatches(j.GetSpec().GetLabels(), selector)
+}
+
+func (f *fakeStore) lastRunQuery() fsm.RunQuery {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.runQueries[len(f.runQueries)-1]

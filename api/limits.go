@@ -32,3 +32,8 @@ func (l Limits) maxJobs() uint64 {
 // short page, or an empty one, with a page token to go on from, instead of
 // holding the lock for a scan of the whole registry.
 const maxListScan = 10_000
+
+// maxRunScan bounds the runs one ListRuns call looks at, likewise: a scope
+// that matches few runs of a large ledger answers a short page, or an empty
+// one, with a page token.
+const maxRunScan = 10_000

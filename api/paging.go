@@ -2,7 +2,10 @@ package api
 
 import (
 	"encoding/base64"
+	"strconv"
+	"strings"
 
+	"github.com/raftcron/raftcron/fsm"
 	"github.com/raftcron/raftcron/jobspec"
 )
 
@@ -42,4 +45,32 @@ func decodePageToken(token string) (string, error) {
 		return "", fieldError("page_token", "invalid page token: pass the next_page_token of the previous response unchanged")
 	}
 	return string(raw), nil
+}
+
+// A run page token is the key of the last run looked at, "<created at in
+// Unix ns>/<run id>", base64url-encoded like a job page token.
+func encodeRunPageToken(k fsm.RunKey) string {
+	if k.ID == "" {
+		return ""
+	}
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(k.CreatedAt, 10) + "/" + k.ID))
+}
+
+// decodeRunPageToken refuses anything encodeRunPageToken cannot have
+// produced.
+func decodeRunPageToken(token string) (fsm.RunKey, error) {
+	if token == "" {
+		return fsm.RunKey{}, nil
+	}
+	bad := fieldError("page_token", "invalid page token: pass the next_page_token of the previous response unchanged")
+	raw, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil {
+		return fsm.RunKey{}, bad
+	}
+	at, id, ok := strings.Cut(string(raw), "/")
+	created, err := strconv.ParseInt(at, 10, 64)
+	if !ok || err != nil || validRunID(id) != nil {
+		return fsm.RunKey{}, bad
+	}
+	return fsm.RunKey{CreatedAt: created, ID: id}, nil
 }

@@ -8,26 +8,22 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
+	"github.com/raftcron/raftcron/fsm"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
-// RunLedger is this node's applied run ledger.
+// RunLedger is this node's applied run ledger (fsm.FSM).
 type RunLedger interface {
+	// Run returns a run, marked job_deleted when no live job owns it.
 	Run(id string) (*pb.Run, error)
-	// ListRuns returns the runs of job ("" for all), newest first, at most
-	// limit of them.
-	ListRuns(job string, limit int) []*pb.Run
-}
-
-// ScopedRunLedger is what RunService needs of the ledger to serve a token
-// with a selector; a ledger without it serves such tokens nothing.
-type ScopedRunLedger interface {
-	// JobMatches reports whether the job exists and its labels include
-	// selector.
-	JobMatches(name string, selector map[string]string) bool
-	// ListRunsMatching is ListRuns of the jobs JobMatches accepts.
-	ListRunsMatching(job string, limit int, selector map[string]string) []*pb.Run
+	// RunsPage returns the page of runs q selects, newest first, marked
+	// as Run marks them.
+	RunsPage(q fsm.RunQuery) fsm.RunPage
+	// RunInScope reports whether run belongs to a live job whose labels
+	// include selector (any live job's, for an empty selector).
+	RunInScope(run *pb.Run, selector map[string]string) bool
 }
 
 const (
@@ -60,18 +56,21 @@ func (s *runService) ListRuns(ctx context.Context, req *pb.ListRunsRequest) (*pb
 	if err := validJobFilter(req.GetJob()); err != nil {
 		return nil, err
 	}
-	if err := s.readBarrier(ctx, req.GetStale()); err != nil {
-		return nil, err
-	}
-	sel := PrincipalFrom(ctx).Selector
-	if len(sel) == 0 {
-		return &pb.ListRunsResponse{Runs: s.ledger.ListRuns(req.GetJob(), runLimit(req.GetLimit()))}, nil
-	}
-	scoped, err := s.scoped()
+	after, err := decodeRunPageToken(req.GetPageToken())
 	if err != nil {
 		return nil, err
 	}
-	return &pb.ListRunsResponse{Runs: scoped.ListRunsMatching(req.GetJob(), runLimit(req.GetLimit()), sel)}, nil
+	if err := s.readBarrier(ctx, req.GetStale()); err != nil {
+		return nil, err
+	}
+	page := s.ledger.RunsPage(fsm.RunQuery{
+		Job:      req.GetJob(),
+		After:    after,
+		Limit:    runLimit(req.GetLimit()),
+		Selector: PrincipalFrom(ctx).Selector,
+		MaxScan:  maxRunScan,
+	})
+	return &pb.ListRunsResponse{Runs: page.Runs, NextPageToken: encodeRunPageToken(page.Next)}, nil
 }
 
 func runLimit(n uint32) int {
@@ -97,11 +96,7 @@ func (s *runService) GetRun(ctx context.Context, req *pb.GetRunRequest) (*pb.Get
 	if err != nil {
 		return nil, statusOf(err)
 	}
-	visible, err := s.visible(ctx, run)
-	if err != nil {
-		return nil, err
-	}
-	if !visible {
+	if !s.visible(ctx, run) {
 		return nil, hiddenRun(id)
 	}
 	return &pb.GetRunResponse{Run: run}, nil
@@ -118,9 +113,6 @@ func (s *runService) WatchRuns(req *pb.WatchRunsRequest, stream grpc.ServerStrea
 		return status.Error(codes.Unimplemented, "WatchRuns: this node publishes no run changes")
 	}
 	ctx := stream.Context()
-	if _, err := s.visible(ctx, nil); err != nil {
-		return err
-	}
 	w, cancel, err := s.hub.subscribe(req.GetJob())
 	if err != nil {
 		return err
@@ -136,7 +128,7 @@ func (s *runService) WatchRuns(req *pb.WatchRunsRequest, stream grpc.ServerStrea
 		case <-w.end:
 			return w.err
 		case r := <-w.ch:
-			if visible, _ := s.visible(ctx, r); !visible {
+			if r = s.watched(ctx, r); r == nil {
 				continue
 			}
 			if err := stream.Send(&pb.WatchRunsResponse{Run: r}); err != nil {
@@ -182,26 +174,29 @@ func validRunID(id string) error {
 	return nil
 }
 
-// visible reports whether the caller may see run (nil: whether it may see
-// any run at all). A token with a selector sees the runs of the jobs in
-// its scope, judged by the jobs' labels now.
-func (s *runService) visible(ctx context.Context, run *pb.Run) (bool, error) {
+// visible reports whether the caller may see run. A token with a selector
+// sees the runs of the live jobs in its scope, judged by the jobs' labels
+// now, and of each job only its own runs, not those a deleted job of the
+// same name left (fsm/history.go). A caller without one sees every run;
+// the ledger marks those of deleted jobs job_deleted.
+func (s *runService) visible(ctx context.Context, run *pb.Run) bool {
 	sel := PrincipalFrom(ctx).Selector
-	if len(sel) == 0 {
-		return true, nil
-	}
-	scoped, err := s.scoped()
-	if err != nil || run == nil {
-		return err == nil, err
-	}
-	return scoped.JobMatches(run.GetJob(), sel), nil
+	return len(sel) == 0 || s.ledger.RunInScope(run, sel)
 }
 
-func (s *runService) scoped() (ScopedRunLedger, error) {
-	if l, ok := s.ledger.(ScopedRunLedger); ok {
-		return l, nil
+// watched is the hub's run r as the caller may see it, marked as the
+// ledger marks runs, or nil. The hub's runs are shared between watchers:
+// a marked one is a copy.
+func (s *runService) watched(ctx context.Context, r *pb.Run) *pb.Run {
+	switch {
+	case !s.visible(ctx, r):
+		return nil
+	case len(PrincipalFrom(ctx).Selector) > 0 || s.ledger.RunInScope(r, nil):
+		return r
 	}
-	return nil, status.Error(codes.PermissionDenied, "this node cannot limit runs to an ACL token's selector")
+	c := proto.CloneOf(r)
+	c.JobDeleted = true
+	return c
 }
 
 func (s *runService) readBarrier(ctx context.Context, stale bool) error {

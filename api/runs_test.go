@@ -52,8 +52,8 @@ func TestListRuns(t *testing.T) {
 	if got := runIDs(resp.GetRuns()); !slices.Equal(got, []string{"b-4", "a-3", "b-2", "a-1"}) {
 		t.Fatalf("runs %v, want newest first", got)
 	}
-	if q := h.store.lastRunQuery(); q.job != "" || q.limit != defaultRunLimit {
-		t.Errorf("ledger asked for %+v, want every job, limit %d", q, defaultRunLimit)
+	if q := h.store.lastRunQuery(); q.Job != "" || q.Limit != defaultRunLimit || q.MaxScan != maxRunScan {
+		t.Errorf("ledger asked for %+v, want every job, limit %d, at most %d runs looked at", q, defaultRunLimit, maxRunScan)
 	}
 	if h.store.barrierCount() != barriers+1 {
 		t.Error("ListRuns without stale read without a barrier")
@@ -66,7 +66,7 @@ func TestListRuns(t *testing.T) {
 	if got := runIDs(resp.GetRuns()); !slices.Equal(got, []string{"a-3", "a-1"}) {
 		t.Fatalf("job a: %v", got)
 	}
-	if q := h.store.lastRunQuery(); q.job != "a" || q.limit != maxRunLimit {
+	if q := h.store.lastRunQuery(); q.Job != "a" || q.Limit != maxRunLimit {
 		t.Errorf("ledger asked for %+v, want job a, limit capped at %d", q, maxRunLimit)
 	}
 	if h.store.barrierCount() != barriers+1 {

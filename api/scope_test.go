@@ -1,6 +1,8 @@
 package api
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -199,5 +201,52 @@ func TestScopedListPagesThroughItsJobsOnly(t *testing.T) {
 	}
 	if got := strings.Join(seen, ","); got != "b-billing,d-billing" {
 		t.Fatalf("a scoped token paged through %s, want b-billing,d-billing", got)
+	}
+}
+
+// TestScopedListRunsPagesThroughItsRunsOnly: paging ListRuns one run at a
+// time with a scoped token meets every run of its scope and no other, and
+// a page token it did not get back is refused.
+func TestScopedListRunsPagesThroughItsRunsOnly(t *testing.T) {
+	h := newACLHarness(t, true)
+	ctx := testCtx(t)
+	mgmt := h.bootstrap(t)
+	admin := with(ctx, mgmt)
+	scoped := with(ctx, h.token(t, mgmt, "billing-viewer", pb.AclRole_ACL_ROLE_READ, map[string]string{"team": "billing"}))
+	var want []string
+	for i, team := range []string{"hr", "billing", "hr", "billing", "hr"} {
+		name := fmt.Sprintf("job-%d", i)
+		if _, err := h.jobs.CreateJob(admin, &pb.CreateJobRequest{Spec: labelled(name, map[string]string{"team": team})}); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := h.jobs.TriggerJob(admin, &pb.TriggerJobRequest{Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if team == "billing" {
+			want = append([]string{resp.GetRun().GetId()}, want...)
+		}
+	}
+	var seen []string
+	token := ""
+	for page := 0; page < 10; page++ {
+		resp, err := h.runs.ListRuns(scoped, &pb.ListRunsRequest{Limit: 1, PageToken: token})
+		if err != nil {
+			t.Fatalf("page %d: %v", page, err)
+		}
+		seen = append(seen, runIDs(resp.GetRuns())...)
+		if token = resp.GetNextPageToken(); token == "" {
+			break
+		}
+	}
+	if !slices.Equal(seen, want) {
+		t.Fatalf("paged %v, want %v", seen, want)
+	}
+	for _, bad := range []string{"not base64!", "bm8tc2xhc2g", "eC95"} { // "no-slash", "x/y"
+		_, err := h.runs.ListRuns(scoped, &pb.ListRunsRequest{PageToken: bad})
+		st := wantCode(t, err, codes.InvalidArgument)
+		if fields := badRequestFields(t, st); !slices.Equal(fields, []string{"page_token"}) {
+			t.Errorf("page token %q: fields %v, want [page_token]", bad, fields)
+		}
 	}
 }

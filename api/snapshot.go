@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/raftcron/raftcron/backup"
 	"github.com/raftcron/raftcron/cluster"
@@ -31,19 +33,22 @@ type SnapshotNode interface {
 type snapshotService struct {
 	pb.UnimplementedSnapshotServiceServer
 	node SnapshotNode
-	// counter is the live fencing counter, which a restore never lowers.
-	counter    backup.Counter
+	// live is the state a restore keeps all but the jobs and runs of.
+	live       backup.Live
 	scratchDir string
 	now        func() time.Time
+	audit      *AuditSwitch
 }
 
-// NewSnapshotService serves SnapshotService from d's Snapshots, Registry
-// (its fencing counter), ScratchDir (all three required) and Now, which
-// stamps saved files. Who may call it is the auth interceptor's business:
-// with ACLs on, both calls need the management role.
+// NewSnapshotService serves SnapshotService from d's Snapshots, Live,
+// ScratchDir (all three required) and Now, which stamps saved files and
+// the audit record of a restore; d.Audit's switch turns the trail on
+// before a restore, so that it is recorded. Who may call it is the auth
+// interceptor's business: with ACLs on, both calls need the management
+// role.
 func NewSnapshotService(d Deps) pb.SnapshotServiceServer {
 	d = d.withDefaults()
-	return &snapshotService{node: d.Snapshots, counter: d.Registry, scratchDir: d.ScratchDir, now: d.Now}
+	return &snapshotService{node: d.Snapshots, live: d.Live, scratchDir: d.ScratchDir, now: d.Now, audit: d.Audit}
 }
 
 func (s *snapshotService) SaveSnapshot(_ *pb.SaveSnapshotRequest, stream pb.SnapshotService_SaveSnapshotServer) error {
@@ -81,7 +86,7 @@ func (s *snapshotService) RestoreSnapshot(stream pb.SnapshotService_RestoreSnaps
 		_ = upload.Close()
 		_ = os.Remove(upload.Name())
 	}()
-	size, err := receiveChunks(stream, upload)
+	size, force, err := receiveChunks(stream, upload)
 	if err != nil {
 		return s.status(err)
 	}
@@ -90,7 +95,11 @@ func (s *snapshotService) RestoreSnapshot(stream pb.SnapshotService_RestoreSnaps
 		return badRequest("snapshot file refused, nothing changed: "+err.Error(),
 			&errdetails.BadRequest_FieldViolation{Field: "chunk", Description: err.Error()})
 	}
-	res, err := backup.Restore(stream.Context(), s.node, s.counter, f, s.scratchDir)
+	ctx := stream.Context()
+	s.audit.ensure(ctx)
+	res, err := backup.Restore(ctx, s.node, s.live, f, s.scratchDir, backup.Options{
+		Force: force, Principal: PrincipalFrom(ctx).Name, Now: s.now(),
+	})
 	if err != nil {
 		return s.status(err)
 	}
@@ -100,24 +109,28 @@ func (s *snapshotService) RestoreSnapshot(stream pb.SnapshotService_RestoreSnaps
 		FileFencingCounter: res.FileFencingCounter,
 		Jobs:               uint64(res.Snapshot.Jobs),
 		OpenRuns:           uint64(res.Snapshot.OpenRuns),
+		KeptLiveState:      res.KeptLive,
 	})
 }
 
-// receiveChunks writes the upload to w and returns its length.
-func receiveChunks(stream pb.SnapshotService_RestoreSnapshotServer, w io.Writer) (int64, error) {
-	var size int64
-	for {
+// receiveChunks writes the upload to w and returns its length and the
+// first message's force.
+func receiveChunks(stream pb.SnapshotService_RestoreSnapshotServer, w io.Writer) (size int64, force bool, err error) {
+	for first := true; ; first = false {
 		req, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
-			return size, nil
+			return size, force, nil
 		}
 		if err != nil {
-			return size, err
+			return size, force, err
+		}
+		if first {
+			force = req.GetForce()
 		}
 		n, err := w.Write(req.GetChunk())
 		size += int64(n)
 		if err != nil {
-			return size, fmt.Errorf("restore: spool the upload: %w", err)
+			return size, force, fmt.Errorf("restore: spool the upload: %w", err)
 		}
 	}
 }
@@ -131,8 +144,12 @@ func (s *snapshotService) notLeader() error {
 }
 
 func (s *snapshotService) status(err error) error {
-	if errors.Is(err, cluster.ErrNotLeader) {
+	switch {
+	case errors.Is(err, cluster.ErrNotLeader):
 		return s.notLeader()
+	case errors.Is(err, backup.ErrBeforeBootstrap):
+		return status.Error(codes.FailedPrecondition, err.Error()+
+			": set force (raftcron snapshot restore --force) to restore it into the live ACLs anyway")
 	}
 	return statusOf(err)
 }

@@ -107,20 +107,36 @@ func jobsFSM(t *testing.T, n int) *fsm.FSM {
 	return f
 }
 
-// liveCounter is a registry whose only part SnapshotService reads is the
-// fencing counter.
-type liveCounter struct {
-	Registry
-	token uint64
+// counterAt is a live state with no jobs, the fencing counter at counter,
+// at this build's cluster version.
+func counterAt(t *testing.T, counter uint64) *fsm.FSM {
+	t.Helper()
+	r, _, err := fsm.WithCounterFloor(bytes.NewReader(fsmBytes(fsm.New())), counter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fsm.New()
+	if err := f.Restore(io.NopCloser(r)); err != nil {
+		t.Fatal(err)
+	}
+	data, err := proto.Marshal(fsm.SetClusterVersion(fsm.CommandVersion))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Apply(&raft.Log{Index: 1, Term: 1, Type: raft.LogCommand, Data: data})
+	return f
 }
 
-func (c liveCounter) FencingToken() uint64 { return c.token }
-
-func snapshotClient(t *testing.T, node *snapNode, counter uint64, scratch string) pb.SnapshotServiceClient {
+// snapshotClient serves SnapshotService from node, whose dst (a fresh
+// state if nil) is the live state restores keep.
+func snapshotClient(t *testing.T, node *snapNode, scratch string) pb.SnapshotServiceClient {
 	t.Helper()
+	if node.dst == nil {
+		node.dst = fsm.New()
+	}
 	gs := grpc.NewServer()
 	pb.RegisterSnapshotServiceServer(gs, NewSnapshotService(Deps{
-		Snapshots: node, Registry: liveCounter{token: counter}, ScratchDir: scratch, Now: func() time.Time { return testNow },
+		Snapshots: node, Live: node.dst, ScratchDir: scratch, Now: func() time.Time { return testNow },
 	}))
 	lis := bufconn.Listen(1 << 20)
 	go func() { _ = gs.Serve(lis) }()
@@ -161,13 +177,18 @@ func save(t *testing.T, c pb.SnapshotServiceClient) ([]byte, int, error) {
 
 func upload(t *testing.T, c pb.SnapshotServiceClient, data []byte) (*pb.RestoreSnapshotResponse, error) {
 	t.Helper()
-	stream, err := c.RestoreSnapshot(testCtx(t))
+	return uploadForced(testCtx(t), c, data, false)
+}
+
+// uploadForced sends force in the first message, as the CLI does.
+func uploadForced(ctx context.Context, c pb.SnapshotServiceClient, data []byte, force bool) (*pb.RestoreSnapshotResponse, error) {
+	stream, err := c.RestoreSnapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
-	for len(data) > 0 {
+	for first := true; len(data) > 0; first = false {
 		n := min(len(data), 64<<10)
-		if err := stream.Send(&pb.RestoreSnapshotRequest{Chunk: data[:n]}); err != nil {
+		if err := stream.Send(&pb.RestoreSnapshotRequest{Chunk: data[:n], Force: first && force}); err != nil {
 			break // the server answered early; CloseAndRecv says why
 		}
 		data = data[n:]
@@ -186,7 +207,7 @@ func wantNotLeader(t *testing.T, err error) {
 
 func TestSaveSnapshotStreamsAVerifiedFileInChunks(t *testing.T) {
 	node := &snapNode{leader: true, src: jobsFSM(t, 3000)}
-	data, chunks, err := save(t, snapshotClient(t, node, 0, t.TempDir()))
+	data, chunks, err := save(t, snapshotClient(t, node, t.TempDir()))
 	if err != nil {
 		t.Fatalf("SaveSnapshot: %v", err)
 	}
@@ -206,12 +227,12 @@ func TestSaveSnapshotStreamsAVerifiedFileInChunks(t *testing.T) {
 func TestSnapshotCallsOnAFollowerNameTheLeader(t *testing.T) {
 	scratch := t.TempDir()
 	node := &snapNode{src: jobsFSM(t, 1), dst: fsm.New()}
-	c := snapshotClient(t, node, 0, scratch)
+	c := snapshotClient(t, node, scratch)
 	_, _, err := save(t, c)
 	wantNotLeader(t, err)
 
 	leader := &snapNode{leader: true, src: jobsFSM(t, 1)}
-	file, _, err := save(t, snapshotClient(t, leader, 0, t.TempDir()))
+	file, _, err := save(t, snapshotClient(t, leader, t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,13 +252,13 @@ func TestSnapshotCallsOnAFollowerNameTheLeader(t *testing.T) {
 
 func TestRestoreSnapshotRefusesABadFileWhole(t *testing.T) {
 	leader := &snapNode{leader: true, src: jobsFSM(t, 5)}
-	file, _, err := save(t, snapshotClient(t, leader, 0, t.TempDir()))
+	file, _, err := save(t, snapshotClient(t, leader, t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	scratch := t.TempDir()
 	node := &snapNode{leader: true, dst: fsm.New()}
-	c := snapshotClient(t, node, 0, scratch)
+	c := snapshotClient(t, node, scratch)
 	corrupt := bytes.Clone(file)
 	corrupt[len(corrupt)/2] ^= 0xff
 	for name, bad := range map[string][]byte{
@@ -262,16 +283,16 @@ func TestRestoreSnapshotRefusesABadFileWhole(t *testing.T) {
 
 func TestRestoreSnapshotKeepsTheHigherCounter(t *testing.T) {
 	leader := &snapNode{leader: true, src: jobsFSM(t, 4)}
-	file, _, err := save(t, snapshotClient(t, leader, 0, t.TempDir()))
+	file, _, err := save(t, snapshotClient(t, leader, t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	node := &snapNode{leader: true, dst: fsm.New()}
-	res, err := upload(t, snapshotClient(t, node, 9000, t.TempDir()), file)
+	node := &snapNode{leader: true, dst: counterAt(t, 9000)}
+	res, err := upload(t, snapshotClient(t, node, t.TempDir()), file)
 	if err != nil {
 		t.Fatalf("RestoreSnapshot: %v", err)
 	}
-	want := &pb.RestoreSnapshotResponse{Index: 77, FencingCounter: 9000, FileFencingCounter: 0, Jobs: 4}
+	want := &pb.RestoreSnapshotResponse{Index: 77, FencingCounter: 9000, FileFencingCounter: 0, Jobs: 4, KeptLiveState: true}
 	if !proto.Equal(res, want) {
 		t.Fatalf("response %v, want %v", res, want)
 	}

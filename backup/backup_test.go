@@ -251,9 +251,32 @@ func (tg *fakeTarget) RestoreSnapshot(_ context.Context, from cluster.SnapshotIn
 	return 99, tg.f.Restore(io.NopCloser(bytes.NewReader(data)))
 }
 
-type counter uint64
+// liveAt is a live state with no jobs, the fencing counter at counter and
+// the cluster version at v.
+func liveAt(t *testing.T, counter uint64, v uint32) *fsm.FSM {
+	t.Helper()
+	r, _, err := fsm.WithCounterFloor(bytes.NewReader(fsmStream(t, fsm.New())), counter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fsm.New()
+	if err := f.Restore(io.NopCloser(r)); err != nil {
+		t.Fatal(err)
+	}
+	applyTo(t, f, 1, fsm.SetClusterVersion(v))
+	return f
+}
 
-func (c counter) FencingToken() uint64 { return uint64(c) }
+func applyTo(t *testing.T, f *fsm.FSM, index uint64, c *pb.Command) {
+	t.Helper()
+	data, err := proto.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := f.Apply(&raft.Log{Index: index, Term: 3, Type: raft.LogCommand, Data: data}).(*pb.CommandResult); res.GetCode() != pb.ResultCode_RESULT_CODE_OK {
+		t.Fatalf("apply %v: %v", c, res)
+	}
+}
 
 func TestRestoreNeverMovesTheCounterBackAndOrphansInFlightRuns(t *testing.T) {
 	t.Parallel()
@@ -262,14 +285,14 @@ func TestRestoreNeverMovesTheCounterBackAndOrphansInFlightRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, live := range []uint64{0, 1, 500} {
-		tg := &fakeTarget{f: fsm.New()}
+		tg := &fakeTarget{f: liveAt(t, live, fsm.CommandVersion)}
 		scratch := t.TempDir()
-		res, err := backup.Restore(context.Background(), tg, counter(live), f, scratch)
+		res, err := backup.Restore(context.Background(), tg, tg.f, f, scratch, backup.Options{})
 		if err != nil {
 			t.Fatalf("live counter %d: Restore: %v", live, err)
 		}
 		want := max(live, 1)
-		if res.FencingCounter != want || tg.f.FencingToken() != want || res.FileFencingCounter != 1 || res.Index != 99 {
+		if res.FencingCounter != want || tg.f.FencingToken() != want || res.FileFencingCounter != 1 || res.Index != 99 || !res.KeptLive {
 			t.Errorf("live counter %d: result %+v, restored counter %d; want %d", live, res, tg.f.FencingToken(), want)
 		}
 		if tg.from.Index != 42 || tg.from.Term != 3 {
@@ -294,5 +317,44 @@ func TestHeaderRecordIsLengthDelimited(t *testing.T) {
 	var h pb.BackupHeader
 	if err := protodelim.UnmarshalFrom(rest, &h); err != nil || h.GetIndex() != 42 {
 		t.Fatalf("header as documented: %v, %v", &h, err)
+	}
+}
+
+// A file taken before the live cluster bootstrapped its ACLs is refused,
+// before anything is copied or proposed, unless forced; forced, the
+// restore records it.
+func TestRestoreRefusesAFileFromBeforeBootstrapUnlessForced(t *testing.T) {
+	t.Parallel()
+	f, err := inspect(file(t, fsmStream(t, state(t))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := &fakeTarget{f: liveAt(t, 0, fsm.CommandVersion)}
+	applyTo(t, tg.f, 2, &pb.Command{Kind: &pb.Command_SetAudit{SetAudit: &pb.SetAuditCommand{Limit: 10}}})
+	root := sha256.Sum256([]byte("root"))
+	applyTo(t, tg.f, 3, &pb.Command{Kind: &pb.Command_BootstrapAcl{BootstrapAcl: &pb.BootstrapAclCommand{Token: &pb.AclToken{
+		AccessorId: "acc-root", Name: "root", Role: pb.AclRole_ACL_ROLE_MANAGEMENT, SecretHash: root[:]}}}})
+	want := tg.f.StateHash()
+	scratch := t.TempDir()
+	_, err = backup.Restore(context.Background(), tg, tg.f, f, scratch, backup.Options{})
+	if !errors.Is(err, backup.ErrBeforeBootstrap) || tg.from.Index != 0 || tg.f.StateHash() != want {
+		t.Fatalf("Restore: %v (restore reached Raft: %v); want ErrBeforeBootstrap and nothing changed", err, tg.from.Index != 0)
+	}
+
+	o := backup.Options{Force: true, Principal: "ops", Now: takenAt}
+	if _, err := backup.Restore(context.Background(), tg, tg.f, f, scratch, o); err != nil {
+		t.Fatalf("forced Restore: %v", err)
+	}
+	if !tg.f.ACLBootstrapped() || tg.f.JobCount() != 2 {
+		t.Fatalf("forced restore: bootstrapped %v, %d jobs; want the live ACLs and the file's jobs", tg.f.ACLBootstrapped(), tg.f.JobCount())
+	}
+	rec := tg.f.ListAudit(fsm.AuditQuery{Limit: 1})[0]
+	fields := map[string]string{}
+	for _, c := range rec.GetChanges() {
+		fields[c.GetField()] = c.GetAfter()
+	}
+	if rec.GetAction() != fsm.AuditSnapshotRestore || rec.GetPrincipal() != "ops" || fields["force"] != "true" ||
+		fields["file.index"] != "42" || fields["file.node_id"] != "n1" || len(fields["file.sha256"]) != 64 {
+		t.Fatalf("audit record %v, want the forced restore of the file at index 42 by ops", rec)
 	}
 }

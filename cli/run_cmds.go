@@ -52,14 +52,7 @@ func newRunListCmd(o *clientOptions) *cobra.Command {
 			if limit < 0 || limit > maxRunLimit {
 				return Usagef("--limit: must be between 0 and %d (0: the server's default, 20)", maxRunLimit)
 			}
-			client, done, err := o.runClient()
-			if err != nil {
-				return err
-			}
-			defer done()
-			ctx, cancel := o.callContext(cmd.Context())
-			defer cancel()
-			resp, err := client.ListRuns(ctx, &pb.ListRunsRequest{Job: job, Limit: uint32(limit), Stale: stale})
+			runs, err := listRuns(cmd, o, &pb.ListRunsRequest{Job: job, Limit: uint32(limit), Stale: stale})
 			if err != nil {
 				subject := ""
 				if job != "" {
@@ -67,13 +60,52 @@ func newRunListCmd(o *clientOptions) *cobra.Command {
 				}
 				return o.call(subject).describe(err)
 			}
-			return writeRuns(cmd.OutOrStdout(), o.output, resp.GetRuns())
+			return writeRuns(cmd.OutOrStdout(), o.output, runs)
 		}),
 	}
 	cmd.Flags().StringVar(&job, "job", "", "only the runs of this job")
 	cmd.Flags().IntVar(&limit, "limit", 0, fmt.Sprintf("at most this many runs (0: 20; at most %d)", maxRunLimit))
 	cmd.Flags().BoolVar(&stale, "stale", false, "read this node's state, which may lag the leader")
 	return cmd
+}
+
+// runListPages bounds the pages one run list follows: a token scoped to
+// few jobs of a large ledger gets short pages, each the server's bounded
+// look at it, and a list should still end.
+const runListPages = 100
+
+// listRuns reads pages until it has the request's limit of runs (the
+// server's default, 20, when 0) or no page follows.
+func listRuns(cmd *cobra.Command, o *clientOptions, req *pb.ListRunsRequest) ([]*pb.Run, error) {
+	client, done, err := o.runClient()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	want := int(req.GetLimit())
+	if want == 0 {
+		want = 20
+	}
+	runs := []*pb.Run{}
+	for range runListPages {
+		ctx, cancel := o.callContext(cmd.Context())
+		resp, err := client.ListRuns(ctx, req)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, resp.GetRuns()...)
+		next := resp.GetNextPageToken()
+		if next == "" || len(runs) >= want {
+			break
+		}
+		if next == req.GetPageToken() {
+			return nil, fmt.Errorf("run list: the server returned page token %q again", next)
+		}
+		req.PageToken = next
+		req.Limit = uint32(want - len(runs))
+	}
+	return runs[:min(len(runs), want)], nil
 }
 
 func newRunGetCmd(o *clientOptions) *cobra.Command {

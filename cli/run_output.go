@@ -105,8 +105,17 @@ func clip(s string, n int) string {
 const runHeader = "RUN ID\tJOB\tSCHEDULED AT\tKIND\tSTATE\tATTEMPTS\tTOKEN\tREASON/DETAIL"
 
 func runRow(r *pb.Run) string {
-	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s", r.GetId(), r.GetJob(), unixTime(r.GetSlotUnix()),
+	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s", r.GetId(), runJob(r), unixTime(r.GetSlotUnix()),
 		orDash(kindName(r.GetKind())), orDash(stateName(r.GetState())), len(r.GetAttempts()), tokenOf(r), orDash(runNote(r)))
+}
+
+// runJob is the JOB column: the name, and "(deleted)" for a run of a
+// deleted job, which a job now registered under the name does not own.
+func runJob(r *pb.Run) string {
+	if r.GetJobDeleted() {
+		return r.GetJob() + " (deleted)"
+	}
+	return r.GetJob()
 }
 
 func writeRunTable(w io.Writer, runs []*pb.Run) error {
@@ -160,6 +169,9 @@ func writeRun(w io.Writer, format outputFormat, r *pb.Run) error {
 func watchLine(r *pb.Run) string {
 	line := fmt.Sprintf("%s job=%s scheduled=%s kind=%s state=%s attempts=%d token=%s", r.GetId(), r.GetJob(),
 		unixTime(r.GetSlotUnix()), orDash(kindName(r.GetKind())), orDash(stateName(r.GetState())), len(r.GetAttempts()), tokenOf(r))
+	if r.GetJobDeleted() {
+		line += " job_deleted=true"
+	}
 	if note := runNote(r); note != "" {
 		line += " " + strconv.Quote(note)
 	}
@@ -193,6 +205,7 @@ func writeWatched(w io.Writer, format outputFormat, r *pb.Run) error {
 type runView struct {
 	ID              string        `json:"id"`
 	Job             string        `json:"job"`
+	JobDeleted      bool          `json:"job_deleted,omitempty"`
 	Generation      uint64        `json:"generation"`
 	ScheduledAt     string        `json:"scheduled_at"`
 	LastScheduledAt string        `json:"last_scheduled_at,omitempty"`
@@ -226,7 +239,7 @@ type attemptView struct {
 
 func runViewOf(r *pb.Run) runView {
 	v := runView{
-		ID: r.GetId(), Job: r.GetJob(), Generation: r.GetGeneration(),
+		ID: r.GetId(), Job: r.GetJob(), JobDeleted: r.GetJobDeleted(), Generation: r.GetGeneration(),
 		ScheduledAt:     unixStamp(r.GetSlotUnix()),
 		LastScheduledAt: unixStamp(r.GetLastSlotUnix()),
 		MissedCount:     r.GetMissedCount(),

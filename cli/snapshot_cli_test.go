@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -8,9 +9,16 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/raftcron/raftcron/backup"
+	"github.com/raftcron/raftcron/fsm"
 	"github.com/raftcron/raftcron/internal/testutil"
 	"github.com/raftcron/raftcron/localcluster"
 	"github.com/raftcron/raftcron/localcluster/clustertest"
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
 // quietJobs never fire during a test, so the fencing counter stays 0.
@@ -107,7 +115,7 @@ func TestCLISnapshotSaveInspectRestore(t *testing.T) {
 	}
 
 	r = expectOK(t, cliOn(t, follower, "", "snapshot", "restore", file))
-	if !regexp.MustCompile(`^restored .*backup.snap \(taken at index \d+\) as index \d+: 2 jobs, 0 open runs; fencing counter 0 \(the file had 0\)\n$`).MatchString(r.Stdout) {
+	if !regexp.MustCompile(`^restored .*backup.snap \(taken at index \d+\) as index \d+: 2 jobs, 0 open runs; fencing counter 0 \(the file had 0\); ACL tokens and audit trail kept as they were\n$`).MatchString(r.Stdout) {
 		t.Fatalf("restore output %q", r.Stdout)
 	}
 	for _, node := range c.Nodes() {
@@ -136,3 +144,60 @@ func flipByte(data []byte, at int) []byte {
 	out[at] ^= 0xff
 	return out
 }
+
+// forceServer refuses a restore unless its first message sets force, as a
+// cluster that bootstrapped its ACLs after the file was taken does.
+type forceServer struct {
+	pb.UnimplementedSnapshotServiceServer
+}
+
+func (forceServer) RestoreSnapshot(stream pb.SnapshotService_RestoreSnapshotServer) error {
+	first, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	for {
+		if _, err := stream.Recv(); err != nil {
+			break
+		}
+	}
+	if !first.GetForce() {
+		return status.Error(codes.FailedPrecondition, "the snapshot file was taken before this cluster bootstrapped its ACLs: set force")
+	}
+	return stream.SendAndClose(&pb.RestoreSnapshotResponse{Index: 9, Jobs: 1, KeptLiveState: true})
+}
+
+// snapshot restore --force sends force, and without it the refusal reaches
+// the operator.
+func TestCLISnapshotRestoreForce(t *testing.T) {
+	dir := t.TempDir()
+	f := fsm.New()
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body bytes.Buffer
+	if err := snap.Persist(&bufSink{Buffer: &body}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "old.snap")
+	var file bytes.Buffer
+	if _, err := backup.Write(&file, &pb.BackupHeader{Index: 3, Term: 1, NodeId: "n1", Size: uint64(body.Len())}, &body); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, file.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := serveFake(t, func(gs *grpc.Server) { pb.RegisterSnapshotServiceServer(gs, forceServer{}) })
+	expectFailure(t, runCLI(t, "", "snapshot", "restore", path, "--addr", addr), "bootstrapped its ACLs")
+	r := expectOK(t, runCLI(t, "", "snapshot", "restore", path, "--force", "--addr", addr))
+	if !strings.Contains(r.Stdout, "ACL tokens and audit trail kept") {
+		t.Fatalf("forced restore output %q", r.Stdout)
+	}
+}
+
+type bufSink struct{ *bytes.Buffer }
+
+func (bufSink) ID() string    { return "buf" }
+func (bufSink) Close() error  { return nil }
+func (bufSink) Cancel() error { return nil }

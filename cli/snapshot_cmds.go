@@ -70,27 +70,34 @@ func newSnapshotInspectCmd(o *clientOptions) *cobra.Command {
 }
 
 func newSnapshotRestoreCmd(o *clientOptions) *cobra.Command {
-	return &cobra.Command{
+	var force bool
+	cmd := &cobra.Command{
 		Use:   "restore FILE",
-		Short: "Replace the state of the whole cluster with a snapshot file",
-		Long: "Replace the state of the whole cluster with a snapshot file, through the leader's\n" +
-			"Raft. The file is verified whole first, here and on the leader; a bad file changes\n" +
-			"nothing. The fencing counter never goes back: the next token is above every token\n" +
-			"the cluster issued before, whatever the file holds. Runs the file shows in flight\n" +
-			"are re-dispatched with new tokens (at_least_once) or marked unknown (at_most_once).",
+		Short: "Roll the jobs and runs of the whole cluster back to a snapshot file",
+		Long: "Roll the jobs and runs of the whole cluster back to a snapshot file, through the\n" +
+			"leader's Raft. The file is verified whole first, here and on the leader; a bad file\n" +
+			"changes nothing. The cluster keeps its live ACL tokens and audit trail, which\n" +
+			"records the restore and the file's header (cluster version 3; before it the file\n" +
+			"replaced the whole state). The fencing counter never goes back: the next token is\n" +
+			"above every token the cluster issued before, whatever the file holds. Runs the file\n" +
+			"shows in flight are re-dispatched with new tokens (at_least_once) or marked unknown\n" +
+			"(at_most_once). A file taken before the cluster bootstrapped its ACLs is refused\n" +
+			"unless --force.",
 		Args: cobra.ExactArgs(1),
 		RunE: RunE(func(cmd *cobra.Command, args []string) error {
 			f, err := inspectBackup(args[0])
 			if err != nil {
 				return err
 			}
-			res, err := restoreSnapshot(cmd.Context(), o, args[0])
+			res, err := restoreSnapshot(cmd.Context(), o, args[0], force)
 			if err != nil {
 				return err
 			}
 			return writeBackupRestored(cmd.OutOrStdout(), o.output, args[0], f, res)
 		}),
 	}
+	cmd.Flags().BoolVar(&force, "force", false, "restore a file taken before the cluster bootstrapped its ACLs")
+	return cmd
 }
 
 // inspectBackup opens and verifies a snapshot file.
@@ -168,7 +175,7 @@ func saveSnapshot(parent context.Context, o *clientOptions, path string) (*backu
 	return f, os.Rename(tmp.Name(), path)
 }
 
-func restoreSnapshot(parent context.Context, o *clientOptions, path string) (*pb.RestoreSnapshotResponse, error) {
+func restoreSnapshot(parent context.Context, o *clientOptions, path string, force bool) (*pb.RestoreSnapshotResponse, error) {
 	fh, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -186,10 +193,10 @@ func restoreSnapshot(parent context.Context, o *clientOptions, path string) (*pb
 			return err
 		}
 		buf := make([]byte, uploadChunk)
-		for {
+		for first := true; ; first = false {
 			n, rerr := io.ReadFull(fh, buf)
 			if n > 0 {
-				if err := stream.Send(&pb.RestoreSnapshotRequest{Chunk: buf[:n]}); err != nil {
+				if err := stream.Send(&pb.RestoreSnapshotRequest{Chunk: buf[:n], Force: first && force}); err != nil {
 					break // the node answered early: CloseAndRecv says why
 				}
 			}
@@ -242,7 +249,10 @@ type backupView struct {
 	Runs           int    `json:"runs"`
 	OpenRuns       int    `json:"open_runs"`
 	FencingCounter uint64 `json:"fencing_counter"`
-	SHA256         string `json:"sha256"`
+	// ACLBootstrapped: a cluster that bootstrapped its ACLs since refuses
+	// the file unless restore --force.
+	ACLBootstrapped bool   `json:"acl_bootstrapped"`
+	SHA256          string `json:"sha256"`
 }
 
 func backupViewOf(path string, f *backup.File) backupView {
@@ -252,7 +262,7 @@ func backupViewOf(path string, f *backup.File) backupView {
 		TakenAt: h.GetTakenAt().AsTime().UTC().Format(time.RFC3339Nano), TakenBy: h.GetNodeId(),
 		SnapshotBytes: h.GetSize(), SnapshotFormat: s.FormatVersion,
 		Jobs: s.Jobs, Tombstones: s.Tombstones, Runs: s.Runs, OpenRuns: s.OpenRuns,
-		FencingCounter: s.FencingCounter, SHA256: hex.EncodeToString(f.SHA256[:]),
+		FencingCounter: s.FencingCounter, ACLBootstrapped: s.ACLBootstrapped, SHA256: hex.EncodeToString(f.SHA256[:]),
 	}
 }
 
@@ -269,7 +279,7 @@ func writeBackupInfo(w io.Writer, format outputFormat, path string, f *backup.Fi
 		{"FILE", v.File}, {"VERSION", v.Version}, {"INDEX", v.Index}, {"TERM", v.Term},
 		{"TAKEN AT", v.TakenAt}, {"TAKEN BY", v.TakenBy}, {"SNAPSHOT BYTES", v.SnapshotBytes},
 		{"JOBS", v.Jobs}, {"TOMBSTONES", v.Tombstones}, {"RUNS", v.Runs}, {"OPEN RUNS", v.OpenRuns},
-		{"FENCING COUNTER", v.FencingCounter}, {"SHA256", v.SHA256},
+		{"FENCING COUNTER", v.FencingCounter}, {"ACL BOOTSTRAPPED", v.ACLBootstrapped}, {"SHA256", v.SHA256},
 	} {
 		fmt.Fprintf(tw, "%s\t%v\n", row[0], row[1])
 	}
@@ -295,12 +305,14 @@ type restoredView struct {
 	OpenRuns           uint64 `json:"open_runs"`
 	FencingCounter     uint64 `json:"fencing_counter"`
 	FileFencingCounter uint64 `json:"file_fencing_counter"`
+	KeptLiveState      bool   `json:"kept_live_state"`
 }
 
 func writeBackupRestored(w io.Writer, format outputFormat, path string, f *backup.File, res *pb.RestoreSnapshotResponse) error {
 	v := restoredView{
 		File: path, FileIndex: f.Header.GetIndex(), Index: res.GetIndex(), Jobs: res.GetJobs(), OpenRuns: res.GetOpenRuns(),
 		FencingCounter: res.GetFencingCounter(), FileFencingCounter: res.GetFileFencingCounter(),
+		KeptLiveState: res.GetKeptLiveState(),
 	}
 	switch format {
 	case outputJSON:
@@ -308,7 +320,11 @@ func writeBackupRestored(w io.Writer, format outputFormat, path string, f *backu
 	case outputYAML:
 		return writeYAML(w, v)
 	}
-	_, err := fmt.Fprintf(w, "restored %s (taken at index %d) as index %d: %d jobs, %d open runs; fencing counter %d (the file had %d)\n",
-		path, v.FileIndex, v.Index, v.Jobs, v.OpenRuns, v.FencingCounter, v.FileFencingCounter)
+	kept := "; the file replaced the whole state, ACL tokens and audit trail included"
+	if v.KeptLiveState {
+		kept = "; ACL tokens and audit trail kept as they were"
+	}
+	_, err := fmt.Fprintf(w, "restored %s (taken at index %d) as index %d: %d jobs, %d open runs; fencing counter %d (the file had %d)%s\n",
+		path, v.FileIndex, v.Index, v.Jobs, v.OpenRuns, v.FencingCounter, v.FileFencingCounter, kept)
 	return err
 }

@@ -235,13 +235,14 @@ func checkScope(s *state, c *pb.Command, sel map[string]string) error {
 }
 
 // checkRunScope answers a run of a job outside the scope as a missing run.
-// A run whose job is gone is in no scope but the unscoped one.
+// A run whose job is gone is in no scope but the unscoped one, even once a
+// job of its name is created again (history.go).
 func checkRunScope(s *state, id string, sel map[string]string) error {
 	r, ok := s.run(id)
 	if !ok {
 		return nil // the handler answers NOT_FOUND
 	}
-	if j, ok := s.job(r.GetJob()); ok && hasLabels(j.GetSpec(), sel) {
+	if s.inScope(r, sel) {
 		return nil
 	}
 	return fail(ErrNotFound, "run %q not found", id)

@@ -33,42 +33,9 @@ func (f *FSM) ACLTokens() []*pb.AclToken {
 	return out
 }
 
-// JobMatches reports whether the job exists and its labels include
-// selector: whether a caller scoped to selector may see it.
-func (f *FSM) JobMatches(name string, selector map[string]string) bool {
+// ACLBootstrapped reports whether `acl bootstrap` has run: it works once.
+func (f *FSM) ACLBootstrapped() bool {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	j, ok := f.st.job(name)
-	return ok && hasLabels(j.GetSpec(), selector)
-}
-
-// ListRunsMatching is ListRuns restricted to the runs of live jobs whose
-// labels include selector; the runs of deleted jobs match nothing.
-func (f *FSM) ListRunsMatching(job string, limit int, selector map[string]string) []*pb.Run {
-	if len(selector) == 0 {
-		return f.ListRuns(job, limit)
-	}
-	if job != "" {
-		if !f.JobMatches(job, selector) {
-			return nil
-		}
-		return f.ListRuns(job, limit)
-	}
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	var runs []*pb.Run
-	f.st.ix.created.Descend(func(k createdKey) bool {
-		if limit > 0 && len(runs) == limit {
-			return false
-		}
-		r, ok := f.st.run(k.id)
-		if !ok {
-			return true
-		}
-		if j, live := f.st.job(r.GetJob()); live && hasLabels(j.GetSpec(), selector) {
-			runs = append(runs, cloneRun(r))
-		}
-		return true
-	})
-	return runs
+	return f.st.acl.bootstrapped
 }

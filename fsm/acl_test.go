@@ -203,13 +203,6 @@ func TestScopedCallerTouchesOnlyJobsInItsScope(t *testing.T) {
 	h.mustOK(as("ci", billing, pauseCmd("invoices", true, "")))
 	h.mustOK(as("ci", billing, deleteCmd("invoices", 0)))
 	h.mustOK(as("ci", billing, createCmd(testSpec("invoices"))))
-
-	if !h.f.JobMatches("invoices", billing) || h.f.JobMatches("payroll", billing) || h.f.JobMatches("gone", nil) {
-		t.Fatal("JobMatches disagrees with the labels")
-	}
-	if !h.f.JobMatches("payroll", nil) {
-		t.Fatal("an empty selector must match every job")
-	}
 }
 
 func TestWritesRecordTheirPrincipal(t *testing.T) {
@@ -355,8 +348,8 @@ func TestACLCommandsAreDeterministic(t *testing.T) {
 }
 
 func TestVersionOfACLCommands(t *testing.T) {
-	if fsm.CommandVersion != 2 {
-		t.Fatalf("CommandVersion = %d, want 2", fsm.CommandVersion)
+	if fsm.CommandVersion < 2 {
+		t.Fatalf("CommandVersion = %d, want at least 2", fsm.CommandVersion)
 	}
 	for _, c := range []*pb.Command{bootstrapCmd(nil), createTokenCmd(nil), deleteTokenCmd("x")} {
 		if v := fsm.VersionOf(c); v != 2 {

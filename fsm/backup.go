@@ -28,6 +28,8 @@ type SnapshotSummary struct {
 	Tombstones     int
 	Runs           int
 	OpenRuns       int
+	// ACLBootstrapped: ACLs were bootstrapped when the snapshot was taken.
+	ACLBootstrapped bool
 }
 
 // InspectSnapshot reads a whole snapshot stream with every check Restore
@@ -39,17 +41,19 @@ func InspectSnapshot(r io.Reader) (SnapshotSummary, error) {
 		return SnapshotSummary{}, fmt.Errorf("fsm: snapshot: %w", err)
 	}
 	return SnapshotSummary{
-		FormatVersion:  st.audit.format(),
-		FencingCounter: st.counter,
-		Jobs:           st.jobs.Len(),
-		Tombstones:     st.tombstones.Len(),
-		Runs:           st.runs.Len(),
-		OpenRuns:       st.ix.open.Len(),
+		FormatVersion:   st.audit.format(),
+		FencingCounter:  st.counter,
+		Jobs:            st.jobs.Len(),
+		Tombstones:      st.tombstones.Len(),
+		Runs:            st.runs.Len(),
+		OpenRuns:        st.ix.open.Len(),
+		ACLBootstrapped: st.acl.bootstrapped,
 	}, nil
 }
 
 // OrphanDispatched copies the snapshot stream src to dst with the term of
-// every DISPATCHED run's current attempt set to 0.
+// every DISPATCHED run's current attempt set to 0, and says where in dst
+// the header and the ledger end, for UserRestore.
 //
 // A snapshot restored into a running cluster comes from another time, and
 // perhaps another cluster, whose terms mean nothing here: an attempt
@@ -58,24 +62,39 @@ func InspectSnapshot(r io.Reader) (SnapshotSummary, error) {
 // count as an orphan at all. Term 0 is before every term, so the leader
 // treats every run the snapshot shows in flight as an orphan: re-dispatched
 // with a new token (at_least_once) or marked unknown (at_most_once).
-func OrphanDispatched(dst io.Writer, src io.Reader) error {
+func OrphanDispatched(dst io.Writer, src io.Reader) (Layout, error) {
 	br := bufio.NewReaderSize(src, ioBufferSize)
 	bw := bufio.NewWriterSize(dst, ioBufferSize)
+	var l Layout
+	var written int64
+	registry := uint64(0) // records of the registry and the ledger still to come
 	for first := true; ; first = false {
 		raw, payload, err := readRawRecord(br)
 		if err == io.EOF && !first {
-			return bw.Flush()
+			return l, bw.Flush()
 		}
 		if err != nil {
-			return fmt.Errorf("fsm: snapshot: %w", truncated(err))
+			return l, fmt.Errorf("fsm: snapshot: %w", truncated(err))
 		}
-		if !first {
-			if raw, err = orphanRecord(raw, payload); err != nil {
-				return err
+		if first {
+			var h pb.SnapshotHeader
+			if err := proto.Unmarshal(payload, &h); err != nil {
+				return l, fmt.Errorf("fsm: snapshot header does not decode: %w", err)
 			}
+			registry = h.GetJobCount() + h.GetTombstoneCount() + h.GetRunCount()
+		} else if raw, err = orphanRecord(raw, payload); err != nil {
+			return l, err
 		}
 		if _, err := bw.Write(raw); err != nil {
-			return err
+			return l, err
+		}
+		written += int64(len(raw))
+		switch {
+		case first:
+			l.HeaderEnd, l.RegistryEnd = written, written
+		case registry > 0:
+			registry--
+			l.RegistryEnd = written
 		}
 	}
 }

@@ -63,7 +63,7 @@ func TestOrphanDispatchedMakesInFlightAttemptsOrphans(t *testing.T) {
 	h := busyLedger(t)
 	data := persist(t, h.f)
 	var out bytes.Buffer
-	if err := fsm.OrphanDispatched(&out, bytes.NewReader(data)); err != nil {
+	if _, err := fsm.OrphanDispatched(&out, bytes.NewReader(data)); err != nil {
 		t.Fatalf("OrphanDispatched: %v", err)
 	}
 	r := newHarness(t)
@@ -118,7 +118,7 @@ func TestOrphanDispatchedKeepsRecordsItDoesNotKnow(t *testing.T) {
 	in.Write(protowire.AppendVarint(nil, uint64(len(unknown))))
 	in.Write(unknown)
 	var out bytes.Buffer
-	if err := fsm.OrphanDispatched(&out, bytes.NewReader(in.Bytes())); err != nil {
+	if _, err := fsm.OrphanDispatched(&out, bytes.NewReader(in.Bytes())); err != nil {
 		t.Fatalf("OrphanDispatched: %v", err)
 	}
 	if !bytes.Equal(out.Bytes(), in.Bytes()) {
@@ -129,7 +129,7 @@ func TestOrphanDispatchedKeepsRecordsItDoesNotKnow(t *testing.T) {
 func TestOrphanDispatchedRefusesTruncatedStreams(t *testing.T) {
 	data := persist(t, busyLedger(t).f)
 	for _, cut := range []int{0, 1, len(data) - 1} {
-		if err := fsm.OrphanDispatched(io.Discard, bytes.NewReader(data[:cut])); err == nil {
+		if _, err := fsm.OrphanDispatched(io.Discard, bytes.NewReader(data[:cut])); err == nil {
 			t.Errorf("cut at %d of %d bytes: no error", cut, len(data))
 		}
 	}
@@ -191,7 +191,7 @@ func TestBackupRewritesKeepTheRetiredGenerationAndTheACL(t *testing.T) {
 		t.Fatalf("InspectSnapshot: %+v, %v; want no jobs and no tombstones", sum, err)
 	}
 	var orphaned bytes.Buffer
-	if err := fsm.OrphanDispatched(&orphaned, bytes.NewReader(data)); err != nil {
+	if _, err := fsm.OrphanDispatched(&orphaned, bytes.NewReader(data)); err != nil {
 		t.Fatalf("OrphanDispatched: %v", err)
 	}
 	raised, _, err := fsm.WithCounterFloor(&orphaned, 1<<40)
@@ -231,7 +231,7 @@ func TestBackupOfAnAuditedSnapshot(t *testing.T) {
 		t.Fatalf("InspectSnapshot: %+v, %v; want format 2 with the job", sum, err)
 	}
 	var orphaned bytes.Buffer
-	if err := fsm.OrphanDispatched(&orphaned, bytes.NewReader(data)); err != nil {
+	if _, err := fsm.OrphanDispatched(&orphaned, bytes.NewReader(data)); err != nil {
 		t.Fatalf("OrphanDispatched: %v", err)
 	}
 	r, _, err := fsm.WithCounterFloor(&orphaned, 1<<20)

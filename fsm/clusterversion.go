@@ -33,6 +33,14 @@ import (
 // token.
 const version2 uint32 = 2
 
+// version3 records each job's creation identity and keeps a job's runs
+// apart from a deleted job's of the same name (history.go): a create stores
+// its first generation, and a trigger's idempotency and a scoped cancel look
+// only at the job's own runs. A user restore keeps the live state but the
+// registry and the ledger (userrestore.go), decided by the leader from the
+// active version, so that every node installs the same stream.
+const version3 uint32 = 3
+
 // WorkersVersion is the cluster version from which the FSM applies what
 // remote workers need of the kinds of version 1: a changed worker target
 // starts a new generation, and a re-dispatch may name a lost attempt by

@@ -80,7 +80,11 @@ func createJob(s *state, spec *pb.JobSpec, e entry) outcome {
 		ModifyIndex: e.index,
 		UpdatedBy:   s.updatedBy(e),
 	}
-	st := s.share.status(&pb.JobStatus{CursorUnix: e.seconds()})
+	st := &pb.JobStatus{CursorUnix: e.seconds()}
+	if s.atLeast(version3) {
+		st.FirstGeneration = j.Generation // history.go
+	}
+	st = s.share.status(st)
 	s.tombstones.Delete(tombstone{name: name})
 	s.setJob(j, st)
 	s.pruneHistory(name) // finished runs of an earlier job of that name

@@ -31,6 +31,7 @@ func copyStatus(s *pb.JobStatus) *pb.JobStatus {
 		OpenRunIds:             s.GetOpenRunIds(),
 		BufferedSlotUnix:       s.GetBufferedSlotUnix(),
 		NextFireUnix:           s.GetNextFireUnix(),
+		FirstGeneration:        s.GetFirstGeneration(),
 	}
 }
 
@@ -66,6 +67,7 @@ func copyRunInto(dst, r *pb.Run) {
 	dst.RequestId = r.GetRequestId()
 	dst.LastSlotUnix = r.GetLastSlotUnix()
 	dst.MissedCount = r.GetMissedCount()
+	dst.JobDeleted = r.GetJobDeleted()
 }
 
 // cloneRun is a deep copy. The attempts of a run are allocated together, so
@@ -136,14 +138,6 @@ func firstRun() (*pb.Run, *pb.Attempt) {
 	box.atts[0] = &box.att
 	box.run.Attempts = box.atts[:]
 	return &box.run, &box.att
-}
-
-func cloneRuns(runs []*pb.Run) []*pb.Run {
-	out := make([]*pb.Run, len(runs))
-	for i, r := range runs {
-		out[i] = cloneRun(r)
-	}
-	return out
 }
 
 // copyAttempt is a shallow copy: the output bytes are shared.

@@ -176,7 +176,7 @@ func (b *batch) manual(f *pb.Fire, res *pb.FireResult) {
 	// Idempotency first: a retried trigger gets the first call's run even if
 	// the job was paused in between.
 	if rid := f.GetRequestId(); rid != "" {
-		if r := b.s.requested(it.name, rid); r != nil {
+		if r := b.s.requested(it, rid); r != nil {
 			res.Reason, res.RunId, res.Run = ReasonDuplicateRequest, r.GetId(), b.slab.clone(r)
 			return
 		}
@@ -208,11 +208,12 @@ func (b *batch) manual(f *pb.Fire, res *pb.FireResult) {
 	b.accept(it, next, pb.FireKind_FIRE_KIND_MANUAL, b.e.seconds(), f.GetRequestId(), res)
 }
 
-// requested finds the manual run of the name with that request id.
-func (s *state) requested(name, requestID string) *pb.Run {
+// requested finds the job's manual run with that request id, among its own
+// runs, not those a deleted job of its name left (history.go).
+func (s *state) requested(it jobItem, requestID string) *pb.Run {
 	var found *pb.Run
-	s.runsOf(name, func(r *pb.Run) bool {
-		if r.GetKind() == pb.FireKind_FIRE_KIND_MANUAL && r.GetRequestId() == requestID {
+	s.runsOf(it.name, func(r *pb.Run) bool {
+		if r.GetKind() == pb.FireKind_FIRE_KIND_MANUAL && r.GetRequestId() == requestID && owns(it, r) {
 			found = r
 		}
 		return found == nil

@@ -1,8 +1,6 @@
 package fsm
 
 import (
-	"slices"
-
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -94,8 +92,9 @@ func (f *FSM) JobStatus(name string) (*pb.JobStatus, error) {
 	return cloneStatus(it.status), nil
 }
 
-// Run returns the run with that id, or an error wrapping ErrNotFound (it
-// never existed, or it was pruned from its job's history).
+// Run returns the run with that id, marked job_deleted when no live job
+// owns it, or an error wrapping ErrNotFound (it never existed, or it was
+// pruned from its job's history).
 func (f *FSM) Run(id string) (*pb.Run, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -103,57 +102,7 @@ func (f *FSM) Run(id string) (*pb.Run, error) {
 	if !ok {
 		return nil, fail(ErrNotFound, "run %q not found", id)
 	}
-	return cloneRun(r), nil
-}
-
-// ListRuns returns the runs of the named job ("" for every job), newest
-// first by creation time, then by id, at most limit of them (zero or less
-// means no cap).
-func (f *FSM) ListRuns(job string, limit int) []*pb.Run {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	if job == "" {
-		return f.st.allRuns(limit)
-	}
-	var runs []*pb.Run
-	f.st.runsOf(job, func(r *pb.Run) bool {
-		runs = append(runs, r)
-		return true
-	})
-	slices.SortFunc(runs, newestFirst)
-	if limit > 0 && len(runs) > limit {
-		runs = runs[:limit]
-	}
-	return cloneRuns(runs)
-}
-
-func (s *state) allRuns(limit int) []*pb.Run {
-	var runs []*pb.Run
-	s.ix.created.Descend(func(k createdKey) bool {
-		if limit > 0 && len(runs) == limit {
-			return false
-		}
-		if r, ok := s.run(k.id); ok {
-			runs = append(runs, cloneRun(r))
-		}
-		return true
-	})
-	return runs
-}
-
-func newestFirst(a, b *pb.Run) int {
-	switch {
-	case a.GetCreatedAtUnixNano() != b.GetCreatedAtUnixNano():
-		if a.GetCreatedAtUnixNano() > b.GetCreatedAtUnixNano() {
-			return -1
-		}
-		return 1
-	case a.GetId() > b.GetId():
-		return -1
-	case a.GetId() < b.GetId():
-		return 1
-	}
-	return 0
+	return f.st.view(r), nil
 }
 
 // OpenRuns returns every run still DISPATCHED or RETRYING — of live jobs

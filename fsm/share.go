@@ -25,7 +25,7 @@ const shareLimit = 1 << 12
 // and a table that grows past shareLimit is simply emptied.
 type sharer struct {
 	strs     map[string]string
-	fresh    map[int64]*pb.JobStatus
+	fresh    map[freshKey]*pb.JobStatus
 	catchups map[string]*pb.Catchup
 	https    map[string]*pb.HttpTarget
 	retries  map[string]*pb.Retry
@@ -36,7 +36,7 @@ type sharer struct {
 func newSharer() *sharer {
 	return &sharer{
 		strs:     make(map[string]string),
-		fresh:    make(map[int64]*pb.JobStatus),
+		fresh:    make(map[freshKey]*pb.JobStatus),
 		catchups: make(map[string]*pb.Catchup),
 		https:    make(map[string]*pb.HttpTarget),
 		retries:  make(map[string]*pb.Retry),
@@ -107,17 +107,27 @@ func (sh *sharer) status(st *pb.JobStatus) *pb.JobStatus {
 	if !neverFired(st) {
 		return st
 	}
-	if v, ok := sh.fresh[st.GetCursorUnix()]; ok {
+	key := freshKey{cursor: st.GetCursorUnix(), first: st.GetFirstGeneration()}
+	if v, ok := sh.fresh[key]; ok {
 		return v
 	}
 	if len(sh.fresh) >= shareLimit {
 		clear(sh.fresh)
 	}
-	sh.fresh[st.GetCursorUnix()] = st
+	sh.fresh[key] = st
 	return st
 }
 
-// neverFired reports whether st has no field set but the cursor. A test
+// freshKey tells apart the statuses of jobs that never fired: their
+// creation second, and their first generation, which is the same for
+// every name created after the same deletes (retired + 1).
+type freshKey struct {
+	cursor int64
+	first  uint64
+}
+
+// neverFired reports whether st has no field set but the cursor and the
+// first generation, the two that make a fresh status's key. A test
 // checks that it looks at every field, so a field added later cannot make
 // two different statuses look equal.
 func neverFired(st *pb.JobStatus) bool {

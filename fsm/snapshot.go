@@ -70,7 +70,20 @@ func (s *snapshot) Release() {}
 
 func (s *state) writeTo(w io.Writer) error {
 	rw := recordWriter{w: bufio.NewWriterSize(w, ioBufferSize)}
-	put := rw.put
+	if err := rw.put(s.header()); err != nil {
+		return err
+	}
+	if err := s.writeRegistry(&rw); err != nil {
+		return err
+	}
+	if err := s.writeLive(rw.put); err != nil {
+		return err
+	}
+	return rw.w.Flush()
+}
+
+// header is the snapshot header of s.
+func (s *state) header() *pb.SnapshotHeader {
 	h := &pb.SnapshotHeader{
 		FormatVersion:     formatVersion,
 		FencingCounter:    s.counter,
@@ -84,10 +97,13 @@ func (s *state) writeTo(w io.Writer) error {
 		RunCounts:         s.tally.records(),
 	}
 	s.audit.header(h)
-	err := put(h)
-	if err != nil {
-		return err
-	}
+	return h
+}
+
+// writeRegistry writes the registry and the ledger: jobs, tombstones and
+// runs, the records a user restore takes from its file (userrestore.go).
+func (s *state) writeRegistry(rw *recordWriter) error {
+	var err error
 	s.jobs.Ascend(func(it jobItem) bool {
 		if err = rw.putJob(it); err != nil {
 			err = fmt.Errorf("job %q: %w", it.name, err)
@@ -98,7 +114,7 @@ func (s *state) writeTo(w io.Writer) error {
 		return err
 	}
 	s.tombstones.Ascend(func(t tombstone) bool {
-		err = put(&pb.SnapshotRecord{Record: &pb.SnapshotRecord_Tombstone{
+		err = rw.put(&pb.SnapshotRecord{Record: &pb.SnapshotRecord_Tombstone{
 			Tombstone: &pb.Tombstone{Name: t.name, Generation: t.generation},
 		}})
 		return err == nil
@@ -107,21 +123,23 @@ func (s *state) writeTo(w io.Writer) error {
 		return err
 	}
 	s.runs.Ascend(func(it runItem) bool {
-		if err = put(&pb.SnapshotRecord{Record: &pb.SnapshotRecord_Run{Run: it.run}}); err != nil {
+		if err = rw.put(&pb.SnapshotRecord{Record: &pb.SnapshotRecord_Run{Run: it.run}}); err != nil {
 			err = fmt.Errorf("run %q: %w", it.id, err)
 		}
 		return err == nil
 	})
-	if err != nil {
-		return err
-	}
+	return err
+}
+
+// writeLive writes every record after the ledger: the state a user
+// restore keeps live (userrestore.go). A new kind of replicated state
+// writes its records here, and its counts in header, and a user restore
+// then keeps it with no change of its own.
+func (s *state) writeLive(put func(proto.Message) error) error {
 	if err := s.acl.writeTokens(put); err != nil {
 		return err
 	}
-	if err := s.audit.writeTo(put); err != nil {
-		return err
-	}
-	return rw.w.Flush()
+	return s.audit.writeTo(put)
 }
 
 // recordWriter writes length-delimited records, exactly as protodelim

@@ -15,8 +15,9 @@ import (
 // advertise it, and the leader proposes a command only once every voter
 // advertises at least VersionOf it, so a node never meets a kind it cannot
 // apply in a healthy rolling upgrade. Version 2 added the ACL commands,
-// cancel_run, set_audit and record_membership.
-const CommandVersion uint32 = 2
+// cancel_run, set_audit and record_membership; version 3 changes rules of
+// existing kinds (clusterversion.go: version3).
+const CommandVersion uint32 = 3
 
 // introducedIn is the command version that introduced each kind, by the
 // name of its Command.kind oneof field. A new kind is one line here (and

@@ -21,7 +21,8 @@ func TestEveryCommandKindHasAVersion(t *testing.T) {
 	if len(introducedIn) != fields.Len() {
 		t.Errorf("introducedIn lists %d kinds, Command has %d", len(introducedIn), fields.Len())
 	}
-	if highest != CommandVersion {
+	// Version 3 changed rules of existing kinds before any kind of its own.
+	if highest != CommandVersion && (highest > CommandVersion || CommandVersion != version3) {
 		t.Errorf("the newest kind is of version %d but CommandVersion is %d: raise it with the first kind of a new version", highest, CommandVersion)
 	}
 }

@@ -257,7 +257,7 @@ func (s *Server) wireScheduler() error {
 func (s *Server) registerServices() *health.Server {
 	h := api.Register(s.grpc, api.NewServices(api.Deps{
 		Store: s.node, Registry: s.state, Ledger: s.state, Tokens: s.state, AuditLog: s.state,
-		Cluster: s.node, Counts: s.state, Snapshots: s.node, ScratchDir: s.cfg.DataDir,
+		Cluster: s.node, Counts: s.state, Snapshots: s.node, ScratchDir: s.cfg.DataDir, Live: s.state,
 		Workers: s.workers, Leader: s.node,
 		Hub: s.hub, Triggerer: s.sched, Leadership: s.node,
 		Exec: s.cfg.Policy.Exec, Limits: s.cfg.Limits.jobs(), Audit: s.auditSwitch(),

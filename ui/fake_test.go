@@ -165,7 +165,7 @@ func (f *fakeNode) WhoAmI(_ context.Context, bearer string) (string, string, err
 	return p.name, p.role, err
 }
 
-// Run and ListRuns make the fake the RunService's ledger.
+// Run, RunsPage and RunInScope make the fake the RunService's ledger.
 func (f *fakeNode) Run(id string) (*pb.Run, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -177,17 +177,21 @@ func (f *fakeNode) Run(id string) (*pb.Run, error) {
 	return nil, status.Errorf(codes.NotFound, "run %q not found", id)
 }
 
-func (f *fakeNode) ListRuns(job string, limit int) []*pb.Run {
+func (f *fakeNode) RunsPage(q fsm.RunQuery) fsm.RunPage {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []*pb.Run
 	for _, r := range slices.Backward(f.runs) {
-		if (job == "" || r.GetJob() == job) && len(out) < limit {
+		if (q.Job == "" || r.GetJob() == q.Job) && len(out) < q.Limit {
 			out = append(out, proto.Clone(r).(*pb.Run))
 		}
 	}
-	return out
+	return fsm.RunPage{Runs: out}
 }
+
+// RunInScope: the fake's runs are all live jobs' runs, and its tokens
+// carry no selector.
+func (f *fakeNode) RunInScope(*pb.Run, map[string]string) bool { return true }
 
 // apply registers spec, as "setup".
 func (f *fakeNode) apply(spec *pb.JobSpec) {

@@ -144,3 +144,27 @@ func TestBrowserRealNode(t *testing.T) {
 		}
 	}
 }
+
+// TestBrowserRecreatedJobShowsNoOldRuns: a job created again under a
+// deleted job's name has an empty ledger on its page; the runs page still
+// lists the deleted job's run, marked, for the management token.
+func TestBrowserRecreatedJobShowsNoOldRuns(t *testing.T) {
+	chromiumPath(t)
+	done := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "done\n") }))
+	defer done.Close()
+	n := startRealNode(t)
+	spec := `{"schedule": "0 3 * * *", "http": {"url": "` + done.URL + `/run", "timeout": "5s"}}`
+	n.call(t, http.MethodPut, "/v1/jobs/report", spec)
+	n.call(t, http.MethodPost, "/v1/jobs/report:trigger", `{}`)
+
+	ctx := newBrowser(t, desktop)
+	signIn(t, ctx, n.url, n.secret, "bootstrap")
+	run(t, ctx, goTo("#/jobs/report"), waitText("table.ledger", "succeeded"))
+	n.call(t, http.MethodDelete, "/v1/jobs/report", "")
+	n.call(t, http.MethodPut, "/v1/jobs/report", spec)
+	// Opened again, the job page lists the name's runs, which come back
+	// marked.
+	run(t, ctx, goTo("#/jobs"), waitText("table.jobs tbody", "report"))
+	run(t, ctx, goTo("#/jobs/report"), waitText("table.ledger", "No runs yet"))
+	run(t, ctx, goTo("#/runs"), waitText("table.runs tbody", "deleted job"))
+}

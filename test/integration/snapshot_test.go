@@ -36,13 +36,13 @@ func TestRestoreOfAnOldSnapshotNeverLowersTheFencingCounter(t *testing.T) {
 	if issued <= old.Snapshot.FencingCounter {
 		t.Fatalf("setup: counter %d, not above the snapshot's %d", issued, old.Snapshot.FencingCounter)
 	}
-	res, err := backup.Restore(ctx, leader.raft(), leader.fsm(), old, t.TempDir())
+	res, err := backup.Restore(ctx, leader.raft(), leader.fsm(), old, t.TempDir(), backup.Options{Principal: "test", Now: time.Now()})
 	if err != nil {
 		t.Fatalf("restore: %v", err)
 	}
 	restored := time.Now()
-	if res.FencingCounter < issued || res.FileFencingCounter != old.Snapshot.FencingCounter {
-		t.Fatalf("restore result %+v: want the counter at least %d, the file's %d", res, issued, old.Snapshot.FencingCounter)
+	if res.FencingCounter < issued || res.FileFencingCounter != old.Snapshot.FencingCounter || !res.KeptLive {
+		t.Fatalf("restore result %+v: want the counter at least %d, the file's %d, the live state kept", res, issued, old.Snapshot.FencingCounter)
 	}
 	t.Logf("snapshot counter %d, %d issued since, restored at index %d with counter %d",
 		old.Snapshot.FencingCounter, issued, res.Index, res.FencingCounter)

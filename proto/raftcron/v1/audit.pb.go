@@ -34,7 +34,7 @@ type AuditRecord struct {
 	Principal string `protobuf:"bytes,3,opt,name=principal,proto3" json:"principal,omitempty"`
 	// create, update, delete, pause, resume, trigger, cancel, audit_limit,
 	// acl_bootstrap, acl_token_create, acl_token_delete, member_join,
-	// member_remove, leader_transfer.
+	// member_remove, leader_transfer, snapshot_restore.
 	Action string `protobuf:"bytes,4,opt,name=action,proto3" json:"action,omitempty"`
 	Job    string `protobuf:"bytes,5,opt,name=job,proto3" json:"job,omitempty"`
 	// trigger and cancel: the run concerned.
@@ -46,7 +46,8 @@ type AuditRecord struct {
 	// The fields the change set, at most 16, values cut to 128 bytes. A
 	// spec's diff is rendered when the record is read, by the answering node.
 	Changes []*AuditChange `protobuf:"bytes,9,rep,name=changes,proto3" json:"changes,omitempty"`
-	// The Raft log index of the change.
+	// The Raft log index of the change; 0 for snapshot_restore, whose index
+	// Raft picks after the record is written (RestoreSnapshotResponse.index).
 	Index         uint64 `protobuf:"varint,10,opt,name=index,proto3" json:"index,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

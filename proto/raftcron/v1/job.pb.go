@@ -869,9 +869,15 @@ type JobStatus struct {
 	// overlap buffer_one: a slot waiting for the open run to finish; 0 = none.
 	BufferedSlotUnix int64 `protobuf:"varint,10,opt,name=buffered_slot_unix,json=bufferedSlotUnix,proto3" json:"buffered_slot_unix,omitempty"`
 	// Computed on read by the answering node: the next nominal fire time, 0 = never.
-	NextFireUnix  int64 `protobuf:"varint,11,opt,name=next_fire_unix,json=nextFireUnix,proto3" json:"next_fire_unix,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	NextFireUnix int64 `protobuf:"varint,11,opt,name=next_fire_unix,json=nextFireUnix,proto3" json:"next_fire_unix,omitempty"`
+	// The generation the job was created with: its identity among the jobs
+	// ever registered under its name. Generations never repeat per name, so
+	// the job's runs are the runs of its name from this generation on; older
+	// ones are a deleted job's. 0: created before cluster version 3, so it
+	// owns every run of its name.
+	FirstGeneration uint64 `protobuf:"varint,20,opt,name=first_generation,json=firstGeneration,proto3" json:"first_generation,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *JobStatus) Reset() {
@@ -977,6 +983,13 @@ func (x *JobStatus) GetBufferedSlotUnix() int64 {
 func (x *JobStatus) GetNextFireUnix() int64 {
 	if x != nil {
 		return x.NextFireUnix
+	}
+	return 0
+}
+
+func (x *JobStatus) GetFirstGeneration() uint64 {
+	if x != nil {
+		return x.FirstGeneration
 	}
 	return 0
 }
@@ -2249,7 +2262,7 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\fmodify_index\x18\x06 \x01(\x04R\vmodifyIndex\x12.\n" +
 	"\x06status\x18\a \x01(\v2\x16.raftcron.v1.JobStatusR\x06status\x12\x1d\n" +
 	"\n" +
-	"updated_by\x18\x14 \x01(\tR\tupdatedBy\"\xa9\x03\n" +
+	"updated_by\x18\x14 \x01(\tR\tupdatedBy\"\xd4\x03\n" +
 	"\tJobStatus\x12\x1f\n" +
 	"\vcursor_unix\x18\x01 \x01(\x03R\n" +
 	"cursorUnix\x12!\n" +
@@ -2264,7 +2277,8 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"openRunIds\x12,\n" +
 	"\x12buffered_slot_unix\x18\n" +
 	" \x01(\x03R\x10bufferedSlotUnix\x12$\n" +
-	"\x0enext_fire_unix\x18\v \x01(\x03R\fnextFireUnix\"<\n" +
+	"\x0enext_fire_unix\x18\v \x01(\x03R\fnextFireUnix\x12)\n" +
+	"\x10first_generation\x18\x14 \x01(\x04R\x0ffirstGeneration\"<\n" +
 	"\x10CreateJobRequest\x12(\n" +
 	"\x04spec\x18\x01 \x01(\v2\x14.raftcron.v1.JobSpecR\x04spec\"7\n" +
 	"\x11CreateJobResponse\x12\"\n" +

@@ -313,8 +313,12 @@ type Run struct {
 	// MANUAL: the caller's request id, for idempotent triggers.
 	RequestId string `protobuf:"bytes,12,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	// MISSED records may stand for a range of slots: slot_unix..last_slot_unix, missed_count slots.
-	LastSlotUnix  int64  `protobuf:"varint,13,opt,name=last_slot_unix,json=lastSlotUnix,proto3" json:"last_slot_unix,omitempty"`
-	MissedCount   uint64 `protobuf:"varint,14,opt,name=missed_count,json=missedCount,proto3" json:"missed_count,omitempty"`
+	LastSlotUnix int64  `protobuf:"varint,13,opt,name=last_slot_unix,json=lastSlotUnix,proto3" json:"last_slot_unix,omitempty"`
+	MissedCount  uint64 `protobuf:"varint,14,opt,name=missed_count,json=missedCount,proto3" json:"missed_count,omitempty"`
+	// Filled on reads, never stored: the run belongs to a deleted job of its
+	// name, not to the job of that name now registered (if any). Only callers
+	// without a selector see such runs.
+	JobDeleted    bool `protobuf:"varint,20,opt,name=job_deleted,json=jobDeleted,proto3" json:"job_deleted,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -447,6 +451,13 @@ func (x *Run) GetMissedCount() uint64 {
 	return 0
 }
 
+func (x *Run) GetJobDeleted() bool {
+	if x != nil {
+		return x.JobDeleted
+	}
+	return false
+}
+
 // RunCounts counts runs: fired (a manual trigger or a slot dispatched,
 // retries not counted again), finished failed (failed, fenced,
 // deadline_exceeded, or unknown after a failover), and slots missed.
@@ -527,7 +538,7 @@ const file_raftcron_v1_run_proto_rawDesc = "" +
 	"\x15finished_at_unix_nano\x18\t \x01(\x03R\x12finishedAtUnixNano\x12\x16\n" +
 	"\x06detail\x18\n" +
 	" \x01(\tR\x06detail\x12\x16\n" +
-	"\x06output\x18\v \x01(\fR\x06output\"\x8c\x04\n" +
+	"\x06output\x18\v \x01(\fR\x06output\"\xad\x04\n" +
 	"\x03Run\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
 	"\x03job\x18\x02 \x01(\tR\x03job\x12\x1e\n" +
@@ -546,7 +557,9 @@ const file_raftcron_v1_run_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\f \x01(\tR\trequestId\x12$\n" +
 	"\x0elast_slot_unix\x18\r \x01(\x03R\flastSlotUnix\x12!\n" +
-	"\fmissed_count\x18\x0e \x01(\x04R\vmissedCount\"U\n" +
+	"\fmissed_count\x18\x0e \x01(\x04R\vmissedCount\x12\x1f\n" +
+	"\vjob_deleted\x18\x14 \x01(\bR\n" +
+	"jobDeleted\"U\n" +
 	"\tRunCounts\x12\x14\n" +
 	"\x05fires\x18\x01 \x01(\x04R\x05fires\x12\x1a\n" +
 	"\bfailures\x18\x02 \x01(\x04R\bfailures\x12\x16\n" +

@@ -26,8 +26,10 @@ type ListRunsRequest struct {
 	// Empty means every job.
 	Job string `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
 	// 0 means 20, at most 1000.
-	Limit         uint32 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
-	Stale         bool   `protobuf:"varint,3,opt,name=stale,proto3" json:"stale,omitempty"`
+	Limit uint32 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	Stale bool   `protobuf:"varint,3,opt,name=stale,proto3" json:"stale,omitempty"`
+	// The next_page_token of the previous response, to continue after it.
+	PageToken     string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -83,9 +85,20 @@ func (x *ListRunsRequest) GetStale() bool {
 	return false
 }
 
+func (x *ListRunsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
 type ListRunsResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Runs          []*Run                 `protobuf:"bytes,1,rep,name=runs,proto3" json:"runs,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Runs  []*Run                 `protobuf:"bytes,1,rep,name=runs,proto3" json:"runs,omitempty"`
+	// Set when more runs may follow: pass it as page_token. A token with a
+	// selector looks at a bounded part of the ledger per call, so a page may
+	// be short, even empty, and still carry a token.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -125,6 +138,13 @@ func (x *ListRunsResponse) GetRuns() []*Run {
 		return x.Runs
 	}
 	return nil
+}
+
+func (x *ListRunsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
 }
 
 type GetRunRequest struct {
@@ -403,13 +423,16 @@ var File_raftcron_v1_runs_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_runs_proto_rawDesc = "" +
 	"\n" +
-	"\x16raftcron/v1/runs.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/run.proto\"O\n" +
+	"\x16raftcron/v1/runs.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/run.proto\"n\n" +
 	"\x0fListRunsRequest\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12\x14\n" +
 	"\x05limit\x18\x02 \x01(\rR\x05limit\x12\x14\n" +
-	"\x05stale\x18\x03 \x01(\bR\x05stale\"8\n" +
+	"\x05stale\x18\x03 \x01(\bR\x05stale\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x04 \x01(\tR\tpageToken\"`\n" +
 	"\x10ListRunsResponse\x12$\n" +
-	"\x04runs\x18\x01 \x03(\v2\x10.raftcron.v1.RunR\x04runs\"5\n" +
+	"\x04runs\x18\x01 \x03(\v2\x10.raftcron.v1.RunR\x04runs\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"5\n" +
 	"\rGetRunRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05stale\x18\x02 \x01(\bR\x05stale\"4\n" +

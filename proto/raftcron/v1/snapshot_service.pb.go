@@ -106,7 +106,10 @@ func (x *SaveSnapshotResponse) GetChunk() []byte {
 type RestoreSnapshotRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The next bytes of the backup file.
-	Chunk         []byte `protobuf:"bytes,1,opt,name=chunk,proto3" json:"chunk,omitempty"`
+	Chunk []byte `protobuf:"bytes,1,opt,name=chunk,proto3" json:"chunk,omitempty"`
+	// Read from the first message only: restore a file taken before this
+	// cluster bootstrapped its ACLs, which is refused otherwise.
+	Force         bool `protobuf:"varint,2,opt,name=force,proto3" json:"force,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -148,6 +151,13 @@ func (x *RestoreSnapshotRequest) GetChunk() []byte {
 	return nil
 }
 
+func (x *RestoreSnapshotRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
+}
+
 type RestoreSnapshotResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The Raft index the restored state starts at.
@@ -159,8 +169,12 @@ type RestoreSnapshotResponse struct {
 	FileFencingCounter uint64 `protobuf:"varint,3,opt,name=file_fencing_counter,json=fileFencingCounter,proto3" json:"file_fencing_counter,omitempty"`
 	Jobs               uint64 `protobuf:"varint,4,opt,name=jobs,proto3" json:"jobs,omitempty"`
 	OpenRuns           uint64 `protobuf:"varint,5,opt,name=open_runs,json=openRuns,proto3" json:"open_runs,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// True from cluster version 3 on: the restore took jobs, runs and the
+	// counter from the file and kept every other piece of the live state (ACL
+	// tokens, audit trail, ...). False: the file replaced the whole state.
+	KeptLiveState bool `protobuf:"varint,6,opt,name=kept_live_state,json=keptLiveState,proto3" json:"kept_live_state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RestoreSnapshotResponse) Reset() {
@@ -226,6 +240,13 @@ func (x *RestoreSnapshotResponse) GetOpenRuns() uint64 {
 		return x.OpenRuns
 	}
 	return 0
+}
+
+func (x *RestoreSnapshotResponse) GetKeptLiveState() bool {
+	if x != nil {
+		return x.KeptLiveState
+	}
+	return false
 }
 
 // BackupHeader is the header record of a backup file: where and when the
@@ -363,15 +384,17 @@ const file_raftcron_v1_snapshot_service_proto_rawDesc = "" +
 	"\"raftcron/v1/snapshot_service.proto\x12\vraftcron.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x15\n" +
 	"\x13SaveSnapshotRequest\",\n" +
 	"\x14SaveSnapshotResponse\x12\x14\n" +
-	"\x05chunk\x18\x01 \x01(\fR\x05chunk\".\n" +
+	"\x05chunk\x18\x01 \x01(\fR\x05chunk\"D\n" +
 	"\x16RestoreSnapshotRequest\x12\x14\n" +
-	"\x05chunk\x18\x01 \x01(\fR\x05chunk\"\xbb\x01\n" +
+	"\x05chunk\x18\x01 \x01(\fR\x05chunk\x12\x14\n" +
+	"\x05force\x18\x02 \x01(\bR\x05force\"\xe3\x01\n" +
 	"\x17RestoreSnapshotResponse\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x12'\n" +
 	"\x0ffencing_counter\x18\x02 \x01(\x04R\x0efencingCounter\x120\n" +
 	"\x14file_fencing_counter\x18\x03 \x01(\x04R\x12fileFencingCounter\x12\x12\n" +
 	"\x04jobs\x18\x04 \x01(\x04R\x04jobs\x12\x1b\n" +
-	"\topen_runs\x18\x05 \x01(\x04R\bopenRuns\"\x9c\x01\n" +
+	"\topen_runs\x18\x05 \x01(\x04R\bopenRuns\x12&\n" +
+	"\x0fkept_live_state\x18\x06 \x01(\bR\rkeptLiveState\"\x9c\x01\n" +
 	"\fBackupHeader\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x12\n" +
 	"\x04term\x18\x02 \x01(\x04R\x04term\x125\n" +

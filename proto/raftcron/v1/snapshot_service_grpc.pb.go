@@ -37,9 +37,12 @@ type SnapshotServiceClient interface {
 	// of everything committed before the call and sends it wrapped in the
 	// backup file format (see backup/DESIGN.md), in chunks.
 	SaveSnapshot(ctx context.Context, in *SaveSnapshotRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SaveSnapshotResponse], error)
-	// RestoreSnapshot replaces the state of the whole cluster with a backup
-	// file, sent in chunks. The file is verified whole before anything
-	// changes; the fencing counter never goes back.
+	// RestoreSnapshot rolls the jobs and runs of the whole cluster back to a
+	// backup file, sent in chunks, and keeps the live ACL tokens and audit
+	// trail (which records the restore). The file is verified whole before
+	// anything changes; the fencing counter never goes back. A file taken
+	// before the cluster bootstrapped its ACLs is refused (FailedPrecondition)
+	// unless force is set.
 	RestoreSnapshot(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[RestoreSnapshotRequest, RestoreSnapshotResponse], error)
 }
 
@@ -97,9 +100,12 @@ type SnapshotServiceServer interface {
 	// of everything committed before the call and sends it wrapped in the
 	// backup file format (see backup/DESIGN.md), in chunks.
 	SaveSnapshot(*SaveSnapshotRequest, grpc.ServerStreamingServer[SaveSnapshotResponse]) error
-	// RestoreSnapshot replaces the state of the whole cluster with a backup
-	// file, sent in chunks. The file is verified whole before anything
-	// changes; the fencing counter never goes back.
+	// RestoreSnapshot rolls the jobs and runs of the whole cluster back to a
+	// backup file, sent in chunks, and keeps the live ACL tokens and audit
+	// trail (which records the restore). The file is verified whole before
+	// anything changes; the fencing counter never goes back. A file taken
+	// before the cluster bootstrapped its ACLs is refused (FailedPrecondition)
+	// unless force is set.
 	RestoreSnapshot(grpc.ClientStreamingServer[RestoreSnapshotRequest, RestoreSnapshotResponse]) error
 	mustEmbedUnimplementedSnapshotServiceServer()
 }

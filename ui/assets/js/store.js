@@ -9,6 +9,9 @@ import { isOpen } from './format.js';
 const MAX_RUNS = 2000;
 // Runs listed each time the watch (re)connects.
 const LIST_LIMIT = 1000;
+// Pages followed to fill a list: a token scoped to few jobs of a large
+// ledger gets short pages, each the node's bounded look at it.
+const LIST_PAGES = 10;
 
 // progress orders two versions of one run: more attempts, then finished
 // over open. A listed run never replaces a later event's version.
@@ -47,8 +50,15 @@ class RunStore {
   // list merges the newest runs (of one job, or all) into the store.
   async list({ job }) {
     try {
-      const resp = await get(`/v1/runs${query({ job, limit: LIST_LIMIT })}`);
-      for (const r of resp.runs || []) this.put(r, false);
+      let listed = 0;
+      let page_token;
+      for (let page = 0; page < LIST_PAGES && listed < LIST_LIMIT; page++) {
+        const resp = await get(`/v1/runs${query({ job, limit: LIST_LIMIT - listed, page_token })}`);
+        for (const r of resp.runs || []) this.put(r, false);
+        listed += (resp.runs || []).length;
+        page_token = resp.next_page_token;
+        if (!page_token) break;
+      }
       this.changed();
     } catch (e) {
       this.status = e;
@@ -57,7 +67,12 @@ class RunStore {
   }
 
   put(run, fromEvent) {
-    const old = this.runs.get(run.id);
+    let old = this.runs.get(run.id);
+    if (old && run.job_deleted && !old.job_deleted) {
+      // Its job was deleted since: the mark holds whichever version wins.
+      old = { ...old, job_deleted: true };
+      this.runs.set(run.id, old);
+    }
     if (old && (fromEvent ? progress(run) < progress(old) : progress(run) <= progress(old))) return;
     this.runs.set(run.id, run);
     if (this.runs.size > MAX_RUNS) this.evict();

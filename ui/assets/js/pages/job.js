@@ -45,7 +45,8 @@ export function JobPage({ name, me }) {
   useEffect(() => {
     if (store.status === 'live') store.list({ job: name });
   }, [name, store.status]);
-  const jobRuns = store.all().filter((r) => r.job === name);
+  // Runs a deleted job of this name left are not this job's history.
+  const jobRuns = store.all().filter((r) => r.job === name && !r.job_deleted);
 
   if (!job) {
     return html`<section><h1>${name}</h1>${error ? html`<${ErrorNote} error=${error} />` : html`<p class="loading">Loading…</p>`}</section>`;

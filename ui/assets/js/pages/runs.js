@@ -80,7 +80,8 @@ export function Runs({ params, me }) {
 function RunRow({ run, onCancel }) {
   const last = (run.attempts || []).at(-1);
   return html`<tr>
-    <td><a href="#/jobs/${encodeURIComponent(run.job)}">${run.job}</a><div class="muted small">${run.id}</div></td>
+    <td>${run.job_deleted ? html`${run.job} <span class="muted small">(deleted job)</span>`
+        : html`<a href="#/jobs/${encodeURIComponent(run.job)}">${run.job}</a>`}<div class="muted small">${run.id}</div></td>
     <td data-label="Slot">${zoneTime(unixDate(run.slot_unix), 'UTC')}</td>
     <td data-label="Kind">${kindWord(run.kind)}</td>
     <td data-label="State"><div><${StateBadge} state=${run.state} />${run.reason && html`<div class="muted small">${run.reason}</div>`}</div></td>
