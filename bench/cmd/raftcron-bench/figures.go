@@ -55,13 +55,9 @@ func (l *figureList) cpu(f *fireCPU, receiver string) {
 		return
 	}
 	l.add("CPU per fire, nodes", "µs", harness.Lower, f.NodesTotal)
-	var followers []float64
-	for _, n := range f.Nodes {
-		if n.Role == "leader" {
-			l.add("CPU per fire, leader", "µs", harness.Lower, n.Us)
-		} else {
-			followers = append(followers, n.Us)
-		}
+	leader, ok, followers := byRole(f.Nodes, func(n nodeFireCPU) (string, float64) { return n.Role, n.Us })
+	if ok {
+		l.add("CPU per fire, leader", "µs", harness.Lower, leader)
 	}
 	if len(followers) > 0 {
 		l.add("CPU per fire, follower (mean)", "µs", harness.Lower, mean(followers))
@@ -71,17 +67,27 @@ func (l *figureList) cpu(f *fireCPU, receiver string) {
 
 // rss adds the leader's and the largest follower's peak RSS over a window.
 func (l *figureList) rss(w cpuWindow) {
-	var follower []float64
-	for _, u := range w.Nodes {
-		if u.Role == "leader" {
-			l.add("peak RSS, leader", "MiB", harness.Lower, u.PeakMB)
+	leader, ok, followers := byRole(w.Nodes, func(u nodeUsage) (string, float64) { return u.Role, u.PeakMB })
+	if ok {
+		l.add("peak RSS, leader", "MiB", harness.Lower, leader)
+	}
+	if len(followers) > 0 {
+		l.add("peak RSS, follower (max)", "MiB", harness.Lower, slices.Max(followers))
+	}
+}
+
+// byRole splits a value of every node into the leader's (ok: there was
+// one) and the followers'.
+func byRole[T any](nodes map[string]T, of func(T) (role string, v float64)) (leader float64, ok bool, followers []float64) {
+	for _, n := range nodes {
+		role, v := of(n)
+		if role == "leader" {
+			leader, ok = v, true
 		} else {
-			follower = append(follower, u.PeakMB)
+			followers = append(followers, v)
 		}
 	}
-	if len(follower) > 0 {
-		l.add("peak RSS, follower (max)", "MiB", harness.Lower, slices.Max(follower))
-	}
+	return leader, ok, followers
 }
 
 func mean(xs []float64) float64 {
@@ -105,7 +111,7 @@ func figuresOf(res *Result) []figure {
 		l.steady(m)
 	case *floorMetrics:
 		l.dist("floor burst", m.Burst.Lateness, harness.Lower)
-		l.add("floor burst requests/s", "/s", harness.Higher, m.Burst.PerSec)
+		l.add("floor burst requests/s", "", harness.Higher, m.Burst.PerSec)
 		l.add("floor burst CPU per request", "µs", harness.Lower, m.Burst.CPUMicrosPerRequest)
 		l.dist("floor steady", m.Steady.Lateness, harness.Lower)
 	case *[]*failoverRun:
@@ -114,12 +120,12 @@ func figuresOf(res *Result) []figure {
 			l.add(r.Setting+": kill → first fire p50", "ms", harness.Lower, r.FirstFire.P50Ms)
 			l.add(r.Setting+": kill → first fire p99", "ms", harness.Lower, r.FirstFire.P99Ms)
 			l.add(r.Setting+": kill → on time p50", "ms", harness.Lower, r.CaughtUp.P50Ms)
-			l.add(r.Setting+": missing slots", "slots", harness.Lower, float64(r.MissingSlots))
-			l.add(r.Setting+": duplicate slots", "slots", harness.Lower, float64(r.DuplicateSlots))
+			l.add(r.Setting+": missing slots", "", harness.Lower, float64(r.MissingSlots))
+			l.add(r.Setting+": duplicate slots", "", harness.Lower, float64(r.DuplicateSlots))
 		}
 	case *[]*registryPhase:
 		for _, p := range *m {
-			l.add(p.Name+": writes/s", "/s", harness.Higher, p.WritesPerSec)
+			l.add(p.Name+": writes/s", "", harness.Higher, p.WritesPerSec)
 			l.add(p.Name+": call p99", "ms", harness.Lower, p.Latency.P99Ms)
 			l.add(p.Name+": CPU per write, leader", "µs", harness.Lower, p.PerWrite.Leader)
 			l.add(p.Name+": CPU per write, follower", "µs", harness.Lower, p.PerWrite.Follower)
@@ -146,14 +152,14 @@ func (l *figureList) burst(m *burstMetrics) {
 	l.dist("lateness", m.Lateness, harness.Lower)
 	l.floor(m.Floor.lateness(), m.Ratio, "floor")
 	l.add("first delivery", "ms", harness.Lower, m.FirstMs)
-	l.add("deliveries/s", "/s", harness.Higher, m.DispatchPerSec)
+	l.add("deliveries/s", "", harness.Higher, m.DispatchPerSec)
 	if m.Chained != nil {
-		l.add("chained fires delivered", "fires", harness.Higher, float64(m.Chained.Delivered))
+		l.add("chained fires delivered", "", harness.Higher, float64(m.Chained.Delivered))
 		l.dist("parent → chained child", m.Chained.Delay, harness.Lower)
 	}
 	l.cpu(m.CPUPerFire, "receiver")
 	l.rss(m.CPU)
-	l.add("Raft entries", "entries", harness.Neither, float64(m.Log.Entries))
+	l.add("Raft entries", "", harness.Neither, float64(m.Log.Entries))
 	l.add("registration", "jobs/s", harness.Higher, m.Registration.OpsPerSec)
 }
 
@@ -162,14 +168,14 @@ func (l *figureList) workers(m *workersMetrics) {
 	l.floor(m.WebhookFloor.lateness(), m.Ratio, "webhook floor")
 	l.cpu(m.CPUPerFire, "SDK workers")
 	l.rss(m.CPU)
-	l.add("Raft entries", "entries", harness.Neither, float64(m.Log.Entries))
+	l.add("Raft entries", "", harness.Neither, float64(m.Log.Entries))
 	l.add("registration", "jobs/s", harness.Higher, m.Registration.OpsPerSec)
 }
 
 func (l *figureList) steady(m *steadyMetrics) {
 	l.dist("lateness", m.Lateness, harness.Lower)
 	l.floor(m.Floor.lateness(), m.Ratio, "floor")
-	l.add("delivered/s", "/s", harness.Higher, m.DeliveredPerSec)
+	l.add("delivered/s", "", harness.Higher, m.DeliveredPerSec)
 	l.cpu(m.CPUPerFire, "receiver")
 	l.rss(m.CPU)
 	l.add("registration", "jobs/s", harness.Higher, m.Registration.OpsPerSec)
@@ -191,9 +197,10 @@ func (l *figureList) scale(m *scaleMetrics) {
 	l.add("restart → ready", "ms", harness.Lower, m.Restart.ReadyMs)
 }
 
-// label is a figure's row title: its name and unit.
+// label is a figure's row title: its name and unit. A count, a rate
+// its name already says, and a ratio have none.
 func (f figure) label() string {
-	if f.Unit == "×" {
+	if f.Unit == "" || f.Unit == "×" {
 		return f.Name
 	}
 	return fmt.Sprintf("%s (%s)", f.Name, f.Unit)

@@ -247,7 +247,12 @@ func (f figureSpread) row() string {
 		if f.Better != harness.Neither && p.Pairs > 0 {
 			better = fmt.Sprintf("%d/%d", p.Better, p.Pairs)
 		}
-		cells = append(cells, spreadText(p.Diff, f.Unit, true), spreadText(p.Ratio, "×", false), better)
+		// A difference of ratios is a plain number.
+		diffUnit := f.Unit
+		if diffUnit == "×" {
+			diffUnit = ""
+		}
+		cells = append(cells, spreadText(p.Diff, diffUnit, true), spreadText(p.Ratio, "×", false), better)
 	} else {
 		cells = append(cells, fmt.Sprint(f.Arms[0].N))
 	}
