@@ -318,7 +318,7 @@ func runBurstFeatures(ctx context.Context, e *env, res *Result) error {
 	if err := os.MkdirAll(fe.dir, 0o755); err != nil {
 		return err
 	}
-	report := &featureReport{}
+	report := &featureReport{Set: []string{}}
 	var flags []string
 	var ready []jobFeature
 	for _, f := range jobFeatures {

@@ -90,7 +90,6 @@ func parseFlags(args []string) (config, error) {
 	fs := flag.NewFlagSet("raftcron-bench", flag.ContinueOnError)
 	var c config
 	var names string
-	var explicit bool
 	fs.StringVar(&c.Bin, "bin", "bin/raftcron", "the raftcron binary (make build)")
 	fs.StringVar(&c.Out, "out", "bench/results", "directory for the per-run result directories")
 	fs.StringVar(&c.Work, "work", "", "parent of the nodes' data dirs (default: the system temp dir)")
@@ -120,8 +119,9 @@ func parseFlags(args []string) (config, error) {
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "scenarios" })
-	if c.ABOld != "" && !explicit {
+	named := false
+	fs.Visit(func(f *flag.Flag) { named = named || f.Name == "scenarios" })
+	if c.ABOld != "" && !named {
 		names = strings.TrimSuffix(defaultScenarios, ",micro")
 	}
 	for n := range strings.SplitSeq(names, ",") {
