@@ -18,8 +18,9 @@ import (
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
-// burstFeaturesName is the scenario: the burst with this round's job
-// features on every job, each one the node binary has.
+// burstFeaturesName is the scenario: the burst with the job features that
+// touch the fire path (calendars, alerts, jitter, secrets, chains) on every
+// job, each one the node binary has.
 const burstFeaturesName = "burst-features"
 
 // cliTimeout bounds one command of the node binary's CLI.
@@ -58,7 +59,7 @@ func withoutRaftcronEnv(env []string) []string {
 	return out
 }
 
-// jobFeature is one of the round's job features. burst-features uses it
+// jobFeature is a job feature on the fire path. burst-features uses it
 // when the node binary has it: every field in the node's OpenAPI JobSpec
 // and in this program's, and its binary step (if any) done.
 type jobFeature struct {
@@ -311,7 +312,7 @@ func holidayICS(now time.Time) []byte {
 	return []byte(strings.Join(lines, "\r\n") + "\r\n")
 }
 
-// runBurstFeatures is the burst with every job feature of this round the
+// runBurstFeatures is the burst with every job feature of jobFeatures the
 // node binary has; the result says which it set (metrics.features).
 func runBurstFeatures(ctx context.Context, e *env, res *Result) error {
 	fe := featureEnv{bin: e.cfg.Bin, dir: filepath.Join(e.workDir, burstFeaturesName+"-files")}

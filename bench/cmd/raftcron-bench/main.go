@@ -12,8 +12,8 @@
 // burst and steady each measure their floor too, the same webhook waves
 // with no cluster, and report their lateness as a ratio to it; httpfloor,
 // not run unless named, measures both floors alone; burst-features, not
-// run unless named, is the burst with this round's job features on every
-// job. -quick runs a short version of each. Every child process is killed
+// run unless named, is the burst with the job features on the fire path
+// (calendars, alerts, jitter, secrets, chains) on every job. -quick runs a short version of each. Every child process is killed
 // when the program ends, whatever the reason.
 //
 // -repeat N runs every chosen scenario N times, a fresh cluster each
@@ -67,8 +67,8 @@ type scenario struct {
 }
 
 // defaultScenarios is every scenario but httpfloor, whose waves burst and
-// steady already measure beside themselves, and burst-features, which is
-// the burst until this round's features are in the node.
+// steady already measure beside themselves, and burst-features, which
+// runs beside the burst when a feature's price is the question.
 const defaultScenarios = "burst,workers,steady,failover,registry,scale,micro"
 
 // minPairs is the fewest runs (or -ab pairs) whose median the docs keep.
