@@ -104,6 +104,12 @@ $(TOOLS)/buf:
 
 # Benchmarks against a real 3-node loopback cluster (fsync on), plus the Go
 # micro benchmarks; results go to bench/results/ (see docs/benchmarks.md).
+# BENCH_FLAGS go to the bench, e.g.
+#   BENCH_FLAGS='-scenarios burst,steady'         a subset
+#   BENCH_FLAGS='-repeat 5'                       each scenario 5 times: median [min–max] of every figure
+#   BENCH_FLAGS='-repeat 5 -ab OLD/bin/raftcron'  5 pairs old, new, old, new …: paired new − old, new ÷ old
+#   BENCH_FLAGS='-profile'                        CPU profiles of the leader and a follower
+# docs/benchmarks.md keeps only medians of at least 5 runs and names the machine.
 BENCH_FLAGS ?=
 
 bench: build

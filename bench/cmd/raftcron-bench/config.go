@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -14,6 +15,10 @@ type config struct {
 	Seed                 int64
 	NodeLogLevel         string
 	Scenarios            []string
+	// Repeat is how many times each scenario runs (with ABOld: pairs).
+	Repeat int
+	// ABOld is the old node binary of an A/B comparison; Bin is the new.
+	ABOld string
 
 	BurstJobs         int
 	SteadyRate        int
@@ -74,6 +79,10 @@ func (c config) withDefaults() (config, error) {
 		return c, fmt.Errorf("-registry-duration %s: must be at least 1s", c.RegistryDuration)
 	case c.ScaleJobs < 1:
 		return c, fmt.Errorf("-scale-jobs %d: must be at least 1", c.ScaleJobs)
+	case c.Repeat < 1:
+		return c, fmt.Errorf("-repeat %d: must be at least 1", c.Repeat)
+	case c.ABOld != "" && slices.Contains(c.Scenarios, "micro"):
+		return c, fmt.Errorf("-ab compares node binaries, and micro runs no node (it benchmarks this tree's packages): leave it out of -scenarios")
 	}
 	// The steady window covers whole periods, so every job fires equally often.
 	p := time.Duration(c.SteadyPeriod) * time.Second

@@ -4,15 +4,23 @@
 // scenario's full result as JSON into a per-run directory.
 //
 //	raftcron-bench [-quick] [-scenarios burst,steady,...] [-bin bin/raftcron] [-out bench/results]
+//	               [-repeat N] [-ab OLD_BIN]
 //
 // Scenarios: burst, workers (the burst's tick on two remote workers of one
 // pool, SDK handlers in this process), steady, failover, registry, scale
 // (real clusters) and micro (go test -bench over the product packages).
 // burst and steady each measure their floor too, the same webhook waves
 // with no cluster, and report their lateness as a ratio to it; httpfloor,
-// not run unless named, measures both floors alone. -quick runs a short
-// version of each. Every child process is killed when the program ends,
-// whatever the reason.
+// not run unless named, measures both floors alone; burst-features, not
+// run unless named, is the burst with the job features on the fire path
+// (calendars, alerts, jitter, secrets, chains) on every job. -quick runs a short version of each. Every child process is killed
+// when the program ends, whatever the reason.
+//
+// -repeat N runs every chosen scenario N times, a fresh cluster each
+// time, and reports each figure's median, min and max (figures.md,
+// figures.json); -ab OLD_BIN runs OLD_BIN's nodes and -bin's in turn,
+// old, new, old, new, N pairs, and reports each figure's paired
+// difference and ratio, and in how many pairs the new binary was better.
 package main
 
 import (
@@ -59,11 +67,16 @@ type scenario struct {
 }
 
 // defaultScenarios is every scenario but httpfloor, whose waves burst and
-// steady already measure beside themselves.
+// steady already measure beside themselves, and burst-features, which
+// runs beside the burst when a feature's price is the question.
 const defaultScenarios = "burst,workers,steady,failover,registry,scale,micro"
+
+// minPairs is the fewest runs (or -ab pairs) whose median the docs keep.
+const minPairs = 5
 
 var scenarios = []scenario{
 	{"burst", runBurst},
+	{burstFeaturesName, runBurstFeatures},
 	{"workers", runWorkers},
 	{"steady", runSteady},
 	{"httpfloor", runFloor},
@@ -82,12 +95,14 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.Work, "work", "", "parent of the nodes' data dirs (default: the system temp dir)")
 	fs.StringVar(&c.Repo, "repo", ".", "module root, for the micro scenario's go test")
 	fs.BoolVar(&c.Quick, "quick", false, "short version of every scenario (make bench-quick)")
-	fs.StringVar(&names, "scenarios", defaultScenarios, "comma-separated scenarios to run (httpfloor only when named: burst and steady measure their floors)")
+	fs.StringVar(&names, "scenarios", defaultScenarios, "comma-separated scenarios to run (httpfloor and burst-features only when named: burst and steady measure their floors; with -ab the default leaves out micro)")
 	fs.BoolVar(&c.Keep, "keep", false, "keep the nodes' data dirs and logs even on success")
 	fs.BoolVar(&c.Profile, "profile", false, "save CPU profiles of the leader and a follower (from /debug/pprof) next to the results")
 	fs.BoolVar(&c.Trace, "trace", false, "workers: save Go execution traces of every node and of the bench process over the wave (from 0.5 s before the slot, 1 s)")
 	fs.Int64Var(&c.Seed, "seed", 1, "seed of the failover scenario's kill timing")
 	fs.StringVar(&c.NodeLogLevel, "node-log-level", "info", "--log-level of the nodes")
+	fs.IntVar(&c.Repeat, "repeat", 1, fmt.Sprintf("run each chosen scenario N times, a fresh cluster each time, and report every figure's median, min and max (figures.md, figures.json); with -ab, N pairs. Docs keep only medians of at least %d", minPairs))
+	fs.StringVar(&c.ABOld, "ab", "", fmt.Sprintf("OLD_BIN: run OLD_BIN's nodes and -bin's in turn, old, new, old, new (-repeat N pairs; at least %d recommended), and report each figure's paired difference new − old and ratio new ÷ old, and in how many pairs new was better", minPairs))
 
 	fs.IntVar(&c.BurstJobs, "burst-jobs", 0, "burst, workers: jobs due in the same second (default 10000)")
 	fs.IntVar(&c.SteadyRate, "steady-rate", 2000, "steady: fires per second")
@@ -104,13 +119,18 @@ func parseFlags(args []string) (config, error) {
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	named := false
+	fs.Visit(func(f *flag.Flag) { named = named || f.Name == "scenarios" })
+	if c.ABOld != "" && !named {
+		names = strings.TrimSuffix(defaultScenarios, ",micro")
+	}
 	for n := range strings.SplitSeq(names, ",") {
 		n = strings.TrimSpace(n)
 		if n == "" {
 			continue
 		}
 		if !known(n) {
-			return c, fmt.Errorf("-scenarios: unknown scenario %q (known: burst, workers, steady, httpfloor, failover, registry, scale, micro)", n)
+			return c, fmt.Errorf("-scenarios: unknown scenario %q (known: %s)", n, strings.Join(scenarioNames(), ", "))
 		}
 		c.Scenarios = append(c.Scenarios, n)
 	}
@@ -118,6 +138,14 @@ func parseFlags(args []string) (config, error) {
 		return c, fmt.Errorf("-scenarios: none given")
 	}
 	return c.withDefaults()
+}
+
+func scenarioNames() []string {
+	names := make([]string, len(scenarios))
+	for i, s := range scenarios {
+		names[i] = s.name
+	}
+	return names
 }
 
 func known(name string) bool {

@@ -27,7 +27,7 @@ func TestQuickModeShortensEveryScenario(t *testing.T) {
 	if full.FailoverRounds != 20 || quick.FailoverRounds >= full.FailoverRounds {
 		t.Errorf("failover rounds full %d quick %d", full.FailoverRounds, quick.FailoverRounds)
 	}
-	if full.BurstJobs != 10_000 || len(full.Scenarios) != len(scenarios)-1 || slices.Contains(full.Scenarios, "httpfloor") {
+	if full.BurstJobs != 10_000 || len(full.Scenarios) != len(scenarios)-2 || slices.Contains(full.Scenarios, "httpfloor") || slices.Contains(full.Scenarios, burstFeaturesName) {
 		t.Errorf("burst jobs %d scenarios %v", full.BurstJobs, full.Scenarios)
 	}
 	if full.ScaleSnapshotWait <= 0 || quick.ScaleSnapshotWait != 0 {

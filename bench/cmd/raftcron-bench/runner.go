@@ -64,7 +64,10 @@ type Machine struct {
 // env is what every scenario gets: the configuration, where to put files
 // and how to log progress.
 type env struct {
-	cfg     config
+	cfg config
+	// label names one run of repeated ones (run01, or old01 and new01
+	// with -ab); empty when the scenarios run once.
+	label   string
 	runDir  string // results of this run
 	workDir string // data dirs and logs of this run
 	machine Machine
@@ -79,17 +82,38 @@ type env struct {
 	burstFloor *floorWave
 }
 
-type runner struct{ env *env }
+// runner runs the chosen scenarios -repeat times, each time with every
+// arm's binary in turn.
+type runner struct {
+	// env is the whole run's: its settings, directories and machine.
+	env       *env
+	scenarios []scenario
+	arms      []arm
+}
+
+// arm is a node binary the scenarios run: -bin alone, or -ab's old and
+// -bin as new.
+type arm struct {
+	// name is "old" or "new" with -ab, else empty.
+	name string
+	bin  string
+}
 
 func newRunner(cfg config) (*runner, error) {
-	bin, err := filepath.Abs(cfg.Bin)
+	bin, err := binaryPath("-bin", cfg.Bin)
 	if err != nil {
 		return nil, err
 	}
-	if st, err := os.Stat(bin); err != nil || st.IsDir() {
-		return nil, fmt.Errorf("-bin %s: not a file (run make build): %v", cfg.Bin, err)
-	}
 	cfg.Bin = bin
+	arms := []arm{{bin: bin}}
+	if cfg.ABOld != "" {
+		old, err := binaryPath("-ab", cfg.ABOld)
+		if err != nil {
+			return nil, err
+		}
+		cfg.ABOld = old
+		arms = []arm{{name: "old", bin: old}, {name: "new", bin: bin}}
+	}
 	stamp := time.Now().UTC().Format("20060102T150405Z")
 	if cfg.Quick {
 		stamp += "-quick"
@@ -102,31 +126,77 @@ func newRunner(cfg config) (*runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("-work: %w", err)
 	}
-	return &runner{env: &env{cfg: cfg, runDir: runDir, workDir: workDir, machine: machineInfo(bin)}}, nil
+	e := &env{cfg: cfg, runDir: runDir, workDir: workDir, machine: machineInfo(bin)}
+	return &runner{env: e, scenarios: scenarios, arms: arms}, nil
 }
+
+// binaryPath is the absolute path of the node binary flag names.
+func binaryPath(flag, path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	if st, err := os.Stat(abs); err != nil || st.IsDir() {
+		return "", fmt.Errorf("%s %s: not a file (run make build): %v", flag, path, err)
+	}
+	return abs, nil
+}
+
+// repeated says whether the scenarios run more than once: each run then
+// has directories of its own and figures.md sums them up.
+func (r *runner) repeated() bool { return r.env.cfg.Repeat > 1 || len(r.arms) > 1 }
 
 // runAll runs the chosen scenarios in order, prints one summary line each
 // and returns the exit status: 1 if a scenario failed to run or recorded a
 // correctness violation. Missed performance targets are reported, not
-// failed on.
+// failed on. Repeated, it runs round after round; in a round each
+// scenario runs once per arm, one arm right after the other (old, new),
+// so that a pair sees the same machine.
 func (r *runner) runAll(ctx context.Context) int {
 	e := r.env
 	e.logf("results in %s; node data and logs in %s", e.runDir, e.workDir)
+	if len(r.arms) > 1 && e.cfg.Repeat < minPairs {
+		e.logf("-ab with %d pairs: at least %d are needed before a median says more than the noise", e.cfg.Repeat, minPairs)
+	}
 	status := 0
 	var lines []string
-	for _, s := range scenarios {
-		if !e.wants(s.name) || ctx.Err() != nil {
-			continue
-		}
-		res := r.runOne(ctx, s)
-		line := summaryLine(res)
-		fmt.Println(line)
-		lines = append(lines, line)
-		if res.Error != "" || len(res.Violations) > 0 {
+	var runs []runRecord
+	for round := 1; round <= e.cfg.Repeat && ctx.Err() == nil; round++ {
+		envs, err := r.roundEnvs(round)
+		if err != nil {
+			e.logf("%v", err)
 			status = 1
+			break
+		}
+		for _, s := range r.scenarios {
+			if !e.wants(s.name) {
+				continue
+			}
+			for i, a := range r.arms {
+				if ctx.Err() != nil {
+					break
+				}
+				res := runOne(ctx, envs[i], s)
+				line := summaryLine(res)
+				if envs[i].label != "" {
+					line = envs[i].label + " " + line
+				}
+				fmt.Println(line)
+				lines = append(lines, line)
+				runs = append(runs, newRunRecord(s.name, a.name, round, envs[i].label, res))
+				if res.Error != "" || len(res.Violations) > 0 {
+					status = 1
+				}
+			}
 		}
 	}
 	_ = os.WriteFile(filepath.Join(e.runDir, "summary.txt"), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	if r.repeated() {
+		if err := r.writeReport(runs); err != nil {
+			e.logf("writing the figures: %v", err)
+			status = 1
+		}
+	}
 	if ctx.Err() != nil {
 		e.logf("interrupted: %v", ctx.Err())
 		status = 1
@@ -139,8 +209,35 @@ func (r *runner) runAll(ctx context.Context) int {
 	return status
 }
 
-func (r *runner) runOne(ctx context.Context, s scenario) *Result {
-	e := r.env
+// roundEnvs are each arm's env for one round: its binary, and, repeated,
+// result and work directories of its own (run01, old01, new01, ...). A
+// fresh env also forgets the burst of the round before.
+func (r *runner) roundEnvs(round int) ([]*env, error) {
+	if !r.repeated() {
+		return []*env{r.env}, nil
+	}
+	envs := make([]*env, len(r.arms))
+	for i, a := range r.arms {
+		name := a.name
+		if name == "" {
+			name = "run"
+		}
+		label := fmt.Sprintf("%s%02d", name, round)
+		e := &env{cfg: r.env.cfg, label: label,
+			runDir: filepath.Join(r.env.runDir, label), workDir: filepath.Join(r.env.workDir, label),
+			machine: machineInfo(a.bin)}
+		e.cfg.Bin = a.bin
+		for _, dir := range []string{e.runDir, e.workDir} {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, fmt.Errorf("%s: %w", label, err)
+			}
+		}
+		envs[i] = e
+	}
+	return envs, nil
+}
+
+func runOne(ctx context.Context, e *env, s scenario) *Result {
 	res := &Result{Scenario: s.name, Quick: e.cfg.Quick, StartedAt: time.Now().UTC(), Machine: e.machine, Params: map[string]any{}}
 	e.logf("%s: starting", s.name)
 	err := runGuarded(ctx, e, s, res)
@@ -208,7 +305,11 @@ func (e *env) wants(name string) bool {
 }
 
 func (e *env) logf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "%s %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+	label := ""
+	if e.label != "" {
+		label = e.label + " "
+	}
+	fmt.Fprintf(os.Stderr, "%s %s%s\n", time.Now().Format("15:04:05.000"), label, fmt.Sprintf(format, args...))
 }
 
 // startCluster starts a fresh 3-node cluster in its own directory; stop
@@ -262,12 +363,19 @@ func machineInfo(bin string) Machine {
 	if data, err := os.ReadFile("/proc/loadavg"); err == nil {
 		m.LoadAvg = strings.Join(strings.Fields(string(data))[:3], " ")
 	}
+	m.Raftcron = binaryVersion(bin)
+	return m
+}
+
+// binaryVersion is what `bin version` prints; empty when it fails.
+func binaryVersion(bin string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if out, err := exec.CommandContext(ctx, bin, "version").Output(); err == nil {
-		m.Raftcron = strings.TrimSpace(string(out))
+	out, err := exec.CommandContext(ctx, bin, "version").Output()
+	if err != nil {
+		return ""
 	}
-	return m
+	return strings.TrimSpace(string(out))
 }
 
 // sleepUntil waits for t or ctx.

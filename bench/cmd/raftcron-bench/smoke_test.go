@@ -43,7 +43,7 @@ func TestSmoke(t *testing.T) {
 	t.Cleanup(func() { localcluster.KillAll() })
 	cfg, err := parseFlags([]string{
 		"-bin", smokeBinary(t), "-out", t.TempDir(), "-work", t.TempDir(),
-		"-scenarios", "burst,workers,steady,httpfloor,failover,registry,scale",
+		"-scenarios", "burst,burst-features,workers,steady,httpfloor,failover,registry,scale",
 		"-burst-jobs", "50", "-steady-rate", "20", "-steady-period", "2", "-steady-duration", "4s",
 		"-failover-rounds", "1", "-registry-duration", "1s",
 		"-scale-jobs", "300", "-scale-snapshot-wait", "0", "-quick",
@@ -61,7 +61,7 @@ func TestSmoke(t *testing.T) {
 		if !r.env.wants(s.name) {
 			continue
 		}
-		res := r.runOne(ctx, s)
+		res := runOne(ctx, r.env, s)
 		t.Log(summaryLine(res))
 		if res.Error != "" {
 			t.Errorf("%s: %s", s.name, res.Error)
@@ -72,12 +72,18 @@ func TestSmoke(t *testing.T) {
 		switch m := res.Metrics.(type) {
 		case *burstMetrics:
 			if m.Delivered != 50 || m.Log.FireBatches < 1 {
-				t.Errorf("burst: delivered %d of 50, %d FireBatch entries", m.Delivered, m.Log.FireBatches)
+				t.Errorf("%s: delivered %d of 50, %d FireBatch entries", s.name, m.Delivered, m.Log.FireBatches)
 			}
 			if m.Floor == nil || m.Floor.Lateness.N != 50 || m.Ratio == nil {
-				t.Errorf("burst: floor %+v (%s), ratio %+v", m.Floor, m.FloorError, m.Ratio)
+				t.Errorf("%s: floor %+v (%s), ratio %+v", s.name, m.Floor, m.FloorError, m.Ratio)
 			}
-			checkFireCPU(t, "burst", m.CPUPerFire, 50)
+			checkFireCPU(t, s.name, m.CPUPerFire, 50)
+			if f := m.Features; (s.name == burstFeaturesName) != (f != nil) || f != nil && len(f.Set)+len(f.NotSet) != len(jobFeatures) {
+				t.Errorf("%s: features %+v", s.name, f)
+			}
+			if m.Chained != nil && m.Chained.Delivered != m.Chained.Jobs {
+				t.Errorf("%s: %d of %d chained jobs delivered", s.name, m.Chained.Delivered, m.Chained.Jobs)
+			}
 		case *workersMetrics:
 			if m.Delivered != 50 || len(m.PerWorker) != benchWorkers || m.WebhookBurst == nil {
 				t.Errorf("workers: delivered %d of 50 over %v, burst beside: %v", m.Delivered, m.PerWorker, m.WebhookBurst)
