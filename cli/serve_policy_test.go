@@ -60,8 +60,10 @@ func TestCLIDispatchPolicy(t *testing.T) {
 	}
 	allow := "/bin/*" // --exec-allow, which the last step narrows
 	c := clustertest.Start(t, localcluster.Options{Nodes: 1,
-		Args:     append(slices.Clone(testRaft), "--fence-key-file", testutil.WriteFile(t, "fence.key", testFenceKey+"\n")),
-		NodeArgs: func(*localcluster.Node) []string { return []string{"--exec-allow", allow} }})
+		Args: append(slices.Clone(testRaft), "--fence-key-file", testutil.WriteFile(t, "fence.key", testFenceKey+"\n")),
+		NodeArgs: func(*localcluster.Node) []string {
+			return append([]string{"--exec-allow", allow}, testutil.ExecUserArgs()...)
+		}})
 	n := c.Nodes()[0]
 	downstream, applied := fencedDownstream(t, keys)
 	job := func(name, target string) string {
@@ -72,6 +74,14 @@ func TestCLIDispatchPolicy(t *testing.T) {
 		before := listJSON(t, c, n)
 		expectFailure(t, cliOn(t, n, job("sbin", "exec: {command: [/usr/sbin/nologin]}"), "job", "apply", "-f", "-"),
 			"exec.command[0]", "--exec-allow (/bin/*)", "permission denied")
+		if after := listJSON(t, c, n); after != before {
+			t.Fatalf("the registry changed:\nbefore %s\nafter %s", before, after)
+		}
+	})
+	t.Run("exec env that makes the shell run code refused at registration", func(t *testing.T) {
+		before := listJSON(t, c, n)
+		expectFailure(t, cliOn(t, n, job("inject", `exec: {command: [/bin/sh, -c, date], env: {"BASH_FUNC_date%%": "() { id; }"}}`),
+			"job", "apply", "-f", "-"), "exec.env", `"BASH_FUNC_date%%"`, "--exec-env-allow", "permission denied")
 		if after := listJSON(t, c, n); after != before {
 			t.Fatalf("the registry changed:\nbefore %s\nafter %s", before, after)
 		}

@@ -16,7 +16,7 @@ import (
 // Policy is the secure default: no exec jobs, the default egress deny-list,
 // unsigned dispatches.
 type Policy struct {
-	Exec      *policy.Exec   // nil or empty: no exec jobs
+	Exec      *policy.Exec   // nil or empty: no exec jobs, and the default env rules
 	ExecUser  *proc.User     // nil: children run as the node's user
 	HTTPDeny  *policy.Egress // nil: policy.DefaultHTTPDeny; empty: webhooks may dial anything but the node itself
 	FenceKeys *fence.Keys    // nil: dispatches are not signed
@@ -69,8 +69,12 @@ func (p Policy) log(log *slog.Logger) {
 		user = p.ExecUser.Name
 	}
 	log.Info("dispatch policy", "exec_enabled", p.Exec.Enabled(), "exec_user", user,
+		"exec_env_allow", p.Exec.Env().String(),
 		"http_deny", p.HTTPDeny.String(), "http_allow", p.HTTPDeny.Allowed(), "http_own_ports", p.HTTPDeny.OwnPorts(),
 		"signed", p.FenceKeys != nil)
+	if p.Exec.Enabled() && p.ExecUser != nil && p.ExecUser.UID == 0 {
+		log.Warn("exec jobs run as root (--exec-user root): an allowed program owns this machine, its data dir included")
+	}
 }
 
 // egressFor is the egress check of a node whose own port (--addr) is bound

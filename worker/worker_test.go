@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/raftcron/raftcron/fence"
+	"github.com/raftcron/raftcron/internal/testutil"
 	"github.com/raftcron/raftcron/scheduler/dispatch"
 	"github.com/raftcron/raftcron/scheduler/remote"
 	"github.com/raftcron/raftcron/worker"
@@ -136,7 +137,7 @@ func TestCancelledRunCancelsTheHandler(t *testing.T) {
 // run's variables and the worker's ID in its environment.
 func TestCommandsRunOnlyIfTheWorkerAllowsThem(t *testing.T) {
 	n := newNode(t, 10*time.Second)
-	startWorker(t, worker.Config{Addrs: []string{n.addr}, ExecAllow: []string{"/bin/s*"}}, nil)
+	startWorker(t, worker.Config{Addrs: []string{n.addr}, ExecAllow: []string{"/bin/s*"}, ExecUser: testutil.ExecUser()}, nil)
 	cmd := func(argv ...string) *pb.WorkerTarget {
 		return &pb.WorkerTarget{Pool: "batch", Command: argv, Env: map[string]string{"RAFTCRON_WORKER": "forged", "A": "b"}}
 	}
@@ -173,7 +174,7 @@ func TestCommandsGetTheSignatureAndNoEnvironmentOfTheWorker(t *testing.T) {
 	}
 	n := newNodeWith(t, remote.Config{Lease: 10 * time.Second, Signer: keys})
 	t.Setenv("RAFTCRON_TEST_SECRET", "of the worker")
-	startWorker(t, worker.Config{Addrs: []string{n.addr}, ExecAllow: []string{"/usr/bin/env"}}, nil)
+	startWorker(t, worker.Config{Addrs: []string{n.addr}, ExecAllow: []string{"/usr/bin/env"}, ExecUser: testutil.ExecUser()}, nil)
 	a := n.submit(context.Background(), &pb.WorkerTarget{Pool: "batch", Command: []string{"/usr/bin/env"}, Env: map[string]string{"A": "b"}}, 0)
 	o := n.got.wait(t, a)
 	if o.State != succeeded {
@@ -332,6 +333,7 @@ func TestConfigIsChecked(t *testing.T) {
 		{worker.Config{ID: "w1", Pool: "batch", Addrs: []string{"nohost"}}, `"nohost" is not host:port`},
 		{worker.Config{ID: "w1", Pool: "batch", Addrs: []string{"h:1"}, ExecAllow: []string{"bin/*"}}, `ExecAllow: pattern "bin/*": must be an absolute, clean path pattern`},
 		{worker.Config{ID: "w1", Pool: "batch", Addrs: []string{"h:1"}, ExecAllow: []string{"/bin/["}}, `ExecAllow: pattern "/bin/[": syntax error in pattern`},
+		{worker.Config{ID: "w1", Pool: "batch", Addrs: []string{"h:1"}, ExecEnvAllow: []string{"LD_["}}, `ExecEnvAllow: pattern "LD_[": syntax error in pattern`},
 		{worker.Config{ID: "w1", Pool: "batch", Addrs: []string{"h:1"}, Token: "s3cret"}, "Token: needs TLS"},
 		{worker.Config{ID: "w1", Pool: "batch", Addrs: []string{"h:1"}, ExecUser: "no-such-user-raftcron"}, "ExecUser"},
 	} {

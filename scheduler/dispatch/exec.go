@@ -14,8 +14,9 @@ import (
 
 // ExecConfig is the node's policy for exec attempts. The zero value runs nothing.
 type ExecConfig struct {
-	// Allow decides which programs may run (policy.Exec, from --exec-allow). Nil
-	// allows none: exec is opt-in.
+	// Allow decides which programs may run and which variables their env may set
+	// (policy.Exec, from --exec-allow and --exec-env-allow). Nil allows none: exec
+	// is opt-in.
 	Allow CommandPolicy
 	// User, if set, is whom children run as (--exec-user; the node must be root).
 	User *proc.User
@@ -58,7 +59,7 @@ func (e *ExecExecutor) Execute(ctx context.Context, a Attempt) Outcome {
 	}
 	// The registering node checked its own policy; this is the leader's, and
 	// the leader's is the one that runs the program.
-	if err := e.allow(t.GetCommand()[0]); err != nil {
+	if err := e.allow(t); err != nil {
 		return refusedByPolicy(out, ReasonExecDenied, err.Error())
 	}
 	if err := proc.CheckDir(t.GetDir()); err != nil {
@@ -75,11 +76,14 @@ func (e *ExecExecutor) Execute(ctx context.Context, a Attempt) Outcome {
 	return finish(out, r.State, r.Detail)
 }
 
-func (e *ExecExecutor) allow(command string) error {
+func (e *ExecExecutor) allow(t *pb.ExecTarget) error {
 	if e.cfg.Allow == nil {
 		return errors.New("exec denied: this node allows no exec jobs")
 	}
-	return e.cfg.Allow.Allow(command)
+	if err := e.cfg.Allow.Allow(t.GetCommand()[0]); err != nil {
+		return err
+	}
+	return e.cfg.Allow.AllowEnv(t.GetEnv())
 }
 
 // environ builds the child's environment. Later entries win on duplicate
