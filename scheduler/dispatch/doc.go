@@ -18,7 +18,7 @@
 //     deadline, or 1 h without one (jobspec.DefaultHTTPTimeout,
 //     DefaultExecTimeout). An attempt the node's own policy refused also
 //     fails, with Outcome.Reason exec_denied (program not in
-//     ExecConfig.Allow) or egress_denied (an address in HTTPConfig.Egress),
+//     ExecConfig.Allow, or an env variable it refuses) or egress_denied (an address in HTTPConfig.Egress),
 //     and is never retried.
 //   - FENCED: the downstream answered 409 Conflict, meaning it has already
 //     seen a larger token — a newer attempt exists, so this one is stale.
@@ -60,8 +60,8 @@
 // # Processes
 //
 // Exec attempts run argv directly (no shell unless argv names one) in a
-// process group of their own, only if ExecConfig.Allow allows command[0],
-// as ExecConfig.User if set, in / unless the target names a dir, with
+// process group of their own, only if ExecConfig.Allow allows command[0]
+// and every variable of the target's env, as ExecConfig.User if set, in / unless the target names a dir, with
 // exactly the target's env and the RAFTCRON_* variables (RAFTCRON_SIGNATURE
 // too with a Signer). On deadline, timeout or cancel the whole group is
 // killed with SIGKILL and reaped before the outcome is reported; when the
