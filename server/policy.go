@@ -5,6 +5,7 @@ import (
 	"net"
 
 	"github.com/raftcron/raftcron/fence"
+	"github.com/raftcron/raftcron/fsm"
 	"github.com/raftcron/raftcron/internal/proc"
 	"github.com/raftcron/raftcron/policy"
 	"github.com/raftcron/raftcron/scheduler/dispatch"
@@ -44,17 +45,17 @@ func (p Policy) withDefaults() (Policy, error) {
 }
 
 // signer signs the node's dispatches, its own and its workers' offers; nil
-// when they are not signed.
-func (p Policy) signer() dispatch.Signer {
-	if p.FenceKeys == nil { // a nil *fence.Keys in the interface would not be nil
+// when they are not signed. It signs v2 once the cluster version says every
+// voter does (fsm.SignaturesV2Version), v1 until then.
+func (p Policy) signer(clusterVersion func() uint32) *dispatch.Signer {
+	if p.FenceKeys == nil {
 		return nil
 	}
-	return p.FenceKeys
+	return dispatch.NewSigner(p.FenceKeys, func() bool { return clusterVersion() >= fsm.SignaturesV2Version })
 }
 
 // executor delivers the attempts of this node's scheduler under its policy.
-func (p Policy) executor() dispatch.Executor {
-	signer := p.signer()
+func (p Policy) executor(signer *dispatch.Signer) dispatch.Executor {
 	return dispatch.NewRouter(
 		dispatch.NewHTTPExecutorWith(dispatch.HTTPConfig{Egress: p.HTTPDeny, Signer: signer}),
 		dispatch.NewExecExecutor(dispatch.ExecConfig{Allow: p.Exec, User: p.ExecUser, Signer: signer}),

@@ -165,14 +165,14 @@ func TestCommandsRunOnlyIfTheWorkerAllowsThem(t *testing.T) {
 
 // A command's environment is its env and the run's variables alone, as a
 // node's exec run's is, with the signature the leader made when the
-// cluster signs its dispatches: the downstream verifies it as it would a
-// node's.
+// cluster signs its dispatches: a v2-only downstream verifies it as it
+// would a node's.
 func TestCommandsGetTheSignatureAndNoEnvironmentOfTheWorker(t *testing.T) {
 	keys, err := fence.NewKeys([]byte(strings.Repeat("k", 32)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := newNodeWith(t, remote.Config{Lease: 10 * time.Second, Signer: keys})
+	n := newNodeWith(t, remote.Config{Lease: 10 * time.Second, Signer: dispatch.NewSigner(keys, nil)})
 	t.Setenv("RAFTCRON_TEST_SECRET", "of the worker")
 	startWorker(t, worker.Config{Addrs: []string{n.addr}, ExecAllow: []string{"/usr/bin/env"}, ExecUser: testutil.ExecUser()}, nil)
 	a := n.submit(context.Background(), &pb.WorkerTarget{Pool: "batch", Command: []string{"/usr/bin/env"}, Env: map[string]string{"A": "b"}}, 0)
@@ -189,8 +189,8 @@ func TestCommandsGetTheSignatureAndNoEnvironmentOfTheWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := keys.Verify(run, env[fence.EnvSignature]); err != nil {
-		t.Fatalf("signature %q: %v", env[fence.EnvSignature], err)
+	if err := fence.NewVerifier(keys).Verify(fence.ExecDispatch(run, nil), env[fence.EnvSignature]); err != nil {
+		t.Fatalf("signature %q: %v, want v2 of the run-only form", env[fence.EnvSignature], err)
 	}
 	delete(env, fence.EnvSignature)
 	for _, kv := range run.Environ() {

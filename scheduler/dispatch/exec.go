@@ -21,7 +21,7 @@ type ExecConfig struct {
 	// User, if set, is whom children run as (--exec-user; the node must be root).
 	User *proc.User
 	// Signer, if set, signs every attempt into RAFTCRON_SIGNATURE.
-	Signer Signer
+	Signer *Signer
 }
 
 // ExecExecutor runs attempts with an exec target as a child process of the
@@ -104,7 +104,7 @@ func (e *ExecExecutor) environ(a Attempt) []string {
 		fence.EnvIdempotencyKey+"="+a.IdempotencyKey(),
 	)
 	if e.cfg.Signer != nil {
-		env = append(env, fence.EnvSignature+"="+e.cfg.Signer.Sign(a.FenceRun()))
+		env = append(env, fence.EnvSignature+"="+e.cfg.Signer.SignRun(a.FenceRun(), nil))
 	}
 	return env
 }

@@ -92,12 +92,13 @@ func TestExecRunsAsExecUser(t *testing.T) {
 	}
 }
 
+// An exec run gets a v2 signature of the run-only form, which a v2-only fence accepts.
 func TestExecSignsForFence(t *testing.T) {
 	keys, err := fence.NewKeys([]byte(strings.Repeat("k", 32)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ex := NewExecExecutor(ExecConfig{Allow: testPrograms, Signer: keys})
+	ex := NewExecExecutor(ExecConfig{Allow: testPrograms, Signer: NewSigner(keys, nil)})
 	out := ex.Execute(context.Background(), execAttempt("/usr/bin/env"))
 	wantState(t, out, pb.RunState_RUN_STATE_SUCCEEDED, "exit status 0")
 	env := map[string]string{}
@@ -109,7 +110,7 @@ func TestExecSignsForFence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := keys.Verify(run, env[fence.EnvSignature]); err != nil {
+	if err := fence.NewVerifier(keys).Verify(fence.ExecDispatch(run, nil), env[fence.EnvSignature]); err != nil {
 		t.Fatalf("fence refused %s=%q: %v", fence.EnvSignature, env[fence.EnvSignature], err)
 	}
 }

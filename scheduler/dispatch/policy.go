@@ -26,12 +26,6 @@ type CommandPolicy interface {
 	AllowEnv(env map[string]string) error
 }
 
-// Signer signs an attempt for the downstream to verify (fence.Keys does): the value of
-// X-Raftcron-Signature and RAFTCRON_SIGNATURE.
-type Signer interface {
-	Sign(fence.Run) string
-}
-
 // FenceRun is the attempt as the downstream reads it, for signing (here,
 // and in the offers to remote workers).
 func (a Attempt) FenceRun() fence.Run {
