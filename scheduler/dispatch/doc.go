@@ -47,7 +47,9 @@
 // HTTP attempts carry X-Raftcron-Fencing-Token, X-Raftcron-Job,
 // X-Raftcron-Run-Id, X-Raftcron-Scheduled-At, X-Raftcron-Attempt and
 // Idempotency-Key (the same for every attempt of a run), and
-// X-Raftcron-Signature when HTTPConfig.Signer is set. Redirects are not
+// X-Raftcron-Signature when HTTPConfig.Signer is set: v2 over the method,
+// the URL as sent, the body's digest and the run once the Signer says every
+// node that may lead signs v2 (cluster version 3), v1 over the run before. Redirects are not
 // followed, and all attempts share one keep-alive transport; what a
 // target's requests have in common (method, parsed URL, body, the job's
 // headers) is built once per target, not per attempt. Each address the
