@@ -69,8 +69,12 @@ func (p Policy) log(log *slog.Logger) {
 	if p.ExecUser != nil {
 		user = p.ExecUser.Name
 	}
+	containment := ""
+	if p.Exec.Enabled() {
+		containment = proc.Containment() // decides it: a subreaper from the start
+	}
 	log.Info("dispatch policy", "exec_enabled", p.Exec.Enabled(), "exec_user", user,
-		"exec_env_allow", p.Exec.Env().String(),
+		"exec_env_allow", p.Exec.Env().String(), "exec_containment", containment,
 		"http_deny", p.HTTPDeny.String(), "http_allow", p.HTTPDeny.Allowed(), "http_own_ports", p.HTTPDeny.OwnPorts(),
 		"signed", p.FenceKeys != nil)
 	if p.Exec.Enabled() && p.ExecUser != nil && p.ExecUser.UID == 0 {

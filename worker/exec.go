@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strconv"
 
 	"github.com/raftcron/raftcron/fence"
 	"github.com/raftcron/raftcron/internal/proc"
@@ -63,7 +64,9 @@ func (w *Worker) runCommand(parent, ctx context.Context, a *pb.WorkerAttempt) (p
 	if state, detail, ok := proc.Interrupted(parent, ctx); ok {
 		return state, detail, nil
 	}
-	r := proc.Run(parent, ctx, proc.Command{Argv: argv, Env: w.environ(a), Dir: t.GetDir(), User: w.user})
+	// The token marks the attempt's processes: no other attempt has it.
+	mark := fence.EnvFencingToken + "=" + strconv.FormatUint(a.GetToken(), 10)
+	r := proc.Run(parent, ctx, proc.Command{Argv: argv, Env: w.environ(a), Dir: t.GetDir(), User: w.user, Mark: mark})
 	return r.State, r.Detail, r.Output
 }
 

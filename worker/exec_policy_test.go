@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/raftcron/raftcron/internal/proc"
 	"github.com/raftcron/raftcron/internal/testutil"
 	"github.com/raftcron/raftcron/scheduler/dispatch"
 	"github.com/raftcron/raftcron/worker"
@@ -64,5 +67,40 @@ func TestRootWorkerWithCommandsNeedsExecUser(t *testing.T) {
 	worker.SetEUID(t, 1000)
 	if _, err := worker.New(worker.Config{ID: "w1", Pool: "batch", Addrs: []string{"h:1"}, ExecAllow: []string{"/bin/*"}}); err != nil {
 		t.Fatalf("a worker as uid 1000 with commands: %v", err)
+	}
+}
+
+// A command run that is cancelled or times out takes along what it left
+// outside its process group, as a node's exec run does: its cgroup is
+// killed, or its orphans, re-parented to the worker.
+func TestCommandsDaemonEndsWithTheRun(t *testing.T) {
+	testutil.NeedTool(t, "setsid", "install util-linux")
+	if proc.Containment() == proc.ContainNone {
+		testutil.SkipOrFail(t, "neither a cgroup nor the subreaper contains runs here")
+	}
+	n := newNode(t, 10*time.Second)
+	startWorker(t, worker.Config{Addrs: []string{n.addr}, ExecAllow: []string{"/bin/sh"}, ExecUser: testutil.ExecUser()}, nil)
+	for name, timeout := range map[string]time.Duration{"cancelled": 0, "timed out": time.Second} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			target := &pb.WorkerTarget{Pool: "batch", Command: []string{"/bin/sh", "-c",
+				`( setsid /bin/sh -c 'echo $$ > "$0.tmp" && mv "$0.tmp" "$0" && exec sleep 60' "$D/daemon" </dev/null >/dev/null 2>&1 & )
+sleep 60`}, Env: map[string]string{"D": dir, "PATH": "/bin:/usr/bin"}}
+			if timeout > 0 {
+				target.Timeout = durationpb.New(timeout)
+			}
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			a := n.submit(ctx, target, 0)
+			pid := testutil.ReadPidFile(t, filepath.Join(dir, "daemon"))
+			t.Cleanup(func() { testutil.KillIfSleeping(pid) })
+			if timeout == 0 {
+				cancel(errors.New("run cancelled"))
+			}
+			if o := n.got.wait(t, a); o.State == succeeded {
+				t.Fatalf("outcome %v %q, want the run cancelled or failed by its timeout", o.State, o.Detail)
+			}
+			testutil.WaitFor(t, 5*time.Second, "the run's daemon gone", func() bool { return testutil.ProcessGone(pid) })
+		})
 	}
 }

@@ -65,6 +65,9 @@ func New(cfg Config) (*Worker, error) {
 	if u != nil && u.UID == 0 {
 		cfg.Logger.Warn("commands run as root (ExecUser root): a job's command owns this machine")
 	}
+	if allow.Enabled() {
+		cfg.Logger.Info("commands' leftovers end with them", "exec_containment", proc.Containment())
+	}
 	return &Worker{
 		cfg:      cfg,
 		allow:    allow,

@@ -68,7 +68,11 @@
 // too with a Signer). On deadline, timeout or cancel the whole group is
 // killed with SIGKILL and reaped before the outcome is reported; when the
 // process exits on its own, whatever it left running in its group is killed
-// too, so a run never outlives itself.
+// too, so a run never outlives itself. What left the group (setsid, a
+// daemon's double fork) is killed as well: each run is in a cgroup of its
+// own where the node can make one, and elsewhere the node is a subreaper
+// that kills the run's orphans (proc.Containment; the attempt's fencing
+// token marks them).
 //
 // On Linux each child also gets Pdeathsig=SIGKILL, so that a node killed
 // with SIGKILL (no chance to clean up) does not leave the job running. Two
@@ -78,8 +82,9 @@
 // goroutine locked to its thread for the child's whole life. Second,
 // Pdeathsig reaches only the direct child: grandchildren (a shell script's
 // background jobs, for instance) survive the death of a SIGKILLed node and
-// are reparented to init. Only a clean stop, a deadline or a cancel kills
-// the whole group. Jobs that must not leave descendants behind should exec
-// their final command, or run under a supervisor that owns the tree (a
-// systemd scope or a container). On other systems there is no Pdeathsig.
+// are reparented to init, or stay in the run's cgroup until the next node
+// or worker that runs commands on the machine starts and kills it. Jobs
+// that must not leave descendants behind should exec their final command,
+// or run under a supervisor that owns the tree (a systemd scope or a
+// container). On other systems there is no Pdeathsig.
 package dispatch

@@ -71,7 +71,8 @@ func (e *ExecExecutor) Execute(ctx context.Context, a Attempt) Outcome {
 	deadline, timeout := a.Limits()
 	lctx, cancel := proc.WithLimit(ctx, deadline, timeout)
 	defer cancel()
-	r := proc.Run(ctx, lctx, proc.Command{Argv: t.GetCommand(), Env: e.environ(a), Dir: t.GetDir(), User: e.cfg.User})
+	r := proc.Run(ctx, lctx, proc.Command{Argv: t.GetCommand(), Env: e.environ(a), Dir: t.GetDir(), User: e.cfg.User,
+		Mark: a.tokenEntry()})
 	out.Output, out.FinishedAt = r.Output, r.FinishedAt
 	return finish(out, r.State, r.Detail)
 }
@@ -86,6 +87,10 @@ func (e *ExecExecutor) allow(t *pb.ExecTarget) error {
 	return e.cfg.Allow.AllowEnv(t.GetEnv())
 }
 
+// tokenEntry is the attempt's fencing token as its environment holds it: no
+// other attempt's has it, so it marks the attempt's processes (proc.Command.Mark).
+func (a Attempt) tokenEntry() string { return fence.EnvFencingToken + "=" + a.token() }
+
 // environ builds the child's environment. Later entries win on duplicate
 // keys (os/exec keeps the last), so the RAFTCRON_* values cannot be
 // overridden by the job's env.
@@ -96,7 +101,7 @@ func (e *ExecExecutor) environ(a Attempt) []string {
 		env = append(env, k+"="+jobEnv[k])
 	}
 	env = append(env,
-		fence.EnvFencingToken+"="+a.token(),
+		a.tokenEntry(),
 		fence.EnvJob+"="+a.Job,
 		fence.EnvRunID+"="+a.RunID,
 		fence.EnvScheduledAt+"="+a.scheduledAt(),
