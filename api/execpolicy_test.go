@@ -81,3 +81,43 @@ func TestExecJobRefusedOutsideTheAllowList(t *testing.T) {
 		t.Fatalf("allowed program refused: %v", err)
 	}
 }
+
+// A job whose env sets a variable that makes a loader or interpreter run code is refused
+// at registration by every write, exec and worker targets alike, naming the variable,
+// unless --exec-env-allow opens it; nothing is proposed.
+func TestEnvInjectionRefusedAtRegistration(t *testing.T) {
+	allow, err := policy.NewExec([]string{"/bin/*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarnessConfig(t, func(c *Deps) { c.Exec = allow })
+	ctx := testCtx(t)
+	shell := execSpec("shell", "/bin/sh", "-c", "date")
+	shell.Exec.Env = map[string]string{"PATH": "/bin", "BASH_FUNC_date%%": "() { id; }"}
+	for rpc, err := range putCalls(h, t, shell) {
+		t.Run(rpc, func(t *testing.T) { wantExecDenied(t, err, "exec.env", `"BASH_FUNC_date%%" is refused by default`) })
+	}
+	onWorker := validSpec("on-worker")
+	onWorker.Http = nil
+	onWorker.Worker = &pb.WorkerTarget{Pool: "batch", Command: []string{"/usr/bin/perl", "job.pl"},
+		Env: map[string]string{"PERL5OPT": "-Mevil"}}
+	for rpc, err := range putCalls(h, t, onWorker) {
+		t.Run("worker "+rpc, func(t *testing.T) { wantExecDenied(t, err, "worker.env", `"PERL5OPT"`) })
+	}
+	_, err = h.jobs.ApplyJobs(ctx, &pb.ApplyJobsRequest{Specs: []*pb.JobSpec{validSpec("web"), onWorker}})
+	wantExecDenied(t, err, "specs[1].worker.env", "nothing applied")
+	if cmds := h.store.proposed(); len(cmds) != 0 {
+		t.Fatalf("refused jobs proposed %d commands", len(cmds))
+	}
+
+	open, err := policy.NewEnv([]string{"BASH_FUNC_*", "PERL5OPT"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h = newHarnessConfig(t, func(c *Deps) { c.Exec = allow.WithEnv(open) })
+	for name, spec := range map[string]*pb.JobSpec{"exec": shell, "worker": onWorker} {
+		if _, err := h.jobs.CreateJob(ctx, &pb.CreateJobRequest{Spec: spec}); err != nil {
+			t.Errorf("%s job with opened variables refused: %v", name, err)
+		}
+	}
+}

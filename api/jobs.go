@@ -103,8 +103,8 @@ func (j *jobService) put(ctx context.Context, spec *pb.JobSpec, mode pb.PutMode,
 	if err := checkInScope(ctx, "spec.labels", spec); err != nil {
 		return nil, nil, err
 	}
-	if err := j.allowExec(spec); err != nil {
-		return nil, nil, execDenied(execField, execField+": "+err.Error())
+	if field, err := j.allowExec(spec); err != nil {
+		return nil, nil, execDenied(field, field+": "+err.Error())
 	}
 	if err := j.allowWorker(spec); err != nil {
 		return nil, nil, err

@@ -53,7 +53,8 @@ func specBlock(out string) string {
 }
 
 func TestCLIJobLifecycle(t *testing.T) {
-	c := startCluster(t, 3, "--exec-allow", "/usr/local/bin/*") // twoJobs runs /usr/local/bin/prune
+	// twoJobs runs /usr/local/bin/prune
+	c := startCluster(t, 3, append([]string{"--exec-allow", "/usr/local/bin/*"}, testutil.ExecUserArgs()...)...)
 	leader := clustertest.Leader(t, c)
 	follower := clustertest.Follower(t, c)
 	nightly := testutil.WriteFile(t, "nightly.yaml", nightlyJob)

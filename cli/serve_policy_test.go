@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/raftcron/raftcron/fence"
+	"github.com/raftcron/raftcron/fsm"
 	"github.com/raftcron/raftcron/internal/testutil"
 	"github.com/raftcron/raftcron/localcluster"
 	"github.com/raftcron/raftcron/localcluster/clustertest"
@@ -17,11 +19,11 @@ import (
 
 const testFenceKey = "test-fence-key-test-fence-key-test-fence-key="
 
-// fencedDownstream is a service behind fence.Middleware that verifies signatures.
+// fencedDownstream is a service behind fence.Middleware that verifies v2 signatures.
 func fencedDownstream(t *testing.T, keys *fence.Keys) (url string, applied *atomic.Int64) {
 	applied = &atomic.Int64{}
 	f := fence.NewFence(fence.NewMemoryGuard(), nil)
-	h := fence.Middleware(f, fence.WithKeys(keys), fence.WithV1Signatures())(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+	h := fence.Middleware(f, fence.WithKeys(keys))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
 		applied.Add(1)
 	}))
 	srv := httptest.NewServer(h)
@@ -51,8 +53,9 @@ func waitRefused(t *testing.T, c *localcluster.Cluster, job, reason string) {
 }
 
 // TestCLIDispatchPolicy runs one node through the policy of DESIGN §11: exec jobs
-// refused at registration and, once the node's list changes, at dispatch; a webhook to
-// the cloud metadata address refused on egress; signed webhooks accepted by fence.
+// refused at registration and, once the node's list changes, at dispatch; a job env that
+// would make its shell run code refused at registration; a webhook to the cloud metadata
+// address refused on egress; webhooks signed v2 accepted by a fence that takes v2 only.
 func TestCLIDispatchPolicy(t *testing.T) {
 	keys, err := fence.ParseKeys([]byte(testFenceKey))
 	if err != nil {
@@ -60,8 +63,10 @@ func TestCLIDispatchPolicy(t *testing.T) {
 	}
 	allow := "/bin/*" // --exec-allow, which the last step narrows
 	c := clustertest.Start(t, localcluster.Options{Nodes: 1,
-		Args:     append(slices.Clone(testRaft), "--fence-key-file", testutil.WriteFile(t, "fence.key", testFenceKey+"\n")),
-		NodeArgs: func(*localcluster.Node) []string { return []string{"--exec-allow", allow} }})
+		Args: append(slices.Clone(testRaft), "--fence-key-file", testutil.WriteFile(t, "fence.key", testFenceKey+"\n")),
+		NodeArgs: func(*localcluster.Node) []string {
+			return append([]string{"--exec-allow", allow}, testutil.ExecUserArgs()...)
+		}})
 	n := c.Nodes()[0]
 	downstream, applied := fencedDownstream(t, keys)
 	job := func(name, target string) string {
@@ -76,8 +81,22 @@ func TestCLIDispatchPolicy(t *testing.T) {
 			t.Fatalf("the registry changed:\nbefore %s\nafter %s", before, after)
 		}
 	})
+	t.Run("exec env that makes the shell run code refused at registration", func(t *testing.T) {
+		before := listJSON(t, c, n)
+		expectFailure(t, cliOn(t, n, job("inject", `exec: {command: [/bin/sh, -c, date], env: {"BASH_FUNC_date%%": "() { id; }"}}`),
+			"job", "apply", "-f", "-"), "exec.env", `"BASH_FUNC_date%%"`, "--exec-env-allow", "permission denied")
+		if after := listJSON(t, c, n); after != before {
+			t.Fatalf("the registry changed:\nbefore %s\nafter %s", before, after)
+		}
+	})
 	expectOK(t, cliOn(t, n, job("tightened", "exec: {command: [/bin/true]}"), "job", "apply", "-f", "-"))
 	expectOK(t, cliOn(t, n, job("metadata", "http: {url: http://169.254.169.254/raftcron-egress-test}"), "job", "apply", "-f", "-"))
+	// The node signs v2, which the downstream alone accepts, once it raised the
+	// cluster version, right after its election.
+	testutil.WaitFor(t, clustertest.ReadyTimeout, "the cluster version of signature v2", func() bool {
+		st, err := n.Status(context.Background())
+		return err == nil && st.ClusterVersion >= fsm.SignaturesV2Version
+	})
 	expectOK(t, cliOn(t, n, job("signed", "http: {url: "+downstream+"}"), "job", "apply", "-f", "-"))
 
 	t.Run("webhook to the metadata address refused on egress", func(t *testing.T) {

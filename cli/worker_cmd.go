@@ -22,10 +22,14 @@ const (
 	flagConcurrency = "concurrency"
 )
 
+// flagExecEnvAllow opens variables that commands' env may not set by default
+// (serve has the same flag).
+const flagExecEnvAllow = "exec-env-allow"
+
 // workerFlagOf names the flag of each worker.Config field, for errors.
 var workerFlagOf = map[string]string{
 	"ID": flagID, "Addrs": flagAddr, "Pool": flagPool, "Tags": flagTags, "Concurrency": flagConcurrency,
-	"ExecAllow": flagExecAllow, "ExecUser": flagExecUser,
+	"ExecAllow": flagExecAllow, "ExecUser": flagExecUser, "ExecEnvAllow": flagExecEnvAllow,
 }
 
 func newWorkerCmd(version string) *cobra.Command {
@@ -53,7 +57,8 @@ func newWorkerCmd(version string) *cobra.Command {
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
 			cfg.Logger.Info("raftcron worker started", "id", cfg.ID, "pool", cfg.Pool, "addr", strings.Join(cfg.Addrs, ","),
-				"concurrency", cfg.Concurrency, "exec_allow", strings.Join(cfg.ExecAllow, ","), "version", version)
+				"concurrency", cfg.Concurrency, "exec_allow", strings.Join(cfg.ExecAllow, ","),
+				"exec_env_allow", strings.Join(cfg.ExecEnvAllow, ","), "version", version)
 			return w.Run(ctx)
 		}),
 	}
@@ -68,7 +73,10 @@ func newWorkerCmd(version string) *cobra.Command {
 	fs.Int(flagConcurrency, worker.DefaultConcurrency, "attempts it runs at once")
 	fs.String(flagExecAllow, "", "absolute path patterns GLOB,... of the commands it may run "+
 		"('*' stops at '/'); empty: none, only handlers")
-	fs.String(flagExecUser, "", "run commands as this user (the worker must run as root)")
+	fs.String(flagExecUser, "", "run commands as this user (the worker must run as root; "+
+		"required as root when --exec-allow is set: root itself is allowed, with a warning)")
+	fs.String(flagExecEnvAllow, "", "variable names or patterns NAME,... that commands' env may set although "+
+		"refused by default (LD_*, BASH_FUNC_*, PYTHON*, ...: they make a loader or interpreter run code)")
 	fs.String(flagLogLevel, "info", "debug, info, warn or error")
 	return cmd
 }
@@ -90,12 +98,13 @@ func workerConfig(fs *pflag.FlagSet, o *clientOptions) (worker.Config, error) {
 	}
 	var errs []error
 	cfg := worker.Config{
-		ID:          get(flagID),
-		Pool:        get(flagPool),
-		Addrs:       SplitList(o.addr),
-		ExecAllow:   SplitList(get(flagExecAllow)),
-		ExecUser:    get(flagExecUser),
-		DialOptions: callOptions(),
+		ID:           get(flagID),
+		Pool:         get(flagPool),
+		Addrs:        SplitList(o.addr),
+		ExecAllow:    SplitList(get(flagExecAllow)),
+		ExecUser:     get(flagExecUser),
+		ExecEnvAllow: SplitList(get(flagExecEnvAllow)),
+		DialOptions:  callOptions(),
 	}
 	if err := workerAuth(&o.auth, &cfg); err != nil {
 		errs = append(errs, err)

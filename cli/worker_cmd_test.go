@@ -24,12 +24,14 @@ worker:
   timeout: 30s
 `
 
-// startWorker runs `raftcron worker` until the test ends and returns the
-// path of its log, which goes to the test's log if the test fails.
+// startWorker runs `raftcron worker` until the test ends, with the
+// --exec-user of a test (testutil.ExecUser), and returns the path of its
+// log, which goes to the test's log if the test fails.
 func startWorker(t *testing.T, args ...string) string {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), "worker.log")
-	cmd := exec.Command(testutil.Binary(t), append([]string{"worker"}, args...)...)
+	args = append(append([]string{"worker"}, args...), testutil.ExecUserArgs()...)
+	cmd := exec.Command(testutil.Binary(t), args...)
 	cmd.Env = proc.Environ()
 	p, err := proc.Start(cmd, logPath)
 	if err != nil {

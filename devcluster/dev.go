@@ -13,6 +13,8 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -20,6 +22,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/raftcron/raftcron/cli"
+	"github.com/raftcron/raftcron/ledger"
 	"github.com/raftcron/raftcron/localcluster"
 	"github.com/raftcron/raftcron/ui"
 )
@@ -94,9 +97,11 @@ func (o *devOptions) validate() error {
 	return nil
 }
 
-// cluster is what the demo's nodes are: localcluster's options for them.
-func (o *devOptions) cluster(bin, dir string) localcluster.Options {
-	lo := localcluster.Options{Binary: bin, Dir: dir, Nodes: o.nodes, BasePort: o.basePort, Args: devRaft}
+// cluster is what the demo's nodes are: localcluster's options for them,
+// signing with the key in keyFile.
+func (o *devOptions) cluster(bin, dir, keyFile string) localcluster.Options {
+	args := append(slices.Clone(devRaft), "--fence-key-file", keyFile)
+	lo := localcluster.Options{Binary: bin, Dir: dir, Nodes: o.nodes, BasePort: o.basePort, Args: args}
 	if !o.insecure {
 		// The secure setup of DESIGN §11 end to end.
 		lo.TLS, lo.VerifyClients, lo.ACL, lo.ClientName = true, true, true, devClientName
@@ -192,12 +197,17 @@ func (d *demo) run(ctx context.Context, ln net.Listener) error {
 		_ = ln.Close()
 		return fmt.Errorf("own binary: %w", err)
 	}
+	keyFile, verifier, err := makeFenceKey(d.dir)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
 	d.watch = &leaderWatch{out: d.out}
-	if d.down, err = startDownstream(d.dir, ln, d.watch, d.out); err != nil {
+	if d.down, err = startDownstream(d.dir, ln, d.watch, d.out, ledger.WithVerifier(verifier)); err != nil {
 		return err
 	}
 	d.printHeader()
-	d.cluster, err = localcluster.Launch(d.opts.cluster(bin, d.dir))
+	d.cluster, err = localcluster.Launch(d.opts.cluster(bin, d.dir, keyFile))
 	if err != nil {
 		if d.opts.basePort != 0 && errors.Is(err, localcluster.ErrPortTaken) {
 			return fmt.Errorf("--base-port: %w", err)
@@ -217,6 +227,9 @@ func (d *demo) run(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	if err := d.bootstrapACL(ctx); err != nil {
+		return err
+	}
+	if err := d.waitSigningV2(ctx); err != nil {
 		return err
 	}
 	if err := d.applyJob(ctx); err != nil {
@@ -242,6 +255,7 @@ func (d *demo) printHeader() {
 	}
 	d.out.printf("data dir   %s (%s)", d.dir, keep)
 	d.out.printf("downstream %s  (GET / lists every accepted and refused write)", d.down.url())
+	d.out.printf("           verifies the nodes' signatures (v2, key %s)", filepath.Join(d.dir, fenceKeyFile))
 }
 
 func (d *demo) printNodes() {

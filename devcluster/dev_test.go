@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/raftcron/raftcron/cli"
+	"github.com/raftcron/raftcron/fence"
 	"github.com/raftcron/raftcron/internal/proc"
 	"github.com/raftcron/raftcron/internal/testutil"
 	"github.com/raftcron/raftcron/localcluster/clustertest"
@@ -42,6 +43,7 @@ var (
 	devExitLine    = regexp.MustCompile(`^\S+ (n\d) \(pid (\d+)\) exited: (.*)$`)
 	devUILine      = regexp.MustCompile(`^(?:web UI)?\s+(n\d)\s+(https://127\.0\.0\.1:\d+/ui/)$`)
 	devNodeLine    = regexp.MustCompile(`^(n\d)\s+pid \d+\s+grpc (\S+)\s+http (\S+)`)
+	devDownLine    = regexp.MustCompile(`^downstream (http://127\.0\.0\.1:\d+/) `)
 )
 
 func TestDevRefusesBadFlags(t *testing.T) {
@@ -89,13 +91,22 @@ func TestDevValidateAcceptsThreeAndFiveNodes(t *testing.T) {
 }
 
 // TestDevSmoke is the first minute of a user: runs arrive with rising
-// tokens, the leader killed by the PID dev printed is replaced and runs go
-// on, and Ctrl-C leaves no process and no data behind.
+// tokens, signed v2 (the downstream refuses a forged one), the leader killed
+// by the PID dev printed is replaced and runs go on, and Ctrl-C leaves no
+// process and no data behind.
 func TestDevSmoke(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc")
 	}
 	dev := startDev(t)
+
+	var downstream string
+	dev.expect(t, devFirstRunsTimeout, "the downstream's URL", func(line string) bool {
+		if m := devDownLine.FindStringSubmatch(line); m != nil {
+			downstream = m[1]
+		}
+		return downstream != ""
+	})
 
 	// Every node's web UI is printed, and answers.
 	grpcAddrs, httpURLs := map[string]string{}, map[string]string{}
@@ -125,7 +136,8 @@ func TestDevSmoke(t *testing.T) {
 		}
 	}
 
-	// Runs arrive with rising tokens.
+	// Runs arrive with rising tokens, every one signed v2 by the nodes: the
+	// downstream takes nothing else.
 	var tokens []uint64
 	dev.expect(t, devFirstRunsTimeout, "3 applied runs with rising tokens", func(line string) bool {
 		if a, ok := parseAttempt(line); ok {
@@ -138,6 +150,11 @@ func TestDevSmoke(t *testing.T) {
 			tokens = append(tokens, a.token)
 		}
 		return len(tokens) >= 3
+	})
+	forgeDelivery(t, downstream+"run")
+	dev.expect(t, devFirstRunsTimeout, "the forged delivery refused", func(line string) bool {
+		a, ok := parseAttempt(line)
+		return ok && a.token == forgedToken && a.outcome == "unverified"
 	})
 	// The printed exports reach the cluster over TLS with the management
 	// token dev bootstrapped; without the token no write gets in, without
@@ -488,4 +505,30 @@ func processesMentioning(s string) []int {
 		}
 	}
 	return pids
+}
+
+// forgedToken is the token of forgeDelivery: below any the demo reaches in
+// the test, so that it raises nothing even if it got in.
+const forgedToken = 1
+
+// forgeDelivery sends the downstream a run of the demo job as anyone who can
+// reach it could, without the nodes' key: it must answer 401.
+func forgeDelivery(t *testing.T, url string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().UTC().Truncate(time.Second)
+	fence.Run{Token: forgedToken, Job: "demo", RunID: "demo-forged", Attempt: 1, ScheduledAt: at,
+		IdempotencyKey: fence.SlotKey("demo", at)}.SetHeader(req.Header)
+	req.Header.Set(fence.HeaderSignature, "v2=forged")
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("forged delivery: HTTP %d, want 401", resp.StatusCode)
+	}
 }

@@ -25,7 +25,7 @@ type downstream struct {
 
 // startDownstream opens the ledger in dir and serves it on ln. Every
 // delivery is printed as one attempt line naming the leader that sent it.
-func startDownstream(dir string, ln net.Listener, leaders *leaderWatch, out *devOut) (*downstream, error) {
+func startDownstream(dir string, ln net.Listener, leaders *leaderWatch, out *devOut, opts ...ledger.Option) (*downstream, error) {
 	path := filepath.Join(dir, "ledger.db")
 	l, err := ledger.Open(path, ledger.ScopeJob, fence.WithOpenTimeout(time.Second))
 	if err != nil {
@@ -37,7 +37,7 @@ func startDownstream(dir string, ln net.Listener, leaders *leaderWatch, out *dev
 		addr:   ln.Addr().String(),
 		served: make(chan error, 1),
 		srv: &http.Server{
-			Handler:           &attemptPrinter{next: ledger.NewServer(l, nil), leaderNow: leaders.leaderNow, out: out},
+			Handler:           &attemptPrinter{next: ledger.NewServer(l, nil, opts...), leaderNow: leaders.leaderNow, out: out},
 			ReadHeaderTimeout: 10 * time.Second,
 		},
 	}
@@ -146,6 +146,8 @@ func (r *replyRecorder) outcome() string {
 		return string(ledger.OutcomeDuplicate) + " (applied before: acknowledged, not written again)"
 	case r.code() == http.StatusConflict:
 		return fmt.Sprintf("%s (refused: a newer token %d was admitted)", ledger.OutcomeStale, reply.Highest)
+	case r.code() == http.StatusUnauthorized || r.code() == http.StatusForbidden:
+		return fmt.Sprintf("%s (refused, HTTP %d: %s)", ledger.OutcomeUnverified, r.code(), reply.Error)
 	default:
 		return fmt.Sprintf("%s (HTTP %d: %s)", ledger.OutcomeError, r.code(), reply.Error)
 	}

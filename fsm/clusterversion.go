@@ -49,6 +49,15 @@ const version3 uint32 = 3
 // re-dispatch until the cluster runs it.
 const WorkersVersion = version2
 
+// SignaturesV2Version is the cluster version from which nodes sign v2: every
+// voter, so every node that may lead, runs a release that does. Below it a
+// node of the previous release may lead and sign v1 only, and the nodes of
+// this release sign v1 too, so that what a service receives does not depend
+// on which node leads. Nothing the FSM applies reads it: it is version 3
+// for what nodes send (signature v2 covers the method, URL and body of a
+// request, docs/fencing.md).
+const SignaturesV2Version = version3
+
 // What version 1 (release 0d365cb) used where a stored spec set nothing.
 // These are not job defaults (jobspec owns those): they are frozen, so that
 // a node applies version 1 as that release did while an older peer runs.

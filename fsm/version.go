@@ -16,7 +16,8 @@ import (
 // advertises at least VersionOf it, so a node never meets a kind it cannot
 // apply in a healthy rolling upgrade. Version 2 added the ACL commands,
 // cancel_run, set_audit and record_membership; version 3 changes rules of
-// existing kinds (clusterversion.go: version3).
+// existing kinds (clusterversion.go: version3), and from it nodes sign
+// their dispatches v2 (SignaturesV2Version).
 const CommandVersion uint32 = 3
 
 // introducedIn is the command version that introduced each kind, by the

@@ -12,11 +12,12 @@ import (
 type Outcome string
 
 const (
-	OutcomeApplied   Outcome = "applied"     // written to the ledger
-	OutcomeDuplicate Outcome = "duplicate"   // the run was applied before: acknowledged, not written
-	OutcomeStale     Outcome = "stale"       // a newer attempt was admitted: refused with 409
-	OutcomeBad       Outcome = "bad_request" // headers or body unusable: refused with 4xx
-	OutcomeError     Outcome = "error"       // the store failed: nothing written
+	OutcomeApplied    Outcome = "applied"     // written to the ledger
+	OutcomeDuplicate  Outcome = "duplicate"   // the run was applied before: acknowledged, not written
+	OutcomeStale      Outcome = "stale"       // a newer attempt was admitted: refused with 409
+	OutcomeBad        Outcome = "bad_request" // headers or body unusable: refused with 4xx
+	OutcomeUnverified Outcome = "unverified"  // signature missing or wrong (401), or meant for another job (403)
+	OutcomeError      Outcome = "error"       // the store failed: nothing written
 )
 
 // Decision is one delivery and its outcome. Fields the request did not carry (a bad

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -30,18 +31,33 @@ type Server struct {
 	ledger    *Ledger
 	decisions *Decisions
 	mux       *http.ServeMux
+	verifier  *fence.Verifier // nil: deliveries are not verified
 
 	// outMu keeps the lines written to out whole when deliveries arrive together.
 	outMu sync.Mutex
 	out   io.Writer
 }
 
+// Option configures a Server.
+type Option func(*Server)
+
+// WithVerifier makes the server verify every delivery's X-Raftcron-Signature (v2 over
+// the method, the URL it was sent to, the body and the run; v1 only if v says so) before
+// the run's token reaches the fence: a delivery without a genuine signature is refused
+// with 401 (403 when it is genuine but meant for another job or URL) and changes nothing.
+func WithVerifier(v *fence.Verifier) Option {
+	return func(s *Server) { s.verifier = v }
+}
+
 // NewServer serves l and prints one line per decision to out (nil: nowhere).
-func NewServer(l *Ledger, out io.Writer) *Server {
+func NewServer(l *Ledger, out io.Writer, opts ...Option) *Server {
 	if out == nil {
 		out = io.Discard
 	}
 	s := &Server{ledger: l, decisions: NewDecisions(DefaultDecisions), out: out, mux: http.NewServeMux()}
+	for _, opt := range opts {
+		opt(s)
+	}
 	s.mux.HandleFunc("GET /{$}", s.index)
 	s.mux.HandleFunc("GET /entries", s.entries)
 	s.mux.HandleFunc("GET /decisions", s.listDecisions)
@@ -55,8 +71,9 @@ func NewServer(l *Ledger, out io.Writer) *Server {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
 // receive applies one delivery and answers as fence.Middleware would: 400 for bad
-// headers, 409 naming both tokens for a stale one, 200 {"status":"duplicate"} for a run
-// applied before, and 200 {"status":"applied","seq":N} for a new entry.
+// headers, 401 or 403 for a signature that does not verify (WithVerifier), 409 naming
+// both tokens for a stale one, 200 {"status":"duplicate"} for a run applied before, and
+// 200 {"status":"applied","seq":N} for a new entry.
 func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet || r.Method == http.MethodHead {
 		writeJSON(w, http.StatusNotFound, map[string]any{
@@ -79,6 +96,12 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.refuse(w, d, http.StatusBadRequest, "body: "+err.Error())
+		return
+	}
+	if status, err := s.verify(r, run, body); err != nil {
+		d.Outcome, d.Detail = OutcomeUnverified, err.Error()
+		s.record(d)
+		writeJSON(w, status, map[string]any{"error": err.Error()})
 		return
 	}
 
@@ -105,6 +128,21 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusInternalServerError, map[string]any{"error": err.Error()})
 	}
 	s.record(d)
+}
+
+// verify checks the delivery's signature when the server verifies them, and returns the
+// status that refuses it.
+func (s *Server) verify(r *http.Request, run fence.Run, body []byte) (int, error) {
+	if s.verifier == nil {
+		return 0, nil
+	}
+	// More than one value joins into one that no key made.
+	sig := strings.Join(r.Header.Values(fence.HeaderSignature), ",")
+	err := s.verifier.Verify(fence.HTTPDispatch(run, r.Method, fence.ReceivedURL(r), body), sig)
+	if errors.Is(err, fence.ErrNotAccepted) {
+		return http.StatusForbidden, err
+	}
+	return http.StatusUnauthorized, err
 }
 
 func (s *Server) refuse(w http.ResponseWriter, d Decision, status int, msg string) {

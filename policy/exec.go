@@ -3,7 +3,9 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -12,9 +14,11 @@ var ErrExecDenied = errors.New("exec denied")
 
 // Exec is the allow-list of programs that exec jobs may run: shell-style
 // patterns (path/filepath.Match: '*' stops at '/') matched against the
-// job's command[0] as written. The zero Exec, and a nil one, allow nothing.
+// job's command[0] as written; and the variables their env may set (Env).
+// The zero Exec, and a nil one, allow no program and the default variables.
 type Exec struct {
 	patterns []string
+	env      *Env
 }
 
 // NewExec checks the patterns and returns the list they make. Each must be
@@ -37,6 +41,35 @@ func NewExec(patterns []string) (*Exec, error) {
 		e.patterns = append(e.patterns, p)
 	}
 	return e, nil
+}
+
+// WithEnv returns a copy of e whose jobs may also set the variables env
+// opens (--exec-env-allow).
+func (e *Exec) WithEnv(env *Env) *Exec {
+	c := &Exec{env: env}
+	if e != nil {
+		c.patterns = e.patterns
+	}
+	return c
+}
+
+// Env is the variables e's jobs may set besides the default ones (nil: none).
+func (e *Exec) Env() *Env {
+	if e == nil {
+		return nil
+	}
+	return e.env
+}
+
+// AllowEnv returns nil if a job may set every variable of env (Env.Allow),
+// and otherwise the refusal of the first in name order.
+func (e *Exec) AllowEnv(env map[string]string) error {
+	for _, name := range slices.Sorted(maps.Keys(env)) {
+		if err := e.Env().Allow(name); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Enabled reports whether any program is allowed at all.

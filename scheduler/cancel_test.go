@@ -34,11 +34,13 @@ func realExecutor() dispatch.Executor {
 	return dispatch.NewRouter(dispatch.NewHTTPExecutor(nil), dispatch.NewExecExecutor(dispatch.ExecConfig{Allow: anyProgram{}}))
 }
 
-// anyProgram lets exec jobs run any program: the node's exec policy is not
+// anyProgram lets exec jobs run any program with any env: the node's exec policy is not
 // what these tests are about.
 type anyProgram struct{}
 
 func (anyProgram) Allow(string) error { return nil }
+
+func (anyProgram) AllowEnv(map[string]string) error { return nil }
 
 func cancelCommand(runID string) *pb.Command {
 	return &pb.Command{Kind: &pb.Command_CancelRun{CancelRun: &pb.CancelRunCommand{RunId: runID}}}

@@ -5,6 +5,7 @@ import (
 	"net"
 
 	"github.com/raftcron/raftcron/fence"
+	"github.com/raftcron/raftcron/fsm"
 	"github.com/raftcron/raftcron/internal/proc"
 	"github.com/raftcron/raftcron/policy"
 	"github.com/raftcron/raftcron/scheduler/dispatch"
@@ -16,7 +17,7 @@ import (
 // Policy is the secure default: no exec jobs, the default egress deny-list,
 // unsigned dispatches.
 type Policy struct {
-	Exec      *policy.Exec   // nil or empty: no exec jobs
+	Exec      *policy.Exec   // nil or empty: no exec jobs, and the default env rules
 	ExecUser  *proc.User     // nil: children run as the node's user
 	HTTPDeny  *policy.Egress // nil: policy.DefaultHTTPDeny; empty: webhooks may dial anything but the node itself
 	FenceKeys *fence.Keys    // nil: dispatches are not signed
@@ -44,17 +45,17 @@ func (p Policy) withDefaults() (Policy, error) {
 }
 
 // signer signs the node's dispatches, its own and its workers' offers; nil
-// when they are not signed.
-func (p Policy) signer() dispatch.Signer {
-	if p.FenceKeys == nil { // a nil *fence.Keys in the interface would not be nil
+// when they are not signed. It signs v2 once the cluster version says every
+// voter does (fsm.SignaturesV2Version), v1 until then.
+func (p Policy) signer(clusterVersion func() uint32) *dispatch.Signer {
+	if p.FenceKeys == nil {
 		return nil
 	}
-	return p.FenceKeys
+	return dispatch.NewSigner(p.FenceKeys, func() bool { return clusterVersion() >= fsm.SignaturesV2Version })
 }
 
 // executor delivers the attempts of this node's scheduler under its policy.
-func (p Policy) executor() dispatch.Executor {
-	signer := p.signer()
+func (p Policy) executor(signer *dispatch.Signer) dispatch.Executor {
 	return dispatch.NewRouter(
 		dispatch.NewHTTPExecutorWith(dispatch.HTTPConfig{Egress: p.HTTPDeny, Signer: signer}),
 		dispatch.NewExecExecutor(dispatch.ExecConfig{Allow: p.Exec, User: p.ExecUser, Signer: signer}),
@@ -68,9 +69,17 @@ func (p Policy) log(log *slog.Logger) {
 	if p.ExecUser != nil {
 		user = p.ExecUser.Name
 	}
+	containment := ""
+	if p.Exec.Enabled() {
+		containment = proc.Containment() // decides it: a subreaper from the start
+	}
 	log.Info("dispatch policy", "exec_enabled", p.Exec.Enabled(), "exec_user", user,
+		"exec_env_allow", p.Exec.Env().String(), "exec_containment", containment,
 		"http_deny", p.HTTPDeny.String(), "http_allow", p.HTTPDeny.Allowed(), "http_own_ports", p.HTTPDeny.OwnPorts(),
 		"signed", p.FenceKeys != nil)
+	if p.Exec.Enabled() && p.ExecUser != nil && p.ExecUser.UID == 0 {
+		log.Warn("exec jobs run as root (--exec-user root): an allowed program owns this machine, its data dir included")
+	}
 }
 
 // egressFor is the egress check of a node whose own port (--addr) is bound

@@ -220,12 +220,13 @@ func (s *Server) ownListeners(p Policy) []net.Addr {
 // wireScheduler builds the remote workers' hub and the scheduler with the
 // executors of the node's policy.
 func (s *Server) wireScheduler() error {
-	exec := s.cfg.Policy.executor()
+	signer := s.cfg.Policy.signer(s.state.ClusterVersion)
+	exec := s.cfg.Policy.executor(signer)
 	if s.cfg.WrapExecutor != nil {
 		exec = s.cfg.WrapExecutor(exec)
 	}
 	workers, err := remote.New(remote.Config{
-		Lease: s.cfg.WorkerLease, Leading: s.node.IsLeader, Signer: s.cfg.Policy.signer(), Logger: s.log,
+		Lease: s.cfg.WorkerLease, Leading: s.node.IsLeader, Signer: signer, Logger: s.log,
 	})
 	if err != nil {
 		return err

@@ -19,7 +19,7 @@ import (
 
 // A node serves remote workers as `raftcron serve` does: a worker pointed
 // at a follower follows it to the leader and runs a worker job's attempt,
-// offered with the signature the node's fence keys make, and the worker
+// offered with the v2 signature the node's fence keys make, and the worker
 // service's metrics are on the ops port.
 func TestServersServeRemoteWorkers(t *testing.T) {
 	keys, err := fence.NewKeys([]byte(strings.Repeat("k", 32)))
@@ -29,9 +29,10 @@ func TestServersServeRemoteWorkers(t *testing.T) {
 	servers := startCluster(t, 3, func(c *Config) { c.Policy.FenceKeys = keys })
 	leader, followers := leaderOf(t, servers)
 	// Worker targets are registered once the leader raised the cluster
-	// version, as it does right after its election.
-	testutil.WaitFor(t, 10*time.Second, "the cluster version that applies workers", func() bool {
-		return followers[1].FSM().ClusterVersion() >= fsm.WorkersVersion
+	// version, as it does right after its election; from that version on
+	// the leader signs v2.
+	testutil.WaitFor(t, 10*time.Second, "the cluster version that applies workers and signs v2", func() bool {
+		return followers[1].FSM().ClusterVersion() >= fsm.WorkersVersion && leader.FSM().ClusterVersion() >= fsm.SignaturesV2Version
 	})
 
 	ran := make(chan worker.Run, 1)
@@ -68,8 +69,8 @@ func TestServersServeRemoteWorkers(t *testing.T) {
 		if r.Payload != "full" || r.Worker != "w1" {
 			t.Errorf("run %+v, want the job's payload on w1", r)
 		}
-		if err := keys.Verify(r.Fence(), r.Signature); err != nil {
-			t.Errorf("the offer's signature %q: %v", r.Signature, err)
+		if err := fence.NewVerifier(keys).Verify(r.Dispatch(), r.Signature); err != nil {
+			t.Errorf("the offer's signature %q: %v, want v2 over the run and its payload", r.Signature, err)
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("the worker never ran the triggered attempt")

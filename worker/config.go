@@ -48,8 +48,15 @@ type Config struct {
 	// worker's own policy; no node can widen it.
 	ExecAllow []string
 	// ExecUser runs commands as this user (name or uid); the worker must
-	// run as root to switch. Empty: as the worker's own user.
+	// run as root to switch. Empty: as the worker's own user, which a
+	// worker running as root with commands allowed refuses (name root to
+	// mean it).
 	ExecUser string
+	// ExecEnvAllow opens environment variables that commands' env may not
+	// set by default (those that make a loader or interpreter run code:
+	// LD_*, BASH_FUNC_*, PYTHON*, ...; package policy): names or patterns
+	// of them, such as PYTHONPATH or LD_LIBRARY_*.
+	ExecEnvAllow []string
 
 	// TLS, when set, secures the connections (the CLI's --ca-cert,
 	// --client-cert, --client-key); nil connects in plaintext.
@@ -121,6 +128,9 @@ func (c *Config) check() error {
 	if _, err := policy.NewExec(c.ExecAllow); err != nil {
 		bad("ExecAllow", "%v", err)
 	}
+	if _, err := policy.NewEnv(c.ExecEnvAllow); err != nil {
+		bad("ExecEnvAllow", "%v", err)
+	}
 	if c.Token != "" && c.TLS == nil {
 		bad("Token", "needs TLS (a bearer token must not cross the network in the clear)")
 	}
@@ -145,17 +155,26 @@ func (c *Config) check() error {
 	return nil
 }
 
+// geteuid is the worker's effective user id; tests replace it.
+var geteuid = os.Geteuid
+
 // execUser resolves ExecUser, and refuses it when this process could not
-// switch to it.
-func execUser(name string) (*proc.User, error) {
+// switch to it. A worker running as root that runs commands must be told
+// whom as: commands as root would own the machine.
+func execUser(name string, commands bool) (*proc.User, error) {
+	euid := geteuid()
 	if name == "" {
+		if euid == 0 && commands {
+			return nil, &ConfigError{[]Problem{{"ExecUser", "required: the worker runs as root and ExecAllow is set, " +
+				"so commands would run as root; name the user to run them as (root itself, if you mean it)"}}}
+		}
 		return nil, nil
 	}
 	u, err := proc.LookupUser(name)
 	if err != nil {
 		return nil, &ConfigError{[]Problem{{"ExecUser", err.Error()}}}
 	}
-	if euid := os.Geteuid(); euid != 0 && uint32(euid) != u.UID {
+	if euid != 0 && uint32(euid) != u.UID {
 		return nil, &ConfigError{[]Problem{{"ExecUser", "running commands as " + name + " needs the worker to run as root"}}}
 	}
 	return u, nil

@@ -20,10 +20,13 @@
 // worker dies, the first 4 KiB of its output kept, an environment of the
 // target's env, the RAFTCRON_* variables (RAFTCRON_SIGNATURE when the
 // cluster signs its dispatches) and RAFTCRON_WORKER alone — but only if
-// the worker's own ExecAllow permits it (the rules of a node's
-// --exec-allow, package policy): a cluster cannot make a worker run what
-// its operator did not allow, and a refused command fails with reason
-// exec_denied, never retried (ReasonExecDenied). A target without a timeout gets the one a
+// the worker's own ExecAllow permits it and its env sets no variable that
+// makes a loader or interpreter run code (unless ExecEnvAllow opens it; the
+// rules of a node's --exec-allow and --exec-env-allow, package policy): a
+// cluster cannot make a worker run what its operator did not allow, and a
+// refused command fails with reason exec_denied, never retried
+// (ReasonExecDenied). A worker running as root with commands allowed needs
+// ExecUser. A target without a timeout gets the one a
 // node's command would: its job's deadline, or an hour.
 //
 // Stopping a worker (cancelling Run's context) cancels what it runs; the

@@ -4,9 +4,11 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strconv"
 
 	"github.com/raftcron/raftcron/fence"
 	"github.com/raftcron/raftcron/internal/proc"
+	"github.com/raftcron/raftcron/policy"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
@@ -21,15 +23,31 @@ const EnvWorker = "RAFTCRON_WORKER"
 // node's dispatch.ReasonExecDenied, which the leader records).
 const ReasonExecDenied = "exec_denied"
 
+// newExecPolicy is the policy of cfg's ExecAllow and ExecEnvAllow.
+func newExecPolicy(cfg Config) (*policy.Exec, error) {
+	allow, err := policy.NewExec(cfg.ExecAllow)
+	if err != nil {
+		return nil, err
+	}
+	env, err := policy.NewEnv(cfg.ExecEnvAllow)
+	if err != nil {
+		return nil, err
+	}
+	return allow.WithEnv(env), nil
+}
+
 // refusal is why this worker's policy refuses a command target, or nil.
-// The same rules as a node's --exec-allow (package policy): what the
-// cluster asks does not widen them.
+// The same rules as a node's --exec-allow and --exec-env-allow (package
+// policy): what the cluster asks does not widen them.
 func (w *Worker) refusal(a *pb.WorkerAttempt) error {
 	argv := a.GetTarget().GetCommand()
 	if len(argv) == 0 || argv[0] == "" {
 		return nil // not a command at all: runCommand fails it
 	}
-	return w.allow.Allow(argv[0])
+	if err := w.allow.Allow(argv[0]); err != nil {
+		return err
+	}
+	return w.allow.AllowEnv(a.GetTarget().GetEnv())
 }
 
 // runCommand runs a command target as a child process; the policy was
@@ -46,7 +64,9 @@ func (w *Worker) runCommand(parent, ctx context.Context, a *pb.WorkerAttempt) (p
 	if state, detail, ok := proc.Interrupted(parent, ctx); ok {
 		return state, detail, nil
 	}
-	r := proc.Run(parent, ctx, proc.Command{Argv: argv, Env: w.environ(a), Dir: t.GetDir(), User: w.user})
+	// The token marks the attempt's processes: no other attempt has it.
+	mark := fence.EnvFencingToken + "=" + strconv.FormatUint(a.GetToken(), 10)
+	r := proc.Run(parent, ctx, proc.Command{Argv: argv, Env: w.environ(a), Dir: t.GetDir(), User: w.user, Mark: mark})
 	return r.State, r.Detail, r.Output
 }
 

@@ -24,7 +24,8 @@ type Run struct {
 	// the schedule, "<job>/manual/<run id>" for a manual run): the same for
 	// every attempt of the run and no other run's. De-duplicate on it.
 	IdempotencyKey string
-	// Signature is set when the cluster signs its dispatches.
+	// Signature is set when the cluster signs its dispatches: v2 over
+	// Dispatch (v1 over the run while the cluster version is below 3).
 	Signature string
 	// Payload is the job's worker.payload.
 	Payload string
@@ -44,6 +45,13 @@ func (r Run) Fence() fence.Run {
 		ScheduledAt:    r.ScheduledAt,
 		Attempt:        r.Attempt,
 	}
+}
+
+// Dispatch is what the run's signature covers: the run and its payload
+// (fence.ExecDispatch). Verify it with fence.NewVerifier(keys).Verify(
+// run.Dispatch(), run.Signature), or pass both on to a service that does.
+func (r Run) Dispatch() fence.Dispatch {
+	return fence.ExecDispatch(r.Fence(), []byte(r.Payload))
 }
 
 var handlerPattern = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9._/-]{0,62}$`)

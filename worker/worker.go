@@ -50,16 +50,23 @@ type Worker struct {
 func New(cfg Config) (*Worker, error) {
 	cfg.Tags = cloneMap(cfg.Tags)
 	cfg.ExecAllow = append([]string(nil), cfg.ExecAllow...)
+	cfg.ExecEnvAllow = append([]string(nil), cfg.ExecEnvAllow...)
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	allow, err := policy.NewExec(cfg.ExecAllow) // checked above
+	allow, err := newExecPolicy(cfg) // checked above
 	if err != nil {
 		return nil, err
 	}
-	u, err := execUser(cfg.ExecUser)
+	u, err := execUser(cfg.ExecUser, allow.Enabled())
 	if err != nil {
 		return nil, err
+	}
+	if u != nil && u.UID == 0 {
+		cfg.Logger.Warn("commands run as root (ExecUser root): a job's command owns this machine")
+	}
+	if allow.Enabled() {
+		cfg.Logger.Info("commands' leftovers end with them", "exec_containment", proc.Containment())
 	}
 	return &Worker{
 		cfg:      cfg,

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/raftcron/raftcron/fence"
+	"github.com/raftcron/raftcron/internal/testutil"
 	"github.com/raftcron/raftcron/scheduler/dispatch"
 	"github.com/raftcron/raftcron/scheduler/remote"
 	"github.com/raftcron/raftcron/worker"
@@ -136,7 +137,7 @@ func TestCancelledRunCancelsTheHandler(t *testing.T) {
 // run's variables and the worker's ID in its environment.
 func TestCommandsRunOnlyIfTheWorkerAllowsThem(t *testing.T) {
 	n := newNode(t, 10*time.Second)
-	startWorker(t, worker.Config{Addrs: []string{n.addr}, ExecAllow: []string{"/bin/s*"}}, nil)
+	startWorker(t, worker.Config{Addrs: []string{n.addr}, ExecAllow: []string{"/bin/s*"}, ExecUser: testutil.ExecUser()}, nil)
 	cmd := func(argv ...string) *pb.WorkerTarget {
 		return &pb.WorkerTarget{Pool: "batch", Command: argv, Env: map[string]string{"RAFTCRON_WORKER": "forged", "A": "b"}}
 	}
@@ -164,16 +165,16 @@ func TestCommandsRunOnlyIfTheWorkerAllowsThem(t *testing.T) {
 
 // A command's environment is its env and the run's variables alone, as a
 // node's exec run's is, with the signature the leader made when the
-// cluster signs its dispatches: the downstream verifies it as it would a
-// node's.
+// cluster signs its dispatches: a v2-only downstream verifies it as it
+// would a node's.
 func TestCommandsGetTheSignatureAndNoEnvironmentOfTheWorker(t *testing.T) {
 	keys, err := fence.NewKeys([]byte(strings.Repeat("k", 32)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := newNodeWith(t, remote.Config{Lease: 10 * time.Second, Signer: keys})
+	n := newNodeWith(t, remote.Config{Lease: 10 * time.Second, Signer: dispatch.NewSigner(keys, nil)})
 	t.Setenv("RAFTCRON_TEST_SECRET", "of the worker")
-	startWorker(t, worker.Config{Addrs: []string{n.addr}, ExecAllow: []string{"/usr/bin/env"}}, nil)
+	startWorker(t, worker.Config{Addrs: []string{n.addr}, ExecAllow: []string{"/usr/bin/env"}, ExecUser: testutil.ExecUser()}, nil)
 	a := n.submit(context.Background(), &pb.WorkerTarget{Pool: "batch", Command: []string{"/usr/bin/env"}, Env: map[string]string{"A": "b"}}, 0)
 	o := n.got.wait(t, a)
 	if o.State != succeeded {
@@ -188,8 +189,8 @@ func TestCommandsGetTheSignatureAndNoEnvironmentOfTheWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := keys.Verify(run, env[fence.EnvSignature]); err != nil {
-		t.Fatalf("signature %q: %v", env[fence.EnvSignature], err)
+	if err := fence.NewVerifier(keys).Verify(fence.ExecDispatch(run, nil), env[fence.EnvSignature]); err != nil {
+		t.Fatalf("signature %q: %v, want v2 of the run-only form", env[fence.EnvSignature], err)
 	}
 	delete(env, fence.EnvSignature)
 	for _, kv := range run.Environ() {
@@ -332,6 +333,7 @@ func TestConfigIsChecked(t *testing.T) {
 		{worker.Config{ID: "w1", Pool: "batch", Addrs: []string{"nohost"}}, `"nohost" is not host:port`},
 		{worker.Config{ID: "w1", Pool: "batch", Addrs: []string{"h:1"}, ExecAllow: []string{"bin/*"}}, `ExecAllow: pattern "bin/*": must be an absolute, clean path pattern`},
 		{worker.Config{ID: "w1", Pool: "batch", Addrs: []string{"h:1"}, ExecAllow: []string{"/bin/["}}, `ExecAllow: pattern "/bin/[": syntax error in pattern`},
+		{worker.Config{ID: "w1", Pool: "batch", Addrs: []string{"h:1"}, ExecEnvAllow: []string{"LD_["}}, `ExecEnvAllow: pattern "LD_[": syntax error in pattern`},
 		{worker.Config{ID: "w1", Pool: "batch", Addrs: []string{"h:1"}, Token: "s3cret"}, "Token: needs TLS"},
 		{worker.Config{ID: "w1", Pool: "batch", Addrs: []string{"h:1"}, ExecUser: "no-such-user-raftcron"}, "ExecUser"},
 	} {

@@ -23,10 +23,17 @@ const (
 	flagFenceKeyFile = "fence-key-file"
 )
 
+// flagExecEnvAllow opens variables that exec jobs' env may not set by
+// default (package policy's list).
+const flagExecEnvAllow = "exec-env-allow"
+
 func addPolicyFlags(fs *pflag.FlagSet) {
 	fs.String(flagExecAllow, "", "absolute path patterns GLOB,... of the programs exec jobs may run "+
 		"('*' stops at '/'); empty: exec jobs are refused")
-	fs.String(flagExecUser, "", "run exec jobs as this user (the node must run as root)")
+	fs.String(flagExecUser, "", "run exec jobs as this user (the node must run as root; "+
+		"required as root when --exec-allow is set: root itself is allowed, with a warning)")
+	fs.String(flagExecEnvAllow, "", "variable names or patterns NAME,... that exec and worker jobs' env may set "+
+		"although refused by default (LD_*, BASH_FUNC_*, PYTHON*, ...: they make a loader or interpreter run code)")
 	fs.String(flagHTTPDeny, strings.Join(policy.DefaultHTTPDeny, ","), "CIDR,... that webhooks may not reach, "+
 		"checked on the dialled address after DNS; empty: none. Also denied: this host's loopback and unspecified "+
 		"addresses unless --addr is loopback, and the node's own ports always")
@@ -49,7 +56,15 @@ func parsePolicyConfig(k *koanf.Koanf, euid int) (server.Policy, error) {
 		if p.ExecUser, err = lookupExecUser(name, euid); err != nil {
 			errs = append(errs, err)
 		}
+	} else if euid == 0 && p.Exec.Enabled() {
+		errs = append(errs, fmt.Errorf("--%s: required: the node runs as root and --%s is set, so exec jobs would run "+
+			"as root; name the user to run them as (--%s root, if you mean it)", flagExecUser, flagExecAllow, flagExecUser))
 	}
+	env, err := policy.NewEnv(cli.SplitList(stringValue(k, flagExecEnvAllow)))
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--%s: %w", flagExecEnvAllow, err))
+	}
+	p.Exec = p.Exec.WithEnv(env)
 	if p.HTTPDeny, err = policy.NewEgress(cli.SplitList(stringValue(k, flagHTTPDeny))); err != nil {
 		errs = append(errs, fmt.Errorf("--%s: %w", flagHTTPDeny, err))
 	}

@@ -2,7 +2,10 @@
 // in bbolt, fenced by each run's token and de-duplicated by its idempotency key, and shows
 // every accepted and refused delivery at GET /.
 //
-//	ledger --addr 127.0.0.1:9000 --data ledger.db [--scope job|run]
+//	ledger --addr 127.0.0.1:9000 --data ledger.db [--scope job|run] [--fence-key-file FILE]
+//
+// With --fence-key-file (the nodes' key file) it takes only deliveries signed v2 with
+// one of its keys.
 package main
 
 import (
@@ -18,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/raftcron/raftcron/fence"
 	"github.com/raftcron/raftcron/ledger"
 )
 
@@ -46,6 +50,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	addr := fs.String("addr", "127.0.0.1:9000", "`HOST:PORT` to listen on")
 	data := fs.String("data", "", "the ledger's bbolt `FILE` (required)")
 	scopeFlag := fs.String("scope", string(ledger.ScopeJob), "what a token fences: `job` (all runs of a job) or run (the attempts of one run)")
+	keyFile := fs.String("fence-key-file", "", "the nodes' fence key `FILE`: take only deliveries signed v2 with its keys")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -63,6 +68,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w: --scope: %v", errUsage, err)
 	}
 
+	var opts []ledger.Option
+	if *keyFile != "" {
+		keys, err := fence.LoadKeys(*keyFile)
+		if err != nil {
+			return fmt.Errorf("%w: --fence-key-file: %v", errUsage, err)
+		}
+		opts = append(opts, ledger.WithVerifier(fence.NewVerifier(keys)))
+	}
 	l, err := ledger.Open(*data, scope)
 	if err != nil {
 		return err
@@ -72,7 +85,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: ledger.NewServer(l, stdout), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: ledger.NewServer(l, stdout, opts...), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stdout, "ledger: listening on http://%s (data %s, scope %s)\n", ln.Addr(), *data, scope)
 
 	served := make(chan error, 1)

@@ -13,4 +13,8 @@
 // outcome each means (WithLimit, Interrupted), the child in "/" unless
 // told otherwise and as another user if asked, its output capped
 // (MaxOutput), and the one-line detail every outcome carries (OneLine).
+// Whatever an attempt starts ends with it, even what left its process
+// group: each attempt runs in a cgroup v2 of its own where the process can
+// make one (killed whole at the end), and elsewhere on Linux the process is
+// a child subreaper that kills the attempt's orphans (Containment).
 package proc

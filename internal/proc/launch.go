@@ -53,13 +53,14 @@ func Start(cmd *exec.Cmd, logPath string) (*Process, error) {
 		defer func() { _ = logFile.Close() }()
 		cmd.Stdout, cmd.Stderr = logFile, logFile
 		cmd.SysProcAttr = childAttr(nil)
-		if err := cmd.Start(); err != nil {
+		if err := startLaunched(cmd); err != nil {
 			started <- fmt.Errorf("start %s: %w", cmd.Path, err)
 			return
 		}
 		p.pid = cmd.Process.Pid
 		started <- nil
 		p.waitErr = cmd.Wait()
+		forgetLaunched(p.pid)
 		close(p.done)
 	}()
 	if err := <-started; err != nil {

@@ -27,6 +27,10 @@ type Command struct {
 	// User runs the child as another user (the caller needs the right to);
 	// nil runs it as the caller.
 	User *User
+	// Mark is an entry of Env ("KEY=VALUE") that no other run has at the
+	// same time, such as its fencing token: where this process is a
+	// subreaper (Containment), it tells this run's orphans from other runs'.
+	Mark string
 }
 
 // Result is how a child ended.
@@ -58,6 +62,9 @@ func CheckDir(dir string) error {
 // same bounded by its limits (WithLimit): exit status 0 succeeds, any other
 // fails, and when ctx ends first the child's whole process group is killed
 // and reaped before Run returns, the outcome saying why (Interrupted).
+// However the run ends, every process it started is killed too, those that
+// left its process group included: its cgroup, or its orphans where this
+// process is a subreaper (Containment).
 //
 // The child is started and waited for on one goroutine locked to its OS
 // thread for the child's whole life, because Pdeathsig is tied to the
@@ -77,10 +84,15 @@ func Run(parent, ctx context.Context, c Command) Result {
 	cmd.Stdout = &output
 	cmd.Stderr = &output
 	cmd.SysProcAttr = childAttr(c.User)
-	cmd.Cancel = func() error { return killGroup(cmd) }
+	box := openBox(c.Mark)
+	defer box.close()
+	cmd.Cancel = func() error {
+		box.kill()
+		return killGroup(cmd)
+	}
 	cmd.WaitDelay = WaitDelay
 
-	if err := cmd.Start(); err != nil {
+	if err := box.start(cmd); err != nil {
 		if state, detail, ok := Interrupted(parent, ctx); ok {
 			return ended(state, detail, nil)
 		}
@@ -91,6 +103,7 @@ func Run(parent, ctx context.Context, c Command) Result {
 	// exit must not relabel a finished run.
 	exited := endGroup(cmd)
 	interruptedAtExit := ctx.Err() != nil
+	box.kill() // what left the group: so that it lets go of the output too
 	err := cmd.Wait()
 	if !exited {
 		interruptedAtExit = ctx.Err() != nil

@@ -18,7 +18,7 @@
 //     deadline, or 1 h without one (jobspec.DefaultHTTPTimeout,
 //     DefaultExecTimeout). An attempt the node's own policy refused also
 //     fails, with Outcome.Reason exec_denied (program not in
-//     ExecConfig.Allow) or egress_denied (an address in HTTPConfig.Egress),
+//     ExecConfig.Allow, or an env variable it refuses) or egress_denied (an address in HTTPConfig.Egress),
 //     and is never retried.
 //   - FENCED: the downstream answered 409 Conflict, meaning it has already
 //     seen a larger token — a newer attempt exists, so this one is stale.
@@ -47,7 +47,9 @@
 // HTTP attempts carry X-Raftcron-Fencing-Token, X-Raftcron-Job,
 // X-Raftcron-Run-Id, X-Raftcron-Scheduled-At, X-Raftcron-Attempt and
 // Idempotency-Key (the same for every attempt of a run), and
-// X-Raftcron-Signature when HTTPConfig.Signer is set. Redirects are not
+// X-Raftcron-Signature when HTTPConfig.Signer is set: v2 over the method,
+// the URL as sent, the body's digest and the run once the Signer says every
+// node that may lead signs v2 (cluster version 3), v1 over the run before. Redirects are not
 // followed, and all attempts share one keep-alive transport; what a
 // target's requests have in common (method, parsed URL, body, the job's
 // headers) is built once per target, not per attempt. Each address the
@@ -60,13 +62,17 @@
 // # Processes
 //
 // Exec attempts run argv directly (no shell unless argv names one) in a
-// process group of their own, only if ExecConfig.Allow allows command[0],
-// as ExecConfig.User if set, in / unless the target names a dir, with
+// process group of their own, only if ExecConfig.Allow allows command[0]
+// and every variable of the target's env, as ExecConfig.User if set, in / unless the target names a dir, with
 // exactly the target's env and the RAFTCRON_* variables (RAFTCRON_SIGNATURE
 // too with a Signer). On deadline, timeout or cancel the whole group is
 // killed with SIGKILL and reaped before the outcome is reported; when the
 // process exits on its own, whatever it left running in its group is killed
-// too, so a run never outlives itself.
+// too, so a run never outlives itself. What left the group (setsid, a
+// daemon's double fork) is killed as well: each run is in a cgroup of its
+// own where the node can make one, and elsewhere the node is a subreaper
+// that kills the run's orphans (proc.Containment; the attempt's fencing
+// token marks them).
 //
 // On Linux each child also gets Pdeathsig=SIGKILL, so that a node killed
 // with SIGKILL (no chance to clean up) does not leave the job running. Two
@@ -76,8 +82,9 @@
 // goroutine locked to its thread for the child's whole life. Second,
 // Pdeathsig reaches only the direct child: grandchildren (a shell script's
 // background jobs, for instance) survive the death of a SIGKILLed node and
-// are reparented to init. Only a clean stop, a deadline or a cancel kills
-// the whole group. Jobs that must not leave descendants behind should exec
-// their final command, or run under a supervisor that owns the tree (a
-// systemd scope or a container). On other systems there is no Pdeathsig.
+// are reparented to init, or stay in the run's cgroup until the next node
+// or worker that runs commands on the machine starts and kills it. Jobs
+// that must not leave descendants behind should exec their final command,
+// or run under a supervisor that owns the tree (a systemd scope or a
+// container). On other systems there is no Pdeathsig.
 package dispatch

@@ -14,13 +14,14 @@ import (
 
 // ExecConfig is the node's policy for exec attempts. The zero value runs nothing.
 type ExecConfig struct {
-	// Allow decides which programs may run (policy.Exec, from --exec-allow). Nil
-	// allows none: exec is opt-in.
+	// Allow decides which programs may run and which variables their env may set
+	// (policy.Exec, from --exec-allow and --exec-env-allow). Nil allows none: exec
+	// is opt-in.
 	Allow CommandPolicy
 	// User, if set, is whom children run as (--exec-user; the node must be root).
 	User *proc.User
 	// Signer, if set, signs every attempt into RAFTCRON_SIGNATURE.
-	Signer Signer
+	Signer *Signer
 }
 
 // ExecExecutor runs attempts with an exec target as a child process of the
@@ -58,7 +59,7 @@ func (e *ExecExecutor) Execute(ctx context.Context, a Attempt) Outcome {
 	}
 	// The registering node checked its own policy; this is the leader's, and
 	// the leader's is the one that runs the program.
-	if err := e.allow(t.GetCommand()[0]); err != nil {
+	if err := e.allow(t); err != nil {
 		return refusedByPolicy(out, ReasonExecDenied, err.Error())
 	}
 	if err := proc.CheckDir(t.GetDir()); err != nil {
@@ -70,17 +71,25 @@ func (e *ExecExecutor) Execute(ctx context.Context, a Attempt) Outcome {
 	deadline, timeout := a.Limits()
 	lctx, cancel := proc.WithLimit(ctx, deadline, timeout)
 	defer cancel()
-	r := proc.Run(ctx, lctx, proc.Command{Argv: t.GetCommand(), Env: e.environ(a), Dir: t.GetDir(), User: e.cfg.User})
+	r := proc.Run(ctx, lctx, proc.Command{Argv: t.GetCommand(), Env: e.environ(a), Dir: t.GetDir(), User: e.cfg.User,
+		Mark: a.tokenEntry()})
 	out.Output, out.FinishedAt = r.Output, r.FinishedAt
 	return finish(out, r.State, r.Detail)
 }
 
-func (e *ExecExecutor) allow(command string) error {
+func (e *ExecExecutor) allow(t *pb.ExecTarget) error {
 	if e.cfg.Allow == nil {
 		return errors.New("exec denied: this node allows no exec jobs")
 	}
-	return e.cfg.Allow.Allow(command)
+	if err := e.cfg.Allow.Allow(t.GetCommand()[0]); err != nil {
+		return err
+	}
+	return e.cfg.Allow.AllowEnv(t.GetEnv())
 }
+
+// tokenEntry is the attempt's fencing token as its environment holds it: no
+// other attempt's has it, so it marks the attempt's processes (proc.Command.Mark).
+func (a Attempt) tokenEntry() string { return fence.EnvFencingToken + "=" + a.token() }
 
 // environ builds the child's environment. Later entries win on duplicate
 // keys (os/exec keeps the last), so the RAFTCRON_* values cannot be
@@ -92,7 +101,7 @@ func (e *ExecExecutor) environ(a Attempt) []string {
 		env = append(env, k+"="+jobEnv[k])
 	}
 	env = append(env,
-		fence.EnvFencingToken+"="+a.token(),
+		a.tokenEntry(),
 		fence.EnvJob+"="+a.Job,
 		fence.EnvRunID+"="+a.RunID,
 		fence.EnvScheduledAt+"="+a.scheduledAt(),
@@ -100,7 +109,7 @@ func (e *ExecExecutor) environ(a Attempt) []string {
 		fence.EnvIdempotencyKey+"="+a.IdempotencyKey(),
 	)
 	if e.cfg.Signer != nil {
-		env = append(env, fence.EnvSignature+"="+e.cfg.Signer.Sign(a.FenceRun()))
+		env = append(env, fence.EnvSignature+"="+e.cfg.Signer.SignRun(a.FenceRun(), nil))
 	}
 	return env
 }

@@ -128,9 +128,9 @@ func groupAttempt(t *testing.T) (Attempt, string) {
 func wantGroupGone(t *testing.T, dir string) {
 	t.Helper()
 	for _, name := range []string{"child", "grandchild"} {
-		pid := readPid(t, filepath.Join(dir, name))
-		t.Cleanup(func() { killIfSleeping(pid) })
-		testutil.WaitFor(t, 5*time.Second, name+" process gone", func() bool { return processGone(pid) })
+		pid := testutil.ReadPidFile(t, filepath.Join(dir, name))
+		t.Cleanup(func() { testutil.KillIfSleeping(pid) })
+		testutil.WaitFor(t, 5*time.Second, name+" process gone", func() bool { return testutil.ProcessGone(pid) })
 	}
 }
 
@@ -180,14 +180,53 @@ func TestExecLeftoverProcessesKilledAfterExit(t *testing.T) {
 	out := newTestExec().Execute(context.Background(), a)
 	wantState(t, out, pb.RunState_RUN_STATE_SUCCEEDED, "exit status 0")
 	elapsed := time.Since(start)
-	pid := readPid(t, filepath.Join(dir, "bg"))
-	t.Cleanup(func() { killIfSleeping(pid) })
+	pid := testutil.ReadPidFile(t, filepath.Join(dir, "bg"))
+	t.Cleanup(func() { testutil.KillIfSleeping(pid) })
 	// Without the group kill the background sleep would hold the output
 	// pipe open until waitDelay.
 	if elapsed >= proc.WaitDelay {
 		t.Fatalf("Execute took %s: waited on the leftover's pipe", elapsed)
 	}
-	testutil.WaitFor(t, 5*time.Second, "background process gone", func() bool { return processGone(pid) })
+	testutil.WaitFor(t, 5*time.Second, "background process gone", func() bool { return testutil.ProcessGone(pid) })
+}
+
+// daemonScript leaves a grandchild behind as a daemon does (setsid, its parent
+// gone at once), records its pid, and waits: the group's kill does not reach it.
+const daemonScript = `( setsid /bin/sh -c 'echo $$ > "$0.tmp" && mv "$0.tmp" "$0" && exec sleep 60' "$D/daemon" </dev/null >/dev/null 2>&1 & )
+sleep 60`
+
+// A run that is cancelled or times out takes along what it left outside its
+// process group: its cgroup is killed, or its orphans, re-parented to the node.
+func TestExecSetsidGrandchildEndsWithTheRun(t *testing.T) {
+	testutil.NeedTool(t, "setsid", "install util-linux")
+	if proc.Containment() == proc.ContainNone {
+		testutil.SkipOrFail(t, "neither a cgroup nor the subreaper contains runs here")
+	}
+	for name, end := range map[string]func(Attempt) (context.Context, func(), pb.RunState){
+		"cancelled": func(Attempt) (context.Context, func(), pb.RunState) {
+			ctx, cancel := context.WithCancel(context.Background())
+			return ctx, cancel, pb.RunState_RUN_STATE_CANCELLED
+		},
+		"timed out": func(a Attempt) (context.Context, func(), pb.RunState) {
+			a.Exec.Timeout = durationpb.New(time.Second)
+			return context.Background(), func() {}, pb.RunState_RUN_STATE_FAILED
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			a := execAttempt("/bin/sh", "-c", daemonScript)
+			a.Exec.Env = map[string]string{"D": dir, "PATH": "/bin:/usr/bin"}
+			ctx, stop, want := end(a)
+			done := make(chan Outcome, 1)
+			go func() { done <- newTestExec().Execute(ctx, a) }()
+			pid := testutil.ReadPidFile(t, filepath.Join(dir, "daemon"))
+			t.Cleanup(func() { testutil.KillIfSleeping(pid) })
+			stop()
+			out := receive(t, done, 10*time.Second, "the run's end")
+			wantState(t, out, want, "")
+			testutil.WaitFor(t, 5*time.Second, "the run's daemon gone", func() bool { return testutil.ProcessGone(pid) })
+		})
+	}
 }
 
 func TestExecOutputTruncatedWithoutBlockingChild(t *testing.T) {

@@ -46,6 +46,31 @@ func TestExecDeniedAtDispatch(t *testing.T) {
 	}
 }
 
+// TestExecEnvInjectionDeniedAtDispatch: a job registered elsewhere (or before this
+// node refused its env) whose env would make the shell run code of its choosing fails
+// exec_denied, naming the variable, and nothing runs; --exec-env-allow opens it.
+func TestExecEnvInjectionDeniedAtDispatch(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "ran")
+	a := execAttempt("/bin/sh", "-c", "date")
+	a.Exec.Env = map[string]string{"PATH": "/bin:/usr/bin", "BASH_FUNC_date%%": "() { touch " + marker + "; }",
+		"BASH_ENV": marker}
+	out := newTestExec().Execute(context.Background(), a)
+	wantState(t, out, pb.RunState_RUN_STATE_FAILED, "")
+	if out.Reason != ReasonExecDenied || !strings.Contains(out.Detail, `"BASH_ENV"`) || !strings.Contains(out.Detail, "--exec-env-allow") {
+		t.Fatalf("reason %q detail %q, want %s naming BASH_ENV and --exec-env-allow", out.Reason, out.Detail, ReasonExecDenied)
+	}
+	if _, err := os.Stat(marker); !os.IsNotExist(err) {
+		t.Fatalf("the refused job ran (stat: %v)", err)
+	}
+	open, err := policy.NewEnv([]string{"BASH_*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Exec.Env = map[string]string{"PATH": "/bin:/usr/bin", "BASH_ENV": "/dev/null"}
+	out = NewExecExecutor(ExecConfig{Allow: testPrograms.WithEnv(open)}).Execute(context.Background(), a)
+	wantState(t, out, pb.RunState_RUN_STATE_SUCCEEDED, "exit status 0")
+}
+
 func TestExecRunsAsExecUser(t *testing.T) {
 	testutil.NeedRoot(t, "switching users (--exec-user)")
 	u, err := proc.LookupUser("nobody")
@@ -67,12 +92,13 @@ func TestExecRunsAsExecUser(t *testing.T) {
 	}
 }
 
+// An exec run gets a v2 signature of the run-only form, which a v2-only fence accepts.
 func TestExecSignsForFence(t *testing.T) {
 	keys, err := fence.NewKeys([]byte(strings.Repeat("k", 32)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ex := NewExecExecutor(ExecConfig{Allow: testPrograms, Signer: keys})
+	ex := NewExecExecutor(ExecConfig{Allow: testPrograms, Signer: NewSigner(keys, nil)})
 	out := ex.Execute(context.Background(), execAttempt("/usr/bin/env"))
 	wantState(t, out, pb.RunState_RUN_STATE_SUCCEEDED, "exit status 0")
 	env := map[string]string{}
@@ -84,7 +110,7 @@ func TestExecSignsForFence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := keys.Verify(run, env[fence.EnvSignature]); err != nil {
+	if err := fence.NewVerifier(keys).Verify(fence.ExecDispatch(run, nil), env[fence.EnvSignature]); err != nil {
 		t.Fatalf("fence refused %s=%q: %v", fence.EnvSignature, env[fence.EnvSignature], err)
 	}
 }

@@ -33,7 +33,7 @@ type HTTPExecutor struct {
 	// would only add the redirects, cookies and timeout the executor does
 	// without, and a copy of the request's headers for them.
 	rt        http.RoundTripper
-	signer    Signer
+	signer    *Signer
 	templates templates
 }
 
@@ -45,7 +45,7 @@ type HTTPConfig struct {
 	// Resolver resolves webhook hosts; nil means net.DefaultResolver.
 	Resolver *net.Resolver
 	// Signer, if set, signs every attempt into X-Raftcron-Signature.
-	Signer Signer
+	Signer *Signer
 }
 
 // NewHTTPExecutor returns an executor with no policy, sending through

@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -134,30 +136,73 @@ func TestHTTPKeepsResponseOnlyWhenAsked(t *testing.T) {
 	}
 }
 
+// A signed webhook carries a v2 signature over exactly what was sent (method, URL as
+// sent with its Host, body), which a v2-only fence accepts, and a request changed in any
+// of them is refused. Until the cluster says every voter signs v2 the node signs v1,
+// which only a fence told to accept v1 (for the upgrade) takes.
 func TestHTTPSignsForFence(t *testing.T) {
 	keys, err := fence.NewKeys([]byte(strings.Repeat("k", 32)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	verdict := make(chan error, 1)
+	v2Only, withV1 := fence.NewVerifier(keys), fence.NewVerifier(keys, fence.WithV1Signatures())
+	type received struct {
+		d   fence.Dispatch
+		sig string
+		err error
+	}
+	got := make(chan received, 1)
 	s := newServer(t, func(w http.ResponseWriter, r *http.Request) {
-		run, err := fence.FromHeader(r.Header)
-		if err == nil {
-			err = keys.Verify(run, r.Header.Get(fence.HeaderSignature))
-		}
-		verdict <- err
+		body, err := io.ReadAll(r.Body)
+		run, perr := fence.FromHeader(r.Header)
+		got <- received{fence.HTTPDispatch(run, r.Method, fence.ReceivedURL(r), body), r.Header.Get(fence.HeaderSignature), errors.Join(err, perr)}
 	})
-	a := httpAttempt(s.URL)
+	a := httpAttempt(s.URL + "/hooks/charge?invoice=7")
+	a.HTTP.Method, a.HTTP.Body = "PUT", `{"amount":"12.50"}`
+	a.HTTP.Headers = map[string]string{"Host": "billing.example"}
 	a.ScheduledAt = a.ScheduledAt.Add(700 * time.Millisecond) // slots are whole seconds downstream
-	out := NewHTTPExecutorWith(HTTPConfig{Signer: keys}).Execute(context.Background(), a)
-	wantState(t, out, pb.RunState_RUN_STATE_SUCCEEDED, "http 200 OK")
-	if err := receive(t, verdict, 5*time.Second, "request"); err != nil {
-		t.Fatalf("fence refused the signature: %v", err)
+	send := func(ex *HTTPExecutor) received {
+		t.Helper()
+		wantState(t, ex.Execute(context.Background(), a), pb.RunState_RUN_STATE_SUCCEEDED, "http 200 OK")
+		r := receive(t, got, 5*time.Second, "request")
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		return r
+	}
+
+	var speaksV2 atomic.Bool
+	signer := NewSigner(keys, speaksV2.Load)
+	r := send(NewHTTPExecutorWith(HTTPConfig{Signer: signer}))
+	if !strings.HasPrefix(r.sig, fence.SignaturePrefix) || withV1.Verify(r.d, r.sig) != nil || !errors.Is(v2Only.Verify(r.d, r.sig), fence.ErrBadSignature) {
+		t.Fatalf("before the cluster signs v2: %q; want v1, taken only by a fence that accepts v1", r.sig)
+	}
+	speaksV2.Store(true)
+	r = send(NewHTTPExecutorWith(HTTPConfig{Signer: signer}))
+	if !strings.HasPrefix(r.sig, fence.SignatureV2Prefix) || r.d.URL != "http://billing.example/hooks/charge?invoice=7" {
+		t.Fatalf("signature %q for %s, want v2 for the URL as sent", r.sig, r.d.URL)
+	}
+	if err := v2Only.Verify(r.d, r.sig); err != nil {
+		t.Fatalf("a v2-only fence refused the signature: %v", err)
+	}
+	for what, change := range map[string]func(*fence.Dispatch){
+		"method": func(d *fence.Dispatch) { d.Method = "POST" },
+		"URL":    func(d *fence.Dispatch) { d.URL = "http://billing.example/hooks/refund?invoice=7" },
+		"body":   func(d *fence.Dispatch) { d.BodySHA256[0] ^= 1 },
+	} {
+		d := r.d
+		change(&d)
+		if err := v2Only.Verify(d, r.sig); !errors.Is(err, fence.ErrBadSignature) {
+			t.Errorf("the signature verified for another %s: %v", what, err)
+		}
+	}
+	speaksV2.Store(false) // the cluster version never goes back: the signer does not ask again
+	if r := send(NewHTTPExecutorWith(HTTPConfig{Signer: signer})); !strings.HasPrefix(r.sig, fence.SignatureV2Prefix) {
+		t.Fatalf("signed %q after v2, want v2 still", r.sig)
 	}
 	// Without a signer no signature is sent, and fence says so.
-	NewHTTPExecutor(nil).Execute(context.Background(), a)
-	if err := receive(t, verdict, 5*time.Second, "request"); err != fence.ErrUnsigned {
-		t.Fatalf("unsigned request: %v, want fence.ErrUnsigned", err)
+	if r := send(NewHTTPExecutor(nil)); v2Only.Verify(r.d, r.sig) != fence.ErrUnsigned {
+		t.Fatalf("unsigned request: %q", r.sig)
 	}
 }
 

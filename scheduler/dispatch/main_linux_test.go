@@ -50,11 +50,11 @@ func TestExecNoOrphanAfterNodeSIGKILL(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = node.Process.Kill(); _ = node.Wait() })
 
-	pid := readPid(t, pidFile)
-	t.Cleanup(func() { killIfSleeping(pid) })
+	pid := testutil.ReadPidFile(t, pidFile)
+	t.Cleanup(func() { testutil.KillIfSleeping(pid) })
 	// The attempt's process must be the node's child and be running the
 	// sleep, or its disappearance would prove nothing.
-	testutil.WaitFor(t, 10*time.Second, "attempt process becomes sleep", func() bool { return processComm(pid) == "sleep" })
+	testutil.WaitFor(t, 10*time.Second, "attempt process becomes sleep", func() bool { return testutil.ProcessComm(pid) == "sleep" })
 	if ppid := parentPid(t, pid); ppid != node.Process.Pid {
 		t.Fatalf("attempt process %d has parent %d, want the node %d", pid, ppid, node.Process.Pid)
 	}
@@ -63,7 +63,7 @@ func TestExecNoOrphanAfterNodeSIGKILL(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = node.Wait()
-	testutil.WaitFor(t, 5*time.Second, "the attempt's process dies with its node", func() bool { return processGone(pid) })
+	testutil.WaitFor(t, 5*time.Second, "the attempt's process dies with its node", func() bool { return testutil.ProcessGone(pid) })
 }
 
 func parentPid(t *testing.T, pid int) int {

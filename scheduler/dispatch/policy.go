@@ -11,22 +11,19 @@ import (
 // in the run's reason (DESIGN §11; external contract). Such a run fails and is never
 // retried: every retry would be refused alike.
 const (
-	// ReasonExecDenied: the exec job's program is not in this node's --exec-allow.
+	// ReasonExecDenied: the exec job's program is not in this node's --exec-allow, or
+	// its env sets a variable the node refuses (--exec-env-allow).
 	ReasonExecDenied = "exec_denied"
 	// ReasonEgressDenied: the webhook's host resolved into a range of --http-deny.
 	ReasonEgressDenied = "egress_denied"
 )
 
-// CommandPolicy decides which programs exec attempts may run (policy.Exec does). Allow
-// returns why command may not run, or nil.
+// CommandPolicy decides which programs exec attempts may run and which variables their
+// env may set (policy.Exec does). Allow returns why command may not run, AllowEnv why
+// env may not be set, or nil.
 type CommandPolicy interface {
 	Allow(command string) error
-}
-
-// Signer signs an attempt for the downstream to verify (fence.Keys does): the value of
-// X-Raftcron-Signature and RAFTCRON_SIGNATURE.
-type Signer interface {
-	Sign(fence.Run) string
+	AllowEnv(env map[string]string) error
 }
 
 // FenceRun is the attempt as the downstream reads it, for signing (here,

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"io"
 	"net/http"
@@ -25,6 +26,10 @@ const maxTemplates = 16 << 10
 type template struct {
 	req    *http.Request // copied for each attempt (WithContext), which gets its own body and header
 	header http.Header   // User-Agent, the job's headers and Basic auth from the URL, canonical
+	// What a v2 signature covers of the request besides the run: the URL as
+	// sent (fence.SentURL) and the body's digest.
+	url     string
+	bodySHA [sha256.Size]byte
 }
 
 // templates caches a template per target. It is keyed by the target's
@@ -83,7 +88,7 @@ func newTemplate(t *pb.HttpTarget) (*template, error) {
 		hd.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(u.Username()+":"+pass)))
 	}
 	req.Body = nil // each attempt reads a copy of its own, from GetBody
-	return &template{req: req, header: hd}, nil
+	return &template{req: req, header: hd, url: fence.SentURL(req), bodySHA: sha256.Sum256([]byte(t.GetBody()))}, nil
 }
 
 // attemptHeaders is how many headers newRequest adds to a template's.
@@ -117,7 +122,9 @@ func (h *HTTPExecutor) newRequest(ctx context.Context, a Attempt) (*http.Request
 	hd[fence.HeaderAttempt] = vals[4:5:5]
 	hd[fence.HeaderIdempotencyKey] = vals[5:6:6]
 	if h.signer != nil {
-		vals[6] = h.signer.Sign(a.FenceRun())
+		if vals[6], err = h.signer.signHTTP(a.FenceRun(), req.Method, tp.url, tp.bodySHA); err != nil {
+			return nil, err
+		}
 		hd[fence.HeaderSignature] = vals[6:7:7]
 	}
 	return req, nil

@@ -65,7 +65,7 @@ type conn struct {
 	gone      bool
 }
 
-func newConn(hello *pb.WorkerHello, signer dispatch.Signer, cancel context.CancelCauseFunc) *conn {
+func newConn(hello *pb.WorkerHello, signer *dispatch.Signer, cancel context.CancelCauseFunc) *conn {
 	c := &conn{
 		id:          hello.GetId(),
 		pool:        hello.GetPool(),
@@ -345,7 +345,7 @@ func (h *Hub) isLateOf(c *conn, o *pb.WorkerOutcome) bool {
 // outbox collects what goes to one worker; its send loop sends it in as
 // few messages as it can.
 type outbox struct {
-	signer dispatch.Signer
+	signer *dispatch.Signer
 
 	mu sync.Mutex
 	// offers are turned into their wire form by the send loop, not under
@@ -356,7 +356,7 @@ type outbox struct {
 	signal  chan struct{} // cap 1
 }
 
-func newOutbox(signer dispatch.Signer) *outbox {
+func newOutbox(signer *dispatch.Signer) *outbox {
 	return &outbox{signer: signer, signal: make(chan struct{}, 1)}
 }
 

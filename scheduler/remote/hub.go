@@ -49,7 +49,7 @@ type Config struct {
 	// Signer, if set, signs every offer (WorkerAttempt.signature), as the
 	// node signs its own dispatches: a worker passes the signature on and
 	// the downstream verifies it.
-	Signer dispatch.Signer
+	Signer *dispatch.Signer
 	// Logger; nil discards.
 	Logger *slog.Logger
 }
@@ -64,7 +64,7 @@ type Hub struct {
 	lease   time.Duration
 	check   time.Duration
 	leading func() bool
-	signer  dispatch.Signer
+	signer  *dispatch.Signer
 	log     *slog.Logger
 	metrics *metrics
 

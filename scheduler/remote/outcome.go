@@ -23,7 +23,7 @@ const ReasonNoWorker = "no_worker"
 // without a timeout goes with the default timeout the node's own command
 // would get (dispatch.Attempt.Limits), so that no worker holds an attempt
 // forever.
-func wireAttempt(a dispatch.Attempt, signer dispatch.Signer) *pb.WorkerAttempt {
+func wireAttempt(a dispatch.Attempt, signer *dispatch.Signer) *pb.WorkerAttempt {
 	w := &pb.WorkerAttempt{
 		Job:            a.Job,
 		RunId:          a.RunID,
@@ -44,7 +44,7 @@ func wireAttempt(a dispatch.Attempt, signer dispatch.Signer) *pb.WorkerAttempt {
 		w.Target = t
 	}
 	if signer != nil {
-		w.Signature = signer.Sign(a.FenceRun())
+		w.Signature = signer.SignRun(a.FenceRun(), []byte(a.Worker.GetPayload()))
 	}
 	return w
 }

@@ -24,9 +24,13 @@ func TestOffersAreSignedAndBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := attemptIn("batch")
-	w := wireAttempt(a, keys)
-	if err := keys.Verify(a.FenceRun(), w.GetSignature()); err != nil {
-		t.Fatalf("offer signature %q: %v", w.GetSignature(), err)
+	a.Worker = &pb.WorkerTarget{Pool: "batch", Handler: "charge", Payload: `{"mode":"full"}`}
+	w := wireAttempt(a, dispatch.NewSigner(keys, nil))
+	if err := fence.NewVerifier(keys).Verify(fence.ExecDispatch(a.FenceRun(), []byte(w.GetTarget().GetPayload())), w.GetSignature()); err != nil {
+		t.Fatalf("offer signature %q: %v, want v2 over the run and its payload", w.GetSignature(), err)
+	}
+	if err := fence.NewVerifier(keys).Verify(fence.ExecDispatch(a.FenceRun(), nil), w.GetSignature()); err == nil {
+		t.Fatal("the offer's signature does not cover its payload")
 	}
 	if got := w.GetTarget().GetTimeout().AsDuration(); got != jobspec.DefaultExecTimeout || w.GetDeadline() != nil {
 		t.Fatalf("offer without a timeout or deadline: timeout %v deadline %v, want %v and none", got, w.GetDeadline(), jobspec.DefaultExecTimeout)

@@ -46,8 +46,9 @@ const (
 type secureCluster struct {
 	t        *testing.T
 	bin, dir string
-	certs    string // the cluster's CA and certificates, as `raftcron tls` writes them
-	keyFile  string // --fence-key-file of every node
+	certs    string      // the cluster's CA and certificates, as `raftcron tls` writes them
+	keyFile  string      // --fence-key-file of every node
+	keys     *fence.Keys // its keys
 	lc       *localcluster.Cluster
 	sink     *fencedSink
 	mgmt     string // the management token made by acl bootstrap
@@ -65,8 +66,8 @@ func newSecureCluster(t *testing.T) *secureCluster {
 	c.certs = filepath.Join(c.dir, "certs")
 	c.keyFile = filepath.Join(c.dir, "fence.key")
 	c.tool("tls", "ca", "create", "--dir", c.certs)
-	keys := writeFenceKey(t, c.keyFile)
-	c.sink = newFencedSink(t, keys)
+	c.keys = writeFenceKey(t, c.keyFile)
+	c.sink = newFencedSink(t, c.keys)
 	for i := range secureNodes {
 		c.tool("tls", "cert", "create", "--dir", c.certs, "--node", fmt.Sprintf("n%d", i+1), "--addr", "127.0.0.1")
 	}
@@ -291,9 +292,9 @@ func writeFenceKey(t *testing.T, path string) *fence.Keys {
 }
 
 // fencedSink is a downstream guarded as the fence package documents it:
-// fence.Middleware with WithKeys over a Guard and a Dedupe. Only requests
-// whose signature verifies reach the Guard, and only admitted ones reach
-// the handler, which counts the tokens that rise.
+// fence.Middleware with WithKeys over a Guard and a Dedupe, v2 signatures
+// only. Only requests whose signature verifies reach the Guard, and only
+// admitted ones reach the handler, which counts the tokens that rise.
 type fencedSink struct {
 	url   string
 	guard *fence.MemoryGuard
@@ -315,7 +316,7 @@ func newFencedSink(t *testing.T, keys *fence.Keys) *fencedSink {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: fence.Middleware(f, fence.WithKeys(keys), fence.WithV1Signatures())(http.HandlerFunc(s.apply)), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: fence.Middleware(f, fence.WithKeys(keys))(http.HandlerFunc(s.apply)), ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	s.url = "http://" + ln.Addr().String() + "/run"

@@ -296,15 +296,18 @@ func (c *secureCluster) checkReboundHost() {
 	}
 }
 
-// checkForgedDispatch: a request without the key's signature never reaches
-// the guard, however high its token, so the next genuine run is admitted.
+// checkForgedDispatch: a request without the key's v2 signature never
+// reaches the guard, however high its token (a genuine v1 signature
+// included), so the next genuine run, signed v2 by the nodes, is admitted.
 func (c *secureCluster) checkForgedDispatch() {
 	t := c.t
 	before, _ := c.sink.rising()
 	at := time.Now().UTC().Truncate(time.Second)
 	forged := fence.Run{Token: math.MaxUint64, Job: secureJob, RunID: secureJob + "-forged", Attempt: 1,
 		ScheduledAt: at, IdempotencyKey: secureJob + "/" + fence.FormatScheduledAt(at)}
-	for _, sig := range []string{"v1=" + randomSecret(t), ""} {
+	// A genuine v1 signature, as a node of the previous release makes, covers
+	// neither the method, the URL nor the body: a v2-only fence refuses it.
+	for _, sig := range []string{"v1=" + randomSecret(t), "", c.keys.Sign(forged)} {
 		code, err := c.sink.post(forged, sig)
 		if err != nil {
 			t.Fatal(err)

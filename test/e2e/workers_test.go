@@ -110,8 +110,8 @@ func (s *scenario) startWorker(w *workerProc, bin string) {
 	for i := range s.c.nodes {
 		addrs[i] = s.c.net.Addr(i)
 	}
-	args := []string{"worker", "--id", w.id, "--pool", "e2e", "--exec-allow", "/bin/sh",
-		"--concurrency", "4", "--addr", strings.Join(addrs, ",")}
+	args := append([]string{"worker", "--id", w.id, "--pool", "e2e", "--exec-allow", "/bin/sh",
+		"--concurrency", "4", "--addr", strings.Join(addrs, ",")}, testutil.ExecUserArgs()...)
 	cmd, err := s.c.net.WorkerCommand(w.k, bin, args...)
 	if err != nil {
 		s.t.Fatalf("worker %s: %v", w.id, err)
