@@ -56,3 +56,17 @@ func SpecHasLabels(spec *pb.JobSpec, want map[string]string) bool {
 	}
 	return hasLabels(spec, want)
 }
+
+// SealedSecrets returns every stored secret, ciphertext and all, by name,
+// for a rotation (which re-seals them) and a node's check that it holds
+// their keys. The values are shared: callers only read them.
+func (f *FSM) SealedSecrets() []*pb.Secret {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := make([]*pb.Secret, 0, f.st.secrets.secrets.Len())
+	f.st.secrets.secrets.Ascend(func(it secretItem) bool {
+		out = append(out, it.secret)
+		return true
+	})
+	return out
+}

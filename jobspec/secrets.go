@@ -20,18 +20,18 @@ const (
 
 // RewriteSecretFields calls fn with the path and value of each field of
 // spec's target that may reference a secret (empty ones too), in a fixed
-// order, and stores what fn returns in its place. It stops at fn's first
-// error. Callers rewrite a copy: the stored spec is shared.
+// order, and stores what fn returns in its place when it differs. It stops
+// at fn's first error. A stored spec is shared: rewrite a copy, or return
+// every value as it is (SecretRefs), which writes nothing.
 func RewriteSecretFields(spec *pb.JobSpec, fn func(path, value string) (string, error)) error {
 	if h := spec.GetHttp(); h != nil {
-		var err error
-		if h.Url, err = fn(FieldURL, h.GetUrl()); err != nil {
+		if err := rewrite(FieldURL, &h.Url, fn); err != nil {
 			return err
 		}
 		if err := rewriteMap("http.headers.", h.GetHeaders(), fn); err != nil {
 			return err
 		}
-		if h.Body, err = fn(FieldBody, h.GetBody()); err != nil {
+		if err := rewrite(FieldBody, &h.Body, fn); err != nil {
 			return err
 		}
 	}
@@ -48,13 +48,23 @@ func RewriteSecretFields(spec *pb.JobSpec, fn func(path, value string) (string, 
 	return nil
 }
 
+func rewrite(path string, field *string, fn func(path, value string) (string, error)) error {
+	v, err := fn(path, *field)
+	if err == nil && v != *field {
+		*field = v
+	}
+	return err
+}
+
 func rewriteMap(prefix string, m map[string]string, fn func(path, value string) (string, error)) error {
 	for _, k := range sortedKeys(m) {
 		v, err := fn(prefix+k, m[k])
 		if err != nil {
 			return err
 		}
-		m[k] = v
+		if v != m[k] {
+			m[k] = v
+		}
 	}
 	return nil
 }

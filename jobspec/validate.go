@@ -118,6 +118,18 @@ func checkSchedule(v *violations, spec string, loc *time.Location, now time.Time
 	return s
 }
 
+// ValidateLabels checks labels that are not a job's (a secret's) against
+// the rules of a job's labels; it returns nil or a *ValidationError naming
+// field.
+func ValidateLabels(field string, labels map[string]string) error {
+	var v violations
+	checkLabels(&v, field, labels)
+	if len(v) == 0 {
+		return nil
+	}
+	return &ValidationError{Violations: v}
+}
+
 // ValidateSelector checks a label selector (an ACL token's scope) against
 // the rules of labels, so that every selector can match some job; it
 // returns nil or a *ValidationError with the field "selector".

@@ -7,6 +7,11 @@ import (
 	"strings"
 )
 
+// ReasonMissing is the reason of a run whose job references a secret that
+// is gone, or outside the job's scope, when an attempt is dispatched: the
+// run fails and is not retried. (External contract, like exec_denied.)
+const ReasonMissing = "secret_missing"
+
 // NameRule is what a secret's name must match: it is also the NAME of a
 // reference.
 const NameRule = "[A-Za-z0-9][A-Za-z0-9._-]{0,62}"
