@@ -116,7 +116,7 @@ func (s *secretService) DeleteSecret(ctx context.Context, req *pb.DeleteSecretRe
 	users, hidden := s.referencedBy(ctx, name)
 	if (len(users) > 0 || hidden > 0) && !req.GetForce() {
 		return nil, status.Errorf(codes.FailedPrecondition, "secret %q is referenced by %s: change those jobs first, "+
-			"or delete it anyway with force (their runs then fail with reason %s)", name, describeUsers(users, hidden), secret.ReasonMissing)
+			"or delete it anyway with force (raftcron secret delete --force; their runs then fail with reason %s)", name, describeUsers(users, hidden), secret.ReasonMissing)
 	}
 	if _, err := s.apply(ctx, &pb.Command{Kind: &pb.Command_DeleteSecret{DeleteSecret: &pb.DeleteSecretCommand{Name: name}}}); err != nil {
 		return nil, err
@@ -159,13 +159,13 @@ func references(spec *pb.JobSpec, ref string) bool {
 func describeUsers(users []string, hidden int) string {
 	out := ""
 	if len(users) > 0 {
-		out = fmt.Sprintf("job(s) %q", users)
+		out = "jobs " + strings.Join(users, ", ")
 	}
 	if hidden > 0 {
 		if out != "" {
 			out += " and "
 		}
-		out += fmt.Sprintf("%d job(s) outside the caller's scope", hidden)
+		out += fmt.Sprintf("%d jobs outside the caller's scope", hidden)
 	}
 	return out
 }
