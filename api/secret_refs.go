@@ -87,13 +87,18 @@ func joinField(prefix, field string) string {
 	return prefix + "." + field
 }
 
-// redactFor hides the values of secret-bearing fields from a read token:
-// it may see that a job sends an Authorization header, not what it sends.
-// Write and management tokens get the spec as written, so that `job get
-// -o yaml | job apply -f -` round-trips. job is the caller's copy.
+// redactFor hides the values of secret-bearing fields from a read token
+// (and any role but write and management): it may see that a job sends an
+// Authorization header, not what it sends. Write and management tokens get
+// the spec as written, so that `job get -o yaml | job apply -f -`
+// round-trips. job is the caller's copy.
 func redactFor(ctx context.Context, job *pb.Job) *pb.Job {
-	if job != nil && PrincipalFrom(ctx).Role == pb.AclRole_ACL_ROLE_READ {
-		redactSpec(job.GetSpec())
+	switch PrincipalFrom(ctx).Role {
+	case pb.AclRole_ACL_ROLE_WRITE, pb.AclRole_ACL_ROLE_MANAGEMENT:
+	default:
+		if job != nil {
+			redactSpec(job.GetSpec())
+		}
 	}
 	return job
 }

@@ -113,6 +113,10 @@ func (s *secretService) DeleteSecret(ctx context.Context, req *pb.DeleteSecretRe
 	if err := statusOf(s.store.ReadBarrier(ctx)); err != nil {
 		return nil, err
 	}
+	if sc, ok := s.secrets.Secret(name); !ok || !PrincipalFrom(ctx).sees(sc.GetLabels()) {
+		// Outside the caller's scope reads as missing, as the FSM answers.
+		return nil, status.Errorf(codes.NotFound, "secret %q not found", name)
+	}
 	users, hidden := s.referencedBy(ctx, name)
 	if (len(users) > 0 || hidden > 0) && !req.GetForce() {
 		return nil, status.Errorf(codes.FailedPrecondition, "secret %q is referenced by %s: change those jobs first, "+
