@@ -38,22 +38,21 @@ func auditedDeleteSecret(s *state, c *pb.Command, e entry) (outcome, error) {
 }
 
 // auditedRotateSecrets records a rotation that changed something: how
-// many secrets it re-sealed and with which key, as rendered words.
+// many secrets it re-sealed and with which key (the last one's, in the
+// command's order), as rendered words.
 func auditedRotateSecrets(s *state, c *pb.Command, e entry) (outcome, error) {
 	in := c.GetRotateSecrets().GetSecrets()
-	keys := make(map[string]string, len(in))
-	for _, sc := range in {
-		if old, ok := s.secrets.get(sc.GetName()); ok {
-			keys[sc.GetName()] = old.GetKeyId()
-		}
+	before := make([]*pb.Secret, len(in))
+	for i, sc := range in {
+		before[i], _ = s.secrets.get(sc.GetName())
 	}
 	o, err := rotateSecrets(s, c, e)
 	if err != nil || !o.changed || !s.audit.on() {
 		return o, err
 	}
 	n, key := 0, ""
-	for name, was := range keys {
-		if now, _ := s.secrets.get(name); now.GetKeyId() != was {
+	for i, sc := range in {
+		if now, _ := s.secrets.get(sc.GetName()); before[i] != nil && now != before[i] {
 			n, key = n+1, now.GetKeyId()
 		}
 	}
