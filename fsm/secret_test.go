@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/raftcron/raftcron/fsm"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
@@ -241,6 +243,33 @@ func TestAuditDiffShowsReferencesAndHidesCredentials(t *testing.T) {
 	for _, c := range h.lastAudit().GetChanges() {
 		if strings.Contains(c.GetAfter(), "w0rker") || strings.Contains(c.GetBefore(), "other") {
 			t.Fatalf("update record shows a credential: %v", c)
+		}
+	}
+}
+
+// TestUserRestoreKeepsTheLiveSecrets: a restore rolls jobs back to the
+// file, never the secret store: a secret deleted since stays deleted, one
+// re-encrypted since keeps its key, one put since stays.
+func TestUserRestoreKeepsTheLiveSecrets(t *testing.T) {
+	h := newHarness(t)
+	h.mustOK(putSecretCmd(sealed("deleted-since", "k1", "a"), 0))
+	h.mustOK(putSecretCmd(sealed("rotated-since", "k1", "b"), 0))
+	h.mustOK(createCmd(testSpec("nightly")))
+	file := persist(t, h.f)
+
+	h.mustOK(deleteSecretCmd("deleted-since"))
+	h.mustOK(rotateSecretsCmd(&pb.Secret{Name: "rotated-since", Version: 1, KeyId: "k2", Ciphertext: []byte("b'")}))
+	h.mustOK(putSecretCmd(sealed("put-since", "k2", "c"), 0))
+	live := h.f.SealedSecrets()
+
+	userRestore(t, h.f, file, fsm.RestoreRecord{Principal: "ops"})
+	got := h.f.SealedSecrets()
+	if len(got) != len(live) {
+		t.Fatalf("secrets after the restore: %v, want the live ones %v", got, live)
+	}
+	for i := range got {
+		if !proto.Equal(got[i], live[i]) {
+			t.Errorf("secret %d after the restore: %v, want %v", i, got[i], live[i])
 		}
 	}
 }
