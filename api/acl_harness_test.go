@@ -33,6 +33,7 @@ type fsmStore struct {
 	index     uint64
 	barriers  int
 	onBarrier func()
+	entries   [][]byte // every command applied, as the log holds it
 }
 
 func (s *fsmStore) Apply(_ context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
@@ -43,6 +44,7 @@ func (s *fsmStore) Apply(_ context.Context, cmd *pb.Command) (*pb.CommandResult,
 	s.mu.Lock()
 	s.index++
 	idx := s.index
+	s.entries = append(s.entries, data)
 	s.mu.Unlock()
 	return s.f.Apply(&raft.Log{Index: idx, Term: 1, Type: raft.LogCommand, Data: data}).(*pb.CommandResult), nil
 }
@@ -86,18 +88,19 @@ func (t fsmTriggerer) Trigger(ctx context.Context, name, requestID string, force
 // aclHarness is a gRPC server with the Authorizer in front of every
 // service, all backed by one real FSM.
 type aclHarness struct {
-	store  *fsmStore
-	hub    *RunHub
-	conn   *grpc.ClientConn
-	jobs   pb.JobServiceClient
-	runs   pb.RunServiceClient
-	fence  pb.FenceServiceClient
-	admin  pb.ClusterServiceClient
-	acl    pb.AclServiceClient
-	worker pb.WorkerServiceClient
-	audit  pb.AuditServiceClient
-	snap   pb.SnapshotServiceClient
-	health healthpb.HealthClient
+	store   *fsmStore
+	hub     *RunHub
+	conn    *grpc.ClientConn
+	jobs    pb.JobServiceClient
+	runs    pb.RunServiceClient
+	fence   pb.FenceServiceClient
+	admin   pb.ClusterServiceClient
+	acl     pb.AclServiceClient
+	worker  pb.WorkerServiceClient
+	audit   pb.AuditServiceClient
+	snap    pb.SnapshotServiceClient
+	secrets pb.SecretServiceClient
+	health  healthpb.HealthClient
 	// snapDst is the state restores go into (the live state is store's).
 	snapDst *fsm.FSM
 }
@@ -126,6 +129,7 @@ func newACLHarness(t *testing.T, enabled bool) *aclHarness {
 		Snapshots: &snapNode{leader: true, src: state, dst: h.snapDst}, ScratchDir: t.TempDir(), Live: state,
 		Workers: fakeWorkerHub{err: errWorkerServed}, Leader: &fakeLeaderInfo{leading: true},
 		Hub: h.hub, Triggerer: fsmTriggerer{h.store}, Audit: sw, Now: now,
+		Secrets: state, SecretKeys: testKeys(t, 1),
 	}))
 
 	lis := bufconn.Listen(1 << 20)
@@ -154,6 +158,7 @@ func newACLHarness(t *testing.T, enabled bool) *aclHarness {
 	h.worker = pb.NewWorkerServiceClient(conn)
 	h.audit = pb.NewAuditServiceClient(conn)
 	h.snap = pb.NewSnapshotServiceClient(conn)
+	h.secrets = pb.NewSecretServiceClient(conn)
 	h.health = healthpb.NewHealthClient(conn)
 	return h
 }

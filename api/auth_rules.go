@@ -108,6 +108,14 @@ var methodPermissions = map[string]Permission{
 
 	pb.WorkerService_Connect_FullMethodName: PermWorker,
 
+	// Secrets are scoped like jobs: a put or delete needs write in the
+	// secret's scope, a list shows read tokens names and versions only.
+	// A rotation re-seals every secret.
+	pb.SecretService_PutSecret_FullMethodName:     PermWrite,
+	pb.SecretService_DeleteSecret_FullMethodName:  PermWrite,
+	pb.SecretService_ListSecrets_FullMethodName:   PermRead,
+	pb.SecretService_RotateSecrets_FullMethodName: PermManagement,
+
 	pb.InternalService_Apply_FullMethodName:              PermNode,
 	pb.InternalService_ReadIndex_FullMethodName:          PermNode,
 	pb.InternalService_AddVoter_FullMethodName:           PermNode,

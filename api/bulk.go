@@ -56,9 +56,13 @@ func (j *jobService) ApplyJobs(ctx context.Context, req *pb.ApplyJobsRequest) (*
 	}
 	j.audit.ensure(ctx)
 	caller := PrincipalFrom(ctx).caller()
+	refs := j.secretRefs()
 	cmds := make([]*pb.Command, len(writes))
 	for i, w := range writes {
 		if err := checkInScope(ctx, fmt.Sprintf("specs[%d].labels", i), w.spec); err != nil {
+			return nil, err
+		}
+		if err := refs.check(ctx, fmt.Sprintf("specs[%d]", i), w.spec); err != nil {
 			return nil, err
 		}
 		cmds[i] = w.command(pb.PutMode_PUT_MODE_UPSERT, 0, j.limits.maxJobs())

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/raftcron/raftcron/backup"
+	"github.com/raftcron/raftcron/secret"
 )
 
 // Deps is what every service of the API is built from: each New…Service
@@ -24,6 +25,11 @@ type Deps struct {
 	Ledger   RunLedger
 	Tokens   TokenLister
 	AuditLog AuditLog
+	// Secrets is the secret store (fsm.FSM); SecretKeys seals and opens
+	// values (serve --secrets-key-file; nil: this node stores no secret
+	// and rotates nothing).
+	Secrets    SecretStore
+	SecretKeys *secret.Keyring
 
 	// Cluster is the Raft node as ClusterService needs it; Counts gives
 	// its status the last hour's run counts (fsm.FSM; nil leaves them

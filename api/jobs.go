@@ -49,16 +49,20 @@ type jobService struct {
 	audit      *AuditSwitch
 	// clusterVersion: see Deps.ClusterVersion.
 	clusterVersion func() uint32
+	// secrets resolves the references of specs at registration.
+	secrets SecretStore
 }
 
 // NewJobService serves JobService from d's Store and Registry (required),
-// Triggerer, Leadership, Exec, Limits, Audit, ClusterVersion and Now.
+// Triggerer, Leadership, Exec, Limits, Audit, ClusterVersion, Secrets
+// (without it, no spec may reference a secret) and Now.
 func NewJobService(d Deps) pb.JobServiceServer {
 	d = d.withDefaults()
 	return &jobService{
 		store: d.Store, reg: d.Registry, now: d.Now,
 		trigger: d.Triggerer, leadership: d.Leadership,
 		exec: d.Exec, limits: d.Limits, audit: d.Audit, clusterVersion: d.ClusterVersion,
+		secrets: d.Secrets,
 	}
 }
 
@@ -109,6 +113,9 @@ func (j *jobService) put(ctx context.Context, spec *pb.JobSpec, mode pb.PutMode,
 	if err := j.allowWorker(spec); err != nil {
 		return nil, nil, err
 	}
+	if err := j.secretRefs().check(ctx, "", spec); err != nil {
+		return nil, nil, err
+	}
 	res, err := j.apply(ctx, w.command(mode, expectedVersion, j.limits.maxJobs()))
 	if err != nil {
 		return nil, nil, err
@@ -127,7 +134,7 @@ func (j *jobService) GetJob(ctx context.Context, req *pb.GetJobRequest) (*pb.Get
 	if err != nil {
 		return nil, err
 	}
-	return &pb.GetJobResponse{Job: j.withNextFire(job)}, nil
+	return &pb.GetJobResponse{Job: redactFor(ctx, j.withNextFire(job))}, nil
 }
 
 func (j *jobService) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (*pb.ListJobsResponse, error) {
@@ -151,6 +158,7 @@ func (j *jobService) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (*pb
 	now := j.now()
 	for _, job := range jobs {
 		fillNextFire(job, now)
+		redactFor(ctx, job)
 	}
 	return &pb.ListJobsResponse{Jobs: jobs, NextPageToken: encodePageToken(next)}, nil
 }
@@ -209,6 +217,11 @@ func (j *jobService) apply(ctx context.Context, cmd *pb.Command) (*pb.CommandRes
 		return nil, resultStatus(res)
 	}
 	return res, nil
+}
+
+// secretRefs checks the secret references of one call's specs.
+func (j *jobService) secretRefs() *secretRefs {
+	return &secretRefs{store: j.secrets, barrier: j.store}
 }
 
 // barrier makes the next registry read linearizable unless the caller

@@ -20,6 +20,7 @@ type Services struct {
 	Audit    pb.AuditServiceServer
 	ACL      pb.AclServiceServer
 	Workers  pb.WorkerServiceServer
+	Secrets  pb.SecretServiceServer
 }
 
 // NewServices builds every service from d.
@@ -33,6 +34,7 @@ func NewServices(d Deps) Services {
 		Audit:    NewAuditService(d),
 		ACL:      NewACLService(d),
 		Workers:  NewWorkerService(d),
+		Secrets:  NewSecretService(d),
 	}
 }
 
@@ -51,6 +53,7 @@ func Register(s *grpc.Server, svc Services) *health.Server {
 	names = serve(s, names, &pb.SnapshotService_ServiceDesc, pb.RegisterSnapshotServiceServer, svc.Snapshot)
 	names = serve(s, names, &pb.AclService_ServiceDesc, pb.RegisterAclServiceServer, svc.ACL)
 	names = serve(s, names, &pb.WorkerService_ServiceDesc, pb.RegisterWorkerServiceServer, svc.Workers)
+	names = serve(s, names, &pb.SecretService_ServiceDesc, pb.RegisterSecretServiceServer, svc.Secrets)
 	h := health.NewServer()
 	for _, name := range names {
 		h.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)

@@ -281,6 +281,9 @@ func (f *FSM) ListAudit(q AuditQuery) []*pb.AuditRecord {
 		if t := ae.GetToken(); t != nil {
 			r.Changes = append(r.Changes, tokenChanges(r.GetAction(), t)...)
 		}
+		if ae.GetSecretBefore() != nil || ae.GetSecretAfter() != nil {
+			r.Changes = append(r.Changes, secretChanges(ae.GetSecretBefore(), ae.GetSecretAfter())...)
+		}
 		out[i] = r
 	}
 	return out

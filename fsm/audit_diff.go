@@ -11,6 +11,7 @@ import (
 
 	"github.com/raftcron/raftcron/jobfile"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+	"github.com/raftcron/raftcron/secret"
 )
 
 // Bounds of an audit record's diff, so that one change to a huge spec
@@ -21,12 +22,22 @@ const (
 )
 
 // hiddenValue stands for a value that may hold a secret: a change to it is
-// recorded, never the value.
-const hiddenValue = "(hidden)"
+// recorded, never the value. changedValue is the new side of a change from
+// one hidden value to another.
+const (
+	hiddenValue  = "(hidden)"
+	changedValue = "changed"
+)
 
 // hiddenFields may hold secrets (tokens in headers, passwords in
-// environments or bodies); a field path under one of them is hidden.
-var hiddenFields = []string{"http.body", "http.headers.", "exec.env."}
+// environments or bodies); a field path under one of them is hidden. A
+// URL's user information is hidden too (urlField). A value that references
+// a secret store entry (${secret:NAME}) is shown as written: the secret is
+// in the store, and the rest of the value is its frame ("Bearer ...").
+var hiddenFields = []string{"http.body", "http.headers.", "exec.env.", "worker.env."}
+
+// urlField is the spec field whose user information is hidden.
+const urlField = "http.url"
 
 // specChanges lists the fields that differ between two stored specs (nil
 // for none, as before a create), in declaration order (the job file's)
@@ -60,18 +71,24 @@ type label struct{ k, v string }
 // labelPairs are the spec's labels in key order, read from the wire form
 // of a stored spec (stored.go) or from the map of a plain one.
 func labelPairs(spec *pb.JobSpec) []label {
-	var out []label
 	if m := spec.GetLabels(); len(m) > 0 {
-		for k, v := range m {
-			out = append(out, label{k, v})
-		}
-		slices.SortFunc(out, func(a, b label) int { return strings.Compare(a.k, b.k) })
-		return out
+		return mapLabels(m)
 	}
+	var out []label
 	eachLabel(spec, func(k, v []byte) bool {
 		out = append(out, label{string(k), string(v)})
 		return true
 	})
+	return out
+}
+
+// mapLabels are the labels of a map in key order.
+func mapLabels(m map[string]string) []label {
+	out := make([]label, 0, len(m))
+	for k, v := range m {
+		out = append(out, label{k, v})
+	}
+	slices.SortFunc(out, func(a, b label) int { return strings.Compare(a.k, b.k) })
 	return out
 }
 
@@ -100,8 +117,11 @@ type differ struct {
 }
 
 func (d *differ) add(path, before, after string) {
-	if hidden(path) {
-		before, after = hide(before), hide(after)
+	switch {
+	case hidden(path):
+		before, after = hideChange(before, after)
+	case path == urlField:
+		before, after = hideUserinfo(before, after)
 	}
 	d.out = append(d.out, &pb.AuditChange{Field: path, Before: cut(before), After: cut(after)})
 }
@@ -241,11 +261,42 @@ func hidden(path string) bool {
 	return false
 }
 
+// hideChange renders a change of a hidden field: each side that holds a
+// value but no reference reads "(hidden)", and a change from one such
+// value to another reads "(hidden)" → "changed".
+func hideChange(before, after string) (string, string) {
+	b, a := hide(before), hide(after)
+	if b == hiddenValue && a == hiddenValue {
+		a = changedValue
+	}
+	return b, a
+}
+
 func hide(v string) string {
-	if v == "" {
-		return ""
+	if v == "" || secret.HasRef(v) {
+		return v
 	}
 	return hiddenValue
+}
+
+// hideUserinfo renders a change of a URL with its user information
+// hidden; a change of that alone reads "changed".
+func hideUserinfo(before, after string) (string, string) {
+	b, a := redactQuotedURL(before), redactQuotedURL(after)
+	if b == a && before != after {
+		a = changedValue
+	}
+	return b, a
+}
+
+// redactQuotedURL is a rendered (quoted) URL with its user information
+// hidden.
+func redactQuotedURL(v string) string {
+	u, err := strconv.Unquote(v)
+	if err != nil {
+		return v
+	}
+	return strconv.Quote(secret.RedactURL(u, hiddenValue))
 }
 
 // cut bounds a rendered value at a rune boundary.

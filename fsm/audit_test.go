@@ -169,7 +169,7 @@ func TestAuditDiffHidesSecretsAndIsBounded(t *testing.T) {
 	next.PauseNote = strings.Repeat("é", 100) // 200 bytes
 	h.mustOK(updateCmd(next, 0))
 	wantChanges(t, h.lastAudit(),
-		`http.headers.Authorization: (hidden) → (hidden)`,
+		`http.headers.Authorization: (hidden) → changed`,
 		`http.timeout: "30s" → "1m30s"`,
 		`pause_note: "" → "`+strings.Repeat("é", 63)+`…`,
 		`labels.team: "billing" → "ops"`,

@@ -51,6 +51,7 @@ func TestSameLogGivesSameStateAndResults(t *testing.T) {
 		"cancel accepted",
 		"audit " + fsm.AuditCreate, "audit " + fsm.AuditTrigger, "audit " + fsm.AuditCancel,
 		"audit " + fsm.AuditACLCreate, "audit " + fsm.AuditACLDelete,
+		"audit " + fsm.AuditSecretPut, "audit " + fsm.AuditSecretDelete,
 	} {
 		if seen[v] == 0 {
 			t.Fatalf("the generated log never produced %q (seen: %v)", v, seen)

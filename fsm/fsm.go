@@ -96,6 +96,9 @@ var handlers = map[protoreflect.Name]handler{
 	"set_audit":           setAudit,
 	"set_cluster_version": setClusterVersion,
 	"record_membership":   recordMembership,
+	"put_secret":          scopedSecret(auditedPutSecret),
+	"delete_secret":       scopedSecret(auditedDeleteSecret),
+	"rotate_secrets":      scopedSecret(auditedRotateSecrets),
 }
 
 var kindOneof = (&pb.Command{}).ProtoReflect().Descriptor().Oneofs().ByName("kind")

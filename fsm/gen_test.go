@@ -105,6 +105,8 @@ func (g *commandGen) next() []byte {
 		}}}
 	case n < 95:
 		c = g.aclWrite()
+	case n < 97:
+		c = g.secretWrite()
 	default:
 		return g.malformed()
 	}
@@ -128,6 +130,22 @@ func (g *commandGen) aclWrite() *pb.Command {
 		return createTokenCmd(aclToken(name, pb.AclRole(g.rng.IntN(4)+1), nil))
 	default:
 		return deleteTokenCmd("acc-" + name)
+	}
+}
+
+// secretWrite puts, deletes or rotates one of a few secrets, some with a
+// version that may be stale.
+func (g *commandGen) secretWrite() *pb.Command {
+	name := g.pick("db", "api")
+	switch g.rng.IntN(3) {
+	case 0:
+		return putSecretCmd(sealed(name, g.pick("k1", "k2"), g.pick("a", "b")), g.version())
+	case 1:
+		return deleteSecretCmd(name)
+	default:
+		s := sealed(name, g.pick("k1", "k2"), "c")
+		s.Version = g.version()
+		return rotateSecretsCmd(s)
 	}
 }
 

@@ -12,7 +12,8 @@ import (
 // state: the counter and the retired generation, then every job and its
 // status in name order, then every tombstone in name order, then every run in
 // id order, then the ACL state when there is any, then the audit trail if it
-// is on, then the run tally if it holds counts. The derived indexes are
+// is on, then the run tally if it holds counts, then the secrets (sealed)
+// if there are any. The derived indexes are
 // functions of the runs and need no place of their own. Nodes that applied
 // the same log have equal hashes.
 func (f *FSM) StateHash() [32]byte {
@@ -49,6 +50,7 @@ func (s *state) hash() [32]byte {
 		writeUint(h, uint64(v)) // only above 1, so earlier states hash as before
 	}
 	s.tally.hash(h)
+	s.secrets.hash(h, &m)
 	var sum [32]byte
 	h.Sum(sum[:0])
 	return sum

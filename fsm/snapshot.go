@@ -21,8 +21,9 @@ import (
 // (status filled in) in name order, then header.tombstone_count holding
 // tombstones in name order, then header.run_count holding runs in id order,
 // then header.acl_token_count holding ACL tokens in accessor order, then
-// (format 2) header.audit_count holding audit records in seq order, then the
-// end of the stream. Records are written and read one at a time,
+// (format 2) header.audit_count holding audit records in seq order, then
+// header.secret_count holding sealed secrets in name order, then the end of
+// the stream. Records are written and read one at a time,
 // so neither side holds more than the state plus one record.
 const (
 	// formatVersion is what a snapshot without an audit trail is written
@@ -97,6 +98,7 @@ func (s *state) header() *pb.SnapshotHeader {
 		RunCounts:         s.tally.records(),
 	}
 	s.audit.header(h)
+	s.secrets.header(h)
 	return h
 }
 
@@ -139,7 +141,10 @@ func (s *state) writeLive(put func(proto.Message) error) error {
 	if err := s.acl.writeTokens(put); err != nil {
 		return err
 	}
-	return s.audit.writeTo(put)
+	if err := s.audit.writeTo(put); err != nil {
+		return err
+	}
+	return s.secrets.writeTo(put)
 }
 
 // recordWriter writes length-delimited records, exactly as protodelim
@@ -237,6 +242,9 @@ func readState(r *bufio.Reader) (state, uint64, error) {
 	}
 	st.acl.bootstrapped = h.GetAclBootstrapped()
 	if err := readAudit(r, dec, &st.audit, &h); err != nil {
+		return state{}, 0, err
+	}
+	if err := st.secrets.readSecrets(r, dec, h.GetSecretCount()); err != nil {
 		return state{}, 0, err
 	}
 	if _, err := r.ReadByte(); err != io.EOF {

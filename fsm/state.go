@@ -91,6 +91,8 @@ type state struct {
 	version uint32
 	// tally counts what runs did per minute of the last hour (tally.go).
 	tally runTally
+	// secrets holds the secret store, values sealed; see secret.go.
+	secrets secretState
 
 	// ix holds the derived indexes; see ledger.go.
 	ix *indexes
@@ -111,6 +113,7 @@ func newState() state {
 		runs:       btree.NewG(treeDegree, runLess),
 		acl:        newACLState(),
 		audit:      newAuditTrail(),
+		secrets:    newSecretState(),
 		version:    1,
 		ix:         newIndexes(),
 		share:      newSharer(),
@@ -176,5 +179,6 @@ func (s *state) capture() state {
 		audit:      s.audit.capture(),
 		version:    s.version,
 		tally:      s.tally,
+		secrets:    s.secrets.capture(),
 	}
 }

@@ -16,8 +16,8 @@ import (
 // advertises at least VersionOf it, so a node never meets a kind it cannot
 // apply in a healthy rolling upgrade. Version 2 added the ACL commands,
 // cancel_run, set_audit and record_membership; version 3 changes rules of
-// existing kinds (clusterversion.go: version3), and from it nodes sign
-// their dispatches v2 (SignaturesV2Version).
+// existing kinds (clusterversion.go: version3), adds the secret store, and
+// from it nodes sign their dispatches v2 (SignaturesV2Version).
 const CommandVersion uint32 = 3
 
 // introducedIn is the command version that introduced each kind, by the
@@ -39,6 +39,9 @@ var introducedIn = map[protoreflect.Name]uint32{
 	"record_membership": 2,
 	// Also the version it raises to, if higher (VersionOf).
 	"set_cluster_version": 2,
+	"put_secret":          3,
+	"delete_secret":       3,
+	"rotate_secrets":      3,
 }
 
 // ErrUnknownCommand: a committed entry holds a command kind this build does

@@ -2,7 +2,6 @@ package jobspec
 
 import (
 	"fmt"
-	"net/url"
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
@@ -78,7 +77,7 @@ func checkURL(v *violations, raw string) {
 		v.add("http.url", fmt.Sprintf("must be at most %d bytes", MaxURLLen))
 		return
 	}
-	u, err := url.Parse(raw)
+	u, err := urlWithoutRefs(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 		v.add("http.url", rule)
 	}

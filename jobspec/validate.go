@@ -52,6 +52,7 @@ func ValidateParsed(spec *pb.JobSpec, now time.Time) (schedule.Schedule, error) 
 	loc := checkTimezone(&v, spec.GetTimezone())
 	sched := checkSchedule(&v, spec.GetSchedule(), loc, now)
 	checkTarget(&v, spec)
+	checkSecretRefs(&v, spec)
 	checkPolicies(&v, spec)
 	checkBounds(&v, spec, now)
 	checkMetadata(&v, spec)
@@ -115,6 +116,18 @@ func checkSchedule(v *violations, spec string, loc *time.Location, now time.Time
 		return nil
 	}
 	return s
+}
+
+// ValidateLabels checks labels that are not a job's (a secret's) against
+// the rules of a job's labels; it returns nil or a *ValidationError naming
+// field.
+func ValidateLabels(field string, labels map[string]string) error {
+	var v violations
+	checkLabels(&v, field, labels)
+	if len(v) == 0 {
+		return nil
+	}
+	return &ValidationError{Violations: v}
 }
 
 // ValidateSelector checks a label selector (an ACL token's scope) against

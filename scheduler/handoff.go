@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/raftcron/raftcron/scheduler/dispatch"
+	"github.com/raftcron/raftcron/secret"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
@@ -161,9 +162,12 @@ func (h *handoff) trySubmitLocked(t *task) bool {
 		to = h.remote
 	}
 	var err error
-	if to == nil {
+	switch {
+	case t.unresolved != nil:
+		err = t.unresolved
+	case to == nil:
 		err = errNoWorkerService
-	} else {
+	default:
 		err = to.Submit(t.ctx, t.a, func(_ dispatch.Attempt, o dispatch.Outcome) { h.finished(t, o) })
 	}
 	switch {
@@ -175,14 +179,18 @@ func (h *handoff) trySubmitLocked(t *task) bool {
 		return true
 	case errors.Is(err, dispatch.ErrQueueFull):
 		return false
-	case errors.Is(err, errNoWorkerService):
+	case errors.Is(err, errNoWorkerService), errors.Is(err, errSecretMissing):
 		t.submitted = true
-		go h.finished(t, dispatch.Outcome{
+		o := dispatch.Outcome{
 			State:      pb.RunState_RUN_STATE_FAILED,
 			Detail:     err.Error(),
 			StartedAt:  h.clock.Now(),
 			FinishedAt: h.clock.Now(),
-		})
+		}
+		if errors.Is(err, errSecretMissing) {
+			o.Reason = secret.ReasonMissing
+		}
+		go h.finished(t, o)
 		return true
 	default:
 		// The pool is closed: the node is stopping. The attempt never
@@ -201,6 +209,7 @@ func (h *handoff) trySubmitLocked(t *task) bool {
 // finished runs once per submitted task, on a pool worker, and once more
 // for a lost remote attempt whose worker reports late.
 func (h *handoff) finished(t *task, o dispatch.Outcome) {
+	o = scrub(o, t.secrets)
 	if t.lost.Load() {
 		h.log.Info("late outcome of a lost attempt", "job", t.a.Job, "run_id", t.a.RunID,
 			"token", t.a.Token, "outcome", outcomeLabel(o.State), "detail", o.Detail)

@@ -199,6 +199,7 @@ func (l *leader) revokeLeadership() {
 	}
 	l.heap = nil
 	l.known = nil
+	l.s.secrets.forget()
 	l.s.log.Info("scheduler: stopped leading", "term", l.term, "cause", context.Cause(l.ctx).Error(),
 		"outcomes_dropped", dropped)
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/raftcron/raftcron/fsm"
 	"github.com/raftcron/raftcron/scheduler/dispatch"
+	"github.com/raftcron/raftcron/secret"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
@@ -83,6 +84,12 @@ type Config struct {
 	// it in the quiet before it instead of during it (the server collects
 	// garbage). It must return at once.
 	AheadOfWave func(fires int)
+	// Secrets and SecretKeys fill in the ${secret:NAME} references of an
+	// attempt's target as it is dispatched (fsm.FSM, and the keys of
+	// serve --secrets-key-file). Without them, an attempt whose target
+	// references a secret fails with reason secret_missing.
+	Secrets    SecretStore
+	SecretKeys *secret.Keyring
 }
 
 // Remote hands attempts to remote workers. Submit never blocks; done is
@@ -117,6 +124,7 @@ type Scheduler struct {
 	metrics     *metrics
 	pool        *dispatch.Pool
 	handoff     *handoff
+	secrets     *secrets
 
 	// mu guards cur, last and stopped.
 	mu sync.Mutex
@@ -162,6 +170,7 @@ func New(cfg Config) (*Scheduler, error) {
 		aheadOfWave:  cfg.AheadOfWave,
 		dirty:        make(map[string]struct{}),
 		kick:         make(chan struct{}, 1),
+		secrets:      &secrets{store: cfg.Secrets, keys: cfg.SecretKeys},
 	}
 	if s.clock == nil {
 		s.clock = SystemClock{}

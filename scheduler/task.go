@@ -27,6 +27,11 @@ type task struct {
 	// lost: its remote worker was lost; an outcome reported after that is
 	// late (see Remote).
 	lost atomic.Bool
+	// secrets are the values filled into a's target, scrubbed from its
+	// outcome; unresolved says why they could not be (the attempt then
+	// fails without being delivered).
+	secrets    []string
+	unresolved error
 }
 
 // task is a committed attempt's task, known to this term from now on.
@@ -48,15 +53,18 @@ func (l *leader) task(spec *pb.JobSpec, runID string, slot int64, token uint64, 
 	if a.Worker != nil {
 		a.WaitUntil = workerWait(spec, kind, a.ScheduledAt, l.s.clock.Now())
 	}
+	values, unresolved := l.s.secrets.resolve(spec, &a)
 	ctx, cancel := context.WithCancelCause(context.Background()) // see newLeader
 	l.known[token] = struct{}{}
 	return &task{
-		a:      a,
-		kind:   kind,
-		serial: spec.GetOverlap() != pb.Overlap_OVERLAP_ALLOW,
-		ctx:    ctx,
-		cancel: cancel,
-		owner:  l,
+		a:          a,
+		kind:       kind,
+		serial:     spec.GetOverlap() != pb.Overlap_OVERLAP_ALLOW,
+		ctx:        ctx,
+		cancel:     cancel,
+		owner:      l,
+		secrets:    values,
+		unresolved: unresolved,
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/raftcron/raftcron/scheduler"
 	"github.com/raftcron/raftcron/scheduler/dispatch"
 	"github.com/raftcron/raftcron/scheduler/remote"
+	"github.com/raftcron/raftcron/secret"
 )
 
 // FieldHTTPAddr, FieldHealthAddr, FieldTLS, FieldWorkerLease and
@@ -84,6 +85,11 @@ type Config struct {
 	// node leads, up to fsm.MaxAuditLimit; 0 means api.DefaultAuditLimit.
 	// Set it alike on every node.
 	AuditLimit int
+	// SecretKeys are the keys of --secrets-key-file: the first seals the
+	// secret values this node receives, every one opens them. nil: the
+	// node stores no secret, and stops once it finds the cluster storing
+	// one (ErrSecretKeys). Give every node the same keys.
+	SecretKeys *secret.Keyring
 
 	// WorkerLease: a remote worker that sends nothing for this long, or
 	// whose stream breaks, loses its attempts (DESIGN §14); zero means

@@ -244,6 +244,8 @@ func (s *Server) wireScheduler() error {
 
 		MaxOpenRuns: s.cfg.Limits.MaxOpenRuns,
 		AheadOfWave: collectAheadOfWave,
+		Secrets:     s.state,
+		SecretKeys:  s.cfg.SecretKeys,
 	})
 	if err != nil {
 		return err
@@ -263,6 +265,7 @@ func (s *Server) registerServices() *health.Server {
 		Hub: s.hub, Triggerer: s.sched, Leadership: s.node,
 		Exec: s.cfg.Policy.Exec, Limits: s.cfg.Limits.jobs(), Audit: s.auditSwitch(),
 		ClusterVersion: s.state.ClusterVersion, Now: s.cfg.Now,
+		Secrets: s.state, SecretKeys: s.cfg.SecretKeys,
 	}))
 	cluster.RegisterInternal(s.grpc, s.node)
 	return h
@@ -272,6 +275,9 @@ func (s *Server) registerServices() *health.Server {
 // blocks (SetLeader only signals the scheduler's loop).
 func (s *Server) leadershipChanged(isLeader bool) {
 	s.sched.SetLeader(isLeader)
+	if isLeader {
+		go s.checkSecretKeys()
+	}
 	if hook := s.cfg.OnLeadershipChange; hook != nil {
 		hook(isLeader)
 	}
@@ -299,8 +305,10 @@ func (s *Server) Start(ctx context.Context) error {
 		go s.serve("health server on "+s.HealthAddr(), func() error { return s.healthHTTP.Serve(s.healthLn) })
 	}
 	go s.watchNode()
+	go s.checkSecretKeysWhenReady()
 	s.log.Info("raftcron started", "id", s.cfg.ID, "addr", s.cfg.Addr, "http_addr", s.HTTPAddr(),
-		"https", s.cfg.TLS != nil, "health_addr", s.HealthAddr(), "data_dir", s.cfg.DataDir, "version", s.cfg.Version, "acl", s.cfg.ACL)
+		"https", s.cfg.TLS != nil, "health_addr", s.HealthAddr(), "data_dir", s.cfg.DataDir, "version", s.cfg.Version, "acl", s.cfg.ACL,
+		"secrets_keys", s.cfg.SecretKeys.IDs())
 	s.cfg.Policy.log(s.log)
 	return nil
 }

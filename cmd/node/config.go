@@ -145,6 +145,7 @@ func addServeFlags(fs *pflag.FlagSet) {
 	fs.String(flagMemoryLimit, memoryLimitAuto, "Go soft memory limit: a size (1800MiB, 2GiB), off, or auto: "+
 		"GOMEMLIMIT if set, else 90% of the cgroup's memory limit or of the machine's memory")
 	addPolicyFlags(fs)
+	addSecretsFlags(fs)
 	fs.Bool(flagACL, false, "require an ACL token (authorization: Bearer <secret>) on every call but "+
 		"grpc.health.v1; create the first with `raftcron acl bootstrap`")
 	addLimitFlags(fs)
@@ -255,6 +256,8 @@ func parseServeConfig(k *koanf.Koanf) (serveConfig, error) {
 	cfg.MemoryLimit, err = parseMemoryLimit(stringValue(k, flagMemoryLimit))
 	check(err)
 	cfg.Policy, err = parsePolicyConfig(k, os.Geteuid())
+	check(err)
+	cfg.SecretKeys, err = parseSecretsKeys(k)
 	check(err)
 	var secErrs []error
 	cfg.securityConfig, secErrs = parseSecurity(k, cfg.Addr, cfg.HTTPAddr, cfg.ACL)

@@ -4,6 +4,10 @@ package e2e
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -49,6 +53,8 @@ type cluster struct {
 	nodes []*node
 	ids   []string
 	polls *poller
+	// secretsKey is the --secrets-key-file of the nodes of this build.
+	secretsKey string
 
 	// mu guards events.
 	mu     sync.Mutex
@@ -69,16 +75,16 @@ type clusterOptions struct {
 // until all are ready. Cleanup kills them and deletes the network.
 func newCluster(t testing.TB, dir string, nw network, opts clusterOptions) *cluster {
 	t.Helper()
-	c := &cluster{t: t, dir: dir, net: nw, bin: opts.bin}
+	c := &cluster{t: t, dir: dir, net: nw, bin: opts.bin, secretsKey: writeSecretsKey(t, dir)}
 	lo := localcluster.Options{Binary: opts.bin, Dir: dir, Nodes: opts.nodes, Network: nw,
 		NodeArgs: func(n *localcluster.Node) []string {
-			var args []string
 			// --insecure: in network namespaces the nodes listen on
 			// 10.77.0.x, not loopback, and these scenarios exercise the
-			// plaintext protocol (TestSecure3 covers TLS and ACLs). The
-			// previous release predates the flag.
+			// plaintext protocol (TestSecure3 covers TLS and ACLs).
+			args := []string{"--insecure"}
+			// The previous release predates the secret store.
 			if n.Binary() != releaseBinary.path {
-				args = append(args, "--insecure")
+				args = append(args, "--secrets-key-file", c.secretsKey)
 			}
 			return append(append(args, raftFlags...), opts.args...)
 		}}
@@ -98,6 +104,21 @@ func newCluster(t testing.TB, dir string, nw network, opts clusterOptions) *clus
 	c.polls = newPoller(c)
 	c.waitReady(c.nodes...)
 	return c
+}
+
+// writeSecretsKey writes the nodes' --secrets-key-file under dir: the
+// base64 of 32 random bytes, as `raftcron secret keygen` writes it.
+func writeSecretsKey(t testing.TB, dir string) string {
+	t.Helper()
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "secrets.key")
+	if err := os.WriteFile(path, []byte(base64.StdEncoding.EncodeToString(raw)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // waitExit waits until n's process exits by itself and returns its exit

@@ -49,10 +49,12 @@ type secureCluster struct {
 	certs    string      // the cluster's CA and certificates, as `raftcron tls` writes them
 	keyFile  string      // --fence-key-file of every node
 	keys     *fence.Keys // its keys
-	lc       *localcluster.Cluster
-	sink     *fencedSink
-	mgmt     string // the management token made by acl bootstrap
-	conn     *grpc.ClientConn
+	// secretsKey is the --secrets-key-file of every node.
+	secretsKey string
+	lc         *localcluster.Cluster
+	sink       *fencedSink
+	mgmt       string // the management token made by acl bootstrap
+	conn       *grpc.ClientConn
 }
 
 const secureNodes = 3
@@ -67,12 +69,14 @@ func newSecureCluster(t *testing.T) *secureCluster {
 	c.keyFile = filepath.Join(c.dir, "fence.key")
 	c.tool("tls", "ca", "create", "--dir", c.certs)
 	c.keys = writeFenceKey(t, c.keyFile)
+	c.secretsKey = filepath.Join(c.dir, "secrets.key")
+	c.tool("secret", "keygen", "--out", c.secretsKey)
 	c.sink = newFencedSink(t, c.keys)
 	for i := range secureNodes {
 		c.tool("tls", "cert", "create", "--dir", c.certs, "--node", fmt.Sprintf("n%d", i+1), "--addr", "127.0.0.1")
 	}
 	lc, err := localcluster.Launch(localcluster.Options{Binary: c.bin, Dir: c.dir, Nodes: secureNodes,
-		TLS: true, TLSDir: c.certs, Args: append([]string{"--acl", "--fence-key-file", c.keyFile}, raftFlags...)})
+		TLS: true, TLSDir: c.certs, Args: append([]string{"--acl", "--fence-key-file", c.keyFile, "--secrets-key-file", c.secretsKey}, raftFlags...)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,8 @@ const intruderTimeout = 60 * time.Second
 // port, a page rebound to a node's address (DNS rebinding), a forged
 // dispatch with a huge token, and a fourth node with another CA's
 // certificate. The node certificates are also replaced and reloaded on
-// SIGHUP.
+// SIGHUP. A secret a webhook uses reaches its downstream and nothing else
+// (checkSecrets).
 func TestSecure3(t *testing.T) {
 	c := newSecureCluster(t)
 	intruder := c.startIntruder() // its join attempts fail while the rest runs
@@ -68,6 +69,7 @@ func TestSecure3(t *testing.T) {
 	c.checkEgressDenied("self", "https://"+c.httpAddr(c.leaderIndex())+"/status")
 	c.checkReboundHost()
 	c.checkForgedDispatch()
+	c.checkSecrets()
 	c.checkCertReload()
 	c.checkIntruderKeptOut(intruder)
 }

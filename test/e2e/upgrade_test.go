@@ -25,9 +25,13 @@ import (
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
-// previousRelease is the release this build upgrades from: the last commit
-// before cluster versions (DESIGN §16).
-const previousRelease = "0d365cb"
+// previousRelease is the release this build upgrades from (DESIGN §16):
+// command version 2, before the secret store.
+const previousRelease = "ed252bd"
+
+// previousVersion is the command version previousRelease applies: the
+// cluster stays at it until every node runs this build.
+const previousVersion = 2
 
 // releaseBinary builds previousRelease's raftcron from the repository's
 // history, once per commit: bin/raftcron-<commit> is reused by later runs.
@@ -152,12 +156,13 @@ func writeFile(path string, r io.Reader, mode os.FileMode) error {
 
 // TestUpgrade3 upgrades a live 3-node cluster of the previous release to
 // this build, followers first and the leader last, each by a graceful stop
-// and a start of the new binary on the same data, while the stable jobs
-// fire and clients churn the registry. The checker must find no lost or
-// doubled slot and no token going back; a command of version 2 (ACL
-// bootstrap) must be refused, naming the nodes still to upgrade, until the
-// last node runs this build, and then work; and the cluster version must
-// reach this build's once every node runs it.
+// and a start of the new binary on the same data (with the secrets key the
+// release did not know), while the stable jobs fire and clients churn the
+// registry. The checker must find no lost or doubled slot and no token
+// going back; a command of version 3 (secret put) must be refused, naming
+// the nodes still to upgrade, until the last node runs this build, and then
+// work; and the cluster version must reach this build's once every node
+// runs it.
 func TestUpgrade3(t *testing.T) {
 	old := previousBinary(t)
 	s := newScenario(t, "upgrade3", scenarioOptions{nodes: 3, bin: old, expect: Expect{LeaderChanges: 1}})
@@ -178,16 +183,16 @@ func TestUpgrade3(t *testing.T) {
 		s.run(3 * time.Second)
 		if i < len(oldNodes)-1 {
 			s.wantNewCommandRefused(upgraded[0], oldNodes[i+1:])
-			s.wantClusterVersion(upgraded, 1)
+			s.wantClusterVersion(upgraded, previousVersion)
 		}
 	}
 
 	s.waitClusterVersion(fsm.CommandVersion)
-	s.retry("acl bootstrap once every node runs this build", func(ctx context.Context, n *node) error {
-		_, err := pb.NewAclServiceClient(s.c.client(n)).BootstrapAcl(ctx, &pb.BootstrapAclRequest{})
+	s.retry("secret put once every node runs this build", func(ctx context.Context, n *node) error {
+		_, err := pb.NewSecretServiceClient(s.c.client(n)).PutSecret(ctx, upgradeSecret)
 		return err
 	})
-	s.c.event("new-command-works", nil, "acl bootstrap committed")
+	s.c.event("new-command-works", nil, "secret put committed")
 	s.run(3 * time.Second)
 	s.finish("")
 }
@@ -207,23 +212,27 @@ func (s *scenario) upgrade(n *node) {
 	s.c.leader()
 }
 
-// wantNewCommandRefused checks that a command of version 2, sent to a node
+// upgradeSecret is the command of version 3 the upgrade proposes.
+var upgradeSecret = &pb.PutSecretRequest{Name: "upgrade", Value: []byte("put once every node runs this build")}
+
+// wantNewCommandRefused checks that a command of version 3, sent to a node
 // of this build, is refused with FailedPrecondition naming every node
 // that still runs the previous release.
 func (s *scenario) wantNewCommandRefused(via *node, behind []*node) {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err := pb.NewAclServiceClient(s.c.client(via)).BootstrapAcl(ctx, &pb.BootstrapAclRequest{})
+	_, err := pb.NewSecretServiceClient(s.c.client(via)).PutSecret(ctx, upgradeSecret)
 	st := status.Convert(err)
 	if st.Code() != codes.FailedPrecondition {
-		s.t.Fatalf("acl bootstrap through %s with %d nodes on release %s: %v, want FailedPrecondition",
+		s.t.Fatalf("secret put through %s with %d nodes on release %s: %v, want FailedPrecondition",
 			via.ID, len(behind), previousRelease, err)
 	}
-	// A node of the old release answers that it applies version 1; under
+	// A node of the old release answers that it applies version 2; under
 	// load it may not answer in time, which names it unreachable.
+	old := fmt.Sprintf(" (applies version %d)", previousVersion)
 	for _, n := range s.c.nodes {
-		named := strings.Contains(st.Message(), n.ID+" (applies version 1)") || strings.Contains(st.Message(), n.ID+" (unreachable)")
+		named := strings.Contains(st.Message(), n.ID+old) || strings.Contains(st.Message(), n.ID+" (unreachable)")
 		if old := slices.Contains(behind, n); named != old {
 			s.t.Errorf("refusal %q: names %s %v, want %v (still on release %s: %v)", st.Message(), n.ID, named, old, previousRelease, old)
 		}

@@ -34,7 +34,8 @@ type AuditRecord struct {
 	Principal string `protobuf:"bytes,3,opt,name=principal,proto3" json:"principal,omitempty"`
 	// create, update, delete, pause, resume, trigger, cancel, audit_limit,
 	// acl_bootstrap, acl_token_create, acl_token_delete, member_join,
-	// member_remove, leader_transfer, snapshot_restore.
+	// member_remove, leader_transfer, snapshot_restore, secret_put,
+	// secret_delete, secret_rotate.
 	Action string `protobuf:"bytes,4,opt,name=action,proto3" json:"action,omitempty"`
 	Job    string `protobuf:"bytes,5,opt,name=job,proto3" json:"job,omitempty"`
 	// trigger and cancel: the run concerned.
@@ -48,7 +49,10 @@ type AuditRecord struct {
 	Changes []*AuditChange `protobuf:"bytes,9,rep,name=changes,proto3" json:"changes,omitempty"`
 	// The Raft log index of the change; 0 for snapshot_restore, whose index
 	// Raft picks after the record is written (RestoreSnapshotResponse.index).
-	Index         uint64 `protobuf:"varint,10,opt,name=index,proto3" json:"index,omitempty"`
+	Index uint64 `protobuf:"varint,10,opt,name=index,proto3" json:"index,omitempty"`
+	// secret_put and secret_delete: the secret concerned (its versions are
+	// version_before and version_after).
+	Secret        string `protobuf:"bytes,40,opt,name=secret,proto3" json:"secret,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -153,10 +157,19 @@ func (x *AuditRecord) GetIndex() uint64 {
 	return 0
 }
 
+func (x *AuditRecord) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
 // AuditChange is one changed field: its path ("schedule", "http.url",
 // "labels.team") and its values before and after, rendered as in JSON
 // ("" where unset). Values that may hold secrets (http.body, http.headers.*,
-// exec.env.*) read "(hidden)".
+// exec.env.*, worker.env.*, a URL's user information, a secret's value)
+// read "changed" (or "set", "removed"), unless they reference a secret
+// (${secret:NAME}): those read as written.
 type AuditChange struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Field         string                 `protobuf:"bytes,1,opt,name=field,proto3" json:"field,omitempty"`
@@ -336,7 +349,7 @@ var File_raftcron_v1_audit_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_audit_proto_rawDesc = "" +
 	"\n" +
-	"\x17raftcron/v1/audit.proto\x12\vraftcron.v1\"\xb6\x02\n" +
+	"\x17raftcron/v1/audit.proto\x12\vraftcron.v1\"\xce\x02\n" +
 	"\vAuditRecord\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12 \n" +
 	"\fat_unix_nano\x18\x02 \x01(\x03R\n" +
@@ -349,7 +362,8 @@ const file_raftcron_v1_audit_proto_rawDesc = "" +
 	"\rversion_after\x18\b \x01(\x04R\fversionAfter\x122\n" +
 	"\achanges\x18\t \x03(\v2\x18.raftcron.v1.AuditChangeR\achanges\x12\x14\n" +
 	"\x05index\x18\n" +
-	" \x01(\x04R\x05index\"Q\n" +
+	" \x01(\x04R\x05index\x12\x16\n" +
+	"\x06secret\x18( \x01(\tR\x06secret\"Q\n" +
 	"\vAuditChange\x12\x14\n" +
 	"\x05field\x18\x01 \x01(\tR\x05field\x12\x16\n" +
 	"\x06before\x18\x02 \x01(\tR\x06before\x12\x14\n" +

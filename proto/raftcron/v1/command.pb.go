@@ -173,6 +173,9 @@ type Command struct {
 	//	*Command_SetAudit
 	//	*Command_SetClusterVersion
 	//	*Command_RecordMembership
+	//	*Command_PutSecret
+	//	*Command_DeleteSecret
+	//	*Command_RotateSecrets
 	Kind          isCommand_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -337,6 +340,33 @@ func (x *Command) GetRecordMembership() *RecordMembershipCommand {
 	return nil
 }
 
+func (x *Command) GetPutSecret() *PutSecretCommand {
+	if x != nil {
+		if x, ok := x.Kind.(*Command_PutSecret); ok {
+			return x.PutSecret
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetDeleteSecret() *DeleteSecretCommand {
+	if x != nil {
+		if x, ok := x.Kind.(*Command_DeleteSecret); ok {
+			return x.DeleteSecret
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetRotateSecrets() *RotateSecretsCommand {
+	if x != nil {
+		if x, ok := x.Kind.(*Command_RotateSecrets); ok {
+			return x.RotateSecrets
+		}
+	}
+	return nil
+}
+
 type isCommand_Kind interface {
 	isCommand_Kind()
 }
@@ -390,6 +420,19 @@ type Command_RecordMembership struct {
 	RecordMembership *RecordMembershipCommand `protobuf:"bytes,31,opt,name=record_membership,json=recordMembership,proto3,oneof"`
 }
 
+type Command_PutSecret struct {
+	// Command version 3: the secret store (secret.proto).
+	PutSecret *PutSecretCommand `protobuf:"bytes,40,opt,name=put_secret,json=putSecret,proto3,oneof"`
+}
+
+type Command_DeleteSecret struct {
+	DeleteSecret *DeleteSecretCommand `protobuf:"bytes,41,opt,name=delete_secret,json=deleteSecret,proto3,oneof"`
+}
+
+type Command_RotateSecrets struct {
+	RotateSecrets *RotateSecretsCommand `protobuf:"bytes,42,opt,name=rotate_secrets,json=rotateSecrets,proto3,oneof"`
+}
+
 func (*Command_PutJob) isCommand_Kind() {}
 
 func (*Command_DeleteJob) isCommand_Kind() {}
@@ -413,6 +456,12 @@ func (*Command_SetAudit) isCommand_Kind() {}
 func (*Command_SetClusterVersion) isCommand_Kind() {}
 
 func (*Command_RecordMembership) isCommand_Kind() {}
+
+func (*Command_PutSecret) isCommand_Kind() {}
+
+func (*Command_DeleteSecret) isCommand_Kind() {}
+
+func (*Command_RotateSecrets) isCommand_Kind() {}
 
 // RecordMembershipCommand records a membership change in the audit trail.
 // Membership changes are Raft configuration changes, not commands, so the
@@ -1530,7 +1579,7 @@ var File_raftcron_v1_command_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\n" +
-	"\x19raftcron/v1/command.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/acl.proto\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\"\xc8\a\n" +
+	"\x19raftcron/v1/command.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/acl.proto\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\x1a\x18raftcron/v1/secret.proto\"\x9d\t\n" +
 	"\aCommand\x121\n" +
 	"\x15proposed_at_unix_nano\x18\x01 \x01(\x03R\x12proposedAtUnixNano\x12+\n" +
 	"\x06caller\x18\x02 \x01(\v2\x13.raftcron.v1.CallerR\x06caller\x125\n" +
@@ -1550,7 +1599,11 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x10delete_acl_token\x18\x17 \x01(\v2\".raftcron.v1.DeleteAclTokenCommandH\x00R\x0edeleteAclToken\x12;\n" +
 	"\tset_audit\x18\x18 \x01(\v2\x1c.raftcron.v1.SetAuditCommandH\x00R\bsetAudit\x12W\n" +
 	"\x13set_cluster_version\x18\x1e \x01(\v2%.raftcron.v1.SetClusterVersionCommandH\x00R\x11setClusterVersion\x12S\n" +
-	"\x11record_membership\x18\x1f \x01(\v2$.raftcron.v1.RecordMembershipCommandH\x00R\x10recordMembershipB\x06\n" +
+	"\x11record_membership\x18\x1f \x01(\v2$.raftcron.v1.RecordMembershipCommandH\x00R\x10recordMembership\x12>\n" +
+	"\n" +
+	"put_secret\x18( \x01(\v2\x1d.raftcron.v1.PutSecretCommandH\x00R\tputSecret\x12G\n" +
+	"\rdelete_secret\x18) \x01(\v2 .raftcron.v1.DeleteSecretCommandH\x00R\fdeleteSecret\x12J\n" +
+	"\x0erotate_secrets\x18* \x01(\v2!.raftcron.v1.RotateSecretsCommandH\x00R\rrotateSecretsB\x06\n" +
 	"\x04kind\"\x8d\x01\n" +
 	"\x17RecordMembershipCommand\x12\x16\n" +
 	"\x06action\x18\x01 \x01(\tR\x06action\x12\x17\n" +
@@ -1695,11 +1748,14 @@ var file_raftcron_v1_command_proto_goTypes = []any{
 	(*BootstrapAclCommand)(nil),      // 19: raftcron.v1.BootstrapAclCommand
 	(*CreateAclTokenCommand)(nil),    // 20: raftcron.v1.CreateAclTokenCommand
 	(*DeleteAclTokenCommand)(nil),    // 21: raftcron.v1.DeleteAclTokenCommand
-	(*JobSpec)(nil),                  // 22: raftcron.v1.JobSpec
-	(*Job)(nil),                      // 23: raftcron.v1.Job
-	(*Run)(nil),                      // 24: raftcron.v1.Run
-	(FireKind)(0),                    // 25: raftcron.v1.FireKind
-	(RunState)(0),                    // 26: raftcron.v1.RunState
+	(*PutSecretCommand)(nil),         // 22: raftcron.v1.PutSecretCommand
+	(*DeleteSecretCommand)(nil),      // 23: raftcron.v1.DeleteSecretCommand
+	(*RotateSecretsCommand)(nil),     // 24: raftcron.v1.RotateSecretsCommand
+	(*JobSpec)(nil),                  // 25: raftcron.v1.JobSpec
+	(*Job)(nil),                      // 26: raftcron.v1.Job
+	(*Run)(nil),                      // 27: raftcron.v1.Run
+	(FireKind)(0),                    // 28: raftcron.v1.FireKind
+	(RunState)(0),                    // 29: raftcron.v1.RunState
 }
 var file_raftcron_v1_command_proto_depIdxs = []int32{
 	18, // 0: raftcron.v1.Command.caller:type_name -> raftcron.v1.Caller
@@ -1715,26 +1771,29 @@ var file_raftcron_v1_command_proto_depIdxs = []int32{
 	17, // 10: raftcron.v1.Command.set_audit:type_name -> raftcron.v1.SetAuditCommand
 	4,  // 11: raftcron.v1.Command.set_cluster_version:type_name -> raftcron.v1.SetClusterVersionCommand
 	3,  // 12: raftcron.v1.Command.record_membership:type_name -> raftcron.v1.RecordMembershipCommand
-	22, // 13: raftcron.v1.PutJobCommand.spec:type_name -> raftcron.v1.JobSpec
-	0,  // 14: raftcron.v1.PutJobCommand.mode:type_name -> raftcron.v1.PutMode
-	1,  // 15: raftcron.v1.CommandResult.code:type_name -> raftcron.v1.ResultCode
-	23, // 16: raftcron.v1.CommandResult.job:type_name -> raftcron.v1.Job
-	12, // 17: raftcron.v1.CommandResult.fires:type_name -> raftcron.v1.FireResult
-	15, // 18: raftcron.v1.CommandResult.completions:type_name -> raftcron.v1.CompletionResult
-	24, // 19: raftcron.v1.CommandResult.run:type_name -> raftcron.v1.Run
-	10, // 20: raftcron.v1.FireBatchCommand.fires:type_name -> raftcron.v1.Fire
-	11, // 21: raftcron.v1.FireBatchCommand.misses:type_name -> raftcron.v1.Miss
-	25, // 22: raftcron.v1.Fire.kind:type_name -> raftcron.v1.FireKind
-	24, // 23: raftcron.v1.FireResult.run:type_name -> raftcron.v1.Run
-	22, // 24: raftcron.v1.FireResult.spec:type_name -> raftcron.v1.JobSpec
-	14, // 25: raftcron.v1.CompleteBatchCommand.completions:type_name -> raftcron.v1.Completion
-	26, // 26: raftcron.v1.Completion.outcome:type_name -> raftcron.v1.RunState
-	24, // 27: raftcron.v1.CompletionResult.run:type_name -> raftcron.v1.Run
-	28, // [28:28] is the sub-list for method output_type
-	28, // [28:28] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	22, // 13: raftcron.v1.Command.put_secret:type_name -> raftcron.v1.PutSecretCommand
+	23, // 14: raftcron.v1.Command.delete_secret:type_name -> raftcron.v1.DeleteSecretCommand
+	24, // 15: raftcron.v1.Command.rotate_secrets:type_name -> raftcron.v1.RotateSecretsCommand
+	25, // 16: raftcron.v1.PutJobCommand.spec:type_name -> raftcron.v1.JobSpec
+	0,  // 17: raftcron.v1.PutJobCommand.mode:type_name -> raftcron.v1.PutMode
+	1,  // 18: raftcron.v1.CommandResult.code:type_name -> raftcron.v1.ResultCode
+	26, // 19: raftcron.v1.CommandResult.job:type_name -> raftcron.v1.Job
+	12, // 20: raftcron.v1.CommandResult.fires:type_name -> raftcron.v1.FireResult
+	15, // 21: raftcron.v1.CommandResult.completions:type_name -> raftcron.v1.CompletionResult
+	27, // 22: raftcron.v1.CommandResult.run:type_name -> raftcron.v1.Run
+	10, // 23: raftcron.v1.FireBatchCommand.fires:type_name -> raftcron.v1.Fire
+	11, // 24: raftcron.v1.FireBatchCommand.misses:type_name -> raftcron.v1.Miss
+	28, // 25: raftcron.v1.Fire.kind:type_name -> raftcron.v1.FireKind
+	27, // 26: raftcron.v1.FireResult.run:type_name -> raftcron.v1.Run
+	25, // 27: raftcron.v1.FireResult.spec:type_name -> raftcron.v1.JobSpec
+	14, // 28: raftcron.v1.CompleteBatchCommand.completions:type_name -> raftcron.v1.Completion
+	29, // 29: raftcron.v1.Completion.outcome:type_name -> raftcron.v1.RunState
+	27, // 30: raftcron.v1.CompletionResult.run:type_name -> raftcron.v1.Run
+	31, // [31:31] is the sub-list for method output_type
+	31, // [31:31] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_command_proto_init() }
@@ -1745,6 +1804,7 @@ func file_raftcron_v1_command_proto_init() {
 	file_raftcron_v1_acl_proto_init()
 	file_raftcron_v1_job_proto_init()
 	file_raftcron_v1_run_proto_init()
+	file_raftcron_v1_secret_proto_init()
 	file_raftcron_v1_command_proto_msgTypes[0].OneofWrappers = []any{
 		(*Command_PutJob)(nil),
 		(*Command_DeleteJob)(nil),
@@ -1758,6 +1818,9 @@ func file_raftcron_v1_command_proto_init() {
 		(*Command_SetAudit)(nil),
 		(*Command_SetClusterVersion)(nil),
 		(*Command_RecordMembership)(nil),
+		(*Command_PutSecret)(nil),
+		(*Command_DeleteSecret)(nil),
+		(*Command_RotateSecrets)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -51,7 +51,10 @@ type SnapshotHeader struct {
 	// The runs fired, failed and missed in each minute of the last hour that
 	// had any, oldest first: statistics for status, which nothing the state
 	// machine decides reads.
-	RunCounts     []*MinuteRunCounts `protobuf:"bytes,31,rep,name=run_counts,json=runCounts,proto3" json:"run_counts,omitempty"`
+	RunCounts []*MinuteRunCounts `protobuf:"bytes,31,rep,name=run_counts,json=runCounts,proto3" json:"run_counts,omitempty"`
+	// How many secret records follow the audit records (encrypted values
+	// only); a snapshot without secrets has 0 here.
+	SecretCount   uint64 `protobuf:"varint,40,opt,name=secret_count,json=secretCount,proto3" json:"secret_count,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -177,6 +180,13 @@ func (x *SnapshotHeader) GetRunCounts() []*MinuteRunCounts {
 	return nil
 }
 
+func (x *SnapshotHeader) GetSecretCount() uint64 {
+	if x != nil {
+		return x.SecretCount
+	}
+	return 0
+}
+
 // MinuteRunCounts is what the runs did in one minute, by the times the
 // leader stamped into the entries.
 type MinuteRunCounts struct {
@@ -241,6 +251,7 @@ type SnapshotRecord struct {
 	//	*SnapshotRecord_Run
 	//	*SnapshotRecord_AclToken
 	//	*SnapshotRecord_Audit
+	//	*SnapshotRecord_Secret
 	Record        isSnapshotRecord_Record `protobuf_oneof:"record"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -328,6 +339,15 @@ func (x *SnapshotRecord) GetAudit() *AuditEntry {
 	return nil
 }
 
+func (x *SnapshotRecord) GetSecret() *Secret {
+	if x != nil {
+		if x, ok := x.Record.(*SnapshotRecord_Secret); ok {
+			return x.Secret
+		}
+	}
+	return nil
+}
+
 type isSnapshotRecord_Record interface {
 	isSnapshotRecord_Record()
 }
@@ -353,6 +373,10 @@ type SnapshotRecord_Audit struct {
 	Audit *AuditEntry `protobuf:"bytes,21,opt,name=audit,proto3,oneof"`
 }
 
+type SnapshotRecord_Secret struct {
+	Secret *Secret `protobuf:"bytes,40,opt,name=secret,proto3,oneof"`
+}
+
 func (*SnapshotRecord_Job) isSnapshotRecord_Record() {}
 
 func (*SnapshotRecord_Tombstone) isSnapshotRecord_Record() {}
@@ -362,6 +386,8 @@ func (*SnapshotRecord_Run) isSnapshotRecord_Record() {}
 func (*SnapshotRecord_AclToken) isSnapshotRecord_Record() {}
 
 func (*SnapshotRecord_Audit) isSnapshotRecord_Record() {}
+
+func (*SnapshotRecord_Secret) isSnapshotRecord_Record() {}
 
 // AuditEntry is how the audit trail keeps a record: the record without the
 // diff of the job's spec, and the two specs that diff is rendered from
@@ -375,7 +401,11 @@ type AuditEntry struct {
 	SpecBefore *JobSpec `protobuf:"bytes,2,opt,name=spec_before,json=specBefore,proto3" json:"spec_before,omitempty"`
 	SpecAfter  *JobSpec `protobuf:"bytes,3,opt,name=spec_after,json=specAfter,proto3" json:"spec_after,omitempty"`
 	// ACL writes: the token created or deleted, without its secret hash.
-	Token         *AclToken `protobuf:"bytes,4,opt,name=token,proto3" json:"token,omitempty"`
+	Token *AclToken `protobuf:"bytes,4,opt,name=token,proto3" json:"token,omitempty"`
+	// Secret writes: the secret before and after, without ciphertext (a
+	// value's change reads "changed", never the value).
+	SecretBefore  *Secret `protobuf:"bytes,40,opt,name=secret_before,json=secretBefore,proto3" json:"secret_before,omitempty"`
+	SecretAfter   *Secret `protobuf:"bytes,41,opt,name=secret_after,json=secretAfter,proto3" json:"secret_after,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -438,6 +468,20 @@ func (x *AuditEntry) GetToken() *AclToken {
 	return nil
 }
 
+func (x *AuditEntry) GetSecretBefore() *Secret {
+	if x != nil {
+		return x.SecretBefore
+	}
+	return nil
+}
+
+func (x *AuditEntry) GetSecretAfter() *Secret {
+	if x != nil {
+		return x.SecretAfter
+	}
+	return nil
+}
+
 // Tombstone remembers a deleted job's last generation, so that a job
 // re-created under the same name never repeats a slot identity.
 type Tombstone struct {
@@ -496,7 +540,7 @@ var File_raftcron_v1_snapshot_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_snapshot_proto_rawDesc = "" +
 	"\n" +
-	"\x1araftcron/v1/snapshot.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/acl.proto\x1a\x17raftcron/v1/audit.proto\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\"\x8a\x04\n" +
+	"\x1araftcron/v1/snapshot.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/acl.proto\x1a\x17raftcron/v1/audit.proto\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\x1a\x18raftcron/v1/secret.proto\"\xad\x04\n" +
 	"\x0eSnapshotHeader\x12%\n" +
 	"\x0eformat_version\x18\x01 \x01(\rR\rformatVersion\x12'\n" +
 	"\x0ffencing_counter\x18\x02 \x01(\x04R\x0efencingCounter\x12\x1b\n" +
@@ -513,18 +557,20 @@ const file_raftcron_v1_snapshot_proto_rawDesc = "" +
 	"auditCount\x12'\n" +
 	"\x0fcluster_version\x18\x1e \x01(\rR\x0eclusterVersion\x12;\n" +
 	"\n" +
-	"run_counts\x18\x1f \x03(\v2\x1c.raftcron.v1.MinuteRunCountsR\trunCounts\"b\n" +
+	"run_counts\x18\x1f \x03(\v2\x1c.raftcron.v1.MinuteRunCountsR\trunCounts\x12!\n" +
+	"\fsecret_count\x18( \x01(\x04R\vsecretCount\"b\n" +
 	"\x0fMinuteRunCounts\x12\x1f\n" +
 	"\vminute_unix\x18\x01 \x01(\x03R\n" +
 	"minuteUnix\x12.\n" +
-	"\x06counts\x18\x02 \x01(\v2\x16.raftcron.v1.RunCountsR\x06counts\"\x85\x02\n" +
+	"\x06counts\x18\x02 \x01(\v2\x16.raftcron.v1.RunCountsR\x06counts\"\xb4\x02\n" +
 	"\x0eSnapshotRecord\x12$\n" +
 	"\x03job\x18\x01 \x01(\v2\x10.raftcron.v1.JobH\x00R\x03job\x126\n" +
 	"\ttombstone\x18\x02 \x01(\v2\x16.raftcron.v1.TombstoneH\x00R\ttombstone\x12$\n" +
 	"\x03run\x18\x03 \x01(\v2\x10.raftcron.v1.RunH\x00R\x03run\x124\n" +
 	"\tacl_token\x18\x14 \x01(\v2\x15.raftcron.v1.AclTokenH\x00R\baclToken\x12/\n" +
-	"\x05audit\x18\x15 \x01(\v2\x17.raftcron.v1.AuditEntryH\x00R\x05auditB\b\n" +
-	"\x06record\"\xd7\x01\n" +
+	"\x05audit\x18\x15 \x01(\v2\x17.raftcron.v1.AuditEntryH\x00R\x05audit\x12-\n" +
+	"\x06secret\x18( \x01(\v2\x13.raftcron.v1.SecretH\x00R\x06secretB\b\n" +
+	"\x06record\"\xc9\x02\n" +
 	"\n" +
 	"AuditEntry\x120\n" +
 	"\x06record\x18\x01 \x01(\v2\x18.raftcron.v1.AuditRecordR\x06record\x125\n" +
@@ -532,7 +578,9 @@ const file_raftcron_v1_snapshot_proto_rawDesc = "" +
 	"specBefore\x123\n" +
 	"\n" +
 	"spec_after\x18\x03 \x01(\v2\x14.raftcron.v1.JobSpecR\tspecAfter\x12+\n" +
-	"\x05token\x18\x04 \x01(\v2\x15.raftcron.v1.AclTokenR\x05token\"?\n" +
+	"\x05token\x18\x04 \x01(\v2\x15.raftcron.v1.AclTokenR\x05token\x128\n" +
+	"\rsecret_before\x18( \x01(\v2\x13.raftcron.v1.SecretR\fsecretBefore\x126\n" +
+	"\fsecret_after\x18) \x01(\v2\x13.raftcron.v1.SecretR\vsecretAfter\"?\n" +
 	"\tTombstone\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1e\n" +
 	"\n" +
@@ -562,8 +610,9 @@ var file_raftcron_v1_snapshot_proto_goTypes = []any{
 	(*Job)(nil),             // 6: raftcron.v1.Job
 	(*Run)(nil),             // 7: raftcron.v1.Run
 	(*AclToken)(nil),        // 8: raftcron.v1.AclToken
-	(*AuditRecord)(nil),     // 9: raftcron.v1.AuditRecord
-	(*JobSpec)(nil),         // 10: raftcron.v1.JobSpec
+	(*Secret)(nil),          // 9: raftcron.v1.Secret
+	(*AuditRecord)(nil),     // 10: raftcron.v1.AuditRecord
+	(*JobSpec)(nil),         // 11: raftcron.v1.JobSpec
 }
 var file_raftcron_v1_snapshot_proto_depIdxs = []int32{
 	1,  // 0: raftcron.v1.SnapshotHeader.run_counts:type_name -> raftcron.v1.MinuteRunCounts
@@ -573,15 +622,18 @@ var file_raftcron_v1_snapshot_proto_depIdxs = []int32{
 	7,  // 4: raftcron.v1.SnapshotRecord.run:type_name -> raftcron.v1.Run
 	8,  // 5: raftcron.v1.SnapshotRecord.acl_token:type_name -> raftcron.v1.AclToken
 	3,  // 6: raftcron.v1.SnapshotRecord.audit:type_name -> raftcron.v1.AuditEntry
-	9,  // 7: raftcron.v1.AuditEntry.record:type_name -> raftcron.v1.AuditRecord
-	10, // 8: raftcron.v1.AuditEntry.spec_before:type_name -> raftcron.v1.JobSpec
-	10, // 9: raftcron.v1.AuditEntry.spec_after:type_name -> raftcron.v1.JobSpec
-	8,  // 10: raftcron.v1.AuditEntry.token:type_name -> raftcron.v1.AclToken
-	11, // [11:11] is the sub-list for method output_type
-	11, // [11:11] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	9,  // 7: raftcron.v1.SnapshotRecord.secret:type_name -> raftcron.v1.Secret
+	10, // 8: raftcron.v1.AuditEntry.record:type_name -> raftcron.v1.AuditRecord
+	11, // 9: raftcron.v1.AuditEntry.spec_before:type_name -> raftcron.v1.JobSpec
+	11, // 10: raftcron.v1.AuditEntry.spec_after:type_name -> raftcron.v1.JobSpec
+	8,  // 11: raftcron.v1.AuditEntry.token:type_name -> raftcron.v1.AclToken
+	9,  // 12: raftcron.v1.AuditEntry.secret_before:type_name -> raftcron.v1.Secret
+	9,  // 13: raftcron.v1.AuditEntry.secret_after:type_name -> raftcron.v1.Secret
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_snapshot_proto_init() }
@@ -593,12 +645,14 @@ func file_raftcron_v1_snapshot_proto_init() {
 	file_raftcron_v1_audit_proto_init()
 	file_raftcron_v1_job_proto_init()
 	file_raftcron_v1_run_proto_init()
+	file_raftcron_v1_secret_proto_init()
 	file_raftcron_v1_snapshot_proto_msgTypes[2].OneofWrappers = []any{
 		(*SnapshotRecord_Job)(nil),
 		(*SnapshotRecord_Tombstone)(nil),
 		(*SnapshotRecord_Run)(nil),
 		(*SnapshotRecord_AclToken)(nil),
 		(*SnapshotRecord_Audit)(nil),
+		(*SnapshotRecord_Secret)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
