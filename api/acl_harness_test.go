@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/raftcron/raftcron/fsm"
+	"github.com/raftcron/raftcron/policy"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -130,6 +131,9 @@ func newACLHarness(t *testing.T, enabled bool) *aclHarness {
 		Workers: fakeWorkerHub{err: errWorkerServed}, Leader: &fakeLeaderInfo{leading: true},
 		Hub: h.hub, Triggerer: fsmTriggerer{h.store}, Audit: sw, Now: now,
 		Secrets: state, SecretKeys: testKeys(t, 1),
+		// A node's own exec policy, as serve builds it with no flags:
+		// no exec jobs, and the default refusals for env names.
+		Exec: mustNoExec(t),
 	}))
 
 	lis := bufconn.Listen(1 << 20)
@@ -209,4 +213,14 @@ func labelled(name string, labels map[string]string) *pb.JobSpec {
 	s := validSpec(name)
 	s.Labels = labels
 	return s
+}
+
+// mustNoExec is the exec policy of a node started without --exec-allow.
+func mustNoExec(t *testing.T) *policy.Exec {
+	t.Helper()
+	e, err := policy.NewExec(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }
