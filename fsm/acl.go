@@ -157,9 +157,10 @@ func bootstrapACL(s *state, c *pb.Command, e entry) (outcome, error) {
 		return outcome{}, err
 	}
 	s.acl.bootstrapped = true
-	s.acl.put(storedToken(t, e))
+	stored := storedToken(t, e)
+	s.acl.put(stored)
 	s.tx.touch()
-	return outcome{changed: true, created: true}, nil
+	return outcome{changed: true, created: true, token: stored}, nil
 }
 
 func createACLToken(s *state, c *pb.Command, e entry) (outcome, error) {
@@ -186,7 +187,7 @@ func createACLToken(s *state, c *pb.Command, e entry) (outcome, error) {
 	}
 	s.acl.put(stored)
 	s.tx.touch()
-	return outcome{changed: true, created: true}, nil
+	return outcome{changed: true, created: true, token: stored}, nil
 }
 
 // deleteACLToken deletes a token, but never the last management token that
