@@ -63,14 +63,19 @@ func NewACLService(d Deps) pb.AclServiceServer {
 // errBootstrapped refuses a bootstrap of a cluster that has one.
 var errBootstrapped = status.Error(codes.FailedPrecondition, "ACLs are bootstrapped already: bootstrap works once")
 
-// BootstrapAcl needs no token, so anyone who reaches a node may call it:
-// once the cluster is bootstrapped it is refused from this node's state
-// after a read barrier, and commits nothing (a barrier writes no entry, but
-// the first one of a leader's term).
+// BootstrapAcl needs no token, so anyone who reaches a node may call it.
+// Once the cluster is bootstrapped it is refused from this node's state
+// and commits nothing. The flag never goes back, so a node that has
+// applied the bootstrap refuses at once; one that has not (a lagging
+// follower) reads the leader's state first (a read barrier) and refuses if
+// that has it.
 func (a *aclService) BootstrapAcl(ctx context.Context, _ *pb.BootstrapAclRequest) (*pb.BootstrapAclResponse, error) {
 	if a.fromFile {
 		return nil, status.Error(codes.FailedPrecondition, "this cluster's first management token is the secret in "+
 			"the file of serve --acl-bootstrap-file, which its leader bootstraps: use that secret")
+	}
+	if a.tokens.ACLBootstrapped() {
+		return nil, errBootstrapped
 	}
 	if err := statusOf(a.store.ReadBarrier(ctx)); err != nil {
 		return nil, err

@@ -17,9 +17,10 @@ import (
 )
 
 // Anyone who reaches a node may call BootstrapAcl. Once the cluster is
-// bootstrapped each call is answered from the node's state after a read
-// barrier: before, every call committed an entry that the FSM refused, so
-// 20 calls moved the commit index by 20.
+// bootstrapped each call is answered from the node's state: before, every
+// call committed an entry that the FSM refused, so 20 calls moved the
+// commit index by 20. A node that has applied the bootstrap needs no read
+// barrier either (on a lagging follower, one may append an entry).
 func TestBootstrapOfABootstrappedClusterWritesNothing(t *testing.T) {
 	h := newACLHarness(t, true)
 	mgmt := h.bootstrap(t)
@@ -44,9 +45,33 @@ func TestBootstrapOfABootstrappedClusterWritesNothing(t *testing.T) {
 	if after != before {
 		t.Fatalf("20 refused bootstraps committed %d entries, want none", after-before)
 	}
-	if n := h.store.barrierCount() - barriers; n != 20 {
-		t.Fatalf("20 bootstraps made %d read barriers, want one each (a follower must not answer from a stale state)", n)
+	if n := h.store.barrierCount() - barriers; n != 0 {
+		t.Fatalf("20 refused bootstraps made %d read barriers, want none: the node has applied the bootstrap", n)
 	}
+}
+
+// A node whose state lags the bootstrap (a follower) reads the leader's
+// state before it answers, and refuses without proposing.
+func TestBootstrapOnALaggingNodeReadsTheLeadersStateFirst(t *testing.T) {
+	lagging := &fsmStore{f: fsm.New()}
+	lagging.onBarrier = func() { // the leader's bootstrap reaches the node
+		_, _ = lagging.Apply(context.Background(), BootstrapCommand(tokenWithSecret("bootstrap", pb.AclRole_ACL_ROLE_MANAGEMENT, nil, "s")))
+	}
+	svc := NewACLService(Deps{Store: &noProposals{lagging}, Tokens: lagging.f})
+	_, err := svc.BootstrapAcl(testCtx(t), &pb.BootstrapAclRequest{})
+	if st := wantCode(t, err, codes.FailedPrecondition); !strings.Contains(st.Message(), "bootstrapped already") {
+		t.Fatalf("bootstrap on a lagging node: %q", st.Message())
+	}
+	if lagging.barrierCount() != 1 {
+		t.Fatalf("%d read barriers, want one", lagging.barrierCount())
+	}
+}
+
+// noProposals is a store through which nothing may be proposed.
+type noProposals struct{ *fsmStore }
+
+func (noProposals) Apply(context.Context, *pb.Command) (*pb.CommandResult, error) {
+	return nil, status.Error(codes.Internal, "proposed")
 }
 
 // On a node whose leader bootstraps from serve --acl-bootstrap-file, the

@@ -39,9 +39,16 @@ func TestACLsOnARealCluster(t *testing.T) {
 	defer cancel()
 	acl := pb.NewAclServiceClient(dialPlain(t, followers[0].Addr()))
 	mgmt := withToken(ctx, bootstrapSecret)
-	testutil.WaitFor(t, 10*time.Second, "the file's secret working as the management token", func() bool {
-		_, err := acl.ListAclTokens(mgmt, &pb.ListAclTokensRequest{})
-		return err == nil
+	// Waited for on each node's own state: a read through a follower that
+	// lags may have the leader append a barrier to tell it the commit
+	// index (cluster's announceCommit), which would move the index below.
+	testutil.WaitFor(t, 10*time.Second, "every node applied the bootstrap", func() bool {
+		for _, s := range servers {
+			if !s.FSM().ACLBootstrapped() {
+				return false
+			}
+		}
+		return true
 	})
 
 	term, before := leader.Node().Term(), leader.Node().Status().GetCommitIndex()
@@ -62,6 +69,9 @@ func TestACLsOnARealCluster(t *testing.T) {
 			t.Fatalf("CreateAclToken %s: %v", req.GetName(), err)
 		}
 		return resp.GetSecret()
+	}
+	if _, err := acl.ListAclTokens(mgmt, &pb.ListAclTokensRequest{}); err != nil {
+		t.Fatalf("the file's secret as the management token: %v", err)
 	}
 	read := create(&pb.CreateAclTokenRequest{Name: "viewer", Role: pb.AclRole_ACL_ROLE_READ})
 	worker := create(&pb.CreateAclTokenRequest{Name: "payments-worker", Role: pb.AclRole_ACL_ROLE_WORKER,
