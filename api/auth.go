@@ -138,7 +138,8 @@ func (a *Authorizer) principal(ctx context.Context, perm Permission) (Principal,
 		return Principal{Name: peerName(ctx)}, nil
 	case !given:
 		return Principal{}, status.Error(codes.Unauthenticated,
-			"this node requires an ACL token: pass --token or set RAFTCRON_TOKEN (metadata authorization: Bearer <secret>)")
+			"this node requires an ACL token: pass --token-file or --token, or set RAFTCRON_TOKEN_FILE or RAFTCRON_TOKEN "+
+				"(metadata authorization: Bearer <secret>)")
 	}
 	t, err := a.lookup(ctx, secret)
 	if err != nil {
