@@ -8,7 +8,6 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/raftcron/raftcron/jobspec"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -119,8 +118,9 @@ func checkToken(field string, t *pb.AclToken) error {
 	return checkWorkerBinding(field, t)
 }
 
-// checkWorkerBinding: only worker tokens are bound to pools, each a valid
-// pool name.
+// checkWorkerBinding: only worker tokens are bound to pools, each named
+// once. (The API checks that each is a pool name; the FSM needs only to
+// tell them apart.)
 func checkWorkerBinding(field string, t *pb.AclToken) error {
 	if t.GetRole() != pb.AclRole_ACL_ROLE_WORKER {
 		if len(t.GetPools()) > 0 || t.GetMaxConcurrency() > 0 {
@@ -130,8 +130,8 @@ func checkWorkerBinding(field string, t *pb.AclToken) error {
 	}
 	seen := make(map[string]bool, len(t.GetPools()))
 	for _, p := range t.GetPools() {
-		if err := jobspec.ValidateName(p); err != nil {
-			return fail(ErrInvalid, "%s.pools: %q %s", field, p, jobspec.NameRule)
+		if p == "" {
+			return fail(ErrInvalid, "%s.pools: a pool without a name", field)
 		}
 		if seen[p] {
 			return fail(ErrInvalid, "%s.pools: %q given twice", field, p)
