@@ -11,7 +11,7 @@ import (
 // Bounds of a bootstrap secret an operator chose (serve
 // --acl-bootstrap-file). Ours have 43 characters.
 const (
-	MinBootstrapSecret = 32
+	minBootstrapSecret = 32
 	maxBootstrapSecret = 4096
 )
 
@@ -19,9 +19,9 @@ const (
 // or nil: long enough not to be guessed, and printable without spaces so
 // that it travels as it is in "authorization: Bearer <secret>".
 func CheckBootstrapSecret(secret string) error {
-	if n := len(secret); n < MinBootstrapSecret || n > maxBootstrapSecret {
+	if n := len(secret); n < minBootstrapSecret || n > maxBootstrapSecret {
 		return fmt.Errorf("the secret must be %d to %d characters, got %d (`openssl rand -base64 32` makes one)",
-			MinBootstrapSecret, maxBootstrapSecret, n)
+			minBootstrapSecret, maxBootstrapSecret, n)
 	}
 	for i := range len(secret) {
 		if c := secret[i]; c <= ' ' || c > '~' {

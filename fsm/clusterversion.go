@@ -40,7 +40,7 @@ const version2 uint32 = 2
 // registry and the ledger (userrestore.go), decided by the leader from the
 // active version, so that every node installs the same stream. It also
 // bound worker tokens to pools and made tokens expire (fields of
-// create_acl_token that only it writes, see fieldsVersion), requires a pool
+// create_acl_token that only it writes, see laterFields), requires a pool
 // of every worker token it creates, and counts runs per minute (tally.go):
 // release ed252bd, of version 2, keeps no counts.
 const version3 uint32 = 3

@@ -18,7 +18,7 @@ import (
 // cancel_run, set_audit and record_membership; version 3 changes rules of
 // existing kinds (clusterversion.go: version3), adds the secret store and
 // the fields of create_acl_token that bind worker tokens to pools and make
-// tokens expire (fieldsVersion), and from it nodes sign their dispatches v2
+// tokens expire (laterFields), and from it nodes sign their dispatches v2
 // (SignaturesV2Version).
 const CommandVersion uint32 = 3
 

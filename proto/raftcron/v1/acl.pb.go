@@ -98,7 +98,8 @@ type AclToken struct {
 	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	// SHA-256 of the secret. Replicated state only: never sent to clients.
 	SecretHash []byte `protobuf:"bytes,6,opt,name=secret_hash,json=secretHash,proto3" json:"secret_hash,omitempty"`
-	// Fields 10 to 19 are command version 3 (fsm.VersionOf).
+	// Fields 10 to 12 are of command version 3: a create_acl_token that sets
+	// them waits until every voter applies it (fsm.VersionOf).
 	// Worker tokens: the pools whose attempts a worker session of this token
 	// may take. Empty on a worker token made before command version 3: any
 	// pool, as then.
