@@ -73,7 +73,7 @@ func (c *secureCluster) checkACLBindings() {
 		if err == nil || !strings.Contains(stderr.String(), "not authenticated: ACL token deleted") {
 			t.Fatalf("run watch of the deleted token ended with %v, stderr %q; want it refused as unauthenticated", err, stderr.String())
 		}
-		t.Logf("run watch of the deleted token ended %s after the deletion", time.Since(deleted).Round(time.Millisecond))
+		t.Logf("run watch of the deleted token ended at most %s after `acl token delete` returned", time.Since(deleted).Round(time.Millisecond))
 	case <-time.After(revocationBound):
 		t.Fatalf("run watch of the deleted token still open %s after the deletion", revocationBound)
 	}
