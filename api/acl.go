@@ -7,16 +7,19 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/raftcron/raftcron/jobspec"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+	"github.com/raftcron/raftcron/scheduler/remote"
 )
 
 // BootstrapTokenName is the name of the token `acl bootstrap` creates.
@@ -32,42 +35,66 @@ var tokenNamePattern = regexp.MustCompile("^" + tokenNameRule + "$")
 // characters (crypto/rand.Text).
 const maxAccessorIDLen = 64
 
-// TokenLister lists the replicated ACL tokens, without their hashes.
+// TokenLister lists the replicated ACL tokens, without their hashes, and
+// says whether ACLs were bootstrapped.
 type TokenLister interface {
 	ACLTokens() []*pb.AclToken
+	ACLBootstrapped() bool
 }
 
 type aclService struct {
 	pb.UnimplementedAclServiceServer
-	store  Store
-	tokens TokenLister
-	now    func() time.Time
-	audit  *AuditSwitch
+	store    Store
+	tokens   TokenLister
+	now      func() time.Time
+	audit    *AuditSwitch
+	fromFile bool
 }
 
 // NewACLService serves AclService from d's Store and Tokens (required),
-// Audit and Now (which dates the token a response shows). Secrets are
-// generated here, at the edge: the FSM must stay deterministic, so the log
-// carries only their hashes.
+// Audit, Now (which dates the token a response shows) and
+// ACLBootstrapFromFile. Secrets are generated here, at the edge: the FSM
+// must stay deterministic, so the log carries only their hashes.
 func NewACLService(d Deps) pb.AclServiceServer {
 	d = d.withDefaults()
-	return &aclService{store: d.Store, tokens: d.Tokens, now: d.Now, audit: d.Audit}
+	return &aclService{store: d.Store, tokens: d.Tokens, now: d.Now, audit: d.Audit, fromFile: d.ACLBootstrapFromFile}
 }
 
+// errBootstrapped refuses a bootstrap of a cluster that has one.
+var errBootstrapped = status.Error(codes.FailedPrecondition, "ACLs are bootstrapped already: bootstrap works once")
+
+// BootstrapAcl needs no token, so anyone who reaches a node may call it.
+// Once the cluster is bootstrapped it is refused from this node's state
+// and commits nothing. The flag never goes back, so a node that has
+// applied the bootstrap refuses at once; one that has not (a lagging
+// follower) reads the leader's state first (a read barrier) and refuses if
+// that has it.
 func (a *aclService) BootstrapAcl(ctx context.Context, _ *pb.BootstrapAclRequest) (*pb.BootstrapAclResponse, error) {
+	if a.fromFile {
+		return nil, status.Error(codes.FailedPrecondition, "this cluster's first management token is the secret in "+
+			"the file of serve --acl-bootstrap-file, which its leader bootstraps: use that secret")
+	}
+	if a.tokens.ACLBootstrapped() {
+		return nil, errBootstrapped
+	}
+	if err := statusOf(a.store.ReadBarrier(ctx)); err != nil {
+		return nil, err
+	}
+	if a.tokens.ACLBootstrapped() {
+		return nil, errBootstrapped
+	}
 	tok, secret := newToken(BootstrapTokenName, pb.AclRole_ACL_ROLE_MANAGEMENT, nil)
-	now := a.now()
-	res, err := a.apply(ctx, &pb.Command{Kind: &pb.Command_BootstrapAcl{BootstrapAcl: &pb.BootstrapAclCommand{Token: tok}}})
+	res, err := a.apply(ctx, BootstrapCommand(tok))
 	if err != nil {
 		return nil, err
 	}
 	if res.GetCode() == pb.ResultCode_RESULT_CODE_ALREADY_EXISTS {
-		return nil, status.Error(codes.FailedPrecondition, res.GetMessage())
+		return nil, errBootstrapped // another bootstrap committed after the barrier
 	}
 	if err := okResult(res); err != nil {
 		return nil, err
 	}
-	return &pb.BootstrapAclResponse{Token: issued(tok, now), Secret: secret}, nil
+	return &pb.BootstrapAclResponse{Token: a.issued(tok, res), Secret: secret}, nil
 }
 
 func (a *aclService) CreateAclToken(ctx context.Context, req *pb.CreateAclTokenRequest) (*pb.CreateAclTokenResponse, error) {
@@ -75,15 +102,17 @@ func (a *aclService) CreateAclToken(ctx context.Context, req *pb.CreateAclTokenR
 		return nil, err
 	}
 	tok, secret := newToken(req.GetName(), req.GetRole(), req.GetSelector())
-	now := a.now()
-	res, err := a.apply(ctx, &pb.Command{Kind: &pb.Command_CreateAclToken{CreateAclToken: &pb.CreateAclTokenCommand{Token: tok}}})
+	tok.Pools, tok.MaxConcurrency = req.GetPools(), req.GetMaxConcurrency()
+	res, err := a.apply(ctx, &pb.Command{Kind: &pb.Command_CreateAclToken{CreateAclToken: &pb.CreateAclTokenCommand{
+		Token: tok, Ttl: req.GetTtl(),
+	}}})
 	if err != nil {
 		return nil, err
 	}
 	if err := okResult(res); err != nil {
 		return nil, err
 	}
-	return &pb.CreateAclTokenResponse{Token: issued(tok, now), Secret: secret}, nil
+	return &pb.CreateAclTokenResponse{Token: a.issued(tok, res), Secret: secret}, nil
 }
 
 func (a *aclService) ListAclTokens(ctx context.Context, _ *pb.ListAclTokensRequest) (*pb.ListAclTokensResponse, error) {
@@ -150,6 +179,9 @@ func validTokenRequest(req *pb.CreateAclTokenRequest) error {
 	if _, known := roleNames[role]; !known {
 		return fieldError("role", "required: management, write, read or worker")
 	}
+	if err := validTokenBindings(req); err != nil {
+		return err
+	}
 	sel := req.GetSelector()
 	if len(sel) == 0 {
 		return nil
@@ -159,6 +191,50 @@ func validTokenRequest(req *pb.CreateAclTokenRequest) error {
 		return fieldError("selector", "only read and write tokens take a selector, not "+RoleName(role))
 	}
 	return selectorError(jobspec.ValidateSelector(sel))
+}
+
+// maxTokenPools bounds the pools of a worker token, maxTokenTTL its ttl
+// (beyond it, a token that never expires says what is meant).
+const (
+	maxTokenPools = 64
+	maxTokenTTL   = 10 * 365 * 24 * time.Hour
+)
+
+// validTokenBindings checks what binds a token: a worker token's pools
+// (required) and concurrency cap (worker tokens only), any token's ttl.
+func validTokenBindings(req *pb.CreateAclTokenRequest) error {
+	if ttl := req.GetTtl(); ttl != nil {
+		if d := ttl.AsDuration(); !ttl.IsValid() || d < time.Second || d > maxTokenTTL {
+			return fieldError("ttl", fmt.Sprintf("must be between 1s and %s, got %s", maxTokenTTL, d))
+		}
+	}
+	pools, limit := req.GetPools(), req.GetMaxConcurrency()
+	if req.GetRole() != pb.AclRole_ACL_ROLE_WORKER {
+		switch {
+		case len(pools) > 0:
+			return fieldError("pools", "only worker tokens are bound to pools, not "+RoleName(req.GetRole()))
+		case limit > 0:
+			return fieldError("max_concurrency", "only worker tokens take it, not "+RoleName(req.GetRole()))
+		}
+		return nil
+	}
+	switch {
+	case len(pools) == 0:
+		return fieldError("pools", "required for a worker token: the pools whose attempts it may take")
+	case len(pools) > maxTokenPools:
+		return fieldError("pools", fmt.Sprintf("at most %d", maxTokenPools))
+	case limit > remote.MaxConcurrency:
+		return fieldError("max_concurrency", fmt.Sprintf("at most %d, the most a worker may declare", remote.MaxConcurrency))
+	}
+	for i, p := range pools {
+		if jobspec.ValidateName(p) != nil {
+			return fieldError("pools", fmt.Sprintf("%q %s", p, jobspec.NameRule))
+		}
+		if slices.Contains(pools[:i], p) {
+			return fieldError("pools", fmt.Sprintf("%q given twice", p))
+		}
+	}
+	return nil
 }
 
 // selectorError is InvalidArgument listing every broken selector rule.
@@ -182,24 +258,36 @@ func newToken(name string, role pb.AclRole, selector map[string]string) (*pb.Acl
 	var b [32]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 	secret := base64.RawURLEncoding.EncodeToString(b[:])
+	return tokenWithSecret(name, role, selector, secret), secret
+}
+
+// tokenWithSecret is a token with a fresh accessor ID whose secret is
+// secret.
+func tokenWithSecret(name string, role pb.AclRole, selector map[string]string, secret string) *pb.AclToken {
 	return &pb.AclToken{
 		AccessorId: rand.Text(),
 		Name:       name,
 		Role:       role,
 		Selector:   selector,
 		SecretHash: hashSecret(secret),
-	}, secret
+	}
 }
 
-// issued is the token as its creator sees it: without the hash, dated by
-// this node's clock (the stored created_at is the leader's, which stamps
-// the command).
-func issued(t *pb.AclToken, now time.Time) *pb.AclToken {
-	return &pb.AclToken{
-		AccessorId: t.GetAccessorId(),
-		Name:       t.GetName(),
-		Role:       t.GetRole(),
-		Selector:   t.GetSelector(),
-		CreatedAt:  timestamppb.New(now),
+// BootstrapCommand is the bootstrap_acl command that stores tok.
+func BootstrapCommand(tok *pb.AclToken) *pb.Command {
+	return &pb.Command{Kind: &pb.Command_BootstrapAcl{BootstrapAcl: &pb.BootstrapAclCommand{Token: tok}}}
+}
+
+// issued is the token as its creator sees it: as stored (the leader's
+// created_at and expires_at), without the hash. A leader of a release from
+// before the result carried it answers without: then the token as sent,
+// dated by this node's clock.
+func (a *aclService) issued(t *pb.AclToken, res *pb.CommandResult) *pb.AclToken {
+	if stored := res.GetAclToken(); stored != nil {
+		return stored
 	}
+	out := proto.CloneOf(t)
+	out.SecretHash = nil
+	out.CreatedAt = timestamppb.New(a.now())
+	return out
 }

@@ -25,10 +25,12 @@ import (
 )
 
 // fsmStore commits commands straight into a real FSM, as a one-node
-// cluster would. Its barrier runs onBarrier first, so a test can make a
-// token "arrive" the way a follower catches up.
+// cluster would, stamped with now (testNow if nil) as the leader stamps
+// them. Its barrier runs onBarrier first, so a test can make a token
+// "arrive" the way a follower catches up.
 type fsmStore struct {
-	f *fsm.FSM
+	f   *fsm.FSM
+	now func() time.Time
 
 	mu        sync.Mutex // guards everything below
 	index     uint64
@@ -38,6 +40,12 @@ type fsmStore struct {
 }
 
 func (s *fsmStore) Apply(_ context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
+	if cmd.GetProposedAtUnixNano() == 0 {
+		cmd.ProposedAtUnixNano = testNow.UnixNano()
+		if s.now != nil {
+			cmd.ProposedAtUnixNano = s.now().UnixNano()
+		}
+	}
 	data, err := proto.Marshal(cmd)
 	if err != nil {
 		return nil, err
@@ -112,6 +120,25 @@ var errWorkerServed = status.Error(codes.FailedPrecondition, "reached the worker
 
 func newACLHarness(t *testing.T, enabled bool) *aclHarness {
 	t.Helper()
+	return newACLHarnessWith(t, enabled, fakeWorkerHub{err: errWorkerServed})
+}
+
+// harnessObservers is what a node's FSM tells: the run hub of runs, the
+// Authorizer of revoked tokens.
+type harnessObservers struct {
+	hub  *RunHub
+	auth *Authorizer
+}
+
+func (o harnessObservers) JobsChanged(fsm.Origin, []string) {}
+func (o harnessObservers) RunsChanged(from fsm.Origin, runs []*pb.Run) {
+	o.hub.RunsChanged(from, runs)
+}
+func (o harnessObservers) TokensRevoked(from fsm.Origin) { o.auth.TokensRevoked(from) }
+
+// newACLHarnessWith serves remote workers with workers.
+func newACLHarnessWith(t *testing.T, enabled bool, workers WorkerHub) *aclHarness {
+	t.Helper()
 	state := fsm.New()
 	h := &aclHarness{store: &fsmStore{f: state}, hub: NewRunHub(), snapDst: fsm.New()}
 	// The rules of this build, as a cluster of it applies them once its
@@ -119,8 +146,8 @@ func newACLHarness(t *testing.T, enabled bool) *aclHarness {
 	if _, err := h.store.Apply(context.Background(), fsm.SetClusterVersion(fsm.CommandVersion)); err != nil {
 		t.Fatal(err)
 	}
-	state.SetObserver(h.hub)
 	auth := NewAuthorizer(AuthConfig{Enabled: enabled, Tokens: state, Barrier: h.store})
+	state.SetObserver(harnessObservers{hub: h.hub, auth: auth})
 	s := grpc.NewServer(grpc.ChainUnaryInterceptor(auth.Unary()), grpc.ChainStreamInterceptor(auth.Stream()))
 	now := func() time.Time { return testNow }
 	sw := NewAuditSwitch(h.store, state, DefaultAuditLimit, nil, now)
@@ -128,7 +155,7 @@ func newACLHarness(t *testing.T, enabled bool) *aclHarness {
 		Store: h.store, Registry: state, Ledger: state, Tokens: state, AuditLog: state,
 		Cluster:   &fakeCluster{},
 		Snapshots: &snapNode{leader: true, src: state, dst: h.snapDst}, ScratchDir: t.TempDir(), Live: state,
-		Workers: fakeWorkerHub{err: errWorkerServed}, Leader: &fakeLeaderInfo{leading: true},
+		Workers: workers, Leader: &fakeLeaderInfo{leading: true},
 		Hub: h.hub, Triggerer: fsmTriggerer{h.store}, Audit: sw, Now: now,
 		Secrets: state, SecretKeys: testKeys(t, 1),
 		// A node's own exec policy, as serve builds it with no flags:
@@ -198,10 +225,15 @@ func (h *aclHarness) bootstrap(t *testing.T) string {
 	return resp.GetSecret()
 }
 
-// token creates a token with the management secret and returns its secret.
+// token creates a token with the management secret and returns its
+// secret. A worker token is bound to the pool batch.
 func (h *aclHarness) token(t *testing.T, mgmt, name string, role pb.AclRole, selector map[string]string) string {
 	t.Helper()
-	resp, err := h.acl.CreateAclToken(with(testCtx(t), mgmt), &pb.CreateAclTokenRequest{Name: name, Role: role, Selector: selector})
+	req := &pb.CreateAclTokenRequest{Name: name, Role: role, Selector: selector}
+	if role == pb.AclRole_ACL_ROLE_WORKER {
+		req.Pools = []string{"batch"}
+	}
+	resp, err := h.acl.CreateAclToken(with(testCtx(t), mgmt), req)
 	if err != nil {
 		t.Fatalf("CreateAclToken %s: %v", name, err)
 	}

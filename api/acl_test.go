@@ -3,10 +3,13 @@ package api
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+	"github.com/raftcron/raftcron/scheduler/remote"
 )
 
 func TestBootstrapACLOnce(t *testing.T) {
@@ -50,6 +53,14 @@ func TestCreateAclTokenChecksTheRequest(t *testing.T) {
 			Selector: map[string]string{"team": "a"}}, "selector"},
 		{"bad selector key", &pb.CreateAclTokenRequest{Name: "ci", Role: pb.AclRole_ACL_ROLE_READ,
 			Selector: map[string]string{"-team": "a"}}, "selector"},
+		{"worker without a pool", workerRequest(func(r *pb.CreateAclTokenRequest) { r.Pools = nil }), "pools"},
+		{"a pool that is no name", workerRequest(func(r *pb.CreateAclTokenRequest) { r.Pools = []string{"Pay Roll"} }), "pools"},
+		{"a pool twice", workerRequest(func(r *pb.CreateAclTokenRequest) { r.Pools = []string{"batch", "batch"} }), "pools"},
+		{"a cap above any worker's", workerRequest(func(r *pb.CreateAclTokenRequest) { r.MaxConcurrency = remote.MaxConcurrency + 1 }), "max_concurrency"},
+		{"pools on a read token", &pb.CreateAclTokenRequest{Name: "r", Role: pb.AclRole_ACL_ROLE_READ, Pools: []string{"batch"}}, "pools"},
+		{"a cap on a management token", &pb.CreateAclTokenRequest{Name: "m", Role: pb.AclRole_ACL_ROLE_MANAGEMENT, MaxConcurrency: 2}, "max_concurrency"},
+		{"a ttl under a second", workerRequest(func(r *pb.CreateAclTokenRequest) { r.Ttl = durationpb.New(time.Millisecond) }), "ttl"},
+		{"a ttl beyond ten years", workerRequest(func(r *pb.CreateAclTokenRequest) { r.Ttl = durationpb.New(11 * 365 * 24 * time.Hour) }), "ttl"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

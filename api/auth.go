@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -33,6 +34,9 @@ type AuthConfig struct {
 	// unknown: a token created a moment ago may not have reached it yet.
 	// Nil: no second look.
 	Barrier Barrier
+	// Now is the clock a token's expiry is judged by: this node's, at each
+	// call and for each stream (docs/acl.md, "Expiry"). Nil: time.Now.
+	Now func() time.Time
 }
 
 // Authorizer is the gRPC interceptor pair that authenticates each call
@@ -40,11 +44,18 @@ type AuthConfig struct {
 // the principal's selector.
 type Authorizer struct {
 	cfg AuthConfig
+	// streams are the open streams by token, ended when it is revoked.
+	streams *openStreams
 }
 
-// NewAuthorizer returns the interceptors of c.
+// NewAuthorizer returns the interceptors of c. Make it the observer of the
+// FSM that c.Tokens reads (fsm.TokenObserver), so that deleting a token
+// ends the streams it opened.
 func NewAuthorizer(c AuthConfig) *Authorizer {
-	return &Authorizer{cfg: c}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return &Authorizer{cfg: c, streams: newOpenStreams(c.Tokens, c.Now)}
 }
 
 // Unary is the unary interceptor.
@@ -58,14 +69,22 @@ func (a *Authorizer) Unary() grpc.UnaryServerInterceptor {
 	}
 }
 
-// Stream is the stream interceptor.
+// Stream is the stream interceptor. A token is checked once, when the
+// stream opens; the stream stays registered under it, and ends with
+// Unauthenticated when the token is deleted or expires.
 func (a *Authorizer) Stream() grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		ctx, err := a.authorize(ss.Context(), info.FullMethod)
 		if err != nil {
 			return err
 		}
-		return handler(srv, principalStream{ServerStream: ss, ctx: ctx})
+		ctx, closed := a.streams.open(ctx, PrincipalFrom(ctx))
+		defer closed()
+		err = handler(srv, principalStream{ServerStream: ss, ctx: ctx})
+		if revoked := revocation(ctx); revoked != nil {
+			return revoked
+		}
+		return err
 	}
 }
 
@@ -119,31 +138,55 @@ func (a *Authorizer) principal(ctx context.Context, perm Permission) (Principal,
 		return Principal{Name: peerName(ctx)}, nil
 	case !given:
 		return Principal{}, status.Error(codes.Unauthenticated,
-			"this node requires an ACL token: pass --token or set RAFTCRON_TOKEN (metadata authorization: Bearer <secret>)")
+			"this node requires an ACL token: pass --token-file or --token, or set RAFTCRON_TOKEN_FILE or RAFTCRON_TOKEN "+
+				"(metadata authorization: Bearer <secret>)")
 	}
 	t, err := a.lookup(ctx, secret)
 	if err != nil {
 		return Principal{}, err
 	}
-	return Principal{Name: t.GetName(), Role: t.GetRole(), Selector: t.GetSelector()}, nil
+	return Principal{
+		Name: t.GetName(), Role: t.GetRole(), Selector: t.GetSelector(), Accessor: t.GetAccessorId(),
+		Pools: t.GetPools(), MaxConcurrency: t.GetMaxConcurrency(),
+		secretHash: hashSecret(secret), expiresAt: expiry(t),
+	}, nil
 }
 
-// lookup finds the token of secret, reading the leader's latest state once
-// before it gives up.
+// expiry is when t stops working; zero if never.
+func expiry(t *pb.AclToken) time.Time {
+	if t.GetExpiresAt() == nil {
+		return time.Time{}
+	}
+	return t.GetExpiresAt().AsTime()
+}
+
+// live reports whether t is known and unexpired by this node's clock: an
+// expired token is as unknown as a deleted one.
+func (a *Authorizer) live(t *pb.AclToken) bool {
+	e := expiry(t)
+	return e.IsZero() || a.cfg.Now().Before(e)
+}
+
+// errUnknownToken answers a token that is deleted, expired or never was
+// alike.
+var errUnknownToken = status.Error(codes.Unauthenticated, "unknown or expired ACL token")
+
+// lookup finds the live token of secret, reading the leader's latest state
+// once before it calls it unknown. An expired token needs no second look:
+// a newer state cannot revive it.
 func (a *Authorizer) lookup(ctx context.Context, secret string) (*pb.AclToken, error) {
 	sum := hashSecret(secret)
-	if t, ok := a.cfg.Tokens.ACLToken(sum); ok {
-		return t, nil
-	}
-	if a.cfg.Barrier != nil {
+	t, ok := a.cfg.Tokens.ACLToken(sum)
+	if !ok && a.cfg.Barrier != nil {
 		if err := a.cfg.Barrier.ReadBarrier(ctx); err != nil {
 			return nil, statusOf(err)
 		}
-		if t, ok := a.cfg.Tokens.ACLToken(sum); ok {
-			return t, nil
-		}
+		t, ok = a.cfg.Tokens.ACLToken(sum)
 	}
-	return nil, status.Error(codes.Unauthenticated, "unknown ACL token")
+	if !ok || !a.live(t) {
+		return nil, errUnknownToken
+	}
+	return t, nil
 }
 
 // bearer reads the secret of the authorization metadata; given is false

@@ -101,11 +101,16 @@ var methodPermissions = map[string]Permission{
 	pb.SnapshotService_SaveSnapshot_FullMethodName:    PermManagement,
 	pb.SnapshotService_RestoreSnapshot_FullMethodName: PermManagement,
 
+	// No token: it works once. Once bootstrapped, it is refused from the
+	// node's state without a write; on a node with --acl-bootstrap-file,
+	// always (the leader bootstraps from the file).
 	pb.AclService_BootstrapAcl_FullMethodName:   PermBootstrap,
 	pb.AclService_CreateAclToken_FullMethodName: PermManagement,
 	pb.AclService_ListAclTokens_FullMethodName:  PermManagement,
 	pb.AclService_DeleteAclToken_FullMethodName: PermManagement,
 
+	// A worker token serves only its pools, declaring at most its
+	// max_concurrency (scheduler/remote.Grant); management, any pool.
 	pb.WorkerService_Connect_FullMethodName: PermWorker,
 
 	// Secrets are scoped like jobs: a put or delete needs write in the

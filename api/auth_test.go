@@ -99,7 +99,7 @@ func TestACLRefusals(t *testing.T) {
 		before := h.store.barrierCount()
 		_, err := h.jobs.ListJobs(with(ctx, "not-a-token"), &pb.ListJobsRequest{})
 		st := wantCode(t, err, codes.Unauthenticated)
-		if st.Message() != "unknown ACL token" {
+		if st.Message() != "unknown or expired ACL token" {
 			t.Fatalf("message %q", st.Message())
 		}
 		if n := h.store.barrierCount() - before; n != 1 {

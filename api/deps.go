@@ -67,6 +67,9 @@ type Deps struct {
 	// Audit switches the audit trail on before writes. Nil: never (the
 	// writes still carry the caller's principal).
 	Audit *AuditSwitch
+	// ACLBootstrapFromFile: the leader makes the first management token
+	// from serve --acl-bootstrap-file, so BootstrapAcl is refused.
+	ACLBootstrapFromFile bool
 	// ClusterVersion is the cluster's active version (fsm.FSM's): worker
 	// targets are registered only from fsm.WorkersVersion on. Nil: no
 	// check.

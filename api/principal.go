@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"slices"
+	"time"
 
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
@@ -38,6 +39,16 @@ type Principal struct {
 	// Selector scopes the call to the jobs whose labels include it; empty
 	// means every job.
 	Selector map[string]string
+	// Accessor is the accessor ID of the call's token; empty without one.
+	Accessor string
+	// Pools and MaxConcurrency are a worker token's bindings (AclToken).
+	Pools          []string
+	MaxConcurrency uint32
+
+	// secretHash and expiresAt are the token's, for the streams it opens
+	// (openStreams); nil and zero without a token that ACLs check.
+	secretHash []byte
+	expiresAt  time.Time
 }
 
 type principalKey struct{}

@@ -3,12 +3,13 @@ package api
 import (
 	"github.com/raftcron/raftcron/cluster"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+	"github.com/raftcron/raftcron/scheduler/remote"
 )
 
 // WorkerHub holds the streams of the workers connected to this node while
-// it leads (scheduler/remote.Hub).
+// it leads (scheduler/remote.Hub), each with what its token grants.
 type WorkerHub interface {
-	Serve(stream pb.WorkerService_ConnectServer) error
+	Serve(stream pb.WorkerService_ConnectServer, grant remote.Grant) error
 }
 
 // LeaderInfo says whether this node leads, and which node does.
@@ -36,7 +37,7 @@ func (s *workerService) Connect(stream pb.WorkerService_ConnectServer) error {
 	if !s.leader.IsLeader() {
 		return s.notLeader()
 	}
-	err := s.hub.Serve(stream)
+	err := s.hub.Serve(stream, workerGrant(PrincipalFrom(stream.Context())))
 	if err != nil && !s.leader.IsLeader() {
 		// Dropped because this node stopped leading: say where to go.
 		return s.notLeader()
@@ -47,4 +48,16 @@ func (s *workerService) Connect(stream pb.WorkerService_ConnectServer) error {
 func (s *workerService) notLeader() error {
 	id, addr := s.leader.Leader()
 	return cluster.NotLeaderStatus("this node does not lead: workers connect to the leader", id, addr)
+}
+
+// workerGrant is what the caller's token lets a worker session do: a worker
+// token, its pools and concurrency cap; a management token, or any caller
+// with ACLs off, any pool. A worker token made before command version 3
+// names no pool and reaches any pool, as it did then (docs/acl.md).
+func workerGrant(p Principal) remote.Grant {
+	g := remote.Grant{Token: p.Accessor}
+	if p.Role == pb.AclRole_ACL_ROLE_WORKER {
+		g.Pools, g.MaxConcurrency = p.Pools, int(p.MaxConcurrency)
+	}
+	return g
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/raftcron/raftcron/api"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
@@ -32,9 +33,10 @@ func aclCall[T any](cmd *cobra.Command, o *clientOptions, subject string,
 
 func newACLBootstrapCmd(o *clientOptions) *cobra.Command {
 	return &cobra.Command{
-		Use:   "bootstrap",
-		Short: "Create the first management token and print its secret (works once per cluster)",
-		Args:  cobra.NoArgs,
+		Use: "bootstrap",
+		Short: "Create the first management token and print its secret (works once per cluster; " +
+			"refused by nodes started with serve --acl-bootstrap-file, whose secret is that token's)",
+		Args: cobra.NoArgs,
 		RunE: RunE(func(cmd *cobra.Command, _ []string) error {
 			resp, err := aclCall(cmd, o, "", func(ctx context.Context, c pb.AclServiceClient) (*pb.BootstrapAclResponse, error) {
 				return c.BootstrapAcl(ctx, &pb.BootstrapAclRequest{})
@@ -48,17 +50,22 @@ func newACLBootstrapCmd(o *clientOptions) *cobra.Command {
 }
 
 func newACLTokenCreateCmd(o *clientOptions) *cobra.Command {
-	var name, role, selector string
+	var f tokenFlags
 	cmd := &cobra.Command{
-		Use:   "create --name N --role management|write|read|worker [--selector k=v,...]",
+		Use: "create --name N --role management|write|read|worker [--selector k=v,...] " +
+			"[--pool NAME,... [--max-concurrency N]] [--ttl D]",
 		Short: "Create a token and print its secret, the only time it is shown",
-		Args:  cobra.NoArgs,
+		Long: "Create a token and print its secret, the only time it is shown.\n" +
+			"A worker token is bound to the pools --pool names (required for --role worker):\n" +
+			"its workers connect only those, each declaring at most --max-concurrency.\n" +
+			"--ttl makes the token stop working that long after its creation.",
+		Args: cobra.NoArgs,
 		RunE: RunE(func(cmd *cobra.Command, _ []string) error {
-			req, err := tokenRequest(name, role, selector)
+			req, err := f.request()
 			if err != nil {
 				return err
 			}
-			resp, err := aclCall(cmd, o, fmt.Sprintf("ACL token %q", name), func(ctx context.Context, c pb.AclServiceClient) (*pb.CreateAclTokenResponse, error) {
+			resp, err := aclCall(cmd, o, fmt.Sprintf("ACL token %q", f.name), func(ctx context.Context, c pb.AclServiceClient) (*pb.CreateAclTokenResponse, error) {
 				return c.CreateAclToken(ctx, req)
 			})
 			if err != nil {
@@ -67,27 +74,51 @@ func newACLTokenCreateCmd(o *clientOptions) *cobra.Command {
 			return writeSecretToken(cmd, o.output, resp.GetToken(), resp.GetSecret())
 		}),
 	}
-	cmd.Flags().StringVar(&name, "name", "", "unique name; recorded as updated_by of the jobs it writes")
-	cmd.Flags().StringVar(&role, "role", "", "management, write, read or worker")
-	cmd.Flags().StringVar(&selector, "selector", "", "k=v,...: only jobs with these labels (read and write tokens)")
+	cmd.Flags().StringVar(&f.name, "name", "", "unique name; recorded as updated_by of the jobs it writes")
+	cmd.Flags().StringVar(&f.role, "role", "", "management, write, read or worker")
+	cmd.Flags().StringVar(&f.selector, "selector", "", "k=v,...: only jobs with these labels (read and write tokens)")
+	cmd.Flags().StringVar(&f.pools, flagPool, "", "NAME,...: the pools its workers may connect (worker tokens; required for them)")
+	cmd.Flags().Uint32Var(&f.maxConcurrency, "max-concurrency", 0, "the most attempts one of its workers may declare (worker tokens; 0: no cap)")
+	cmd.Flags().DurationVar(&f.ttl, "ttl", 0, "the token stops working this long after its creation (at least 1s; 0: never)")
 	return cmd
 }
 
-// tokenRequest checks what only the command line can get wrong; the
-// server checks the rest.
-func tokenRequest(name, role, selector string) (*pb.CreateAclTokenRequest, error) {
-	if name == "" {
+// tokenFlags are the flags of acl token create.
+type tokenFlags struct {
+	name, role, selector, pools string
+	maxConcurrency              uint32
+	ttl                         time.Duration
+}
+
+// request checks what only the command line can get wrong; the server
+// checks the rest.
+func (f tokenFlags) request() (*pb.CreateAclTokenRequest, error) {
+	if f.name == "" {
 		return nil, Usagef("--name: required")
 	}
-	r, ok := api.ParseRole(role)
+	r, ok := api.ParseRole(f.role)
 	if !ok {
-		return nil, Usagef("--role: %q is not management, write, read or worker", role)
+		return nil, Usagef("--role: %q is not management, write, read or worker", f.role)
 	}
-	sel, err := parseSelector(selector)
+	sel, err := parseSelector(f.selector)
 	if err != nil {
 		return nil, err
 	}
-	return &pb.CreateAclTokenRequest{Name: name, Role: r, Selector: sel}, nil
+	req := &pb.CreateAclTokenRequest{Name: f.name, Role: r, Selector: sel, Pools: SplitList(f.pools), MaxConcurrency: f.maxConcurrency}
+	switch {
+	case r == pb.AclRole_ACL_ROLE_WORKER && len(req.Pools) == 0:
+		return nil, Usagef("--%s: required for a worker token: the pools its workers may connect", flagPool)
+	case r != pb.AclRole_ACL_ROLE_WORKER && len(req.Pools) > 0:
+		return nil, Usagef("--%s: only worker tokens are bound to pools, not %s", flagPool, f.role)
+	case r != pb.AclRole_ACL_ROLE_WORKER && f.maxConcurrency > 0:
+		return nil, Usagef("--max-concurrency: only worker tokens take it, not %s", f.role)
+	case f.ttl < 0 || (f.ttl > 0 && f.ttl < time.Second):
+		return nil, Usagef("--ttl: at least 1s, or 0 for a token that never expires; got %s", f.ttl)
+	}
+	if f.ttl > 0 {
+		req.Ttl = durationpb.New(f.ttl)
+	}
+	return req, nil
 }
 
 // parseSelector reads k=v,k2=v2.
@@ -147,23 +178,46 @@ func newACLTokenDeleteCmd(o *clientOptions) *cobra.Command {
 // tokenView is the JSON/YAML face of a token; secret only when it was
 // just created.
 type tokenView struct {
-	AccessorID string            `json:"accessor_id"`
-	Name       string            `json:"name"`
-	Role       string            `json:"role"`
-	Selector   map[string]string `json:"selector,omitempty"`
-	CreatedAt  string            `json:"created_at,omitempty"`
-	Secret     string            `json:"secret,omitempty"`
+	AccessorID     string            `json:"accessor_id"`
+	Name           string            `json:"name"`
+	Role           string            `json:"role"`
+	Selector       map[string]string `json:"selector,omitempty"`
+	Pools          []string          `json:"pools,omitempty"`
+	MaxConcurrency uint32            `json:"max_concurrency,omitempty"`
+	CreatedAt      string            `json:"created_at,omitempty"`
+	ExpiresAt      string            `json:"expires_at,omitempty"`
+	Secret         string            `json:"secret,omitempty"`
 }
 
 func tokenViewOf(t *pb.AclToken, secret string) tokenView {
 	v := tokenView{
 		AccessorID: t.GetAccessorId(), Name: t.GetName(), Role: api.RoleName(t.GetRole()),
-		Selector: t.GetSelector(), Secret: secret,
+		Selector: t.GetSelector(), Pools: t.GetPools(), MaxConcurrency: t.GetMaxConcurrency(), Secret: secret,
 	}
 	if t.GetCreatedAt() != nil {
 		v.CreatedAt = t.GetCreatedAt().AsTime().UTC().Format(time.RFC3339)
 	}
+	if t.GetExpiresAt() != nil {
+		v.ExpiresAt = t.GetExpiresAt().AsTime().UTC().Format(time.RFC3339)
+	}
 	return v
+}
+
+// poolsText is what a token may connect: its pools; a worker token made
+// before pools existed, any ("*"); other roles, nothing to say ("-").
+func poolsText(v tokenView) string {
+	switch {
+	case len(v.Pools) > 0:
+		s := strings.Join(v.Pools, ",")
+		if v.MaxConcurrency > 0 {
+			s += fmt.Sprintf(" (max %d)", v.MaxConcurrency)
+		}
+		return s
+	case v.Role == "worker":
+		return "*"
+	default:
+		return "-"
+	}
 }
 
 // writeSecretToken prints a token just created, secret included; the
@@ -182,11 +236,14 @@ func writeSecretToken(cmd *cobra.Command, format outputFormat, t *pb.AclToken, s
 	fmt.Fprintf(tw, "name:\t%s\n", v.Name)
 	fmt.Fprintf(tw, "role:\t%s\n", v.Role)
 	fmt.Fprintf(tw, "selector:\t%s\n", selectorText(v.Selector))
+	fmt.Fprintf(tw, "pools:\t%s\n", poolsText(v))
+	fmt.Fprintf(tw, "expires_at:\t%s\n", orDash(v.ExpiresAt))
 	fmt.Fprintf(tw, "secret:\t%s\n", v.Secret)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintln(cmd.ErrOrStderr(), "Keep the secret: it is not shown again. Pass it with --token or RAFTCRON_TOKEN.")
+	_, err := fmt.Fprintln(cmd.ErrOrStderr(), "Keep the secret: it is not shown again. Pass it with --token-file "+
+		"(or RAFTCRON_TOKEN_FILE), which keeps it off command lines.")
 	return err
 }
 
@@ -202,9 +259,10 @@ func writeTokenList(w io.Writer, format outputFormat, tokens []*pb.AclToken) err
 		return writeYAML(w, views)
 	}
 	tw := newTable(w)
-	fmt.Fprintln(tw, "ACCESSOR\tNAME\tROLE\tSELECTOR\tCREATED")
+	fmt.Fprintln(tw, "ACCESSOR\tNAME\tROLE\tSELECTOR\tPOOLS\tCREATED\tEXPIRES")
 	for _, v := range views {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", v.AccessorID, v.Name, v.Role, selectorText(v.Selector), v.CreatedAt)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.AccessorID, v.Name, v.Role, selectorText(v.Selector),
+			poolsText(v), v.CreatedAt, orDash(v.ExpiresAt))
 	}
 	return tw.Flush()
 }

@@ -91,30 +91,52 @@ func TestCLIACL(t *testing.T) {
 		t.Fatalf("job status: updated_by %q, %v; want billing-ci\n%s", st.UpdatedBy, err, r.Stdout)
 	}
 	expectFailure(t, cli("job", "delete", "invoices", "--token", read.Secret), "permission denied", "role write")
-	expectFailure(t, cli("job", "list", "--token", "nonsense"), "not authenticated", "unknown ACL token")
+	expectFailure(t, cli("job", "list", "--token", "nonsense"), "not authenticated", "unknown or expired ACL token")
 
 	r = expectOK(t, cli("acl", "token", "delete", accessor, mgmt))
 	if r.Stdout != "ACL token "+accessor+" deleted\n" {
 		t.Fatalf("token delete: %q", r.Stdout)
 	}
-	expectFailure(t, runCLIEnv(t, env, "", "job", "list", "--addr", node.Addr), "unknown ACL token")
+	expectFailure(t, runCLIEnv(t, env, "", "job", "list", "--addr", node.Addr), "unknown or expired ACL token")
 	expectFailure(t, cli("acl", "token", "delete", boot.AccessorID, mgmt), "last management token")
 
-	// A worker takes attempts with a token of role worker.
+	// A worker takes attempts of its token's pool with a token of role
+	// worker, read from a file, and no other pool's.
+	expectUsage(t, cli("acl", "token", "create", "--name", "w1", "--role", "worker", mgmt), "--pool: required")
+	expectUsage(t, cli("acl", "token", "create", "--name", "r2", "--role", "read", "--pool", "batch", mgmt), "--pool: only worker tokens")
 	var wt tokenView
-	r = expectOK(t, cli("acl", "token", "create", "--name", "w1", "--role", "worker", "-o", "json", mgmt))
-	if err := json.Unmarshal([]byte(r.Stdout), &wt); err != nil || wt.Secret == "" {
+	r = expectOK(t, cli("acl", "token", "create", "--name", "w1", "--role", "worker", "--pool", "batch",
+		"--max-concurrency", "4", "--ttl", "1h", "-o", "json", mgmt))
+	if err := json.Unmarshal([]byte(r.Stdout), &wt); err != nil || wt.Secret == "" || strings.Join(wt.Pools, ",") != "batch" ||
+		wt.MaxConcurrency != 4 || wt.ExpiresAt == "" {
 		t.Fatalf("worker token create -o json: %v\n%s", err, r.Stdout)
 	}
+	workerToken := testutil.WriteFile(t, "worker.token", wt.Secret+"\n")
+	r = runCLI(t, "", "worker", "--id", "w2", "--pool", "payments", "--addr", node.Addr, "--token-file", workerToken)
+	if r.Code != ExitFailure || !strings.Contains(r.Stderr, `PermissionDenied desc = hello.pool: this worker's ACL token may serve the pools batch, not "payments"`) {
+		t.Fatalf("a worker of another pool than its token's: want it refused, got %s", r)
+	}
 	startWorker(t, "--id", "w1", "--pool", "batch", "--tags", "region=eu", "--exec-allow", "/bin/sh",
-		"--addr", node.Addr, "--token", wt.Secret)
-	expectOK(t, cli("job", "apply", "-f", testutil.WriteFile(t, "report.yaml", workerJob), mgmt))
-	expectOK(t, cli("job", "trigger", "report", mgmt))
+		"--addr", node.Addr, "--token-file", workerToken)
+	mgmtFile := testutil.WriteFile(t, "mgmt.token", boot.Secret)
+	asMgmt := []string{"RAFTCRON_TOKEN_FILE=" + mgmtFile}
+	expectOK(t, runCLIEnv(t, asMgmt, "", "job", "apply", "-f", testutil.WriteFile(t, "report.yaml", workerJob), "--addr", node.Addr))
+	expectOK(t, cli("job", "trigger", "report", "--token-file", mgmtFile))
 	testutil.WaitFor(t, 30*time.Second, "the run to succeed on the worker", func() bool {
 		var runs []runView
 		r := cli("run", "list", "--job", "report", "-o", "json", mgmt)
 		return r.Code == 0 && json.Unmarshal([]byte(r.Stdout), &runs) == nil && len(runs) > 0 && runs[0].State == "succeeded"
 	})
+	expectUsage(t, cli("job", "list", "--token-file", mgmtFile, mgmt), "--token and --token-file")
+}
+
+// expectUsage fails the test unless the command was refused as a usage
+// error saying want.
+func expectUsage(t *testing.T, r cliResult, want string) {
+	t.Helper()
+	if r.Code != ExitUsage || !strings.Contains(r.Stderr, want) {
+		t.Fatalf("want a usage error saying %q, got %s", want, r)
+	}
 }
 
 // tableValue is the value after key in the key/value table of a created

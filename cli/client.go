@@ -67,6 +67,9 @@ func (o *clientOptions) resolve(fs *pflag.FlagSet) error {
 	if _, err := ParseAddrs(o.addr); err != nil {
 		return err
 	}
+	if err := o.auth.loadToken(); err != nil {
+		return err
+	}
 	return o.auth.check(o.addr)
 }
 

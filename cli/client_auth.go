@@ -4,7 +4,9 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/pflag"
 	"google.golang.org/grpc"
@@ -18,10 +20,11 @@ const (
 	flagClientCert = "client-cert"
 	flagClientKey  = "client-key"
 	flagToken      = "token"
+	flagTokenFile  = "token-file"
 )
 
 // clientAuthFlags are resolved from RAFTCRON_* like the other client flags.
-var clientAuthFlags = []string{flagCACert, flagClientCert, flagClientKey, flagToken}
+var clientAuthFlags = []string{flagCACert, flagClientCert, flagClientKey, flagToken, flagTokenFile}
 
 // Auth is how a client connects, as the client flags say: TLS when CACert
 // is set, with a client certificate when one is given, and a bearer token
@@ -29,13 +32,54 @@ var clientAuthFlags = []string{flagCACert, flagClientCert, flagClientKey, flagTo
 type Auth struct {
 	CACert, ClientCert, ClientKey string
 	Token                         string
+	// TokenFile holds the token's secret instead of Token, which a command
+	// line shows to every user of the host (ps) and a shell keeps in its
+	// history. loadToken reads it into Token.
+	TokenFile string
 }
 
 func (a *Auth) register(fs *pflag.FlagSet) {
 	fs.StringVar(&a.CACert, flagCACert, "", "CA certificate to verify the node with; TLS is used only when set (env RAFTCRON_CA_CERT)")
 	fs.StringVar(&a.ClientCert, flagClientCert, "", "client certificate for nodes that verify clients (env RAFTCRON_CLIENT_CERT)")
 	fs.StringVar(&a.ClientKey, flagClientKey, "", "key of --client-cert (env RAFTCRON_CLIENT_KEY)")
-	fs.StringVar(&a.Token, flagToken, "", "ACL token secret, sent as 'authorization: Bearer ...' (env RAFTCRON_TOKEN)")
+	fs.StringVar(&a.Token, flagToken, "", "ACL token secret, sent as 'authorization: Bearer ...'; visible in ps: "+
+		"prefer --token-file (env RAFTCRON_TOKEN)")
+	fs.StringVar(&a.TokenFile, flagTokenFile, "", "file holding the ACL token secret (surrounding whitespace ignored); "+
+		"not with --token (env RAFTCRON_TOKEN_FILE)")
+}
+
+// maxTokenFile bounds what --token-file reads: a secret, not a log.
+const maxTokenFile = 64 << 10
+
+// loadToken reads --token-file into Token. The two are exclusive wherever
+// each comes from (flag or environment): a second source of the secret is
+// a mistake, not a fallback.
+func (a *Auth) loadToken() error {
+	if a.TokenFile == "" {
+		return nil
+	}
+	if a.Token != "" {
+		return Usagef("--%s and --%s (or %s and %s): give one", flagToken, flagTokenFile,
+			EnvName(flagToken), EnvName(flagTokenFile))
+	}
+	f, err := os.Open(a.TokenFile)
+	if err != nil {
+		return fmt.Errorf("--%s: %w", flagTokenFile, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
+	switch {
+	case err != nil:
+		return fmt.Errorf("--%s %s: %w", flagTokenFile, a.TokenFile, err)
+	case len(b) > maxTokenFile:
+		return fmt.Errorf("--%s %s: more than %d bytes: not a token's secret", flagTokenFile, a.TokenFile, maxTokenFile)
+	}
+	secret := strings.TrimSpace(string(b))
+	if secret == "" || strings.ContainsAny(secret, " \t\r\n") {
+		return fmt.Errorf("--%s %s: want the secret alone, on one line", flagTokenFile, a.TokenFile)
+	}
+	a.Token = secret
+	return nil
 }
 
 // check refuses combinations that cannot work or would leak a secret.
@@ -46,8 +90,8 @@ func (a *Auth) check(addr string) error {
 	case a.ClientCert != "" && a.CACert == "":
 		return fmt.Errorf("--%s needs --%s: TLS is used only when --%s is set", flagClientCert, flagCACert, flagCACert)
 	case a.Token != "" && a.CACert == "" && !allLoopback(addr):
-		return fmt.Errorf("--%s without --%s would send the secret in plaintext to %s: set --%s (loopback addresses are exempt)",
-			flagToken, flagCACert, addr, flagCACert)
+		return fmt.Errorf("an ACL token without --%s would send the secret in plaintext to %s: set --%s (loopback addresses are exempt)",
+			flagCACert, addr, flagCACert)
 	}
 	return nil
 }

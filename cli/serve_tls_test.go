@@ -228,7 +228,7 @@ func TestServeTLSWithACLs(t *testing.T) {
 	// A worker trusts the CA and shows a worker token, across the hop
 	// from the follower to the leader.
 	var wt tokenView
-	r = expectOK(t, cli("acl", "token", "create", "--name", "w1", "--role", "worker", "-o", "json", "--token", boot.Secret))
+	r = expectOK(t, cli("acl", "token", "create", "--name", "w1", "--role", "worker", "--pool", "batch", "-o", "json", "--token", boot.Secret))
 	if err := json.Unmarshal([]byte(r.Stdout), &wt); err != nil || wt.Secret == "" {
 		t.Fatalf("worker token: %v\n%s", err, r.Stdout)
 	}

@@ -43,7 +43,8 @@ func newWorkerCmd(version string) *cobra.Command {
 			"(the rules of serve's --exec-allow; none by default), whatever the cluster\n" +
 			"asks. Every flag also reads RAFTCRON_<FLAG_IN_UPPER_SNAKE>.\n" +
 			"SIGTERM or SIGINT stops it; the leader re-dispatches what it was running.\n" +
-			"Callers: a token of role worker (or management) when the cluster runs --acl.",
+			"Callers: a token of role worker bound to --pool (or management) when the cluster\n" +
+			"runs --acl; pass it with --token-file (RAFTCRON_TOKEN_FILE), which keeps it out of ps.",
 		Args: cobra.NoArgs,
 		RunE: RunE(func(cmd *cobra.Command, _ []string) error {
 			cfg, err := workerConfig(cmd.Flags(), &o)

@@ -2,9 +2,11 @@ package fsm
 
 import (
 	"crypto/sha256"
+	"time"
 
 	"github.com/google/btree"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
@@ -77,11 +79,13 @@ func (a *aclState) checkUnique(t *pb.AclToken) error {
 	return nil
 }
 
-// managementTokens counts the tokens that may manage ACLs.
-func (a *aclState) managementTokens() int {
+// lastingManagementTokens counts the management tokens that never
+// expire. Before command version 3 no token expires, so this counts what
+// version 2 counted.
+func (a *aclState) lastingManagementTokens() int {
 	n := 0
 	a.tokens.Ascend(func(it tokenItem) bool {
-		if it.token.GetRole() == pb.AclRole_ACL_ROLE_MANAGEMENT {
+		if it.token.GetRole() == pb.AclRole_ACL_ROLE_MANAGEMENT && it.token.GetExpiresAt() == nil {
 			n++
 		}
 		return true
@@ -103,17 +107,38 @@ func checkToken(field string, t *pb.AclToken) error {
 		return malformed("%s.secret_hash must be a SHA-256 (%d bytes), got %d bytes", field, sha256.Size, len(t.GetSecretHash()))
 	}
 	switch t.GetRole() {
-	case pb.AclRole_ACL_ROLE_READ, pb.AclRole_ACL_ROLE_WRITE:
-		return nil
-	case pb.AclRole_ACL_ROLE_MANAGEMENT, pb.AclRole_ACL_ROLE_WORKER:
-		if len(t.GetSelector()) > 0 {
-			// A scoped management token could create an unscoped one.
-			return fail(ErrInvalid, "%s.selector: only read and write tokens take a selector, not %v", field, t.GetRole())
-		}
-		return nil
+	case pb.AclRole_ACL_ROLE_READ, pb.AclRole_ACL_ROLE_WRITE, pb.AclRole_ACL_ROLE_MANAGEMENT, pb.AclRole_ACL_ROLE_WORKER:
 	default:
 		return malformed("%s.role must be MANAGEMENT, WRITE, READ or WORKER, not %v", field, t.GetRole())
 	}
+	if len(t.GetSelector()) > 0 && t.GetRole() != pb.AclRole_ACL_ROLE_READ && t.GetRole() != pb.AclRole_ACL_ROLE_WRITE {
+		// A scoped management token could create an unscoped one.
+		return fail(ErrInvalid, "%s.selector: only read and write tokens take a selector, not %v", field, t.GetRole())
+	}
+	return checkWorkerBinding(field, t)
+}
+
+// checkWorkerBinding: only worker tokens are bound to pools, each named
+// once. (The API checks that each is a pool name; the FSM needs only to
+// tell them apart.)
+func checkWorkerBinding(field string, t *pb.AclToken) error {
+	if t.GetRole() != pb.AclRole_ACL_ROLE_WORKER {
+		if len(t.GetPools()) > 0 || t.GetMaxConcurrency() > 0 {
+			return fail(ErrInvalid, "%s.pools, max_concurrency: only worker tokens take them, not %v", field, t.GetRole())
+		}
+		return nil
+	}
+	seen := make(map[string]bool, len(t.GetPools()))
+	for _, p := range t.GetPools() {
+		if p == "" {
+			return fail(ErrInvalid, "%s.pools: a pool without a name", field)
+		}
+		if seen[p] {
+			return fail(ErrInvalid, "%s.pools: %q given twice", field, p)
+		}
+		seen[p] = true
+	}
+	return nil
 }
 
 // bootstrapACL stores the first management token, once per cluster.
@@ -132,26 +157,42 @@ func bootstrapACL(s *state, c *pb.Command, e entry) (outcome, error) {
 		return outcome{}, err
 	}
 	s.acl.bootstrapped = true
-	s.acl.put(storedToken(t, e))
+	stored := storedToken(t, e)
+	s.acl.put(stored)
 	s.tx.touch()
-	return outcome{changed: true, created: true}, nil
+	return outcome{changed: true, created: true, token: stored}, nil
 }
 
 func createACLToken(s *state, c *pb.Command, e entry) (outcome, error) {
-	t := c.GetCreateAclToken().GetToken()
+	cr := c.GetCreateAclToken()
+	t := cr.GetToken()
 	if err := checkToken("create_acl_token.token", t); err != nil {
 		return outcome{}, err
+	}
+	if t.GetRole() == pb.AclRole_ACL_ROLE_WORKER && len(t.GetPools()) == 0 && s.atLeast(version3) {
+		// Version 2 made worker tokens for any pool, and applies as it did.
+		return outcome{}, fail(ErrInvalid, "create_acl_token.token.pools: a worker token needs at least one pool")
+	}
+	ttl := cr.GetTtl()
+	if ttl != nil && (!ttl.IsValid() || ttl.AsDuration() < time.Second) {
+		return outcome{}, fail(ErrInvalid, "create_acl_token.ttl: at least 1s, got %v", ttl.AsDuration())
 	}
 	if err := s.acl.checkUnique(t); err != nil {
 		return outcome{}, err
 	}
-	s.acl.put(storedToken(t, e))
+	stored := storedToken(t, e)
+	stored.ExpiresAt = nil
+	if ttl != nil {
+		stored.ExpiresAt = timestamppb.New(time.Unix(0, e.proposedAt).Add(ttl.AsDuration()).UTC())
+	}
+	s.acl.put(stored)
 	s.tx.touch()
-	return outcome{changed: true, created: true}, nil
+	return outcome{changed: true, created: true, token: stored}, nil
 }
 
-// deleteACLToken deletes a token, but never the last management token:
-// bootstrap works once, so nobody could manage ACLs again.
+// deleteACLToken deletes a token, but never the last management token that
+// does not expire: bootstrap works once, so nobody could manage ACLs
+// again.
 func deleteACLToken(s *state, c *pb.Command, _ entry) (outcome, error) {
 	accessor := c.GetDeleteAclToken().GetAccessorId()
 	if accessor == "" {
@@ -161,11 +202,12 @@ func deleteACLToken(s *state, c *pb.Command, _ entry) (outcome, error) {
 	if !ok {
 		return outcome{}, fail(ErrNotFound, "ACL token %q not found", accessor)
 	}
-	if t.GetRole() == pb.AclRole_ACL_ROLE_MANAGEMENT && s.acl.managementTokens() == 1 {
-		return outcome{}, fail(ErrInvalid, "ACL token %q is the last management token: create another before deleting it", accessor)
+	if t.GetRole() == pb.AclRole_ACL_ROLE_MANAGEMENT && t.GetExpiresAt() == nil && s.acl.lastingManagementTokens() == 1 {
+		return outcome{}, fail(ErrInvalid, "ACL token %q is the last management token without an expiry: "+
+			"create another before deleting it", accessor)
 	}
 	s.acl.delete(t)
-	s.tx.touch()
+	s.tx.tokensRevoked()
 	return outcome{changed: true}, nil
 }
 

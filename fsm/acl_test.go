@@ -351,7 +351,8 @@ func TestVersionOfACLCommands(t *testing.T) {
 	if fsm.CommandVersion < 2 {
 		t.Fatalf("CommandVersion = %d, want at least 2", fsm.CommandVersion)
 	}
-	for _, c := range []*pb.Command{bootstrapCmd(nil), createTokenCmd(nil), deleteTokenCmd("x")} {
+	for _, c := range []*pb.Command{bootstrapCmd(nil), createTokenCmd(nil), deleteTokenCmd("x"),
+		createTokenCmd(aclToken("w", pb.AclRole_ACL_ROLE_WORKER, nil))} {
 		if v := fsm.VersionOf(c); v != 2 {
 			t.Errorf("VersionOf(%v) = %d, want 2", c, v)
 		}

@@ -38,7 +38,11 @@ const version2 uint32 = 2
 // its first generation, and a trigger's idempotency and a scoped cancel look
 // only at the job's own runs. A user restore keeps the live state but the
 // registry and the ledger (userrestore.go), decided by the leader from the
-// active version, so that every node installs the same stream.
+// active version, so that every node installs the same stream. It also
+// bound worker tokens to pools and made tokens expire (fields of
+// create_acl_token that only it writes, see laterFields), requires a pool
+// of every worker token it creates, and counts runs per minute (tally.go):
+// release ed252bd, of version 2, keeps no counts.
 const version3 uint32 = 3
 
 // WorkersVersion is the cluster version from which the FSM applies what

@@ -73,7 +73,8 @@ type outcome struct {
 	created     bool
 	fires       []*pb.FireResult
 	completions []*pb.CompletionResult
-	run         *pb.Run // a stored run the command changed, for the result (cancel_run)
+	run         *pb.Run      // a stored run the command changed, for the result (cancel_run)
+	token       *pb.AclToken // a stored token the command created, for the result
 }
 
 // handler applies one kind of command. It checks everything before it
@@ -182,6 +183,9 @@ func result(o outcome, err error) *pb.CommandResult {
 		Fires:       o.fires,
 		Completions: o.completions,
 		Run:         cloneRun(o.run),
+	}
+	if o.token != nil {
+		r.AclToken = publicToken(o.token)
 	}
 	if o.job != nil {
 		r.Job = cloneJob(o.job, o.status)

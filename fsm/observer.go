@@ -28,6 +28,15 @@ type Observer interface {
 	RunsChanged(o Origin, runs []*pb.Run)
 }
 
+// TokenObserver is an Observer that also learns when ACL tokens may have
+// been revoked: a token deleted, or a snapshot restored in place of the
+// state. It is told which command did it, not which tokens: it checks the
+// tokens it holds against the state (ACLToken), which holds only the live
+// ones. Called like the Observer's methods: it must not block.
+type TokenObserver interface {
+	TokensRevoked(o Origin)
+}
+
 // Origin is what a change came from: the command applied, or a snapshot
 // restored.
 type Origin struct {
@@ -65,8 +74,10 @@ func (f *FSM) SetObserver(o Observer) {
 type changes struct {
 	dirty bool
 	track bool
-	names []string
-	runs  []*pb.Run // stored values; later ones of the same id win
+	// revoked: a token was deleted.
+	revoked bool
+	names   []string
+	runs    []*pb.Run // stored values; later ones of the same id win
 }
 
 // The methods accept a nil receiver: state outside Apply (Restore building a
@@ -75,6 +86,13 @@ type changes struct {
 func (c *changes) touch() {
 	if c != nil {
 		c.dirty = true
+	}
+}
+
+func (c *changes) tokensRevoked() {
+	if c != nil {
+		c.dirty = true
+		c.revoked = true
 	}
 }
 
@@ -116,6 +134,16 @@ func (c *changes) notify(o Observer, origin Origin) {
 	}
 	if len(c.runs) > 0 {
 		o.RunsChanged(origin, lastOfEach(c.runs))
+	}
+	if c.revoked {
+		notifyRevoked(o, origin)
+	}
+}
+
+// notifyRevoked tells o that tokens may have been revoked, if it listens.
+func notifyRevoked(o Observer, origin Origin) {
+	if to, ok := o.(TokenObserver); ok {
+		to.TokensRevoked(origin)
 	}
 }
 

@@ -205,6 +205,9 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	if len(names) > 0 {
 		obs.JobsChanged(Origin{Kind: KindRestore}, names) // every job may have changed
 	}
+	if obs != nil {
+		notifyRevoked(obs, Origin{Kind: KindRestore}) // so may every token
+	}
 	return nil
 }
 

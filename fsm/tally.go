@@ -57,8 +57,8 @@ func (t *runTally) add(atNano int64, fires, failures, missed uint64) {
 // the minute of the entry being applied: a new run is a fire, or the slots
 // it records missed; a run that finishes in a failure state is a failure.
 func (s *state) countRun(old *pb.Run, had bool, r *pb.Run) {
-	if !s.atLeast(version2) {
-		return // release 0d365cb kept no counts; version 1 applies as it did
+	if !s.atLeast(version3) {
+		return // releases up to ed252bd (version 2) keep no counts; apply as they do
 	}
 	var fires, failures, missed uint64
 	switch {

@@ -74,12 +74,15 @@ func TestRunCountsKeepAnHourByTheMinute(t *testing.T) {
 	}
 }
 
-// At cluster version 1 the state is what release 0d365cb kept: no counts.
-func TestVersion1KeepsNoRunCounts(t *testing.T) {
-	h := newHarnessAt(t, 1)
-	gen := h.create(testSpec("job"))
-	h.accepted(slotFire("job", gen, h.nextSlot("job")))
-	if got := h.f.RunCounts(0); !proto.Equal(got, &pb.RunCounts{}) {
-		t.Fatalf("run counts at version 1: %v, want none", got)
+// Below cluster version 3 the state is what the releases up to ed252bd
+// (version 2) keep: no counts, at version 1 as at 2.
+func TestBelowVersion3KeepsNoRunCounts(t *testing.T) {
+	for _, v := range []uint32{1, 2} {
+		h := newHarnessAt(t, v)
+		gen := h.create(testSpec("job"))
+		h.accepted(slotFire("job", gen, h.nextSlot("job")))
+		if got := h.f.RunCounts(0); !proto.Equal(got, &pb.RunCounts{}) {
+			t.Fatalf("run counts at version %d: %v, want none", v, got)
+		}
 	}
 }

@@ -16,8 +16,10 @@ import (
 // advertises at least VersionOf it, so a node never meets a kind it cannot
 // apply in a healthy rolling upgrade. Version 2 added the ACL commands,
 // cancel_run, set_audit and record_membership; version 3 changes rules of
-// existing kinds (clusterversion.go: version3), adds the secret store, and
-// from it nodes sign their dispatches v2 (SignaturesV2Version).
+// existing kinds (clusterversion.go: version3), adds the secret store and
+// the fields of create_acl_token that bind worker tokens to pools and make
+// tokens expire (laterFields), and from it nodes sign their dispatches v2
+// (SignaturesV2Version).
 const CommandVersion uint32 = 3
 
 // introducedIn is the command version that introduced each kind, by the
@@ -72,11 +74,39 @@ func VersionOf(c *pb.Command) uint32 {
 		return 1
 	}
 	if v, ok := introducedIn[fd.Name()]; ok {
-		return v
+		return max(v, fieldsVersion(c))
 	}
 	// Compiled in but not listed (the test prevents it): assume the newest
 	// version this build knows rather than one an older voter may lack.
 	return CommandVersion
+}
+
+// laterFields are the fields existing kinds gained after the kind itself,
+// each with the command version that introduced it. A build from before
+// them decodes the command and drops what it does not know, so it would
+// reach another state than its peers: a command that sets one waits, like
+// a new kind, until every voter applies its version.
+var laterFields = []struct {
+	version uint32
+	set     func(*pb.Command) bool
+}{
+	{version3, func(c *pb.Command) bool { // a worker token's pools and cap, an expiry
+		cr := c.GetCreateAclToken()
+		t := cr.GetToken()
+		return cr.GetTtl() != nil || len(t.GetPools()) > 0 || t.GetMaxConcurrency() > 0 || t.GetExpiresAt() != nil
+	}},
+}
+
+// fieldsVersion is the newest command version among the later fields c
+// sets, 1 if none.
+func fieldsVersion(c *pb.Command) uint32 {
+	v := uint32(1)
+	for _, f := range laterFields {
+		if f.version > v && f.set(c) {
+			v = f.version
+		}
+	}
+	return v
 }
 
 // firstKindNumber is the lowest field number of a Command.kind case.

@@ -167,7 +167,7 @@ func checkWorker(v *violations, w *pb.WorkerTarget) {
 	case p == "":
 		v.add("worker.pool", "required")
 	case !validName(p):
-		v.add("worker.pool", nameRule)
+		v.add("worker.pool", NameRule)
 	}
 	checkLabels(v, "worker.tags", w.GetTags())
 	switch {

@@ -18,7 +18,8 @@ const (
 	MaxPauseNote    = 1024 // characters
 )
 
-const nameRule = "must match [a-z0-9][a-z0-9._-]{0,62}"
+// NameRule is the rule of job, worker and pool names, as messages state it.
+const NameRule = "must match [a-z0-9][a-z0-9._-]{0,62}"
 
 // ValidateName checks a job name; it returns nil or a *ValidationError
 // with the field "name".
@@ -67,11 +68,11 @@ func checkName(v *violations, name string) {
 	case name == "":
 		v.add("name", "required")
 	case !validName(name):
-		v.add("name", nameRule)
+		v.add("name", NameRule)
 	}
 }
 
-// validName matches nameRule. It runs on every write, where the regular
+// validName matches NameRule. It runs on every write, where the regular
 // expression it replaces cost more than the rest of the name's handling.
 func validName(name string) bool {
 	if len(name) == 0 || len(name) > 63 || !isLowerAlnum(name[0]) {

@@ -81,6 +81,11 @@ type Config struct {
 	// ACL requires an ACL token on every gRPC call but the health service
 	// (docs/acl.md); set it alike on every node.
 	ACL bool
+	// ACLBootstrapSecret, if set (serve --acl-bootstrap-file), is the
+	// secret of the cluster's first management token: while this node
+	// leads a cluster not yet bootstrapped, it bootstraps with it, and it
+	// refuses BootstrapAcl. Needs ACL; give every node the same.
+	ACLBootstrapSecret string
 	// AuditLimit is how many audit records the cluster keeps while this
 	// node leads, up to fsm.MaxAuditLimit; 0 means api.DefaultAuditLimit.
 	// Set it alike on every node.
@@ -144,7 +149,8 @@ func (cfg Config) Validate() error {
 		healthErr = checkListenAddr(FieldHealthAddr, cfg.HealthAddr)
 	}
 	return errors.Join(cfg.cluster().Validate(), addrErr, checkListenAddr(FieldHTTPAddr, cfg.HTTPAddr), healthErr,
-		checkHTTPHosts(cfg.HTTPHosts), cfg.Limits.validate(), tlsErr, checkAuditLimit(cfg.AuditLimit), checkWorkerLease(cfg.WorkerLease))
+		checkHTTPHosts(cfg.HTTPHosts), cfg.Limits.validate(), tlsErr, checkAuditLimit(cfg.AuditLimit), checkWorkerLease(cfg.WorkerLease),
+		cfg.checkACLBootstrap())
 }
 
 // checkHTTPHosts: the Host check's own rule (ops.NewHosts).

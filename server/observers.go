@@ -7,7 +7,7 @@ import (
 
 // observers lets several parts of the node observe the one FSM (it takes a
 // single observer): the scheduler re-plans changed jobs, the run hub feeds
-// WatchRuns. Each is called in order, synchronously from Apply, so none may
+// WatchRuns, the authorizer ends the streams of revoked tokens. Each is called in order, synchronously from Apply, so none may
 // block. They share the runs of a change, which keeps Apply from cloning
 // them once per observer: every observer must treat them as read-only (the
 // scheduler and the hub only read them).
@@ -22,5 +22,13 @@ func (o observers) JobsChanged(from fsm.Origin, names []string) {
 func (o observers) RunsChanged(from fsm.Origin, runs []*pb.Run) {
 	for _, obs := range o {
 		obs.RunsChanged(from, runs)
+	}
+}
+
+func (o observers) TokensRevoked(from fsm.Origin) {
+	for _, obs := range o {
+		if to, ok := obs.(fsm.TokenObserver); ok {
+			to.TokensRevoked(from)
+		}
 	}
 }

@@ -72,6 +72,11 @@ type Server struct {
 	errc chan error
 	// stopc is closed when Stop begins; it ends watchHalt.
 	stopc chan struct{}
+	// leading is signalled (cap 1) when this node starts leading.
+	leading chan struct{}
+	// aclBootstrap bootstraps ACLs from Config.ACLBootstrapSecret; nil
+	// without one.
+	aclBootstrap *api.FileBootstrap
 	// undo releases what New took, newest first: if New fails part way,
 	// and when the server stops without having run.
 	undo cleanup
@@ -100,7 +105,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, errc: make(chan error, 4), stopc: make(chan struct{})}
+	s := &Server{cfg: cfg, log: cfg.Logger, errc: make(chan error, 4), stopc: make(chan struct{}), leading: make(chan struct{}, 1)}
 	err := s.listen()
 	if err == nil {
 		err = s.wire()
@@ -190,8 +195,8 @@ func (s *Server) wire() error {
 	s.ops = opsServer
 	s.hub = api.NewRunHubWith(s.cfg.Limits.MaxWatchers)
 	s.undo.push(func(context.Context) { s.hub.Close() })
-	s.state.SetObserver(observers{s.sched, s.hub})
-	auth := api.NewAuthorizer(api.AuthConfig{Enabled: s.cfg.ACL, Tokens: s.state, Barrier: node})
+	auth := api.NewAuthorizer(api.AuthConfig{Enabled: s.cfg.ACL, Tokens: s.state, Barrier: node, Now: s.cfg.Now})
+	s.state.SetObserver(observers{s.sched, s.hub, auth})
 	s.grpc = newGRPCServer(s.log, s.cfg.Limits.maxConcurrentStreams(), auth, s.mux.GRPCServerOptions()...)
 	s.undo.push(func(context.Context) { s.grpc.Stop() })
 	s.health = s.registerServices()
@@ -258,15 +263,20 @@ func (s *Server) wireScheduler() error {
 // registerServices puts the public API and node-to-node forwarding on the
 // gRPC server. Every write service shares one audit switch.
 func (s *Server) registerServices() *health.Server {
-	h := api.Register(s.grpc, api.NewServices(api.Deps{
+	deps := api.Deps{
 		Store: s.node, Registry: s.state, Ledger: s.state, Tokens: s.state, AuditLog: s.state,
 		Cluster: s.node, Counts: s.state, Snapshots: s.node, ScratchDir: s.cfg.DataDir, Live: s.state,
 		Workers: s.workers, Leader: s.node,
 		Hub: s.hub, Triggerer: s.sched, Leadership: s.node,
 		Exec: s.cfg.Policy.Exec, Limits: s.cfg.Limits.jobs(), Audit: s.auditSwitch(),
-		ClusterVersion: s.state.ClusterVersion, Now: s.cfg.Now,
+		ACLBootstrapFromFile: s.cfg.ACLBootstrapSecret != "",
+		ClusterVersion:       s.state.ClusterVersion, Now: s.cfg.Now,
 		Secrets: s.state, SecretKeys: s.cfg.SecretKeys,
-	}))
+	}
+	h := api.Register(s.grpc, api.NewServices(deps))
+	if s.cfg.ACLBootstrapSecret != "" {
+		s.aclBootstrap = api.NewFileBootstrap(deps, s.cfg.ACLBootstrapSecret)
+	}
 	cluster.RegisterInternal(s.grpc, s.node)
 	return h
 }
@@ -277,6 +287,10 @@ func (s *Server) leadershipChanged(isLeader bool) {
 	s.sched.SetLeader(isLeader)
 	if isLeader {
 		go s.checkSecretKeys()
+		select {
+		case s.leading <- struct{}{}:
+		default:
+		}
 	}
 	if hook := s.cfg.OnLeadershipChange; hook != nil {
 		hook(isLeader)
@@ -306,6 +320,9 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	go s.watchNode()
 	go s.checkSecretKeysWhenReady()
+	if s.aclBootstrap != nil {
+		go s.bootstrapACLs(s.aclBootstrap)
+	}
 	s.log.Info("raftcron started", "id", s.cfg.ID, "addr", s.cfg.Addr, "http_addr", s.HTTPAddr(),
 		"https", s.cfg.TLS != nil, "health_addr", s.HealthAddr(), "data_dir", s.cfg.DataDir, "version", s.cfg.Version, "acl", s.cfg.ACL,
 		"secrets_keys", s.cfg.SecretKeys.IDs())

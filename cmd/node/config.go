@@ -87,6 +87,7 @@ var flagOfField = map[string]string{
 	server.FieldAuditLimit:           flagAuditLimit,
 	server.FieldWorkerLease:          flagWorkerLease,
 	server.FieldHTTPHosts:            flagHTTPHost,
+	server.FieldACLBootstrapSecret:   flagACLBootstrapFile,
 }
 
 // flagErrors turns each *cluster.ConfigError in err (joined ones
@@ -147,7 +148,9 @@ func addServeFlags(fs *pflag.FlagSet) {
 	addPolicyFlags(fs)
 	addSecretsFlags(fs)
 	fs.Bool(flagACL, false, "require an ACL token (authorization: Bearer <secret>) on every call but "+
-		"grpc.health.v1; create the first with `raftcron acl bootstrap`")
+		"grpc.health.v1; create the first with `raftcron acl bootstrap`, or with --"+flagACLBootstrapFile)
+	fs.String(flagACLBootstrapFile, "", "file whose content (32 or more printable characters) is the secret of the first "+
+		"management token: the leader bootstraps with it and `acl bootstrap` is refused; give every node the same")
 	addLimitFlags(fs)
 	fs.Int(flagAuditLimit, api.DefaultAuditLimit, fmt.Sprintf("audit records the cluster keeps, 1 to %d; "+
 		"the leader's value is the one in force, so set the same on every node", fsm.MaxAuditLimit))
@@ -238,6 +241,8 @@ func parseServeConfig(k *koanf.Koanf) (serveConfig, error) {
 	cfg.Limits, limitErrs = parseLimits(k)
 	errs = append(errs, limitErrs...)
 	cfg.ACL, err = boolValue(k, flagACL)
+	check(err)
+	cfg.ACLBootstrapSecret, err = readACLBootstrapFile(k)
 	check(err)
 	cfg.AuditLimit, err = positiveInt(k, flagAuditLimit)
 	check(err)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,12 +22,44 @@ import (
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
+// MaxConcurrency is the most attempts a worker may declare it runs at once.
+const MaxConcurrency = 100_000
+
 // Bounds of what a worker may declare.
 const (
-	maxConcurrency = 100_000
-	maxHandlers    = 1000
-	maxTags        = 64
+	maxHandlers = 1000
+	maxTags     = 64
 )
+
+// Grant is what the credentials a worker session was opened with allow, as
+// the API authenticated them.
+type Grant struct {
+	// Token identifies them (an ACL token's accessor ID; empty without
+	// one). A lost attempt's late outcome is taken only from a session of
+	// the same worker ID and Token: the worker ID is the worker's own
+	// claim, which any other worker could make.
+	Token string
+	// Pools the session may serve; empty: any.
+	Pools []string
+	// MaxConcurrency caps the concurrency the session declares; 0: only
+	// MaxConcurrency does.
+	MaxConcurrency int
+}
+
+// admits refuses a hello its grant does not cover. A concurrency above the
+// cap is refused rather than lowered: a worker that believes it runs more
+// than it is offered is misconfigured, and should say so at once.
+func (g Grant) admits(m *pb.WorkerHello) error {
+	if len(g.Pools) > 0 && !slices.Contains(g.Pools, m.GetPool()) {
+		return status.Errorf(codes.PermissionDenied, "hello.pool: this worker's ACL token may serve the pools %s, not %q",
+			strings.Join(g.Pools, ", "), m.GetPool())
+	}
+	if n := int(m.GetConcurrency()); g.MaxConcurrency > 0 && n > g.MaxConcurrency {
+		return status.Errorf(codes.PermissionDenied, "hello.concurrency: %d is more than the %d this worker's ACL token allows",
+			n, g.MaxConcurrency)
+	}
+	return nil
+}
 
 // Why a worker's stream ends; the worker sees the message.
 var (
@@ -47,6 +81,7 @@ func (e leaseError) GRPCStatus() *status.Status { return status.New(codes.Unavai
 // conn is one connected worker.
 type conn struct {
 	id, pool    string
+	token       string // Grant.Token
 	tags        map[string]string
 	handlers    map[string]bool
 	commands    bool
@@ -65,10 +100,11 @@ type conn struct {
 	gone      bool
 }
 
-func newConn(hello *pb.WorkerHello, signer *dispatch.Signer, cancel context.CancelCauseFunc) *conn {
+func newConn(hello *pb.WorkerHello, token string, signer *dispatch.Signer, cancel context.CancelCauseFunc) *conn {
 	c := &conn{
 		id:          hello.GetId(),
 		pool:        hello.GetPool(),
+		token:       token,
 		tags:        hello.GetTags(),
 		handlers:    make(map[string]bool, len(hello.GetHandlers())),
 		commands:    hello.GetCommands(),
@@ -125,15 +161,19 @@ func (c *conn) unackedSince(now time.Time, lease time.Duration) bool {
 
 // Serve runs one worker's stream until it ends: hello, welcome, then
 // offers and cancels out, acknowledgements, heartbeats and outcomes in.
-// The caller (the WorkerService) has checked that this node leads.
-func (h *Hub) Serve(stream pb.WorkerService_ConnectServer) error {
+// The caller (the WorkerService) has checked that this node leads, and
+// grants what the session's credentials allow.
+func (h *Hub) Serve(stream pb.WorkerService_ConnectServer, grant Grant) error {
 	hello, err := h.hello(stream)
 	if err != nil {
 		return err
 	}
+	if err := grant.admits(hello); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancelCause(stream.Context())
 	defer cancel(nil)
-	c := newConn(hello, h.signer, cancel)
+	c := newConn(hello, grant.Token, h.signer, cancel)
 	if err := h.register(c); err != nil {
 		return err
 	}
@@ -195,13 +235,13 @@ func (h *Hub) hello(stream pb.WorkerService_ConnectServer) (*pb.WorkerHello, err
 func checkHello(m *pb.WorkerHello) error {
 	var problems []string
 	if err := jobspec.ValidateName(m.GetId()); err != nil {
-		problems = append(problems, "hello.id: must match [a-z0-9][a-z0-9._-]{0,62}")
+		problems = append(problems, "hello.id: "+jobspec.NameRule)
 	}
 	if err := jobspec.ValidateName(m.GetPool()); err != nil {
-		problems = append(problems, "hello.pool: must match [a-z0-9][a-z0-9._-]{0,62}")
+		problems = append(problems, "hello.pool: "+jobspec.NameRule)
 	}
-	if n := m.GetConcurrency(); n < 1 || n > maxConcurrency {
-		problems = append(problems, fmt.Sprintf("hello.concurrency: must be between 1 and %d", maxConcurrency))
+	if n := m.GetConcurrency(); n < 1 || n > MaxConcurrency {
+		problems = append(problems, fmt.Sprintf("hello.concurrency: must be between 1 and %d", MaxConcurrency))
 	}
 	if len(m.GetTags()) > maxTags {
 		problems = append(problems, fmt.Sprintf("hello.tags: at most %d", maxTags))
@@ -336,10 +376,11 @@ func (h *Hub) outcomes(c *conn, outs []*pb.WorkerOutcome) {
 }
 
 // isLateOf reports whether o is the late outcome of an attempt c's worker
-// lost. Called under mu.
+// lost: the worker ID and the token of the session that lost it. Called
+// under mu.
 func (h *Hub) isLateOf(c *conn, o *pb.WorkerOutcome) bool {
 	at := h.lost[o.GetToken()]
-	return at != nil && at.lostBy == c.id && at.a.RunID == o.GetRunId()
+	return at != nil && at.lostBy == c.id && at.lostToken == c.token && at.a.RunID == o.GetRunId()
 }
 
 // outbox collects what goes to one worker; its send loop sends it in as

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"sync"
@@ -11,19 +12,37 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/raftcron/raftcron/scheduler/dispatch"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
-// testService serves the hub as the api's WorkerService does on a leader.
+// testService serves the hub as the api's WorkerService does on a leader,
+// granting each session what its metadata says (grantMD), as the API grants
+// what the session's token says.
 type testService struct {
 	pb.UnimplementedWorkerServiceServer
 	h *Hub
 }
 
-func (s testService) Connect(stream pb.WorkerService_ConnectServer) error { return s.h.Serve(stream) }
+func (s testService) Connect(stream pb.WorkerService_ConnectServer) error {
+	md, _ := metadata.FromIncomingContext(stream.Context())
+	var g Grant
+	if v := md.Get("test-grant"); len(v) > 0 {
+		if err := json.Unmarshal([]byte(v[0]), &g); err != nil {
+			return err
+		}
+	}
+	return s.h.Serve(stream, g)
+}
+
+// grantMD makes a connection carry its grant.
+func grantMD(ctx context.Context, g Grant) context.Context {
+	b, _ := json.Marshal(g)
+	return metadata.AppendToOutgoingContext(ctx, "test-grant", string(b))
+}
 
 type fixture struct {
 	t       *testing.T
@@ -145,8 +164,22 @@ func (f *fixture) connect(hello *pb.WorkerHello) *rawWorker {
 	return w
 }
 
+// connectAs connects a session granted g.
+func (f *fixture) connectAs(hello *pb.WorkerHello, g Grant) *rawWorker {
+	f.t.Helper()
+	w, err := f.dialAs(hello, g)
+	if err != nil {
+		f.t.Fatalf("connect %s: %v", hello.GetId(), err)
+	}
+	return w
+}
+
 // dial connects, sends hello and waits for the welcome.
 func (f *fixture) dial(hello *pb.WorkerHello) (*rawWorker, error) {
+	return f.dialAs(hello, Grant{})
+}
+
+func (f *fixture) dialAs(hello *pb.WorkerHello, g Grant) (*rawWorker, error) {
 	cc, err := grpc.NewClient(f.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return nil, err
@@ -154,7 +187,7 @@ func (f *fixture) dial(hello *pb.WorkerHello) (*rawWorker, error) {
 	f.t.Cleanup(func() { _ = cc.Close() })
 	ctx, cancel := context.WithCancel(context.Background())
 	f.t.Cleanup(cancel)
-	stream, err := pb.NewWorkerServiceClient(cc).Connect(ctx)
+	stream, err := pb.NewWorkerServiceClient(cc).Connect(grantMD(ctx, g))
 	if err != nil {
 		return nil, err
 	}
@@ -224,6 +257,26 @@ func (w *rawWorker) next() *pb.ConnectResponse {
 			w.t.Fatalf("stream ended: %v", err)
 		case <-deadline:
 			w.t.Fatal("no message within 10s")
+		}
+	}
+}
+
+// sync returns once the hub has handled everything sent before it: it
+// echoes a heartbeat after the messages that came before.
+func (w *rawWorker) sync() {
+	w.t.Helper()
+	w.send(&pb.ConnectRequest{Msg: &pb.ConnectRequest_Heartbeat{Heartbeat: &pb.WorkerHeartbeat{}}})
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case m := <-w.msgs:
+			if m.GetHeartbeat() != nil {
+				return
+			}
+		case err := <-w.ended:
+			w.t.Fatalf("stream ended: %v", err)
+		case <-deadline:
+			w.t.Fatal("no heartbeat echoed within 10s")
 		}
 	}
 }

@@ -157,7 +157,9 @@ type attempt struct {
 	offeredAt time.Time // the leader's clock: outcomes are stamped with it
 	acked     bool
 	cancelled bool // a cancel was sent to its worker
-	lostBy    string
+	// lostBy and lostToken are the worker ID and Grant.Token of the
+	// session that lost it: the one session that may report it late.
+	lostBy, lostToken string
 }
 
 // Submit takes a committed attempt of a job with a worker target and
@@ -439,7 +441,7 @@ func (h *Hub) drop(c *conn, cause error) {
 			cancelled = append(cancelled, at)
 			continue
 		}
-		at.state, at.lostBy = stateLost, c.id
+		at.state, at.lostBy, at.lostToken = stateLost, c.id, c.token
 		h.remember(at)
 		lost = append(lost, at)
 	}

@@ -51,10 +51,11 @@ const intruderTimeout = 60 * time.Second
 // unknown one, with a token of too small a role or scope, an exec job, a
 // webhook to the cloud metadata address and one to the node's own ops
 // port, a page rebound to a node's address (DNS rebinding), a forged
-// dispatch with a huge token, and a fourth node with another CA's
-// certificate. The node certificates are also replaced and reloaded on
-// SIGHUP. A secret a webhook uses reaches its downstream and nothing else
-// (checkSecrets).
+// dispatch with a huge token, a second bootstrap, a worker outside its
+// token's pool, a watch that outlives its token, and a fourth node with
+// another CA's certificate. The node certificates are also replaced and
+// reloaded on SIGHUP. A secret a webhook uses reaches its downstream and
+// nothing else (checkSecrets).
 func TestSecure3(t *testing.T) {
 	c := newSecureCluster(t)
 	intruder := c.startIntruder() // its join attempts fail while the rest runs
@@ -63,6 +64,7 @@ func TestSecure3(t *testing.T) {
 
 	c.checkPlaintextRefused()
 	c.checkTokens()
+	c.checkACLBindings()
 	c.checkGrpcurl()
 	c.checkExecRefused()
 	c.checkEgressDenied("metadata", "http://169.254.169.254/latest/meta-data/")

@@ -9,6 +9,7 @@ package raftcronv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -96,7 +97,20 @@ type AclToken struct {
 	Selector  map[string]string      `protobuf:"bytes,4,rep,name=selector,proto3" json:"selector,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	// SHA-256 of the secret. Replicated state only: never sent to clients.
-	SecretHash    []byte `protobuf:"bytes,6,opt,name=secret_hash,json=secretHash,proto3" json:"secret_hash,omitempty"`
+	SecretHash []byte `protobuf:"bytes,6,opt,name=secret_hash,json=secretHash,proto3" json:"secret_hash,omitempty"`
+	// Fields 10 to 12 are of command version 3: a create_acl_token that sets
+	// them waits until every voter applies it (fsm.VersionOf).
+	// Worker tokens: the pools whose attempts a worker session of this token
+	// may take. Empty on a worker token made before command version 3: any
+	// pool, as then.
+	Pools []string `protobuf:"bytes,10,rep,name=pools,proto3" json:"pools,omitempty"`
+	// Worker tokens: the most attempts one session of this token may declare
+	// (hello.concurrency); 0: no cap but the hub's.
+	MaxConcurrency uint32 `protobuf:"varint,11,opt,name=max_concurrency,json=maxConcurrency,proto3" json:"max_concurrency,omitempty"`
+	// When the token stops working: created_at plus the ttl it was created
+	// with (the leader's clock). Unset: never. Judged at each call by the
+	// clock of the node that answers it.
+	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -169,6 +183,27 @@ func (x *AclToken) GetCreatedAt() *timestamppb.Timestamp {
 func (x *AclToken) GetSecretHash() []byte {
 	if x != nil {
 		return x.SecretHash
+	}
+	return nil
+}
+
+func (x *AclToken) GetPools() []string {
+	if x != nil {
+		return x.Pools
+	}
+	return nil
+}
+
+func (x *AclToken) GetMaxConcurrency() uint32 {
+	if x != nil {
+		return x.MaxConcurrency
+	}
+	return 0
+}
+
+func (x *AclToken) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
 	}
 	return nil
 }
@@ -319,10 +354,16 @@ func (x *BootstrapAclResponse) GetSecret() string {
 }
 
 type CreateAclTokenRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Role          AclRole                `protobuf:"varint,2,opt,name=role,proto3,enum=raftcron.v1.AclRole" json:"role,omitempty"`
-	Selector      map[string]string      `protobuf:"bytes,3,rep,name=selector,proto3" json:"selector,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Name     string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Role     AclRole                `protobuf:"varint,2,opt,name=role,proto3,enum=raftcron.v1.AclRole" json:"role,omitempty"`
+	Selector map[string]string      `protobuf:"bytes,3,rep,name=selector,proto3" json:"selector,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Worker tokens only, and required for them: the pools it may connect.
+	Pools []string `protobuf:"bytes,4,rep,name=pools,proto3" json:"pools,omitempty"`
+	// Worker tokens only: the most attempts one session may declare.
+	MaxConcurrency uint32 `protobuf:"varint,5,opt,name=max_concurrency,json=maxConcurrency,proto3" json:"max_concurrency,omitempty"`
+	// Unset: the token never expires; else at least a second.
+	Ttl           *durationpb.Duration `protobuf:"bytes,6,opt,name=ttl,proto3" json:"ttl,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -374,6 +415,27 @@ func (x *CreateAclTokenRequest) GetRole() AclRole {
 func (x *CreateAclTokenRequest) GetSelector() map[string]string {
 	if x != nil {
 		return x.Selector
+	}
+	return nil
+}
+
+func (x *CreateAclTokenRequest) GetPools() []string {
+	if x != nil {
+		return x.Pools
+	}
+	return nil
+}
+
+func (x *CreateAclTokenRequest) GetMaxConcurrency() uint32 {
+	if x != nil {
+		return x.MaxConcurrency
+	}
+	return 0
+}
+
+func (x *CreateAclTokenRequest) GetTtl() *durationpb.Duration {
+	if x != nil {
+		return x.Ttl
 	}
 	return nil
 }
@@ -636,8 +698,11 @@ func (x *BootstrapAclCommand) GetToken() *AclToken {
 }
 
 type CreateAclTokenCommand struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Token         *AclToken              `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Token *AclToken              `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	// Command version 3: the FSM sets token.expires_at to the command's time
+	// plus ttl. Unset: the token never expires.
+	Ttl           *durationpb.Duration `protobuf:"bytes,2,opt,name=ttl,proto3" json:"ttl,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -675,6 +740,13 @@ func (*CreateAclTokenCommand) Descriptor() ([]byte, []int) {
 func (x *CreateAclTokenCommand) GetToken() *AclToken {
 	if x != nil {
 		return x.Token
+	}
+	return nil
+}
+
+func (x *CreateAclTokenCommand) GetTtl() *durationpb.Duration {
+	if x != nil {
+		return x.Ttl
 	}
 	return nil
 }
@@ -727,7 +799,7 @@ var File_raftcron_v1_acl_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_acl_proto_rawDesc = "" +
 	"\n" +
-	"\x15raftcron/v1/acl.proto\x12\vraftcron.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc3\x02\n" +
+	"\x15raftcron/v1/acl.proto\x12\vraftcron.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xbd\x03\n" +
 	"\bAclToken\x12\x1f\n" +
 	"\vaccessor_id\x18\x01 \x01(\tR\n" +
 	"accessorId\x12\x12\n" +
@@ -737,7 +809,12 @@ const file_raftcron_v1_acl_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x1f\n" +
 	"\vsecret_hash\x18\x06 \x01(\fR\n" +
-	"secretHash\x1a;\n" +
+	"secretHash\x12\x14\n" +
+	"\x05pools\x18\n" +
+	" \x03(\tR\x05pools\x12'\n" +
+	"\x0fmax_concurrency\x18\v \x01(\rR\x0emaxConcurrency\x129\n" +
+	"\n" +
+	"expires_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x1a;\n" +
 	"\rSelectorEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa2\x01\n" +
@@ -750,11 +827,14 @@ const file_raftcron_v1_acl_proto_rawDesc = "" +
 	"\x13BootstrapAclRequest\"[\n" +
 	"\x14BootstrapAclResponse\x12+\n" +
 	"\x05token\x18\x01 \x01(\v2\x15.raftcron.v1.AclTokenR\x05token\x12\x16\n" +
-	"\x06secret\x18\x02 \x01(\tR\x06secret\"\xe0\x01\n" +
+	"\x06secret\x18\x02 \x01(\tR\x06secret\"\xcc\x02\n" +
 	"\x15CreateAclTokenRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12(\n" +
 	"\x04role\x18\x02 \x01(\x0e2\x14.raftcron.v1.AclRoleR\x04role\x12L\n" +
-	"\bselector\x18\x03 \x03(\v20.raftcron.v1.CreateAclTokenRequest.SelectorEntryR\bselector\x1a;\n" +
+	"\bselector\x18\x03 \x03(\v20.raftcron.v1.CreateAclTokenRequest.SelectorEntryR\bselector\x12\x14\n" +
+	"\x05pools\x18\x04 \x03(\tR\x05pools\x12'\n" +
+	"\x0fmax_concurrency\x18\x05 \x01(\rR\x0emaxConcurrency\x12+\n" +
+	"\x03ttl\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x1a;\n" +
 	"\rSelectorEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"]\n" +
@@ -769,9 +849,10 @@ const file_raftcron_v1_acl_proto_rawDesc = "" +
 	"accessorId\"\x18\n" +
 	"\x16DeleteAclTokenResponse\"B\n" +
 	"\x13BootstrapAclCommand\x12+\n" +
-	"\x05token\x18\x01 \x01(\v2\x15.raftcron.v1.AclTokenR\x05token\"D\n" +
+	"\x05token\x18\x01 \x01(\v2\x15.raftcron.v1.AclTokenR\x05token\"q\n" +
 	"\x15CreateAclTokenCommand\x12+\n" +
-	"\x05token\x18\x01 \x01(\v2\x15.raftcron.v1.AclTokenR\x05token\"8\n" +
+	"\x05token\x18\x01 \x01(\v2\x15.raftcron.v1.AclTokenR\x05token\x12+\n" +
+	"\x03ttl\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\"8\n" +
 	"\x15DeleteAclTokenCommand\x12\x1f\n" +
 	"\vaccessor_id\x18\x01 \x01(\tR\n" +
 	"accessorId*x\n" +
@@ -821,32 +902,36 @@ var file_raftcron_v1_acl_proto_goTypes = []any{
 	nil,                            // 15: raftcron.v1.Caller.SelectorEntry
 	nil,                            // 16: raftcron.v1.CreateAclTokenRequest.SelectorEntry
 	(*timestamppb.Timestamp)(nil),  // 17: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),    // 18: google.protobuf.Duration
 }
 var file_raftcron_v1_acl_proto_depIdxs = []int32{
 	0,  // 0: raftcron.v1.AclToken.role:type_name -> raftcron.v1.AclRole
 	14, // 1: raftcron.v1.AclToken.selector:type_name -> raftcron.v1.AclToken.SelectorEntry
 	17, // 2: raftcron.v1.AclToken.created_at:type_name -> google.protobuf.Timestamp
-	15, // 3: raftcron.v1.Caller.selector:type_name -> raftcron.v1.Caller.SelectorEntry
-	1,  // 4: raftcron.v1.BootstrapAclResponse.token:type_name -> raftcron.v1.AclToken
-	0,  // 5: raftcron.v1.CreateAclTokenRequest.role:type_name -> raftcron.v1.AclRole
-	16, // 6: raftcron.v1.CreateAclTokenRequest.selector:type_name -> raftcron.v1.CreateAclTokenRequest.SelectorEntry
-	1,  // 7: raftcron.v1.CreateAclTokenResponse.token:type_name -> raftcron.v1.AclToken
-	1,  // 8: raftcron.v1.ListAclTokensResponse.tokens:type_name -> raftcron.v1.AclToken
-	1,  // 9: raftcron.v1.BootstrapAclCommand.token:type_name -> raftcron.v1.AclToken
-	1,  // 10: raftcron.v1.CreateAclTokenCommand.token:type_name -> raftcron.v1.AclToken
-	3,  // 11: raftcron.v1.AclService.BootstrapAcl:input_type -> raftcron.v1.BootstrapAclRequest
-	5,  // 12: raftcron.v1.AclService.CreateAclToken:input_type -> raftcron.v1.CreateAclTokenRequest
-	7,  // 13: raftcron.v1.AclService.ListAclTokens:input_type -> raftcron.v1.ListAclTokensRequest
-	9,  // 14: raftcron.v1.AclService.DeleteAclToken:input_type -> raftcron.v1.DeleteAclTokenRequest
-	4,  // 15: raftcron.v1.AclService.BootstrapAcl:output_type -> raftcron.v1.BootstrapAclResponse
-	6,  // 16: raftcron.v1.AclService.CreateAclToken:output_type -> raftcron.v1.CreateAclTokenResponse
-	8,  // 17: raftcron.v1.AclService.ListAclTokens:output_type -> raftcron.v1.ListAclTokensResponse
-	10, // 18: raftcron.v1.AclService.DeleteAclToken:output_type -> raftcron.v1.DeleteAclTokenResponse
-	15, // [15:19] is the sub-list for method output_type
-	11, // [11:15] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	17, // 3: raftcron.v1.AclToken.expires_at:type_name -> google.protobuf.Timestamp
+	15, // 4: raftcron.v1.Caller.selector:type_name -> raftcron.v1.Caller.SelectorEntry
+	1,  // 5: raftcron.v1.BootstrapAclResponse.token:type_name -> raftcron.v1.AclToken
+	0,  // 6: raftcron.v1.CreateAclTokenRequest.role:type_name -> raftcron.v1.AclRole
+	16, // 7: raftcron.v1.CreateAclTokenRequest.selector:type_name -> raftcron.v1.CreateAclTokenRequest.SelectorEntry
+	18, // 8: raftcron.v1.CreateAclTokenRequest.ttl:type_name -> google.protobuf.Duration
+	1,  // 9: raftcron.v1.CreateAclTokenResponse.token:type_name -> raftcron.v1.AclToken
+	1,  // 10: raftcron.v1.ListAclTokensResponse.tokens:type_name -> raftcron.v1.AclToken
+	1,  // 11: raftcron.v1.BootstrapAclCommand.token:type_name -> raftcron.v1.AclToken
+	1,  // 12: raftcron.v1.CreateAclTokenCommand.token:type_name -> raftcron.v1.AclToken
+	18, // 13: raftcron.v1.CreateAclTokenCommand.ttl:type_name -> google.protobuf.Duration
+	3,  // 14: raftcron.v1.AclService.BootstrapAcl:input_type -> raftcron.v1.BootstrapAclRequest
+	5,  // 15: raftcron.v1.AclService.CreateAclToken:input_type -> raftcron.v1.CreateAclTokenRequest
+	7,  // 16: raftcron.v1.AclService.ListAclTokens:input_type -> raftcron.v1.ListAclTokensRequest
+	9,  // 17: raftcron.v1.AclService.DeleteAclToken:input_type -> raftcron.v1.DeleteAclTokenRequest
+	4,  // 18: raftcron.v1.AclService.BootstrapAcl:output_type -> raftcron.v1.BootstrapAclResponse
+	6,  // 19: raftcron.v1.AclService.CreateAclToken:output_type -> raftcron.v1.CreateAclTokenResponse
+	8,  // 20: raftcron.v1.AclService.ListAclTokens:output_type -> raftcron.v1.ListAclTokensResponse
+	10, // 21: raftcron.v1.AclService.DeleteAclToken:output_type -> raftcron.v1.DeleteAclTokenResponse
+	18, // [18:22] is the sub-list for method output_type
+	14, // [14:18] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_acl_proto_init() }

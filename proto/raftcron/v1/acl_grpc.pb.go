@@ -34,7 +34,11 @@ const (
 // management token.
 type AclServiceClient interface {
 	// BootstrapAcl creates the first management token and returns its secret.
-	// A second call fails with FAILED_PRECONDITION.
+	// Once the cluster is bootstrapped it fails with FAILED_PRECONDITION,
+	// decided from the node's state (after a read barrier on a node that has
+	// not applied the bootstrap): nothing is proposed. A node started with
+	// --acl-bootstrap-file refuses it too: its leader makes the first token
+	// from that file's secret.
 	BootstrapAcl(ctx context.Context, in *BootstrapAclRequest, opts ...grpc.CallOption) (*BootstrapAclResponse, error)
 	// CreateAclToken creates a token and returns its secret, the only time it is shown.
 	CreateAclToken(ctx context.Context, in *CreateAclTokenRequest, opts ...grpc.CallOption) (*CreateAclTokenResponse, error)
@@ -101,7 +105,11 @@ func (c *aclServiceClient) DeleteAclToken(ctx context.Context, in *DeleteAclToke
 // management token.
 type AclServiceServer interface {
 	// BootstrapAcl creates the first management token and returns its secret.
-	// A second call fails with FAILED_PRECONDITION.
+	// Once the cluster is bootstrapped it fails with FAILED_PRECONDITION,
+	// decided from the node's state (after a read barrier on a node that has
+	// not applied the bootstrap): nothing is proposed. A node started with
+	// --acl-bootstrap-file refuses it too: its leader makes the first token
+	// from that file's secret.
 	BootstrapAcl(context.Context, *BootstrapAclRequest) (*BootstrapAclResponse, error)
 	// CreateAclToken creates a token and returns its secret, the only time it is shown.
 	CreateAclToken(context.Context, *CreateAclTokenRequest) (*CreateAclTokenResponse, error)

@@ -785,7 +785,10 @@ type CommandResult struct {
 	// CompleteBatch: one result per completion, in order.
 	Completions []*CompletionResult `protobuf:"bytes,7,rep,name=completions,proto3" json:"completions,omitempty"`
 	// CancelRun: the run as the cancel left it.
-	Run           *Run `protobuf:"bytes,8,opt,name=run,proto3" json:"run,omitempty"`
+	Run *Run `protobuf:"bytes,8,opt,name=run,proto3" json:"run,omitempty"`
+	// BootstrapAcl and CreateAclToken: the token as stored, without its
+	// secret hash (the leader's created_at and expires_at).
+	AclToken      *AclToken `protobuf:"bytes,20,opt,name=acl_token,json=aclToken,proto3" json:"acl_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -872,6 +875,13 @@ func (x *CommandResult) GetCompletions() []*CompletionResult {
 func (x *CommandResult) GetRun() *Run {
 	if x != nil {
 		return x.Run
+	}
+	return nil
+}
+
+func (x *CommandResult) GetAclToken() *AclToken {
+	if x != nil {
+		return x.AclToken
 	}
 	return nil
 }
@@ -1623,7 +1633,7 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x10SetPausedCommand\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06paused\x18\x02 \x01(\bR\x06paused\x12\x12\n" +
-	"\x04note\x18\x03 \x01(\tR\x04note\"\xc2\x02\n" +
+	"\x04note\x18\x03 \x01(\tR\x04note\"\xf6\x02\n" +
 	"\rCommandResult\x12+\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x17.raftcron.v1.ResultCodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\"\n" +
@@ -1632,7 +1642,8 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\acreated\x18\x05 \x01(\bR\acreated\x12-\n" +
 	"\x05fires\x18\x06 \x03(\v2\x17.raftcron.v1.FireResultR\x05fires\x12?\n" +
 	"\vcompletions\x18\a \x03(\v2\x1d.raftcron.v1.CompletionResultR\vcompletions\x12\"\n" +
-	"\x03run\x18\b \x01(\v2\x10.raftcron.v1.RunR\x03run\"\xbb\x01\n" +
+	"\x03run\x18\b \x01(\v2\x10.raftcron.v1.RunR\x03run\x122\n" +
+	"\tacl_token\x18\x14 \x01(\v2\x15.raftcron.v1.AclTokenR\baclToken\"\xbb\x01\n" +
 	"\x10FireBatchCommand\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12\x12\n" +
 	"\x04term\x18\x02 \x01(\x04R\x04term\x12'\n" +
@@ -1754,8 +1765,9 @@ var file_raftcron_v1_command_proto_goTypes = []any{
 	(*JobSpec)(nil),                  // 25: raftcron.v1.JobSpec
 	(*Job)(nil),                      // 26: raftcron.v1.Job
 	(*Run)(nil),                      // 27: raftcron.v1.Run
-	(FireKind)(0),                    // 28: raftcron.v1.FireKind
-	(RunState)(0),                    // 29: raftcron.v1.RunState
+	(*AclToken)(nil),                 // 28: raftcron.v1.AclToken
+	(FireKind)(0),                    // 29: raftcron.v1.FireKind
+	(RunState)(0),                    // 30: raftcron.v1.RunState
 }
 var file_raftcron_v1_command_proto_depIdxs = []int32{
 	18, // 0: raftcron.v1.Command.caller:type_name -> raftcron.v1.Caller
@@ -1781,19 +1793,20 @@ var file_raftcron_v1_command_proto_depIdxs = []int32{
 	12, // 20: raftcron.v1.CommandResult.fires:type_name -> raftcron.v1.FireResult
 	15, // 21: raftcron.v1.CommandResult.completions:type_name -> raftcron.v1.CompletionResult
 	27, // 22: raftcron.v1.CommandResult.run:type_name -> raftcron.v1.Run
-	10, // 23: raftcron.v1.FireBatchCommand.fires:type_name -> raftcron.v1.Fire
-	11, // 24: raftcron.v1.FireBatchCommand.misses:type_name -> raftcron.v1.Miss
-	28, // 25: raftcron.v1.Fire.kind:type_name -> raftcron.v1.FireKind
-	27, // 26: raftcron.v1.FireResult.run:type_name -> raftcron.v1.Run
-	25, // 27: raftcron.v1.FireResult.spec:type_name -> raftcron.v1.JobSpec
-	14, // 28: raftcron.v1.CompleteBatchCommand.completions:type_name -> raftcron.v1.Completion
-	29, // 29: raftcron.v1.Completion.outcome:type_name -> raftcron.v1.RunState
-	27, // 30: raftcron.v1.CompletionResult.run:type_name -> raftcron.v1.Run
-	31, // [31:31] is the sub-list for method output_type
-	31, // [31:31] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	28, // 23: raftcron.v1.CommandResult.acl_token:type_name -> raftcron.v1.AclToken
+	10, // 24: raftcron.v1.FireBatchCommand.fires:type_name -> raftcron.v1.Fire
+	11, // 25: raftcron.v1.FireBatchCommand.misses:type_name -> raftcron.v1.Miss
+	29, // 26: raftcron.v1.Fire.kind:type_name -> raftcron.v1.FireKind
+	27, // 27: raftcron.v1.FireResult.run:type_name -> raftcron.v1.Run
+	25, // 28: raftcron.v1.FireResult.spec:type_name -> raftcron.v1.JobSpec
+	14, // 29: raftcron.v1.CompleteBatchCommand.completions:type_name -> raftcron.v1.Completion
+	30, // 30: raftcron.v1.Completion.outcome:type_name -> raftcron.v1.RunState
+	27, // 31: raftcron.v1.CompletionResult.run:type_name -> raftcron.v1.Run
+	32, // [32:32] is the sub-list for method output_type
+	32, // [32:32] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_command_proto_init() }

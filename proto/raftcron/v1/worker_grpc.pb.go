@@ -36,8 +36,11 @@ type WorkerServiceClient interface {
 	// batches. A worker silent for longer than the lease, or whose stream
 	// breaks, loses its attempts. Any other node answers Unavailable with
 	// ErrorInfo NOT_LEADER and the leader's address.
-	// Callers: workers (ACL role worker, or management). A worker learns only
-	// the attempts offered to it and reports outcomes only of those.
+	// Callers: workers (ACL role worker, or management). A worker token serves
+	// only its pools, declaring at most its max_concurrency (PERMISSION_DENIED
+	// otherwise); a management token any pool. A worker learns only the
+	// attempts offered to it and reports outcomes only of those. The stream
+	// ends with UNAUTHENTICATED when its token is deleted or expires.
 	Connect(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ConnectRequest, ConnectResponse], error)
 }
 
@@ -76,8 +79,11 @@ type WorkerServiceServer interface {
 	// batches. A worker silent for longer than the lease, or whose stream
 	// breaks, loses its attempts. Any other node answers Unavailable with
 	// ErrorInfo NOT_LEADER and the leader's address.
-	// Callers: workers (ACL role worker, or management). A worker learns only
-	// the attempts offered to it and reports outcomes only of those.
+	// Callers: workers (ACL role worker, or management). A worker token serves
+	// only its pools, declaring at most its max_concurrency (PERMISSION_DENIED
+	// otherwise); a management token any pool. A worker learns only the
+	// attempts offered to it and reports outcomes only of those. The stream
+	// ends with UNAUTHENTICATED when its token is deleted or expires.
 	Connect(grpc.BidiStreamingServer[ConnectRequest, ConnectResponse]) error
 	mustEmbedUnimplementedWorkerServiceServer()
 }
