@@ -148,6 +148,9 @@ func daysFromCivil(y, m, d int) int64 {
 func splitDays(fields []string) (rules *dayRules, std []string, bad int, err error) {
 	std = fields
 	for _, idx := range [2]int{len(fields) - 3, len(fields) - 1} {
+		if !strings.ContainsAny(fields[idx], "LlWw#") { // no item: the usual case
+			continue
+		}
 		week := idx == len(fields)-1
 		items, rest, err := splitField(fields[idx], week)
 		if err != nil {
