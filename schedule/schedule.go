@@ -1,7 +1,9 @@
-// Package schedule turns a job's schedule string and time zone into fire
-// times. robfig/cron parses the spec; the fire times are computed here, so
-// that daylight-saving transitions follow raftcron's rules (see DESIGN.md)
-// and @every slots are the same on every leader.
+// Package schedule turns a job's schedule string (or several) and time zone
+// into fire times. robfig/cron parses the standard cron fields and
+// descriptors; Quartz's day items, @every and @at are read here, and the
+// fire times are computed here, so that daylight-saving transitions follow
+// raftcron's rules (see DESIGN.md) and @every slots are the same on every
+// leader.
 package schedule
 
 import (
