@@ -130,6 +130,14 @@ func TestValidateRejects(t *testing.T) {
 		{"bare CRON_TZ=", func(s *pb.JobSpec) { s.Schedule = "CRON_TZ=" }, "schedule", "TZ= prefix"},
 		{"never fires", func(s *pb.JobSpec) { s.Schedule = "0 0 30 2 *" }, "schedule", "never fires within 5 years"},
 		{"sub-second @every", func(s *pb.JobSpec) { s.Schedule = "@every 100ms" }, "schedule", "at least 1s"},
+		{"L in the seconds field", func(s *pb.JobSpec) { s.Schedule = "L 0 9 * * *" },
+			"schedule", `seconds field: "L" is only allowed in the day-of-month and day-of-week fields`},
+		{"sixth Friday", func(s *pb.JobSpec) { s.Schedule = "0 9 * * fri#6" },
+			"schedule", `day-of-week field: "fri#6": occurrence 6 is above 5`},
+		{"offset past the interval", func(s *pb.JobSpec) { s.Schedule = "@every 1h offset 2h" },
+			"schedule", "@every offset: 2h is not less than the interval 1h"},
+		{"@at not a time", func(s *pb.JobSpec) { s.Schedule = "@at yesterday" }, "schedule", `@at: "yesterday" is not an RFC 3339 time`},
+		{"@at beyond five years", func(s *pb.JobSpec) { s.Schedule = "@at 2040-01-01T00:00:00Z" }, "schedule", "never fires within 5 years"},
 		{"unknown timezone", func(s *pb.JobSpec) { s.Timezone = "Mars/Olympus_Mons" }, "timezone", "unknown time zone"},
 		{"host zone", func(s *pb.JobSpec) { s.Timezone = "Local" }, "timezone", "IANA"},
 		{"path as timezone", func(s *pb.JobSpec) { s.Timezone = "../../etc/passwd" }, "timezone", "IANA"},
@@ -317,6 +325,21 @@ func TestValidateChecksScheduleInJobZone(t *testing.T) {
 	vs := violationsOf(t, Validate(spec, now))
 	if len(vs) != 2 || vs[0].Field != "timezone" || vs[1].Field != "schedule" {
 		t.Fatalf("violations %+v", vs)
+	}
+}
+
+// Quartz day items, @every with an offset and @at are schedules like any
+// other; an @at whose time has passed stays valid (its job has no next
+// slot), so a job file applied again after it fired is not refused.
+func TestValidateAcceptsScheduleExtensions(t *testing.T) {
+	t.Parallel()
+	for _, sched := range []string{"0 9 LW * *", "0 9 L-2 * *", "0 9 15W * *", "0 9 * * fri#3", "0 9 ? * 5L",
+		"@every 90m offset 15m", "@at 2026-12-24T18:00:00Z", "@at 2026-04-30T18:00:00+02:00"} {
+		spec := fullJob()
+		spec.Schedule = sched
+		if err := Validate(spec, now); err != nil {
+			t.Errorf("%q: %v", sched, err)
+		}
 	}
 }
 

@@ -108,9 +108,7 @@ func checkSchedule(v *violations, spec string, loc *time.Location, now time.Time
 	}
 	s, err := schedule.Cached(spec, loc)
 	if err == nil {
-		if next := s.Next(now); next.IsZero() || next.After(now.AddDate(schedule.SearchYears, 0, 0)) {
-			err = schedule.ErrNeverFires
-		}
+		err = schedule.CheckFires(s, now)
 	}
 	if err != nil {
 		v.add("schedule", err.Error())

@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"fmt"
 	"math/bits"
 	"strings"
 	"time"
@@ -20,50 +21,75 @@ const starBit = uint64(1) << 63
 // the zone data says.
 const maxResolveSteps = 1 << 16
 
-// cronSchedule evaluates robfig's parsed bit fields against wall-clock time
-// in loc.
+// cronSchedule evaluates robfig's parsed bit fields, and the Quartz day
+// items robfig does not know, against wall-clock time in loc.
 type cronSchedule struct {
 	second, minute, hour, dom, month, dow uint64
 	star                                  stars
+	days                                  *dayRules // nil for most specs
 	loc                                   *time.Location
 }
 
 // stars records which fields count as "*" under cronie's rule (crontab(5)):
 // the field's text starts with "*", whatever step or list follows. robfig
 // keeps its own star bit only for "*" and "*/1", so for fields the text is
-// read again; a descriptor has no field text, and robfig's bits for it agree
-// with cronie's flags (@hourly's hour is a star, @daily's is not).
+// read again.
 type stars struct {
 	minute, hour, dom, dow bool
 }
 
-func newCronSchedule(spec string, s *cron.SpecSchedule, loc *time.Location) *cronSchedule {
-	return &cronSchedule{
+// parseCron parses a five- or six-field spec: splitDays reads the Quartz
+// day items, robfig the rest.
+func parseCron(spec string, loc *time.Location) (Schedule, error) {
+	fields := strings.Fields(spec)
+	if n := len(fields); n < len(cronFields)-1 || n > len(cronFields) {
+		return nil, &SyntaxError{Reason: fmt.Sprintf(fieldCount, n)}
+	}
+	days, std, bad, err := splitDays(fields)
+	if err != nil {
+		if earlier := fieldFault(std[:bad], fields); earlier != nil {
+			return nil, earlier
+		}
+		return nil, err
+	}
+	parsed, err := parseWith(parser, strings.Join(std, " "))
+	if err != nil {
+		return nil, explain(std, fields, err)
+	}
+	s, ok := parsed.(*cron.SpecSchedule)
+	if !ok {
+		return nil, fmt.Errorf("%w: unsupported schedule kind %T", ErrSyntax, parsed)
+	}
+	return newCronSchedule(s, starsOf(fields), days, loc), nil
+}
+
+// starsOf reads the star flags of a spec's fields (a sixth field is the
+// leading seconds field). "?" is robfig's synonym for "*".
+func starsOf(fields []string) stars {
+	f := fields[len(fields)-5:]
+	isStar := func(field string) bool { return field[0] == '*' || field[0] == '?' }
+	return stars{minute: isStar(f[0]), hour: isStar(f[1]), dom: isStar(f[2]), dow: isStar(f[4])}
+}
+
+func newCronSchedule(s *cron.SpecSchedule, star stars, days *dayRules, loc *time.Location) *cronSchedule {
+	c := &cronSchedule{
 		second: s.Second &^ starBit,
 		minute: s.Minute &^ starBit,
 		hour:   s.Hour &^ starBit,
 		dom:    s.Dom &^ starBit,
 		month:  s.Month &^ starBit,
 		dow:    s.Dow &^ starBit,
-		star:   starsOf(spec, s),
+		star:   star,
+		days:   days,
 		loc:    loc,
 	}
-}
-
-// starsOf reads the star flags of a spec robfig parsed into s. "?" is
-// robfig's synonym for "*".
-func starsOf(spec string, s *cron.SpecSchedule) stars {
-	fields := strings.Fields(spec)
-	if strings.HasPrefix(spec, "@") || len(fields) < 5 {
-		return stars{
-			minute: s.Minute&starBit != 0, hour: s.Hour&starBit != 0,
-			dom: s.Dom&starBit != 0, dow: s.Dow&starBit != 0,
-		}
+	if days != nil && days.onlyDom {
+		c.dom = 0
 	}
-	// A sixth field is the leading seconds field.
-	f := fields[len(fields)-5:]
-	isStar := func(field string) bool { return field[0] == '*' || field[0] == '?' }
-	return stars{minute: isStar(f[0]), hour: isStar(f[1]), dom: isStar(f[2]), dow: isStar(f[4])}
+	if days != nil && days.onlyDow {
+		c.dow = 0
+	}
+	return c
 }
 
 // Next returns the first fire time strictly after after. A spec with a
@@ -182,6 +208,11 @@ func (c *cronSchedule) nextWall(t, until civil) (civil, bool) {
 func (c *cronSchedule) dayMatches(t civil) bool {
 	domOK := c.dom&(1<<uint(t.day)) != 0
 	dowOK := c.dow&(1<<uint(t.weekday())) != 0
+	if c.days != nil {
+		dom, dow := c.days.inMonth(t.year, t.month)
+		domOK = domOK || dom&(1<<uint(t.day)) != 0
+		dowOK = dowOK || dow&(1<<uint(t.day)) != 0
+	}
 	if c.star.dom || c.star.dow {
 		return domOK && dowOK
 	}

@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -44,4 +45,43 @@ func TestEveryBeforeEpoch(t *testing.T) {
 	t.Parallel()
 	s := mustParse(t, "@every 1m", time.UTC)
 	assertSequence(t, s, "1969-12-31T23:58:30Z", []string{"1969-12-31T23:59:00Z", "1970-01-01T00:00:00Z"})
+}
+
+func TestEveryOffset(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		spec, after string
+		want        []string
+	}{
+		// 1777593600 = 2026-05-01T00:00:00Z is a multiple of 5400: slots at 00:15, 01:45, 03:15.
+		{"@every 90m offset 15m", "2026-05-01T00:00:00Z", []string{"2026-05-01T00:15:00Z", "2026-05-01T01:45:00Z", "2026-05-01T03:15:00Z"}},
+		{"@every 90m offset 15m", "2026-05-01T00:15:00Z", []string{"2026-05-01T01:45:00Z"}},
+		{"@every 90m offset 15m", "2026-05-01T00:14:59.5Z", []string{"2026-05-01T00:15:00Z"}},
+		{"@every 1h offset 0s", "2026-05-01T00:10:00Z", []string{"2026-05-01T01:00:00Z"}},
+		{"@every 1h offset 59m59s", "2026-05-01T00:10:00Z", []string{"2026-05-01T00:59:59Z", "2026-05-01T01:59:59Z"}},
+		{"@every 24h offset 6h", "2026-05-01T07:00:00Z", []string{"2026-05-02T06:00:00Z"}},
+		// Before the epoch the grid continues: epoch + 15m - 90m.
+		{"@every 90m offset 15m", "1969-12-31T22:00:00Z", []string{"1969-12-31T22:45:00Z", "1970-01-01T00:15:00Z"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.spec+" after "+tc.after, func(t *testing.T) {
+			assertSequence(t, mustParse(t, tc.spec, time.UTC), tc.after, tc.want)
+		})
+	}
+	// Two leaders asking at different moments land on the same slot.
+	s := mustParse(t, "@every 90m offset 15m", time.UTC)
+	if a, b := s.Next(mustTime(t, "2026-05-01T00:20:00Z")), s.Next(mustTime(t, "2026-05-01T01:44:59Z")); !a.Equal(b) {
+		t.Fatalf("Next from two moments of one interval: %s and %s", a, b)
+	}
+}
+
+// Far from the epoch Next neither overflows nor repeats a slot.
+func TestEveryOffsetAtTheEdges(t *testing.T) {
+	t.Parallel()
+	s := mustParse(t, "@every 90m offset 15m", time.UTC)
+	for _, after := range []time.Time{time.Unix(math.MaxInt64/2, 0), time.Unix(math.MinInt64/2-1e9, 0), {}} {
+		if next := s.Next(after); !next.IsZero() && !next.After(after) {
+			t.Errorf("Next(%d) = %d, not after", after.Unix(), next.Unix())
+		}
+	}
 }

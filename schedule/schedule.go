@@ -1,7 +1,9 @@
-// Package schedule turns a job's schedule string and time zone into fire
-// times. robfig/cron parses the spec; the fire times are computed here, so
-// that daylight-saving transitions follow raftcron's rules (see DESIGN.md)
-// and @every slots are the same on every leader.
+// Package schedule turns a job's schedule string (or several) and time zone
+// into fire times. robfig/cron parses the standard cron fields and
+// descriptors; Quartz's day items, @every and @at are read here, and the
+// fire times are computed here, so that daylight-saving transitions follow
+// raftcron's rules (see DESIGN.md) and @every slots are the same on every
+// leader.
 package schedule
 
 import (
@@ -47,8 +49,6 @@ var (
 var parser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour |
 	cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
-const everyPrefix = "@every "
-
 // Parse parses spec for evaluation in loc (nil means UTC; the host's zone
 // is never used).
 func Parse(spec string, loc *time.Location) (Schedule, error) {
@@ -63,18 +63,36 @@ func Parse(spec string, loc *time.Location) (Schedule, error) {
 	if strings.HasPrefix(upper, "TZ=") || strings.HasPrefix(upper, "CRON_TZ=") {
 		return nil, ErrTimezonePrefix
 	}
+	if strings.HasPrefix(spec, "@") {
+		return parseDescriptor(spec, loc)
+	}
+	return parseCron(spec, loc)
+}
+
+// parseDescriptor parses a spec starting with "@": robfig's descriptors,
+// and @every and @at, which are read here.
+func parseDescriptor(spec string, loc *time.Location) (Schedule, error) {
+	switch strings.Fields(spec)[0] {
+	case "@every":
+		return parseEvery(spec, loc)
+	case "@at":
+		return parseAt(spec, loc)
+	}
 	parsed, err := parseWith(parser, spec)
 	if err != nil {
-		return nil, explain(spec, err)
+		return nil, &SyntaxError{Reason: fmt.Sprintf("unknown descriptor %q (want %s)", spec, descriptors)}
 	}
-	switch s := parsed.(type) {
-	case *cron.SpecSchedule:
-		return newCronSchedule(spec, s, loc), nil
-	case cron.ConstantDelaySchedule, *cron.ConstantDelaySchedule:
-		return parseEvery(spec, loc)
-	default:
+	s, ok := parsed.(*cron.SpecSchedule)
+	if !ok {
 		return nil, fmt.Errorf("%w: unsupported schedule kind %T", ErrSyntax, parsed)
 	}
+	// A descriptor has no field text; robfig's star marks for it agree
+	// with cronie's flags (@hourly's hour is a star, @daily's is not).
+	star := stars{
+		minute: s.Minute&starBit != 0, hour: s.Hour&starBit != 0,
+		dom: s.Dom&starBit != 0, dow: s.Dow&starBit != 0,
+	}
+	return newCronSchedule(s, star, nil, loc), nil
 }
 
 // parseWith runs robfig's parser p, which panics on some inputs.
@@ -87,32 +105,40 @@ func parseWith(p cron.Parser, spec string) (s cron.Schedule, err error) {
 	return p.Parse(spec)
 }
 
-// parseEvery re-reads the duration of an @every spec that robfig accepted:
-// robfig rounds sub-second and non-positive durations instead of refusing.
-func parseEvery(spec string, loc *time.Location) (Schedule, error) {
-	text := strings.TrimPrefix(spec, everyPrefix)
-	d, err := time.ParseDuration(text)
-	if err != nil {
-		return nil, explainDescriptor(spec)
-	}
-	if d < time.Second || d%time.Second != 0 {
-		return nil, fmt.Errorf("%w, not %s", ErrEveryInterval, text)
-	}
-	return &everySchedule{period: int64(d / time.Second), loc: loc}, nil
-}
-
 // FiresWithin reports whether s fires in (from, from+d].
 func FiresWithin(s Schedule, from time.Time, d time.Duration) bool {
 	next := s.Next(from)
 	return !next.IsZero() && !next.After(from.Add(d))
 }
 
-// Validate parses spec for loc and checks that it fires within SearchYears
-// of now.
+// Validate parses spec for loc and applies CheckFires.
 func Validate(spec string, loc *time.Location, now time.Time) error {
 	s, err := Parse(spec, loc)
 	if err != nil {
 		return err
+	}
+	return CheckFires(s, now)
+}
+
+// CheckFires is the rule a job's schedule must pass besides its syntax:
+// it fires within SearchYears of now (ErrNeverFires otherwise). An @at
+// whose time has passed is accepted: it has fired, or was missed, and has
+// no next slot, and a job file applied again after that must not become
+// invalid. Each member of a Set is checked alone (a *SetError names the
+// first that fails), so one dead spec in a list is not hidden by the rest.
+func CheckFires(s Schedule, now time.Time) error {
+	switch s := s.(type) {
+	case *Set:
+		for i, m := range s.members {
+			if err := CheckFires(m, now); err != nil {
+				return &SetError{Index: i, Err: err}
+			}
+		}
+		return nil
+	case *atSchedule:
+		if s.passed(now) {
+			return nil
+		}
 	}
 	next := s.Next(now)
 	if next.IsZero() || next.After(now.AddDate(SearchYears, 0, 0)) {

@@ -29,43 +29,63 @@ func (e *SyntaxError) Unwrap() error { return ErrSyntax }
 type cronField struct {
 	name   string
 	values string // what the field accepts, for "not a number" errors
+	day    bool   // takes Quartz day items
 }
 
 var cronFields = []cronField{
-	{"seconds", "0-59"},
-	{"minute", "0-59"},
-	{"hour", "0-23"},
-	{"day-of-month", "1-31"},
-	{"month", "1-12 or jan-dec"},
-	{"day-of-week", "0-6 or sun-sat"},
+	{"seconds", "0-59", false},
+	{"minute", "0-59", false},
+	{"hour", "0-23", false},
+	{"day-of-month", "1-31", true},
+	{"month", "1-12 or jan-dec", false},
+	{"day-of-week", "0-6 or sun-sat", true},
+}
+
+// dayItemRE matches the Quartz day items (see days.go), bounds aside.
+var dayItemRE = regexp.MustCompile(`(?i)^(L(-\d+)?W?|\d+W|([0-7]|sun|mon|tue|wed|thu|fri|sat)(#\d+|L))$`)
+
+// dayItemIn returns the first Quartz day item of a field's text, or "".
+func dayItemIn(text string) string {
+	for _, item := range strings.Split(text, ",") {
+		if dayItemRE.MatchString(item) {
+			return item
+		}
+	}
+	return ""
 }
 
 // fieldParser reads exactly the six fields of cronFields: explain puts one
 // field of the spec among stars to learn whether that field alone fails.
 var fieldParser = cron.NewParser(cron.Second | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow)
 
-// explain turns robfig's refusal of spec into a SyntaxError naming the
-// part at fault. robfig's messages name neither the field nor, for a
-// single value, which bound was crossed.
-func explain(spec string, robfigErr error) error {
-	if strings.HasPrefix(spec, "@") {
-		return explainDescriptor(spec)
-	}
-	fields := strings.Fields(spec)
-	if n := len(fields); n < len(cronFields)-1 || n > len(cronFields) {
-		return &SyntaxError{Reason: fmt.Sprintf(
-			"want 5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first; found %d", n)}
-	}
-	first := len(cronFields) - len(fields) // the seconds field is optional
-	for i, text := range fields {
-		probe := []string{"*", "*", "*", "*", "*", "*"}
-		probe[first+i] = text
-		if _, err := parseWith(fieldParser, strings.Join(probe, " ")); err != nil {
-			f := cronFields[first+i]
-			return &SyntaxError{Part: f.name + " field", Reason: f.reason(err, text)}
-		}
+// fieldCount is the message for a spec with a wrong number of fields.
+const fieldCount = "want 5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first; found %d"
+
+// explain turns robfig's refusal of the fields probe into a SyntaxError
+// naming the first field at fault; shown holds the fields as written
+// (probe may have Quartz day items taken out). robfig's messages name
+// neither the field nor, for a single value, which bound was crossed.
+func explain(probe, shown []string, robfigErr error) error {
+	if err := fieldFault(probe, shown); err != nil {
+		return err
 	}
 	return fmt.Errorf("%w: %s", ErrSyntax, robfigErr) // no single field explains it
+}
+
+// fieldFault puts each field of probe alone among stars, in order, and
+// returns a SyntaxError for the first one robfig refuses, or nil. probe
+// may be the first fields of a spec only; shown is the whole spec.
+func fieldFault(probe, shown []string) *SyntaxError {
+	first := len(cronFields) - len(shown) // the seconds field is optional
+	for i, text := range probe {
+		fields := []string{"*", "*", "*", "*", "*", "*"}
+		fields[first+i] = text
+		if _, err := parseWith(fieldParser, strings.Join(fields, " ")); err != nil {
+			f := cronFields[first+i]
+			return &SyntaxError{Part: f.name + " field", Reason: f.reason(err, shown[i])}
+		}
+	}
+	return nil
 }
 
 // robfigReasons rewrites robfig/cron v3.0.1's messages about one field
@@ -104,6 +124,9 @@ var robfigReasons = []struct {
 
 // reason words robfig's error about field f, written as text.
 func (f cronField) reason(err error, text string) string {
+	if item := dayItemIn(text); item != "" && !f.day {
+		return fmt.Sprintf("%q is only allowed in the day-of-month and day-of-week fields", item)
+	}
 	msg := err.Error()
 	for _, r := range robfigReasons {
 		if m := r.pattern.FindStringSubmatch(msg); m != nil {
@@ -114,16 +137,5 @@ func (f cronField) reason(err error, text string) string {
 }
 
 // descriptors lists what may follow "@", for the unknown-descriptor error.
-const descriptors = "@yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly or @every <duration>"
-
-// explainDescriptor says why robfig refused a spec starting with "@"
-// (trimmed, so "@every " is "@every").
-func explainDescriptor(spec string) error {
-	if spec == strings.TrimSpace(everyPrefix) {
-		return &SyntaxError{Part: "@every", Reason: `missing duration (like "@every 30s")`}
-	}
-	if rest, ok := strings.CutPrefix(spec, everyPrefix); ok {
-		return &SyntaxError{Part: "@every", Reason: fmt.Sprintf("invalid duration %q (use Go syntax like 90s, 5m, 1h30m)", rest)}
-	}
-	return &SyntaxError{Reason: fmt.Sprintf("unknown descriptor %q (want %s)", spec, descriptors)}
-}
+const descriptors = "@yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly, " +
+	"@every <duration> [offset <duration>] or @at <RFC 3339 time>"
