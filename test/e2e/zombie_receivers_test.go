@@ -29,7 +29,7 @@ type receiver struct {
 	lang string
 	// need skips the test (fails it under CI) when a tool the receiver needs is missing.
 	need func(t *testing.T)
-	// build makes the receiver runnable from the repository at root.
+	// build makes the receiver runnable from the repository at root (nil: it is).
 	build func(root string) error
 	// command runs it from root.
 	command func(root string) *exec.Cmd
@@ -74,7 +74,6 @@ var (
 				testutil.SkipOrFail(t, "%s has no psycopg2 (Debian: apt-get install python3-psycopg2): %v %s", python(), err, out)
 			}
 		},
-		build: func(string) error { return nil },
 		command: func(root string) *exec.Cmd {
 			cmd := exec.Command(python(), filepath.Join(root, "clients", "python", "examples", "slots.py"))
 			cmd.Env = []string{"PYTHONPATH=" + filepath.Join(root, "clients", "python")}
@@ -139,6 +138,9 @@ func (r *receiver) start(t *testing.T, dir string, env ...string) string {
 		t.Fatal(err)
 	}
 	r.once.Do(func() {
+		if r.build == nil {
+			return
+		}
 		begin := time.Now()
 		if r.buildErr = r.build(root); r.buildErr == nil {
 			fmt.Printf("e2e: built the %s receiver in %s\n", r.lang, time.Since(begin).Round(time.Millisecond))

@@ -21,6 +21,7 @@ import (
 	"github.com/raftcron/raftcron/internal/testutil"
 	"github.com/raftcron/raftcron/localcluster"
 	"github.com/raftcron/raftcron/localcluster/clustertest"
+	"github.com/raftcron/raftcron/ops"
 )
 
 // Bounds of the zombie scenarios' waits: upper limits on a loaded machine.
@@ -159,37 +160,46 @@ func applyJob(t *testing.T, bin string, c *localcluster.Cluster, yaml string) {
 	}
 }
 
-// holdLeadersAttempt makes the network hold the next request, which the leader sends,
-// and SIGSTOPs the leader. The leader must still lead in the same term once the request
-// is held, or another node could have sent it.
+// holdLeadersAttempt makes the network hold the next request and SIGSTOPs the leader.
+// The leader must still lead in the term it led in before, once the request is held, or
+// another node could have sent it: then the request goes on and the test tries again.
 func holdLeadersAttempt(t *testing.T, c *localcluster.Cluster, late *lateNetwork) (*localcluster.Node, *heldRequest) {
 	t.Helper()
-	leader := clustertest.Leader(t, c)
+	const tries = 3
 	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
 	defer cancel()
-	before, err := leader.Status(ctx)
-	if err != nil {
-		t.Fatal(err)
+	status := func(n *localcluster.Node) ops.Status {
+		st, err := n.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
 	}
-	var held *heldRequest
-	select {
-	case held = <-late.holdNext():
-	case <-time.After(zombieHoldTimeout):
-		t.Fatalf("no request to hold within %s: does the job fire?", zombieHoldTimeout)
+	for try := 1; ; try++ {
+		leader := clustertest.Leader(t, c)
+		before := status(leader)
+		var held *heldRequest
+		select {
+		case held = <-late.holdNext():
+		case <-time.After(zombieHoldTimeout):
+			t.Fatalf("no request to hold within %s: does the job fire?", zombieHoldTimeout)
+		}
+		after := status(leader)
+		if before.State == "leader" && after.State == "leader" && after.Term == before.Term {
+			if err := c.Pause(leader.ID); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("holding %s's attempt with token %d; %s SIGSTOPped", leader.ID, held.token, leader.ID)
+			return leader, held
+		}
+		close(held.release)
+		msg := fmt.Sprintf("%s was %s in term %d, then %s in term %d while token %d was held",
+			leader.ID, before.State, before.Term, after.State, after.Term, held.token)
+		if try == tries {
+			t.Fatalf("inconclusive after %d tries: %s", tries, msg)
+		}
+		t.Logf("%s: trying again", msg)
 	}
-	after, err := leader.Status(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if after.State != "leader" || after.Term != before.Term {
-		t.Fatalf("inconclusive: %s led in term %d, and is %s in term %d once the request was held",
-			leader.ID, before.Term, after.State, after.Term)
-	}
-	if err := c.Pause(leader.ID); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("holding %s's attempt with token %d; %s SIGSTOPped", leader.ID, held.token, leader.ID)
-	return leader, held
 }
 
 // forge sends the receiver a dispatch with the largest token a BIGINT holds, signed with
