@@ -41,9 +41,9 @@ func TestZombieJava(t *testing.T)   { testZombie(t, javaReceiver) }
 
 func testZombie(t *testing.T, r *receiver) {
 	z := runZombie(t, r, os.Getenv("E2E_ZOMBIE_UNFENCED") == "1")
-	if z.zombie.status != http.StatusConflict {
+	if z.answer.status != http.StatusConflict {
 		t.Errorf("the paused leader's attempt (token %d) got %d %s, want 409: refused as stale by the database",
-			z.zombieToken, z.zombie.status, z.zombie.body)
+			z.token, z.answer.status, z.answer.body)
 	}
 	for _, v := range z.violations {
 		t.Error(v)
@@ -54,23 +54,23 @@ func testZombie(t *testing.T, r *receiver) {
 // paused leader's attempt must be applied and the checker must say so.
 func TestControlZombieUnfenced(t *testing.T) {
 	z := runZombie(t, goReceiver, true)
-	if z.zombie.status != http.StatusOK {
-		t.Errorf("without the fence the paused leader's attempt got %d %s, want 200", z.zombie.status, z.zombie.body)
+	if z.answer.status != http.StatusOK {
+		t.Errorf("without the fence the paused leader's attempt got %d %s, want 200", z.answer.status, z.answer.body)
 	}
 	caught := false
 	for _, v := range z.violations {
-		caught = caught || strings.Contains(v, fmt.Sprintf("token %d of the paused leader's attempt applied", z.zombieToken))
+		caught = caught || strings.Contains(v, fmt.Sprintf("token %d of the paused leader's attempt applied", z.token))
 	}
 	if !caught {
-		t.Errorf("the checker missed the unfenced write of token %d: %q", z.zombieToken, z.violations)
+		t.Errorf("the checker missed the unfenced write of token %d: %q", z.token, z.violations)
 	}
 }
 
-// zombie is what a scenario saw.
-type zombie struct {
-	zombieToken uint64
-	zombie      heldAnswer // the receiver's answer to the paused leader's attempt
-	violations  []string   // CheckSlots on the business table
+// zombieOutcome is what a scenario saw.
+type zombieOutcome struct {
+	token      uint64     // of the paused leader's attempt
+	answer     heldAnswer // the receiver's, to that attempt
+	violations []string   // CheckSlots on the business table
 }
 
 // runZombie: a 3-node cluster signing its dispatches fires the job "slots" every second
@@ -79,7 +79,7 @@ type zombie struct {
 // (with larger tokens) are applied, the old leader is SIGCONTed and its attempt
 // delivered. A forged dispatch with the largest token PostgreSQL holds is sent too.
 // It fails the test for anything but the verdicts it returns.
-func runZombie(t *testing.T, r *receiver, unfenced bool) zombie {
+func runZombie(t *testing.T, r *receiver, unfenced bool) zombieOutcome {
 	began := time.Now()
 	dir := t.TempDir()
 	dsn := zombieDatabase(t)
@@ -113,22 +113,21 @@ func runZombie(t *testing.T, r *receiver, unfenced bool) zombie {
 	old, held := holdLeadersAttempt(t, c, late)
 	paused := time.Now()
 	waitSlots(t, db, fmt.Sprintf("a new leader's attempt above token %d applied", held.token), func(rows []SlotRow) bool {
-		return len(rows) > 0 && maxToken(rows) > held.token
+		return maxToken(rows) > held.token
 	})
 	t.Logf("%s leads; its attempts landed %s after the pause", clustertest.Leader(t, c).ID, time.Since(paused).Round(time.Millisecond))
 	if err := c.Resume(old.ID); err != nil {
 		t.Fatal(err)
 	}
 	close(held.release)
-	var z zombie
-	z.zombieToken = held.token
+	z := zombieOutcome{token: held.token}
 	select {
-	case z.zombie = <-held.answer:
+	case z.answer = <-held.answer:
 	case <-time.After(zombieAnswerTimeout):
 		t.Fatalf("no answer from the %s receiver to the released attempt within %s", r.lang, zombieAnswerTimeout)
 	}
 	t.Logf("%s: the paused leader's attempt (token %d) held %s, answered %d %s", r.lang, held.token,
-		time.Since(paused).Round(time.Millisecond), z.zombie.status, z.zombie.body)
+		time.Since(paused).Round(time.Millisecond), z.answer.status, z.answer.body)
 
 	rows := readSlots(t, db)
 	z.violations = CheckSlots(rows, map[uint64]string{held.token: "the paused leader's attempt", forged: "the forgery"})
@@ -138,7 +137,8 @@ func runZombie(t *testing.T, r *receiver, unfenced bool) zombie {
 			t.Fatal(err)
 		}
 		if highest == forged || highest < maxToken(rows) {
-			t.Errorf("the fence admitted token %d, want the highest applied (%d): the forgery is %d", highest, maxToken(rows), forged)
+			t.Errorf("the fence's high-water mark is %d: want at least the highest token applied (%d), and not the forgery's (%d)",
+				highest, maxToken(rows), forged)
 		}
 	}
 	t.Logf("%s: slots applied (slot=token): %s; %s in all", r.lang, formatSlots(rows), time.Since(began).Round(time.Millisecond))
@@ -227,7 +227,7 @@ func forge(t *testing.T, addr string) (uint64, int) {
 		t.Fatal(err)
 	}
 	req.Header.Set(fence.HeaderSignature, sig)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := (&http.Client{Timeout: zombieAnswerTimeout}).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
