@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"syscall"
 	"time"
@@ -181,16 +182,35 @@ func startOnce(kind string, cred *syscall.Credential, prepare func(*Server, *sys
 		return nil, err
 	}
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
-	if err := s.cmd.Start(); err != nil {
+	if err := s.startLocked(); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("start %s: %w", kind, err)
 	}
-	go func() { _ = s.cmd.Wait(); close(s.done) }()
 	if err := s.waitReady(); err != nil {
 		s.Stop()
 		return nil, err
 	}
 	return s, nil
+}
+
+// startLocked starts the server from a goroutine locked to its OS thread, which then
+// waits for it. Pdeathsig fires when the thread that forked the child ends, not the
+// process (golang/go#27505), and Go ends a thread when a goroutine locked to it returns:
+// started from a test's goroutine, the server would die whenever that thread later ran
+// such a goroutine (internal/proc starts every child from one).
+func (s *Server) startLocked() error {
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the server
+		if err := s.cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		_ = s.cmd.Wait()
+		close(s.done)
+	}()
+	return <-started
 }
 
 func freePort() (int, error) {

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/raftcron/raftcron/internal/testdb"
 )
 
 // Binaries under test. The plain one is bin/raftcron as `make build` makes
@@ -92,5 +94,7 @@ func TestMain(m *testing.M) {
 	if os.Geteuid() == 0 {
 		deleteStaleNamespaces()
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	testdb.StopAll() // the zombie scenarios' PostgreSQL
+	os.Exit(code)
 }
