@@ -92,6 +92,9 @@ const (
 	ResultCode_RESULT_CODE_LIMIT_EXCEEDED ResultCode = 7
 	// The run is finished already: there is nothing left to cancel.
 	ResultCode_RESULT_CODE_RUN_FINISHED ResultCode = 8
+	// Something else refers to what the command would delete (a calendar
+	// that jobs refer to).
+	ResultCode_RESULT_CODE_IN_USE ResultCode = 9
 )
 
 // Enum value maps for ResultCode.
@@ -106,6 +109,7 @@ var (
 		6: "RESULT_CODE_INVALID",
 		7: "RESULT_CODE_LIMIT_EXCEEDED",
 		8: "RESULT_CODE_RUN_FINISHED",
+		9: "RESULT_CODE_IN_USE",
 	}
 	ResultCode_value = map[string]int32{
 		"RESULT_CODE_UNSPECIFIED":      0,
@@ -117,6 +121,7 @@ var (
 		"RESULT_CODE_INVALID":          6,
 		"RESULT_CODE_LIMIT_EXCEEDED":   7,
 		"RESULT_CODE_RUN_FINISHED":     8,
+		"RESULT_CODE_IN_USE":           9,
 	}
 )
 
@@ -853,7 +858,11 @@ type CommandResult struct {
 	Run *Run `protobuf:"bytes,8,opt,name=run,proto3" json:"run,omitempty"`
 	// BootstrapAcl and CreateAclToken: the token as stored, without its
 	// secret hash (the leader's created_at and expires_at).
-	AclToken      *AclToken `protobuf:"bytes,20,opt,name=acl_token,json=aclToken,proto3" json:"acl_token,omitempty"`
+	AclToken *AclToken `protobuf:"bytes,20,opt,name=acl_token,json=aclToken,proto3" json:"acl_token,omitempty"`
+	// PutCalendar: the calendar as stored; CreateFreeze and DeleteFreeze:
+	// the freeze.
+	Calendar      *Calendar `protobuf:"bytes,43,opt,name=calendar,proto3" json:"calendar,omitempty"`
+	Freeze        *Freeze   `protobuf:"bytes,44,opt,name=freeze,proto3" json:"freeze,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -947,6 +956,20 @@ func (x *CommandResult) GetRun() *Run {
 func (x *CommandResult) GetAclToken() *AclToken {
 	if x != nil {
 		return x.AclToken
+	}
+	return nil
+}
+
+func (x *CommandResult) GetCalendar() *Calendar {
+	if x != nil {
+		return x.Calendar
+	}
+	return nil
+}
+
+func (x *CommandResult) GetFreeze() *Freeze {
+	if x != nil {
+		return x.Freeze
 	}
 	return nil
 }
@@ -1702,7 +1725,7 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x10SetPausedCommand\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06paused\x18\x02 \x01(\bR\x06paused\x12\x12\n" +
-	"\x04note\x18\x03 \x01(\tR\x04note\"\xf6\x02\n" +
+	"\x04note\x18\x03 \x01(\tR\x04note\"\xd6\x03\n" +
 	"\rCommandResult\x12+\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x17.raftcron.v1.ResultCodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\"\n" +
@@ -1712,7 +1735,9 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x05fires\x18\x06 \x03(\v2\x17.raftcron.v1.FireResultR\x05fires\x12?\n" +
 	"\vcompletions\x18\a \x03(\v2\x1d.raftcron.v1.CompletionResultR\vcompletions\x12\"\n" +
 	"\x03run\x18\b \x01(\v2\x10.raftcron.v1.RunR\x03run\x122\n" +
-	"\tacl_token\x18\x14 \x01(\v2\x15.raftcron.v1.AclTokenR\baclToken\"\xbb\x01\n" +
+	"\tacl_token\x18\x14 \x01(\v2\x15.raftcron.v1.AclTokenR\baclToken\x121\n" +
+	"\bcalendar\x18+ \x01(\v2\x15.raftcron.v1.CalendarR\bcalendar\x12+\n" +
+	"\x06freeze\x18, \x01(\v2\x13.raftcron.v1.FreezeR\x06freeze\"\xbb\x01\n" +
 	"\x10FireBatchCommand\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12\x12\n" +
 	"\x04term\x18\x02 \x01(\x04R\x04term\x12'\n" +
@@ -1778,7 +1803,7 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x14PUT_MODE_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fPUT_MODE_CREATE\x10\x01\x12\x13\n" +
 	"\x0fPUT_MODE_UPDATE\x10\x02\x12\x13\n" +
-	"\x0fPUT_MODE_UPSERT\x10\x03*\x8c\x02\n" +
+	"\x0fPUT_MODE_UPSERT\x10\x03*\xa4\x02\n" +
 	"\n" +
 	"ResultCode\x12\x1b\n" +
 	"\x17RESULT_CODE_UNSPECIFIED\x10\x00\x12\x12\n" +
@@ -1789,7 +1814,8 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x15RESULT_CODE_MALFORMED\x10\x05\x12\x17\n" +
 	"\x13RESULT_CODE_INVALID\x10\x06\x12\x1e\n" +
 	"\x1aRESULT_CODE_LIMIT_EXCEEDED\x10\a\x12\x1c\n" +
-	"\x18RESULT_CODE_RUN_FINISHED\x10\bB;Z9github.com/raftcron/raftcron/proto/raftcron/v1;raftcronv1b\x06proto3"
+	"\x18RESULT_CODE_RUN_FINISHED\x10\b\x12\x16\n" +
+	"\x12RESULT_CODE_IN_USE\x10\tB;Z9github.com/raftcron/raftcron/proto/raftcron/v1;raftcronv1b\x06proto3"
 
 var (
 	file_raftcron_v1_command_proto_rawDescOnce sync.Once
@@ -1839,8 +1865,10 @@ var file_raftcron_v1_command_proto_goTypes = []any{
 	(*Job)(nil),                      // 30: raftcron.v1.Job
 	(*Run)(nil),                      // 31: raftcron.v1.Run
 	(*AclToken)(nil),                 // 32: raftcron.v1.AclToken
-	(FireKind)(0),                    // 33: raftcron.v1.FireKind
-	(RunState)(0),                    // 34: raftcron.v1.RunState
+	(*Calendar)(nil),                 // 33: raftcron.v1.Calendar
+	(*Freeze)(nil),                   // 34: raftcron.v1.Freeze
+	(FireKind)(0),                    // 35: raftcron.v1.FireKind
+	(RunState)(0),                    // 36: raftcron.v1.RunState
 }
 var file_raftcron_v1_command_proto_depIdxs = []int32{
 	18, // 0: raftcron.v1.Command.caller:type_name -> raftcron.v1.Caller
@@ -1871,19 +1899,21 @@ var file_raftcron_v1_command_proto_depIdxs = []int32{
 	15, // 25: raftcron.v1.CommandResult.completions:type_name -> raftcron.v1.CompletionResult
 	31, // 26: raftcron.v1.CommandResult.run:type_name -> raftcron.v1.Run
 	32, // 27: raftcron.v1.CommandResult.acl_token:type_name -> raftcron.v1.AclToken
-	10, // 28: raftcron.v1.FireBatchCommand.fires:type_name -> raftcron.v1.Fire
-	11, // 29: raftcron.v1.FireBatchCommand.misses:type_name -> raftcron.v1.Miss
-	33, // 30: raftcron.v1.Fire.kind:type_name -> raftcron.v1.FireKind
-	31, // 31: raftcron.v1.FireResult.run:type_name -> raftcron.v1.Run
-	29, // 32: raftcron.v1.FireResult.spec:type_name -> raftcron.v1.JobSpec
-	14, // 33: raftcron.v1.CompleteBatchCommand.completions:type_name -> raftcron.v1.Completion
-	34, // 34: raftcron.v1.Completion.outcome:type_name -> raftcron.v1.RunState
-	31, // 35: raftcron.v1.CompletionResult.run:type_name -> raftcron.v1.Run
-	36, // [36:36] is the sub-list for method output_type
-	36, // [36:36] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	33, // 28: raftcron.v1.CommandResult.calendar:type_name -> raftcron.v1.Calendar
+	34, // 29: raftcron.v1.CommandResult.freeze:type_name -> raftcron.v1.Freeze
+	10, // 30: raftcron.v1.FireBatchCommand.fires:type_name -> raftcron.v1.Fire
+	11, // 31: raftcron.v1.FireBatchCommand.misses:type_name -> raftcron.v1.Miss
+	35, // 32: raftcron.v1.Fire.kind:type_name -> raftcron.v1.FireKind
+	31, // 33: raftcron.v1.FireResult.run:type_name -> raftcron.v1.Run
+	29, // 34: raftcron.v1.FireResult.spec:type_name -> raftcron.v1.JobSpec
+	14, // 35: raftcron.v1.CompleteBatchCommand.completions:type_name -> raftcron.v1.Completion
+	36, // 36: raftcron.v1.Completion.outcome:type_name -> raftcron.v1.RunState
+	31, // 37: raftcron.v1.CompletionResult.run:type_name -> raftcron.v1.Run
+	38, // [38:38] is the sub-list for method output_type
+	38, // [38:38] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_command_proto_init() }
