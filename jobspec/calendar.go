@@ -29,7 +29,7 @@ func checkCalendarRefs(v *violations, refs *pb.CalendarRefs) {
 			n++
 			switch {
 			case !validName(name):
-				v.add(field, "a calendar name "+nameRule)
+				v.add(field, "a calendar name "+NameRule)
 			case seen[name]:
 				v.add(field, "calendar "+quote(name)+" is named twice")
 			}
