@@ -50,8 +50,8 @@ entries:
 func TestCalendarFileErrorsNameTheField(t *testing.T) {
 	for file, want := range map[string]string{
 		"name: x\nentries: [{dates: 2026-12-25}]": `entries[0]: unknown field "dates"`,
-		"- name: x\n- 3":                          "calendars[1]: want a calendar object",
-		"just text":                               "want a calendar object or a list of calendars",
+		"- name: x\n- 3": "calendars[1]: want a calendar object",
+		"just text":      "want a calendar object or a list of calendars",
 	} {
 		_, err := jobfile.DecodeCalendars([]byte(file))
 		if err == nil || !strings.Contains(err.Error(), want) {
