@@ -2,9 +2,11 @@ package fsm
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"hash"
 
+	"github.com/google/btree"
 	"google.golang.org/protobuf/encoding/protodelim"
 	"google.golang.org/protobuf/proto"
 
@@ -22,72 +24,79 @@ import (
 // the last record), which it could not honour.
 
 func (c *calendarState) writeTo(put func(proto.Message) error) error {
-	var err error
-	c.cals.Ascend(func(it calItem) bool {
-		if err = put(&pb.SnapshotRecord{Record: &pb.SnapshotRecord_Calendar{Calendar: it.cal}}); err != nil {
-			err = fmt.Errorf("calendar %q: %w", it.name, err)
-		}
-		return err == nil
+	return writeSorted(c.cals, put, func(it calItem) (*pb.SnapshotRecord, string) {
+		return &pb.SnapshotRecord{Record: &pb.SnapshotRecord_Calendar{Calendar: it.cal}}, "calendar " + it.name
 	})
-	return err
 }
 
 func (f *freezeState) writeTo(put func(proto.Message) error) error {
-	var err error
-	f.freezes.Ascend(func(it freezeItem) bool {
-		if err = put(&pb.SnapshotRecord{Record: &pb.SnapshotRecord_Freeze{Freeze: it.freeze}}); err != nil {
-			err = fmt.Errorf("freeze %q: %w", it.name, err)
-		}
-		return err == nil
+	return writeSorted(f.freezes, put, func(it freezeItem) (*pb.SnapshotRecord, string) {
+		return &pb.SnapshotRecord{Record: &pb.SnapshotRecord_Freeze{Freeze: it.freeze}}, "freeze " + it.name
 	})
-	return err
 }
 
 // readCalendars reads count calendar records, compiling each as a put
 // would, in strictly increasing name order.
 func (c *calendarState) readCalendars(r *bufio.Reader, dec protodelim.UnmarshalOptions, count uint64) error {
-	prev := ""
-	for i := uint64(0); i < count; i++ {
-		var rec pb.SnapshotRecord
-		if err := dec.UnmarshalFrom(r, &rec); err != nil {
-			return fmt.Errorf("calendar record %d of %d: %w", i+1, count, truncated(err))
-		}
+	return readSorted(r, dec, "calendar", count, func(rec *pb.SnapshotRecord) (string, error) {
 		cal := rec.GetCalendar()
 		if cal == nil {
-			return fmt.Errorf("record %d of %d calendars is not a calendar", i+1, count)
+			return "", errors.New("not a calendar")
 		}
 		set, err := compileCalendar("calendar", cal)
 		if err != nil {
-			return fmt.Errorf("calendar record %d of %d: %w", i+1, count, err)
+			return "", err
 		}
 		name := cal.GetSpec().GetName()
-		if i > 0 && name <= prev {
-			return fmt.Errorf("calendar %q follows %q: calendars must be in strictly increasing name order", name, prev)
-		}
-		prev = name
 		c.cals.ReplaceOrInsert(calItem{name: name, cal: cal, set: set})
-	}
-	return nil
+		return name, nil
+	})
 }
 
 // readFreezes reads count freeze records in strictly increasing name
 // order.
 func (f *freezeState) readFreezes(r *bufio.Reader, dec protodelim.UnmarshalOptions, count uint64) error {
+	return readSorted(r, dec, "freeze", count, func(rec *pb.SnapshotRecord) (string, error) {
+		fr := rec.GetFreeze()
+		if err := checkFreeze("freeze", fr); err != nil {
+			return "", err
+		}
+		f.freezes.ReplaceOrInsert(newFreezeItem(fr))
+		return fr.GetName(), nil
+	})
+}
+
+// writeSorted writes a record for each item of t, in the tree's order;
+// rec names the item for errors.
+func writeSorted[T any](t *btree.BTreeG[T], put func(proto.Message) error, rec func(T) (*pb.SnapshotRecord, string)) error {
+	var err error
+	t.Ascend(func(it T) bool {
+		r, name := rec(it)
+		if err = put(r); err != nil {
+			err = fmt.Errorf("%s: %w", name, err)
+		}
+		return err == nil
+	})
+	return err
+}
+
+// readSorted reads count records of one kind (noun), each taken by take,
+// which returns its name; the names must strictly increase.
+func readSorted(r *bufio.Reader, dec protodelim.UnmarshalOptions, noun string, count uint64, take func(*pb.SnapshotRecord) (string, error)) error {
 	prev := ""
 	for i := uint64(0); i < count; i++ {
 		var rec pb.SnapshotRecord
 		if err := dec.UnmarshalFrom(r, &rec); err != nil {
-			return fmt.Errorf("freeze record %d of %d: %w", i+1, count, truncated(err))
+			return fmt.Errorf("%s record %d of %d: %w", noun, i+1, count, truncated(err))
 		}
-		fr := rec.GetFreeze()
-		if err := checkFreeze("freeze", fr); err != nil {
-			return fmt.Errorf("freeze record %d of %d: %w", i+1, count, err)
+		name, err := take(&rec)
+		if err != nil {
+			return fmt.Errorf("%s record %d of %d: %w", noun, i+1, count, err)
 		}
-		if i > 0 && fr.GetName() <= prev {
-			return fmt.Errorf("freeze %q follows %q: freezes must be in strictly increasing name order", fr.GetName(), prev)
+		if i > 0 && name <= prev {
+			return fmt.Errorf("%s %q follows %q: %ss must be in strictly increasing name order", noun, name, prev, noun)
 		}
-		prev = fr.GetName()
-		f.freezes.ReplaceOrInsert(newFreezeItem(fr))
+		prev = name
 	}
 	return nil
 }
