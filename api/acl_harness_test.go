@@ -109,6 +109,8 @@ type aclHarness struct {
 	audit   pb.AuditServiceClient
 	snap    pb.SnapshotServiceClient
 	secrets pb.SecretServiceClient
+	cals    pb.CalendarServiceClient
+	frz     pb.FreezeServiceClient
 	health  healthpb.HealthClient
 	// snapDst is the state restores go into (the live state is store's).
 	snapDst *fsm.FSM
@@ -152,9 +154,10 @@ func newACLHarnessWith(t *testing.T, enabled bool, workers WorkerHub) *aclHarnes
 	now := func() time.Time { return testNow }
 	sw := NewAuditSwitch(h.store, state, DefaultAuditLimit, nil, now)
 	Register(s, NewServices(Deps{
-		Store: h.store, Registry: state, Ledger: state, Tokens: state, AuditLog: state,
-		Cluster:   &fakeCluster{},
-		Snapshots: &snapNode{leader: true, src: state, dst: h.snapDst}, ScratchDir: t.TempDir(), Live: state,
+		Store: h.store, Registry: state, Ledger: state, Tokens: state, AuditLog: state, Calendars: state,
+		ClusterVersion: state.ClusterVersion,
+		Cluster:        &fakeCluster{},
+		Snapshots:      &snapNode{leader: true, src: state, dst: h.snapDst}, ScratchDir: t.TempDir(), Live: state,
 		Workers: workers, Leader: &fakeLeaderInfo{leading: true},
 		Hub: h.hub, Triggerer: fsmTriggerer{h.store}, Audit: sw, Now: now,
 		Secrets: state, SecretKeys: testKeys(t, 1),
@@ -190,6 +193,8 @@ func newACLHarnessWith(t *testing.T, enabled bool, workers WorkerHub) *aclHarnes
 	h.audit = pb.NewAuditServiceClient(conn)
 	h.snap = pb.NewSnapshotServiceClient(conn)
 	h.secrets = pb.NewSecretServiceClient(conn)
+	h.cals = pb.NewCalendarServiceClient(conn)
+	h.frz = pb.NewFreezeServiceClient(conn)
 	h.health = healthpb.NewHealthClient(conn)
 	return h
 }

@@ -121,6 +121,21 @@ var methodPermissions = map[string]Permission{
 	pb.SecretService_ListSecrets_FullMethodName:   PermRead,
 	pb.SecretService_RotateSecrets_FullMethodName: PermManagement,
 
+	// Scoped like jobs: a token with a selector reads and writes only the
+	// calendars whose labels include it (the service and the FSM check).
+	pb.CalendarService_ApplyCalendar_FullMethodName:  PermWrite,
+	pb.CalendarService_ImportCalendar_FullMethodName: PermWrite,
+	pb.CalendarService_DeleteCalendar_FullMethodName: PermWrite,
+	pb.CalendarService_GetCalendar_FullMethodName:    PermRead,
+	pb.CalendarService_ListCalendars_FullMethodName:  PermRead,
+	// A freeze stops the jobs its selector matches: write, and a token
+	// with a selector only for a freeze whose selector includes its own
+	// (the service and the FSM check); reads show the freezes that may
+	// match a job the token sees.
+	pb.FreezeService_CreateFreeze_FullMethodName: PermWrite,
+	pb.FreezeService_DeleteFreeze_FullMethodName: PermWrite,
+	pb.FreezeService_ListFreezes_FullMethodName:  PermRead,
+
 	pb.InternalService_Apply_FullMethodName:              PermNode,
 	pb.InternalService_ReadIndex_FullMethodName:          PermNode,
 	pb.InternalService_AddVoter_FullMethodName:           PermNode,

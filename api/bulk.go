@@ -51,6 +51,9 @@ func (j *jobService) ApplyJobs(ctx context.Context, req *pb.ApplyJobsRequest) (*
 	if err := j.allowExecBatch(writes); err != nil {
 		return nil, err
 	}
+	if err := j.allowCalendars(ctx, specsOf(writes)...); err != nil {
+		return nil, err
+	}
 	if err := j.allowWorkerBatch(writes); err != nil {
 		return nil, err
 	}

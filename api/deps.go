@@ -30,6 +30,9 @@ type Deps struct {
 	// and rotates nothing).
 	Secrets    SecretStore
 	SecretKeys *secret.Keyring
+	// Calendars is this node's calendars and freezes (fsm.FSM): the
+	// calendar and freeze services read it, and previews of a job's slots.
+	Calendars Calendars
 
 	// Cluster is the Raft node as ClusterService needs it; Counts gives
 	// its status the last hour's run counts (fsm.FSM; nil leaves them

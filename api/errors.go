@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"regexp"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -41,14 +42,14 @@ func statusOf(err error) error {
 	case errors.Is(err, cluster.ErrServerExists), errors.Is(err, fsm.ErrAlreadyExists):
 		return status.Error(codes.AlreadyExists, err.Error())
 	case errors.Is(err, fsm.ErrVersionMismatch), errors.Is(err, cluster.ErrUnsupportedCommand),
-		errors.Is(err, fsm.ErrRunFinished):
+		errors.Is(err, fsm.ErrRunFinished), errors.Is(err, fsm.ErrInUse):
 		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.Is(err, fsm.ErrLimitExceeded):
 		return status.Error(codes.ResourceExhausted, err.Error())
 	case errors.Is(err, fsm.ErrInvalid):
 		// Validation runs before proposing, so this is a rule only the
 		// state can check; it is still about the caller's input.
-		return status.Error(codes.InvalidArgument, err.Error())
+		return stateRule(err.Error())
 	case errors.Is(err, fsm.ErrMalformed):
 		// The command this server built was broken: a bug here, not in
 		// the request.
@@ -80,6 +81,20 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// fieldPath is how the FSM names the field a rule is about, at the start
+// of its message: "calendars.only[0]: calendar \"x\" not found".
+var fieldPath = regexp.MustCompile(`^([a-z_]+(\[[0-9]+\])?)(\.[a-z_]+(\[[0-9]+\])?)*: `)
+
+// stateRule is InvalidArgument for a rule only the state could check,
+// with a BadRequest detail when the message names its field.
+func stateRule(msg string) error {
+	loc := fieldPath.FindStringIndex(msg)
+	if loc == nil {
+		return status.Error(codes.InvalidArgument, msg)
+	}
+	return badRequest(msg, &errdetails.BadRequest_FieldViolation{Field: msg[:loc[1]-2], Description: msg[loc[1]:]})
 }
 
 // invalidArgument turns a validation error into InvalidArgument with a

@@ -11,7 +11,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/raftcron/raftcron/fsm"
-	"github.com/raftcron/raftcron/internal/failpoint"
 	"github.com/raftcron/raftcron/jobspec"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
@@ -51,11 +50,14 @@ type jobService struct {
 	clusterVersion func() uint32
 	// secrets resolves the references of specs at registration.
 	secrets SecretStore
+	// cals marks previewed slots and next fire times with what stops them;
+	// nil leaves them unmarked.
+	cals Calendars
 }
 
 // NewJobService serves JobService from d's Store and Registry (required),
 // Triggerer, Leadership, Exec, Limits, Audit, ClusterVersion, Secrets
-// (without it, no spec may reference a secret) and Now.
+// (without it, no spec may reference a secret), Calendars and Now.
 func NewJobService(d Deps) pb.JobServiceServer {
 	d = d.withDefaults()
 	return &jobService{
@@ -63,6 +65,7 @@ func NewJobService(d Deps) pb.JobServiceServer {
 		trigger: d.Triggerer, leadership: d.Leadership,
 		exec: d.Exec, limits: d.Limits, audit: d.Audit, clusterVersion: d.ClusterVersion,
 		secrets: d.Secrets,
+		cals:    d.Calendars,
 	}
 }
 
@@ -116,11 +119,16 @@ func (j *jobService) put(ctx context.Context, spec *pb.JobSpec, mode pb.PutMode,
 	if err := j.secretRefs().check(ctx, "", spec); err != nil {
 		return nil, nil, err
 	}
+	if err := j.allowCalendars(ctx, spec); err != nil {
+		return nil, nil, err
+	}
 	res, err := j.apply(ctx, w.command(mode, expectedVersion, j.limits.maxJobs()))
 	if err != nil {
 		return nil, nil, err
 	}
-	return w.stored(res.GetJob(), now), res, nil
+	job := res.GetJob()
+	j.fillNextFire(job, w.parsed(job), now)
+	return job, res, nil
 }
 
 func (j *jobService) GetJob(ctx context.Context, req *pb.GetJobRequest) (*pb.GetJobResponse, error) {
@@ -157,7 +165,7 @@ func (j *jobService) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (*pb
 	})
 	now := j.now()
 	for _, job := range jobs {
-		fillNextFire(job, now)
+		j.fillNextFire(job, nil, now)
 		redactFor(ctx, job)
 	}
 	return &pb.ListJobsResponse{Jobs: jobs, NextPageToken: encodePageToken(next)}, nil
@@ -207,16 +215,7 @@ func (j *jobService) setPaused(ctx context.Context, name string, paused bool, no
 // apply commits cmd as the caller's, the audit trail switched on first if
 // it can be; a result other than OK is an error.
 func (j *jobService) apply(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
-	j.audit.ensure(ctx)
-	cmd.Caller = PrincipalFrom(ctx).caller()
-	res, err := j.store.Apply(ctx, cmd)
-	if err != nil {
-		return nil, statusOf(err)
-	}
-	if res.GetCode() != pb.ResultCode_RESULT_CODE_OK {
-		return nil, resultStatus(res)
-	}
-	return res, nil
+	return commit(ctx, j.store, j.audit, cmd)
 }
 
 // secretRefs checks the secret references of one call's specs.
@@ -227,10 +226,7 @@ func (j *jobService) secretRefs() *secretRefs {
 // barrier makes the next registry read linearizable unless the caller
 // asked for this node's possibly stale state.
 func (j *jobService) barrier(ctx context.Context, stale bool) error {
-	if stale || failpoint.On(failpoint.StaleReads) {
-		return nil
-	}
-	return statusOf(j.store.ReadBarrier(ctx))
+	return readBarrier(ctx, j.store, stale)
 }
 
 func validName(name string) error {

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/raftcron/raftcron/fsm"
 	"github.com/raftcron/raftcron/jobspec"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 	"github.com/raftcron/raftcron/schedule"
@@ -21,8 +22,9 @@ const (
 
 // PreviewSchedule lists the next fire times of a registered job (after its
 // cursor, from start_at, up to end_at; a pause is ignored, since resuming
-// fires the same slots) or of an inline schedule and timezone, which are
-// validated as a job's would be.
+// fires the same slots), each marked with the calendar or freeze that
+// stops it as things stand, or of an inline schedule and timezone, which
+// are validated as a job's would be.
 func (j *jobService) PreviewSchedule(ctx context.Context, req *pb.PreviewScheduleRequest) (*pb.PreviewScheduleResponse, error) {
 	after := j.now()
 	if req.GetAfter() != nil {
@@ -33,6 +35,7 @@ func (j *jobService) PreviewSchedule(ctx context.Context, req *pb.PreviewSchedul
 	}
 	count := previewCount(req.GetCount())
 	var w window
+	var stops fsm.Stops
 	switch {
 	case req.GetName() != "" && req.GetSchedule() != "":
 		return nil, fieldError("schedule", "give either name (a registered job) or schedule (an inline spec), not both")
@@ -47,6 +50,7 @@ func (j *jobService) PreviewSchedule(ctx context.Context, req *pb.PreviewSchedul
 		if w, err = jobWindow(job); err != nil {
 			return nil, status.Errorf(codes.Internal, "job %q: stored spec cannot be evaluated: %v", req.GetName(), err)
 		}
+		stops = j.stops(req.GetName())
 	case req.GetSchedule() != "":
 		sched, err := j.inlineSchedule(req.GetSchedule(), req.GetTimezone())
 		if err != nil {
@@ -56,11 +60,13 @@ func (j *jobService) PreviewSchedule(ctx context.Context, req *pb.PreviewSchedul
 	default:
 		return nil, fieldError("name", "required: a registered job's name, or an inline schedule")
 	}
-	times := make([]*timestamppb.Timestamp, 0, count)
-	for t := w.next(after); !t.IsZero() && len(times) < count; t = w.next(t) {
-		times = append(times, timestamppb.New(t))
+	resp := &pb.PreviewScheduleResponse{}
+	for t := w.next(after); !t.IsZero() && len(resp.Times) < count; t = w.next(t) {
+		ts := timestamppb.New(t)
+		resp.Times = append(resp.Times, ts)
+		resp.Slots = append(resp.Slots, &pb.PreviewSlot{Time: ts, Skipped: stops.Reason(t.Unix())})
 	}
-	return &pb.PreviewScheduleResponse{Times: times}, nil
+	return resp, nil
 }
 
 func previewCount(n uint32) int {
@@ -164,20 +170,38 @@ func (w window) next(t time.Time) time.Time {
 
 // withNextFire fills the job's next fire time, as of now, on this node.
 func (j *jobService) withNextFire(job *pb.Job) *pb.Job {
-	fillNextFire(job, j.now())
+	j.fillNextFire(job, nil, j.now())
 	return job
 }
 
-// fillNextFire sets status.next_fire_unix: the first slot after now that
-// would fire, 0 when none will (paused, past end_at, never). A job read
-// without status is left as it is.
-func fillNextFire(job *pb.Job, now time.Time) {
-	fillNextFireWith(job, nil, now)
+// fillNextFire sets status.next_fire_unix with fillNextFireWith and what
+// stops the job's slots; sched is its schedule already parsed, or nil.
+func (j *jobService) fillNextFire(job *pb.Job, sched schedule.Schedule, now time.Time) {
+	fillNextFireWith(job, sched, j.stops(job.GetSpec().GetName()), now)
 }
 
-// fillNextFireWith is fillNextFire with the job's schedule already parsed;
-// nil parses it.
-func fillNextFireWith(job *pb.Job, sched schedule.Schedule, now time.Time) {
+// stops is what decides the job's slots, or none if this node cannot say.
+func (j *jobService) stops(name string) fsm.Stops {
+	if j.cals == nil {
+		return fsm.Stops{}
+	}
+	st, err := j.cals.Stops(name)
+	if err != nil {
+		return fsm.Stops{}
+	}
+	return st
+}
+
+// maxStopScan bounds the slots a next fire time looks past because its
+// calendars or a freeze stop them.
+const maxStopScan = 1000
+
+// fillNextFireWith sets status.next_fire_unix: the first slot after now
+// that would fire, past those that stops stop (looking at most
+// maxStopScan slots ahead, else the first slot), 0 when none will (paused,
+// past end_at, never); sched is the job's schedule already parsed, or nil.
+// A job read without status is left as it is.
+func fillNextFireWith(job *pb.Job, sched schedule.Schedule, stops fsm.Stops, now time.Time) {
 	st := job.GetStatus()
 	if st == nil {
 		return
@@ -190,7 +214,16 @@ func fillNextFireWith(job *pb.Job, sched schedule.Schedule, now time.Time) {
 	if err != nil {
 		return // a stored spec was validated; nothing sensible to show
 	}
-	if t := w.next(now); !t.IsZero() {
+	first := w.next(now)
+	t := first
+	for n := 0; !t.IsZero() && stops.Any() && stops.Reason(t.Unix()) != ""; n++ {
+		if n == maxStopScan {
+			t = first
+			break
+		}
+		t = w.next(t)
+	}
+	if !t.IsZero() {
 		st.NextFireUnix = t.Unix()
 	}
 }

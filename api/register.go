@@ -21,6 +21,8 @@ type Services struct {
 	ACL      pb.AclServiceServer
 	Workers  pb.WorkerServiceServer
 	Secrets  pb.SecretServiceServer
+	Calendar pb.CalendarServiceServer
+	Freeze   pb.FreezeServiceServer
 }
 
 // NewServices builds every service from d.
@@ -35,6 +37,8 @@ func NewServices(d Deps) Services {
 		ACL:      NewACLService(d),
 		Workers:  NewWorkerService(d),
 		Secrets:  NewSecretService(d),
+		Calendar: NewCalendarService(d),
+		Freeze:   NewFreezeService(d),
 	}
 }
 
@@ -54,6 +58,8 @@ func Register(s *grpc.Server, svc Services) *health.Server {
 	names = serve(s, names, &pb.AclService_ServiceDesc, pb.RegisterAclServiceServer, svc.ACL)
 	names = serve(s, names, &pb.WorkerService_ServiceDesc, pb.RegisterWorkerServiceServer, svc.Workers)
 	names = serve(s, names, &pb.SecretService_ServiceDesc, pb.RegisterSecretServiceServer, svc.Secrets)
+	names = serve(s, names, &pb.CalendarService_ServiceDesc, pb.RegisterCalendarServiceServer, svc.Calendar)
+	names = serve(s, names, &pb.FreezeService_ServiceDesc, pb.RegisterFreezeServiceServer, svc.Freeze)
 	h := health.NewServer()
 	for _, name := range names {
 		h.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)

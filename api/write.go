@@ -3,6 +3,7 @@ package api
 import (
 	"time"
 
+	"github.com/raftcron/raftcron/fsm"
 	"github.com/raftcron/raftcron/jobspec"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 	"github.com/raftcron/raftcron/schedule"
@@ -36,15 +37,21 @@ func (w write) command(mode pb.PutMode, expectedVersion, maxJobs uint64) *pb.Com
 	}}}
 }
 
-// stored fills the next fire time of job, the FSM's answer to this write.
-// Its schedule is the one validated unless the FSM kept another (it never
-// does for a put that succeeded; the check keeps that an assumption of
-// speed, not of correctness).
+// stored fills the next fire time of job, the FSM's answer to this write,
+// without looking at its calendars (ApplyJobs answers thousands of jobs;
+// GetJob shows the calendars' verdict).
 func (w write) stored(job *pb.Job, now time.Time) *pb.Job {
-	sched := w.sched
-	if s := job.GetSpec(); s.GetSchedule() != w.spec.GetSchedule() || s.GetTimezone() != w.spec.GetTimezone() {
-		sched = nil
-	}
-	fillNextFireWith(job, sched, now)
+	fillNextFireWith(job, w.parsed(job), fsm.Stops{}, now)
 	return job
+}
+
+// parsed is the schedule of job, the FSM's answer to this write: the one
+// validated unless the FSM kept another (it never does for a put that
+// succeeded; the check keeps that an assumption of speed, not of
+// correctness), else nil.
+func (w write) parsed(job *pb.Job) schedule.Schedule {
+	if s := job.GetSpec(); s.GetSchedule() != w.spec.GetSchedule() || s.GetTimezone() != w.spec.GetTimezone() {
+		return nil
+	}
+	return w.sched
 }

@@ -121,8 +121,11 @@ func (f tokenFlags) request() (*pb.CreateAclTokenRequest, error) {
 	return req, nil
 }
 
-// parseSelector reads k=v,k2=v2.
-func parseSelector(s string) (map[string]string, error) {
+// parseSelector reads k=v,k2=v2 given to --selector.
+func parseSelector(s string) (map[string]string, error) { return parseKV("--selector", s) }
+
+// parseKV reads k=v,k2=v2 given to flag.
+func parseKV(flag, s string) (map[string]string, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, nil
 	}
@@ -130,10 +133,10 @@ func parseSelector(s string) (map[string]string, error) {
 	for _, part := range strings.Split(s, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
 		if !ok || k == "" {
-			return nil, Usagef("--selector: %q is not key=value", part)
+			return nil, Usagef("%s: %q is not key=value", flag, part)
 		}
 		if _, dup := sel[k]; dup {
-			return nil, Usagef("--selector: key %q given twice", k)
+			return nil, Usagef("%s: key %q given twice", flag, k)
 		}
 		sel[k] = v
 	}

@@ -27,7 +27,8 @@ func newJobNextCmd(o *clientOptions) *cobra.Command {
 		Use:   "next (NAME | --schedule SPEC [--timezone TZ])",
 		Short: "Show the next fire times of a job, or of a schedule before registering it",
 		Long: "Show the next fire times of a registered job (after its cursor, within its\n" +
-			"start_at/end_at; a pause is not taken into account), or of an inline --schedule\n" +
+			"start_at/end_at; a pause is not taken into account), each with the calendar or\n" +
+			"freeze that stops it as things stand (table output), or of an inline --schedule\n" +
 			"in --timezone, checked by the rules a job file's schedule must pass.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: RunE(func(cmd *cobra.Command, args []string) error {
@@ -57,7 +58,7 @@ func newJobNextCmd(o *clientOptions) *cobra.Command {
 			if err != nil {
 				return o.call(subject).describe(err)
 			}
-			return writeFireTimes(cmd.OutOrStdout(), o.output, resp.GetTimes(), timezone)
+			return writeFireTimes(cmd.OutOrStdout(), o.output, resp.GetTimes(), skips(resp), timezone)
 		}),
 	}
 	cmd.Flags().IntVar(&count, "count", 5, fmt.Sprintf("how many fire times (1-%d)", maxNextCount))
@@ -94,9 +95,27 @@ func nextRequest(args []string, spec, timezone, after string, count int, zoneSet
 	return req, nil
 }
 
+// skips is what stops each previewed time ("" where nothing does), or nil
+// when nothing stops any.
+func skips(resp *pb.PreviewScheduleResponse) []string {
+	out := make([]string, len(resp.GetTimes()))
+	any := false
+	for i, s := range resp.GetSlots() {
+		if i < len(out) && s.GetSkipped() != "" {
+			out[i], any = s.GetSkipped(), true
+		}
+	}
+	if !any {
+		return nil
+	}
+	return out
+}
+
 // writeFireTimes prints fire times: UTC, and in the job's zone when that is
-// another one. JSON and YAML list RFC 3339 times in UTC.
-func writeFireTimes(w io.Writer, format outputFormat, times []*timestamppb.Timestamp, zone string) error {
+// another one, and what skips each when something does (skipped, nil or
+// one per time). JSON and YAML list RFC 3339 times in UTC (the JSON API's
+// preview has the skips as well).
+func writeFireTimes(w io.Writer, format outputFormat, times []*timestamppb.Timestamp, skipped []string, zone string) error {
 	utc := make([]string, len(times))
 	for i, ts := range times {
 		utc[i] = ts.AsTime().UTC().Format(time.RFC3339)
@@ -112,17 +131,23 @@ func writeFireTimes(w io.Writer, format outputFormat, times []*timestamppb.Times
 		loc = nil
 	}
 	tw := newTable(w)
-	if loc == nil {
-		fmt.Fprintln(tw, "FIRE TIME (UTC)")
-	} else {
-		fmt.Fprintf(tw, "FIRE TIME (UTC)\tFIRE TIME (%s)\n", loc)
+	header := "FIRE TIME (UTC)"
+	if loc != nil {
+		header += fmt.Sprintf("\tFIRE TIME (%s)", loc)
 	}
+	if skipped != nil {
+		header += "\tSKIPPED BY"
+	}
+	fmt.Fprintln(tw, header)
 	for i, ts := range times {
-		if loc == nil {
-			fmt.Fprintln(tw, utc[i])
-			continue
+		line := utc[i]
+		if loc != nil {
+			line += "\t" + ts.AsTime().In(loc).Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\n", utc[i], ts.AsTime().In(loc).Format(time.RFC3339))
+		if skipped != nil {
+			line += "\t" + orDash(skipped[i])
+		}
+		fmt.Fprintln(tw, line)
 	}
 	if len(times) == 0 {
 		fmt.Fprintln(tw, "(never: no fire time ahead)")

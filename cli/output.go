@@ -177,6 +177,8 @@ func paused(s *pb.JobSpec) string {
 
 // change is what a write command did to one job.
 type change struct {
+	// Kind is what changed, "job" when empty.
+	Kind       string `json:"-"`
 	Name       string `json:"name"`
 	Result     string `json:"result"`
 	Version    uint64 `json:"version,omitempty"`
@@ -196,7 +198,11 @@ func writeChanges(w io.Writer, format outputFormat, changes []change) error {
 		return writeYAML(w, changes)
 	}
 	for _, c := range changes {
-		line := fmt.Sprintf("job %s %s", c.Name, c.Result)
+		kind := c.Kind
+		if kind == "" {
+			kind = "job"
+		}
+		line := fmt.Sprintf("%s %s %s", kind, c.Name, c.Result)
 		if c.Version != 0 {
 			line += fmt.Sprintf(" (version %d)", c.Version)
 		}

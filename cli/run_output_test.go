@@ -282,7 +282,7 @@ func TestFireTimesShowTheZone(t *testing.T) {
 		timestamppb.New(time.Date(2026, 3, 30, 0, 30, 0, 0, time.UTC)),
 	}
 	var out bytes.Buffer
-	if err := writeFireTimes(&out, outputTable, times, "Europe/Berlin"); err != nil {
+	if err := writeFireTimes(&out, outputTable, times, nil, "Europe/Berlin"); err != nil {
 		t.Fatal(err)
 	}
 	want := [][]string{
@@ -297,16 +297,39 @@ func TestFireTimesShowTheZone(t *testing.T) {
 		}
 	}
 	out.Reset()
-	if err := writeFireTimes(&out, outputTable, times, "UTC"); err != nil || strings.Contains(out.String(), "+") {
+	if err := writeFireTimes(&out, outputTable, times, nil, "UTC"); err != nil || strings.Contains(out.String(), "+") {
 		t.Fatalf("UTC job shows one column: %q %v", out.String(), err)
 	}
 	out.Reset()
-	if err := writeFireTimes(&out, outputJSON, times, "Europe/Berlin"); err != nil {
+	if err := writeFireTimes(&out, outputJSON, times, nil, "Europe/Berlin"); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
 	if err := json.Unmarshal(out.Bytes(), &got); err != nil || strings.Join(got, ",") != "2026-03-29T01:00:00Z,2026-03-30T00:30:00Z" {
 		t.Fatalf("json %q: %v", out.String(), err)
+	}
+}
+
+func TestFireTimesShowWhatSkipsThem(t *testing.T) {
+	t.Parallel()
+	times := []*timestamppb.Timestamp{
+		timestamppb.New(time.Date(2026, 12, 25, 9, 0, 0, 0, time.UTC)),
+		timestamppb.New(time.Date(2026, 12, 28, 9, 0, 0, 0, time.UTC)),
+	}
+	var out bytes.Buffer
+	if err := writeFireTimes(&out, outputTable, times, []string{"calendar:us-holidays", ""}, "UTC"); err != nil {
+		t.Fatal(err)
+	}
+	want := [][]string{
+		{"FIRE TIME (UTC)", "SKIPPED BY"},
+		{"2026-12-25T09:00:00Z", "calendar:us-holidays"},
+		{"2026-12-28T09:00:00Z", "-"},
+	}
+	rows := tableRows(out.String())
+	for i := range want {
+		if i >= len(rows) || strings.Join(rows[i], "|") != strings.Join(want[i], "|") {
+			t.Fatalf("table:\n%s\nwant row %d %q", out.String(), i, want[i])
+		}
 	}
 }
 

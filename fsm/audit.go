@@ -284,6 +284,12 @@ func (f *FSM) ListAudit(q AuditQuery) []*pb.AuditRecord {
 		if ae.GetSecretBefore() != nil || ae.GetSecretAfter() != nil {
 			r.Changes = append(r.Changes, secretChanges(ae.GetSecretBefore(), ae.GetSecretAfter())...)
 		}
+		if ae.GetCalendarBefore() != nil || ae.GetCalendarAfter() != nil {
+			r.Changes = append(r.Changes, calendarChanges(ae.GetCalendarBefore(), ae.GetCalendarAfter())...)
+		}
+		if fr := ae.GetFreeze(); fr != nil {
+			r.Changes = append(r.Changes, freezeChanges(r.GetAction(), fr)...)
+		}
 		out[i] = r
 	}
 	return out

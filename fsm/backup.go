@@ -81,7 +81,7 @@ func OrphanDispatched(dst io.Writer, src io.Reader) (Layout, error) {
 			if err := proto.Unmarshal(payload, &h); err != nil {
 				return l, fmt.Errorf("fsm: snapshot header does not decode: %w", err)
 			}
-			registry = h.GetJobCount() + h.GetTombstoneCount() + h.GetRunCount()
+			registry = h.GetJobCount() + h.GetTombstoneCount() + h.GetRunCount() + h.GetCalendarCount()
 		} else if raw, err = orphanRecord(raw, payload); err != nil {
 			return l, err
 		}

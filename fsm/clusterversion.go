@@ -62,6 +62,13 @@ const WorkersVersion = version2
 // request, docs/fencing.md).
 const SignaturesV2Version = version3
 
+// CalendarsVersion is the cluster version from which jobs may refer to
+// calendars: a job's calendars decide its slots in the FSM, which a node
+// of an earlier release, keeping the field as unknown, would not do.
+// Calendars and freezes are kinds of this version, so no node meets them
+// before.
+const CalendarsVersion = version3
+
 // What version 1 (release 0d365cb) used where a stored spec set nothing.
 // These are not job defaults (jobspec owns those): they are frozen, so that
 // a node applies version 1 as that release did while an older peer runs.

@@ -38,14 +38,21 @@ func putJob(s *state, c *pb.Command, e entry) (outcome, error) {
 		return outcome{}, fail(ErrLimitExceeded, "job %q not created: the registry holds %d jobs, its limit (max_jobs) is %d jobs",
 			name, s.jobs.Len(), limit)
 	}
+	if refs := spec.GetCalendars(); refs != nil {
+		if err := s.cals.checkRefs(refs, c.GetCaller().GetSelector()); err != nil {
+			return outcome{}, err
+		}
+	}
 	storeSpec(spec) // the command was decoded for this Apply: the spec is ours
 	s.share.spec(spec)
 	if !exists {
+		s.cals.refer(name, nil, spec.GetCalendars())
 		return createJob(s, spec, e), nil
 	}
 	if proto.Equal(old.GetSpec(), spec) {
 		return outcome{job: old, status: cur.status}, nil
 	}
+	s.cals.refer(name, old.GetSpec().GetCalendars(), spec.GetCalendars())
 	next := s.changedJob(old, spec, e)
 	st := cur.status
 	// A new schedule takes effect from the update on, and a resume does not
@@ -116,6 +123,8 @@ func deleteJob(s *state, c *pb.Command, e entry) (outcome, error) {
 		return outcome{}, err
 	}
 	cancelWaitingRetries(s, cur, e)
+	s.cals.refer(name, cur.job.GetSpec().GetCalendars(), nil)
+	delete(s.freezes.held, name)
 	s.jobs.Delete(jobItem{name: name})
 	s.tx.jobChanged(name)
 	s.tombstones.ReplaceOrInsert(tombstone{name: name, generation: cur.job.GetGeneration()})

@@ -32,6 +32,7 @@ func copyStatus(s *pb.JobStatus) *pb.JobStatus {
 		BufferedSlotUnix:       s.GetBufferedSlotUnix(),
 		NextFireUnix:           s.GetNextFireUnix(),
 		FirstGeneration:        s.GetFirstGeneration(),
+		DeferredSlotUnix:       s.GetDeferredSlotUnix(),
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 )
 
 func TestSameLogGivesSameStateAndResults(t *testing.T) {
-	const entries = 600
+	const entries = 1200
 	gen := newCommandGen(7)
 	a, b := fsm.New(), fsm.New()
 	gen.view = a
@@ -37,7 +37,7 @@ func TestSameLogGivesSameStateAndResults(t *testing.T) {
 		lastSeq = tallyAudit(seen, a, lastSeq)
 	}
 	// The sequence must exercise every outcome, or equal hashes prove little.
-	for _, c := range []pb.ResultCode{codeOK, codeNotFound, codeExists, codeMismatch, codeMalformed, pb.ResultCode_RESULT_CODE_RUN_FINISHED} {
+	for _, c := range []pb.ResultCode{codeOK, codeNotFound, codeExists, codeMismatch, codeMalformed, pb.ResultCode_RESULT_CODE_RUN_FINISHED, pb.ResultCode_RESULT_CODE_IN_USE} {
 		if codes[c] == 0 {
 			t.Fatalf("the generated log never produced %v (codes: %v)", c, codes)
 		}
@@ -52,6 +52,9 @@ func TestSameLogGivesSameStateAndResults(t *testing.T) {
 		"audit " + fsm.AuditCreate, "audit " + fsm.AuditTrigger, "audit " + fsm.AuditCancel,
 		"audit " + fsm.AuditACLCreate, "audit " + fsm.AuditACLDelete,
 		"audit " + fsm.AuditSecretPut, "audit " + fsm.AuditSecretDelete,
+		"state SKIPPED", "fire " + fsm.ReasonDeferred, "fire " + fsm.ReasonFrozen,
+		"audit " + fsm.AuditCalendarCreate, "audit " + fsm.AuditCalendarDelete,
+		"audit " + fsm.AuditFreezeCreate, "audit " + fsm.AuditFreezeDelete,
 	} {
 		if seen[v] == 0 {
 			t.Fatalf("the generated log never produced %q (seen: %v)", v, seen)

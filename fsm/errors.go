@@ -18,6 +18,9 @@ var (
 	ErrLimitExceeded   = errors.New("limit exceeded")
 	// ErrRunFinished: a cancel named a run that is no longer open.
 	ErrRunFinished = errors.New("run is finished")
+	// ErrInUse: a delete named something that others refer to (a
+	// calendar jobs refer to).
+	ErrInUse = errors.New("in use")
 )
 
 // codes pairs each sentinel with its result code; the order is the order in
@@ -33,6 +36,7 @@ var codes = []struct {
 	{pb.ResultCode_RESULT_CODE_INVALID, ErrInvalid},
 	{pb.ResultCode_RESULT_CODE_LIMIT_EXCEEDED, ErrLimitExceeded},
 	{pb.ResultCode_RESULT_CODE_RUN_FINISHED, ErrRunFinished},
+	{pb.ResultCode_RESULT_CODE_IN_USE, ErrInUse},
 }
 
 // resultError carries a human message while unwrapping to its sentinel, so

@@ -86,9 +86,11 @@ func (b *batch) fire(pos int, f *pb.Fire, res *pb.FireResult) {
 }
 
 // scheduled decides a slot of the job's schedule. Refusals (gone,
-// generation, duplicate) change nothing; a paused job, a slot outside
-// start_at..end_at or an overlap skip is recorded as a MISSED run; all of
-// these but the refusals advance the cursor to the slot.
+// generation, duplicate, frozen) change nothing; a paused job, a slot
+// outside start_at..end_at or an overlap skip is recorded as a MISSED run,
+// a slot a calendar or freeze stops as a SKIPPED one (or held back by a
+// deferring freeze); all of these but the refusals advance the cursor to
+// the slot.
 func (b *batch) scheduled(pos int, f *pb.Fire, res *pb.FireResult) {
 	it, ok := b.s.item(f.GetJob())
 	switch {
@@ -104,7 +106,18 @@ func (b *batch) scheduled(pos int, f *pb.Fire, res *pb.FireResult) {
 	// once the open run is gone is its release, not a duplicate.
 	release := f.GetKind() == pb.FireKind_FIRE_KIND_SCHEDULED && st.GetBufferedSlotUnix() != 0 &&
 		slot == st.GetBufferedSlotUnix() && len(st.GetOpenRunIds()) == 0
-	if !release && slot <= st.GetCursorUnix() && !failpoint.On(failpoint.SkipSlotDedupe) {
+	// A deferring freeze held the slot back; its catch-up fire at the lift
+	// is its release, once no freeze matching the job is in force.
+	deferred := f.GetKind() == pb.FireKind_FIRE_KIND_CATCHUP && st.GetDeferredSlotUnix() != 0 &&
+		slot == st.GetDeferredSlotUnix()
+	spec := it.job.GetSpec()
+	if deferred {
+		if _, ok := frozen(b.s, spec, b.e.seconds()); ok {
+			res.Reason = ReasonFrozen
+			return
+		}
+	}
+	if !release && !deferred && slot <= st.GetCursorUnix() && !failpoint.On(failpoint.SkipSlotDedupe) {
 		res.Reason = ReasonDuplicate // G1: a slot at or before the cursor never fires again
 		return
 	}
@@ -113,9 +126,14 @@ func (b *batch) scheduled(pos int, f *pb.Fire, res *pb.FireResult) {
 	if release {
 		next.BufferedSlotUnix = 0
 	}
-	spec := it.job.GetSpec()
+	if deferred {
+		next.DeferredSlotUnix = 0
+	}
 	if reason := gate(spec, slot); reason != "" {
 		b.recordMissed(it, next, pos, f.GetKind(), slot, reason, res)
+		return
+	}
+	if b.s.stops(spec) && b.stopped(it, next, pos, f.GetKind(), slot, deferred, res) {
 		return
 	}
 	if len(st.GetOpenRunIds()) > 0 {
@@ -143,6 +161,50 @@ func (b *batch) scheduled(pos int, f *pb.Fire, res *pb.FireResult) {
 	}
 	b.accept(it, next, f.GetKind(), slot, "", res)
 }
+
+// stopped records the slot SKIPPED if a calendar or a freeze stops it, or
+// holds it back for a deferring freeze, and reports whether it did. A
+// deferred slot's release was decided against the freezes already: only
+// the calendars decide it again.
+func (b *batch) stopped(it jobItem, next *pb.JobStatus, pos int, kind pb.FireKind, slot int64, deferred bool, res *pb.FireResult) bool {
+	var src stopSource = b.s
+	if deferred {
+		src = calendarsOnly{b.s}
+	}
+	reason, deferring := decide(src, it.job.GetSpec(), slot)
+	switch {
+	case reason == "":
+		return false
+	case deferring && it.job.GetSpec().GetCatchup().GetPolicy() != pb.CatchupPolicy_CATCHUP_POLICY_NONE:
+		b.hold(it, next, pos, slot, reason, res)
+	default:
+		b.recordRun(it, next, pos, kind, slot, pb.RunState_RUN_STATE_SKIPPED, reason, res)
+	}
+	return true
+}
+
+// hold keeps the slot back until its deferring freeze lifts: only the
+// latest slot inside the freeze fires then, so the one held before it is
+// recorded SKIPPED now.
+func (b *batch) hold(it jobItem, next *pb.JobStatus, pos int, slot int64, reason string, res *pb.FireResult) {
+	if prev := next.DeferredSlotUnix; prev != 0 && prev != slot {
+		why, _ := decide(b.s, it.job.GetSpec(), prev)
+		if why == "" {
+			why = reason
+		}
+		r := b.recordedRun(it, pos, pb.FireKind_FIRE_KIND_SCHEDULED, prev, prev, 1, pb.RunState_RUN_STATE_SKIPPED, why)
+		noteFinished(next, r)
+		b.s.putRun(r)
+	}
+	next.DeferredSlotUnix = slot
+	b.s.setStatus(it, next)
+	res.Reason = ReasonDeferred
+}
+
+// calendarsOnly is a state seen without its freezes.
+type calendarsOnly struct{ *state }
+
+func (calendarsOnly) eachFreeze(func(freezeItem) bool) {}
 
 // gate says why a slot of the job may not run at all, or "".
 func gate(spec *pb.JobSpec, slot int64) string {
@@ -437,7 +499,14 @@ func cancelled(r *pb.Run, reason string, e entry) *pb.Run {
 // recordMissed stores a MISSED run for one slot given up and the job's
 // status next, whose cursor the caller already advanced.
 func (b *batch) recordMissed(it jobItem, next *pb.JobStatus, pos int, kind pb.FireKind, slot int64, reason string, res *pb.FireResult) {
-	r := b.missedRun(it, pos, kind, slot, slot, 1, reason)
+	b.recordRun(it, next, pos, kind, slot, pb.RunState_RUN_STATE_MISSED, reason, res)
+}
+
+// recordRun stores a run that was not dispatched, MISSED or SKIPPED, for
+// one slot, and the job's status next, whose cursor the caller already
+// advanced.
+func (b *batch) recordRun(it jobItem, next *pb.JobStatus, pos int, kind pb.FireKind, slot int64, state pb.RunState, reason string, res *pb.FireResult) {
+	r := b.recordedRun(it, pos, kind, slot, slot, 1, state, reason)
 	noteFinished(next, r)
 	b.s.setStatus(it, next)
 	b.s.putRun(r)
@@ -453,20 +522,23 @@ func (b *batch) miss(pos int, m *pb.Miss) {
 	}
 	next := copyStatus(it.status)
 	next.CursorUnix = m.GetToSlotUnix()
-	r := b.missedRun(it, pos, pb.FireKind_FIRE_KIND_SCHEDULED, m.GetFromSlotUnix(), m.GetToSlotUnix(), m.GetCount(), m.GetReason())
+	r := b.recordedRun(it, pos, pb.FireKind_FIRE_KIND_SCHEDULED, m.GetFromSlotUnix(), m.GetToSlotUnix(), m.GetCount(),
+		pb.RunState_RUN_STATE_MISSED, m.GetReason())
 	noteFinished(next, r)
 	b.s.setStatus(it, next)
 	b.s.putRun(r)
 }
 
-func (b *batch) missedRun(it jobItem, pos int, kind pb.FireKind, from, to int64, count uint64, reason string) *pb.Run {
+// recordedRun is the record of slots from..to (count of them) given up
+// without dispatch, in state MISSED or SKIPPED.
+func (b *batch) recordedRun(it jobItem, pos int, kind pb.FireKind, from, to int64, count uint64, state pb.RunState, reason string) *pb.Run {
 	return &pb.Run{
 		Id:                 b.s.newRunID(missedRunID(it.name, b.e.index, pos)),
 		Job:                it.name,
 		Generation:         it.job.GetGeneration(),
 		SlotUnix:           from,
 		Kind:               kind,
-		State:              pb.RunState_RUN_STATE_MISSED,
+		State:              state,
 		Reason:             reason,
 		CreatedAtUnixNano:  b.e.proposedAt,
 		FinishedAtUnixNano: b.e.proposedAt,

@@ -75,6 +75,8 @@ type outcome struct {
 	completions []*pb.CompletionResult
 	run         *pb.Run      // a stored run the command changed, for the result (cancel_run)
 	token       *pb.AclToken // a stored token the command created, for the result
+	calendar    *pb.Calendar
+	freeze      *pb.Freeze
 }
 
 // handler applies one kind of command. It checks everything before it
@@ -100,6 +102,10 @@ var handlers = map[protoreflect.Name]handler{
 	"put_secret":          scopedSecret(auditedPutSecret),
 	"delete_secret":       scopedSecret(auditedDeleteSecret),
 	"rotate_secrets":      scopedSecret(auditedRotateSecrets),
+	"put_calendar":        scopedCalendar(auditedPutCalendar),
+	"delete_calendar":     scopedCalendar(auditedDeleteCalendar),
+	"create_freeze":       scopedFreeze(auditedCreateFreeze),
+	"delete_freeze":       scopedFreeze(auditedDeleteFreeze),
 }
 
 var kindOneof = (&pb.Command{}).ProtoReflect().Descriptor().Oneofs().ByName("kind")
@@ -183,6 +189,8 @@ func result(o outcome, err error) *pb.CommandResult {
 		Fires:       o.fires,
 		Completions: o.completions,
 		Run:         cloneRun(o.run),
+		Calendar:    publicCalendar(o.calendar),
+		Freeze:      proto.CloneOf(o.freeze),
 	}
 	if o.token != nil {
 		r.AclToken = publicToken(o.token)

@@ -73,6 +73,12 @@ func (g *commandGen) spec() *pb.JobSpec {
 	if g.rng.IntN(6) == 0 {
 		s.EndAt = timestamppb.New(time.Unix(0, g.now).Add(time.Duration(g.rng.IntN(600)) * time.Second))
 	}
+	switch g.rng.IntN(6) {
+	case 0:
+		s.Calendars = &pb.CalendarRefs{Exclude: []string{g.pick("busy", "weekend", "nope")}}
+	case 1:
+		s.Calendars = &pb.CalendarRefs{Only: []string{g.pick("busy", "weekend")}}
+	}
 	if g.rng.IntN(4) == 0 {
 		s.Exec = &pb.ExecTarget{Command: []string{"/bin/" + g.pick("true", "date")}, Env: map[string]string{"A": "b", "C": "d"}}
 	} else {
@@ -93,20 +99,24 @@ func (g *commandGen) next() []byte {
 		c = deleteCmd(g.name(), g.version())
 	case n < 42:
 		c = pauseCmd(g.name(), g.rng.IntN(2) == 0, g.pick("", "maintenance", "incident"))
-	case n < 72:
+	case n < 68:
 		c = g.fireBatch()
-	case n < 88:
+	case n < 84:
 		c = g.completeBatch()
-	case n < 91:
+	case n < 87:
 		c = g.cancel()
-	case n < 93:
+	case n < 89:
 		c = &pb.Command{Kind: &pb.Command_SetAudit{SetAudit: &pb.SetAuditCommand{
 			Limit: uint32(g.rng.IntN(20) + 1), EnableOnly: g.rng.IntN(2) == 0,
 		}}}
-	case n < 95:
+	case n < 91:
 		c = g.aclWrite()
-	case n < 97:
+	case n < 93:
 		c = g.secretWrite()
+	case n < 95:
+		c = g.calendarWrite()
+	case n < 97:
+		c = g.freezeWrite()
 	default:
 		return g.malformed()
 	}
@@ -147,6 +157,43 @@ func (g *commandGen) secretWrite() *pb.Command {
 		s.Version = g.version()
 		return rotateSecretsCmd(s)
 	}
+}
+
+// calendarWrite puts or deletes one of a few calendars: "busy", a range
+// around now, and "weekend", a window of a few minutes on the log's
+// Sunday, in one zone or another.
+func (g *commandGen) calendarWrite() *pb.Command {
+	if g.rng.IntN(2) == 0 { // of one jobs may name: in use, now and then
+		return &pb.Command{Kind: &pb.Command_DeleteCalendar{DeleteCalendar: &pb.DeleteCalendarCommand{Name: g.pick("busy", "weekend")}}}
+	}
+	name := g.pick("busy", "weekend", "nope")
+	now := time.Unix(0, g.now).UTC()
+	spec := &pb.CalendarSpec{Name: name, Timezone: g.pick("UTC", "Europe/Berlin")}
+	if name == "weekend" {
+		spec.Entries = []*pb.CalendarEntry{{Days: []string{"sun"}, Between: g.pick("01:05-01:09", "02:06-02:12")}}
+	} else {
+		from := now.Add(time.Duration(g.rng.IntN(60)-30) * time.Second)
+		spec.Entries = []*pb.CalendarEntry{{From: from.Format(time.RFC3339), To: from.Add(time.Duration(g.rng.IntN(120)+1) * time.Second).Format(time.RFC3339)}}
+	}
+	return putCalendarCmd(spec)
+}
+
+// freezeWrite creates or deletes one of two freezes around now, some
+// deferring, some for one team only.
+func (g *commandGen) freezeWrite() *pb.Command {
+	name := g.pick("f1", "f2")
+	if g.rng.IntN(3) == 0 {
+		return &pb.Command{Kind: &pb.Command_DeleteFreeze{DeleteFreeze: &pb.DeleteFreezeCommand{Name: name}}}
+	}
+	from := time.Unix(0, g.now).Add(time.Duration(g.rng.IntN(40)-10) * time.Second)
+	fr := &pb.Freeze{
+		Name: name, From: timestamppb.New(from), To: timestamppb.New(from.Add(time.Duration(g.rng.IntN(90)+1) * time.Second)),
+		Defer: g.rng.IntN(2) == 0,
+	}
+	if g.rng.IntN(2) == 0 {
+		fr.Selector = map[string]string{"team": "billing"}
+	}
+	return &pb.Command{Kind: &pb.Command_CreateFreeze{CreateFreeze: &pb.CreateFreezeCommand{Freeze: fr}}}
 }
 
 func (g *commandGen) malformed() []byte {
@@ -204,6 +251,9 @@ func (g *commandGen) fire() *pb.Fire {
 	}
 	switch k := g.rng.IntN(10); {
 	case k < 5:
+		if d := g.deferredSlot(name); d != 0 && g.rng.IntN(2) == 0 {
+			return &pb.Fire{Job: name, Generation: gen, SlotUnix: d, Kind: kindCatchup}
+		}
 		slot := cursor + int64(g.rng.IntN(120)) - 10
 		if buffered != 0 && g.rng.IntN(2) == 0 {
 			slot = buffered
@@ -264,6 +314,19 @@ func (g *commandGen) jobInfo(name string) (generation uint64, cursor, buffered i
 		}
 	}
 	return uint64(g.rng.IntN(3) + 1), g.now / int64(time.Second), 0
+}
+
+// deferredSlot is the slot a deferring freeze holds for the job in the
+// view, or 0.
+func (g *commandGen) deferredSlot(name string) int64 {
+	if g.view == nil {
+		return 0
+	}
+	j, err := g.view.Job(name)
+	if err != nil {
+		return 0
+	}
+	return j.GetStatus().GetDeferredSlotUnix()
 }
 
 // runGeneration is the generation a retry or re-dispatch of r names: its

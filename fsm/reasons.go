@@ -18,6 +18,8 @@ const (
 	ReasonBuffered         = "buffered"          // buffer_one: the slot waits for the open run
 	ReasonMalformed        = "malformed"         // no such fire kind, or no such outcome
 	ReasonStaleTerm        = "stale_term"        // the batch was committed in another term than proposed
+	ReasonDeferred         = "deferred"          // a deferring freeze holds the slot until it lifts (status.deferred_slot_unix)
+	ReasonFrozen           = "frozen"            // the release of a deferred slot while a freeze matching the job is in force
 
 	// A slot was recorded MISSED (some also refuse a manual fire).
 	ReasonPaused         = "paused"
@@ -25,6 +27,11 @@ const (
 	ReasonAfterEnd       = "after_end"
 	ReasonOverlapSkipped = "overlap_skipped"
 	ReasonOpenRunsLimit  = "open_runs_limit" // overlap allow: the job has as many runs open as the batch allows
+
+	// A slot was recorded SKIPPED: the prefix and the calendar's or the
+	// freeze's name (calendar:us-holidays, freeze:year-end).
+	ReasonCalendarPrefix = "calendar:"
+	ReasonFreezePrefix   = "freeze:"
 
 	// A run was finished by the FSM rather than by its executor.
 	ReasonCancelOther   = "cancel_other"

@@ -134,6 +134,6 @@ func neverFired(st *pb.JobStatus) bool {
 	return st.GetLatestToken() == 0 && st.GetSucceeded() == 0 && st.GetFailed() == 0 &&
 		st.GetMissed() == 0 && st.GetLastRunId() == "" && st.GetLastOutcome() == 0 &&
 		st.GetLastFinishedAtUnixNano() == 0 && len(st.GetOpenRunIds()) == 0 &&
-		st.GetBufferedSlotUnix() == 0 && st.GetNextFireUnix() == 0 &&
+		st.GetBufferedSlotUnix() == 0 && st.GetNextFireUnix() == 0 && st.GetDeferredSlotUnix() == 0 &&
 		len(st.ProtoReflect().GetUnknown()) == 0
 }

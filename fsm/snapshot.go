@@ -20,10 +20,12 @@ import (
 // one SnapshotHeader, then header.job_count SnapshotRecords holding jobs
 // (status filled in) in name order, then header.tombstone_count holding
 // tombstones in name order, then header.run_count holding runs in id order,
-// then header.acl_token_count holding ACL tokens in accessor order, then
+// then header.calendar_count holding calendars in name order, then
+// header.acl_token_count holding ACL tokens in accessor order, then
 // (format 2) header.audit_count holding audit records in seq order, then
-// header.secret_count holding sealed secrets in name order, then the end of
-// the stream. Records are written and read one at a time,
+// header.secret_count holding sealed secrets in name order, then
+// header.freeze_count holding freezes in name order, then the end of the
+// stream. Records are written and read one at a time,
 // so neither side holds more than the state plus one record.
 const (
 	// formatVersion is what a snapshot without an audit trail is written
@@ -96,14 +98,17 @@ func (s *state) header() *pb.SnapshotHeader {
 		AclBootstrapped:   s.acl.bootstrapped,
 		ClusterVersion:    s.headerVersion(),
 		RunCounts:         s.tally.records(),
+		CalendarCount:     uint64(s.cals.cals.Len()),
+		FreezeCount:       uint64(s.freezes.freezes.Len()),
 	}
 	s.audit.header(h)
 	s.secrets.header(h)
 	return h
 }
 
-// writeRegistry writes the registry and the ledger: jobs, tombstones and
-// runs, the records a user restore takes from its file (userrestore.go).
+// writeRegistry writes the registry and the ledger: jobs, tombstones,
+// runs and calendars, the records a user restore takes from its file
+// (userrestore.go).
 func (s *state) writeRegistry(rw *recordWriter) error {
 	var err error
 	s.jobs.Ascend(func(it jobItem) bool {
@@ -130,7 +135,10 @@ func (s *state) writeRegistry(rw *recordWriter) error {
 		}
 		return err == nil
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	return s.cals.writeTo(rw.put)
 }
 
 // writeLive writes every record after the ledger: the state a user
@@ -144,7 +152,10 @@ func (s *state) writeLive(put func(proto.Message) error) error {
 	if err := s.audit.writeTo(put); err != nil {
 		return err
 	}
-	return s.secrets.writeTo(put)
+	if err := s.secrets.writeTo(put); err != nil {
+		return err
+	}
+	return s.freezes.writeTo(put)
 }
 
 // recordWriter writes length-delimited records, exactly as protodelim
@@ -240,6 +251,9 @@ func readState(r *bufio.Reader) (state, uint64, error) {
 	if err := readRuns(r, dec, &st, h.GetRunCount()); err != nil {
 		return state{}, 0, err
 	}
+	if err := st.cals.readCalendars(r, dec, h.GetCalendarCount()); err != nil {
+		return state{}, 0, err
+	}
 	if err := st.acl.readTokens(r, dec, h.GetAclTokenCount()); err != nil {
 		return state{}, 0, err
 	}
@@ -248,6 +262,9 @@ func readState(r *bufio.Reader) (state, uint64, error) {
 		return state{}, 0, err
 	}
 	if err := st.secrets.readSecrets(r, dec, h.GetSecretCount()); err != nil {
+		return state{}, 0, err
+	}
+	if err := st.freezes.readFreezes(r, dec, h.GetFreezeCount()); err != nil {
 		return state{}, 0, err
 	}
 	if _, err := r.ReadByte(); err != io.EOF {
@@ -260,6 +277,8 @@ func readState(r *bufio.Reader) (state, uint64, error) {
 		return state{}, 0, err
 	}
 	st.rebuildIndexes()
+	st.rebuildUsers()
+	st.rebuildHeld()
 	return st, lastIndex, nil
 }
 

@@ -93,6 +93,10 @@ type state struct {
 	tally runTally
 	// secrets holds the secret store, values sealed; see secret.go.
 	secrets secretState
+	// cals holds the calendars (calendar.go), freezes the freezes
+	// (freeze.go).
+	cals    calendarState
+	freezes freezeState
 
 	// ix holds the derived indexes; see ledger.go.
 	ix *indexes
@@ -114,6 +118,8 @@ func newState() state {
 		acl:        newACLState(),
 		audit:      newAuditTrail(),
 		secrets:    newSecretState(),
+		cals:       newCalendarState(),
+		freezes:    newFreezeState(),
 		version:    1,
 		ix:         newIndexes(),
 		share:      newSharer(),
@@ -139,6 +145,9 @@ func (s *state) setJob(j *pb.Job, st *pb.JobStatus) {
 
 // setStatus replaces the status of a live job.
 func (s *state) setStatus(it jobItem, st *pb.JobStatus) {
+	if it.status.GetDeferredSlotUnix() != st.GetDeferredSlotUnix() {
+		s.freezes.hold(it.name, st)
+	}
 	s.setJob(it.job, st)
 }
 
@@ -180,5 +189,7 @@ func (s *state) capture() state {
 		version:    s.version,
 		tally:      s.tally,
 		secrets:    s.secrets.capture(),
+		cals:       s.cals.capture(),
+		freezes:    s.freezes.capture(),
 	}
 }

@@ -38,7 +38,7 @@ import (
 // hands it.
 
 // Layout says where a snapshot stream's header and its registry and ledger
-// records (jobs, tombstones, runs) end, in bytes from its start.
+// records (jobs, tombstones, runs, calendars) end, in bytes from its start.
 type Layout struct {
 	HeaderEnd   int64
 	RegistryEnd int64
@@ -91,6 +91,7 @@ func (f *FSM) UserRestore(file io.ReaderAt, size int64, l Layout, rec RestoreRec
 	h := live.header()
 	h.FencingCounter = counter
 	h.JobCount, h.TombstoneCount, h.RunCount = fh.GetJobCount(), fh.GetTombstoneCount(), fh.GetRunCount()
+	h.CalendarCount = fh.GetCalendarCount()
 	h.RetiredGeneration = fh.GetRetiredGeneration()
 	head, err := records(func(put func(proto.Message) error) error { return put(h) })
 	if err != nil {

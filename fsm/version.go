@@ -16,10 +16,10 @@ import (
 // advertises at least VersionOf it, so a node never meets a kind it cannot
 // apply in a healthy rolling upgrade. Version 2 added the ACL commands,
 // cancel_run, set_audit and record_membership; version 3 changes rules of
-// existing kinds (clusterversion.go: version3), adds the secret store and
-// the fields of create_acl_token that bind worker tokens to pools and make
-// tokens expire (laterFields), and from it nodes sign their dispatches v2
-// (SignaturesV2Version).
+// existing kinds (clusterversion.go: version3), adds the secret store,
+// calendars and freezes, and the fields of create_acl_token that bind
+// worker tokens to pools and make tokens expire (laterFields), and from it
+// nodes sign their dispatches v2 (SignaturesV2Version).
 const CommandVersion uint32 = 3
 
 // introducedIn is the command version that introduced each kind, by the
@@ -44,6 +44,10 @@ var introducedIn = map[protoreflect.Name]uint32{
 	"put_secret":          3,
 	"delete_secret":       3,
 	"rotate_secrets":      3,
+	"put_calendar":        3,
+	"delete_calendar":     3,
+	"create_freeze":       3,
+	"delete_freeze":       3,
 }
 
 // ErrUnknownCommand: a committed entry holds a command kind this build does

@@ -29,7 +29,7 @@ func Decode(data []byte) ([]*pb.JobSpec, error) {
 	if err := schemaErr(); err != nil {
 		return nil, err
 	}
-	items, listed, err := readJobs(data)
+	items, listed, err := readItems(data, "job")
 	if err != nil {
 		return nil, err
 	}
@@ -77,10 +77,11 @@ func FromJSON(data []byte) (*pb.JobSpec, error) {
 	return FromMap(m)
 }
 
-// readJobs parses the YAML stream and returns the raw job values in order.
-// listed tells whether the file was written as a list (or as several
-// documents), in which case errors name jobs by index.
-func readJobs(data []byte) (items []any, listed bool, err error) {
+// readItems parses the YAML stream and returns the raw values of its
+// objects (noun: "job") in order. listed tells whether the file was
+// written as a list (or as several documents), in which case errors name
+// the objects by index.
+func readItems(data []byte, noun string) (items []any, listed bool, err error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	// Strict: a duplicated key is an error instead of last-one-wins.
 	dec.SetStrict(true)
@@ -105,7 +106,7 @@ func readJobs(data []byte) (items []any, listed bool, err error) {
 			listed = true
 			items = append(items, v...)
 		default:
-			return nil, false, &FieldError{Rule: "want a job object or a list of jobs, got " + describe(v)}
+			return nil, false, &FieldError{Rule: "want a " + noun + " object or a list of " + noun + "s, got " + describe(v)}
 		}
 	}
 	if len(items) == 0 {

@@ -123,7 +123,7 @@ func TestEveryCoveredKindRoundTrips(t *testing.T) {
 	}
 	for name, data := range map[string][]byte{"yaml": yamlText, "json": jsonText.Bytes()} {
 		t.Run(name, func(t *testing.T) {
-			items, _, err := readJobs(data)
+			items, _, err := readItems(data, "job")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -204,7 +204,7 @@ func TestCoveredKindsErrors(t *testing.T) {
 		"by_name: [a]":                         `by_name: want a map, got array`,
 		"child: {colors: {a: DARK_COLOR_RED}}": `child.colors: unknown value "DARK_COLOR_RED" (want navy_blue or black)`,
 	} {
-		items, _, err := readJobs([]byte(in))
+		items, _, err := readItems([]byte(in), "job")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -213,7 +213,7 @@ func TestCoveredKindsErrors(t *testing.T) {
 		}
 	}
 	// An optional field set to its zero stays set; null leaves it unset.
-	items, _, _ := readJobs([]byte("maybe: 0\ni32: -5\ni64: -9223372036854775808\ncolors: ['', black]\n"))
+	items, _, _ := readItems([]byte("maybe: 0\ni32: -5\ni64: -9223372036854775808\ncolors: ['', black]\n"), "job")
 	m := dynamicpb.NewMessage(md)
 	if err := decodeObject(m, items[0], ""); err != nil {
 		t.Fatal(err)

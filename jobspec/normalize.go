@@ -65,6 +65,7 @@ func Normalize(spec *pb.JobSpec) {
 		spec.HistoryLimit = DefaultHistoryLimit
 	}
 	normalizeRetry(spec.Retry)
+	normalizeCalendarRefs(spec)
 }
 
 // normalizeRetry fills the backoffs of a retry policy. Without a policy a

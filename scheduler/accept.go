@@ -157,6 +157,7 @@ var noEffect = map[string]bool{
 	fsm.ReasonNotOpen:    true,
 	fsm.ReasonStaleTerm:  true,
 	fsm.ReasonMalformed:  true,
+	fsm.ReasonFrozen:     true,
 }
 
 // refused records what the FSM made of a fire it did not accept, and
@@ -171,6 +172,8 @@ func (p *pipeline) refused(f *pb.Fire, r *pb.FireResult) {
 			reason = r.GetReason()
 		}
 		l.s.metrics.missed.WithLabelValues(reason).Add(float64(max(run.GetMissedCount(), 1)))
+	case run.GetState() == pb.RunState_RUN_STATE_SKIPPED:
+		l.s.metrics.skipped.WithLabelValues(skipRule(run.GetReason())).Inc()
 	case run.GetState() == pb.RunState_RUN_STATE_UNKNOWN:
 		l.s.metrics.runs.WithLabelValues(outcomeLabel(pb.RunState_RUN_STATE_UNKNOWN)).Inc()
 		l.s.log.Info("run attempt finished", "job", f.GetJob(), "run_id", run.GetId(),

@@ -215,8 +215,8 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("%s = %v, want %v", c.what, c.got, c.want)
 		}
 	}
-	if n := len(h.s.Collectors()); n != 4 {
-		t.Fatalf("%d collectors, want 4", n)
+	if n := len(h.s.Collectors()); n != 5 {
+		t.Fatalf("%d collectors, want 5", n)
 	}
 }
 

@@ -59,6 +59,9 @@ type planInput struct {
 	// lost reports whether an attempt of this term was lost with its
 	// remote worker and its re-dispatch is not decided yet.
 	lost func(token uint64) bool
+	// frozen reports whether a freeze matching the job is in force now,
+	// and until when; nil: none is.
+	frozen func() (until int64, ok bool)
 }
 
 // plan is what to do about one job now.
@@ -108,6 +111,9 @@ func planJob(in planInput) plan {
 		p.fires = append(p.fires, slotFire(in.job, b, pb.FireKind_FIRE_KIND_SCHEDULED))
 		return p
 	}
+	if p.planDeferred(in) {
+		return p
+	}
 	p.planSlots(in)
 	return p
 }
@@ -144,6 +150,26 @@ func (p *plan) planRuns(in planInput) (hold bool) {
 		}
 	}
 	return hold
+}
+
+// planDeferred releases a slot a deferring freeze held back (the FSM's
+// status.deferred_slot_unix) once no freeze matching the job is in force:
+// a catch-up fire of that slot, alone, older than any due one. While a
+// freeze is, the job wakes when it ends. It reports whether the release
+// was planned.
+func (p *plan) planDeferred(in planInput) bool {
+	d := in.status.GetDeferredSlotUnix()
+	if d == 0 {
+		return false
+	}
+	if in.frozen != nil {
+		if until, ok := in.frozen(); ok {
+			p.wakeAt(time.Unix(until, 0))
+			return false
+		}
+	}
+	p.fires = append(p.fires, slotFire(in.job, d, pb.FireKind_FIRE_KIND_CATCHUP))
+	return true
 }
 
 // planSlots handles the job's due slots.

@@ -14,6 +14,7 @@ type metrics struct {
 	lateness prometheus.Histogram
 	runs     *prometheus.CounterVec
 	missed   *prometheus.CounterVec
+	skipped  *prometheus.CounterVec
 	inFlight prometheus.GaugeFunc
 }
 
@@ -33,6 +34,10 @@ func newMetrics(inFlight func() float64) *metrics {
 			Name: "raftcron_runs_missed_total",
 			Help: "Slots this node, as leader, recorded as missed, by reason.",
 		}, []string{"reason"}),
+		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "raftcron_runs_skipped_total",
+			Help: "Slots this node, as leader, proposed and the state recorded as skipped, by the kind of rule that stopped them (calendar, freeze).",
+		}, []string{"rule"}),
 		inFlight: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "raftcron_runs_in_flight",
 			Help: "Attempts committed by this node and not yet finished (queued or executing).",
@@ -41,7 +46,15 @@ func newMetrics(inFlight func() float64) *metrics {
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.lateness, m.runs, m.missed, m.inFlight}
+	return []prometheus.Collector{m.lateness, m.runs, m.missed, m.skipped, m.inFlight}
+}
+
+// skipRule is the kind of rule of a skip reason, "calendar" of
+// "calendar:us-holidays": the rule's name would make a series per
+// calendar.
+func skipRule(reason string) string {
+	rule, _, _ := strings.Cut(reason, ":")
+	return rule
 }
 
 // outcomeLost labels an attempt whose remote worker was lost: it has no

@@ -118,7 +118,7 @@ func (l *leader) planStored(name string, sj fsm.StoredJob, now time.Time, pl *pl
 	if perr != nil {
 		l.s.log.Warn("scheduler: job schedule does not parse; no slots fire", "job", name, "error", perr)
 	}
-	p := planJob(planInput{
+	in := planInput{
 		job:    sj.Job,
 		status: sj.Status,
 		open:   l.openRuns(sj.Status),
@@ -128,7 +128,11 @@ func (l *leader) planStored(name string, sj fsm.StoredJob, now time.Time, pl *pl
 		self:   l.s.self,
 		known:  l.isKnown,
 		lost:   l.isResolving,
-	})
+	}
+	if sj.Status.GetDeferredSlotUnix() != 0 { // only then: planning every other job costs nothing more
+		in.frozen = func() (int64, bool) { return l.s.state.FrozenUntil(name, now.Unix()) }
+	}
+	p := planJob(in)
 	pl.file(name, sj, &p, now)
 	l.rewake(name, &p, now)
 	return len(p.fires) + len(p.misses)
@@ -210,7 +214,7 @@ func (pl *planned) file(name string, sj fsm.StoredJob, p *plan, now time.Time) {
 	}
 	status := sj.Status
 	g := pl.group(name, sj.Job)
-	g.quiet = len(status.GetOpenRunIds()) == 0 && status.GetBufferedSlotUnix() == 0 && len(g.fires) == 0 &&
+	g.quiet = len(status.GetOpenRunIds()) == 0 && status.GetBufferedSlotUnix() == 0 && status.GetDeferredSlotUnix() == 0 && len(g.fires) == 0 &&
 		len(p.misses) == 0 && len(p.adopt) == 0 && p.wake.After(now)
 	g.fires = append(g.fires, p.fires...)
 	g.misses = append(g.misses, p.misses...)

@@ -40,6 +40,10 @@ type State interface {
 	// ClusterVersion is the active cluster version: a lost attempt is
 	// re-dispatched by its token only from fsm.WorkersVersion on.
 	ClusterVersion() uint32
+	// FrozenUntil reports whether a freeze matching the job is in force
+	// at t (Unix seconds), and until when: a slot a deferring freeze held
+	// back is released once none is.
+	FrozenUntil(job string, t int64) (until int64, frozen bool)
 }
 
 // DefaultWorkers is how many deliveries a node runs at once unless

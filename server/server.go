@@ -264,7 +264,7 @@ func (s *Server) wireScheduler() error {
 // gRPC server. Every write service shares one audit switch.
 func (s *Server) registerServices() *health.Server {
 	deps := api.Deps{
-		Store: s.node, Registry: s.state, Ledger: s.state, Tokens: s.state, AuditLog: s.state,
+		Store: s.node, Registry: s.state, Ledger: s.state, Tokens: s.state, AuditLog: s.state, Calendars: s.state,
 		Cluster: s.node, Counts: s.state, Snapshots: s.node, ScratchDir: s.cfg.DataDir, Live: s.state,
 		Workers: s.workers, Leader: s.node,
 		Hub: s.hub, Triggerer: s.sched, Leadership: s.node,

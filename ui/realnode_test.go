@@ -168,3 +168,30 @@ func TestBrowserRecreatedJobShowsNoOldRuns(t *testing.T) {
 	run(t, ctx, goTo("#/jobs/report"), waitText("table.ledger", "No runs yet"))
 	run(t, ctx, goTo("#/runs"), waitText("table.runs tbody", "deleted job"))
 }
+
+// TestBrowserCalendars: the job page names a job's calendars and marks the
+// next fires they skip, its missed-and-skipped table names the calendar of
+// each skipped slot, and the calendars page lists the calendars and the
+// freezes, each calendar with its entries and the jobs that use it.
+func TestBrowserCalendars(t *testing.T) {
+	chromiumPath(t)
+	done := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "done\n") }))
+	defer done.Close()
+	n := startRealNode(t)
+	// Every second is in the calendar: each slot is skipped, and so is
+	// every next fire.
+	n.call(t, http.MethodPut, "/v1/calendars/always", `{"description": "every day", "entries": [{"days": ["mon-sun"], "note": "all week"}]}`)
+	n.call(t, http.MethodPost, "/v1/freezes", `{"name": "year-end", "from": "2099-12-20T00:00:00Z", "to": "2100-01-02T00:00:00Z", "note": "no deploys"}`)
+	n.call(t, http.MethodPut, "/v1/jobs/report", `{"schedule": "*/2 * * * * *", "calendars": {"exclude": ["always"]},
+		"http": {"url": "`+done.URL+`/run", "timeout": "5s"}}`)
+
+	ctx := newBrowser(t, desktop)
+	signIn(t, ctx, n.url, n.secret, "bootstrap")
+	run(t, ctx, goTo("#/jobs/report"), waitText("p.calendars", "Not on always"),
+		waitText("ol.fires", "skipped: calendar:always"), waitText("section", "skipped by calendar always"))
+	run(t, ctx, goTo("#/calendars"), waitText("section", "year-end"), waitText("section", "no deploys"))
+	if got := text(t, ctx, "section"); !strings.Contains(got, "always") || !strings.Contains(got, "every day") {
+		t.Errorf("the calendars page lacks the calendar:\n%s", got)
+	}
+	run(t, ctx, goTo("#/calendars/always"), waitText("section", "all week"), waitText("dl.facts", "report"))
+}

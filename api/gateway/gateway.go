@@ -63,6 +63,8 @@ func New(ctx context.Context, conn grpc.ClientConnInterface, version string) (ht
 		pb.RegisterRunServiceHandlerClient(ctx, mux, pb.NewRunServiceClient(conn)),
 		pb.RegisterClusterServiceHandlerClient(ctx, mux, pb.NewClusterServiceClient(conn)),
 		pb.RegisterAuditServiceHandlerClient(ctx, mux, pb.NewAuditServiceClient(conn)),
+		pb.RegisterCalendarServiceHandlerClient(ctx, mux, pb.NewCalendarServiceClient(conn)),
+		pb.RegisterFreezeServiceHandlerClient(ctx, mux, pb.NewFreezeServiceClient(conn)),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)

@@ -128,9 +128,10 @@ func start(t *testing.T) *env {
 	auth := api.NewAuthorizer(api.AuthConfig{Enabled: true, Tokens: n.state})
 	gs := grpc.NewServer(grpc.ChainUnaryInterceptor(api.RecoveryInterceptor(nil), tk.intercept, auth.Unary()))
 	audit := api.NewAuditSwitch(n, n.state, api.DefaultAuditLimit, nil, nil)
-	d := api.Deps{Store: n, Registry: n.state, Ledger: n.state, AuditLog: n.state, Cluster: cluster{}, Triggerer: n, Audit: audit}
+	d := api.Deps{Store: n, Registry: n.state, Ledger: n.state, AuditLog: n.state, Calendars: n.state, Cluster: cluster{}, Triggerer: n, Audit: audit}
 	api.Register(gs, api.Services{
 		Jobs: api.NewJobService(d), Cluster: api.NewClusterService(d), Runs: api.NewRunService(d), Audit: api.NewAuditService(d),
+		Calendar: api.NewCalendarService(d), Freeze: api.NewFreezeService(d),
 	})
 	in, err := gateway.NewInProcess()
 	if err != nil {
@@ -364,6 +365,8 @@ func TestOpenAPIDocumentListsEveryRoute(t *testing.T) {
 		"/v1/jobs/{name}:pause": {"post"}, "/v1/jobs/{name}:resume": {"post"}, "/v1/jobs/{name}:trigger": {"post"},
 		"/v1/jobs/{name}/next": {"get"}, "/v1/runs": {"get"}, "/v1/runs/{id}": {"get"}, "/v1/runs/{id}:cancel": {"post"},
 		"/v1/cluster": {"get"}, "/v1/audit": {"get"},
+		"/v1/calendars": {"get"}, "/v1/calendars/{name}": {"delete", "get", "put"}, "/v1/calendars/{name}:import": {"post"},
+		"/v1/freezes": {"get", "post"}, "/v1/freezes/{name}": {"delete"},
 	}
 	for path, item := range paths {
 		var methods []string
@@ -381,6 +384,35 @@ func TestOpenAPIDocumentListsEveryRoute(t *testing.T) {
 	if bytes.Contains(mustJSON(t, doc), []byte("InternalService")) {
 		t.Error("the document mentions InternalService")
 	}
+}
+
+// Calendars and freezes travel as proto JSON; a job refers to calendars in
+// the job file's form.
+func TestCalendarsAndFreezesOverHTTP(t *testing.T) {
+	e := start(t)
+	cal := e.ok("PUT", "/v1/calendars/us", `{"timezone": "America/New_York", "entries": [{"date": "2026-12-25", "note": "Christmas"}, {"days": ["sat", "sun"]}]}`)
+	if dig(cal, "calendar", "spec", "name") != "us" || dig(cal, "created") != true {
+		t.Fatalf("PUT calendar: %v", cal)
+	}
+	if got := e.ok("GET", "/v1/calendars/us", ""); dig(got, "calendar", "entry_count") != float64(2) {
+		t.Fatalf("GET calendar: %v", got)
+	}
+	job := e.ok("PUT", "/v1/jobs/report", `{"schedule": "0 9 * * *", "http": {"url": "http://x.test/"}, "calendars": {"exclude": ["us"]}}`)
+	if ex := dig(job, "job", "spec", "calendars", "exclude"); ex == nil || ex.([]any)[0] != "us" {
+		t.Fatalf("PUT job: %v", job)
+	}
+	code, doc := e.do("DELETE", "/v1/calendars/us", "", "alice")
+	if code != http.StatusBadRequest || !strings.Contains(doc["message"].(string), `job "report"`) {
+		t.Fatalf("DELETE calendar in use: %d %v", code, doc)
+	}
+	fr := e.ok("POST", "/v1/freezes", `{"name": "year-end", "from": "2099-12-20T00:00:00Z", "to": "2100-01-02T00:00:00Z", "defer": true}`)
+	if dig(fr, "freeze", "created_by") != "alice" {
+		t.Fatalf("POST freeze: %v", fr)
+	}
+	if l := e.ok("GET", "/v1/freezes", ""); len(l["freezes"].([]any)) != 1 {
+		t.Fatalf("GET freezes: %v", l)
+	}
+	e.ok("DELETE", "/v1/freezes/year-end", "")
 }
 
 func mustJSON(t *testing.T, v any) []byte {

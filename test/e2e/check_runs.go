@@ -261,6 +261,11 @@ func (c *checker) checkSlot(j JobInfo, s int64, runs []Run) {
 	case r.State == StateMissed:
 		c.fail(RuleG4, "slot %s of %s was recorded missed (%s) although every fault was shorter than the catch-up window",
 			slotTime(s), j.Name, r.Reason)
+	case r.State == StateSkipped:
+		// A rule stopped the slot on purpose: recorded, never delivered.
+		if n := c.effects[slotKey{j.Name, s}]; n != 0 {
+			c.fail(RuleG4, "slot %s of %s was recorded skipped (%s) but took effect %d times", slotTime(s), j.Name, r.Reason, n)
+		}
 	case r.open():
 		c.fail(RuleG4, "run %s (slot %s) is still %s after the cluster healed", r.ID, slotTime(s), r.State)
 	case !j.AtMostOnce && c.effects[slotKey{j.Name, s}] != 1:

@@ -77,6 +77,7 @@ const (
 	StateDispatched = "DISPATCHED"
 	StateRetrying   = "RETRYING"
 	StateMissed     = "MISSED"
+	StateSkipped    = "SKIPPED" // a calendar or a freeze stopped the slot on purpose
 	ReasonOverlap   = "overlap_skipped"
 	StateUnknown    = "UNKNOWN"
 	KindManual      = "MANUAL"

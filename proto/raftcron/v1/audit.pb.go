@@ -35,7 +35,8 @@ type AuditRecord struct {
 	// create, update, delete, pause, resume, trigger, cancel, audit_limit,
 	// acl_bootstrap, acl_token_create, acl_token_delete, member_join,
 	// member_remove, leader_transfer, snapshot_restore, secret_put,
-	// secret_delete, secret_rotate.
+	// secret_delete, secret_rotate, calendar_create, calendar_update,
+	// calendar_delete, freeze_create, freeze_delete.
 	Action string `protobuf:"bytes,4,opt,name=action,proto3" json:"action,omitempty"`
 	Job    string `protobuf:"bytes,5,opt,name=job,proto3" json:"job,omitempty"`
 	// trigger and cancel: the run concerned.
@@ -52,7 +53,11 @@ type AuditRecord struct {
 	Index uint64 `protobuf:"varint,10,opt,name=index,proto3" json:"index,omitempty"`
 	// secret_put and secret_delete: the secret concerned (its versions are
 	// version_before and version_after).
-	Secret        string `protobuf:"bytes,40,opt,name=secret,proto3" json:"secret,omitempty"`
+	Secret string `protobuf:"bytes,40,opt,name=secret,proto3" json:"secret,omitempty"`
+	// Calendar writes: the calendar concerned (its versions are
+	// version_before and version_after); freeze writes: the freeze.
+	Calendar      string `protobuf:"bytes,45,opt,name=calendar,proto3" json:"calendar,omitempty"`
+	Freeze        string `protobuf:"bytes,46,opt,name=freeze,proto3" json:"freeze,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -160,6 +165,20 @@ func (x *AuditRecord) GetIndex() uint64 {
 func (x *AuditRecord) GetSecret() string {
 	if x != nil {
 		return x.Secret
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetCalendar() string {
+	if x != nil {
+		return x.Calendar
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetFreeze() string {
+	if x != nil {
+		return x.Freeze
 	}
 	return ""
 }
@@ -349,7 +368,7 @@ var File_raftcron_v1_audit_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_audit_proto_rawDesc = "" +
 	"\n" +
-	"\x17raftcron/v1/audit.proto\x12\vraftcron.v1\"\xce\x02\n" +
+	"\x17raftcron/v1/audit.proto\x12\vraftcron.v1\"\x82\x03\n" +
 	"\vAuditRecord\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12 \n" +
 	"\fat_unix_nano\x18\x02 \x01(\x03R\n" +
@@ -363,7 +382,9 @@ const file_raftcron_v1_audit_proto_rawDesc = "" +
 	"\achanges\x18\t \x03(\v2\x18.raftcron.v1.AuditChangeR\achanges\x12\x14\n" +
 	"\x05index\x18\n" +
 	" \x01(\x04R\x05index\x12\x16\n" +
-	"\x06secret\x18( \x01(\tR\x06secret\"Q\n" +
+	"\x06secret\x18( \x01(\tR\x06secret\x12\x1a\n" +
+	"\bcalendar\x18- \x01(\tR\bcalendar\x12\x16\n" +
+	"\x06freeze\x18. \x01(\tR\x06freeze\"Q\n" +
 	"\vAuditChange\x12\x14\n" +
 	"\x05field\x18\x01 \x01(\tR\x05field\x12\x16\n" +
 	"\x06before\x18\x02 \x01(\tR\x06before\x12\x14\n" +

@@ -92,6 +92,9 @@ const (
 	ResultCode_RESULT_CODE_LIMIT_EXCEEDED ResultCode = 7
 	// The run is finished already: there is nothing left to cancel.
 	ResultCode_RESULT_CODE_RUN_FINISHED ResultCode = 8
+	// Something else refers to what the command would delete (a calendar
+	// that jobs refer to).
+	ResultCode_RESULT_CODE_IN_USE ResultCode = 9
 )
 
 // Enum value maps for ResultCode.
@@ -106,6 +109,7 @@ var (
 		6: "RESULT_CODE_INVALID",
 		7: "RESULT_CODE_LIMIT_EXCEEDED",
 		8: "RESULT_CODE_RUN_FINISHED",
+		9: "RESULT_CODE_IN_USE",
 	}
 	ResultCode_value = map[string]int32{
 		"RESULT_CODE_UNSPECIFIED":      0,
@@ -117,6 +121,7 @@ var (
 		"RESULT_CODE_INVALID":          6,
 		"RESULT_CODE_LIMIT_EXCEEDED":   7,
 		"RESULT_CODE_RUN_FINISHED":     8,
+		"RESULT_CODE_IN_USE":           9,
 	}
 )
 
@@ -176,6 +181,10 @@ type Command struct {
 	//	*Command_PutSecret
 	//	*Command_DeleteSecret
 	//	*Command_RotateSecrets
+	//	*Command_PutCalendar
+	//	*Command_DeleteCalendar
+	//	*Command_CreateFreeze
+	//	*Command_DeleteFreeze
 	Kind          isCommand_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -367,6 +376,42 @@ func (x *Command) GetRotateSecrets() *RotateSecretsCommand {
 	return nil
 }
 
+func (x *Command) GetPutCalendar() *PutCalendarCommand {
+	if x != nil {
+		if x, ok := x.Kind.(*Command_PutCalendar); ok {
+			return x.PutCalendar
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetDeleteCalendar() *DeleteCalendarCommand {
+	if x != nil {
+		if x, ok := x.Kind.(*Command_DeleteCalendar); ok {
+			return x.DeleteCalendar
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetCreateFreeze() *CreateFreezeCommand {
+	if x != nil {
+		if x, ok := x.Kind.(*Command_CreateFreeze); ok {
+			return x.CreateFreeze
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetDeleteFreeze() *DeleteFreezeCommand {
+	if x != nil {
+		if x, ok := x.Kind.(*Command_DeleteFreeze); ok {
+			return x.DeleteFreeze
+		}
+	}
+	return nil
+}
+
 type isCommand_Kind interface {
 	isCommand_Kind()
 }
@@ -433,6 +478,23 @@ type Command_RotateSecrets struct {
 	RotateSecrets *RotateSecretsCommand `protobuf:"bytes,42,opt,name=rotate_secrets,json=rotateSecrets,proto3,oneof"`
 }
 
+type Command_PutCalendar struct {
+	// Command version 3: calendars and freezes (calendar.proto).
+	PutCalendar *PutCalendarCommand `protobuf:"bytes,60,opt,name=put_calendar,json=putCalendar,proto3,oneof"`
+}
+
+type Command_DeleteCalendar struct {
+	DeleteCalendar *DeleteCalendarCommand `protobuf:"bytes,61,opt,name=delete_calendar,json=deleteCalendar,proto3,oneof"`
+}
+
+type Command_CreateFreeze struct {
+	CreateFreeze *CreateFreezeCommand `protobuf:"bytes,62,opt,name=create_freeze,json=createFreeze,proto3,oneof"`
+}
+
+type Command_DeleteFreeze struct {
+	DeleteFreeze *DeleteFreezeCommand `protobuf:"bytes,63,opt,name=delete_freeze,json=deleteFreeze,proto3,oneof"`
+}
+
 func (*Command_PutJob) isCommand_Kind() {}
 
 func (*Command_DeleteJob) isCommand_Kind() {}
@@ -462,6 +524,14 @@ func (*Command_PutSecret) isCommand_Kind() {}
 func (*Command_DeleteSecret) isCommand_Kind() {}
 
 func (*Command_RotateSecrets) isCommand_Kind() {}
+
+func (*Command_PutCalendar) isCommand_Kind() {}
+
+func (*Command_DeleteCalendar) isCommand_Kind() {}
+
+func (*Command_CreateFreeze) isCommand_Kind() {}
+
+func (*Command_DeleteFreeze) isCommand_Kind() {}
 
 // RecordMembershipCommand records a membership change in the audit trail.
 // Membership changes are Raft configuration changes, not commands, so the
@@ -788,7 +858,11 @@ type CommandResult struct {
 	Run *Run `protobuf:"bytes,8,opt,name=run,proto3" json:"run,omitempty"`
 	// BootstrapAcl and CreateAclToken: the token as stored, without its
 	// secret hash (the leader's created_at and expires_at).
-	AclToken      *AclToken `protobuf:"bytes,20,opt,name=acl_token,json=aclToken,proto3" json:"acl_token,omitempty"`
+	AclToken *AclToken `protobuf:"bytes,20,opt,name=acl_token,json=aclToken,proto3" json:"acl_token,omitempty"`
+	// PutCalendar: the calendar as stored; CreateFreeze and DeleteFreeze:
+	// the freeze.
+	Calendar      *Calendar `protobuf:"bytes,43,opt,name=calendar,proto3" json:"calendar,omitempty"`
+	Freeze        *Freeze   `protobuf:"bytes,44,opt,name=freeze,proto3" json:"freeze,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -882,6 +956,20 @@ func (x *CommandResult) GetRun() *Run {
 func (x *CommandResult) GetAclToken() *AclToken {
 	if x != nil {
 		return x.AclToken
+	}
+	return nil
+}
+
+func (x *CommandResult) GetCalendar() *Calendar {
+	if x != nil {
+		return x.Calendar
+	}
+	return nil
+}
+
+func (x *CommandResult) GetFreeze() *Freeze {
+	if x != nil {
+		return x.Freeze
 	}
 	return nil
 }
@@ -1589,7 +1677,7 @@ var File_raftcron_v1_command_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\n" +
-	"\x19raftcron/v1/command.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/acl.proto\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\x1a\x18raftcron/v1/secret.proto\"\x9d\t\n" +
+	"\x19raftcron/v1/command.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/acl.proto\x1a\x1araftcron/v1/calendar.proto\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\x1a\x18raftcron/v1/secret.proto\"\xc4\v\n" +
 	"\aCommand\x121\n" +
 	"\x15proposed_at_unix_nano\x18\x01 \x01(\x03R\x12proposedAtUnixNano\x12+\n" +
 	"\x06caller\x18\x02 \x01(\v2\x13.raftcron.v1.CallerR\x06caller\x125\n" +
@@ -1613,7 +1701,11 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\n" +
 	"put_secret\x18( \x01(\v2\x1d.raftcron.v1.PutSecretCommandH\x00R\tputSecret\x12G\n" +
 	"\rdelete_secret\x18) \x01(\v2 .raftcron.v1.DeleteSecretCommandH\x00R\fdeleteSecret\x12J\n" +
-	"\x0erotate_secrets\x18* \x01(\v2!.raftcron.v1.RotateSecretsCommandH\x00R\rrotateSecretsB\x06\n" +
+	"\x0erotate_secrets\x18* \x01(\v2!.raftcron.v1.RotateSecretsCommandH\x00R\rrotateSecrets\x12D\n" +
+	"\fput_calendar\x18< \x01(\v2\x1f.raftcron.v1.PutCalendarCommandH\x00R\vputCalendar\x12M\n" +
+	"\x0fdelete_calendar\x18= \x01(\v2\".raftcron.v1.DeleteCalendarCommandH\x00R\x0edeleteCalendar\x12G\n" +
+	"\rcreate_freeze\x18> \x01(\v2 .raftcron.v1.CreateFreezeCommandH\x00R\fcreateFreeze\x12G\n" +
+	"\rdelete_freeze\x18? \x01(\v2 .raftcron.v1.DeleteFreezeCommandH\x00R\fdeleteFreezeB\x06\n" +
 	"\x04kind\"\x8d\x01\n" +
 	"\x17RecordMembershipCommand\x12\x16\n" +
 	"\x06action\x18\x01 \x01(\tR\x06action\x12\x17\n" +
@@ -1633,7 +1725,7 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x10SetPausedCommand\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06paused\x18\x02 \x01(\bR\x06paused\x12\x12\n" +
-	"\x04note\x18\x03 \x01(\tR\x04note\"\xf6\x02\n" +
+	"\x04note\x18\x03 \x01(\tR\x04note\"\xd6\x03\n" +
 	"\rCommandResult\x12+\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x17.raftcron.v1.ResultCodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\"\n" +
@@ -1643,7 +1735,9 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x05fires\x18\x06 \x03(\v2\x17.raftcron.v1.FireResultR\x05fires\x12?\n" +
 	"\vcompletions\x18\a \x03(\v2\x1d.raftcron.v1.CompletionResultR\vcompletions\x12\"\n" +
 	"\x03run\x18\b \x01(\v2\x10.raftcron.v1.RunR\x03run\x122\n" +
-	"\tacl_token\x18\x14 \x01(\v2\x15.raftcron.v1.AclTokenR\baclToken\"\xbb\x01\n" +
+	"\tacl_token\x18\x14 \x01(\v2\x15.raftcron.v1.AclTokenR\baclToken\x121\n" +
+	"\bcalendar\x18+ \x01(\v2\x15.raftcron.v1.CalendarR\bcalendar\x12+\n" +
+	"\x06freeze\x18, \x01(\v2\x13.raftcron.v1.FreezeR\x06freeze\"\xbb\x01\n" +
 	"\x10FireBatchCommand\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12\x12\n" +
 	"\x04term\x18\x02 \x01(\x04R\x04term\x12'\n" +
@@ -1709,7 +1803,7 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x14PUT_MODE_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fPUT_MODE_CREATE\x10\x01\x12\x13\n" +
 	"\x0fPUT_MODE_UPDATE\x10\x02\x12\x13\n" +
-	"\x0fPUT_MODE_UPSERT\x10\x03*\x8c\x02\n" +
+	"\x0fPUT_MODE_UPSERT\x10\x03*\xa4\x02\n" +
 	"\n" +
 	"ResultCode\x12\x1b\n" +
 	"\x17RESULT_CODE_UNSPECIFIED\x10\x00\x12\x12\n" +
@@ -1720,7 +1814,8 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x15RESULT_CODE_MALFORMED\x10\x05\x12\x17\n" +
 	"\x13RESULT_CODE_INVALID\x10\x06\x12\x1e\n" +
 	"\x1aRESULT_CODE_LIMIT_EXCEEDED\x10\a\x12\x1c\n" +
-	"\x18RESULT_CODE_RUN_FINISHED\x10\bB;Z9github.com/raftcron/raftcron/proto/raftcron/v1;raftcronv1b\x06proto3"
+	"\x18RESULT_CODE_RUN_FINISHED\x10\b\x12\x16\n" +
+	"\x12RESULT_CODE_IN_USE\x10\tB;Z9github.com/raftcron/raftcron/proto/raftcron/v1;raftcronv1b\x06proto3"
 
 var (
 	file_raftcron_v1_command_proto_rawDescOnce sync.Once
@@ -1762,12 +1857,18 @@ var file_raftcron_v1_command_proto_goTypes = []any{
 	(*PutSecretCommand)(nil),         // 22: raftcron.v1.PutSecretCommand
 	(*DeleteSecretCommand)(nil),      // 23: raftcron.v1.DeleteSecretCommand
 	(*RotateSecretsCommand)(nil),     // 24: raftcron.v1.RotateSecretsCommand
-	(*JobSpec)(nil),                  // 25: raftcron.v1.JobSpec
-	(*Job)(nil),                      // 26: raftcron.v1.Job
-	(*Run)(nil),                      // 27: raftcron.v1.Run
-	(*AclToken)(nil),                 // 28: raftcron.v1.AclToken
-	(FireKind)(0),                    // 29: raftcron.v1.FireKind
-	(RunState)(0),                    // 30: raftcron.v1.RunState
+	(*PutCalendarCommand)(nil),       // 25: raftcron.v1.PutCalendarCommand
+	(*DeleteCalendarCommand)(nil),    // 26: raftcron.v1.DeleteCalendarCommand
+	(*CreateFreezeCommand)(nil),      // 27: raftcron.v1.CreateFreezeCommand
+	(*DeleteFreezeCommand)(nil),      // 28: raftcron.v1.DeleteFreezeCommand
+	(*JobSpec)(nil),                  // 29: raftcron.v1.JobSpec
+	(*Job)(nil),                      // 30: raftcron.v1.Job
+	(*Run)(nil),                      // 31: raftcron.v1.Run
+	(*AclToken)(nil),                 // 32: raftcron.v1.AclToken
+	(*Calendar)(nil),                 // 33: raftcron.v1.Calendar
+	(*Freeze)(nil),                   // 34: raftcron.v1.Freeze
+	(FireKind)(0),                    // 35: raftcron.v1.FireKind
+	(RunState)(0),                    // 36: raftcron.v1.RunState
 }
 var file_raftcron_v1_command_proto_depIdxs = []int32{
 	18, // 0: raftcron.v1.Command.caller:type_name -> raftcron.v1.Caller
@@ -1786,27 +1887,33 @@ var file_raftcron_v1_command_proto_depIdxs = []int32{
 	22, // 13: raftcron.v1.Command.put_secret:type_name -> raftcron.v1.PutSecretCommand
 	23, // 14: raftcron.v1.Command.delete_secret:type_name -> raftcron.v1.DeleteSecretCommand
 	24, // 15: raftcron.v1.Command.rotate_secrets:type_name -> raftcron.v1.RotateSecretsCommand
-	25, // 16: raftcron.v1.PutJobCommand.spec:type_name -> raftcron.v1.JobSpec
-	0,  // 17: raftcron.v1.PutJobCommand.mode:type_name -> raftcron.v1.PutMode
-	1,  // 18: raftcron.v1.CommandResult.code:type_name -> raftcron.v1.ResultCode
-	26, // 19: raftcron.v1.CommandResult.job:type_name -> raftcron.v1.Job
-	12, // 20: raftcron.v1.CommandResult.fires:type_name -> raftcron.v1.FireResult
-	15, // 21: raftcron.v1.CommandResult.completions:type_name -> raftcron.v1.CompletionResult
-	27, // 22: raftcron.v1.CommandResult.run:type_name -> raftcron.v1.Run
-	28, // 23: raftcron.v1.CommandResult.acl_token:type_name -> raftcron.v1.AclToken
-	10, // 24: raftcron.v1.FireBatchCommand.fires:type_name -> raftcron.v1.Fire
-	11, // 25: raftcron.v1.FireBatchCommand.misses:type_name -> raftcron.v1.Miss
-	29, // 26: raftcron.v1.Fire.kind:type_name -> raftcron.v1.FireKind
-	27, // 27: raftcron.v1.FireResult.run:type_name -> raftcron.v1.Run
-	25, // 28: raftcron.v1.FireResult.spec:type_name -> raftcron.v1.JobSpec
-	14, // 29: raftcron.v1.CompleteBatchCommand.completions:type_name -> raftcron.v1.Completion
-	30, // 30: raftcron.v1.Completion.outcome:type_name -> raftcron.v1.RunState
-	27, // 31: raftcron.v1.CompletionResult.run:type_name -> raftcron.v1.Run
-	32, // [32:32] is the sub-list for method output_type
-	32, // [32:32] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	25, // 16: raftcron.v1.Command.put_calendar:type_name -> raftcron.v1.PutCalendarCommand
+	26, // 17: raftcron.v1.Command.delete_calendar:type_name -> raftcron.v1.DeleteCalendarCommand
+	27, // 18: raftcron.v1.Command.create_freeze:type_name -> raftcron.v1.CreateFreezeCommand
+	28, // 19: raftcron.v1.Command.delete_freeze:type_name -> raftcron.v1.DeleteFreezeCommand
+	29, // 20: raftcron.v1.PutJobCommand.spec:type_name -> raftcron.v1.JobSpec
+	0,  // 21: raftcron.v1.PutJobCommand.mode:type_name -> raftcron.v1.PutMode
+	1,  // 22: raftcron.v1.CommandResult.code:type_name -> raftcron.v1.ResultCode
+	30, // 23: raftcron.v1.CommandResult.job:type_name -> raftcron.v1.Job
+	12, // 24: raftcron.v1.CommandResult.fires:type_name -> raftcron.v1.FireResult
+	15, // 25: raftcron.v1.CommandResult.completions:type_name -> raftcron.v1.CompletionResult
+	31, // 26: raftcron.v1.CommandResult.run:type_name -> raftcron.v1.Run
+	32, // 27: raftcron.v1.CommandResult.acl_token:type_name -> raftcron.v1.AclToken
+	33, // 28: raftcron.v1.CommandResult.calendar:type_name -> raftcron.v1.Calendar
+	34, // 29: raftcron.v1.CommandResult.freeze:type_name -> raftcron.v1.Freeze
+	10, // 30: raftcron.v1.FireBatchCommand.fires:type_name -> raftcron.v1.Fire
+	11, // 31: raftcron.v1.FireBatchCommand.misses:type_name -> raftcron.v1.Miss
+	35, // 32: raftcron.v1.Fire.kind:type_name -> raftcron.v1.FireKind
+	31, // 33: raftcron.v1.FireResult.run:type_name -> raftcron.v1.Run
+	29, // 34: raftcron.v1.FireResult.spec:type_name -> raftcron.v1.JobSpec
+	14, // 35: raftcron.v1.CompleteBatchCommand.completions:type_name -> raftcron.v1.Completion
+	36, // 36: raftcron.v1.Completion.outcome:type_name -> raftcron.v1.RunState
+	31, // 37: raftcron.v1.CompletionResult.run:type_name -> raftcron.v1.Run
+	38, // [38:38] is the sub-list for method output_type
+	38, // [38:38] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_command_proto_init() }
@@ -1815,6 +1922,7 @@ func file_raftcron_v1_command_proto_init() {
 		return
 	}
 	file_raftcron_v1_acl_proto_init()
+	file_raftcron_v1_calendar_proto_init()
 	file_raftcron_v1_job_proto_init()
 	file_raftcron_v1_run_proto_init()
 	file_raftcron_v1_secret_proto_init()
@@ -1834,6 +1942,10 @@ func file_raftcron_v1_command_proto_init() {
 		(*Command_PutSecret)(nil),
 		(*Command_DeleteSecret)(nil),
 		(*Command_RotateSecrets)(nil),
+		(*Command_PutCalendar)(nil),
+		(*Command_DeleteCalendar)(nil),
+		(*Command_CreateFreeze)(nil),
+		(*Command_DeleteFreeze)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

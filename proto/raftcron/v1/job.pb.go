@@ -189,6 +189,11 @@ type JobSpec struct {
 	Schedule string `protobuf:"bytes,2,opt,name=schedule,proto3" json:"schedule,omitempty"`
 	// IANA zone name; empty means UTC.
 	Timezone string `protobuf:"bytes,3,opt,name=timezone,proto3" json:"timezone,omitempty"`
+	// Calendars that leave out slots (exclude) or keep only theirs (only): a
+	// slot fires only if every only calendar contains it and no exclude
+	// calendar does; the others are recorded SKIPPED (reason
+	// calendar:NAME). Unset: every slot of the schedule.
+	Calendars *CalendarRefs `protobuf:"bytes,41,opt,name=calendars,proto3" json:"calendars,omitempty"`
 	// Exactly one of http, exec and worker is set.
 	Http *HttpTarget `protobuf:"bytes,4,opt,name=http,proto3" json:"http,omitempty"`
 	Exec *ExecTarget `protobuf:"bytes,5,opt,name=exec,proto3" json:"exec,omitempty"`
@@ -259,6 +264,13 @@ func (x *JobSpec) GetTimezone() string {
 		return x.Timezone
 	}
 	return ""
+}
+
+func (x *JobSpec) GetCalendars() *CalendarRefs {
+	if x != nil {
+		return x.Calendars
+	}
+	return nil
 }
 
 func (x *JobSpec) GetHttp() *HttpTarget {
@@ -876,8 +888,11 @@ type JobStatus struct {
 	// ones are a deleted job's. 0: created before cluster version 3, so it
 	// owns every run of its name.
 	FirstGeneration uint64 `protobuf:"varint,20,opt,name=first_generation,json=firstGeneration,proto3" json:"first_generation,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// A slot a deferring freeze holds (Freeze.defer): it fires as a catch-up
+	// once no freeze matching the job is in force; 0 = none.
+	DeferredSlotUnix int64 `protobuf:"varint,44,opt,name=deferred_slot_unix,json=deferredSlotUnix,proto3" json:"deferred_slot_unix,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *JobStatus) Reset() {
@@ -990,6 +1005,13 @@ func (x *JobStatus) GetNextFireUnix() int64 {
 func (x *JobStatus) GetFirstGeneration() uint64 {
 	if x != nil {
 		return x.FirstGeneration
+	}
+	return 0
+}
+
+func (x *JobStatus) GetDeferredSlotUnix() int64 {
+	if x != nil {
+		return x.DeferredSlotUnix
 	}
 	return 0
 }
@@ -2134,8 +2156,11 @@ func (x *PreviewScheduleRequest) GetAfter() *timestamppb.Timestamp {
 }
 
 type PreviewScheduleResponse struct {
-	state         protoimpl.MessageState   `protogen:"open.v1"`
-	Times         []*timestamppb.Timestamp `protobuf:"bytes,1,rep,name=times,proto3" json:"times,omitempty"`
+	state protoimpl.MessageState   `protogen:"open.v1"`
+	Times []*timestamppb.Timestamp `protobuf:"bytes,1,rep,name=times,proto3" json:"times,omitempty"`
+	// The same slots, each with what stops it, if anything (a registered
+	// job's calendars and the freezes that match it).
+	Slots         []*PreviewSlot `protobuf:"bytes,2,rep,name=slots,proto3" json:"slots,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2177,15 +2202,78 @@ func (x *PreviewScheduleResponse) GetTimes() []*timestamppb.Timestamp {
 	return nil
 }
 
+func (x *PreviewScheduleResponse) GetSlots() []*PreviewSlot {
+	if x != nil {
+		return x.Slots
+	}
+	return nil
+}
+
+// PreviewSlot is one slot of a preview.
+type PreviewSlot struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Time  *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=time,proto3" json:"time,omitempty"`
+	// Why the slot will not fire as things stand: calendar:NAME or
+	// freeze:NAME; empty when it fires.
+	Skipped       string `protobuf:"bytes,2,opt,name=skipped,proto3" json:"skipped,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PreviewSlot) Reset() {
+	*x = PreviewSlot{}
+	mi := &file_raftcron_v1_job_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PreviewSlot) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PreviewSlot) ProtoMessage() {}
+
+func (x *PreviewSlot) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_job_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PreviewSlot.ProtoReflect.Descriptor instead.
+func (*PreviewSlot) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *PreviewSlot) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *PreviewSlot) GetSkipped() string {
+	if x != nil {
+		return x.Skipped
+	}
+	return ""
+}
+
 var File_raftcron_v1_job_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\n" +
-	"\x15raftcron/v1/job.proto\x12\vraftcron.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15raftcron/v1/run.proto\"\x91\x06\n" +
+	"\x15raftcron/v1/job.proto\x12\vraftcron.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1araftcron/v1/calendar.proto\x1a\x15raftcron/v1/run.proto\"\xca\x06\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bschedule\x18\x02 \x01(\tR\bschedule\x12\x1a\n" +
-	"\btimezone\x18\x03 \x01(\tR\btimezone\x12+\n" +
+	"\btimezone\x18\x03 \x01(\tR\btimezone\x127\n" +
+	"\tcalendars\x18) \x01(\v2\x19.raftcron.v1.CalendarRefsR\tcalendars\x12+\n" +
 	"\x04http\x18\x04 \x01(\v2\x17.raftcron.v1.HttpTargetR\x04http\x12+\n" +
 	"\x04exec\x18\x05 \x01(\v2\x17.raftcron.v1.ExecTargetR\x04exec\x121\n" +
 	"\x06worker\x18\x11 \x01(\v2\x19.raftcron.v1.WorkerTargetR\x06worker\x12.\n" +
@@ -2262,7 +2350,7 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\fmodify_index\x18\x06 \x01(\x04R\vmodifyIndex\x12.\n" +
 	"\x06status\x18\a \x01(\v2\x16.raftcron.v1.JobStatusR\x06status\x12\x1d\n" +
 	"\n" +
-	"updated_by\x18\x14 \x01(\tR\tupdatedBy\"\xd4\x03\n" +
+	"updated_by\x18\x14 \x01(\tR\tupdatedBy\"\x82\x04\n" +
 	"\tJobStatus\x12\x1f\n" +
 	"\vcursor_unix\x18\x01 \x01(\x03R\n" +
 	"cursorUnix\x12!\n" +
@@ -2278,7 +2366,8 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\x12buffered_slot_unix\x18\n" +
 	" \x01(\x03R\x10bufferedSlotUnix\x12$\n" +
 	"\x0enext_fire_unix\x18\v \x01(\x03R\fnextFireUnix\x12)\n" +
-	"\x10first_generation\x18\x14 \x01(\x04R\x0ffirstGeneration\"<\n" +
+	"\x10first_generation\x18\x14 \x01(\x04R\x0ffirstGeneration\x12,\n" +
+	"\x12deferred_slot_unix\x18, \x01(\x03R\x10deferredSlotUnix\"<\n" +
 	"\x10CreateJobRequest\x12(\n" +
 	"\x04spec\x18\x01 \x01(\v2\x14.raftcron.v1.JobSpecR\x04spec\"7\n" +
 	"\x11CreateJobResponse\x12\"\n" +
@@ -2346,9 +2435,13 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\bschedule\x18\x02 \x01(\tR\bschedule\x12\x1a\n" +
 	"\btimezone\x18\x03 \x01(\tR\btimezone\x12\x14\n" +
 	"\x05count\x18\x04 \x01(\rR\x05count\x120\n" +
-	"\x05after\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x05after\"K\n" +
+	"\x05after\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x05after\"{\n" +
 	"\x17PreviewScheduleResponse\x120\n" +
-	"\x05times\x18\x01 \x03(\v2\x1a.google.protobuf.TimestampR\x05times*{\n" +
+	"\x05times\x18\x01 \x03(\v2\x1a.google.protobuf.TimestampR\x05times\x12.\n" +
+	"\x05slots\x18\x02 \x03(\v2\x18.raftcron.v1.PreviewSlotR\x05slots\"W\n" +
+	"\vPreviewSlot\x12.\n" +
+	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x18\n" +
+	"\askipped\x18\x02 \x01(\tR\askipped*{\n" +
 	"\rCatchupPolicy\x12\x1e\n" +
 	"\x1aCATCHUP_POLICY_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12CATCHUP_POLICY_ALL\x10\x01\x12\x19\n" +
@@ -2392,7 +2485,7 @@ func file_raftcron_v1_job_proto_rawDescGZIP() []byte {
 }
 
 var file_raftcron_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_raftcron_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
+var file_raftcron_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
 var file_raftcron_v1_job_proto_goTypes = []any{
 	(CatchupPolicy)(0),              // 0: raftcron.v1.CatchupPolicy
 	(Overlap)(0),                    // 1: raftcron.v1.Overlap
@@ -2428,89 +2521,94 @@ var file_raftcron_v1_job_proto_goTypes = []any{
 	(*TriggerJobResponse)(nil),      // 31: raftcron.v1.TriggerJobResponse
 	(*PreviewScheduleRequest)(nil),  // 32: raftcron.v1.PreviewScheduleRequest
 	(*PreviewScheduleResponse)(nil), // 33: raftcron.v1.PreviewScheduleResponse
-	nil,                             // 34: raftcron.v1.JobSpec.LabelsEntry
-	nil,                             // 35: raftcron.v1.HttpTarget.HeadersEntry
-	nil,                             // 36: raftcron.v1.ExecTarget.EnvEntry
-	nil,                             // 37: raftcron.v1.WorkerTarget.TagsEntry
-	nil,                             // 38: raftcron.v1.WorkerTarget.EnvEntry
-	nil,                             // 39: raftcron.v1.ListJobsRequest.LabelSelectorEntry
-	(*durationpb.Duration)(nil),     // 40: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),   // 41: google.protobuf.Timestamp
-	(RunState)(0),                   // 42: raftcron.v1.RunState
-	(*Run)(nil),                     // 43: raftcron.v1.Run
+	(*PreviewSlot)(nil),             // 34: raftcron.v1.PreviewSlot
+	nil,                             // 35: raftcron.v1.JobSpec.LabelsEntry
+	nil,                             // 36: raftcron.v1.HttpTarget.HeadersEntry
+	nil,                             // 37: raftcron.v1.ExecTarget.EnvEntry
+	nil,                             // 38: raftcron.v1.WorkerTarget.TagsEntry
+	nil,                             // 39: raftcron.v1.WorkerTarget.EnvEntry
+	nil,                             // 40: raftcron.v1.ListJobsRequest.LabelSelectorEntry
+	(*CalendarRefs)(nil),            // 41: raftcron.v1.CalendarRefs
+	(*durationpb.Duration)(nil),     // 42: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),   // 43: google.protobuf.Timestamp
+	(RunState)(0),                   // 44: raftcron.v1.RunState
+	(*Run)(nil),                     // 45: raftcron.v1.Run
 }
 var file_raftcron_v1_job_proto_depIdxs = []int32{
-	4,  // 0: raftcron.v1.JobSpec.http:type_name -> raftcron.v1.HttpTarget
-	5,  // 1: raftcron.v1.JobSpec.exec:type_name -> raftcron.v1.ExecTarget
-	6,  // 2: raftcron.v1.JobSpec.worker:type_name -> raftcron.v1.WorkerTarget
-	7,  // 3: raftcron.v1.JobSpec.catchup:type_name -> raftcron.v1.Catchup
-	1,  // 4: raftcron.v1.JobSpec.overlap:type_name -> raftcron.v1.Overlap
-	2,  // 5: raftcron.v1.JobSpec.delivery:type_name -> raftcron.v1.Delivery
-	8,  // 6: raftcron.v1.JobSpec.retry:type_name -> raftcron.v1.Retry
-	40, // 7: raftcron.v1.JobSpec.deadline:type_name -> google.protobuf.Duration
-	41, // 8: raftcron.v1.JobSpec.start_at:type_name -> google.protobuf.Timestamp
-	41, // 9: raftcron.v1.JobSpec.end_at:type_name -> google.protobuf.Timestamp
-	34, // 10: raftcron.v1.JobSpec.labels:type_name -> raftcron.v1.JobSpec.LabelsEntry
-	35, // 11: raftcron.v1.HttpTarget.headers:type_name -> raftcron.v1.HttpTarget.HeadersEntry
-	40, // 12: raftcron.v1.HttpTarget.timeout:type_name -> google.protobuf.Duration
-	36, // 13: raftcron.v1.ExecTarget.env:type_name -> raftcron.v1.ExecTarget.EnvEntry
-	40, // 14: raftcron.v1.ExecTarget.timeout:type_name -> google.protobuf.Duration
-	37, // 15: raftcron.v1.WorkerTarget.tags:type_name -> raftcron.v1.WorkerTarget.TagsEntry
-	38, // 16: raftcron.v1.WorkerTarget.env:type_name -> raftcron.v1.WorkerTarget.EnvEntry
-	40, // 17: raftcron.v1.WorkerTarget.timeout:type_name -> google.protobuf.Duration
-	40, // 18: raftcron.v1.Catchup.window:type_name -> google.protobuf.Duration
-	0,  // 19: raftcron.v1.Catchup.policy:type_name -> raftcron.v1.CatchupPolicy
-	40, // 20: raftcron.v1.Retry.initial_backoff:type_name -> google.protobuf.Duration
-	40, // 21: raftcron.v1.Retry.max_backoff:type_name -> google.protobuf.Duration
-	3,  // 22: raftcron.v1.Job.spec:type_name -> raftcron.v1.JobSpec
-	41, // 23: raftcron.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	41, // 24: raftcron.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	10, // 25: raftcron.v1.Job.status:type_name -> raftcron.v1.JobStatus
-	42, // 26: raftcron.v1.JobStatus.last_outcome:type_name -> raftcron.v1.RunState
-	3,  // 27: raftcron.v1.CreateJobRequest.spec:type_name -> raftcron.v1.JobSpec
-	9,  // 28: raftcron.v1.CreateJobResponse.job:type_name -> raftcron.v1.Job
-	3,  // 29: raftcron.v1.UpdateJobRequest.spec:type_name -> raftcron.v1.JobSpec
-	9,  // 30: raftcron.v1.UpdateJobResponse.job:type_name -> raftcron.v1.Job
-	3,  // 31: raftcron.v1.ApplyJobRequest.spec:type_name -> raftcron.v1.JobSpec
-	9,  // 32: raftcron.v1.ApplyJobResponse.job:type_name -> raftcron.v1.Job
-	3,  // 33: raftcron.v1.ApplyJobsRequest.specs:type_name -> raftcron.v1.JobSpec
-	19, // 34: raftcron.v1.ApplyJobsResponse.results:type_name -> raftcron.v1.ApplyJobsResult
-	9,  // 35: raftcron.v1.ApplyJobsResult.job:type_name -> raftcron.v1.Job
-	9,  // 36: raftcron.v1.GetJobResponse.job:type_name -> raftcron.v1.Job
-	39, // 37: raftcron.v1.ListJobsRequest.label_selector:type_name -> raftcron.v1.ListJobsRequest.LabelSelectorEntry
-	9,  // 38: raftcron.v1.ListJobsResponse.jobs:type_name -> raftcron.v1.Job
-	9,  // 39: raftcron.v1.PauseJobResponse.job:type_name -> raftcron.v1.Job
-	9,  // 40: raftcron.v1.ResumeJobResponse.job:type_name -> raftcron.v1.Job
-	43, // 41: raftcron.v1.TriggerJobResponse.run:type_name -> raftcron.v1.Run
-	41, // 42: raftcron.v1.PreviewScheduleRequest.after:type_name -> google.protobuf.Timestamp
-	41, // 43: raftcron.v1.PreviewScheduleResponse.times:type_name -> google.protobuf.Timestamp
-	11, // 44: raftcron.v1.JobService.CreateJob:input_type -> raftcron.v1.CreateJobRequest
-	13, // 45: raftcron.v1.JobService.UpdateJob:input_type -> raftcron.v1.UpdateJobRequest
-	15, // 46: raftcron.v1.JobService.ApplyJob:input_type -> raftcron.v1.ApplyJobRequest
-	17, // 47: raftcron.v1.JobService.ApplyJobs:input_type -> raftcron.v1.ApplyJobsRequest
-	20, // 48: raftcron.v1.JobService.GetJob:input_type -> raftcron.v1.GetJobRequest
-	22, // 49: raftcron.v1.JobService.ListJobs:input_type -> raftcron.v1.ListJobsRequest
-	24, // 50: raftcron.v1.JobService.DeleteJob:input_type -> raftcron.v1.DeleteJobRequest
-	26, // 51: raftcron.v1.JobService.PauseJob:input_type -> raftcron.v1.PauseJobRequest
-	28, // 52: raftcron.v1.JobService.ResumeJob:input_type -> raftcron.v1.ResumeJobRequest
-	30, // 53: raftcron.v1.JobService.TriggerJob:input_type -> raftcron.v1.TriggerJobRequest
-	32, // 54: raftcron.v1.JobService.PreviewSchedule:input_type -> raftcron.v1.PreviewScheduleRequest
-	12, // 55: raftcron.v1.JobService.CreateJob:output_type -> raftcron.v1.CreateJobResponse
-	14, // 56: raftcron.v1.JobService.UpdateJob:output_type -> raftcron.v1.UpdateJobResponse
-	16, // 57: raftcron.v1.JobService.ApplyJob:output_type -> raftcron.v1.ApplyJobResponse
-	18, // 58: raftcron.v1.JobService.ApplyJobs:output_type -> raftcron.v1.ApplyJobsResponse
-	21, // 59: raftcron.v1.JobService.GetJob:output_type -> raftcron.v1.GetJobResponse
-	23, // 60: raftcron.v1.JobService.ListJobs:output_type -> raftcron.v1.ListJobsResponse
-	25, // 61: raftcron.v1.JobService.DeleteJob:output_type -> raftcron.v1.DeleteJobResponse
-	27, // 62: raftcron.v1.JobService.PauseJob:output_type -> raftcron.v1.PauseJobResponse
-	29, // 63: raftcron.v1.JobService.ResumeJob:output_type -> raftcron.v1.ResumeJobResponse
-	31, // 64: raftcron.v1.JobService.TriggerJob:output_type -> raftcron.v1.TriggerJobResponse
-	33, // 65: raftcron.v1.JobService.PreviewSchedule:output_type -> raftcron.v1.PreviewScheduleResponse
-	55, // [55:66] is the sub-list for method output_type
-	44, // [44:55] is the sub-list for method input_type
-	44, // [44:44] is the sub-list for extension type_name
-	44, // [44:44] is the sub-list for extension extendee
-	0,  // [0:44] is the sub-list for field type_name
+	41, // 0: raftcron.v1.JobSpec.calendars:type_name -> raftcron.v1.CalendarRefs
+	4,  // 1: raftcron.v1.JobSpec.http:type_name -> raftcron.v1.HttpTarget
+	5,  // 2: raftcron.v1.JobSpec.exec:type_name -> raftcron.v1.ExecTarget
+	6,  // 3: raftcron.v1.JobSpec.worker:type_name -> raftcron.v1.WorkerTarget
+	7,  // 4: raftcron.v1.JobSpec.catchup:type_name -> raftcron.v1.Catchup
+	1,  // 5: raftcron.v1.JobSpec.overlap:type_name -> raftcron.v1.Overlap
+	2,  // 6: raftcron.v1.JobSpec.delivery:type_name -> raftcron.v1.Delivery
+	8,  // 7: raftcron.v1.JobSpec.retry:type_name -> raftcron.v1.Retry
+	42, // 8: raftcron.v1.JobSpec.deadline:type_name -> google.protobuf.Duration
+	43, // 9: raftcron.v1.JobSpec.start_at:type_name -> google.protobuf.Timestamp
+	43, // 10: raftcron.v1.JobSpec.end_at:type_name -> google.protobuf.Timestamp
+	35, // 11: raftcron.v1.JobSpec.labels:type_name -> raftcron.v1.JobSpec.LabelsEntry
+	36, // 12: raftcron.v1.HttpTarget.headers:type_name -> raftcron.v1.HttpTarget.HeadersEntry
+	42, // 13: raftcron.v1.HttpTarget.timeout:type_name -> google.protobuf.Duration
+	37, // 14: raftcron.v1.ExecTarget.env:type_name -> raftcron.v1.ExecTarget.EnvEntry
+	42, // 15: raftcron.v1.ExecTarget.timeout:type_name -> google.protobuf.Duration
+	38, // 16: raftcron.v1.WorkerTarget.tags:type_name -> raftcron.v1.WorkerTarget.TagsEntry
+	39, // 17: raftcron.v1.WorkerTarget.env:type_name -> raftcron.v1.WorkerTarget.EnvEntry
+	42, // 18: raftcron.v1.WorkerTarget.timeout:type_name -> google.protobuf.Duration
+	42, // 19: raftcron.v1.Catchup.window:type_name -> google.protobuf.Duration
+	0,  // 20: raftcron.v1.Catchup.policy:type_name -> raftcron.v1.CatchupPolicy
+	42, // 21: raftcron.v1.Retry.initial_backoff:type_name -> google.protobuf.Duration
+	42, // 22: raftcron.v1.Retry.max_backoff:type_name -> google.protobuf.Duration
+	3,  // 23: raftcron.v1.Job.spec:type_name -> raftcron.v1.JobSpec
+	43, // 24: raftcron.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	43, // 25: raftcron.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	10, // 26: raftcron.v1.Job.status:type_name -> raftcron.v1.JobStatus
+	44, // 27: raftcron.v1.JobStatus.last_outcome:type_name -> raftcron.v1.RunState
+	3,  // 28: raftcron.v1.CreateJobRequest.spec:type_name -> raftcron.v1.JobSpec
+	9,  // 29: raftcron.v1.CreateJobResponse.job:type_name -> raftcron.v1.Job
+	3,  // 30: raftcron.v1.UpdateJobRequest.spec:type_name -> raftcron.v1.JobSpec
+	9,  // 31: raftcron.v1.UpdateJobResponse.job:type_name -> raftcron.v1.Job
+	3,  // 32: raftcron.v1.ApplyJobRequest.spec:type_name -> raftcron.v1.JobSpec
+	9,  // 33: raftcron.v1.ApplyJobResponse.job:type_name -> raftcron.v1.Job
+	3,  // 34: raftcron.v1.ApplyJobsRequest.specs:type_name -> raftcron.v1.JobSpec
+	19, // 35: raftcron.v1.ApplyJobsResponse.results:type_name -> raftcron.v1.ApplyJobsResult
+	9,  // 36: raftcron.v1.ApplyJobsResult.job:type_name -> raftcron.v1.Job
+	9,  // 37: raftcron.v1.GetJobResponse.job:type_name -> raftcron.v1.Job
+	40, // 38: raftcron.v1.ListJobsRequest.label_selector:type_name -> raftcron.v1.ListJobsRequest.LabelSelectorEntry
+	9,  // 39: raftcron.v1.ListJobsResponse.jobs:type_name -> raftcron.v1.Job
+	9,  // 40: raftcron.v1.PauseJobResponse.job:type_name -> raftcron.v1.Job
+	9,  // 41: raftcron.v1.ResumeJobResponse.job:type_name -> raftcron.v1.Job
+	45, // 42: raftcron.v1.TriggerJobResponse.run:type_name -> raftcron.v1.Run
+	43, // 43: raftcron.v1.PreviewScheduleRequest.after:type_name -> google.protobuf.Timestamp
+	43, // 44: raftcron.v1.PreviewScheduleResponse.times:type_name -> google.protobuf.Timestamp
+	34, // 45: raftcron.v1.PreviewScheduleResponse.slots:type_name -> raftcron.v1.PreviewSlot
+	43, // 46: raftcron.v1.PreviewSlot.time:type_name -> google.protobuf.Timestamp
+	11, // 47: raftcron.v1.JobService.CreateJob:input_type -> raftcron.v1.CreateJobRequest
+	13, // 48: raftcron.v1.JobService.UpdateJob:input_type -> raftcron.v1.UpdateJobRequest
+	15, // 49: raftcron.v1.JobService.ApplyJob:input_type -> raftcron.v1.ApplyJobRequest
+	17, // 50: raftcron.v1.JobService.ApplyJobs:input_type -> raftcron.v1.ApplyJobsRequest
+	20, // 51: raftcron.v1.JobService.GetJob:input_type -> raftcron.v1.GetJobRequest
+	22, // 52: raftcron.v1.JobService.ListJobs:input_type -> raftcron.v1.ListJobsRequest
+	24, // 53: raftcron.v1.JobService.DeleteJob:input_type -> raftcron.v1.DeleteJobRequest
+	26, // 54: raftcron.v1.JobService.PauseJob:input_type -> raftcron.v1.PauseJobRequest
+	28, // 55: raftcron.v1.JobService.ResumeJob:input_type -> raftcron.v1.ResumeJobRequest
+	30, // 56: raftcron.v1.JobService.TriggerJob:input_type -> raftcron.v1.TriggerJobRequest
+	32, // 57: raftcron.v1.JobService.PreviewSchedule:input_type -> raftcron.v1.PreviewScheduleRequest
+	12, // 58: raftcron.v1.JobService.CreateJob:output_type -> raftcron.v1.CreateJobResponse
+	14, // 59: raftcron.v1.JobService.UpdateJob:output_type -> raftcron.v1.UpdateJobResponse
+	16, // 60: raftcron.v1.JobService.ApplyJob:output_type -> raftcron.v1.ApplyJobResponse
+	18, // 61: raftcron.v1.JobService.ApplyJobs:output_type -> raftcron.v1.ApplyJobsResponse
+	21, // 62: raftcron.v1.JobService.GetJob:output_type -> raftcron.v1.GetJobResponse
+	23, // 63: raftcron.v1.JobService.ListJobs:output_type -> raftcron.v1.ListJobsResponse
+	25, // 64: raftcron.v1.JobService.DeleteJob:output_type -> raftcron.v1.DeleteJobResponse
+	27, // 65: raftcron.v1.JobService.PauseJob:output_type -> raftcron.v1.PauseJobResponse
+	29, // 66: raftcron.v1.JobService.ResumeJob:output_type -> raftcron.v1.ResumeJobResponse
+	31, // 67: raftcron.v1.JobService.TriggerJob:output_type -> raftcron.v1.TriggerJobResponse
+	33, // 68: raftcron.v1.JobService.PreviewSchedule:output_type -> raftcron.v1.PreviewScheduleResponse
+	58, // [58:69] is the sub-list for method output_type
+	47, // [47:58] is the sub-list for method input_type
+	47, // [47:47] is the sub-list for extension type_name
+	47, // [47:47] is the sub-list for extension extendee
+	0,  // [0:47] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_job_proto_init() }
@@ -2518,6 +2616,7 @@ func file_raftcron_v1_job_proto_init() {
 	if File_raftcron_v1_job_proto != nil {
 		return
 	}
+	file_raftcron_v1_calendar_proto_init()
 	file_raftcron_v1_run_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2525,7 +2624,7 @@ func file_raftcron_v1_job_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_raftcron_v1_job_proto_rawDesc), len(file_raftcron_v1_job_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   37,
+			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

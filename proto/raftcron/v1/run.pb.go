@@ -43,6 +43,9 @@ const (
 	RunState_RUN_STATE_CANCELLED RunState = 9
 	// The last attempt failed and another is due at next_attempt_at (retry policy).
 	RunState_RUN_STATE_RETRYING RunState = 10
+	// A slot that a rule left out on purpose, without dispatch: reason names
+	// the rule (calendar:NAME, freeze:NAME).
+	RunState_RUN_STATE_SKIPPED RunState = 11
 )
 
 // Enum value maps for RunState.
@@ -59,6 +62,7 @@ var (
 		8:  "RUN_STATE_MISSED",
 		9:  "RUN_STATE_CANCELLED",
 		10: "RUN_STATE_RETRYING",
+		11: "RUN_STATE_SKIPPED",
 	}
 	RunState_value = map[string]int32{
 		"RUN_STATE_UNSPECIFIED":       0,
@@ -72,6 +76,7 @@ var (
 		"RUN_STATE_MISSED":            8,
 		"RUN_STATE_CANCELLED":         9,
 		"RUN_STATE_RETRYING":          10,
+		"RUN_STATE_SKIPPED":           11,
 	}
 )
 
@@ -302,8 +307,9 @@ type Run struct {
 	// Why the run's first attempt was fired.
 	Kind  FireKind `protobuf:"varint,5,opt,name=kind,proto3,enum=raftcron.v1.FireKind" json:"kind,omitempty"`
 	State RunState `protobuf:"varint,6,opt,name=state,proto3,enum=raftcron.v1.RunState" json:"state,omitempty"`
-	// Why a run was MISSED, CANCELLED or UNKNOWN: catchup_window, catchup_policy,
-	// paused, overlap_skipped, before_start, after_end, leader_changed, deleted, ...
+	// Why a run was MISSED, SKIPPED, CANCELLED or UNKNOWN: catchup_window,
+	// catchup_policy, paused, overlap_skipped, before_start, after_end,
+	// calendar:NAME, freeze:NAME, leader_changed, deleted, ...
 	Reason             string     `protobuf:"bytes,7,opt,name=reason,proto3" json:"reason,omitempty"`
 	Attempts           []*Attempt `protobuf:"bytes,8,rep,name=attempts,proto3" json:"attempts,omitempty"`
 	CreatedAtUnixNano  int64      `protobuf:"varint,9,opt,name=created_at_unix_nano,json=createdAtUnixNano,proto3" json:"created_at_unix_nano,omitempty"`
@@ -563,7 +569,7 @@ const file_raftcron_v1_run_proto_rawDesc = "" +
 	"\tRunCounts\x12\x14\n" +
 	"\x05fires\x18\x01 \x01(\x04R\x05fires\x12\x1a\n" +
 	"\bfailures\x18\x02 \x01(\x04R\bfailures\x12\x16\n" +
-	"\x06missed\x18\x03 \x01(\x04R\x06missed*\x9d\x02\n" +
+	"\x06missed\x18\x03 \x01(\x04R\x06missed*\xb4\x02\n" +
 	"\bRunState\x12\x19\n" +
 	"\x15RUN_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14RUN_STATE_DISPATCHED\x10\x01\x12\x17\n" +
@@ -576,7 +582,8 @@ const file_raftcron_v1_run_proto_rawDesc = "" +
 	"\x10RUN_STATE_MISSED\x10\b\x12\x17\n" +
 	"\x13RUN_STATE_CANCELLED\x10\t\x12\x16\n" +
 	"\x12RUN_STATE_RETRYING\x10\n" +
-	"*\x9a\x01\n" +
+	"\x12\x15\n" +
+	"\x11RUN_STATE_SKIPPED\x10\v*\x9a\x01\n" +
 	"\bFireKind\x12\x19\n" +
 	"\x15FIRE_KIND_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13FIRE_KIND_SCHEDULED\x10\x01\x12\x15\n" +

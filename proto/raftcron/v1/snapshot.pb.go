@@ -54,7 +54,12 @@ type SnapshotHeader struct {
 	RunCounts []*MinuteRunCounts `protobuf:"bytes,31,rep,name=run_counts,json=runCounts,proto3" json:"run_counts,omitempty"`
 	// How many secret records follow the audit records (encrypted values
 	// only); a snapshot without secrets has 0 here.
-	SecretCount   uint64 `protobuf:"varint,40,opt,name=secret_count,json=secretCount,proto3" json:"secret_count,omitempty"`
+	SecretCount uint64 `protobuf:"varint,40,opt,name=secret_count,json=secretCount,proto3" json:"secret_count,omitempty"`
+	// How many calendar records follow the runs (with the registry: a user
+	// restore takes them from its file), and how many freeze records follow
+	// the audit records (live state). A snapshot without them has 0 here.
+	CalendarCount uint64 `protobuf:"varint,45,opt,name=calendar_count,json=calendarCount,proto3" json:"calendar_count,omitempty"`
+	FreezeCount   uint64 `protobuf:"varint,46,opt,name=freeze_count,json=freezeCount,proto3" json:"freeze_count,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -187,6 +192,20 @@ func (x *SnapshotHeader) GetSecretCount() uint64 {
 	return 0
 }
 
+func (x *SnapshotHeader) GetCalendarCount() uint64 {
+	if x != nil {
+		return x.CalendarCount
+	}
+	return 0
+}
+
+func (x *SnapshotHeader) GetFreezeCount() uint64 {
+	if x != nil {
+		return x.FreezeCount
+	}
+	return 0
+}
+
 // MinuteRunCounts is what the runs did in one minute, by the times the
 // leader stamped into the entries.
 type MinuteRunCounts struct {
@@ -252,6 +271,8 @@ type SnapshotRecord struct {
 	//	*SnapshotRecord_AclToken
 	//	*SnapshotRecord_Audit
 	//	*SnapshotRecord_Secret
+	//	*SnapshotRecord_Calendar
+	//	*SnapshotRecord_Freeze
 	Record        isSnapshotRecord_Record `protobuf_oneof:"record"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -348,6 +369,24 @@ func (x *SnapshotRecord) GetSecret() *Secret {
 	return nil
 }
 
+func (x *SnapshotRecord) GetCalendar() *Calendar {
+	if x != nil {
+		if x, ok := x.Record.(*SnapshotRecord_Calendar); ok {
+			return x.Calendar
+		}
+	}
+	return nil
+}
+
+func (x *SnapshotRecord) GetFreeze() *Freeze {
+	if x != nil {
+		if x, ok := x.Record.(*SnapshotRecord_Freeze); ok {
+			return x.Freeze
+		}
+	}
+	return nil
+}
+
 type isSnapshotRecord_Record interface {
 	isSnapshotRecord_Record()
 }
@@ -377,6 +416,14 @@ type SnapshotRecord_Secret struct {
 	Secret *Secret `protobuf:"bytes,40,opt,name=secret,proto3,oneof"`
 }
 
+type SnapshotRecord_Calendar struct {
+	Calendar *Calendar `protobuf:"bytes,45,opt,name=calendar,proto3,oneof"`
+}
+
+type SnapshotRecord_Freeze struct {
+	Freeze *Freeze `protobuf:"bytes,46,opt,name=freeze,proto3,oneof"`
+}
+
 func (*SnapshotRecord_Job) isSnapshotRecord_Record() {}
 
 func (*SnapshotRecord_Tombstone) isSnapshotRecord_Record() {}
@@ -388,6 +435,10 @@ func (*SnapshotRecord_AclToken) isSnapshotRecord_Record() {}
 func (*SnapshotRecord_Audit) isSnapshotRecord_Record() {}
 
 func (*SnapshotRecord_Secret) isSnapshotRecord_Record() {}
+
+func (*SnapshotRecord_Calendar) isSnapshotRecord_Record() {}
+
+func (*SnapshotRecord_Freeze) isSnapshotRecord_Record() {}
 
 // AuditEntry is how the audit trail keeps a record: the record without the
 // diff of the job's spec, and the two specs that diff is rendered from
@@ -404,8 +455,14 @@ type AuditEntry struct {
 	Token *AclToken `protobuf:"bytes,4,opt,name=token,proto3" json:"token,omitempty"`
 	// Secret writes: the secret before and after, without ciphertext (a
 	// value's change reads "changed", never the value).
-	SecretBefore  *Secret `protobuf:"bytes,40,opt,name=secret_before,json=secretBefore,proto3" json:"secret_before,omitempty"`
-	SecretAfter   *Secret `protobuf:"bytes,41,opt,name=secret_after,json=secretAfter,proto3" json:"secret_after,omitempty"`
+	SecretBefore *Secret `protobuf:"bytes,40,opt,name=secret_before,json=secretBefore,proto3" json:"secret_before,omitempty"`
+	SecretAfter  *Secret `protobuf:"bytes,41,opt,name=secret_after,json=secretAfter,proto3" json:"secret_after,omitempty"`
+	// Calendar writes: the calendar's spec before (unset before a create)
+	// and after (unset after a delete).
+	CalendarBefore *CalendarSpec `protobuf:"bytes,45,opt,name=calendar_before,json=calendarBefore,proto3" json:"calendar_before,omitempty"`
+	CalendarAfter  *CalendarSpec `protobuf:"bytes,46,opt,name=calendar_after,json=calendarAfter,proto3" json:"calendar_after,omitempty"`
+	// Freeze writes: the freeze created or deleted.
+	Freeze        *Freeze `protobuf:"bytes,47,opt,name=freeze,proto3" json:"freeze,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -482,6 +539,27 @@ func (x *AuditEntry) GetSecretAfter() *Secret {
 	return nil
 }
 
+func (x *AuditEntry) GetCalendarBefore() *CalendarSpec {
+	if x != nil {
+		return x.CalendarBefore
+	}
+	return nil
+}
+
+func (x *AuditEntry) GetCalendarAfter() *CalendarSpec {
+	if x != nil {
+		return x.CalendarAfter
+	}
+	return nil
+}
+
+func (x *AuditEntry) GetFreeze() *Freeze {
+	if x != nil {
+		return x.Freeze
+	}
+	return nil
+}
+
 // Tombstone remembers a deleted job's last generation, so that a job
 // re-created under the same name never repeats a slot identity.
 type Tombstone struct {
@@ -540,7 +618,7 @@ var File_raftcron_v1_snapshot_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_snapshot_proto_rawDesc = "" +
 	"\n" +
-	"\x1araftcron/v1/snapshot.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/acl.proto\x1a\x17raftcron/v1/audit.proto\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\x1a\x18raftcron/v1/secret.proto\"\xad\x04\n" +
+	"\x1araftcron/v1/snapshot.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/acl.proto\x1a\x17raftcron/v1/audit.proto\x1a\x1araftcron/v1/calendar.proto\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\x1a\x18raftcron/v1/secret.proto\"\xf7\x04\n" +
 	"\x0eSnapshotHeader\x12%\n" +
 	"\x0eformat_version\x18\x01 \x01(\rR\rformatVersion\x12'\n" +
 	"\x0ffencing_counter\x18\x02 \x01(\x04R\x0efencingCounter\x12\x1b\n" +
@@ -558,19 +636,23 @@ const file_raftcron_v1_snapshot_proto_rawDesc = "" +
 	"\x0fcluster_version\x18\x1e \x01(\rR\x0eclusterVersion\x12;\n" +
 	"\n" +
 	"run_counts\x18\x1f \x03(\v2\x1c.raftcron.v1.MinuteRunCountsR\trunCounts\x12!\n" +
-	"\fsecret_count\x18( \x01(\x04R\vsecretCount\"b\n" +
+	"\fsecret_count\x18( \x01(\x04R\vsecretCount\x12%\n" +
+	"\x0ecalendar_count\x18- \x01(\x04R\rcalendarCount\x12!\n" +
+	"\ffreeze_count\x18. \x01(\x04R\vfreezeCount\"b\n" +
 	"\x0fMinuteRunCounts\x12\x1f\n" +
 	"\vminute_unix\x18\x01 \x01(\x03R\n" +
 	"minuteUnix\x12.\n" +
-	"\x06counts\x18\x02 \x01(\v2\x16.raftcron.v1.RunCountsR\x06counts\"\xb4\x02\n" +
+	"\x06counts\x18\x02 \x01(\v2\x16.raftcron.v1.RunCountsR\x06counts\"\x98\x03\n" +
 	"\x0eSnapshotRecord\x12$\n" +
 	"\x03job\x18\x01 \x01(\v2\x10.raftcron.v1.JobH\x00R\x03job\x126\n" +
 	"\ttombstone\x18\x02 \x01(\v2\x16.raftcron.v1.TombstoneH\x00R\ttombstone\x12$\n" +
 	"\x03run\x18\x03 \x01(\v2\x10.raftcron.v1.RunH\x00R\x03run\x124\n" +
 	"\tacl_token\x18\x14 \x01(\v2\x15.raftcron.v1.AclTokenH\x00R\baclToken\x12/\n" +
 	"\x05audit\x18\x15 \x01(\v2\x17.raftcron.v1.AuditEntryH\x00R\x05audit\x12-\n" +
-	"\x06secret\x18( \x01(\v2\x13.raftcron.v1.SecretH\x00R\x06secretB\b\n" +
-	"\x06record\"\xc9\x02\n" +
+	"\x06secret\x18( \x01(\v2\x13.raftcron.v1.SecretH\x00R\x06secret\x123\n" +
+	"\bcalendar\x18- \x01(\v2\x15.raftcron.v1.CalendarH\x00R\bcalendar\x12-\n" +
+	"\x06freeze\x18. \x01(\v2\x13.raftcron.v1.FreezeH\x00R\x06freezeB\b\n" +
+	"\x06record\"\xfc\x03\n" +
 	"\n" +
 	"AuditEntry\x120\n" +
 	"\x06record\x18\x01 \x01(\v2\x18.raftcron.v1.AuditRecordR\x06record\x125\n" +
@@ -580,7 +662,10 @@ const file_raftcron_v1_snapshot_proto_rawDesc = "" +
 	"spec_after\x18\x03 \x01(\v2\x14.raftcron.v1.JobSpecR\tspecAfter\x12+\n" +
 	"\x05token\x18\x04 \x01(\v2\x15.raftcron.v1.AclTokenR\x05token\x128\n" +
 	"\rsecret_before\x18( \x01(\v2\x13.raftcron.v1.SecretR\fsecretBefore\x126\n" +
-	"\fsecret_after\x18) \x01(\v2\x13.raftcron.v1.SecretR\vsecretAfter\"?\n" +
+	"\fsecret_after\x18) \x01(\v2\x13.raftcron.v1.SecretR\vsecretAfter\x12B\n" +
+	"\x0fcalendar_before\x18- \x01(\v2\x19.raftcron.v1.CalendarSpecR\x0ecalendarBefore\x12@\n" +
+	"\x0ecalendar_after\x18. \x01(\v2\x19.raftcron.v1.CalendarSpecR\rcalendarAfter\x12+\n" +
+	"\x06freeze\x18/ \x01(\v2\x13.raftcron.v1.FreezeR\x06freeze\"?\n" +
 	"\tTombstone\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1e\n" +
 	"\n" +
@@ -611,8 +696,11 @@ var file_raftcron_v1_snapshot_proto_goTypes = []any{
 	(*Run)(nil),             // 7: raftcron.v1.Run
 	(*AclToken)(nil),        // 8: raftcron.v1.AclToken
 	(*Secret)(nil),          // 9: raftcron.v1.Secret
-	(*AuditRecord)(nil),     // 10: raftcron.v1.AuditRecord
-	(*JobSpec)(nil),         // 11: raftcron.v1.JobSpec
+	(*Calendar)(nil),        // 10: raftcron.v1.Calendar
+	(*Freeze)(nil),          // 11: raftcron.v1.Freeze
+	(*AuditRecord)(nil),     // 12: raftcron.v1.AuditRecord
+	(*JobSpec)(nil),         // 13: raftcron.v1.JobSpec
+	(*CalendarSpec)(nil),    // 14: raftcron.v1.CalendarSpec
 }
 var file_raftcron_v1_snapshot_proto_depIdxs = []int32{
 	1,  // 0: raftcron.v1.SnapshotHeader.run_counts:type_name -> raftcron.v1.MinuteRunCounts
@@ -623,17 +711,22 @@ var file_raftcron_v1_snapshot_proto_depIdxs = []int32{
 	8,  // 5: raftcron.v1.SnapshotRecord.acl_token:type_name -> raftcron.v1.AclToken
 	3,  // 6: raftcron.v1.SnapshotRecord.audit:type_name -> raftcron.v1.AuditEntry
 	9,  // 7: raftcron.v1.SnapshotRecord.secret:type_name -> raftcron.v1.Secret
-	10, // 8: raftcron.v1.AuditEntry.record:type_name -> raftcron.v1.AuditRecord
-	11, // 9: raftcron.v1.AuditEntry.spec_before:type_name -> raftcron.v1.JobSpec
-	11, // 10: raftcron.v1.AuditEntry.spec_after:type_name -> raftcron.v1.JobSpec
-	8,  // 11: raftcron.v1.AuditEntry.token:type_name -> raftcron.v1.AclToken
-	9,  // 12: raftcron.v1.AuditEntry.secret_before:type_name -> raftcron.v1.Secret
-	9,  // 13: raftcron.v1.AuditEntry.secret_after:type_name -> raftcron.v1.Secret
-	14, // [14:14] is the sub-list for method output_type
-	14, // [14:14] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	10, // 8: raftcron.v1.SnapshotRecord.calendar:type_name -> raftcron.v1.Calendar
+	11, // 9: raftcron.v1.SnapshotRecord.freeze:type_name -> raftcron.v1.Freeze
+	12, // 10: raftcron.v1.AuditEntry.record:type_name -> raftcron.v1.AuditRecord
+	13, // 11: raftcron.v1.AuditEntry.spec_before:type_name -> raftcron.v1.JobSpec
+	13, // 12: raftcron.v1.AuditEntry.spec_after:type_name -> raftcron.v1.JobSpec
+	8,  // 13: raftcron.v1.AuditEntry.token:type_name -> raftcron.v1.AclToken
+	9,  // 14: raftcron.v1.AuditEntry.secret_before:type_name -> raftcron.v1.Secret
+	9,  // 15: raftcron.v1.AuditEntry.secret_after:type_name -> raftcron.v1.Secret
+	14, // 16: raftcron.v1.AuditEntry.calendar_before:type_name -> raftcron.v1.CalendarSpec
+	14, // 17: raftcron.v1.AuditEntry.calendar_after:type_name -> raftcron.v1.CalendarSpec
+	11, // 18: raftcron.v1.AuditEntry.freeze:type_name -> raftcron.v1.Freeze
+	19, // [19:19] is the sub-list for method output_type
+	19, // [19:19] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_snapshot_proto_init() }
@@ -643,6 +736,7 @@ func file_raftcron_v1_snapshot_proto_init() {
 	}
 	file_raftcron_v1_acl_proto_init()
 	file_raftcron_v1_audit_proto_init()
+	file_raftcron_v1_calendar_proto_init()
 	file_raftcron_v1_job_proto_init()
 	file_raftcron_v1_run_proto_init()
 	file_raftcron_v1_secret_proto_init()
@@ -653,6 +747,8 @@ func file_raftcron_v1_snapshot_proto_init() {
 		(*SnapshotRecord_AclToken)(nil),
 		(*SnapshotRecord_Audit)(nil),
 		(*SnapshotRecord_Secret)(nil),
+		(*SnapshotRecord_Calendar)(nil),
+		(*SnapshotRecord_Freeze)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

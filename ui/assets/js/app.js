@@ -9,6 +9,7 @@ import { Jobs } from './pages/jobs.js';
 import { JobPage } from './pages/job.js';
 import { Runs } from './pages/runs.js';
 import { Audit } from './pages/audit.js';
+import { CalendarPage, Calendars } from './pages/calendars.js';
 import { SignIn } from './pages/signin.js';
 
 function page(route, me) {
@@ -22,6 +23,10 @@ function page(route, me) {
         : html`<${Jobs} params=${route.params} me=${me} />`;
     case 'runs':
       return html`<${Runs} params=${route.params} me=${me} />`;
+    case 'calendars':
+      return second
+        ? html`<${CalendarPage} key=${second} name=${second} />`
+        : html`<${Calendars} />`;
     case 'audit':
       return roles.manage(me.role)
         ? html`<${Audit} params=${route.params} me=${me} />`
@@ -35,7 +40,7 @@ function Nav({ route, me }) {
   const here = route.parts[0] || '';
   const link = (to, label) => html`<a href="#/${to}" aria-current=${here === to ? 'page' : undefined}>${label}</a>`;
   return html`<nav aria-label="Main">
-    ${link('', 'Overview')} ${link('jobs', 'Jobs')} ${link('runs', 'Runs')}
+    ${link('', 'Overview')} ${link('jobs', 'Jobs')} ${link('runs', 'Runs')} ${link('calendars', 'Calendars')}
     ${roles.manage(me.role) && link('audit', 'Audit')}
   </nav>`;
 }

@@ -18,6 +18,8 @@ const openStates = new Set(['RUN_STATE_DISPATCHED', 'RUN_STATE_RETRYING']);
 const badStates = new Set(['RUN_STATE_FAILED', 'RUN_STATE_FENCED', 'RUN_STATE_DEADLINE_EXCEEDED', 'RUN_STATE_UNKNOWN']);
 
 export const isOpen = (run) => openStates.has(run.state);
+// notRun: a slot given up without dispatch, missed or skipped by a rule.
+export const notRun = (run) => run.state === 'RUN_STATE_MISSED' || run.state === 'RUN_STATE_SKIPPED';
 export const isFailure = (state) => badStates.has(state);
 
 // stateTone is the colour class of a run state.

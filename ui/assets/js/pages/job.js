@@ -1,11 +1,12 @@
-// A job: its spec, its next fires (daylight-saving changes marked), its run
-// ledger with every attempt's token, its missed and skipped slots, and the
-// actions the signed-in role may take.
+// A job: its spec, its calendars, its next fires (daylight-saving changes
+// and the slots a calendar or freeze skips marked), its run ledger with
+// every attempt's token, its missed and skipped slots, and the actions the
+// signed-in role may take.
 import { html, useEffect, useState } from '../../vendor/preact-htm.js';
 import { del, get, post } from '../api.js';
 import { AttemptTokens, Confirm, Empty, ErrorNote, StateBadge, Token, When } from '../components.js';
 import {
-  describeSchedule, hasNano, kindWord, markOffsets, nanoDate, outputText, stateWord, unixDate, zoneTime,
+  describeSchedule, hasNano, kindWord, markOffsets, nanoDate, notRun, outputText, stateWord, unixDate, zoneTime,
 } from '../format.js';
 import { roles } from '../route.js';
 import { runs as runStore, useRuns } from '../store.js';
@@ -24,11 +25,12 @@ function useJob(name) {
   const [state, setState] = useState({ job: null, next: null, error: null });
   const load = async () => {
     try {
-      const [{ job }, { times }] = await Promise.all([
+      const [{ job }, { times, slots }] = await Promise.all([
         get(jobPath(name)),
         get(`${jobPath(name)}/next?count=${NEXT_COUNT}`),
       ]);
-      setState({ job, next: (times || []).map((t) => new Date(t)), error: null });
+      const skipped = (slots || []).map((s) => s.skipped || '');
+      setState({ job, next: (times || []).map((t, i) => ({ date: new Date(t), skipped: skipped[i] || '' })), error: null });
     } catch (e) {
       setState((s) => ({ ...s, error: e }));
     }
@@ -65,6 +67,7 @@ export function JobPage({ name, me }) {
       <div>
         <h2>Schedule</h2>
         <p>${describeSchedule(spec.schedule) || 'cron'} (<code>${spec.schedule}</code>), in ${zone}</p>
+        <${Calendars} refs=${spec.calendars} />
         <h3>Next ${NEXT_COUNT} fire times</h3>
         <${NextFires} times=${next} zone=${zone} />
         <h2>Status</h2>
@@ -77,19 +80,32 @@ export function JobPage({ name, me }) {
     </div>
 
     <h2>Run ledger</h2>
-    <${Ledger} runs=${jobRuns.filter((r) => r.state !== 'RUN_STATE_MISSED')} zone=${zone} />
+    <${Ledger} runs=${jobRuns.filter((r) => !notRun(r))} zone=${zone} />
     <h2>Missed and skipped slots</h2>
-    <${Missed} runs=${jobRuns.filter((r) => r.state === 'RUN_STATE_MISSED')} zone=${zone} />
+    <${Missed} runs=${jobRuns.filter(notRun)} zone=${zone} />
   </section>`;
+}
+
+// Calendars names the calendars the job's slots must be in (only) or out
+// of (exclude), each linking to its page.
+function Calendars({ refs }) {
+  if (!refs || (!refs.exclude?.length && !refs.only?.length)) return null;
+  const links = (names) => names.map((n, i) => html`${i ? ', ' : ''}<a href="#/calendars/${encodeURIComponent(n)}">${n}</a>`);
+  return html`<p class="calendars">
+    ${refs.exclude?.length ? html`Not on ${links(refs.exclude)}. ` : ''}
+    ${refs.only?.length ? html`Only on ${links(refs.only)}.` : ''}
+  </p>`;
 }
 
 function NextFires({ times, zone }) {
   if (!times) return html`<p class="loading">Loading…</p>`;
   if (!times.length) return html`<p class="muted">No fire times ahead.</p>`;
-  return html`<ol class="fires">${markOffsets(times, zone).map((t) => html`<li key=${t.date.getTime()}>
-    <time datetime=${t.date.toISOString()}>${zoneTime(t.date, zone, true)}</time>
+  const skipped = new Map(times.map((t) => [t.date.getTime(), t.skipped]));
+  return html`<ol class="fires">${markOffsets(times.map((t) => t.date), zone).map((t) => html`<li key=${t.date.getTime()}>
+    <time datetime=${t.date.toISOString()} class=${skipped.get(t.date.getTime()) ? 'skipped' : undefined}>${zoneTime(t.date, zone, true)}</time>
     <span class="muted small">${' '}${t.offset}</span>
     ${t.change && html` <span class="badge warn" title="the zone's UTC offset changes before this fire">DST ${t.change}</span>`}
+    ${skipped.get(t.date.getTime()) && html` <span class="badge quiet" title="this slot will be recorded skipped, not fired">skipped: ${skipped.get(t.date.getTime())}</span>`}
   </li>`)}</ol>`;
 }
 
@@ -195,9 +211,17 @@ function Missed({ runs, zone }) {
           <td>${zoneTime(unixDate(r.slot_unix), zone)}${r.last_slot_unix && r.last_slot_unix !== r.slot_unix
             ? html` – ${zoneTime(unixDate(r.last_slot_unix), zone)}` : ''}</td>
           <td class="num">${r.missed_count || 1}</td>
-          <td>${r.reason === 'overlap_skipped' ? 'skipped: a run was still open (overlap skip)' : r.reason || '—'}</td>
+          <td>${reasonText(r.reason)}</td>
         </tr>`)}
       </tbody>
     </table>
   </div>`;
+}
+
+// reasonText says why a slot was not run.
+function reasonText(reason) {
+  if (reason === 'overlap_skipped') return 'skipped: a run was still open (overlap skip)';
+  if (reason?.startsWith('calendar:')) return html`skipped by calendar <a href="#/calendars/${encodeURIComponent(reason.slice(9))}">${reason.slice(9)}</a>`;
+  if (reason?.startsWith('freeze:')) return `skipped by freeze ${reason.slice(7)}`;
+  return reason || '—';
 }

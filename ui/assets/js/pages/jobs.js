@@ -4,7 +4,7 @@ import { html, useEffect, useState } from '../../vendor/preact-htm.js';
 import { get } from '../api.js';
 import { setParams } from '../route.js';
 import { Empty, ErrorNote, Sparkline, StateBadge, Token, When } from '../components.js';
-import { describeSchedule, isOpen, unixDate } from '../format.js';
+import { describeSchedule, isOpen, notRun, unixDate } from '../format.js';
 import { useRuns } from '../store.js';
 
 const PAGE_SIZE = 100;
@@ -106,7 +106,7 @@ function JobRow({ job, runs }) {
   const st = job.status || {};
   const zone = spec.timezone || 'UTC';
   const words = describeSchedule(spec.schedule);
-  const finished = runs.find((r) => !isOpen(r) && r.state !== 'RUN_STATE_MISSED');
+  const finished = runs.find((r) => !isOpen(r) && !notRun(r));
   const last = finished
     ? { state: finished.state, token: (finished.attempts || []).at(-1)?.token }
     : { state: st.last_outcome, token: st.latest_token };
@@ -118,7 +118,7 @@ function JobRow({ job, runs }) {
       ${words && html`<code>${spec.schedule}</code> · `}${zone}</div></div></td>
     <td data-label="Next fire">${next ? html`<${When} date=${unixDate(next)} zone=${zone} />` : html`<span class="muted">never</span>`}</td>
     <td data-label="Last outcome">${last.state ? html`<span><${StateBadge} state=${last.state} /> <${Token} value=${last.token} /></span>` : html`<span class="muted">no runs yet</span>`}</td>
-    <td data-label="Recent"><${Sparkline} runs=${runs.filter((r) => r.state !== 'RUN_STATE_MISSED')} /></td>
+    <td data-label="Recent"><${Sparkline} runs=${runs.filter((r) => !notRun(r))} /></td>
     <td data-label="Paused">${spec.paused ? html`<span><span class="badge warn">paused</span> <span class="note">${spec.pause_note}</span></span>` : html`<span class="muted">no</span>`}</td>
   </tr>`;
 }

@@ -3,7 +3,7 @@
 import { html, useEffect, useState } from '../../vendor/preact-htm.js';
 import { post } from '../api.js';
 import { AttemptTokens, Confirm, Empty, StateBadge, When } from '../components.js';
-import { hasNano, isFailure, isOpen, kindWord, nanoDate, unixDate, zoneTime } from '../format.js';
+import { hasNano, isFailure, isOpen, kindWord, nanoDate, notRun, unixDate, zoneTime } from '../format.js';
 import { roles, setParams } from '../route.js';
 import { useRuns } from '../store.js';
 
@@ -15,7 +15,7 @@ const filters = {
   open: ['in flight', isOpen],
   succeeded: ['succeeded', (r) => r.state === 'RUN_STATE_SUCCEEDED'],
   failed: ['failed', (r) => isFailure(r.state)],
-  missed: ['missed or skipped', (r) => r.state === 'RUN_STATE_MISSED'],
+  missed: ['missed or skipped', notRun],
   cancelled: ['cancelled', (r) => r.state === 'RUN_STATE_CANCELLED'],
 };
 
