@@ -59,10 +59,18 @@ type secureCluster struct {
 
 const secureNodes = 3
 
+// secureOptions are what a scenario adds to the production flags.
+type secureOptions struct {
+	// args are more serve flags of every node.
+	args []string
+	// nodeArgs, if set, are more flags of one node, after args.
+	nodeArgs func(n *localcluster.Node) []string
+}
+
 // newSecureCluster makes the certificates with `raftcron tls`, starts the
 // cluster, waits until every node is ready and bootstraps the ACLs through
 // the CLI.
-func newSecureCluster(t *testing.T) *secureCluster {
+func newSecureCluster(t *testing.T, o secureOptions) *secureCluster {
 	t.Helper()
 	c := &secureCluster{t: t, bin: plainBinary.get(t), dir: t.TempDir()}
 	c.certs = filepath.Join(c.dir, "certs")
@@ -75,8 +83,9 @@ func newSecureCluster(t *testing.T) *secureCluster {
 	for i := range secureNodes {
 		c.tool("tls", "cert", "create", "--dir", c.certs, "--node", fmt.Sprintf("n%d", i+1), "--addr", "127.0.0.1")
 	}
+	args := append([]string{"--acl", "--fence-key-file", c.keyFile, "--secrets-key-file", c.secretsKey}, raftFlags...)
 	lc, err := localcluster.Launch(localcluster.Options{Binary: c.bin, Dir: c.dir, Nodes: secureNodes,
-		TLS: true, TLSDir: c.certs, Args: append([]string{"--acl", "--fence-key-file", c.keyFile, "--secrets-key-file", c.secretsKey}, raftFlags...)})
+		TLS: true, TLSDir: c.certs, Args: append(args, o.args...), NodeArgs: o.nodeArgs})
 	if err != nil {
 		t.Fatal(err)
 	}
