@@ -75,8 +75,9 @@ func (c *secureCluster) checkEnvAtDispatch() {
 		if run.GetState() != pb.RunState_RUN_STATE_FAILED || run.GetReason() != "exec_denied" || !strings.Contains(a.GetDetail(), "LD_PRELOAD") {
 			t.Errorf("run of %s: %s, reason %q, detail %q; want failed with exec_denied naming LD_PRELOAD",
 				spec.GetName(), run.GetState(), run.GetReason(), a.GetDetail())
+		} else {
+			t.Logf("%s refused at dispatch (leader %s): %s", spec.GetName(), a.GetNodeId(), a.GetDetail())
 		}
-		t.Logf("%s refused at dispatch by %s: %s", spec.GetName(), a.GetNodeId(), a.GetDetail())
 		c.deleteJob(spec.GetName())
 	}
 }

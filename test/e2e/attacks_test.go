@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -84,7 +85,7 @@ func checkStartRefused(t *testing.T) {
 	serve := func(name string, args ...string) string {
 		ctx, cancel := context.WithTimeout(context.Background(), exitTimeout)
 		defer cancel()
-		args = append([]string{"serve", "--id", "n1", "--data-dir", filepath.Join(dir, name), "--addr", "127.0.0.1:0"}, args...)
+		args = append([]string{"serve", "--id", "n1", "--data-dir", filepath.Join(dir, name), "--addr", freeLoopbackAddr(t)}, args...)
 		cmd := exec.CommandContext(ctx, bin, args...)
 		cmd.Env = proc.Environ()
 		out, err := cmd.CombinedOutput()
@@ -105,6 +106,17 @@ func checkStartRefused(t *testing.T) {
 	if !strings.Contains(out, "--exec-user: required") {
 		t.Errorf("serve --exec-allow as root without --exec-user: %q, want a refusal naming --exec-user", out)
 	}
+}
+
+// freeLoopbackAddr is a loopback address whose port was free a moment ago.
+func freeLoopbackAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
 
 // envAllowNode is the one node of the TLS cluster whose policy lets jobs

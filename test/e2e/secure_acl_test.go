@@ -28,6 +28,9 @@ import (
 // revocationBound is how soon a revoked token's open stream must end.
 const revocationBound = time.Second
 
+// refusedWorkerTimeout bounds a worker that should be refused at once.
+const refusedWorkerTimeout = 15 * time.Second
+
 // bootstrapAttempts is how many `acl bootstrap` calls a stranger makes.
 const bootstrapAttempts = 20
 
@@ -56,7 +59,7 @@ func (c *secureCluster) checkBootstrapWritesNothing() {
 		}
 	}
 	if after := c.status(leader).CommitIndex; after != before {
-		t.Errorf("commit index %d after %d refused bootstraps, was %d: they wrote to the log", after, bootstrapAttempts, before)
+		t.Fatalf("commit index %d after %d refused bootstraps, was %d: they wrote to the log", after, bootstrapAttempts, before)
 	}
 	t.Logf("%d refused bootstraps left the commit index at %d", bootstrapAttempts, before)
 }
@@ -85,7 +88,7 @@ func (c *secureCluster) checkWorkerPools() *openStream {
 		{"--pool batch --concurrency 100000", "PermissionDenied desc = hello.concurrency"},
 	} {
 		args := append([]string{"worker", "--id", "intruder"}, strings.Fields(tc.args)...)
-		out, err := c.client(batch, time.Minute, args...).CombinedOutput()
+		out, err := c.client(batch, refusedWorkerTimeout, args...).CombinedOutput()
 		if err == nil || !strings.Contains(string(out), tc.want) {
 			t.Fatalf("a worker %s with a token of pool batch, at most 2: %v, want it refused (%s) and stopped\n%s", tc.args, err, tc.want, out)
 		}
