@@ -19,7 +19,7 @@ import (
 // execEnv is what the attack sets: a library the loader would preload
 // into the allowed program (finding 1). The file need not exist: a
 // refusal comes before any start.
-var execEnv = map[string]string{"LD_PRELOAD": "/tmp/attacker.so"}
+var execEnv = map[string]string{"LD_PRELOAD": "libattacker.so"}
 
 // checkEnvRefused (finding 1): a job whose env makes bash define a
 // function or the loader preload a library is refused at registration with

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -34,26 +33,8 @@ type loopCluster struct {
 
 func newLoopCluster(t *testing.T) *loopCluster {
 	t.Helper()
-	dir := t.TempDir()
-	lc, err := localcluster.Launch(localcluster.Options{Binary: plainBinary.get(t), Dir: dir, Debug: true,
+	lc := launchReady(t, localcluster.Options{Binary: plainBinary.get(t), Dir: t.TempDir(), Debug: true,
 		Args: append(execFlags(), raftFlags...)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = lc.Crash()
-		if t.Failed() {
-			for _, n := range lc.Nodes() {
-				logs, _ := os.ReadFile(n.LogPath)
-				t.Logf("---- %s ----\n%s", n.ID, logs)
-			}
-		}
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
-	defer cancel()
-	if err := lc.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
 	conn, err := lc.Dial(lc.Nodes()[0])
 	if err != nil {
 		t.Fatal(err)
@@ -93,9 +74,9 @@ func (c *loopCluster) checkEnvRefused() {
 	jobs := pb.NewJobServiceClient(c.conn)
 	for field, spec := range map[string]*pb.JobSpec{
 		"exec.env": {Name: name, Schedule: "0 0 1 1 *", Exec: &pb.ExecTarget{Command: []string{"/bin/sh", "-c", "date"},
-			Env: map[string]string{"LD_PRELOAD": "/tmp/evil.so"}}},
+			Env: execEnv}},
 		"worker.env": {Name: name, Schedule: "0 0 1 1 *", Worker: &pb.WorkerTarget{Pool: "batch", Command: []string{"/bin/sh", "-c", "date"},
-			Env: map[string]string{"LD_PRELOAD": "/tmp/evil.so"}}},
+			Env: execEnv}},
 	} {
 		_, err := jobs.ApplyJob(callCtx(t, ""), &pb.ApplyJobRequest{Spec: spec})
 		wantDenied(t, "ApplyJob with "+field+" LD_PRELOAD", err, `"LD_PRELOAD"`)

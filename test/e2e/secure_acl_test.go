@@ -28,8 +28,12 @@ import (
 // revocationBound is how soon a revoked token's open stream must end.
 const revocationBound = time.Second
 
-// refusedWorkerTimeout bounds a worker that should be refused at once.
-const refusedWorkerTimeout = 15 * time.Second
+// Bounds of the worker processes: one that should be refused at once, and
+// the one that serves until its token is deleted.
+const (
+	refusedWorkerTimeout = 15 * time.Second
+	workerTimeout        = 2 * time.Minute
+)
 
 // bootstrapAttempts is how many `acl bootstrap` calls a stranger makes.
 const bootstrapAttempts = 20
@@ -223,7 +227,7 @@ func (c *secureCluster) openWatch(tokenFile string) *openStream {
 // startWorker runs `raftcron worker` with the token in tokenFile until it
 // says it is connected.
 func (c *secureCluster) startWorker(tokenFile string, args ...string) *openStream {
-	return c.startProcess(newOpenStream("worker session"), c.client(tokenFile, time.Minute, append([]string{"worker"}, args...)...),
+	return c.startProcess(newOpenStream("worker session"), c.client(tokenFile, workerTimeout, append([]string{"worker"}, args...)...),
 		"connected to the leader")
 }
 
@@ -305,7 +309,7 @@ func (c *secureCluster) client(tokenFile string, limit time.Duration, args ...st
 }
 
 // tokenTTL is the life of the token whose stream must end at its expiry.
-const tokenTTL = 3 * time.Second
+const tokenTTL = 5 * time.Second
 
 // checkExpiry (finding 11: tokens never expired): a token made with a ttl
 // opens a run watch; at its expiry the watch ends (within a second), and

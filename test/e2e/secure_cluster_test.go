@@ -84,12 +84,26 @@ func newSecureCluster(t *testing.T, o secureOptions) *secureCluster {
 		c.tool("tls", "cert", "create", "--dir", c.certs, "--node", fmt.Sprintf("n%d", i+1), "--addr", "127.0.0.1")
 	}
 	args := append([]string{"--acl", "--fence-key-file", c.keyFile, "--secrets-key-file", c.secretsKey}, raftFlags...)
-	lc, err := localcluster.Launch(localcluster.Options{Binary: c.bin, Dir: c.dir, Nodes: secureNodes,
+	c.lc = launchReady(t, localcluster.Options{Binary: c.bin, Dir: c.dir, Nodes: secureNodes,
 		TLS: true, TLSDir: c.certs, Args: append(args, o.args...), NodeArgs: o.nodeArgs})
+	var boot struct{ Secret string }
+	c.cliJSON("", &boot, "acl", "bootstrap")
+	if boot.Secret == "" {
+		t.Fatal("acl bootstrap -o json: no secret")
+	}
+	c.mgmt = boot.Secret
+	c.conn = c.dial(c.addr(0))
+	return c
+}
+
+// launchReady starts a cluster of o and waits until every node is ready.
+// Cleanup kills the nodes, and prints their logs if the test failed.
+func launchReady(t *testing.T, o localcluster.Options) *localcluster.Cluster {
+	t.Helper()
+	lc, err := localcluster.Launch(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.lc = lc
 	t.Cleanup(func() {
 		_ = lc.Crash()
 		if t.Failed() {
@@ -104,14 +118,7 @@ func newSecureCluster(t *testing.T, o secureOptions) *secureCluster {
 	if err := lc.WaitReady(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var boot struct{ Secret string }
-	c.cliJSON("", &boot, "acl", "bootstrap")
-	if boot.Secret == "" {
-		t.Fatal("acl bootstrap -o json: no secret")
-	}
-	c.mgmt = boot.Secret
-	c.conn = c.dial(c.addr(0))
-	return c
+	return lc
 }
 
 // addr and httpAddr are node i's gRPC/Raft port and its ops port (HTTPS
