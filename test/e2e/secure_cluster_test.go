@@ -59,10 +59,18 @@ type secureCluster struct {
 
 const secureNodes = 3
 
+// secureOptions are what a scenario adds to the production flags.
+type secureOptions struct {
+	// args are more serve flags of every node.
+	args []string
+	// nodeArgs, if set, are more flags of one node, after args.
+	nodeArgs func(n *localcluster.Node) []string
+}
+
 // newSecureCluster makes the certificates with `raftcron tls`, starts the
 // cluster, waits until every node is ready and bootstraps the ACLs through
 // the CLI.
-func newSecureCluster(t *testing.T) *secureCluster {
+func newSecureCluster(t *testing.T, o secureOptions) *secureCluster {
 	t.Helper()
 	c := &secureCluster{t: t, bin: plainBinary.get(t), dir: t.TempDir()}
 	c.certs = filepath.Join(c.dir, "certs")
@@ -75,12 +83,27 @@ func newSecureCluster(t *testing.T) *secureCluster {
 	for i := range secureNodes {
 		c.tool("tls", "cert", "create", "--dir", c.certs, "--node", fmt.Sprintf("n%d", i+1), "--addr", "127.0.0.1")
 	}
-	lc, err := localcluster.Launch(localcluster.Options{Binary: c.bin, Dir: c.dir, Nodes: secureNodes,
-		TLS: true, TLSDir: c.certs, Args: append([]string{"--acl", "--fence-key-file", c.keyFile, "--secrets-key-file", c.secretsKey}, raftFlags...)})
+	args := append([]string{"--acl", "--fence-key-file", c.keyFile, "--secrets-key-file", c.secretsKey}, raftFlags...)
+	c.lc = launchReady(t, localcluster.Options{Binary: c.bin, Dir: c.dir, Nodes: secureNodes,
+		TLS: true, TLSDir: c.certs, Args: append(args, o.args...), NodeArgs: o.nodeArgs})
+	var boot struct{ Secret string }
+	c.cliJSON("", &boot, "acl", "bootstrap")
+	if boot.Secret == "" {
+		t.Fatal("acl bootstrap -o json: no secret")
+	}
+	c.mgmt = boot.Secret
+	c.conn = c.dial(c.addr(0))
+	return c
+}
+
+// launchReady starts a cluster of o and waits until every node is ready.
+// Cleanup kills the nodes, and prints their logs if the test failed.
+func launchReady(t *testing.T, o localcluster.Options) *localcluster.Cluster {
+	t.Helper()
+	lc, err := localcluster.Launch(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.lc = lc
 	t.Cleanup(func() {
 		_ = lc.Crash()
 		if t.Failed() {
@@ -95,14 +118,7 @@ func newSecureCluster(t *testing.T) *secureCluster {
 	if err := lc.WaitReady(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var boot struct{ Secret string }
-	c.cliJSON("", &boot, "acl", "bootstrap")
-	if boot.Secret == "" {
-		t.Fatal("acl bootstrap -o json: no secret")
-	}
-	c.mgmt = boot.Secret
-	c.conn = c.dial(c.addr(0))
-	return c
+	return lc
 }
 
 // addr and httpAddr are node i's gRPC/Raft port and its ops port (HTTPS

@@ -22,12 +22,15 @@ import (
 // header that references it, and its value is nowhere else: not in any
 // node's data dir (Raft log, stable store, snapshots), the nodes' logs, a
 // saved snapshot, /metrics, the runs, or what the JSON API and the UI
-// answer. A literal header value is hidden from read tokens and the audit
-// trail, and given back to the management token that wrote it.
+// answer (finding 6). Literal values in a header, a body, a URL's
+// password, an exec or worker env are hidden from read tokens and the
+// audit trail, and given back to the management token that wrote them.
 func (c *secureCluster) checkSecrets() {
 	t := c.t
 	value := "s3cret-" + randomSecret(t)
+	literals := c.putLiteralJobs()
 	literal := "literal-" + randomSecret(t)
+	literals["http.headers"] = literal
 	var mu sync.Mutex
 	var seen []string
 	downstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -88,6 +91,12 @@ func (c *secureCluster) checkSecrets() {
 	for _, path := range []string{"/v1/jobs", "/v1/jobs/" + name, "/v1/jobs/" + failing, "/v1/runs?job=" + failing, "/ui/"} {
 		answers["read token GET "+path] = c.httpBody(c.httpAddr(0), path, reader)
 	}
+	mgmtJobs := c.httpBody(c.httpAddr(0), "/v1/jobs", c.mgmt)
+	for field, lit := range literals {
+		if !bytes.Contains(mgmtJobs, []byte(lit)) {
+			t.Errorf("management GET /v1/jobs lacks the literal %s value: it must round-trip", field)
+		}
+	}
 	answers["management GET /v1/audit"] = c.httpBody(c.httpAddr(0), "/v1/audit?limit=1000", c.mgmt)
 	answers["management GET /v1/runs"] = c.httpBody(c.httpAddr(0), "/v1/runs?job="+failing, c.mgmt)
 	out, err := c.cli(c.mgmt, "audit", "list", "--limit", "1000", "-o", "json")
@@ -111,9 +120,12 @@ func (c *secureCluster) checkSecrets() {
 		if bytes.Contains(body, []byte(value)) {
 			t.Errorf("%s holds the secret's value", what)
 		}
-		if strings.HasPrefix(what, "read token") || strings.Contains(what, "audit") {
-			if bytes.Contains(body, []byte(literal)) {
-				t.Errorf("%s holds the literal header value", what)
+		if !strings.HasPrefix(what, "read token") && !strings.Contains(what, "audit") {
+			continue
+		}
+		for field, lit := range literals {
+			if bytes.Contains(body, []byte(lit)) {
+				t.Errorf("%s holds the literal %s value", what, field)
 			}
 		}
 	}
@@ -133,11 +145,33 @@ func (c *secureCluster) checkSecrets() {
 		}
 	}
 	t.Logf("secret checked absent from %d files and %d answers", len(files), len(answers))
-	for _, job := range []string{name, failing} {
+	for _, job := range []string{name, failing, "literal-http", "literal-exec", "literal-worker"} {
 		if _, err := c.cli(c.mgmt, "job", "delete", job); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+// putLiteralJobs registers jobs (that never fire) whose header-like fields
+// hold credentials written out, and changes one of them, so that the audit
+// trail records a change of such a value. It returns the values by field.
+func (c *secureCluster) putLiteralJobs() map[string]string {
+	lit := func(what string) string { return what + "-" + randomSecret(c.t) }
+	literals := map[string]string{"http.body": lit("body"), "http.url password": lit("password"),
+		"exec.env": lit("exec-env"), "worker.env": lit("worker-env")}
+	yearly, sh := "0 0 1 1 *", []string{"/bin/sh", "-c", "date"}
+	for _, spec := range []*pb.JobSpec{
+		{Name: "literal-http", Schedule: yearly, Http: &pb.HttpTarget{Url: "http://svc:" + literals["http.url password"] + "@127.0.0.1:1/hook",
+			Body: lit("old-body")}},
+		{Name: "literal-http", Schedule: yearly, Http: &pb.HttpTarget{Url: "http://svc:" + literals["http.url password"] + "@127.0.0.1:1/hook",
+			Body: literals["http.body"]}},
+		{Name: "literal-exec", Schedule: yearly, Exec: &pb.ExecTarget{Command: sh, Env: map[string]string{"API_KEY": literals["exec.env"]}}},
+		{Name: "literal-worker", Schedule: yearly, Worker: &pb.WorkerTarget{Pool: "batch", Command: sh,
+			Env: map[string]string{"API_KEY": literals["worker.env"]}}},
+	} {
+		c.putJob(spec)
+	}
+	return literals
 }
 
 // httpBody is the body of a GET on a node's HTTP port with token as the
