@@ -200,7 +200,7 @@ func checkWorker(v *violations, w *pb.WorkerTarget) {
 
 func checkHandler(v *violations, w *pb.WorkerTarget) {
 	if !validLabelKey(w.GetHandler()) {
-		v.add("worker.handler", "must match "+labelKeyRule)
+		v.add("worker.handler", HandlerRule)
 	}
 	if p := w.GetPayload(); len(p) > MaxPayloadLen {
 		v.add("worker.payload", fmt.Sprintf("must be at most %d bytes", MaxPayloadLen))
