@@ -110,3 +110,64 @@ func TestValidateRefusesAShortWorkerLease(t *testing.T) {
 		t.Fatalf("Validate with the default lease: %v", err)
 	}
 }
+
+// A Go worker's progress reaches `run get` on every node, and cancelling
+// the run ends its handler's context with the cause.
+func TestGoWorkerProgressAndCancel(t *testing.T) {
+	servers := startCluster(t, 3)
+	_, followers := leaderOf(t, servers)
+	testutil.WaitFor(t, 10*time.Second, "the cluster version that records progress", func() bool {
+		return followers[1].FSM().ClusterVersion() >= fsm.ProgressVersion
+	})
+	cause := make(chan error, 1)
+	w, err := worker.New(worker.Config{ID: "w1", Pool: "batch", Addrs: []string{followers[0].Addr()},
+		MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Handle("charge", func(ctx context.Context, r worker.Run) error {
+		r.Progress(40, "charged 400 of 1000 cards")
+		<-ctx.Done()
+		cause <- context.Cause(ctx)
+		return ctx.Err()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { stopped <- w.Run(wctx) }()
+	t.Cleanup(func() {
+		stop()
+		<-stopped
+	})
+
+	conn := dialPlain(t, followers[1].Addr())
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	spec := &pb.JobSpec{Name: "charge", Schedule: "@yearly", Worker: &pb.WorkerTarget{Pool: "batch", Handler: "charge"}}
+	if _, err := pb.NewJobServiceClient(conn).CreateJob(ctx, &pb.CreateJobRequest{Spec: spec}); err != nil {
+		t.Fatal(err)
+	}
+	trig, err := pb.NewJobServiceClient(conn).TriggerJob(ctx, &pb.TriggerJobRequest{Name: "charge"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := trig.GetRun().GetId()
+	runs := pb.NewRunServiceClient(conn)
+	testutil.WaitFor(t, 10*time.Second, "the worker's progress in run get", func() bool {
+		resp, err := runs.GetRun(ctx, &pb.GetRunRequest{Id: id})
+		a := fsm.CurrentAttempt(resp.GetRun())
+		return err == nil && a.GetProgress() == 40 && a.GetProgressMessage() == "charged 400 of 1000 cards"
+	})
+	if _, err := runs.CancelRun(ctx, &pb.CancelRunRequest{Id: id}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-cause:
+		if err == nil || !strings.Contains(err.Error(), "cancel") {
+			t.Fatalf("the handler's context ended with %v, want the run's cancel", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler's context was not cancelled with the run")
+	}
+}
