@@ -38,19 +38,12 @@ func (s *workerService) PollAttempts(ctx context.Context, req *pb.PollAttemptsRe
 	if err != nil {
 		return nil, err
 	}
-	if !s.leader.IsLeader() {
-		c, fctx, err := s.leaderClient(ctx)
-		if err != nil {
-			return nil, err
-		}
-		resp, err := c.PollAttempts(fctx, req)
-		return resp, statusOf(err)
-	}
-	offers, err := s.hub.Poll(ctx, workerGrant(PrincipalFrom(ctx)), poll)
-	if err != nil {
-		return nil, s.hubError(err)
-	}
-	return &pb.PollAttemptsResponse{Offers: offers}, nil
+	return onLeader(ctx, s, func(c pb.WorkerServiceClient, fctx context.Context) (*pb.PollAttemptsResponse, error) {
+		return c.PollAttempts(fctx, req)
+	}, func(g remote.Grant) (*pb.PollAttemptsResponse, error) {
+		offers, err := s.hub.Poll(ctx, g, poll)
+		return &pb.PollAttemptsResponse{Offers: offers}, err
+	})
 }
 
 // HeartbeatAttempt implements pb.WorkerServiceServer.
@@ -58,21 +51,14 @@ func (s *workerService) HeartbeatAttempt(ctx context.Context, req *pb.HeartbeatA
 	if err := checkBeat(req); err != nil {
 		return nil, err
 	}
-	if !s.leader.IsLeader() {
-		c, fctx, err := s.leaderClient(ctx)
-		if err != nil {
-			return nil, err
-		}
-		resp, err := c.HeartbeatAttempt(fctx, req)
-		return resp, statusOf(err)
-	}
-	until, lease, err := s.hub.Heartbeat(workerGrant(PrincipalFrom(ctx)), remote.Beat{
-		RunID: req.GetRunId(), Token: req.GetToken(), Progress: req.Progress, Message: req.Message,
+	return onLeader(ctx, s, func(c pb.WorkerServiceClient, fctx context.Context) (*pb.HeartbeatAttemptResponse, error) {
+		return c.HeartbeatAttempt(fctx, req)
+	}, func(g remote.Grant) (*pb.HeartbeatAttemptResponse, error) {
+		until, lease, err := s.hub.Heartbeat(g, remote.Beat{
+			RunID: req.GetRunId(), Token: req.GetToken(), Progress: req.Progress, Message: req.Message,
+		})
+		return &pb.HeartbeatAttemptResponse{LeaseExpires: timestamppb.New(until), Lease: durationpb.New(lease)}, err
 	})
-	if err != nil {
-		return nil, s.hubError(err)
-	}
-	return &pb.HeartbeatAttemptResponse{LeaseExpires: timestamppb.New(until), Lease: durationpb.New(lease)}, nil
 }
 
 // CompleteAttempt implements pb.WorkerServiceServer.
@@ -81,18 +67,34 @@ func (s *workerService) CompleteAttempt(ctx context.Context, req *pb.CompleteAtt
 	if err != nil {
 		return nil, err
 	}
+	return onLeader(ctx, s, func(c pb.WorkerServiceClient, fctx context.Context) (*pb.CompleteAttemptResponse, error) {
+		return c.CompleteAttempt(fctx, req)
+	}, func(g remote.Grant) (*pb.CompleteAttemptResponse, error) {
+		return &pb.CompleteAttemptResponse{}, s.hub.Complete(g, o)
+	})
+}
+
+// onLeader runs a call on this node's hub, with what the caller's token
+// grants, if it leads; a follower forwards it to the leader instead.
+func onLeader[Resp any](ctx context.Context, s *workerService,
+	forward func(pb.WorkerServiceClient, context.Context) (Resp, error), here func(remote.Grant) (Resp, error)) (Resp, error) {
+	var none Resp
 	if !s.leader.IsLeader() {
 		c, fctx, err := s.leaderClient(ctx)
 		if err != nil {
-			return nil, err
+			return none, err
 		}
-		resp, err := c.CompleteAttempt(fctx, req)
-		return resp, statusOf(err)
+		resp, err := forward(c, fctx)
+		if err != nil {
+			return none, statusOf(err)
+		}
+		return resp, nil
 	}
-	if err := s.hub.Complete(workerGrant(PrincipalFrom(ctx)), o); err != nil {
-		return nil, s.hubError(err)
+	resp, err := here(workerGrant(PrincipalFrom(ctx)))
+	if err != nil {
+		return none, s.hubError(err)
 	}
-	return &pb.CompleteAttemptResponse{}, nil
+	return resp, nil
 }
 
 // leaderClient is the leader's WorkerService and the context of a call

@@ -36,21 +36,7 @@ func TestServersServeRemoteWorkers(t *testing.T) {
 	})
 
 	ran := make(chan worker.Run, 1)
-	w, err := worker.New(worker.Config{ID: "w1", Pool: "batch", Addrs: []string{followers[0].Addr()},
-		MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Handle("charge", func(_ context.Context, r worker.Run) error { ran <- r; return nil }); err != nil {
-		t.Fatal(err)
-	}
-	wctx, stop := context.WithCancel(context.Background())
-	stopped := make(chan error, 1)
-	go func() { stopped <- w.Run(wctx) }()
-	t.Cleanup(func() {
-		stop()
-		<-stopped
-	})
+	startGoWorker(t, followers[0].Addr(), func(_ context.Context, r worker.Run) error { ran <- r; return nil })
 
 	conn := dialPlain(t, followers[1].Addr())
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
@@ -87,6 +73,27 @@ func TestServersServeRemoteWorkers(t *testing.T) {
 	}
 }
 
+// startGoWorker runs a Go worker w1 of pool batch with handler charge
+// against addr until the test ends.
+func startGoWorker(t *testing.T, addr string, charge worker.HandlerFunc) {
+	t.Helper()
+	w, err := worker.New(worker.Config{ID: "w1", Pool: "batch", Addrs: []string{addr},
+		MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Handle("charge", charge); err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { stopped <- w.Run(ctx) }()
+	t.Cleanup(func() {
+		stop()
+		<-stopped
+	})
+}
+
 func grepLines(s, sub string) string {
 	var out []string
 	for _, l := range strings.Split(s, "\n") {
@@ -120,25 +127,11 @@ func TestGoWorkerProgressAndCancel(t *testing.T) {
 		return followers[1].FSM().ClusterVersion() >= fsm.ProgressVersion
 	})
 	cause := make(chan error, 1)
-	w, err := worker.New(worker.Config{ID: "w1", Pool: "batch", Addrs: []string{followers[0].Addr()},
-		MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Handle("charge", func(ctx context.Context, r worker.Run) error {
+	startGoWorker(t, followers[0].Addr(), func(ctx context.Context, r worker.Run) error {
 		r.Progress(40, "charged 400 of 1000 cards")
 		<-ctx.Done()
 		cause <- context.Cause(ctx)
 		return ctx.Err()
-	}); err != nil {
-		t.Fatal(err)
-	}
-	wctx, stop := context.WithCancel(context.Background())
-	stopped := make(chan error, 1)
-	go func() { stopped <- w.Run(wctx) }()
-	t.Cleanup(func() {
-		stop()
-		<-stopped
 	})
 
 	conn := dialPlain(t, followers[1].Addr())

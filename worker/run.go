@@ -3,7 +3,6 @@ package worker
 import (
 	"regexp"
 	"time"
-	"unicode/utf8"
 
 	"github.com/raftcron/raftcron/fence"
 
@@ -39,32 +38,17 @@ type Run struct {
 }
 
 // Progress reports how far the attempt has come: percent (0-100; beyond
-// it counts as the nearest end) and a short message (at most 256 bytes are
-// kept). It never blocks: the worker sends each attempt's latest report
-// to the leader at most once a second, which records it in the run
-// (`raftcron run get`, the web UI). A leader of an earlier release takes
-// no progress; the report is then dropped.
+// it counts as the nearest end) and a short message (the leader keeps its
+// first 256 bytes). It never blocks: the worker sends each attempt's
+// latest report to the leader at most once a second, which records it in
+// the run (`raftcron run get`, the web UI). A leader of an earlier release
+// takes no progress; the report is then dropped.
 func (r Run) Progress(percent int, message string) {
 	if r.at == nil {
 		return
 	}
 	pct := uint32(min(max(percent, 0), 100))
-	message = clip(message, maxProgressMessage)
 	r.at.s.report(r.at, &pb.AttemptProgress{RunId: r.RunID, Token: r.Token, Progress: &pct, Message: &message})
-}
-
-// maxProgressMessage is what the leader keeps of a progress message.
-const maxProgressMessage = 256
-
-// clip cuts s to at most n bytes on a rune boundary.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // Fence is the run as the fence package takes it: guard a write with
