@@ -232,12 +232,17 @@ func (h *Hub) queueSubmitted() {
 		if at.state != statePending {
 			continue // cancelled meanwhile
 		}
-		a := at.a
-		pool := a.Worker.GetPool()
+		pool := at.a.Worker.GetPool()
 		h.pending[pool] = append(h.pending[pool], at)
-		if !a.WaitUntil.IsZero() && (h.nextExpiry.IsZero() || a.WaitUntil.Before(h.nextExpiry)) {
-			h.nextExpiry = a.WaitUntil
-		}
+		h.watchExpiry(at)
+	}
+}
+
+// watchExpiry makes sure the pump looks for no_worker by at's WaitUntil.
+// Called under mu.
+func (h *Hub) watchExpiry(at *attempt) {
+	if w := at.a.WaitUntil; !w.IsZero() && (h.nextExpiry.IsZero() || w.Before(h.nextExpiry)) {
+		h.nextExpiry = w
 	}
 }
 

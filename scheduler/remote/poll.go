@@ -259,6 +259,7 @@ func (h *Hub) takeBack(c *conn, offers []*attempt) (cancelled []*attempt) {
 		at.state, at.conn = statePending, nil
 		pool := at.a.Worker.GetPool()
 		h.pending[pool] = append([]*attempt{at}, h.pending[pool]...)
+		h.watchExpiry(at)
 	}
 	return cancelled
 }

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/raftcron/raftcron/fence"
+	"github.com/raftcron/raftcron/internal/testutil"
 	"github.com/raftcron/raftcron/scheduler/dispatch"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
@@ -61,8 +62,8 @@ func TestPollWaitsForAnOffer(t *testing.T) {
 	f := newFixture(t, time.Second)
 	a := handlerAttempt("batch")
 	a.Deadline = time.Minute
-	go func() {
-		time.Sleep(50 * time.Millisecond)
+	go func() { // once the poll waits
+		testutil.WaitFor(t, 5*time.Second, "the poll to open", func() bool { return f.h.room("w1") == 8 })
 		f.submit(context.Background(), a)
 	}()
 	began := time.Now()
@@ -362,7 +363,7 @@ func TestPollsEndWhenTheNodeStopsLeading(t *testing.T) {
 		_, err := f.h.Poll(context.Background(), Grant{}, pollReq("w1", "batch"))
 		ended <- err
 	}()
-	time.Sleep(50 * time.Millisecond)
+	testutil.WaitFor(t, 5*time.Second, "the poll to open", func() bool { return f.h.room("w1") == 8 })
 	f.leading.Store(false)
 	select {
 	case err := <-ended:
@@ -436,5 +437,28 @@ func TestOfferSignatureVector(t *testing.T) {
 	}
 	if o.GetIdempotencyKey() != "charge/2026-11-22T01:02:03Z" || o.GetEnv()[fence.EnvFencingToken] != "42" {
 		t.Fatalf("offer %v, want the documented key and token", o)
+	}
+}
+
+// HTTP and stream workers serve one pool side by side: the pump spreads
+// its attempts over both.
+func TestHTTPAndStreamWorkersShareAPool(t *testing.T) {
+	f := newFixture(t, time.Second)
+	w := f.connect(&pb.WorkerHello{Id: "go-1", Pool: "batch", Concurrency: 1, Handlers: []string{"charge"}})
+	polled := make(chan []*pb.AttemptOffer, 1)
+	go func() {
+		req := pollReq("py-1", "batch")
+		req.Max = 1
+		offers, _ := f.h.Poll(context.Background(), Grant{}, req)
+		polled <- offers
+	}()
+	testutil.WaitFor(t, 5*time.Second, "the poll to open", func() bool { return f.h.room("py-1") == 1 })
+	a, b := handlerAttempt("batch"), handlerAttempt("batch")
+	f.submit(context.Background(), a)
+	f.submit(context.Background(), b)
+	streamed, _ := w.offers(1)
+	offers := <-polled
+	if len(offers) != 1 || offers[0].GetToken() == streamed[0].GetToken() {
+		t.Fatalf("stream got %d, poll got %v: want one attempt each", streamed[0].GetToken(), offers)
 	}
 }
