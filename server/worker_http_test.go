@@ -216,6 +216,16 @@ func TestHTTPWorkerKeepsALongAttemptThroughAFollower(t *testing.T) {
 		t.Fatalf("poll of pool batch with a token of pool other: %d %v, want 403", code, doc)
 	}
 
+	for _, body := range []string{
+		`{"pool": "batch", "handlers": ["charge"], "wait": "1m"}`,     // a Go duration, not proto JSON's
+		`{"pool": "batch", "handlers": ["charge"], "concurrency": 2}`, // no such field
+		`{"pool": "batch"}`, // no handler
+	} {
+		if code, doc := w.post(t.Context(), "/v1/workers/w1:poll", body); code != http.StatusBadRequest {
+			t.Fatalf("poll %s: %d %v, want 400", body, code, doc)
+		}
+	}
+
 	id := wc.trigger(t)
 	o := w.offer("w1", "batch")
 	if o["run_id"] != id || o["handler"] != "charge" || o["lease"] != "1s" {
