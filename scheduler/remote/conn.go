@@ -354,7 +354,7 @@ func (h *Hub) receive(ctx context.Context, c *conn, stream pb.WorkerService_Conn
 		case *pb.ConnectRequest_Progress:
 			h.streamProgress(c, msg.Progress.GetAttempts())
 		default:
-			cancel(status.Error(codes.InvalidArgument, "after hello, a worker sends heartbeats, acks and outcomes only"))
+			cancel(status.Error(codes.InvalidArgument, "after hello, a worker sends heartbeats, acks, outcomes and progress only"))
 			return
 		}
 		if ctx.Err() != nil {
