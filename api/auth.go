@@ -58,14 +58,24 @@ func NewAuthorizer(c AuthConfig) *Authorizer {
 	return &Authorizer{cfg: c, streams: newOpenStreams(c.Tokens, c.Now)}
 }
 
-// Unary is the unary interceptor.
+// Unary is the unary interceptor. A call of longCalls is registered under
+// its token as a stream is (see Stream).
 func (a *Authorizer) Unary() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		ctx, err := a.authorize(ctx, info.FullMethod)
 		if err != nil {
 			return nil, err
 		}
-		return handler(ctx, req)
+		if !longCalls[info.FullMethod] {
+			return handler(ctx, req)
+		}
+		ctx, closed := a.streams.open(ctx, PrincipalFrom(ctx))
+		defer closed()
+		resp, err := handler(ctx, req)
+		if revoked := revocation(ctx); err != nil && revoked != nil {
+			return nil, revoked
+		}
+		return resp, err
 	}
 }
 

@@ -110,8 +110,13 @@ var methodPermissions = map[string]Permission{
 	pb.AclService_DeleteAclToken_FullMethodName: PermManagement,
 
 	// A worker token serves only its pools, declaring at most its
-	// max_concurrency (scheduler/remote.Grant); management, any pool.
-	pb.WorkerService_Connect_FullMethodName: PermWorker,
+	// max_concurrency (scheduler/remote.Grant); management, any pool. A
+	// poll is held to the same grant; a heartbeat or an outcome is taken
+	// only from the token the attempt was offered under.
+	pb.WorkerService_Connect_FullMethodName:          PermWorker,
+	pb.WorkerService_PollAttempts_FullMethodName:     PermWorker,
+	pb.WorkerService_HeartbeatAttempt_FullMethodName: PermWorker,
+	pb.WorkerService_CompleteAttempt_FullMethodName:  PermWorker,
 
 	// Secrets are scoped like jobs: a put or delete needs write in the
 	// secret's scope, a list shows read tokens names and versions only.
@@ -142,6 +147,13 @@ var methodPermissions = map[string]Permission{
 	pb.InternalService_RemoveServer_FullMethodName:       PermNode,
 	pb.InternalService_TransferLeadership_FullMethodName: PermNode,
 	pb.InternalService_NodeInfo_FullMethodName:           PermNode,
+}
+
+// longCalls are the unary calls that wait (a worker's long poll): each
+// stays registered under its token like a stream, and ends with
+// Unauthenticated when the token is deleted or expires.
+var longCalls = map[string]bool{
+	pb.WorkerService_PollAttempts_FullMethodName: true,
 }
 
 // may reports whether the principal's role grants perm. PermPublic and

@@ -21,8 +21,9 @@ var (
 
 // openStreams are the streams open on this node under each ACL token: the
 // Authorizer checks a token once, when a stream opens, so a stream (a run
-// watch, the UI's event stream over it, a worker session) would otherwise
-// outlive its token. Each node ends its own streams as it applies the
+// watch, the UI's event stream over it, a worker session, and an HTTP
+// worker's long poll, a unary call of longCalls) would otherwise outlive
+// its token. Each node ends its own streams as it applies the
 // deletion (TokensRevoked, synchronously from Apply), and at the token's
 // expiry by its own clock.
 type openStreams struct {

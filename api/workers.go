@@ -1,6 +1,9 @@
 package api
 
 import (
+	"context"
+	"time"
+
 	"github.com/raftcron/raftcron/cluster"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 	"github.com/raftcron/raftcron/scheduler/remote"
@@ -10,6 +13,9 @@ import (
 // it leads (scheduler/remote.Hub), each with what its token grants.
 type WorkerHub interface {
 	Serve(stream pb.WorkerService_ConnectServer, grant remote.Grant) error
+	Poll(ctx context.Context, grant remote.Grant, req remote.PollRequest) ([]*pb.AttemptOffer, error)
+	Heartbeat(grant remote.Grant, b remote.Beat) (until time.Time, lease time.Duration, err error)
+	Complete(grant remote.Grant, o *pb.WorkerOutcome) error
 }
 
 // LeaderInfo says whether this node leads, and which node does.
@@ -18,18 +24,21 @@ type LeaderInfo interface {
 	Leader() (id, addr string)
 }
 
-// workerService serves WorkerService.Connect: the leader hands the stream
+// workerService serves WorkerService. Connect: the leader hands the stream
 // to its hub; any other node answers NOT_LEADER with the leader's address,
-// so that the worker reconnects there.
+// so that the worker reconnects there. The HTTP protocol's unary calls
+// (worker_http.go): any node takes them, and a follower forwards them.
 type workerService struct {
 	pb.UnimplementedWorkerServiceServer
-	hub    WorkerHub
-	leader LeaderInfo
+	hub        WorkerHub
+	leader     LeaderInfo
+	leadership Leadership
 }
 
-// NewWorkerService serves WorkerService over d's Workers and Leader.
+// NewWorkerService serves WorkerService over d's Workers, Leader and
+// Leadership (forwarding; nil: a follower answers NOT_LEADER).
 func NewWorkerService(d Deps) pb.WorkerServiceServer {
-	return &workerService{hub: d.Workers, leader: d.Leader}
+	return &workerService{hub: d.Workers, leader: d.Leader, leadership: d.Leadership}
 }
 
 // Connect implements pb.WorkerServiceServer.

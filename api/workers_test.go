@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -29,6 +30,23 @@ type fakeWorkerHub struct {
 	stepDown *fakeLeaderInfo
 	grants   chan remote.Grant
 }
+
+// Poll waits for ctx to end when the hub hands on grants (a long poll
+// held open), and ends with err otherwise.
+func (h fakeWorkerHub) Poll(ctx context.Context, g remote.Grant, _ remote.PollRequest) ([]*pb.AttemptOffer, error) {
+	if h.grants != nil {
+		h.grants <- g
+		<-ctx.Done()
+		return nil, context.Cause(ctx)
+	}
+	return nil, h.err
+}
+
+func (h fakeWorkerHub) Heartbeat(remote.Grant, remote.Beat) (time.Time, time.Duration, error) {
+	return time.Time{}, 0, h.err
+}
+
+func (h fakeWorkerHub) Complete(remote.Grant, *pb.WorkerOutcome) error { return h.err }
 
 func (h fakeWorkerHub) Serve(stream pb.WorkerService_ConnectServer, g remote.Grant) error {
 	if h.grants != nil {

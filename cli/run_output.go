@@ -87,10 +87,26 @@ func runNote(r *pb.Run) string {
 	if note == "" {
 		note = fsm.CurrentAttempt(r).GetDetail()
 	}
+	if note == "" && r.GetState() == pb.RunState_RUN_STATE_DISPATCHED {
+		note = progressNote(fsm.CurrentAttempt(r))
+	}
 	if r.GetState() == pb.RunState_RUN_STATE_RETRYING {
 		note = strings.TrimSpace(note + " next attempt at " + nanoTime(r.GetNextAttemptAtUnixNano()))
 	}
 	return clip(note, maxNoteWidth)
+}
+
+// progressNote is a remote worker's last report of its attempt: "40%
+// charged 400 of 1000 cards".
+func progressNote(a *pb.Attempt) string {
+	var parts []string
+	if a.Progress != nil {
+		parts = append(parts, fmt.Sprintf("%d%%", a.GetProgress()))
+	}
+	if m := a.GetProgressMessage(); m != "" {
+		parts = append(parts, m)
+	}
+	return strings.Join(parts, " ")
 }
 
 // clip makes s one line of at most n runes.
@@ -235,6 +251,10 @@ type attemptView struct {
 	// instead when it is not UTF-8.
 	Output       string `json:"output,omitempty"`
 	OutputBase64 []byte `json:"output_base64,omitempty"`
+	// A remote worker's last progress report.
+	Progress        *uint32 `json:"progress,omitempty"`
+	ProgressMessage string  `json:"progress_message,omitempty"`
+	ProgressAt      string  `json:"progress_at,omitempty"`
 }
 
 func runViewOf(r *pb.Run) runView {
@@ -261,6 +281,10 @@ func runViewOf(r *pb.Run) runView {
 			StartedAt:    nanoStamp(a.GetStartedAtUnixNano()),
 			FinishedAt:   nanoStamp(a.GetFinishedAtUnixNano()),
 			Detail:       a.GetDetail(),
+
+			Progress:        a.Progress,
+			ProgressMessage: a.GetProgressMessage(),
+			ProgressAt:      nanoStamp(a.GetProgressAtUnixNano()),
 		}
 		if out := a.GetOutput(); utf8.Valid(out) {
 			av.Output = string(out)

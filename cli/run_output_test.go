@@ -40,8 +40,16 @@ func sampleRuns() []*pb.Run {
 			State: pb.RunState_RUN_STATE_RETRYING, NextAttemptAtUnixNano: at + int64(2*time.Second),
 			Attempts: []*pb.Attempt{{Number: 1, Token: 7, Kind: pb.FireKind_FIRE_KIND_MANUAL, State: pb.RunState_RUN_STATE_FAILED, Detail: "exit status 1"}},
 		},
+		{
+			Id: "charge-3", Job: "charge", SlotUnix: slotTime.Unix(), Kind: pb.FireKind_FIRE_KIND_SCHEDULED,
+			State: pb.RunState_RUN_STATE_DISPATCHED,
+			Attempts: []*pb.Attempt{{Number: 1, Token: 9, Kind: pb.FireKind_FIRE_KIND_SCHEDULED, State: pb.RunState_RUN_STATE_DISPATCHED,
+				Progress: &forty, ProgressMessage: "charged 400 of 1000 cards", ProgressAtUnixNano: at}},
+		},
 	}
 }
+
+var forty = uint32(40)
 
 var wideGap = regexp.MustCompile(`\s{3,}`)
 
@@ -65,6 +73,7 @@ func TestRunTableColumns(t *testing.T) {
 		{"billing-12", "billing", "2026-06-01T02:00:00Z", "scheduled", "succeeded", "2", "15", "HTTP 200"},
 		{"billing-m40-0", "billing", "2026-06-01T01:00:00Z", "scheduled", "missed", "0", "-", "catchup_window (60 slots, last 2026-06-01T01:59:00Z)"},
 		{"report-7", "report", "2026-06-01T02:00:00Z", "manual", "retrying", "1", "7", "exit status 1 next attempt at 2026-06-01T02:00:02Z"},
+		{"charge-3", "charge", "2026-06-01T02:00:00Z", "scheduled", "dispatched", "1", "9", "40% charged 400 of 1000 cards"},
 	}
 	if len(rows) != len(want) {
 		t.Fatalf("%d rows, want %d:\n%s", len(rows), len(want), out.String())
@@ -134,6 +143,14 @@ func TestRunJSONHasReadableTimes(t *testing.T) {
 		}
 	}
 	out.Reset()
+	if err := writeRun(&out, outputJSON, sampleRuns()[3]); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), `"progress": 40,`) || !strings.Contains(out.String(), `"progress_message": "charged 400 of 1000 cards"`) ||
+		!strings.Contains(out.String(), `"progress_at": "2026-06-01T02:00:00Z"`) {
+		t.Fatalf("json of an attempt with progress:\n%s", out.String())
+	}
+	out.Reset()
 	if err := writeRuns(&out, outputJSON, nil); err != nil || strings.TrimSpace(out.String()) != "[]" {
 		t.Fatalf("no runs as JSON: %q %v", out.String(), err)
 	}
@@ -162,6 +179,7 @@ func TestWatchLines(t *testing.T) {
 		`billing-12 job=billing scheduled=2026-06-01T02:00:00Z kind=scheduled state=succeeded attempts=2 token=15 "HTTP 200"`,
 		`billing-m40-0 job=billing scheduled=2026-06-01T01:00:00Z kind=scheduled state=missed attempts=0 token=- "catchup_window (60 slots, last 2026-06-01T01:59:00Z)"`,
 		`report-7 job=report scheduled=2026-06-01T02:00:00Z kind=manual state=retrying attempts=1 token=7 "exit status 1 next attempt at 2026-06-01T02:00:02Z"`,
+		`charge-3 job=charge scheduled=2026-06-01T02:00:00Z kind=scheduled state=dispatched attempts=1 token=9 "40% charged 400 of 1000 cards"`,
 	}
 	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("got\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))

@@ -13,7 +13,7 @@ import (
 // received the request: a forwarded command carries no time the leader
 // trusts, so a follower whose clock runs ahead can never move a cursor.
 //
-// FireBatch and CompleteBatch are the leading node's own: its scheduler
+// FireBatch, CompleteBatch and RecordProgress are the leading node's own: its scheduler
 // proposes them through ApplyLocal, stamped with the scheduler's clock on
 // that same node, and they never travel through Apply or forwarding, which
 // carry registry and ACL writes only.
@@ -28,6 +28,8 @@ func forwardable(cmd *pb.Command) error {
 		return fmt.Errorf("complete_batch: %w", ErrNotForwardable)
 	case *pb.Command_SetClusterVersion:
 		return fmt.Errorf("set_cluster_version: %w", ErrNotForwardable) // the leader's own (clusterversion.go)
+	case *pb.Command_RecordProgress:
+		return fmt.Errorf("record_progress: %w", ErrNotForwardable) // times of the leader's own receipt
 	}
 	return nil
 }

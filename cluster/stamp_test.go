@@ -142,7 +142,7 @@ func TestLeaderStampsItsOwnWrites(t *testing.T) {
 	}
 }
 
-// FireBatch, CompleteBatch and the raise of the cluster version are the
+// FireBatch, CompleteBatch, RecordProgress and the raise of the cluster version are the
 // leading node's own: Apply never proposes or forwards them, and the leader's InternalService refuses
 // them, so nothing reaches the log.
 func TestForwardingRefusesSchedulerCommands(t *testing.T) {
@@ -160,6 +160,9 @@ func TestForwardingRefusesSchedulerCommands(t *testing.T) {
 			Completions: []*pb.Completion{{RunId: "warm-1", Token: 1, Outcome: pb.RunState_RUN_STATE_SUCCEEDED}},
 		}}},
 		"set_cluster_version": {Kind: &pb.Command_SetClusterVersion{SetClusterVersion: &pb.SetClusterVersionCommand{Version: 1}}},
+		"record_progress": {Kind: &pb.Command_RecordProgress{RecordProgress: &pb.RecordProgressCommand{
+			Records: []*pb.ProgressRecord{{RunId: "warm-1", Token: 1, Message: "forged"}},
+		}}},
 	}
 	ctx := ctxTimeout(t, 10*time.Second)
 	for name, cmd := range cmds {

@@ -69,6 +69,12 @@ const SignaturesV2Version = version3
 // before.
 const CalendarsVersion = version3
 
+// ProgressVersion is the cluster version from which the leader commits
+// remote workers' progress (record_progress, a kind of command version 3):
+// below it a voter may not apply the kind, and progress stays on the
+// leader.
+const ProgressVersion = version3
+
 // What version 1 (release 0d365cb) used where a stored spec set nothing.
 // These are not job defaults (jobspec owns those): they are frozen, so that
 // a node applies version 1 as that release did while an older peer runs.

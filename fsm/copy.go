@@ -161,6 +161,9 @@ func copyAttemptInto(dst, a *pb.Attempt) {
 	dst.FinishedAtUnixNano = a.GetFinishedAtUnixNano()
 	dst.Detail = a.GetDetail()
 	dst.Output = a.GetOutput()
+	dst.Progress = a.Progress // stored values are never changed in place: the pointer may be shared
+	dst.ProgressMessage = a.GetProgressMessage()
+	dst.ProgressAtUnixNano = a.GetProgressAtUnixNano()
 }
 
 // setWithStatus makes dst a shallow copy of a stored job with its status

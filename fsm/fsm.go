@@ -106,6 +106,7 @@ var handlers = map[protoreflect.Name]handler{
 	"delete_calendar":     scopedCalendar(auditedDeleteCalendar),
 	"create_freeze":       scopedFreeze(auditedCreateFreeze),
 	"delete_freeze":       scopedFreeze(auditedDeleteFreeze),
+	KindRecordProgress:    recordProgress,
 }
 
 var kindOneof = (&pb.Command{}).ProtoReflect().Descriptor().Oneofs().ByName("kind")

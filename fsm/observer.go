@@ -54,6 +54,9 @@ const (
 	KindFireBatch = "fire_batch"
 	// KindRestore is a snapshot restored in place of the whole state.
 	KindRestore = "restore"
+	// KindRecordProgress is remote workers' progress: it changes runs'
+	// attempts, never what the scheduler plans.
+	KindRecordProgress = "record_progress"
 )
 
 // originOf is the Origin of the command c, whose kind is fd.

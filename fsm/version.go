@@ -17,8 +17,9 @@ import (
 // apply in a healthy rolling upgrade. Version 2 added the ACL commands,
 // cancel_run, set_audit and record_membership; version 3 changes rules of
 // existing kinds (clusterversion.go: version3), adds the secret store,
-// calendars and freezes, and the fields of create_acl_token that bind
-// worker tokens to pools and make tokens expire (laterFields), and from it
+// calendars and freezes, remote workers' progress (record_progress), and
+// the fields of create_acl_token that bind worker tokens to pools and make
+// tokens expire and the worker target's lease (laterFields), and from it
 // nodes sign their dispatches v2 (SignaturesV2Version).
 const CommandVersion uint32 = 3
 
@@ -48,6 +49,7 @@ var introducedIn = map[protoreflect.Name]uint32{
 	"delete_calendar":     3,
 	"create_freeze":       3,
 	"delete_freeze":       3,
+	"record_progress":     3,
 }
 
 // ErrUnknownCommand: a committed entry holds a command kind this build does
@@ -98,6 +100,9 @@ var laterFields = []struct {
 		cr := c.GetCreateAclToken()
 		t := cr.GetToken()
 		return cr.GetTtl() != nil || len(t.GetPools()) > 0 || t.GetMaxConcurrency() > 0 || t.GetExpiresAt() != nil
+	}},
+	{version3, func(c *pb.Command) bool { // a worker target's lease: an older leader would drop it
+		return c.GetPutJob().GetSpec().GetWorker().GetLease() != nil
 	}},
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
@@ -160,6 +161,15 @@ func checkCommand(v *violations, prefix string, cmd []string, env map[string]str
 // MaxPayloadLen bounds a handler's payload: it travels in the Raft log.
 const MaxPayloadLen = 64 << 10
 
+// Bounds of worker.lease: an HTTP worker heartbeats every third of it, so
+// below a second the heartbeats would compete with the network's jitter;
+// beyond an hour a dead worker would hold its attempts for longer than the
+// default limit of an attempt.
+const (
+	MinWorkerLease = time.Second
+	MaxWorkerLease = time.Hour
+)
+
 // checkWorker checks a worker target's syntax. Whether a command may run
 // is the worker's own policy (its --exec-allow), not the nodes'.
 func checkWorker(v *violations, w *pb.WorkerTarget) {
@@ -182,11 +192,15 @@ func checkWorker(v *violations, w *pb.WorkerTarget) {
 		}
 	}
 	positiveDuration(v, "worker.timeout", w.GetTimeout())
+	if l := w.GetLease(); positiveDuration(v, "worker.lease", l) && l != nil &&
+		(l.AsDuration() < MinWorkerLease || l.AsDuration() > MaxWorkerLease) {
+		v.add("worker.lease", fmt.Sprintf("must be between %s and %s", MinWorkerLease, MaxWorkerLease))
+	}
 }
 
 func checkHandler(v *violations, w *pb.WorkerTarget) {
 	if !validLabelKey(w.GetHandler()) {
-		v.add("worker.handler", "must match "+labelKeyRule)
+		v.add("worker.handler", HandlerRule)
 	}
 	if p := w.GetPayload(); len(p) > MaxPayloadLen {
 		v.add("worker.payload", fmt.Sprintf("must be at most %d bytes", MaxPayloadLen))

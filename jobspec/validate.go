@@ -130,6 +130,13 @@ func ValidateLabels(field string, labels map[string]string) error {
 	return &ValidationError{Violations: v}
 }
 
+// HandlerRule is the rule of a worker handler's name (worker.handler).
+const HandlerRule = "must match " + labelKeyRule
+
+// ValidHandler reports whether name is a worker handler's name, outside a
+// job (a worker's poll) as in worker.handler.
+func ValidHandler(name string) bool { return validLabelKey(name) }
+
 // ValidateSelector checks a label selector (an ACL token's scope) against
 // the rules of labels, so that every selector can match some job; it
 // returns nil or a *ValidationError with the field "selector".

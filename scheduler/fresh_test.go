@@ -100,9 +100,9 @@ func TestChangeAfterAcceptedFireIsPlanned(t *testing.T) {
 }
 
 // The scheduler does not hear its own FireBatch entries come back through
-// the FSM, and hears every other change: another leader's entries, every
-// other command, a snapshot restored.
-func TestOnlyOwnFireBatchIsNotHeard(t *testing.T) {
+// the FSM, nor remote workers' progress, and hears every other change:
+// another leader's entries, every other command, a snapshot restored.
+func TestOnlyOwnFireBatchAndProgressAreNotHeard(t *testing.T) {
 	cases := []struct {
 		name  string
 		from  fsm.Origin
@@ -116,6 +116,7 @@ func TestOnlyOwnFireBatchIsNotHeard(t *testing.T) {
 		{"outcome committed", fsm.Origin{Kind: "complete_batch"}, true},
 		{"run cancelled", fsm.Origin{Kind: "cancel_run"}, true},
 		{"snapshot restored", fsm.Origin{Kind: fsm.KindRestore}, true},
+		{"progress recorded", fsm.Origin{Kind: fsm.KindRecordProgress}, false},
 	}
 	h := newHarness(t)
 	h.s.setTracking(true) // as while a loop plans

@@ -49,7 +49,8 @@ type leader struct {
 	// ahead is the next wave, planned before it is due; nil if none.
 	ahead *ahead
 
-	comp   *completer
+	comp *completer
+	// compWG waits for the completer and the progress committer.
 	compWG sync.WaitGroup
 	// unsettled counts outcomes taken from the hand-off whose proposal
 	// has not returned yet.
@@ -174,6 +175,13 @@ func (l *leader) establishLeadership() bool {
 		defer l.compWG.Done()
 		l.runCompleter(l.comp)
 	}()
+	if p := l.s.progress; p != nil {
+		l.compWG.Add(1)
+		go func() {
+			defer l.compWG.Done()
+			l.runProgress(p)
+		}()
+	}
 	l.s.log.Info("scheduler: leading", "term", l.term, "jobs", n, "due_now", l.dueNow(now))
 	return true
 }

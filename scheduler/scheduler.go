@@ -66,6 +66,10 @@ type Config struct {
 	// Remote takes the attempts of jobs with a worker target (the node's
 	// worker service); nil fails them.
 	Remote Remote
+	// Progress holds remote workers' progress reports, which the leader
+	// commits at most once a second (the worker hub reports into it); nil:
+	// none is committed.
+	Progress *Progress
 	// Workers bounds concurrent deliveries; 0 means DefaultWorkers.
 	Workers int
 	// Queue is how many attempts may wait for a worker inside the pool;
@@ -129,6 +133,7 @@ type Scheduler struct {
 	pool        *dispatch.Pool
 	handoff     *handoff
 	secrets     *secrets
+	progress    *Progress
 
 	// mu guards cur, last and stopped.
 	mu sync.Mutex
@@ -175,6 +180,7 @@ func New(cfg Config) (*Scheduler, error) {
 		dirty:        make(map[string]struct{}),
 		kick:         make(chan struct{}, 1),
 		secrets:      &secrets{store: cfg.Secrets, keys: cfg.SecretKeys},
+		progress:     cfg.Progress,
 	}
 	if s.clock == nil {
 		s.clock = SystemClock{}
@@ -248,7 +254,7 @@ func (s *Scheduler) JobsChanged(o fsm.Origin, names []string) {
 // for JobsChanged, and the attempts of runs cancelled on request stop.
 func (s *Scheduler) RunsChanged(o fsm.Origin, runs []*pb.Run) {
 	if s.echo(o) {
-		return // a FireBatch cancels no run on request
+		return // a FireBatch cancels no run on request, nor does progress
 	}
 	names := make([]string, 0, len(runs))
 	for _, r := range runs {
@@ -261,13 +267,14 @@ func (s *Scheduler) RunsChanged(o fsm.Origin, runs []*pb.Run) {
 }
 
 // echo reports whether a change is this node's own FireBatch coming back
-// through the FSM. The tick that proposed it queues its jobs for planning
-// again itself once the entry has returned (pipeline.adopt), except those
-// whose accepted fires left their plan standing (fresh.go): hearing the
-// change as well would plan those again only to find the new run in hand
-// and the next slot already on the heap.
+// through the FSM, or remote workers' progress. The tick that proposed a
+// FireBatch queues its jobs for planning again itself once the entry has
+// returned (pipeline.adopt), except those whose accepted fires left their
+// plan standing (fresh.go): hearing the change as well would plan those
+// again only to find the new run in hand and the next slot already on the
+// heap. Progress changes nothing a plan reads.
 func (s *Scheduler) echo(o fsm.Origin) bool {
-	return o.Kind == fsm.KindFireBatch && o.Leader == s.self
+	return (o.Kind == fsm.KindFireBatch && o.Leader == s.self) || o.Kind == fsm.KindRecordProgress
 }
 
 var (

@@ -363,3 +363,37 @@ func TestOutcomesWaitForUnacknowledgedOffers(t *testing.T) {
 		t.Fatalf("the outcome committed %v after it came back while an offer was unacknowledged; want it held %v", held, maxCompletionHold)
 	}
 }
+
+// Remote workers' progress reaches the run's attempt through the log,
+// gathered into one entry a second, and only the latest report of each
+// attempt.
+func TestProgressIsCommittedInBatches(t *testing.T) {
+	r := &fakeRemote{}
+	p := NewProgress()
+	h := newHarness(t, withRemote(r), func(c *Config) { c.Progress = p })
+	h.putJob(workerJob("render"))
+	h.lead()
+	h.waiting = 1 // held by the worker service
+	h.clock.Advance(10 * time.Second)
+	h.settle()
+	a := r.attempts()[0].a
+
+	var entries atomic.Int64
+	h.prop.setHook(func(cmd *pb.Command) (error, bool) {
+		if cmd.GetRecordProgress() != nil {
+			entries.Add(1)
+		}
+		return nil, false
+	})
+	for i := range uint32(5) {
+		pct := 20 * (i + 1)
+		p.Report(&pb.ProgressRecord{RunId: a.RunID, Token: a.Token, Progress: &pct, Message: "step", AtUnixNano: int64(i)})
+	}
+	h.waitFor("the progress to be committed", func() bool {
+		run, _ := h.fsm.Run(a.RunID)
+		return fsm.CurrentAttempt(run).GetProgress() == 100
+	})
+	if n := entries.Load(); n != 1 {
+		t.Fatalf("%d record_progress entries for five reports, want one", n)
+	}
+}

@@ -230,8 +230,10 @@ func (s *Server) wireScheduler() error {
 	if s.cfg.WrapExecutor != nil {
 		exec = s.cfg.WrapExecutor(exec)
 	}
+	progress := scheduler.NewProgress()
 	workers, err := remote.New(remote.Config{
 		Lease: s.cfg.WorkerLease, Leading: s.node.IsLeader, Signer: signer, Logger: s.log,
+		Progress: progress.Report,
 	})
 	if err != nil {
 		return err
@@ -243,6 +245,7 @@ func (s *Server) wireScheduler() error {
 		Proposer: scheduler.NewNodeProposer(s.node),
 		Executor: exec,
 		Remote:   workers,
+		Progress: progress,
 		Clock:    s.cfg.Clock,
 		Logger:   s.log,
 		NodeID:   s.cfg.ID,

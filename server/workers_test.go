@@ -36,21 +36,7 @@ func TestServersServeRemoteWorkers(t *testing.T) {
 	})
 
 	ran := make(chan worker.Run, 1)
-	w, err := worker.New(worker.Config{ID: "w1", Pool: "batch", Addrs: []string{followers[0].Addr()},
-		MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Handle("charge", func(_ context.Context, r worker.Run) error { ran <- r; return nil }); err != nil {
-		t.Fatal(err)
-	}
-	wctx, stop := context.WithCancel(context.Background())
-	stopped := make(chan error, 1)
-	go func() { stopped <- w.Run(wctx) }()
-	t.Cleanup(func() {
-		stop()
-		<-stopped
-	})
+	startGoWorker(t, followers[0].Addr(), func(_ context.Context, r worker.Run) error { ran <- r; return nil })
 
 	conn := dialPlain(t, followers[1].Addr())
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
@@ -87,6 +73,27 @@ func TestServersServeRemoteWorkers(t *testing.T) {
 	}
 }
 
+// startGoWorker runs a Go worker w1 of pool batch with handler charge
+// against addr until the test ends.
+func startGoWorker(t *testing.T, addr string, charge worker.HandlerFunc) {
+	t.Helper()
+	w, err := worker.New(worker.Config{ID: "w1", Pool: "batch", Addrs: []string{addr},
+		MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Handle("charge", charge); err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { stopped <- w.Run(ctx) }()
+	t.Cleanup(func() {
+		stop()
+		<-stopped
+	})
+}
+
 func grepLines(s, sub string) string {
 	var out []string
 	for _, l := range strings.Split(s, "\n") {
@@ -108,5 +115,52 @@ func TestValidateRefusesAShortWorkerLease(t *testing.T) {
 	cfg.WorkerLease = 0
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("Validate with the default lease: %v", err)
+	}
+}
+
+// A Go worker's progress reaches `run get` on every node, and cancelling
+// the run ends its handler's context with the cause.
+func TestGoWorkerProgressAndCancel(t *testing.T) {
+	servers := startCluster(t, 3)
+	_, followers := leaderOf(t, servers)
+	testutil.WaitFor(t, 10*time.Second, "the cluster version that records progress", func() bool {
+		return followers[1].FSM().ClusterVersion() >= fsm.ProgressVersion
+	})
+	cause := make(chan error, 1)
+	startGoWorker(t, followers[0].Addr(), func(ctx context.Context, r worker.Run) error {
+		r.Progress(40, "charged 400 of 1000 cards")
+		<-ctx.Done()
+		cause <- context.Cause(ctx)
+		return ctx.Err()
+	})
+
+	conn := dialPlain(t, followers[1].Addr())
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	spec := &pb.JobSpec{Name: "charge", Schedule: "@yearly", Worker: &pb.WorkerTarget{Pool: "batch", Handler: "charge"}}
+	if _, err := pb.NewJobServiceClient(conn).CreateJob(ctx, &pb.CreateJobRequest{Spec: spec}); err != nil {
+		t.Fatal(err)
+	}
+	trig, err := pb.NewJobServiceClient(conn).TriggerJob(ctx, &pb.TriggerJobRequest{Name: "charge"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := trig.GetRun().GetId()
+	runs := pb.NewRunServiceClient(conn)
+	testutil.WaitFor(t, 10*time.Second, "the worker's progress in run get", func() bool {
+		resp, err := runs.GetRun(ctx, &pb.GetRunRequest{Id: id})
+		a := fsm.CurrentAttempt(resp.GetRun())
+		return err == nil && a.GetProgress() == 40 && a.GetProgressMessage() == "charged 400 of 1000 cards"
+	})
+	if _, err := runs.CancelRun(ctx, &pb.CancelRunRequest{Id: id}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-cause:
+		if err == nil || !strings.Contains(err.Error(), "cancel") {
+			t.Fatalf("the handler's context ended with %v, want the run's cancel", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler's context was not cancelled with the run")
 	}
 }

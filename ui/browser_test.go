@@ -138,6 +138,9 @@ func TestBrowserOperator(t *testing.T) {
 	if after := boxes(t, ctx); after != before {
 		t.Errorf("a live run moved the page around the runs table: %s, then %s", before, after)
 	}
+	// A worker's progress shows on the run in flight as it is committed.
+	node.progress("billing-5", 40, "charged 400 of 1000 cards")
+	run(t, ctx, waitText("table.runs tbody", "40% charged 400 of 1000 cards"))
 	run(t, ctx,
 		chromedp.Click(`button[aria-label="Cancel run billing-5"]`, chromedp.ByQuery),
 		clickButton("Cancel run"),

@@ -246,6 +246,22 @@ func (f *fakeNode) newRunLocked(job string, kind pb.FireKind, state pb.RunState)
 	return run
 }
 
+// progress records a remote worker's report of run's attempt, as the
+// leader commits it, and publishes the run.
+func (f *fakeNode) progress(runID string, pct uint32, message string) {
+	f.mu.Lock()
+	var changed *pb.Run
+	for _, r := range f.runs {
+		if r.GetId() == runID {
+			a := r.GetAttempts()[len(r.GetAttempts())-1]
+			a.Progress, a.ProgressMessage, a.ProgressAtUnixNano = &pct, message, time.Now().UnixNano()
+			changed = proto.Clone(r).(*pb.Run)
+		}
+	}
+	f.mu.Unlock()
+	f.hub.RunsChanged(fsm.Origin{}, []*pb.Run{changed})
+}
+
 // prune forgets every finished run, as a history limit does; the run
 // counts keep them.
 func (f *fakeNode) prune() {

@@ -112,7 +112,9 @@ func (at *attempt) runHandler() {
 			at.report(at.handlerVerdict(h, fmt.Errorf("handler %s panicked: %v", name, r)))
 		}
 	}()
-	at.report(at.handlerVerdict(h, h.fn(at.ctx, w.run(at.a))))
+	run := w.run(at.a)
+	run.at = at
+	at.report(at.handlerVerdict(h, h.fn(at.ctx, run)))
 }
 
 func (at *attempt) noHandler(name string) {

@@ -29,6 +29,16 @@
 // ExecUser. A target without a timeout gets the one a
 // node's command would: its job's deadline, or an hour.
 //
+// A handler reports how far it has come with Run.Progress(percent,
+// message): the worker sends each attempt's latest report to the leader at
+// most once a second, and `raftcron run get`, the JSON API and the web UI
+// show it. The stream's heartbeats extend the lease of every attempt the
+// worker runs; an attempt the leader no longer holds (its run cancelled, or
+// superseded) gets a cancel, which ends the handler's context.
+//
+// Workers in other languages speak the HTTP protocol of docs/workers.md
+// instead, with the same pools, tokens and leases.
+//
 // Stopping a worker (cancelling Run's context) cancels what it runs; the
 // leader re-dispatches those attempts elsewhere.
 package worker

@@ -31,6 +31,24 @@ type Run struct {
 	Payload string
 	// Worker is this worker's ID.
 	Worker string
+
+	// at is the attempt the run reports progress for; nil in a Run made
+	// by hand (a test's), whose Progress does nothing.
+	at *attempt
+}
+
+// Progress reports how far the attempt has come: percent (0-100; beyond
+// it counts as the nearest end) and a short message (the leader keeps its
+// first 256 bytes). It never blocks: the worker sends each attempt's
+// latest report to the leader at most once a second, which records it in
+// the run (`raftcron run get`, the web UI). A leader of an earlier release
+// takes no progress; the report is then dropped.
+func (r Run) Progress(percent int, message string) {
+	if r.at == nil {
+		return
+	}
+	pct := uint32(min(max(percent, 0), 100))
+	r.at.s.report(r.at, &pb.AttemptProgress{RunId: r.RunID, Token: r.Token, Progress: &pct, Message: &message})
 }
 
 // Fence is the run as the fence package takes it: guard a write with

@@ -32,11 +32,16 @@ type session struct {
 	cancel context.CancelCauseFunc
 	lease  time.Duration
 	heard  atomic.Int64 // when the leader last sent anything (Unix nanoseconds)
+	// takesProgress: the leader's welcome says it takes WorkerProgress (a
+	// leader of an earlier release ends a stream that sends one).
+	takesProgress bool
 
-	mu      sync.Mutex // guards running and acks
+	mu      sync.Mutex // guards running, acks and progress
 	running map[uint64]*attempt
 	acks    []uint64
-	signal  chan struct{} // cap 1: acks to send
+	// progress holds each attempt's latest report not yet sent, by token.
+	progress map[uint64]*pb.AttemptProgress
+	signal   chan struct{} // cap 1: acks to send
 }
 
 // session runs one stream to addr until it ends, and returns why.
@@ -63,6 +68,7 @@ func (w *Worker) session(parent context.Context, addr string) error {
 		return fmt.Errorf("%s answered the hello without a welcome and a lease", addr)
 	}
 	s := w.newSession(ctx, cancel, stream, welcome.GetLease().AsDuration())
+	s.takesProgress = welcome.GetProgress()
 	w.log.info("connected to the leader", "addr", addr, "lease", s.lease)
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -79,9 +85,10 @@ func (w *Worker) session(parent context.Context, addr string) error {
 func (w *Worker) newSession(ctx context.Context, cancel context.CancelCauseFunc, stream pb.WorkerService_ConnectClient, lease time.Duration) *session {
 	s := &session{
 		w: w, stream: stream, ctx: ctx, base: context.WithoutCancel(ctx), cancel: cancel,
-		lease:   lease,
-		running: make(map[uint64]*attempt),
-		signal:  make(chan struct{}, 1),
+		lease:    lease,
+		running:  make(map[uint64]*attempt),
+		progress: make(map[uint64]*pb.AttemptProgress),
+		signal:   make(chan struct{}, 1),
 	}
 	s.heard.Store(time.Now().UnixNano())
 	return s
@@ -155,6 +162,7 @@ func (s *session) finished(at *attempt, o *pb.WorkerOutcome) {
 	a := at.a
 	s.mu.Lock()
 	delete(s.running, a.GetToken())
+	delete(s.progress, a.GetToken())
 	s.mu.Unlock()
 	at.cancel(nil)
 	if o.GetState() == pb.RunState_RUN_STATE_CANCELLED && s.ctx.Err() != nil {
@@ -208,12 +216,15 @@ func (s *session) notify() {
 	}
 }
 
-// sendLoop sends acknowledgements, outcomes and heartbeats until the
-// session ends; a failed send ends it. Outcomes it could not send stay
-// queued for the next session.
+// sendLoop sends acknowledgements, outcomes, heartbeats and progress
+// until the session ends; a failed send ends it. Outcomes it could not
+// send stay queued for the next session. Progress goes once a second at
+// most, each attempt's latest report.
 func (s *session) sendLoop() {
 	beat := time.NewTicker(s.lease / 3)
 	defer beat.Stop()
+	progress := time.NewTicker(progressEvery)
+	defer progress.Stop()
 	for {
 		var msgs []*pb.ConnectRequest
 		select {
@@ -221,6 +232,10 @@ func (s *session) sendLoop() {
 			return
 		case <-beat.C:
 			msgs = append(msgs, &pb.ConnectRequest{Msg: &pb.ConnectRequest_Heartbeat{Heartbeat: &pb.WorkerHeartbeat{}}})
+		case <-progress.C:
+			if p := s.takeProgress(); len(p) > 0 {
+				msgs = append(msgs, &pb.ConnectRequest{Msg: &pb.ConnectRequest_Progress{Progress: &pb.WorkerProgress{Attempts: p}}})
+			}
 		case <-s.signal:
 		case <-s.w.out.signal:
 			// Attempts that are about to end join the message: in a burst,
@@ -245,6 +260,35 @@ func (s *session) sendLoop() {
 			s.w.out.notify() // more than one message's worth
 		}
 	}
+}
+
+// progressEvery is how often the session sends progress: each attempt's
+// latest report, at most one a second, so that a handler reporting in a
+// tight loop costs the leader nothing more.
+const progressEvery = time.Second
+
+// report keeps the latest progress of a running attempt for the next
+// progress message; nothing when the leader does not take progress.
+func (s *session) report(at *attempt, p *pb.AttemptProgress) {
+	if !s.takesProgress {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, running := s.running[at.a.GetToken()]; running {
+		s.progress[at.a.GetToken()] = p
+	}
+}
+
+func (s *session) takeProgress() []*pb.AttemptProgress {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*pb.AttemptProgress, 0, len(s.progress))
+	for t, p := range s.progress {
+		out = append(out, p)
+		delete(s.progress, t)
+	}
+	return out
 }
 
 func (s *session) takeAcks() []uint64 {

@@ -3,11 +3,13 @@ package worker_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/grpc"
 
@@ -44,7 +46,7 @@ func TestHandlerGetsTheRun(t *testing.T) {
 	r := <-runs
 	want := worker.Run{Job: "billing", RunID: a.RunID, ScheduledAt: a.ScheduledAt, Attempt: 1, Token: a.Token,
 		IdempotencyKey: "billing/2026-11-22T01:02:03Z", Payload: `{"mode":"full"}`, Worker: "w1"}
-	if r != want {
+	if worker.Plain(r) != want {
 		t.Fatalf("run %+v, want %+v", r, want)
 	}
 	if f := r.Fence(); f.Token != a.Token || f.IdempotencyKey != want.IdempotencyKey || !f.ScheduledAt.Equal(a.ScheduledAt) {
@@ -130,6 +132,45 @@ func TestCancelledRunCancelsTheHandler(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the handler's context was not cancelled")
+	}
+}
+
+// A handler's progress reaches the leader: its latest report, a second at
+// most after it, however often the handler reports.
+func TestHandlerProgressReachesTheLeader(t *testing.T) {
+	recs := make(chan *pb.ProgressRecord, 100)
+	n := newNodeWith(t, remote.Config{Lease: 10 * time.Second, Progress: func(r *pb.ProgressRecord) { recs <- r }})
+	release := make(chan struct{})
+	startWorker(t, worker.Config{Addrs: []string{n.addr}}, map[string]worker.HandlerFunc{
+		"charge": func(ctx context.Context, r worker.Run) error {
+			for i := range 100 {
+				r.Progress(i, fmt.Sprintf("card %d", i))
+			}
+			r.Progress(150, strings.Repeat("é", 200)) // beyond both bounds
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return nil
+		},
+	})
+	a := n.submit(context.Background(), handler("charge", ""), 0)
+	select {
+	case r := <-recs:
+		if r.GetToken() != a.Token || r.GetProgress() != 100 || len(r.GetMessage()) != 256 || !utf8.ValidString(r.GetMessage()) {
+			t.Fatalf("record %v, want the last report, bounded: 100%%, 256 bytes of UTF-8", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no progress reached the leader within 5s")
+	}
+	select {
+	case r := <-recs:
+		t.Fatalf("a second record %v: the handler's reports were not coalesced", r)
+	case <-time.After(1500 * time.Millisecond):
+	}
+	close(release)
+	if o := n.got.wait(t, a); o.State != succeeded {
+		t.Fatalf("outcome %+v", o)
 	}
 }
 

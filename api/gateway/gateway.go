@@ -13,6 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
+	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc"
@@ -65,6 +67,7 @@ func New(ctx context.Context, conn grpc.ClientConnInterface, version string) (ht
 		pb.RegisterAuditServiceHandlerClient(ctx, mux, pb.NewAuditServiceClient(conn)),
 		pb.RegisterCalendarServiceHandlerClient(ctx, mux, pb.NewCalendarServiceClient(conn)),
 		pb.RegisterFreezeServiceHandlerClient(ctx, mux, pb.NewFreezeServiceClient(conn)),
+		pb.RegisterWorkerServiceHandlerClient(ctx, mux, pb.NewWorkerServiceClient(conn)),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
@@ -74,7 +77,7 @@ func New(ctx context.Context, conn grpc.ClientConnInterface, version string) (ht
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(doc)
 	})
-	h.Handle(Prefix, sameOrigin(mux, limitBody(checkPutBody(mux, mux))))
+	h.Handle(Prefix, sameOrigin(mux, limitBody(longPolls(checkPutBody(mux, mux)))))
 	return h, nil
 }
 
@@ -92,6 +95,29 @@ func sameOrigin(mux *runtime.ServeMux, next http.Handler) http.Handler {
 	}))
 	return p.Handler(next)
 }
+
+// PollWriteTimeout is how long the answer to a worker's long poll may take
+// to write: the longest wait a poll may ask for (a minute: the worker
+// hub's MaxPollWait) with room for forwarding it to the leader. The HTTP
+// port's write timeout (30 s) would cut short even a poll of the default
+// wait.
+const PollWriteTimeout = 90 * time.Second
+
+// longPolls gives a worker's poll (POST /v1/workers/{id}:poll) the write
+// deadline of PollWriteTimeout.
+func longPolls(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, workersPath) && strings.HasSuffix(r.URL.Path, ":poll") {
+			// Fails only for a writer that cannot set deadlines (a test's
+			// recorder): it has no timeout to extend.
+			_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(PollWriteTimeout))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// workersPath holds the workers' polls.
+const workersPath = Prefix + "workers/"
 
 // limitBody refuses bodies larger than a gRPC call could carry.
 func limitBody(next http.Handler) http.Handler {

@@ -367,6 +367,8 @@ func TestOpenAPIDocumentListsEveryRoute(t *testing.T) {
 		"/v1/cluster": {"get"}, "/v1/audit": {"get"},
 		"/v1/calendars": {"get"}, "/v1/calendars/{name}": {"delete", "get", "put"}, "/v1/calendars/{name}:import": {"post"},
 		"/v1/freezes": {"get", "post"}, "/v1/freezes/{name}": {"delete"},
+		"/v1/workers/{id}:poll": {"post"}, "/v1/attempts/{run_id}/{token}:heartbeat": {"post"},
+		"/v1/attempts/{run_id}/{token}:complete": {"post"},
 	}
 	for path, item := range paths {
 		var methods []string

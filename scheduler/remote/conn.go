@@ -27,8 +27,8 @@ const MaxConcurrency = 100_000
 
 // Bounds of what a worker may declare.
 const (
-	maxHandlers = 1000
-	maxTags     = 64
+	MaxHandlers = 1000
+	MaxTags     = 64
 )
 
 // Grant is what the credentials a worker session was opened with allow, as
@@ -50,13 +50,19 @@ type Grant struct {
 // cap is refused rather than lowered: a worker that believes it runs more
 // than it is offered is misconfigured, and should say so at once.
 func (g Grant) admits(m *pb.WorkerHello) error {
-	if len(g.Pools) > 0 && !slices.Contains(g.Pools, m.GetPool()) {
-		return status.Errorf(codes.PermissionDenied, "hello.pool: this worker's ACL token may serve the pools %s, not %q",
-			strings.Join(g.Pools, ", "), m.GetPool())
+	return g.allows(m.GetPool(), int(m.GetConcurrency()), "hello.pool", "hello.concurrency")
+}
+
+// allows refuses a pool the grant does not name and n attempts at once
+// beyond its cap, naming the fields that ask for them.
+func (g Grant) allows(pool string, n int, poolField, nField string) error {
+	if len(g.Pools) > 0 && !slices.Contains(g.Pools, pool) {
+		return status.Errorf(codes.PermissionDenied, "%s: this worker's ACL token may serve the pools %s, not %q",
+			poolField, strings.Join(g.Pools, ", "), pool)
 	}
-	if n := int(m.GetConcurrency()); g.MaxConcurrency > 0 && n > g.MaxConcurrency {
-		return status.Errorf(codes.PermissionDenied, "hello.concurrency: %d is more than the %d this worker's ACL token allows",
-			n, g.MaxConcurrency)
+	if g.MaxConcurrency > 0 && n > g.MaxConcurrency {
+		return status.Errorf(codes.PermissionDenied, "%s: %d is more than the %d this worker's ACL token allows",
+			nField, n, g.MaxConcurrency)
 	}
 	return nil
 }
@@ -78,18 +84,22 @@ func (e leaseError) Error() string {
 
 func (e leaseError) GRPCStatus() *status.Status { return status.New(codes.Unavailable, e.Error()) }
 
-// conn is one connected worker.
+// conn is one worker: a connected stream, or an HTTP worker's session
+// (http, poll.go), which has no stream, outbox or lastSeen.
 type conn struct {
-	id, pool    string
-	token       string // Grant.Token
-	tags        map[string]string
-	handlers    map[string]bool
-	commands    bool
+	id, pool string
+	token    string // Grant.Token
+	tags     map[string]string
+	handlers map[string]bool
+	commands bool
+	// concurrency is what a stream declared; for an HTTP worker, its
+	// grant's cap on the attempts it holds (0: none).
 	concurrency int
 	out         *outbox
 	// lastSeen is when the worker last sent anything (Unix nanoseconds).
 	lastSeen atomic.Int64
 	cancel   context.CancelCauseFunc
+	http     bool
 
 	// Guarded by Hub.mu.
 	inflight map[uint64]*attempt
@@ -98,6 +108,10 @@ type conn struct {
 	unacked   int
 	lastOffer uint64
 	gone      bool
+	// polls are an HTTP worker's open polls, oldest first; lastPoll is
+	// when one last ended.
+	polls    []*poll
+	lastPoll time.Time
 }
 
 func newConn(hello *pb.WorkerHello, token string, signer *dispatch.Signer, cancel context.CancelCauseFunc) *conn {
@@ -122,9 +136,33 @@ func newConn(hello *pb.WorkerHello, token string, signer *dispatch.Signer, cance
 
 func (c *conn) end(cause error) { c.cancel(cause) }
 
-// full, load, eligible and unackedSince are called under Hub.mu.
-func (c *conn) full() bool     { return len(c.inflight) >= c.concurrency }
-func (c *conn) load() float64  { return float64(len(c.inflight)) / float64(c.concurrency) }
+// full, load, room, eligible and unackedSince are called under Hub.mu.
+func (c *conn) full() bool { return c.room() <= 0 }
+
+// load is the share of its room that c uses.
+func (c *conn) load() float64 {
+	if c.http {
+		return float64(len(c.inflight)) / float64(len(c.inflight)+max(c.room(), 1))
+	}
+	return float64(len(c.inflight)) / float64(c.concurrency)
+}
+
+// room is how many more attempts c takes now: a stream, up to its
+// concurrency; an HTTP worker, what its open polls ask for, within its cap.
+func (c *conn) room() int {
+	if !c.http {
+		return c.concurrency - len(c.inflight)
+	}
+	n := 0
+	for _, p := range c.polls {
+		n += p.room()
+	}
+	if c.concurrency > 0 {
+		n = min(n, c.concurrency-len(c.inflight))
+	}
+	return n
+}
+
 func (c *conn) String() string { return c.id }
 func (c *conn) hasTags(t map[string]string) bool {
 	for k, v := range t {
@@ -179,7 +217,7 @@ func (h *Hub) Serve(stream pb.WorkerService_ConnectServer, grant Grant) error {
 	}
 	// Offers wait in the outbox until the send loop starts, after this.
 	if err := stream.Send(&pb.ConnectResponse{Msg: &pb.ConnectResponse_Welcome{Welcome: &pb.WorkerWelcome{
-		Lease: durationpb.New(h.lease),
+		Lease: durationpb.New(h.lease), Progress: true,
 	}}}); err != nil {
 		h.drop(c, err)
 		return err
@@ -243,11 +281,11 @@ func checkHello(m *pb.WorkerHello) error {
 	if n := m.GetConcurrency(); n < 1 || n > MaxConcurrency {
 		problems = append(problems, fmt.Sprintf("hello.concurrency: must be between 1 and %d", MaxConcurrency))
 	}
-	if len(m.GetTags()) > maxTags {
-		problems = append(problems, fmt.Sprintf("hello.tags: at most %d", maxTags))
+	if len(m.GetTags()) > MaxTags {
+		problems = append(problems, fmt.Sprintf("hello.tags: at most %d", MaxTags))
 	}
-	if len(m.GetHandlers()) > maxHandlers {
-		problems = append(problems, fmt.Sprintf("hello.handlers: at most %d", maxHandlers))
+	if len(m.GetHandlers()) > MaxHandlers {
+		problems = append(problems, fmt.Sprintf("hello.handlers: at most %d", MaxHandlers))
 	}
 	if len(problems) == 0 {
 		return nil
@@ -279,7 +317,11 @@ func (h *Hub) register(c *conn) error {
 	if closed {
 		return errShuttingDown
 	}
-	if old := h.conns[c.id]; old != nil {
+	if old := h.conns[c.id]; old != nil && old.http {
+		return status.Errorf(codes.AlreadyExists,
+			"worker %s polls over HTTP (worker IDs must be unique; the ID is free once that worker holds no attempt and has not polled for the lease of %s)",
+			c.id, h.lease)
+	} else if old != nil {
 		return status.Errorf(codes.AlreadyExists,
 			"worker %s is already connected (worker IDs must be unique; a restarted worker gets in once its old stream is gone, within the lease of %s)",
 			c.id, h.lease)
@@ -309,8 +351,10 @@ func (h *Hub) receive(ctx context.Context, c *conn, stream pb.WorkerService_Conn
 			h.acked(c, msg.Acks.GetTokens())
 		case *pb.ConnectRequest_Outcomes:
 			h.outcomes(c, msg.Outcomes.GetOutcomes())
+		case *pb.ConnectRequest_Progress:
+			h.streamProgress(c, msg.Progress.GetAttempts())
 		default:
-			cancel(status.Error(codes.InvalidArgument, "after hello, a worker sends heartbeats, acks and outcomes only"))
+			cancel(status.Error(codes.InvalidArgument, "after hello, a worker sends heartbeats, acks, outcomes and progress only"))
 			return
 		}
 		if ctx.Err() != nil {
@@ -351,14 +395,14 @@ func (h *Hub) outcomes(c *conn, outs []*pb.WorkerOutcome) {
 				c.unacked--
 			}
 			at.state = stateFinished
-			reports = append(reports, report{at, outcome(c, at, o, now)})
+			reports = append(reports, report{at, outcome(c.id, at, o, now)})
 		case h.isLateOf(c, o):
 			// A late cancel says nothing: the worker gave up what it had lost.
 			at := h.lost[o.GetToken()]
 			delete(h.lost, o.GetToken())
 			at.state = stateFinished
 			if o.GetState() != pb.RunState_RUN_STATE_CANCELLED {
-				reports = append(reports, report{at, outcome(c, at, o, now)})
+				reports = append(reports, report{at, outcome(c.id, at, o, now)})
 			}
 		default:
 			h.log.Debug("worker reported an attempt it does not hold", "worker", c.id,

@@ -355,3 +355,13 @@ func (w *rawWorker) heartbeat(every time.Duration) func() {
 	var once sync.Once
 	return func() { once.Do(func() { close(stop) }) }
 }
+
+// room is how many attempts worker id takes now.
+func (h *Hub) room(id string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if c := h.conns[id]; c != nil {
+		return c.room()
+	}
+	return 0
+}

@@ -12,6 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/raftcron/raftcron/scheduler/dispatch"
+
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
 // DefaultLease is how long a worker may stay silent before its attempts
@@ -50,6 +52,11 @@ type Config struct {
 	// node signs its own dispatches: a worker passes the signature on and
 	// the downstream verifies it.
 	Signer *dispatch.Signer
+	// Progress, if set, takes every change of an attempt's progress that
+	// a worker reports, with the time the hub received it; the scheduler
+	// commits them in batches. Called outside the hub's lock; it must not
+	// block.
+	Progress func(*pb.ProgressRecord)
 	// Logger; nil discards.
 	Logger *slog.Logger
 }
@@ -61,12 +68,13 @@ type Config struct {
 // came to. It lives as long as the node and holds workers only while the
 // node leads. See DESIGN.md.
 type Hub struct {
-	lease   time.Duration
-	check   time.Duration
-	leading func() bool
-	signer  *dispatch.Signer
-	log     *slog.Logger
-	metrics *metrics
+	lease    time.Duration
+	check    time.Duration
+	leading  func() bool
+	signer   *dispatch.Signer
+	progress func(*pb.ProgressRecord)
+	log      *slog.Logger
+	metrics  *metrics
 
 	wake chan struct{} // cap 1: the queues or the workers changed
 	stop chan struct{}
@@ -90,6 +98,9 @@ type Hub struct {
 	// nextExpiry is the earliest WaitUntil among pending attempts (zero:
 	// none), so that a pump scans for no_worker only when one is due.
 	nextExpiry time.Time
+	// held are the attempts offered to HTTP workers, by token: their
+	// heartbeats and outcomes name the attempt, not the worker.
+	held map[uint64]*attempt
 	// lost are offered attempts whose worker was lost, by token, for the
 	// outcome that worker may still report; lostOrder bounds them.
 	lost      map[uint64]*attempt
@@ -106,19 +117,24 @@ func New(cfg Config) (*Hub, error) {
 		return nil, fmt.Errorf("remote: Config.Lease must be at least %s, got %s", MinLease, cfg.Lease)
 	}
 	h := &Hub{
-		lease:   cfg.Lease,
-		leading: cfg.Leading,
-		signer:  cfg.Signer,
-		log:     cfg.Logger,
-		wake:    make(chan struct{}, 1),
-		stop:    make(chan struct{}),
-		done:    make(chan struct{}),
-		conns:   make(map[string]*conn),
-		pending: make(map[string][]*attempt),
-		lost:    make(map[uint64]*attempt),
+		lease:    cfg.Lease,
+		leading:  cfg.Leading,
+		signer:   cfg.Signer,
+		progress: cfg.Progress,
+		log:      cfg.Logger,
+		wake:     make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+		conns:    make(map[string]*conn),
+		pending:  make(map[string][]*attempt),
+		held:     make(map[uint64]*attempt),
+		lost:     make(map[uint64]*attempt),
 	}
 	if h.lease == 0 {
 		h.lease = DefaultLease
+	}
+	if h.progress == nil {
+		h.progress = func(*pb.ProgressRecord) {}
 	}
 	h.check = min(h.lease/4, maxCheckInterval)
 	if h.log == nil {
@@ -160,6 +176,23 @@ type attempt struct {
 	// lostBy and lostToken are the worker ID and Grant.Token of the
 	// session that lost it: the one session that may report it late.
 	lostBy, lostToken string
+	// leaseUntil is when an attempt offered to an HTTP worker is lost
+	// unless a heartbeat extends it (by its lease); a stream's attempts
+	// live with the stream.
+	leaseUntil time.Time
+	// The progress last reported, so that a report that changes nothing
+	// goes no further.
+	progress *uint32
+	message  string
+}
+
+// lease is how long a heartbeat keeps the attempt: its target's
+// worker.lease, or the hub's.
+func (at *attempt) lease(hub time.Duration) time.Duration {
+	if l := at.a.Worker.GetLease(); l != nil && l.AsDuration() > 0 {
+		return l.AsDuration()
+	}
+	return hub
 }
 
 // Submit takes a committed attempt of a job with a worker target and
@@ -199,12 +232,17 @@ func (h *Hub) queueSubmitted() {
 		if at.state != statePending {
 			continue // cancelled meanwhile
 		}
-		a := at.a
-		pool := a.Worker.GetPool()
+		pool := at.a.Worker.GetPool()
 		h.pending[pool] = append(h.pending[pool], at)
-		if !a.WaitUntil.IsZero() && (h.nextExpiry.IsZero() || a.WaitUntil.Before(h.nextExpiry)) {
-			h.nextExpiry = a.WaitUntil
-		}
+		h.watchExpiry(at)
+	}
+}
+
+// watchExpiry makes sure the pump looks for no_worker by at's WaitUntil.
+// Called under mu.
+func (h *Hub) watchExpiry(at *attempt) {
+	if w := at.a.WaitUntil; !w.IsZero() && (h.nextExpiry.IsZero() || w.Before(h.nextExpiry)) {
+		h.nextExpiry = w
 	}
 }
 
@@ -269,17 +307,23 @@ func (h *Hub) run() {
 }
 
 // checkWorkers drops every worker when this node does not lead, and the
-// workers that missed their lease.
+// streams that missed their lease; an HTTP worker loses each attempt that
+// missed its own, and its session ends once it holds nothing and polls no
+// more.
 func (h *Hub) checkWorkers() {
 	leading := h.leading()
 	now := time.Now()
 	h.mu.Lock()
 	var drop []*conn
 	var causes []error
+	var expired []released
 	for _, c := range h.conns {
 		switch {
 		case !leading:
 			drop, causes = append(drop, c), append(causes, errNotLeading)
+		case c.http:
+			expired = append(expired, h.expireLeases(c, now)...)
+			h.endIdleSession(c, now)
 		case now.Sub(time.Unix(0, c.lastSeen.Load())) > h.lease:
 			drop, causes = append(drop, c), append(causes, leaseError{lease: h.lease})
 		case c.unackedSince(now, h.lease):
@@ -287,6 +331,7 @@ func (h *Hub) checkWorkers() {
 		}
 	}
 	h.mu.Unlock()
+	h.finishReleased(expired)
 	for i, c := range drop {
 		h.drop(c, causes[i])
 	}
@@ -345,7 +390,9 @@ func (h *Hub) pump() {
 	}
 	h.mu.Unlock()
 	for c := range touched {
-		c.out.notify()
+		if !c.http { // a poll was told under mu
+			c.out.notify()
+		}
 	}
 	for _, at := range expired {
 		at.stopWatch()
@@ -389,14 +436,23 @@ func removeConn(cs []*conn, c *conn) []*conn {
 	return cs
 }
 
-// offer hands at to c. Called under mu.
+// offer hands at to c: to its stream's outbox, or to an HTTP worker's
+// oldest poll with room, under a lease. Called under mu.
 func (h *Hub) offer(c *conn, at *attempt, now time.Time) {
 	h.seq++
 	at.state, at.conn, at.offeredAt = stateOffered, c, now
 	c.inflight[at.a.Token] = at
-	c.unacked++
 	c.lastOffer = h.seq
-	c.out.addOffer(at)
+	if c.http {
+		// No acknowledgement: the lease covers an answer that never
+		// reached the worker.
+		at.acked, at.leaseUntil = true, now.Add(at.lease(h.lease))
+		h.held[at.a.Token] = at
+		c.deliver(at)
+	} else {
+		c.unacked++
+		c.out.addOffer(at)
+	}
 	h.metrics.offered.Inc()
 	h.metrics.wait.Observe(now.Sub(at.submitted).Seconds())
 }
@@ -411,19 +467,23 @@ func (h *Hub) cancel(at *attempt) {
 		at.done(at.a, notStarted(context.Cause(at.ctx)))
 	case stateOffered:
 		c := at.conn
-		if !at.cancelled {
-			at.cancelled = true
-			c.out.addCancel(at.a.Token, context.Cause(at.ctx).Error())
-		}
+		first := !at.cancelled
+		at.cancelled = true
 		h.mu.Unlock()
-		c.out.notify()
+		// An HTTP worker learns it at its next heartbeat (SUPERSEDED); the
+		// attempt is its until it reports or its lease runs out.
+		if first && !c.http {
+			c.out.addCancel(at.a.Token, context.Cause(at.ctx).Error())
+			c.out.notify()
+		}
 	default:
 		h.mu.Unlock()
 	}
 }
 
-// drop ends a worker's connection: its attempts are lost (or, when their
-// context was cancelled meanwhile, cancelled). Idempotent.
+// drop ends a worker's connection, or an HTTP worker's session and its
+// polls: its attempts are lost (or, when their context was cancelled
+// meanwhile, cancelled). Idempotent.
 func (h *Hub) drop(c *conn, cause error) {
 	h.mu.Lock()
 	if c.gone {
@@ -434,32 +494,61 @@ func (h *Hub) drop(c *conn, cause error) {
 	if h.conns[c.id] == c {
 		delete(h.conns, c.id)
 	}
-	var lost, cancelled []*attempt
+	rs := make([]released, 0, len(c.inflight))
 	for _, at := range c.inflight {
-		if at.ctx.Err() != nil {
-			at.state = stateFinished
-			cancelled = append(cancelled, at)
-			continue
-		}
-		at.state, at.lostBy, at.lostToken = stateLost, c.id, c.token
-		h.remember(at)
-		lost = append(lost, at)
+		rs = append(rs, h.release(c, at, cause))
 	}
 	c.inflight, c.unacked = nil, 0
+	c.endPolls(cause)
 	h.mu.Unlock()
-	c.end(cause)
+	if !c.http {
+		c.end(cause)
+	}
 	h.metrics.connected.WithLabelValues(c.pool).Dec()
 	h.log.Info("worker disconnected", "worker", c.id, "pool", c.pool, "cause", cause.Error(),
-		"attempts_lost", len(lost))
-	for _, at := range cancelled {
-		at.stopWatch()
-		at.done(at.a, gone(at, c, cause))
+		"attempts_lost", lostCount(rs))
+	h.finishReleased(rs)
+}
+
+// released is an attempt taken from its worker, on its way to done.
+type released struct {
+	at *attempt
+	o  dispatch.Outcome
+}
+
+// release takes at from c, whose worker lost it for cause: lost, to be
+// reported late by that worker at most; or cancelled, if its context
+// ended meanwhile. The caller deletes it from c.inflight. Called under mu.
+func (h *Hub) release(c *conn, at *attempt, cause error) released {
+	delete(h.held, at.a.Token)
+	if at.ctx.Err() != nil {
+		at.state = stateFinished
+		return released{at, gone(at, c, cause)}
 	}
-	for _, at := range lost {
-		at.stopWatch()
-		h.metrics.lost.Inc()
-		at.done(at.a, dispatch.Outcome{Lost: true, Detail: "worker " + c.id + ": " + cause.Error()})
+	at.state, at.lostBy, at.lostToken = stateLost, c.id, c.token
+	h.remember(at)
+	return released{at, dispatch.Outcome{Lost: true, Detail: "worker " + c.id + ": " + cause.Error()}}
+}
+
+// finishReleased hands released attempts their outcome. Called outside mu.
+func (h *Hub) finishReleased(rs []released) {
+	for _, r := range rs {
+		r.at.stopWatch()
+		if r.o.Lost {
+			h.metrics.lost.Inc()
+		}
+		r.at.done(r.at.a, r.o)
 	}
+}
+
+func lostCount(rs []released) int {
+	n := 0
+	for _, r := range rs {
+		if r.o.Lost {
+			n++
+		}
+	}
+	return n
 }
 
 // remember keeps a lost attempt for its late outcome. Called under mu.

@@ -3,11 +3,14 @@ package remote
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/raftcron/raftcron/fence"
 	"github.com/raftcron/raftcron/internal/proc"
 	"github.com/raftcron/raftcron/scheduler/dispatch"
 
@@ -49,14 +52,71 @@ func wireAttempt(a dispatch.Attempt, signer *dispatch.Signer) *pb.WorkerAttempt 
 	return w
 }
 
+// httpOffer is an attempt as offered to an HTTP worker: wireAttempt's
+// content, with its limit and lease as instants on the leader's clock and
+// as lengths from the offer, and the RAFTCRON_* variables a command would
+// get.
+func httpOffer(at *attempt, signer *dispatch.Signer) *pb.AttemptOffer {
+	a := at.a
+	run := a.FenceRun()
+	o := &pb.AttemptOffer{
+		RunId:          a.RunID,
+		Job:            a.Job,
+		Slot:           timestamppb.New(run.ScheduledAt),
+		Attempt:        a.Number,
+		Token:          a.Token,
+		Payload:        a.Worker.GetPayload(),
+		Handler:        a.Worker.GetHandler(),
+		IdempotencyKey: run.IdempotencyKey,
+		LeaseExpires:   timestamppb.New(at.leaseUntil),
+		Lease:          durationpb.New(at.leaseUntil.Sub(at.offeredAt)),
+		Env:            make(map[string]string, 7),
+	}
+	if limit, _ := proc.Limit(a.Limits()); limit > 0 {
+		o.Limit = durationpb.New(limit)
+		o.Deadline = timestamppb.New(at.offeredAt.Add(limit))
+	}
+	for _, kv := range run.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		o.Env[k] = v
+	}
+	if signer != nil {
+		o.Signature = signer.SignRun(run, []byte(a.Worker.GetPayload()))
+		o.Env[fence.EnvSignature] = o.Signature
+	}
+	return o
+}
+
+// limitVerdict is what an HTTP worker's deadline_exceeded means: the
+// attempt's limit ran out, which is the job's deadline exceeded, or a
+// failure when the target's timeout was the limit (as for a node's own
+// executors and the Go SDK).
+func limitVerdict(a dispatch.Attempt, o *pb.WorkerOutcome) *pb.WorkerOutcome {
+	if o.GetState() != pb.RunState_RUN_STATE_DEADLINE_EXCEEDED {
+		return o
+	}
+	_, cause := proc.Limit(a.Limits())
+	state, detail, ok := proc.LimitVerdict(cause)
+	if !ok {
+		return o
+	}
+	reported := o.GetDetail()
+	o = proto.CloneOf(o)
+	o.State, o.Detail = state, detail
+	if reported != "" {
+		o.Detail += ": " + reported
+	}
+	return o
+}
+
 // outcome turns what a worker reported into the attempt's outcome. Times
 // are the leader's (offer and receipt), not the worker's clock: the FSM
 // schedules retries from them. A cancel the leader did not ask for means
 // the worker gave the attempt up: it is lost, not cancelled.
-func outcome(c *conn, at *attempt, o *pb.WorkerOutcome, now time.Time) dispatch.Outcome {
+func outcome(worker string, at *attempt, o *pb.WorkerOutcome, now time.Time) dispatch.Outcome {
 	out := dispatch.Outcome{
 		State:      o.GetState(),
-		Detail:     proc.OneLine("worker " + c.id + ": " + o.GetDetail()),
+		Detail:     proc.OneLine("worker " + worker + ": " + o.GetDetail()),
 		Output:     o.GetOutput(),
 		StartedAt:  at.offeredAt,
 		FinishedAt: now,
@@ -80,7 +140,7 @@ func outcome(c *conn, at *attempt, o *pb.WorkerOutcome, now time.Time) dispatch.
 		}
 	default:
 		out.State = pb.RunState_RUN_STATE_FAILED
-		out.Detail = proc.OneLine(fmt.Sprintf("worker %s reported %s, which is no outcome", c.id, o.GetState()))
+		out.Detail = proc.OneLine(fmt.Sprintf("worker %s reported %s, which is no outcome", worker, o.GetState()))
 	}
 	return out
 }

@@ -66,7 +66,7 @@ func TestOnlyAWorkersRefusalCarriesAReason(t *testing.T) {
 		{pb.RunState_RUN_STATE_FAILED, "no_retry_please", ""},
 		{pb.RunState_RUN_STATE_SUCCEEDED, dispatch.ReasonExecDenied, ""},
 	} {
-		o := outcome(c, at, &pb.WorkerOutcome{RunId: at.a.RunID, Token: at.a.Token, State: tc.state, Reason: tc.reason}, time.Now())
+		o := outcome(c.id, at, &pb.WorkerOutcome{RunId: at.a.RunID, Token: at.a.Token, State: tc.state, Reason: tc.reason}, time.Now())
 		if o.State != tc.state || o.Reason != tc.want {
 			t.Errorf("%v with reason %q: got %v with reason %q, want reason %q", tc.state, tc.reason, o.State, o.Reason, tc.want)
 		}

@@ -195,9 +195,11 @@ func bearer() []any { return []any{obj{"bearerAuth": []any{}}} }
 
 // errorStatuses are the HTTP statuses of the gRPC codes a call may end
 // with (the gateway's mapping): 400 InvalidArgument, FailedPrecondition and
-// OutOfRange; 401 Unauthenticated; 403 PermissionDenied; 404 NotFound; 429
-// ResourceExhausted; 500 Internal; 503 Unavailable (no leader yet).
-var errorStatuses = []string{"400", "401", "403", "404", "429", "500", "503"}
+// OutOfRange; 401 Unauthenticated; 403 PermissionDenied; 404 NotFound; 409
+// AlreadyExists and Aborted (a name taken, a stale version, a worker's
+// attempt superseded); 429 ResourceExhausted; 500 Internal; 503
+// Unavailable (no leader yet).
+var errorStatuses = []string{"400", "401", "403", "404", "409", "429", "500", "503"}
 
 // describeOperations gives every operation a one-line summary (the first
 // sentence of the rpc's comment, which stays the description), the bearer

@@ -552,7 +552,11 @@ type WorkerTarget struct {
 	Env map[string]string `protobuf:"bytes,6,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	Dir string            `protobuf:"bytes,7,opt,name=dir,proto3" json:"dir,omitempty"`
 	// One attempt's limit on the worker; the job's deadline bounds the run.
-	Timeout       *durationpb.Duration `protobuf:"bytes,8,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	Timeout *durationpb.Duration `protobuf:"bytes,8,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	// How long an attempt held over the HTTP protocol stays the worker's
+	// without a heartbeat (docs/workers.md): 1 s to 1 h; unset, the node's
+	// --worker-lease. A Connect stream's attempts live with the stream.
+	Lease         *durationpb.Duration `protobuf:"bytes,9,opt,name=lease,proto3" json:"lease,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -639,6 +643,13 @@ func (x *WorkerTarget) GetDir() string {
 func (x *WorkerTarget) GetTimeout() *durationpb.Duration {
 	if x != nil {
 		return x.Timeout
+	}
+	return nil
+}
+
+func (x *WorkerTarget) GetLease() *durationpb.Duration {
+	if x != nil {
+		return x.Lease
 	}
 	return nil
 }
@@ -2313,7 +2324,7 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\atimeout\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\atimeout\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x97\x03\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc8\x03\n" +
 	"\fWorkerTarget\x12\x12\n" +
 	"\x04pool\x18\x01 \x01(\tR\x04pool\x127\n" +
 	"\x04tags\x18\x02 \x03(\v2#.raftcron.v1.WorkerTarget.TagsEntryR\x04tags\x12\x18\n" +
@@ -2322,7 +2333,8 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\apayload\x18\x05 \x01(\tR\apayload\x124\n" +
 	"\x03env\x18\x06 \x03(\v2\".raftcron.v1.WorkerTarget.EnvEntryR\x03env\x12\x10\n" +
 	"\x03dir\x18\a \x01(\tR\x03dir\x123\n" +
-	"\atimeout\x18\b \x01(\v2\x19.google.protobuf.DurationR\atimeout\x1a7\n" +
+	"\atimeout\x18\b \x01(\v2\x19.google.protobuf.DurationR\atimeout\x12/\n" +
+	"\x05lease\x18\t \x01(\v2\x19.google.protobuf.DurationR\x05lease\x1a7\n" +
 	"\tTagsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a6\n" +
@@ -2554,61 +2566,62 @@ var file_raftcron_v1_job_proto_depIdxs = []int32{
 	38, // 16: raftcron.v1.WorkerTarget.tags:type_name -> raftcron.v1.WorkerTarget.TagsEntry
 	39, // 17: raftcron.v1.WorkerTarget.env:type_name -> raftcron.v1.WorkerTarget.EnvEntry
 	42, // 18: raftcron.v1.WorkerTarget.timeout:type_name -> google.protobuf.Duration
-	42, // 19: raftcron.v1.Catchup.window:type_name -> google.protobuf.Duration
-	0,  // 20: raftcron.v1.Catchup.policy:type_name -> raftcron.v1.CatchupPolicy
-	42, // 21: raftcron.v1.Retry.initial_backoff:type_name -> google.protobuf.Duration
-	42, // 22: raftcron.v1.Retry.max_backoff:type_name -> google.protobuf.Duration
-	3,  // 23: raftcron.v1.Job.spec:type_name -> raftcron.v1.JobSpec
-	43, // 24: raftcron.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	43, // 25: raftcron.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	10, // 26: raftcron.v1.Job.status:type_name -> raftcron.v1.JobStatus
-	44, // 27: raftcron.v1.JobStatus.last_outcome:type_name -> raftcron.v1.RunState
-	3,  // 28: raftcron.v1.CreateJobRequest.spec:type_name -> raftcron.v1.JobSpec
-	9,  // 29: raftcron.v1.CreateJobResponse.job:type_name -> raftcron.v1.Job
-	3,  // 30: raftcron.v1.UpdateJobRequest.spec:type_name -> raftcron.v1.JobSpec
-	9,  // 31: raftcron.v1.UpdateJobResponse.job:type_name -> raftcron.v1.Job
-	3,  // 32: raftcron.v1.ApplyJobRequest.spec:type_name -> raftcron.v1.JobSpec
-	9,  // 33: raftcron.v1.ApplyJobResponse.job:type_name -> raftcron.v1.Job
-	3,  // 34: raftcron.v1.ApplyJobsRequest.specs:type_name -> raftcron.v1.JobSpec
-	19, // 35: raftcron.v1.ApplyJobsResponse.results:type_name -> raftcron.v1.ApplyJobsResult
-	9,  // 36: raftcron.v1.ApplyJobsResult.job:type_name -> raftcron.v1.Job
-	9,  // 37: raftcron.v1.GetJobResponse.job:type_name -> raftcron.v1.Job
-	40, // 38: raftcron.v1.ListJobsRequest.label_selector:type_name -> raftcron.v1.ListJobsRequest.LabelSelectorEntry
-	9,  // 39: raftcron.v1.ListJobsResponse.jobs:type_name -> raftcron.v1.Job
-	9,  // 40: raftcron.v1.PauseJobResponse.job:type_name -> raftcron.v1.Job
-	9,  // 41: raftcron.v1.ResumeJobResponse.job:type_name -> raftcron.v1.Job
-	45, // 42: raftcron.v1.TriggerJobResponse.run:type_name -> raftcron.v1.Run
-	43, // 43: raftcron.v1.PreviewScheduleRequest.after:type_name -> google.protobuf.Timestamp
-	43, // 44: raftcron.v1.PreviewScheduleResponse.times:type_name -> google.protobuf.Timestamp
-	34, // 45: raftcron.v1.PreviewScheduleResponse.slots:type_name -> raftcron.v1.PreviewSlot
-	43, // 46: raftcron.v1.PreviewSlot.time:type_name -> google.protobuf.Timestamp
-	11, // 47: raftcron.v1.JobService.CreateJob:input_type -> raftcron.v1.CreateJobRequest
-	13, // 48: raftcron.v1.JobService.UpdateJob:input_type -> raftcron.v1.UpdateJobRequest
-	15, // 49: raftcron.v1.JobService.ApplyJob:input_type -> raftcron.v1.ApplyJobRequest
-	17, // 50: raftcron.v1.JobService.ApplyJobs:input_type -> raftcron.v1.ApplyJobsRequest
-	20, // 51: raftcron.v1.JobService.GetJob:input_type -> raftcron.v1.GetJobRequest
-	22, // 52: raftcron.v1.JobService.ListJobs:input_type -> raftcron.v1.ListJobsRequest
-	24, // 53: raftcron.v1.JobService.DeleteJob:input_type -> raftcron.v1.DeleteJobRequest
-	26, // 54: raftcron.v1.JobService.PauseJob:input_type -> raftcron.v1.PauseJobRequest
-	28, // 55: raftcron.v1.JobService.ResumeJob:input_type -> raftcron.v1.ResumeJobRequest
-	30, // 56: raftcron.v1.JobService.TriggerJob:input_type -> raftcron.v1.TriggerJobRequest
-	32, // 57: raftcron.v1.JobService.PreviewSchedule:input_type -> raftcron.v1.PreviewScheduleRequest
-	12, // 58: raftcron.v1.JobService.CreateJob:output_type -> raftcron.v1.CreateJobResponse
-	14, // 59: raftcron.v1.JobService.UpdateJob:output_type -> raftcron.v1.UpdateJobResponse
-	16, // 60: raftcron.v1.JobService.ApplyJob:output_type -> raftcron.v1.ApplyJobResponse
-	18, // 61: raftcron.v1.JobService.ApplyJobs:output_type -> raftcron.v1.ApplyJobsResponse
-	21, // 62: raftcron.v1.JobService.GetJob:output_type -> raftcron.v1.GetJobResponse
-	23, // 63: raftcron.v1.JobService.ListJobs:output_type -> raftcron.v1.ListJobsResponse
-	25, // 64: raftcron.v1.JobService.DeleteJob:output_type -> raftcron.v1.DeleteJobResponse
-	27, // 65: raftcron.v1.JobService.PauseJob:output_type -> raftcron.v1.PauseJobResponse
-	29, // 66: raftcron.v1.JobService.ResumeJob:output_type -> raftcron.v1.ResumeJobResponse
-	31, // 67: raftcron.v1.JobService.TriggerJob:output_type -> raftcron.v1.TriggerJobResponse
-	33, // 68: raftcron.v1.JobService.PreviewSchedule:output_type -> raftcron.v1.PreviewScheduleResponse
-	58, // [58:69] is the sub-list for method output_type
-	47, // [47:58] is the sub-list for method input_type
-	47, // [47:47] is the sub-list for extension type_name
-	47, // [47:47] is the sub-list for extension extendee
-	0,  // [0:47] is the sub-list for field type_name
+	42, // 19: raftcron.v1.WorkerTarget.lease:type_name -> google.protobuf.Duration
+	42, // 20: raftcron.v1.Catchup.window:type_name -> google.protobuf.Duration
+	0,  // 21: raftcron.v1.Catchup.policy:type_name -> raftcron.v1.CatchupPolicy
+	42, // 22: raftcron.v1.Retry.initial_backoff:type_name -> google.protobuf.Duration
+	42, // 23: raftcron.v1.Retry.max_backoff:type_name -> google.protobuf.Duration
+	3,  // 24: raftcron.v1.Job.spec:type_name -> raftcron.v1.JobSpec
+	43, // 25: raftcron.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	43, // 26: raftcron.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	10, // 27: raftcron.v1.Job.status:type_name -> raftcron.v1.JobStatus
+	44, // 28: raftcron.v1.JobStatus.last_outcome:type_name -> raftcron.v1.RunState
+	3,  // 29: raftcron.v1.CreateJobRequest.spec:type_name -> raftcron.v1.JobSpec
+	9,  // 30: raftcron.v1.CreateJobResponse.job:type_name -> raftcron.v1.Job
+	3,  // 31: raftcron.v1.UpdateJobRequest.spec:type_name -> raftcron.v1.JobSpec
+	9,  // 32: raftcron.v1.UpdateJobResponse.job:type_name -> raftcron.v1.Job
+	3,  // 33: raftcron.v1.ApplyJobRequest.spec:type_name -> raftcron.v1.JobSpec
+	9,  // 34: raftcron.v1.ApplyJobResponse.job:type_name -> raftcron.v1.Job
+	3,  // 35: raftcron.v1.ApplyJobsRequest.specs:type_name -> raftcron.v1.JobSpec
+	19, // 36: raftcron.v1.ApplyJobsResponse.results:type_name -> raftcron.v1.ApplyJobsResult
+	9,  // 37: raftcron.v1.ApplyJobsResult.job:type_name -> raftcron.v1.Job
+	9,  // 38: raftcron.v1.GetJobResponse.job:type_name -> raftcron.v1.Job
+	40, // 39: raftcron.v1.ListJobsRequest.label_selector:type_name -> raftcron.v1.ListJobsRequest.LabelSelectorEntry
+	9,  // 40: raftcron.v1.ListJobsResponse.jobs:type_name -> raftcron.v1.Job
+	9,  // 41: raftcron.v1.PauseJobResponse.job:type_name -> raftcron.v1.Job
+	9,  // 42: raftcron.v1.ResumeJobResponse.job:type_name -> raftcron.v1.Job
+	45, // 43: raftcron.v1.TriggerJobResponse.run:type_name -> raftcron.v1.Run
+	43, // 44: raftcron.v1.PreviewScheduleRequest.after:type_name -> google.protobuf.Timestamp
+	43, // 45: raftcron.v1.PreviewScheduleResponse.times:type_name -> google.protobuf.Timestamp
+	34, // 46: raftcron.v1.PreviewScheduleResponse.slots:type_name -> raftcron.v1.PreviewSlot
+	43, // 47: raftcron.v1.PreviewSlot.time:type_name -> google.protobuf.Timestamp
+	11, // 48: raftcron.v1.JobService.CreateJob:input_type -> raftcron.v1.CreateJobRequest
+	13, // 49: raftcron.v1.JobService.UpdateJob:input_type -> raftcron.v1.UpdateJobRequest
+	15, // 50: raftcron.v1.JobService.ApplyJob:input_type -> raftcron.v1.ApplyJobRequest
+	17, // 51: raftcron.v1.JobService.ApplyJobs:input_type -> raftcron.v1.ApplyJobsRequest
+	20, // 52: raftcron.v1.JobService.GetJob:input_type -> raftcron.v1.GetJobRequest
+	22, // 53: raftcron.v1.JobService.ListJobs:input_type -> raftcron.v1.ListJobsRequest
+	24, // 54: raftcron.v1.JobService.DeleteJob:input_type -> raftcron.v1.DeleteJobRequest
+	26, // 55: raftcron.v1.JobService.PauseJob:input_type -> raftcron.v1.PauseJobRequest
+	28, // 56: raftcron.v1.JobService.ResumeJob:input_type -> raftcron.v1.ResumeJobRequest
+	30, // 57: raftcron.v1.JobService.TriggerJob:input_type -> raftcron.v1.TriggerJobRequest
+	32, // 58: raftcron.v1.JobService.PreviewSchedule:input_type -> raftcron.v1.PreviewScheduleRequest
+	12, // 59: raftcron.v1.JobService.CreateJob:output_type -> raftcron.v1.CreateJobResponse
+	14, // 60: raftcron.v1.JobService.UpdateJob:output_type -> raftcron.v1.UpdateJobResponse
+	16, // 61: raftcron.v1.JobService.ApplyJob:output_type -> raftcron.v1.ApplyJobResponse
+	18, // 62: raftcron.v1.JobService.ApplyJobs:output_type -> raftcron.v1.ApplyJobsResponse
+	21, // 63: raftcron.v1.JobService.GetJob:output_type -> raftcron.v1.GetJobResponse
+	23, // 64: raftcron.v1.JobService.ListJobs:output_type -> raftcron.v1.ListJobsResponse
+	25, // 65: raftcron.v1.JobService.DeleteJob:output_type -> raftcron.v1.DeleteJobResponse
+	27, // 66: raftcron.v1.JobService.PauseJob:output_type -> raftcron.v1.PauseJobResponse
+	29, // 67: raftcron.v1.JobService.ResumeJob:output_type -> raftcron.v1.ResumeJobResponse
+	31, // 68: raftcron.v1.JobService.TriggerJob:output_type -> raftcron.v1.TriggerJobResponse
+	33, // 69: raftcron.v1.JobService.PreviewSchedule:output_type -> raftcron.v1.PreviewScheduleResponse
+	59, // [59:70] is the sub-list for method output_type
+	48, // [48:59] is the sub-list for method input_type
+	48, // [48:48] is the sub-list for extension type_name
+	48, // [48:48] is the sub-list for extension extendee
+	0,  // [0:48] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_job_proto_init() }

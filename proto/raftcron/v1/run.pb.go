@@ -184,9 +184,17 @@ type Attempt struct {
 	FinishedAtUnixNano int64    `protobuf:"varint,9,opt,name=finished_at_unix_nano,json=finishedAtUnixNano,proto3" json:"finished_at_unix_nano,omitempty"`
 	Detail             string   `protobuf:"bytes,10,opt,name=detail,proto3" json:"detail,omitempty"`
 	// At most the first 4 KiB of the response body or command output.
-	Output        []byte `protobuf:"bytes,11,opt,name=output,proto3" json:"output,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Output []byte `protobuf:"bytes,11,opt,name=output,proto3" json:"output,omitempty"`
+	// A remote worker's progress report, 0-100, while the attempt executes
+	// (the last one recorded stays after it finished); unset if it sent none.
+	// The leader records reports at most once a second (docs/workers.md).
+	Progress *uint32 `protobuf:"varint,60,opt,name=progress,proto3,oneof" json:"progress,omitempty"`
+	// The last message a worker reported with its progress.
+	ProgressMessage string `protobuf:"bytes,61,opt,name=progress_message,json=progressMessage,proto3" json:"progress_message,omitempty"`
+	// When the leader received the last progress report.
+	ProgressAtUnixNano int64 `protobuf:"varint,62,opt,name=progress_at_unix_nano,json=progressAtUnixNano,proto3" json:"progress_at_unix_nano,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Attempt) Reset() {
@@ -294,6 +302,27 @@ func (x *Attempt) GetOutput() []byte {
 		return x.Output
 	}
 	return nil
+}
+
+func (x *Attempt) GetProgress() uint32 {
+	if x != nil && x.Progress != nil {
+		return *x.Progress
+	}
+	return 0
+}
+
+func (x *Attempt) GetProgressMessage() string {
+	if x != nil {
+		return x.ProgressMessage
+	}
+	return ""
+}
+
+func (x *Attempt) GetProgressAtUnixNano() int64 {
+	if x != nil {
+		return x.ProgressAtUnixNano
+	}
+	return 0
 }
 
 // Run is the ledger entry of one slot (or one manual trigger).
@@ -531,7 +560,7 @@ var File_raftcron_v1_run_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_run_proto_rawDesc = "" +
 	"\n" +
-	"\x15raftcron/v1/run.proto\x12\vraftcron.v1\"\x87\x03\n" +
+	"\x15raftcron/v1/run.proto\x12\vraftcron.v1\"\x93\x04\n" +
 	"\aAttempt\x12\x16\n" +
 	"\x06number\x18\x01 \x01(\rR\x06number\x12\x14\n" +
 	"\x05token\x18\x02 \x01(\x04R\x05token\x12)\n" +
@@ -544,7 +573,11 @@ const file_raftcron_v1_run_proto_rawDesc = "" +
 	"\x15finished_at_unix_nano\x18\t \x01(\x03R\x12finishedAtUnixNano\x12\x16\n" +
 	"\x06detail\x18\n" +
 	" \x01(\tR\x06detail\x12\x16\n" +
-	"\x06output\x18\v \x01(\fR\x06output\"\xad\x04\n" +
+	"\x06output\x18\v \x01(\fR\x06output\x12\x1f\n" +
+	"\bprogress\x18< \x01(\rH\x00R\bprogress\x88\x01\x01\x12)\n" +
+	"\x10progress_message\x18= \x01(\tR\x0fprogressMessage\x121\n" +
+	"\x15progress_at_unix_nano\x18> \x01(\x03R\x12progressAtUnixNanoB\v\n" +
+	"\t_progress\"\xad\x04\n" +
 	"\x03Run\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
 	"\x03job\x18\x02 \x01(\tR\x03job\x12\x1e\n" +
@@ -631,6 +664,7 @@ func file_raftcron_v1_run_proto_init() {
 	if File_raftcron_v1_run_proto != nil {
 		return
 	}
+	file_raftcron_v1_run_proto_msgTypes[0].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

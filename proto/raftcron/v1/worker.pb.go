@@ -10,6 +10,7 @@ import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -31,6 +32,7 @@ type ConnectRequest struct {
 	//	*ConnectRequest_Heartbeat
 	//	*ConnectRequest_Acks
 	//	*ConnectRequest_Outcomes
+	//	*ConnectRequest_Progress
 	Msg           isConnectRequest_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -109,6 +111,15 @@ func (x *ConnectRequest) GetOutcomes() *WorkerOutcomes {
 	return nil
 }
 
+func (x *ConnectRequest) GetProgress() *WorkerProgress {
+	if x != nil {
+		if x, ok := x.Msg.(*ConnectRequest_Progress); ok {
+			return x.Progress
+		}
+	}
+	return nil
+}
+
 type isConnectRequest_Msg interface {
 	isConnectRequest_Msg()
 }
@@ -130,6 +141,12 @@ type ConnectRequest_Outcomes struct {
 	Outcomes *WorkerOutcomes `protobuf:"bytes,4,opt,name=outcomes,proto3,oneof"`
 }
 
+type ConnectRequest_Progress struct {
+	// Only to a leader whose welcome says it takes them (progress): an
+	// older leader ends the stream on a message it does not know.
+	Progress *WorkerProgress `protobuf:"bytes,5,opt,name=progress,proto3,oneof"`
+}
+
 func (*ConnectRequest_Hello) isConnectRequest_Msg() {}
 
 func (*ConnectRequest_Heartbeat) isConnectRequest_Msg() {}
@@ -137,6 +154,8 @@ func (*ConnectRequest_Heartbeat) isConnectRequest_Msg() {}
 func (*ConnectRequest_Acks) isConnectRequest_Msg() {}
 
 func (*ConnectRequest_Outcomes) isConnectRequest_Msg() {}
+
+func (*ConnectRequest_Progress) isConnectRequest_Msg() {}
 
 type WorkerHello struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -227,8 +246,9 @@ func (x *WorkerHello) GetCommands() bool {
 	return false
 }
 
-// WorkerHeartbeat keeps the lease; the leader echoes each one, so that the
-// worker notices a leader that went silent.
+// WorkerHeartbeat keeps the lease of the stream, and with it the lease of
+// every attempt it holds; the leader echoes each one, so that the worker
+// notices a leader that went silent.
 type WorkerHeartbeat struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -265,6 +285,124 @@ func (*WorkerHeartbeat) Descriptor() ([]byte, []int) {
 	return file_raftcron_v1_worker_proto_rawDescGZIP(), []int{2}
 }
 
+// WorkerProgress reports the progress of attempts the stream holds. The
+// leader answers a report of an attempt it does not hold (any more) with a
+// WorkerCancels whose reason starts with "superseded".
+type WorkerProgress struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Attempts      []*AttemptProgress     `protobuf:"bytes,1,rep,name=attempts,proto3" json:"attempts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkerProgress) Reset() {
+	*x = WorkerProgress{}
+	mi := &file_raftcron_v1_worker_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkerProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkerProgress) ProtoMessage() {}
+
+func (x *WorkerProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_worker_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkerProgress.ProtoReflect.Descriptor instead.
+func (*WorkerProgress) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_worker_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *WorkerProgress) GetAttempts() []*AttemptProgress {
+	if x != nil {
+		return x.Attempts
+	}
+	return nil
+}
+
+// AttemptProgress is how far one attempt has come.
+type AttemptProgress struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	RunId string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	Token uint64                 `protobuf:"varint,2,opt,name=token,proto3" json:"token,omitempty"`
+	// 0-100; unset leaves it as it was.
+	Progress *uint32 `protobuf:"varint,3,opt,name=progress,proto3,oneof" json:"progress,omitempty"`
+	// At most 256 bytes of UTF-8; unset leaves it as it was.
+	Message       *string `protobuf:"bytes,4,opt,name=message,proto3,oneof" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AttemptProgress) Reset() {
+	*x = AttemptProgress{}
+	mi := &file_raftcron_v1_worker_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AttemptProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AttemptProgress) ProtoMessage() {}
+
+func (x *AttemptProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_worker_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AttemptProgress.ProtoReflect.Descriptor instead.
+func (*AttemptProgress) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_worker_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *AttemptProgress) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *AttemptProgress) GetToken() uint64 {
+	if x != nil {
+		return x.Token
+	}
+	return 0
+}
+
+func (x *AttemptProgress) GetProgress() uint32 {
+	if x != nil && x.Progress != nil {
+		return *x.Progress
+	}
+	return 0
+}
+
+func (x *AttemptProgress) GetMessage() string {
+	if x != nil && x.Message != nil {
+		return *x.Message
+	}
+	return ""
+}
+
 // WorkerAcks acknowledges offers: the worker has taken these attempts.
 type WorkerAcks struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -275,7 +413,7 @@ type WorkerAcks struct {
 
 func (x *WorkerAcks) Reset() {
 	*x = WorkerAcks{}
-	mi := &file_raftcron_v1_worker_proto_msgTypes[3]
+	mi := &file_raftcron_v1_worker_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -287,7 +425,7 @@ func (x *WorkerAcks) String() string {
 func (*WorkerAcks) ProtoMessage() {}
 
 func (x *WorkerAcks) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_worker_proto_msgTypes[3]
+	mi := &file_raftcron_v1_worker_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -300,7 +438,7 @@ func (x *WorkerAcks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerAcks.ProtoReflect.Descriptor instead.
 func (*WorkerAcks) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_worker_proto_rawDescGZIP(), []int{3}
+	return file_raftcron_v1_worker_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *WorkerAcks) GetTokens() []uint64 {
@@ -319,7 +457,7 @@ type WorkerOutcomes struct {
 
 func (x *WorkerOutcomes) Reset() {
 	*x = WorkerOutcomes{}
-	mi := &file_raftcron_v1_worker_proto_msgTypes[4]
+	mi := &file_raftcron_v1_worker_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -331,7 +469,7 @@ func (x *WorkerOutcomes) String() string {
 func (*WorkerOutcomes) ProtoMessage() {}
 
 func (x *WorkerOutcomes) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_worker_proto_msgTypes[4]
+	mi := &file_raftcron_v1_worker_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -344,7 +482,7 @@ func (x *WorkerOutcomes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerOutcomes.ProtoReflect.Descriptor instead.
 func (*WorkerOutcomes) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_worker_proto_rawDescGZIP(), []int{4}
+	return file_raftcron_v1_worker_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *WorkerOutcomes) GetOutcomes() []*WorkerOutcome {
@@ -377,7 +515,7 @@ type WorkerOutcome struct {
 
 func (x *WorkerOutcome) Reset() {
 	*x = WorkerOutcome{}
-	mi := &file_raftcron_v1_worker_proto_msgTypes[5]
+	mi := &file_raftcron_v1_worker_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -389,7 +527,7 @@ func (x *WorkerOutcome) String() string {
 func (*WorkerOutcome) ProtoMessage() {}
 
 func (x *WorkerOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_worker_proto_msgTypes[5]
+	mi := &file_raftcron_v1_worker_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -402,7 +540,7 @@ func (x *WorkerOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerOutcome.ProtoReflect.Descriptor instead.
 func (*WorkerOutcome) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_worker_proto_rawDescGZIP(), []int{5}
+	return file_raftcron_v1_worker_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *WorkerOutcome) GetRunId() string {
@@ -477,7 +615,7 @@ type ConnectResponse struct {
 
 func (x *ConnectResponse) Reset() {
 	*x = ConnectResponse{}
-	mi := &file_raftcron_v1_worker_proto_msgTypes[6]
+	mi := &file_raftcron_v1_worker_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -489,7 +627,7 @@ func (x *ConnectResponse) String() string {
 func (*ConnectResponse) ProtoMessage() {}
 
 func (x *ConnectResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_worker_proto_msgTypes[6]
+	mi := &file_raftcron_v1_worker_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -502,7 +640,7 @@ func (x *ConnectResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnectResponse.ProtoReflect.Descriptor instead.
 func (*ConnectResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_worker_proto_rawDescGZIP(), []int{6}
+	return file_raftcron_v1_worker_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ConnectResponse) GetMsg() isConnectResponse_Msg {
@@ -581,14 +719,17 @@ type WorkerWelcome struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	LeaderId string                 `protobuf:"bytes,1,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
 	// Heartbeat well within it (a third is what raftcron's workers do).
-	Lease         *durationpb.Duration `protobuf:"bytes,2,opt,name=lease,proto3" json:"lease,omitempty"`
+	Lease *durationpb.Duration `protobuf:"bytes,2,opt,name=lease,proto3" json:"lease,omitempty"`
+	// The leader takes WorkerProgress messages; a leader of an earlier
+	// release does not, and ends a stream that sends one.
+	Progress      bool `protobuf:"varint,3,opt,name=progress,proto3" json:"progress,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WorkerWelcome) Reset() {
 	*x = WorkerWelcome{}
-	mi := &file_raftcron_v1_worker_proto_msgTypes[7]
+	mi := &file_raftcron_v1_worker_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -600,7 +741,7 @@ func (x *WorkerWelcome) String() string {
 func (*WorkerWelcome) ProtoMessage() {}
 
 func (x *WorkerWelcome) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_worker_proto_msgTypes[7]
+	mi := &file_raftcron_v1_worker_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -613,7 +754,7 @@ func (x *WorkerWelcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerWelcome.ProtoReflect.Descriptor instead.
 func (*WorkerWelcome) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_worker_proto_rawDescGZIP(), []int{7}
+	return file_raftcron_v1_worker_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *WorkerWelcome) GetLeaderId() string {
@@ -630,6 +771,13 @@ func (x *WorkerWelcome) GetLease() *durationpb.Duration {
 	return nil
 }
 
+func (x *WorkerWelcome) GetProgress() bool {
+	if x != nil {
+		return x.Progress
+	}
+	return false
+}
+
 type WorkerOffers struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Attempts      []*WorkerAttempt       `protobuf:"bytes,1,rep,name=attempts,proto3" json:"attempts,omitempty"`
@@ -639,7 +787,7 @@ type WorkerOffers struct {
 
 func (x *WorkerOffers) Reset() {
 	*x = WorkerOffers{}
-	mi := &file_raftcron_v1_worker_proto_msgTypes[8]
+	mi := &file_raftcron_v1_worker_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -651,7 +799,7 @@ func (x *WorkerOffers) String() string {
 func (*WorkerOffers) ProtoMessage() {}
 
 func (x *WorkerOffers) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_worker_proto_msgTypes[8]
+	mi := &file_raftcron_v1_worker_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -664,7 +812,7 @@ func (x *WorkerOffers) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerOffers.ProtoReflect.Descriptor instead.
 func (*WorkerOffers) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_worker_proto_rawDescGZIP(), []int{8}
+	return file_raftcron_v1_worker_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *WorkerOffers) GetAttempts() []*WorkerAttempt {
@@ -700,7 +848,7 @@ type WorkerAttempt struct {
 
 func (x *WorkerAttempt) Reset() {
 	*x = WorkerAttempt{}
-	mi := &file_raftcron_v1_worker_proto_msgTypes[9]
+	mi := &file_raftcron_v1_worker_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -712,7 +860,7 @@ func (x *WorkerAttempt) String() string {
 func (*WorkerAttempt) ProtoMessage() {}
 
 func (x *WorkerAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_worker_proto_msgTypes[9]
+	mi := &file_raftcron_v1_worker_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -725,7 +873,7 @@ func (x *WorkerAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerAttempt.ProtoReflect.Descriptor instead.
 func (*WorkerAttempt) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_worker_proto_rawDescGZIP(), []int{9}
+	return file_raftcron_v1_worker_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *WorkerAttempt) GetJob() string {
@@ -804,7 +952,7 @@ type WorkerCancels struct {
 
 func (x *WorkerCancels) Reset() {
 	*x = WorkerCancels{}
-	mi := &file_raftcron_v1_worker_proto_msgTypes[10]
+	mi := &file_raftcron_v1_worker_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -816,7 +964,7 @@ func (x *WorkerCancels) String() string {
 func (*WorkerCancels) ProtoMessage() {}
 
 func (x *WorkerCancels) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_worker_proto_msgTypes[10]
+	mi := &file_raftcron_v1_worker_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -829,7 +977,7 @@ func (x *WorkerCancels) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerCancels.ProtoReflect.Descriptor instead.
 func (*WorkerCancels) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_worker_proto_rawDescGZIP(), []int{10}
+	return file_raftcron_v1_worker_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *WorkerCancels) GetTokens() []uint64 {
@@ -846,16 +994,718 @@ func (x *WorkerCancels) GetReason() string {
 	return ""
 }
 
+type PollAttemptsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The worker's ID, [a-z0-9][a-z0-9._-]{0,62}: the path's {id}. One ID is
+	// one worker: a worker connected over Connect under it refuses polls
+	// (ALREADY_EXISTS), and so does an ID polled with another ACL token. At
+	// most 16 polls of one ID are open at once.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The pool it serves, [a-z0-9][a-z0-9._-]{0,62}.
+	Pool string `protobuf:"bytes,2,opt,name=pool,proto3" json:"pool,omitempty"`
+	// It is offered only attempts whose target's tags it all carries.
+	Tags map[string]string `protobuf:"bytes,3,rep,name=tags,proto3" json:"tags,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The handlers it runs (the jobs' worker.handler): at least one. It is
+	// offered handler attempts of these only, never command attempts.
+	Handlers []string `protobuf:"bytes,4,rep,name=handlers,proto3" json:"handlers,omitempty"`
+	// At most this many offers in the answer: 0 means 1, at most 1000.
+	Max uint32 `protobuf:"varint,5,opt,name=max,proto3" json:"max,omitempty"`
+	// How long to wait for a first offer: unset means 30 s, at most 60 s; 0
+	// answers at once with what is waiting.
+	Wait          *durationpb.Duration `protobuf:"bytes,6,opt,name=wait,proto3" json:"wait,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PollAttemptsRequest) Reset() {
+	*x = PollAttemptsRequest{}
+	mi := &file_raftcron_v1_worker_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PollAttemptsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PollAttemptsRequest) ProtoMessage() {}
+
+func (x *PollAttemptsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_worker_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PollAttemptsRequest.ProtoReflect.Descriptor instead.
+func (*PollAttemptsRequest) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_worker_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *PollAttemptsRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *PollAttemptsRequest) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
+}
+
+func (x *PollAttemptsRequest) GetTags() map[string]string {
+	if x != nil {
+		return x.Tags
+	}
+	return nil
+}
+
+func (x *PollAttemptsRequest) GetHandlers() []string {
+	if x != nil {
+		return x.Handlers
+	}
+	return nil
+}
+
+func (x *PollAttemptsRequest) GetMax() uint32 {
+	if x != nil {
+		return x.Max
+	}
+	return 0
+}
+
+func (x *PollAttemptsRequest) GetWait() *durationpb.Duration {
+	if x != nil {
+		return x.Wait
+	}
+	return nil
+}
+
+type PollAttemptsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Empty when nothing came within the wait: poll again.
+	Offers        []*AttemptOffer `protobuf:"bytes,1,rep,name=offers,proto3" json:"offers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PollAttemptsResponse) Reset() {
+	*x = PollAttemptsResponse{}
+	mi := &file_raftcron_v1_worker_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PollAttemptsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PollAttemptsResponse) ProtoMessage() {}
+
+func (x *PollAttemptsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_worker_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PollAttemptsResponse.ProtoReflect.Descriptor instead.
+func (*PollAttemptsResponse) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_worker_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *PollAttemptsResponse) GetOffers() []*AttemptOffer {
+	if x != nil {
+		return x.Offers
+	}
+	return nil
+}
+
+// AttemptOffer is one committed attempt offered to an HTTP worker.
+type AttemptOffer struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	RunId string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	Job   string                 `protobuf:"bytes,2,opt,name=job,proto3" json:"job,omitempty"`
+	// The slot's nominal time, whole seconds (RFC 3339 in JSON).
+	Slot *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=slot,proto3" json:"slot,omitempty"`
+	// 1-based within the run.
+	Attempt uint32 `protobuf:"varint,4,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// The attempt's fencing token (a decimal string in JSON, as every 64-bit
+	// integer there): fence every write with it.
+	Token uint64 `protobuf:"varint,5,opt,name=token,proto3" json:"token,omitempty"`
+	// The job's worker.payload, handed to the handler as is.
+	Payload string `protobuf:"bytes,6,opt,name=payload,proto3" json:"payload,omitempty"`
+	// The attempt's RAFTCRON_* variables, as a command of this attempt would
+	// get them (RAFTCRON_FENCING_TOKEN, RAFTCRON_JOB, RAFTCRON_RUN_ID,
+	// RAFTCRON_SCHEDULED_AT, RAFTCRON_ATTEMPT, RAFTCRON_IDEMPOTENCY_KEY, and
+	// RAFTCRON_SIGNATURE when signed), for a handler that starts a process
+	// or hands them on.
+	Env map[string]string `protobuf:"bytes,7,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// When the attempt must have finished, on the leader's clock: the offer's
+	// time plus limit.
+	Deadline *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=deadline,proto3" json:"deadline,omitempty"`
+	// When the lease runs out unless a heartbeat extends it, on the leader's
+	// clock: the offer's time plus lease.
+	LeaseExpires *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=lease_expires,json=leaseExpires,proto3" json:"lease_expires,omitempty"`
+	// Set when the cluster signs its dispatches: "v2=..." over the run-only
+	// form with the payload's digest (docs/fencing.md), "v1=..." while the
+	// cluster version is below 3.
+	Signature string `protobuf:"bytes,10,opt,name=signature,proto3" json:"signature,omitempty"`
+	// The worker.handler to run.
+	Handler string `protobuf:"bytes,11,opt,name=handler,proto3" json:"handler,omitempty"`
+	// The run's idempotency key, the same for every attempt of the run:
+	// "<job>/<scheduled-at>" for a slot, "<job>/manual/<run id>" for a
+	// manual run. De-duplicate on it.
+	IdempotencyKey string `protobuf:"bytes,12,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	// How long the attempt may run, counted from the offer: the job's
+	// deadline or the target's timeout, whichever is shorter (an hour when
+	// neither is set). Count it on the worker's own clock from the answer's
+	// receipt; deadline is the same instant on the leader's.
+	Limit *durationpb.Duration `protobuf:"bytes,13,opt,name=limit,proto3" json:"limit,omitempty"`
+	// How long the lease lasts, counted from the offer: the job's
+	// worker.lease or the node's --worker-lease. Heartbeat well within it
+	// (every third of it, as raftcron's SDKs do).
+	Lease         *durationpb.Duration `protobuf:"bytes,14,opt,name=lease,proto3" json:"lease,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AttemptOffer) Reset() {
+	*x = AttemptOffer{}
+	mi := &file_raftcron_v1_worker_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AttemptOffer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AttemptOffer) ProtoMessage() {}
+
+func (x *AttemptOffer) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_worker_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AttemptOffer.ProtoReflect.Descriptor instead.
+func (*AttemptOffer) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_worker_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *AttemptOffer) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *AttemptOffer) GetJob() string {
+	if x != nil {
+		return x.Job
+	}
+	return ""
+}
+
+func (x *AttemptOffer) GetSlot() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Slot
+	}
+	return nil
+}
+
+func (x *AttemptOffer) GetAttempt() uint32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *AttemptOffer) GetToken() uint64 {
+	if x != nil {
+		return x.Token
+	}
+	return 0
+}
+
+func (x *AttemptOffer) GetPayload() string {
+	if x != nil {
+		return x.Payload
+	}
+	return ""
+}
+
+func (x *AttemptOffer) GetEnv() map[string]string {
+	if x != nil {
+		return x.Env
+	}
+	return nil
+}
+
+func (x *AttemptOffer) GetDeadline() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Deadline
+	}
+	return nil
+}
+
+func (x *AttemptOffer) GetLeaseExpires() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LeaseExpires
+	}
+	return nil
+}
+
+func (x *AttemptOffer) GetSignature() string {
+	if x != nil {
+		return x.Signature
+	}
+	return ""
+}
+
+func (x *AttemptOffer) GetHandler() string {
+	if x != nil {
+		return x.Handler
+	}
+	return ""
+}
+
+func (x *AttemptOffer) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+func (x *AttemptOffer) GetLimit() *durationpb.Duration {
+	if x != nil {
+		return x.Limit
+	}
+	return nil
+}
+
+func (x *AttemptOffer) GetLease() *durationpb.Duration {
+	if x != nil {
+		return x.Lease
+	}
+	return nil
+}
+
+type HeartbeatAttemptRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The path's {run_id} and {token}: the attempt, as offered.
+	RunId string `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	Token uint64 `protobuf:"varint,2,opt,name=token,proto3" json:"token,omitempty"`
+	// 0-100, the share of the work done; unset leaves it as it was.
+	Progress *uint32 `protobuf:"varint,3,opt,name=progress,proto3,oneof" json:"progress,omitempty"`
+	// A short line on what the attempt is doing, at most 256 bytes of
+	// UTF-8; unset leaves it as it was.
+	Message       *string `protobuf:"bytes,4,opt,name=message,proto3,oneof" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HeartbeatAttemptRequest) Reset() {
+	*x = HeartbeatAttemptRequest{}
+	mi := &file_raftcron_v1_worker_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HeartbeatAttemptRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HeartbeatAttemptRequest) ProtoMessage() {}
+
+func (x *HeartbeatAttemptRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_worker_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HeartbeatAttemptRequest.ProtoReflect.Descriptor instead.
+func (*HeartbeatAttemptRequest) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_worker_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *HeartbeatAttemptRequest) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *HeartbeatAttemptRequest) GetToken() uint64 {
+	if x != nil {
+		return x.Token
+	}
+	return 0
+}
+
+func (x *HeartbeatAttemptRequest) GetProgress() uint32 {
+	if x != nil && x.Progress != nil {
+		return *x.Progress
+	}
+	return 0
+}
+
+func (x *HeartbeatAttemptRequest) GetMessage() string {
+	if x != nil && x.Message != nil {
+		return *x.Message
+	}
+	return ""
+}
+
+type HeartbeatAttemptResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The lease's new end, on the leader's clock.
+	LeaseExpires *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=lease_expires,json=leaseExpires,proto3" json:"lease_expires,omitempty"`
+	// The lease, counted from this answer: heartbeat again well within it.
+	Lease         *durationpb.Duration `protobuf:"bytes,2,opt,name=lease,proto3" json:"lease,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HeartbeatAttemptResponse) Reset() {
+	*x = HeartbeatAttemptResponse{}
+	mi := &file_raftcron_v1_worker_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HeartbeatAttemptResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HeartbeatAttemptResponse) ProtoMessage() {}
+
+func (x *HeartbeatAttemptResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_worker_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HeartbeatAttemptResponse.ProtoReflect.Descriptor instead.
+func (*HeartbeatAttemptResponse) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_worker_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *HeartbeatAttemptResponse) GetLeaseExpires() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LeaseExpires
+	}
+	return nil
+}
+
+func (x *HeartbeatAttemptResponse) GetLease() *durationpb.Duration {
+	if x != nil {
+		return x.Lease
+	}
+	return nil
+}
+
+type CompleteAttemptRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The path's {run_id} and {token}: the attempt, as offered.
+	RunId string `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	Token uint64 `protobuf:"varint,2,opt,name=token,proto3" json:"token,omitempty"`
+	// succeeded; failed (retried per the job's retry policy); fenced (the
+	// downstream refused the token: a newer attempt exists, not retried);
+	// deadline_exceeded; or cancelled: the worker gives the attempt back
+	// unfinished (stopping, say), and the leader re-dispatches it as it
+	// does a lost one (unless the run was cancelled).
+	Outcome string `protobuf:"bytes,3,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	// The handler's exit code, if it has one; a non-zero code is added to
+	// the attempt's detail.
+	ExitCode int32 `protobuf:"varint,4,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
+	// The output to keep with the attempt, UTF-8: at most its first 4 KiB
+	// are kept, so send the tail that matters.
+	Output string `protobuf:"bytes,5,opt,name=output,proto3" json:"output,omitempty"`
+	// One line on the outcome (an error message), at most 4 KiB: the
+	// attempt's detail.
+	Detail        string `protobuf:"bytes,6,opt,name=detail,proto3" json:"detail,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompleteAttemptRequest) Reset() {
+	*x = CompleteAttemptRequest{}
+	mi := &file_raftcron_v1_worker_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompleteAttemptRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompleteAttemptRequest) ProtoMessage() {}
+
+func (x *CompleteAttemptRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_worker_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompleteAttemptRequest.ProtoReflect.Descriptor instead.
+func (*CompleteAttemptRequest) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_worker_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *CompleteAttemptRequest) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *CompleteAttemptRequest) GetToken() uint64 {
+	if x != nil {
+		return x.Token
+	}
+	return 0
+}
+
+func (x *CompleteAttemptRequest) GetOutcome() string {
+	if x != nil {
+		return x.Outcome
+	}
+	return ""
+}
+
+func (x *CompleteAttemptRequest) GetExitCode() int32 {
+	if x != nil {
+		return x.ExitCode
+	}
+	return 0
+}
+
+func (x *CompleteAttemptRequest) GetOutput() string {
+	if x != nil {
+		return x.Output
+	}
+	return ""
+}
+
+func (x *CompleteAttemptRequest) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
+type CompleteAttemptResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompleteAttemptResponse) Reset() {
+	*x = CompleteAttemptResponse{}
+	mi := &file_raftcron_v1_worker_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompleteAttemptResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompleteAttemptResponse) ProtoMessage() {}
+
+func (x *CompleteAttemptResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_worker_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompleteAttemptResponse.ProtoReflect.Descriptor instead.
+func (*CompleteAttemptResponse) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_worker_proto_rawDescGZIP(), []int{19}
+}
+
+// RecordProgressCommand records the progress remote workers reported, as
+// the leader gathered it (at most one entry a second): each attempt's
+// latest, taken only while it is its run's current attempt and still
+// executing. Command version 3.
+type RecordProgressCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Records       []*ProgressRecord      `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordProgressCommand) Reset() {
+	*x = RecordProgressCommand{}
+	mi := &file_raftcron_v1_worker_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordProgressCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordProgressCommand) ProtoMessage() {}
+
+func (x *RecordProgressCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_worker_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordProgressCommand.ProtoReflect.Descriptor instead.
+func (*RecordProgressCommand) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_worker_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *RecordProgressCommand) GetRecords() []*ProgressRecord {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+type ProgressRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	RunId string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	Token uint64                 `protobuf:"varint,2,opt,name=token,proto3" json:"token,omitempty"`
+	// 0-100; unset: no percentage reported yet.
+	Progress *uint32 `protobuf:"varint,3,opt,name=progress,proto3,oneof" json:"progress,omitempty"`
+	Message  string  `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	// When the leader received it, on its clock.
+	AtUnixNano    int64 `protobuf:"varint,5,opt,name=at_unix_nano,json=atUnixNano,proto3" json:"at_unix_nano,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProgressRecord) Reset() {
+	*x = ProgressRecord{}
+	mi := &file_raftcron_v1_worker_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProgressRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProgressRecord) ProtoMessage() {}
+
+func (x *ProgressRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_worker_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProgressRecord.ProtoReflect.Descriptor instead.
+func (*ProgressRecord) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_worker_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ProgressRecord) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *ProgressRecord) GetToken() uint64 {
+	if x != nil {
+		return x.Token
+	}
+	return 0
+}
+
+func (x *ProgressRecord) GetProgress() uint32 {
+	if x != nil && x.Progress != nil {
+		return *x.Progress
+	}
+	return 0
+}
+
+func (x *ProgressRecord) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *ProgressRecord) GetAtUnixNano() int64 {
+	if x != nil {
+		return x.AtUnixNano
+	}
+	return 0
+}
+
 var File_raftcron_v1_worker_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_worker_proto_rawDesc = "" +
 	"\n" +
-	"\x18raftcron/v1/worker.proto\x12\vraftcron.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\"\xf1\x01\n" +
+	"\x18raftcron/v1/worker.proto\x12\vraftcron.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\"\xac\x02\n" +
 	"\x0eConnectRequest\x120\n" +
 	"\x05hello\x18\x01 \x01(\v2\x18.raftcron.v1.WorkerHelloH\x00R\x05hello\x12<\n" +
 	"\theartbeat\x18\x02 \x01(\v2\x1c.raftcron.v1.WorkerHeartbeatH\x00R\theartbeat\x12-\n" +
 	"\x04acks\x18\x03 \x01(\v2\x17.raftcron.v1.WorkerAcksH\x00R\x04acks\x129\n" +
-	"\boutcomes\x18\x04 \x01(\v2\x1b.raftcron.v1.WorkerOutcomesH\x00R\boutcomesB\x05\n" +
+	"\boutcomes\x18\x04 \x01(\v2\x1b.raftcron.v1.WorkerOutcomesH\x00R\boutcomes\x129\n" +
+	"\bprogress\x18\x05 \x01(\v2\x1b.raftcron.v1.WorkerProgressH\x00R\bprogressB\x05\n" +
 	"\x03msg\"\xfc\x01\n" +
 	"\vWorkerHello\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
@@ -867,7 +1717,17 @@ const file_raftcron_v1_worker_proto_rawDesc = "" +
 	"\tTagsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x11\n" +
-	"\x0fWorkerHeartbeat\"$\n" +
+	"\x0fWorkerHeartbeat\"J\n" +
+	"\x0eWorkerProgress\x128\n" +
+	"\battempts\x18\x01 \x03(\v2\x1c.raftcron.v1.AttemptProgressR\battempts\"\x97\x01\n" +
+	"\x0fAttemptProgress\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x14\n" +
+	"\x05token\x18\x02 \x01(\x04R\x05token\x12\x1f\n" +
+	"\bprogress\x18\x03 \x01(\rH\x00R\bprogress\x88\x01\x01\x12\x1d\n" +
+	"\amessage\x18\x04 \x01(\tH\x01R\amessage\x88\x01\x01B\v\n" +
+	"\t_progressB\n" +
+	"\n" +
+	"\b_message\"$\n" +
 	"\n" +
 	"WorkerAcks\x12\x16\n" +
 	"\x06tokens\x18\x01 \x03(\x04R\x06tokens\"H\n" +
@@ -887,10 +1747,11 @@ const file_raftcron_v1_worker_proto_rawDesc = "" +
 	"\theartbeat\x18\x02 \x01(\v2\x1c.raftcron.v1.WorkerHeartbeatH\x00R\theartbeat\x123\n" +
 	"\x06offers\x18\x03 \x01(\v2\x19.raftcron.v1.WorkerOffersH\x00R\x06offers\x126\n" +
 	"\acancels\x18\x04 \x01(\v2\x1a.raftcron.v1.WorkerCancelsH\x00R\acancelsB\x05\n" +
-	"\x03msg\"]\n" +
+	"\x03msg\"y\n" +
 	"\rWorkerWelcome\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12/\n" +
-	"\x05lease\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x05lease\"F\n" +
+	"\x05lease\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x05lease\x12\x1a\n" +
+	"\bprogress\x18\x03 \x01(\bR\bprogress\"F\n" +
 	"\fWorkerOffers\x126\n" +
 	"\battempts\x18\x01 \x03(\v2\x1a.raftcron.v1.WorkerAttemptR\battempts\"\xb6\x02\n" +
 	"\rWorkerAttempt\x12\x10\n" +
@@ -905,9 +1766,72 @@ const file_raftcron_v1_worker_proto_rawDesc = "" +
 	"\bdeadline\x18\t \x01(\v2\x19.google.protobuf.DurationR\bdeadline\"?\n" +
 	"\rWorkerCancels\x12\x16\n" +
 	"\x06tokens\x18\x01 \x03(\x04R\x06tokens\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason2Y\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x8f\x02\n" +
+	"\x13PollAttemptsRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04pool\x18\x02 \x01(\tR\x04pool\x12>\n" +
+	"\x04tags\x18\x03 \x03(\v2*.raftcron.v1.PollAttemptsRequest.TagsEntryR\x04tags\x12\x1a\n" +
+	"\bhandlers\x18\x04 \x03(\tR\bhandlers\x12\x10\n" +
+	"\x03max\x18\x05 \x01(\rR\x03max\x12-\n" +
+	"\x04wait\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\x04wait\x1a7\n" +
+	"\tTagsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"I\n" +
+	"\x14PollAttemptsResponse\x121\n" +
+	"\x06offers\x18\x01 \x03(\v2\x19.raftcron.v1.AttemptOfferR\x06offers\"\xdb\x04\n" +
+	"\fAttemptOffer\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x10\n" +
+	"\x03job\x18\x02 \x01(\tR\x03job\x12.\n" +
+	"\x04slot\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x04slot\x12\x18\n" +
+	"\aattempt\x18\x04 \x01(\rR\aattempt\x12\x14\n" +
+	"\x05token\x18\x05 \x01(\x04R\x05token\x12\x18\n" +
+	"\apayload\x18\x06 \x01(\tR\apayload\x124\n" +
+	"\x03env\x18\a \x03(\v2\".raftcron.v1.AttemptOffer.EnvEntryR\x03env\x126\n" +
+	"\bdeadline\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12?\n" +
+	"\rlease_expires\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\fleaseExpires\x12\x1c\n" +
+	"\tsignature\x18\n" +
+	" \x01(\tR\tsignature\x12\x18\n" +
+	"\ahandler\x18\v \x01(\tR\ahandler\x12'\n" +
+	"\x0fidempotency_key\x18\f \x01(\tR\x0eidempotencyKey\x12/\n" +
+	"\x05limit\x18\r \x01(\v2\x19.google.protobuf.DurationR\x05limit\x12/\n" +
+	"\x05lease\x18\x0e \x01(\v2\x19.google.protobuf.DurationR\x05lease\x1a6\n" +
+	"\bEnvEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x9f\x01\n" +
+	"\x17HeartbeatAttemptRequest\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x14\n" +
+	"\x05token\x18\x02 \x01(\x04R\x05token\x12\x1f\n" +
+	"\bprogress\x18\x03 \x01(\rH\x00R\bprogress\x88\x01\x01\x12\x1d\n" +
+	"\amessage\x18\x04 \x01(\tH\x01R\amessage\x88\x01\x01B\v\n" +
+	"\t_progressB\n" +
+	"\n" +
+	"\b_message\"\x8c\x01\n" +
+	"\x18HeartbeatAttemptResponse\x12?\n" +
+	"\rlease_expires\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\fleaseExpires\x12/\n" +
+	"\x05lease\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x05lease\"\xac\x01\n" +
+	"\x16CompleteAttemptRequest\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x14\n" +
+	"\x05token\x18\x02 \x01(\x04R\x05token\x12\x18\n" +
+	"\aoutcome\x18\x03 \x01(\tR\aoutcome\x12\x1b\n" +
+	"\texit_code\x18\x04 \x01(\x05R\bexitCode\x12\x16\n" +
+	"\x06output\x18\x05 \x01(\tR\x06output\x12\x16\n" +
+	"\x06detail\x18\x06 \x01(\tR\x06detail\"\x19\n" +
+	"\x17CompleteAttemptResponse\"N\n" +
+	"\x15RecordProgressCommand\x125\n" +
+	"\arecords\x18\x01 \x03(\v2\x1b.raftcron.v1.ProgressRecordR\arecords\"\xa7\x01\n" +
+	"\x0eProgressRecord\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x14\n" +
+	"\x05token\x18\x02 \x01(\x04R\x05token\x12\x1f\n" +
+	"\bprogress\x18\x03 \x01(\rH\x00R\bprogress\x88\x01\x01\x12\x18\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\x12 \n" +
+	"\fat_unix_nano\x18\x05 \x01(\x03R\n" +
+	"atUnixNanoB\v\n" +
+	"\t_progress2\xed\x02\n" +
 	"\rWorkerService\x12H\n" +
-	"\aConnect\x12\x1b.raftcron.v1.ConnectRequest\x1a\x1c.raftcron.v1.ConnectResponse(\x010\x01B;Z9github.com/raftcron/raftcron/proto/raftcron/v1;raftcronv1b\x06proto3"
+	"\aConnect\x12\x1b.raftcron.v1.ConnectRequest\x1a\x1c.raftcron.v1.ConnectResponse(\x010\x01\x12S\n" +
+	"\fPollAttempts\x12 .raftcron.v1.PollAttemptsRequest\x1a!.raftcron.v1.PollAttemptsResponse\x12_\n" +
+	"\x10HeartbeatAttempt\x12$.raftcron.v1.HeartbeatAttemptRequest\x1a%.raftcron.v1.HeartbeatAttemptResponse\x12\\\n" +
+	"\x0fCompleteAttempt\x12#.raftcron.v1.CompleteAttemptRequest\x1a$.raftcron.v1.CompleteAttemptResponseB;Z9github.com/raftcron/raftcron/proto/raftcron/v1;raftcronv1b\x06proto3"
 
 var (
 	file_raftcron_v1_worker_proto_rawDescOnce sync.Once
@@ -921,47 +1845,81 @@ func file_raftcron_v1_worker_proto_rawDescGZIP() []byte {
 	return file_raftcron_v1_worker_proto_rawDescData
 }
 
-var file_raftcron_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_raftcron_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_raftcron_v1_worker_proto_goTypes = []any{
-	(*ConnectRequest)(nil),      // 0: raftcron.v1.ConnectRequest
-	(*WorkerHello)(nil),         // 1: raftcron.v1.WorkerHello
-	(*WorkerHeartbeat)(nil),     // 2: raftcron.v1.WorkerHeartbeat
-	(*WorkerAcks)(nil),          // 3: raftcron.v1.WorkerAcks
-	(*WorkerOutcomes)(nil),      // 4: raftcron.v1.WorkerOutcomes
-	(*WorkerOutcome)(nil),       // 5: raftcron.v1.WorkerOutcome
-	(*ConnectResponse)(nil),     // 6: raftcron.v1.ConnectResponse
-	(*WorkerWelcome)(nil),       // 7: raftcron.v1.WorkerWelcome
-	(*WorkerOffers)(nil),        // 8: raftcron.v1.WorkerOffers
-	(*WorkerAttempt)(nil),       // 9: raftcron.v1.WorkerAttempt
-	(*WorkerCancels)(nil),       // 10: raftcron.v1.WorkerCancels
-	nil,                         // 11: raftcron.v1.WorkerHello.TagsEntry
-	(RunState)(0),               // 12: raftcron.v1.RunState
-	(*durationpb.Duration)(nil), // 13: google.protobuf.Duration
-	(*WorkerTarget)(nil),        // 14: raftcron.v1.WorkerTarget
+	(*ConnectRequest)(nil),           // 0: raftcron.v1.ConnectRequest
+	(*WorkerHello)(nil),              // 1: raftcron.v1.WorkerHello
+	(*WorkerHeartbeat)(nil),          // 2: raftcron.v1.WorkerHeartbeat
+	(*WorkerProgress)(nil),           // 3: raftcron.v1.WorkerProgress
+	(*AttemptProgress)(nil),          // 4: raftcron.v1.AttemptProgress
+	(*WorkerAcks)(nil),               // 5: raftcron.v1.WorkerAcks
+	(*WorkerOutcomes)(nil),           // 6: raftcron.v1.WorkerOutcomes
+	(*WorkerOutcome)(nil),            // 7: raftcron.v1.WorkerOutcome
+	(*ConnectResponse)(nil),          // 8: raftcron.v1.ConnectResponse
+	(*WorkerWelcome)(nil),            // 9: raftcron.v1.WorkerWelcome
+	(*WorkerOffers)(nil),             // 10: raftcron.v1.WorkerOffers
+	(*WorkerAttempt)(nil),            // 11: raftcron.v1.WorkerAttempt
+	(*WorkerCancels)(nil),            // 12: raftcron.v1.WorkerCancels
+	(*PollAttemptsRequest)(nil),      // 13: raftcron.v1.PollAttemptsRequest
+	(*PollAttemptsResponse)(nil),     // 14: raftcron.v1.PollAttemptsResponse
+	(*AttemptOffer)(nil),             // 15: raftcron.v1.AttemptOffer
+	(*HeartbeatAttemptRequest)(nil),  // 16: raftcron.v1.HeartbeatAttemptRequest
+	(*HeartbeatAttemptResponse)(nil), // 17: raftcron.v1.HeartbeatAttemptResponse
+	(*CompleteAttemptRequest)(nil),   // 18: raftcron.v1.CompleteAttemptRequest
+	(*CompleteAttemptResponse)(nil),  // 19: raftcron.v1.CompleteAttemptResponse
+	(*RecordProgressCommand)(nil),    // 20: raftcron.v1.RecordProgressCommand
+	(*ProgressRecord)(nil),           // 21: raftcron.v1.ProgressRecord
+	nil,                              // 22: raftcron.v1.WorkerHello.TagsEntry
+	nil,                              // 23: raftcron.v1.PollAttemptsRequest.TagsEntry
+	nil,                              // 24: raftcron.v1.AttemptOffer.EnvEntry
+	(RunState)(0),                    // 25: raftcron.v1.RunState
+	(*durationpb.Duration)(nil),      // 26: google.protobuf.Duration
+	(*WorkerTarget)(nil),             // 27: raftcron.v1.WorkerTarget
+	(*timestamppb.Timestamp)(nil),    // 28: google.protobuf.Timestamp
 }
 var file_raftcron_v1_worker_proto_depIdxs = []int32{
 	1,  // 0: raftcron.v1.ConnectRequest.hello:type_name -> raftcron.v1.WorkerHello
 	2,  // 1: raftcron.v1.ConnectRequest.heartbeat:type_name -> raftcron.v1.WorkerHeartbeat
-	3,  // 2: raftcron.v1.ConnectRequest.acks:type_name -> raftcron.v1.WorkerAcks
-	4,  // 3: raftcron.v1.ConnectRequest.outcomes:type_name -> raftcron.v1.WorkerOutcomes
-	11, // 4: raftcron.v1.WorkerHello.tags:type_name -> raftcron.v1.WorkerHello.TagsEntry
-	5,  // 5: raftcron.v1.WorkerOutcomes.outcomes:type_name -> raftcron.v1.WorkerOutcome
-	12, // 6: raftcron.v1.WorkerOutcome.state:type_name -> raftcron.v1.RunState
-	7,  // 7: raftcron.v1.ConnectResponse.welcome:type_name -> raftcron.v1.WorkerWelcome
-	2,  // 8: raftcron.v1.ConnectResponse.heartbeat:type_name -> raftcron.v1.WorkerHeartbeat
-	8,  // 9: raftcron.v1.ConnectResponse.offers:type_name -> raftcron.v1.WorkerOffers
-	10, // 10: raftcron.v1.ConnectResponse.cancels:type_name -> raftcron.v1.WorkerCancels
-	13, // 11: raftcron.v1.WorkerWelcome.lease:type_name -> google.protobuf.Duration
-	9,  // 12: raftcron.v1.WorkerOffers.attempts:type_name -> raftcron.v1.WorkerAttempt
-	14, // 13: raftcron.v1.WorkerAttempt.target:type_name -> raftcron.v1.WorkerTarget
-	13, // 14: raftcron.v1.WorkerAttempt.deadline:type_name -> google.protobuf.Duration
-	0,  // 15: raftcron.v1.WorkerService.Connect:input_type -> raftcron.v1.ConnectRequest
-	6,  // 16: raftcron.v1.WorkerService.Connect:output_type -> raftcron.v1.ConnectResponse
-	16, // [16:17] is the sub-list for method output_type
-	15, // [15:16] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	5,  // 2: raftcron.v1.ConnectRequest.acks:type_name -> raftcron.v1.WorkerAcks
+	6,  // 3: raftcron.v1.ConnectRequest.outcomes:type_name -> raftcron.v1.WorkerOutcomes
+	3,  // 4: raftcron.v1.ConnectRequest.progress:type_name -> raftcron.v1.WorkerProgress
+	22, // 5: raftcron.v1.WorkerHello.tags:type_name -> raftcron.v1.WorkerHello.TagsEntry
+	4,  // 6: raftcron.v1.WorkerProgress.attempts:type_name -> raftcron.v1.AttemptProgress
+	7,  // 7: raftcron.v1.WorkerOutcomes.outcomes:type_name -> raftcron.v1.WorkerOutcome
+	25, // 8: raftcron.v1.WorkerOutcome.state:type_name -> raftcron.v1.RunState
+	9,  // 9: raftcron.v1.ConnectResponse.welcome:type_name -> raftcron.v1.WorkerWelcome
+	2,  // 10: raftcron.v1.ConnectResponse.heartbeat:type_name -> raftcron.v1.WorkerHeartbeat
+	10, // 11: raftcron.v1.ConnectResponse.offers:type_name -> raftcron.v1.WorkerOffers
+	12, // 12: raftcron.v1.ConnectResponse.cancels:type_name -> raftcron.v1.WorkerCancels
+	26, // 13: raftcron.v1.WorkerWelcome.lease:type_name -> google.protobuf.Duration
+	11, // 14: raftcron.v1.WorkerOffers.attempts:type_name -> raftcron.v1.WorkerAttempt
+	27, // 15: raftcron.v1.WorkerAttempt.target:type_name -> raftcron.v1.WorkerTarget
+	26, // 16: raftcron.v1.WorkerAttempt.deadline:type_name -> google.protobuf.Duration
+	23, // 17: raftcron.v1.PollAttemptsRequest.tags:type_name -> raftcron.v1.PollAttemptsRequest.TagsEntry
+	26, // 18: raftcron.v1.PollAttemptsRequest.wait:type_name -> google.protobuf.Duration
+	15, // 19: raftcron.v1.PollAttemptsResponse.offers:type_name -> raftcron.v1.AttemptOffer
+	28, // 20: raftcron.v1.AttemptOffer.slot:type_name -> google.protobuf.Timestamp
+	24, // 21: raftcron.v1.AttemptOffer.env:type_name -> raftcron.v1.AttemptOffer.EnvEntry
+	28, // 22: raftcron.v1.AttemptOffer.deadline:type_name -> google.protobuf.Timestamp
+	28, // 23: raftcron.v1.AttemptOffer.lease_expires:type_name -> google.protobuf.Timestamp
+	26, // 24: raftcron.v1.AttemptOffer.limit:type_name -> google.protobuf.Duration
+	26, // 25: raftcron.v1.AttemptOffer.lease:type_name -> google.protobuf.Duration
+	28, // 26: raftcron.v1.HeartbeatAttemptResponse.lease_expires:type_name -> google.protobuf.Timestamp
+	26, // 27: raftcron.v1.HeartbeatAttemptResponse.lease:type_name -> google.protobuf.Duration
+	21, // 28: raftcron.v1.RecordProgressCommand.records:type_name -> raftcron.v1.ProgressRecord
+	0,  // 29: raftcron.v1.WorkerService.Connect:input_type -> raftcron.v1.ConnectRequest
+	13, // 30: raftcron.v1.WorkerService.PollAttempts:input_type -> raftcron.v1.PollAttemptsRequest
+	16, // 31: raftcron.v1.WorkerService.HeartbeatAttempt:input_type -> raftcron.v1.HeartbeatAttemptRequest
+	18, // 32: raftcron.v1.WorkerService.CompleteAttempt:input_type -> raftcron.v1.CompleteAttemptRequest
+	8,  // 33: raftcron.v1.WorkerService.Connect:output_type -> raftcron.v1.ConnectResponse
+	14, // 34: raftcron.v1.WorkerService.PollAttempts:output_type -> raftcron.v1.PollAttemptsResponse
+	17, // 35: raftcron.v1.WorkerService.HeartbeatAttempt:output_type -> raftcron.v1.HeartbeatAttemptResponse
+	19, // 36: raftcron.v1.WorkerService.CompleteAttempt:output_type -> raftcron.v1.CompleteAttemptResponse
+	33, // [33:37] is the sub-list for method output_type
+	29, // [29:33] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_worker_proto_init() }
@@ -976,20 +1934,24 @@ func file_raftcron_v1_worker_proto_init() {
 		(*ConnectRequest_Heartbeat)(nil),
 		(*ConnectRequest_Acks)(nil),
 		(*ConnectRequest_Outcomes)(nil),
+		(*ConnectRequest_Progress)(nil),
 	}
-	file_raftcron_v1_worker_proto_msgTypes[6].OneofWrappers = []any{
+	file_raftcron_v1_worker_proto_msgTypes[4].OneofWrappers = []any{}
+	file_raftcron_v1_worker_proto_msgTypes[8].OneofWrappers = []any{
 		(*ConnectResponse_Welcome)(nil),
 		(*ConnectResponse_Heartbeat)(nil),
 		(*ConnectResponse_Offers)(nil),
 		(*ConnectResponse_Cancels)(nil),
 	}
+	file_raftcron_v1_worker_proto_msgTypes[16].OneofWrappers = []any{}
+	file_raftcron_v1_worker_proto_msgTypes[21].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_raftcron_v1_worker_proto_rawDesc), len(file_raftcron_v1_worker_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

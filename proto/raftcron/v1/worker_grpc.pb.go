@@ -19,15 +19,24 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	WorkerService_Connect_FullMethodName = "/raftcron.v1.WorkerService/Connect"
+	WorkerService_Connect_FullMethodName          = "/raftcron.v1.WorkerService/Connect"
+	WorkerService_PollAttempts_FullMethodName     = "/raftcron.v1.WorkerService/PollAttempts"
+	WorkerService_HeartbeatAttempt_FullMethodName = "/raftcron.v1.WorkerService/HeartbeatAttempt"
+	WorkerService_CompleteAttempt_FullMethodName  = "/raftcron.v1.WorkerService/CompleteAttempt"
 )
 
 // WorkerServiceClient is the client API for WorkerService service.
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
-// WorkerService is how remote workers (`raftcron worker`, the Go SDK) take
-// the attempts of jobs with a worker target from the leader (DESIGN §14).
+// WorkerService is how remote workers take the attempts of jobs with a
+// worker target from the leader (DESIGN §14): `raftcron worker` and the Go
+// SDK over one Connect stream, workers in any language over the unary
+// calls PollAttempts, HeartbeatAttempt and CompleteAttempt, which the JSON
+// API serves as POST /v1/workers/{id}:poll and POST
+// /v1/attempts/{run_id}/{token}:heartbeat and :complete (docs/workers.md).
+// Both kinds take attempts from the same pools, with the same fencing
+// tokens, leases and re-dispatch.
 type WorkerServiceClient interface {
 	// Connect is a worker's one long-lived stream to the leader. The worker
 	// opens with hello; the leader answers welcome, then offers committed
@@ -42,6 +51,34 @@ type WorkerServiceClient interface {
 	// attempts offered to it and reports outcomes only of those. The stream
 	// ends with UNAUTHENTICATED when its token is deleted or expires.
 	Connect(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ConnectRequest, ConnectResponse], error)
+	// PollAttempts waits up to wait for committed attempts of the worker's pool and hands it up to max of them.
+	// Each offer holds a lease (the job's worker.lease, or the node's
+	// --worker-lease) that only HeartbeatAttempt extends: an offer whose
+	// worker neither heartbeats nor completes it within its lease is lost,
+	// as is an offer whose answer never reached the worker, and the run is
+	// re-dispatched under a larger token (at_least_once) or recorded unknown
+	// (at_most_once). Any node answers: a follower forwards the call to the
+	// leader. Callers: workers (ACL role worker, or management); a worker
+	// token polls only its pools, for at most its max_concurrency attempts
+	// held at once (PERMISSION_DENIED otherwise). The poll ends with
+	// UNAUTHENTICATED when its token is deleted or expires.
+	PollAttempts(ctx context.Context, in *PollAttemptsRequest, opts ...grpc.CallOption) (*PollAttemptsResponse, error)
+	// HeartbeatAttempt extends an offered attempt's lease, and records its progress and message.
+	// ABORTED with ErrorInfo reason SUPERSEDED (HTTP 409) when the attempt is
+	// no longer the run's current one on the leader: its lease ran out (the
+	// run was re-dispatched or recorded unknown), the run was cancelled, or
+	// it finished; the worker must stop it. Any node answers, forwarding to
+	// the leader. Callers: the worker the attempt was offered to (its ACL
+	// token, role worker or management).
+	HeartbeatAttempt(ctx context.Context, in *HeartbeatAttemptRequest, opts ...grpc.CallOption) (*HeartbeatAttemptResponse, error)
+	// CompleteAttempt reports what an offered attempt came to.
+	// ABORTED with ErrorInfo reason SUPERSEDED (HTTP 409) when the attempt is
+	// no longer current (as for HeartbeatAttempt; also when it was completed
+	// already, as a retried call finds it): a late outcome of an attempt
+	// whose lease ran out is still recorded for the FSM to judge. Any node
+	// answers, forwarding to the leader. Callers: the worker the attempt was
+	// offered to (its ACL token, role worker or management).
+	CompleteAttempt(ctx context.Context, in *CompleteAttemptRequest, opts ...grpc.CallOption) (*CompleteAttemptResponse, error)
 }
 
 type workerServiceClient struct {
@@ -65,12 +102,48 @@ func (c *workerServiceClient) Connect(ctx context.Context, opts ...grpc.CallOpti
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type WorkerService_ConnectClient = grpc.BidiStreamingClient[ConnectRequest, ConnectResponse]
 
+func (c *workerServiceClient) PollAttempts(ctx context.Context, in *PollAttemptsRequest, opts ...grpc.CallOption) (*PollAttemptsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PollAttemptsResponse)
+	err := c.cc.Invoke(ctx, WorkerService_PollAttempts_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *workerServiceClient) HeartbeatAttempt(ctx context.Context, in *HeartbeatAttemptRequest, opts ...grpc.CallOption) (*HeartbeatAttemptResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(HeartbeatAttemptResponse)
+	err := c.cc.Invoke(ctx, WorkerService_HeartbeatAttempt_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *workerServiceClient) CompleteAttempt(ctx context.Context, in *CompleteAttemptRequest, opts ...grpc.CallOption) (*CompleteAttemptResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CompleteAttemptResponse)
+	err := c.cc.Invoke(ctx, WorkerService_CompleteAttempt_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // WorkerServiceServer is the server API for WorkerService service.
 // All implementations must embed UnimplementedWorkerServiceServer
 // for forward compatibility.
 //
-// WorkerService is how remote workers (`raftcron worker`, the Go SDK) take
-// the attempts of jobs with a worker target from the leader (DESIGN §14).
+// WorkerService is how remote workers take the attempts of jobs with a
+// worker target from the leader (DESIGN §14): `raftcron worker` and the Go
+// SDK over one Connect stream, workers in any language over the unary
+// calls PollAttempts, HeartbeatAttempt and CompleteAttempt, which the JSON
+// API serves as POST /v1/workers/{id}:poll and POST
+// /v1/attempts/{run_id}/{token}:heartbeat and :complete (docs/workers.md).
+// Both kinds take attempts from the same pools, with the same fencing
+// tokens, leases and re-dispatch.
 type WorkerServiceServer interface {
 	// Connect is a worker's one long-lived stream to the leader. The worker
 	// opens with hello; the leader answers welcome, then offers committed
@@ -85,6 +158,34 @@ type WorkerServiceServer interface {
 	// attempts offered to it and reports outcomes only of those. The stream
 	// ends with UNAUTHENTICATED when its token is deleted or expires.
 	Connect(grpc.BidiStreamingServer[ConnectRequest, ConnectResponse]) error
+	// PollAttempts waits up to wait for committed attempts of the worker's pool and hands it up to max of them.
+	// Each offer holds a lease (the job's worker.lease, or the node's
+	// --worker-lease) that only HeartbeatAttempt extends: an offer whose
+	// worker neither heartbeats nor completes it within its lease is lost,
+	// as is an offer whose answer never reached the worker, and the run is
+	// re-dispatched under a larger token (at_least_once) or recorded unknown
+	// (at_most_once). Any node answers: a follower forwards the call to the
+	// leader. Callers: workers (ACL role worker, or management); a worker
+	// token polls only its pools, for at most its max_concurrency attempts
+	// held at once (PERMISSION_DENIED otherwise). The poll ends with
+	// UNAUTHENTICATED when its token is deleted or expires.
+	PollAttempts(context.Context, *PollAttemptsRequest) (*PollAttemptsResponse, error)
+	// HeartbeatAttempt extends an offered attempt's lease, and records its progress and message.
+	// ABORTED with ErrorInfo reason SUPERSEDED (HTTP 409) when the attempt is
+	// no longer the run's current one on the leader: its lease ran out (the
+	// run was re-dispatched or recorded unknown), the run was cancelled, or
+	// it finished; the worker must stop it. Any node answers, forwarding to
+	// the leader. Callers: the worker the attempt was offered to (its ACL
+	// token, role worker or management).
+	HeartbeatAttempt(context.Context, *HeartbeatAttemptRequest) (*HeartbeatAttemptResponse, error)
+	// CompleteAttempt reports what an offered attempt came to.
+	// ABORTED with ErrorInfo reason SUPERSEDED (HTTP 409) when the attempt is
+	// no longer current (as for HeartbeatAttempt; also when it was completed
+	// already, as a retried call finds it): a late outcome of an attempt
+	// whose lease ran out is still recorded for the FSM to judge. Any node
+	// answers, forwarding to the leader. Callers: the worker the attempt was
+	// offered to (its ACL token, role worker or management).
+	CompleteAttempt(context.Context, *CompleteAttemptRequest) (*CompleteAttemptResponse, error)
 	mustEmbedUnimplementedWorkerServiceServer()
 }
 
@@ -97,6 +198,15 @@ type UnimplementedWorkerServiceServer struct{}
 
 func (UnimplementedWorkerServiceServer) Connect(grpc.BidiStreamingServer[ConnectRequest, ConnectResponse]) error {
 	return status.Errorf(codes.Unimplemented, "method Connect not implemented")
+}
+func (UnimplementedWorkerServiceServer) PollAttempts(context.Context, *PollAttemptsRequest) (*PollAttemptsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method PollAttempts not implemented")
+}
+func (UnimplementedWorkerServiceServer) HeartbeatAttempt(context.Context, *HeartbeatAttemptRequest) (*HeartbeatAttemptResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method HeartbeatAttempt not implemented")
+}
+func (UnimplementedWorkerServiceServer) CompleteAttempt(context.Context, *CompleteAttemptRequest) (*CompleteAttemptResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method CompleteAttempt not implemented")
 }
 func (UnimplementedWorkerServiceServer) mustEmbedUnimplementedWorkerServiceServer() {}
 func (UnimplementedWorkerServiceServer) testEmbeddedByValue()                       {}
@@ -126,13 +236,80 @@ func _WorkerService_Connect_Handler(srv interface{}, stream grpc.ServerStream) e
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type WorkerService_ConnectServer = grpc.BidiStreamingServer[ConnectRequest, ConnectResponse]
 
+func _WorkerService_PollAttempts_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PollAttemptsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkerServiceServer).PollAttempts(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WorkerService_PollAttempts_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkerServiceServer).PollAttempts(ctx, req.(*PollAttemptsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _WorkerService_HeartbeatAttempt_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(HeartbeatAttemptRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkerServiceServer).HeartbeatAttempt(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WorkerService_HeartbeatAttempt_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkerServiceServer).HeartbeatAttempt(ctx, req.(*HeartbeatAttemptRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _WorkerService_CompleteAttempt_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CompleteAttemptRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkerServiceServer).CompleteAttempt(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WorkerService_CompleteAttempt_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkerServiceServer).CompleteAttempt(ctx, req.(*CompleteAttemptRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // WorkerService_ServiceDesc is the grpc.ServiceDesc for WorkerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
 var WorkerService_ServiceDesc = grpc.ServiceDesc{
 	ServiceName: "raftcron.v1.WorkerService",
 	HandlerType: (*WorkerServiceServer)(nil),
-	Methods:     []grpc.MethodDesc{},
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "PollAttempts",
+			Handler:    _WorkerService_PollAttempts_Handler,
+		},
+		{
+			MethodName: "HeartbeatAttempt",
+			Handler:    _WorkerService_HeartbeatAttempt_Handler,
+		},
+		{
+			MethodName: "CompleteAttempt",
+			Handler:    _WorkerService_CompleteAttempt_Handler,
+		},
+	},
 	Streams: []grpc.StreamDesc{
 		{
 			StreamName:    "Connect",

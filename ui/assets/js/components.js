@@ -53,6 +53,17 @@ export function AttemptTokens({ run }) {
 
 export const currentToken = (run) => (lastAttempt(run) || {}).token;
 
+// Progress is a remote worker's last report of the attempt in flight:
+// a bar for its percentage and its message.
+export function Progress({ attempt }) {
+  if (!attempt || (attempt.progress === undefined && !attempt.progress_message)) return null;
+  const pct = attempt.progress;
+  return html`<div class="progress small">
+    ${pct !== undefined && html`<progress max="100" value=${pct} aria-hidden="true"></progress> ${pct}%`}
+    ${attempt.progress_message && html` <span class="muted">${attempt.progress_message}</span>`}
+  </div>`;
+}
+
 // Confirm is a modal dialog: focus stays inside it, Escape cancels.
 // children are the question; onConfirm gets the form's values.
 export function Confirm({ title, action, danger, onConfirm, onClose, children }) {

@@ -2,7 +2,7 @@
 // cancel for a run in flight.
 import { html, useEffect, useState } from '../../vendor/preact-htm.js';
 import { post } from '../api.js';
-import { AttemptTokens, Confirm, Empty, StateBadge, When } from '../components.js';
+import { AttemptTokens, Confirm, Empty, Progress, StateBadge, When } from '../components.js';
 import { hasNano, isFailure, isOpen, kindWord, nanoDate, notRun, unixDate, zoneTime } from '../format.js';
 import { roles, setParams } from '../route.js';
 import { useRuns } from '../store.js';
@@ -84,7 +84,8 @@ function RunRow({ run, onCancel }) {
         : html`<a href="#/jobs/${encodeURIComponent(run.job)}">${run.job}</a>`}<div class="muted small">${run.id}</div></td>
     <td data-label="Slot">${zoneTime(unixDate(run.slot_unix), 'UTC')}</td>
     <td data-label="Kind">${kindWord(run.kind)}</td>
-    <td data-label="State"><div><${StateBadge} state=${run.state} />${run.reason && html`<div class="muted small">${run.reason}</div>`}</div></td>
+    <td data-label="State"><div><${StateBadge} state=${run.state} />${run.reason && html`<div class="muted small">${run.reason}</div>`}
+      ${isOpen(run) && html`<${Progress} attempt=${last} />`}</div></td>
     <td data-label="Tokens"><${AttemptTokens} run=${run} /></td>
     <td data-label="Node">${last?.node_id || '—'}</td>
     <td data-label="Created">${hasNano(run.created_at_unix_nano) ? html`<${When} date=${nanoDate(run.created_at_unix_nano)} />` : '—'}</td>
