@@ -194,11 +194,15 @@ type JobSpec struct {
 	// calendar does; the others are recorded SKIPPED (reason
 	// calendar:NAME). Unset: every slot of the schedule.
 	Calendars *CalendarRefs `protobuf:"bytes,41,opt,name=calendars,proto3" json:"calendars,omitempty"`
-	// Exactly one of http, exec and worker is set.
+	// Exactly one of http, exec, worker and checkin is set.
 	Http *HttpTarget `protobuf:"bytes,4,opt,name=http,proto3" json:"http,omitempty"`
 	Exec *ExecTarget `protobuf:"bytes,5,opt,name=exec,proto3" json:"exec,omitempty"`
 	// Run on a remote worker of a pool instead of on the leader (DESIGN §14).
-	Worker    *WorkerTarget          `protobuf:"bytes,17,opt,name=worker,proto3" json:"worker,omitempty"`
+	Worker *WorkerTarget `protobuf:"bytes,17,opt,name=worker,proto3" json:"worker,omitempty"`
+	// A job that runs elsewhere and checks in (checkin.proto): nothing is
+	// fired, the schedule says when a ping is due, and expect.start_within
+	// is how late it may come before the slot is recorded missed.
+	Checkin   *CheckinTarget         `protobuf:"bytes,32,opt,name=checkin,proto3" json:"checkin,omitempty"`
 	Catchup   *Catchup               `protobuf:"bytes,6,opt,name=catchup,proto3" json:"catchup,omitempty"`
 	Overlap   Overlap                `protobuf:"varint,7,opt,name=overlap,proto3,enum=raftcron.v1.Overlap" json:"overlap,omitempty"`
 	Delivery  Delivery               `protobuf:"varint,8,opt,name=delivery,proto3,enum=raftcron.v1.Delivery" json:"delivery,omitempty"`
@@ -210,7 +214,9 @@ type JobSpec struct {
 	EndAt     *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=end_at,json=endAt,proto3" json:"end_at,omitempty"`
 	Labels    map[string]string      `protobuf:"bytes,15,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Finished runs kept per job; 0 means the default (10).
-	HistoryLimit  uint32 `protobuf:"varint,16,opt,name=history_limit,json=historyLimit,proto3" json:"history_limit,omitempty"`
+	HistoryLimit uint32 `protobuf:"varint,16,opt,name=history_limit,json=historyLimit,proto3" json:"history_limit,omitempty"`
+	// What the job's runs must live up to.
+	Expect        *Expect `protobuf:"bytes,30,opt,name=expect,proto3" json:"expect,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -294,6 +300,13 @@ func (x *JobSpec) GetWorker() *WorkerTarget {
 	return nil
 }
 
+func (x *JobSpec) GetCheckin() *CheckinTarget {
+	if x != nil {
+		return x.Checkin
+	}
+	return nil
+}
+
 func (x *JobSpec) GetCatchup() *Catchup {
 	if x != nil {
 		return x.Catchup
@@ -371,6 +384,61 @@ func (x *JobSpec) GetHistoryLimit() uint32 {
 	return 0
 }
 
+func (x *JobSpec) GetExpect() *Expect {
+	if x != nil {
+		return x.Expect
+	}
+	return nil
+}
+
+// Expect is what a job's runs must live up to.
+type Expect struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How late a slot's run may start. A check-in job's slot without a ping
+	// by slot + start_within is recorded missed (no_checkin); a check-in job
+	// stores 1m when it sets none.
+	StartWithin   *durationpb.Duration `protobuf:"bytes,1,opt,name=start_within,json=startWithin,proto3" json:"start_within,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Expect) Reset() {
+	*x = Expect{}
+	mi := &file_raftcron_v1_job_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Expect) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Expect) ProtoMessage() {}
+
+func (x *Expect) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_job_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Expect.ProtoReflect.Descriptor instead.
+func (*Expect) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Expect) GetStartWithin() *durationpb.Duration {
+	if x != nil {
+		return x.StartWithin
+	}
+	return nil
+}
+
 type HttpTarget struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Url   string                 `protobuf:"bytes,1,opt,name=url,proto3" json:"url,omitempty"`
@@ -390,7 +458,7 @@ type HttpTarget struct {
 
 func (x *HttpTarget) Reset() {
 	*x = HttpTarget{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[1]
+	mi := &file_raftcron_v1_job_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -402,7 +470,7 @@ func (x *HttpTarget) String() string {
 func (*HttpTarget) ProtoMessage() {}
 
 func (x *HttpTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[1]
+	mi := &file_raftcron_v1_job_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -415,7 +483,7 @@ func (x *HttpTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HttpTarget.ProtoReflect.Descriptor instead.
 func (*HttpTarget) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{1}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *HttpTarget) GetUrl() string {
@@ -479,7 +547,7 @@ type ExecTarget struct {
 
 func (x *ExecTarget) Reset() {
 	*x = ExecTarget{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[2]
+	mi := &file_raftcron_v1_job_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -491,7 +559,7 @@ func (x *ExecTarget) String() string {
 func (*ExecTarget) ProtoMessage() {}
 
 func (x *ExecTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[2]
+	mi := &file_raftcron_v1_job_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -504,7 +572,7 @@ func (x *ExecTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecTarget.ProtoReflect.Descriptor instead.
 func (*ExecTarget) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{2}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ExecTarget) GetCommand() []string {
@@ -559,7 +627,7 @@ type WorkerTarget struct {
 
 func (x *WorkerTarget) Reset() {
 	*x = WorkerTarget{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[3]
+	mi := &file_raftcron_v1_job_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -571,7 +639,7 @@ func (x *WorkerTarget) String() string {
 func (*WorkerTarget) ProtoMessage() {}
 
 func (x *WorkerTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[3]
+	mi := &file_raftcron_v1_job_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -584,7 +652,7 @@ func (x *WorkerTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerTarget.ProtoReflect.Descriptor instead.
 func (*WorkerTarget) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{3}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *WorkerTarget) GetPool() string {
@@ -653,7 +721,7 @@ type Catchup struct {
 
 func (x *Catchup) Reset() {
 	*x = Catchup{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[4]
+	mi := &file_raftcron_v1_job_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -665,7 +733,7 @@ func (x *Catchup) String() string {
 func (*Catchup) ProtoMessage() {}
 
 func (x *Catchup) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[4]
+	mi := &file_raftcron_v1_job_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -678,7 +746,7 @@ func (x *Catchup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Catchup.ProtoReflect.Descriptor instead.
 func (*Catchup) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{4}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Catchup) GetWindow() *durationpb.Duration {
@@ -706,7 +774,7 @@ type Retry struct {
 
 func (x *Retry) Reset() {
 	*x = Retry{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[5]
+	mi := &file_raftcron_v1_job_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -718,7 +786,7 @@ func (x *Retry) String() string {
 func (*Retry) ProtoMessage() {}
 
 func (x *Retry) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[5]
+	mi := &file_raftcron_v1_job_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -731,7 +799,7 @@ func (x *Retry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Retry.ProtoReflect.Descriptor instead.
 func (*Retry) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{5}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Retry) GetMaxAttempts() uint32 {
@@ -778,7 +846,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[6]
+	mi := &file_raftcron_v1_job_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -790,7 +858,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[6]
+	mi := &file_raftcron_v1_job_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -803,7 +871,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{6}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Job) GetSpec() *JobSpec {
@@ -897,7 +965,7 @@ type JobStatus struct {
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[7]
+	mi := &file_raftcron_v1_job_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -909,7 +977,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[7]
+	mi := &file_raftcron_v1_job_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -922,7 +990,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{7}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *JobStatus) GetCursorUnix() int64 {
@@ -1025,7 +1093,7 @@ type CreateJobRequest struct {
 
 func (x *CreateJobRequest) Reset() {
 	*x = CreateJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[8]
+	mi := &file_raftcron_v1_job_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1037,7 +1105,7 @@ func (x *CreateJobRequest) String() string {
 func (*CreateJobRequest) ProtoMessage() {}
 
 func (x *CreateJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[8]
+	mi := &file_raftcron_v1_job_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1050,7 +1118,7 @@ func (x *CreateJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateJobRequest.ProtoReflect.Descriptor instead.
 func (*CreateJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{8}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CreateJobRequest) GetSpec() *JobSpec {
@@ -1069,7 +1137,7 @@ type CreateJobResponse struct {
 
 func (x *CreateJobResponse) Reset() {
 	*x = CreateJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[9]
+	mi := &file_raftcron_v1_job_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1081,7 +1149,7 @@ func (x *CreateJobResponse) String() string {
 func (*CreateJobResponse) ProtoMessage() {}
 
 func (x *CreateJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[9]
+	mi := &file_raftcron_v1_job_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1094,7 +1162,7 @@ func (x *CreateJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateJobResponse.ProtoReflect.Descriptor instead.
 func (*CreateJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{9}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CreateJobResponse) GetJob() *Job {
@@ -1115,7 +1183,7 @@ type UpdateJobRequest struct {
 
 func (x *UpdateJobRequest) Reset() {
 	*x = UpdateJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[10]
+	mi := &file_raftcron_v1_job_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1127,7 +1195,7 @@ func (x *UpdateJobRequest) String() string {
 func (*UpdateJobRequest) ProtoMessage() {}
 
 func (x *UpdateJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[10]
+	mi := &file_raftcron_v1_job_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1140,7 +1208,7 @@ func (x *UpdateJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobRequest.ProtoReflect.Descriptor instead.
 func (*UpdateJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{10}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *UpdateJobRequest) GetSpec() *JobSpec {
@@ -1166,7 +1234,7 @@ type UpdateJobResponse struct {
 
 func (x *UpdateJobResponse) Reset() {
 	*x = UpdateJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[11]
+	mi := &file_raftcron_v1_job_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1178,7 +1246,7 @@ func (x *UpdateJobResponse) String() string {
 func (*UpdateJobResponse) ProtoMessage() {}
 
 func (x *UpdateJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[11]
+	mi := &file_raftcron_v1_job_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1191,7 +1259,7 @@ func (x *UpdateJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobResponse.ProtoReflect.Descriptor instead.
 func (*UpdateJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{11}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *UpdateJobResponse) GetJob() *Job {
@@ -1210,7 +1278,7 @@ type ApplyJobRequest struct {
 
 func (x *ApplyJobRequest) Reset() {
 	*x = ApplyJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[12]
+	mi := &file_raftcron_v1_job_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1222,7 +1290,7 @@ func (x *ApplyJobRequest) String() string {
 func (*ApplyJobRequest) ProtoMessage() {}
 
 func (x *ApplyJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[12]
+	mi := &file_raftcron_v1_job_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1235,7 +1303,7 @@ func (x *ApplyJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyJobRequest.ProtoReflect.Descriptor instead.
 func (*ApplyJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{12}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ApplyJobRequest) GetSpec() *JobSpec {
@@ -1257,7 +1325,7 @@ type ApplyJobResponse struct {
 
 func (x *ApplyJobResponse) Reset() {
 	*x = ApplyJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[13]
+	mi := &file_raftcron_v1_job_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1269,7 +1337,7 @@ func (x *ApplyJobResponse) String() string {
 func (*ApplyJobResponse) ProtoMessage() {}
 
 func (x *ApplyJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[13]
+	mi := &file_raftcron_v1_job_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1282,7 +1350,7 @@ func (x *ApplyJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyJobResponse.ProtoReflect.Descriptor instead.
 func (*ApplyJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{13}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ApplyJobResponse) GetJob() *Job {
@@ -1315,7 +1383,7 @@ type ApplyJobsRequest struct {
 
 func (x *ApplyJobsRequest) Reset() {
 	*x = ApplyJobsRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[14]
+	mi := &file_raftcron_v1_job_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1327,7 +1395,7 @@ func (x *ApplyJobsRequest) String() string {
 func (*ApplyJobsRequest) ProtoMessage() {}
 
 func (x *ApplyJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[14]
+	mi := &file_raftcron_v1_job_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1340,7 +1408,7 @@ func (x *ApplyJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyJobsRequest.ProtoReflect.Descriptor instead.
 func (*ApplyJobsRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{14}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ApplyJobsRequest) GetSpecs() []*JobSpec {
@@ -1360,7 +1428,7 @@ type ApplyJobsResponse struct {
 
 func (x *ApplyJobsResponse) Reset() {
 	*x = ApplyJobsResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[15]
+	mi := &file_raftcron_v1_job_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1372,7 +1440,7 @@ func (x *ApplyJobsResponse) String() string {
 func (*ApplyJobsResponse) ProtoMessage() {}
 
 func (x *ApplyJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[15]
+	mi := &file_raftcron_v1_job_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1385,7 +1453,7 @@ func (x *ApplyJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyJobsResponse.ProtoReflect.Descriptor instead.
 func (*ApplyJobsResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{15}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ApplyJobsResponse) GetResults() []*ApplyJobsResult {
@@ -1413,7 +1481,7 @@ type ApplyJobsResult struct {
 
 func (x *ApplyJobsResult) Reset() {
 	*x = ApplyJobsResult{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[16]
+	mi := &file_raftcron_v1_job_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1425,7 +1493,7 @@ func (x *ApplyJobsResult) String() string {
 func (*ApplyJobsResult) ProtoMessage() {}
 
 func (x *ApplyJobsResult) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[16]
+	mi := &file_raftcron_v1_job_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1438,7 +1506,7 @@ func (x *ApplyJobsResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyJobsResult.ProtoReflect.Descriptor instead.
 func (*ApplyJobsResult) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{16}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ApplyJobsResult) GetJob() *Job {
@@ -1487,7 +1555,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[17]
+	mi := &file_raftcron_v1_job_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1499,7 +1567,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[17]
+	mi := &file_raftcron_v1_job_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1512,7 +1580,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{17}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetJobRequest) GetName() string {
@@ -1538,7 +1606,7 @@ type GetJobResponse struct {
 
 func (x *GetJobResponse) Reset() {
 	*x = GetJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[18]
+	mi := &file_raftcron_v1_job_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1550,7 +1618,7 @@ func (x *GetJobResponse) String() string {
 func (*GetJobResponse) ProtoMessage() {}
 
 func (x *GetJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[18]
+	mi := &file_raftcron_v1_job_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1563,7 +1631,7 @@ func (x *GetJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobResponse.ProtoReflect.Descriptor instead.
 func (*GetJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{18}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetJobResponse) GetJob() *Job {
@@ -1588,7 +1656,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[19]
+	mi := &file_raftcron_v1_job_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1600,7 +1668,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[19]
+	mi := &file_raftcron_v1_job_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1613,7 +1681,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{19}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListJobsRequest) GetPageSize() uint32 {
@@ -1657,7 +1725,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[20]
+	mi := &file_raftcron_v1_job_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1669,7 +1737,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[20]
+	mi := &file_raftcron_v1_job_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1682,7 +1750,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{20}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListJobsResponse) GetJobs() []*Job {
@@ -1709,7 +1777,7 @@ type DeleteJobRequest struct {
 
 func (x *DeleteJobRequest) Reset() {
 	*x = DeleteJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[21]
+	mi := &file_raftcron_v1_job_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1721,7 +1789,7 @@ func (x *DeleteJobRequest) String() string {
 func (*DeleteJobRequest) ProtoMessage() {}
 
 func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[21]
+	mi := &file_raftcron_v1_job_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1734,7 +1802,7 @@ func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobRequest.ProtoReflect.Descriptor instead.
 func (*DeleteJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{21}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *DeleteJobRequest) GetName() string {
@@ -1759,7 +1827,7 @@ type DeleteJobResponse struct {
 
 func (x *DeleteJobResponse) Reset() {
 	*x = DeleteJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[22]
+	mi := &file_raftcron_v1_job_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1771,7 +1839,7 @@ func (x *DeleteJobResponse) String() string {
 func (*DeleteJobResponse) ProtoMessage() {}
 
 func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[22]
+	mi := &file_raftcron_v1_job_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1784,7 +1852,7 @@ func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobResponse.ProtoReflect.Descriptor instead.
 func (*DeleteJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{22}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{23}
 }
 
 type PauseJobRequest struct {
@@ -1797,7 +1865,7 @@ type PauseJobRequest struct {
 
 func (x *PauseJobRequest) Reset() {
 	*x = PauseJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[23]
+	mi := &file_raftcron_v1_job_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1809,7 +1877,7 @@ func (x *PauseJobRequest) String() string {
 func (*PauseJobRequest) ProtoMessage() {}
 
 func (x *PauseJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[23]
+	mi := &file_raftcron_v1_job_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1822,7 +1890,7 @@ func (x *PauseJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseJobRequest.ProtoReflect.Descriptor instead.
 func (*PauseJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{23}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PauseJobRequest) GetName() string {
@@ -1848,7 +1916,7 @@ type PauseJobResponse struct {
 
 func (x *PauseJobResponse) Reset() {
 	*x = PauseJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[24]
+	mi := &file_raftcron_v1_job_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1860,7 +1928,7 @@ func (x *PauseJobResponse) String() string {
 func (*PauseJobResponse) ProtoMessage() {}
 
 func (x *PauseJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[24]
+	mi := &file_raftcron_v1_job_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1873,7 +1941,7 @@ func (x *PauseJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseJobResponse.ProtoReflect.Descriptor instead.
 func (*PauseJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{24}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *PauseJobResponse) GetJob() *Job {
@@ -1892,7 +1960,7 @@ type ResumeJobRequest struct {
 
 func (x *ResumeJobRequest) Reset() {
 	*x = ResumeJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[25]
+	mi := &file_raftcron_v1_job_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1904,7 +1972,7 @@ func (x *ResumeJobRequest) String() string {
 func (*ResumeJobRequest) ProtoMessage() {}
 
 func (x *ResumeJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[25]
+	mi := &file_raftcron_v1_job_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1917,7 +1985,7 @@ func (x *ResumeJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeJobRequest.ProtoReflect.Descriptor instead.
 func (*ResumeJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{25}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ResumeJobRequest) GetName() string {
@@ -1936,7 +2004,7 @@ type ResumeJobResponse struct {
 
 func (x *ResumeJobResponse) Reset() {
 	*x = ResumeJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[26]
+	mi := &file_raftcron_v1_job_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1948,7 +2016,7 @@ func (x *ResumeJobResponse) String() string {
 func (*ResumeJobResponse) ProtoMessage() {}
 
 func (x *ResumeJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[26]
+	mi := &file_raftcron_v1_job_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1961,7 +2029,7 @@ func (x *ResumeJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeJobResponse.ProtoReflect.Descriptor instead.
 func (*ResumeJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{26}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ResumeJobResponse) GetJob() *Job {
@@ -1983,7 +2051,7 @@ type TriggerJobRequest struct {
 
 func (x *TriggerJobRequest) Reset() {
 	*x = TriggerJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[27]
+	mi := &file_raftcron_v1_job_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1995,7 +2063,7 @@ func (x *TriggerJobRequest) String() string {
 func (*TriggerJobRequest) ProtoMessage() {}
 
 func (x *TriggerJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[27]
+	mi := &file_raftcron_v1_job_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2008,7 +2076,7 @@ func (x *TriggerJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerJobRequest.ProtoReflect.Descriptor instead.
 func (*TriggerJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{27}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *TriggerJobRequest) GetName() string {
@@ -2041,7 +2109,7 @@ type TriggerJobResponse struct {
 
 func (x *TriggerJobResponse) Reset() {
 	*x = TriggerJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[28]
+	mi := &file_raftcron_v1_job_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2053,7 +2121,7 @@ func (x *TriggerJobResponse) String() string {
 func (*TriggerJobResponse) ProtoMessage() {}
 
 func (x *TriggerJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[28]
+	mi := &file_raftcron_v1_job_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2066,7 +2134,7 @@ func (x *TriggerJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerJobResponse.ProtoReflect.Descriptor instead.
 func (*TriggerJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{28}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *TriggerJobResponse) GetRun() *Run {
@@ -2092,7 +2160,7 @@ type PreviewScheduleRequest struct {
 
 func (x *PreviewScheduleRequest) Reset() {
 	*x = PreviewScheduleRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[29]
+	mi := &file_raftcron_v1_job_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2104,7 +2172,7 @@ func (x *PreviewScheduleRequest) String() string {
 func (*PreviewScheduleRequest) ProtoMessage() {}
 
 func (x *PreviewScheduleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[29]
+	mi := &file_raftcron_v1_job_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2117,7 +2185,7 @@ func (x *PreviewScheduleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewScheduleRequest.ProtoReflect.Descriptor instead.
 func (*PreviewScheduleRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{29}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *PreviewScheduleRequest) GetName() string {
@@ -2167,7 +2235,7 @@ type PreviewScheduleResponse struct {
 
 func (x *PreviewScheduleResponse) Reset() {
 	*x = PreviewScheduleResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[30]
+	mi := &file_raftcron_v1_job_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2179,7 +2247,7 @@ func (x *PreviewScheduleResponse) String() string {
 func (*PreviewScheduleResponse) ProtoMessage() {}
 
 func (x *PreviewScheduleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[30]
+	mi := &file_raftcron_v1_job_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2192,7 +2260,7 @@ func (x *PreviewScheduleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewScheduleResponse.ProtoReflect.Descriptor instead.
 func (*PreviewScheduleResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{30}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *PreviewScheduleResponse) GetTimes() []*timestamppb.Timestamp {
@@ -2222,7 +2290,7 @@ type PreviewSlot struct {
 
 func (x *PreviewSlot) Reset() {
 	*x = PreviewSlot{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[31]
+	mi := &file_raftcron_v1_job_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2234,7 +2302,7 @@ func (x *PreviewSlot) String() string {
 func (*PreviewSlot) ProtoMessage() {}
 
 func (x *PreviewSlot) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[31]
+	mi := &file_raftcron_v1_job_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2247,7 +2315,7 @@ func (x *PreviewSlot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewSlot.ProtoReflect.Descriptor instead.
 func (*PreviewSlot) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{31}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *PreviewSlot) GetTime() *timestamppb.Timestamp {
@@ -2268,7 +2336,7 @@ var File_raftcron_v1_job_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\n" +
-	"\x15raftcron/v1/job.proto\x12\vraftcron.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1araftcron/v1/calendar.proto\x1a\x15raftcron/v1/run.proto\"\xca\x06\n" +
+	"\x15raftcron/v1/job.proto\x12\vraftcron.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1araftcron/v1/calendar.proto\x1a\x19raftcron/v1/checkin.proto\x1a\x15raftcron/v1/run.proto\"\xad\a\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bschedule\x18\x02 \x01(\tR\bschedule\x12\x1a\n" +
@@ -2276,7 +2344,8 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\tcalendars\x18) \x01(\v2\x19.raftcron.v1.CalendarRefsR\tcalendars\x12+\n" +
 	"\x04http\x18\x04 \x01(\v2\x17.raftcron.v1.HttpTargetR\x04http\x12+\n" +
 	"\x04exec\x18\x05 \x01(\v2\x17.raftcron.v1.ExecTargetR\x04exec\x121\n" +
-	"\x06worker\x18\x11 \x01(\v2\x19.raftcron.v1.WorkerTargetR\x06worker\x12.\n" +
+	"\x06worker\x18\x11 \x01(\v2\x19.raftcron.v1.WorkerTargetR\x06worker\x124\n" +
+	"\acheckin\x18  \x01(\v2\x1a.raftcron.v1.CheckinTargetR\acheckin\x12.\n" +
 	"\acatchup\x18\x06 \x01(\v2\x14.raftcron.v1.CatchupR\acatchup\x12.\n" +
 	"\aoverlap\x18\a \x01(\x0e2\x14.raftcron.v1.OverlapR\aoverlap\x121\n" +
 	"\bdelivery\x18\b \x01(\x0e2\x15.raftcron.v1.DeliveryR\bdelivery\x12(\n" +
@@ -2289,10 +2358,13 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\bstart_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\astartAt\x121\n" +
 	"\x06end_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\x05endAt\x128\n" +
 	"\x06labels\x18\x0f \x03(\v2 .raftcron.v1.JobSpec.LabelsEntryR\x06labels\x12#\n" +
-	"\rhistory_limit\x18\x10 \x01(\rR\fhistoryLimit\x1a9\n" +
+	"\rhistory_limit\x18\x10 \x01(\rR\fhistoryLimit\x12+\n" +
+	"\x06expect\x18\x1e \x01(\v2\x13.raftcron.v1.ExpectR\x06expect\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc5\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"F\n" +
+	"\x06Expect\x12<\n" +
+	"\fstart_within\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\vstartWithin\"\xc5\x02\n" +
 	"\n" +
 	"HttpTarget\x12\x10\n" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12\x16\n" +
@@ -2456,7 +2528,7 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\bDelivery\x12\x18\n" +
 	"\x14DELIVERY_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16DELIVERY_AT_LEAST_ONCE\x10\x01\x12\x19\n" +
-	"\x15DELIVERY_AT_MOST_ONCE\x10\x022\xd3\x06\n" +
+	"\x15DELIVERY_AT_MOST_ONCE\x10\x022\xa2\a\n" +
 	"\n" +
 	"JobService\x12J\n" +
 	"\tCreateJob\x12\x1d.raftcron.v1.CreateJobRequest\x1a\x1e.raftcron.v1.CreateJobResponse\x12J\n" +
@@ -2470,7 +2542,9 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\tResumeJob\x12\x1d.raftcron.v1.ResumeJobRequest\x1a\x1e.raftcron.v1.ResumeJobResponse\x12M\n" +
 	"\n" +
 	"TriggerJob\x12\x1e.raftcron.v1.TriggerJobRequest\x1a\x1f.raftcron.v1.TriggerJobResponse\x12\\\n" +
-	"\x0fPreviewSchedule\x12#.raftcron.v1.PreviewScheduleRequest\x1a$.raftcron.v1.PreviewScheduleResponseB;Z9github.com/raftcron/raftcron/proto/raftcron/v1;raftcronv1b\x06proto3"
+	"\x0fPreviewSchedule\x12#.raftcron.v1.PreviewScheduleRequest\x1a$.raftcron.v1.PreviewScheduleResponse\x12M\n" +
+	"\n" +
+	"CheckinJob\x12\x1e.raftcron.v1.CheckinJobRequest\x1a\x1f.raftcron.v1.CheckinJobResponseB;Z9github.com/raftcron/raftcron/proto/raftcron/v1;raftcronv1b\x06proto3"
 
 var (
 	file_raftcron_v1_job_proto_rawDescOnce sync.Once
@@ -2485,130 +2559,139 @@ func file_raftcron_v1_job_proto_rawDescGZIP() []byte {
 }
 
 var file_raftcron_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_raftcron_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_raftcron_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_raftcron_v1_job_proto_goTypes = []any{
 	(CatchupPolicy)(0),              // 0: raftcron.v1.CatchupPolicy
 	(Overlap)(0),                    // 1: raftcron.v1.Overlap
 	(Delivery)(0),                   // 2: raftcron.v1.Delivery
 	(*JobSpec)(nil),                 // 3: raftcron.v1.JobSpec
-	(*HttpTarget)(nil),              // 4: raftcron.v1.HttpTarget
-	(*ExecTarget)(nil),              // 5: raftcron.v1.ExecTarget
-	(*WorkerTarget)(nil),            // 6: raftcron.v1.WorkerTarget
-	(*Catchup)(nil),                 // 7: raftcron.v1.Catchup
-	(*Retry)(nil),                   // 8: raftcron.v1.Retry
-	(*Job)(nil),                     // 9: raftcron.v1.Job
-	(*JobStatus)(nil),               // 10: raftcron.v1.JobStatus
-	(*CreateJobRequest)(nil),        // 11: raftcron.v1.CreateJobRequest
-	(*CreateJobResponse)(nil),       // 12: raftcron.v1.CreateJobResponse
-	(*UpdateJobRequest)(nil),        // 13: raftcron.v1.UpdateJobRequest
-	(*UpdateJobResponse)(nil),       // 14: raftcron.v1.UpdateJobResponse
-	(*ApplyJobRequest)(nil),         // 15: raftcron.v1.ApplyJobRequest
-	(*ApplyJobResponse)(nil),        // 16: raftcron.v1.ApplyJobResponse
-	(*ApplyJobsRequest)(nil),        // 17: raftcron.v1.ApplyJobsRequest
-	(*ApplyJobsResponse)(nil),       // 18: raftcron.v1.ApplyJobsResponse
-	(*ApplyJobsResult)(nil),         // 19: raftcron.v1.ApplyJobsResult
-	(*GetJobRequest)(nil),           // 20: raftcron.v1.GetJobRequest
-	(*GetJobResponse)(nil),          // 21: raftcron.v1.GetJobResponse
-	(*ListJobsRequest)(nil),         // 22: raftcron.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),        // 23: raftcron.v1.ListJobsResponse
-	(*DeleteJobRequest)(nil),        // 24: raftcron.v1.DeleteJobRequest
-	(*DeleteJobResponse)(nil),       // 25: raftcron.v1.DeleteJobResponse
-	(*PauseJobRequest)(nil),         // 26: raftcron.v1.PauseJobRequest
-	(*PauseJobResponse)(nil),        // 27: raftcron.v1.PauseJobResponse
-	(*ResumeJobRequest)(nil),        // 28: raftcron.v1.ResumeJobRequest
-	(*ResumeJobResponse)(nil),       // 29: raftcron.v1.ResumeJobResponse
-	(*TriggerJobRequest)(nil),       // 30: raftcron.v1.TriggerJobRequest
-	(*TriggerJobResponse)(nil),      // 31: raftcron.v1.TriggerJobResponse
-	(*PreviewScheduleRequest)(nil),  // 32: raftcron.v1.PreviewScheduleRequest
-	(*PreviewScheduleResponse)(nil), // 33: raftcron.v1.PreviewScheduleResponse
-	(*PreviewSlot)(nil),             // 34: raftcron.v1.PreviewSlot
-	nil,                             // 35: raftcron.v1.JobSpec.LabelsEntry
-	nil,                             // 36: raftcron.v1.HttpTarget.HeadersEntry
-	nil,                             // 37: raftcron.v1.ExecTarget.EnvEntry
-	nil,                             // 38: raftcron.v1.WorkerTarget.TagsEntry
-	nil,                             // 39: raftcron.v1.WorkerTarget.EnvEntry
-	nil,                             // 40: raftcron.v1.ListJobsRequest.LabelSelectorEntry
-	(*CalendarRefs)(nil),            // 41: raftcron.v1.CalendarRefs
-	(*durationpb.Duration)(nil),     // 42: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),   // 43: google.protobuf.Timestamp
-	(RunState)(0),                   // 44: raftcron.v1.RunState
-	(*Run)(nil),                     // 45: raftcron.v1.Run
+	(*Expect)(nil),                  // 4: raftcron.v1.Expect
+	(*HttpTarget)(nil),              // 5: raftcron.v1.HttpTarget
+	(*ExecTarget)(nil),              // 6: raftcron.v1.ExecTarget
+	(*WorkerTarget)(nil),            // 7: raftcron.v1.WorkerTarget
+	(*Catchup)(nil),                 // 8: raftcron.v1.Catchup
+	(*Retry)(nil),                   // 9: raftcron.v1.Retry
+	(*Job)(nil),                     // 10: raftcron.v1.Job
+	(*JobStatus)(nil),               // 11: raftcron.v1.JobStatus
+	(*CreateJobRequest)(nil),        // 12: raftcron.v1.CreateJobRequest
+	(*CreateJobResponse)(nil),       // 13: raftcron.v1.CreateJobResponse
+	(*UpdateJobRequest)(nil),        // 14: raftcron.v1.UpdateJobRequest
+	(*UpdateJobResponse)(nil),       // 15: raftcron.v1.UpdateJobResponse
+	(*ApplyJobRequest)(nil),         // 16: raftcron.v1.ApplyJobRequest
+	(*ApplyJobResponse)(nil),        // 17: raftcron.v1.ApplyJobResponse
+	(*ApplyJobsRequest)(nil),        // 18: raftcron.v1.ApplyJobsRequest
+	(*ApplyJobsResponse)(nil),       // 19: raftcron.v1.ApplyJobsResponse
+	(*ApplyJobsResult)(nil),         // 20: raftcron.v1.ApplyJobsResult
+	(*GetJobRequest)(nil),           // 21: raftcron.v1.GetJobRequest
+	(*GetJobResponse)(nil),          // 22: raftcron.v1.GetJobResponse
+	(*ListJobsRequest)(nil),         // 23: raftcron.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),        // 24: raftcron.v1.ListJobsResponse
+	(*DeleteJobRequest)(nil),        // 25: raftcron.v1.DeleteJobRequest
+	(*DeleteJobResponse)(nil),       // 26: raftcron.v1.DeleteJobResponse
+	(*PauseJobRequest)(nil),         // 27: raftcron.v1.PauseJobRequest
+	(*PauseJobResponse)(nil),        // 28: raftcron.v1.PauseJobResponse
+	(*ResumeJobRequest)(nil),        // 29: raftcron.v1.ResumeJobRequest
+	(*ResumeJobResponse)(nil),       // 30: raftcron.v1.ResumeJobResponse
+	(*TriggerJobRequest)(nil),       // 31: raftcron.v1.TriggerJobRequest
+	(*TriggerJobResponse)(nil),      // 32: raftcron.v1.TriggerJobResponse
+	(*PreviewScheduleRequest)(nil),  // 33: raftcron.v1.PreviewScheduleRequest
+	(*PreviewScheduleResponse)(nil), // 34: raftcron.v1.PreviewScheduleResponse
+	(*PreviewSlot)(nil),             // 35: raftcron.v1.PreviewSlot
+	nil,                             // 36: raftcron.v1.JobSpec.LabelsEntry
+	nil,                             // 37: raftcron.v1.HttpTarget.HeadersEntry
+	nil,                             // 38: raftcron.v1.ExecTarget.EnvEntry
+	nil,                             // 39: raftcron.v1.WorkerTarget.TagsEntry
+	nil,                             // 40: raftcron.v1.WorkerTarget.EnvEntry
+	nil,                             // 41: raftcron.v1.ListJobsRequest.LabelSelectorEntry
+	(*CalendarRefs)(nil),            // 42: raftcron.v1.CalendarRefs
+	(*CheckinTarget)(nil),           // 43: raftcron.v1.CheckinTarget
+	(*durationpb.Duration)(nil),     // 44: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),   // 45: google.protobuf.Timestamp
+	(RunState)(0),                   // 46: raftcron.v1.RunState
+	(*Run)(nil),                     // 47: raftcron.v1.Run
+	(*CheckinJobRequest)(nil),       // 48: raftcron.v1.CheckinJobRequest
+	(*CheckinJobResponse)(nil),      // 49: raftcron.v1.CheckinJobResponse
 }
 var file_raftcron_v1_job_proto_depIdxs = []int32{
-	41, // 0: raftcron.v1.JobSpec.calendars:type_name -> raftcron.v1.CalendarRefs
-	4,  // 1: raftcron.v1.JobSpec.http:type_name -> raftcron.v1.HttpTarget
-	5,  // 2: raftcron.v1.JobSpec.exec:type_name -> raftcron.v1.ExecTarget
-	6,  // 3: raftcron.v1.JobSpec.worker:type_name -> raftcron.v1.WorkerTarget
-	7,  // 4: raftcron.v1.JobSpec.catchup:type_name -> raftcron.v1.Catchup
-	1,  // 5: raftcron.v1.JobSpec.overlap:type_name -> raftcron.v1.Overlap
-	2,  // 6: raftcron.v1.JobSpec.delivery:type_name -> raftcron.v1.Delivery
-	8,  // 7: raftcron.v1.JobSpec.retry:type_name -> raftcron.v1.Retry
-	42, // 8: raftcron.v1.JobSpec.deadline:type_name -> google.protobuf.Duration
-	43, // 9: raftcron.v1.JobSpec.start_at:type_name -> google.protobuf.Timestamp
-	43, // 10: raftcron.v1.JobSpec.end_at:type_name -> google.protobuf.Timestamp
-	35, // 11: raftcron.v1.JobSpec.labels:type_name -> raftcron.v1.JobSpec.LabelsEntry
-	36, // 12: raftcron.v1.HttpTarget.headers:type_name -> raftcron.v1.HttpTarget.HeadersEntry
-	42, // 13: raftcron.v1.HttpTarget.timeout:type_name -> google.protobuf.Duration
-	37, // 14: raftcron.v1.ExecTarget.env:type_name -> raftcron.v1.ExecTarget.EnvEntry
-	42, // 15: raftcron.v1.ExecTarget.timeout:type_name -> google.protobuf.Duration
-	38, // 16: raftcron.v1.WorkerTarget.tags:type_name -> raftcron.v1.WorkerTarget.TagsEntry
-	39, // 17: raftcron.v1.WorkerTarget.env:type_name -> raftcron.v1.WorkerTarget.EnvEntry
-	42, // 18: raftcron.v1.WorkerTarget.timeout:type_name -> google.protobuf.Duration
-	42, // 19: raftcron.v1.Catchup.window:type_name -> google.protobuf.Duration
-	0,  // 20: raftcron.v1.Catchup.policy:type_name -> raftcron.v1.CatchupPolicy
-	42, // 21: raftcron.v1.Retry.initial_backoff:type_name -> google.protobuf.Duration
-	42, // 22: raftcron.v1.Retry.max_backoff:type_name -> google.protobuf.Duration
-	3,  // 23: raftcron.v1.Job.spec:type_name -> raftcron.v1.JobSpec
-	43, // 24: raftcron.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	43, // 25: raftcron.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	10, // 26: raftcron.v1.Job.status:type_name -> raftcron.v1.JobStatus
-	44, // 27: raftcron.v1.JobStatus.last_outcome:type_name -> raftcron.v1.RunState
-	3,  // 28: raftcron.v1.CreateJobRequest.spec:type_name -> raftcron.v1.JobSpec
-	9,  // 29: raftcron.v1.CreateJobResponse.job:type_name -> raftcron.v1.Job
-	3,  // 30: raftcron.v1.UpdateJobRequest.spec:type_name -> raftcron.v1.JobSpec
-	9,  // 31: raftcron.v1.UpdateJobResponse.job:type_name -> raftcron.v1.Job
-	3,  // 32: raftcron.v1.ApplyJobRequest.spec:type_name -> raftcron.v1.JobSpec
-	9,  // 33: raftcron.v1.ApplyJobResponse.job:type_name -> raftcron.v1.Job
-	3,  // 34: raftcron.v1.ApplyJobsRequest.specs:type_name -> raftcron.v1.JobSpec
-	19, // 35: raftcron.v1.ApplyJobsResponse.results:type_name -> raftcron.v1.ApplyJobsResult
-	9,  // 36: raftcron.v1.ApplyJobsResult.job:type_name -> raftcron.v1.Job
-	9,  // 37: raftcron.v1.GetJobResponse.job:type_name -> raftcron.v1.Job
-	40, // 38: raftcron.v1.ListJobsRequest.label_selector:type_name -> raftcron.v1.ListJobsRequest.LabelSelectorEntry
-	9,  // 39: raftcron.v1.ListJobsResponse.jobs:type_name -> raftcron.v1.Job
-	9,  // 40: raftcron.v1.PauseJobResponse.job:type_name -> raftcron.v1.Job
-	9,  // 41: raftcron.v1.ResumeJobResponse.job:type_name -> raftcron.v1.Job
-	45, // 42: raftcron.v1.TriggerJobResponse.run:type_name -> raftcron.v1.Run
-	43, // 43: raftcron.v1.PreviewScheduleRequest.after:type_name -> google.protobuf.Timestamp
-	43, // 44: raftcron.v1.PreviewScheduleResponse.times:type_name -> google.protobuf.Timestamp
-	34, // 45: raftcron.v1.PreviewScheduleResponse.slots:type_name -> raftcron.v1.PreviewSlot
-	43, // 46: raftcron.v1.PreviewSlot.time:type_name -> google.protobuf.Timestamp
-	11, // 47: raftcron.v1.JobService.CreateJob:input_type -> raftcron.v1.CreateJobRequest
-	13, // 48: raftcron.v1.JobService.UpdateJob:input_type -> raftcron.v1.UpdateJobRequest
-	15, // 49: raftcron.v1.JobService.ApplyJob:input_type -> raftcron.v1.ApplyJobRequest
-	17, // 50: raftcron.v1.JobService.ApplyJobs:input_type -> raftcron.v1.ApplyJobsRequest
-	20, // 51: raftcron.v1.JobService.GetJob:input_type -> raftcron.v1.GetJobRequest
-	22, // 52: raftcron.v1.JobService.ListJobs:input_type -> raftcron.v1.ListJobsRequest
-	24, // 53: raftcron.v1.JobService.DeleteJob:input_type -> raftcron.v1.DeleteJobRequest
-	26, // 54: raftcron.v1.JobService.PauseJob:input_type -> raftcron.v1.PauseJobRequest
-	28, // 55: raftcron.v1.JobService.ResumeJob:input_type -> raftcron.v1.ResumeJobRequest
-	30, // 56: raftcron.v1.JobService.TriggerJob:input_type -> raftcron.v1.TriggerJobRequest
-	32, // 57: raftcron.v1.JobService.PreviewSchedule:input_type -> raftcron.v1.PreviewScheduleRequest
-	12, // 58: raftcron.v1.JobService.CreateJob:output_type -> raftcron.v1.CreateJobResponse
-	14, // 59: raftcron.v1.JobService.UpdateJob:output_type -> raftcron.v1.UpdateJobResponse
-	16, // 60: raftcron.v1.JobService.ApplyJob:output_type -> raftcron.v1.ApplyJobResponse
-	18, // 61: raftcron.v1.JobService.ApplyJobs:output_type -> raftcron.v1.ApplyJobsResponse
-	21, // 62: raftcron.v1.JobService.GetJob:output_type -> raftcron.v1.GetJobResponse
-	23, // 63: raftcron.v1.JobService.ListJobs:output_type -> raftcron.v1.ListJobsResponse
-	25, // 64: raftcron.v1.JobService.DeleteJob:output_type -> raftcron.v1.DeleteJobResponse
-	27, // 65: raftcron.v1.JobService.PauseJob:output_type -> raftcron.v1.PauseJobResponse
-	29, // 66: raftcron.v1.JobService.ResumeJob:output_type -> raftcron.v1.ResumeJobResponse
-	31, // 67: raftcron.v1.JobService.TriggerJob:output_type -> raftcron.v1.TriggerJobResponse
-	33, // 68: raftcron.v1.JobService.PreviewSchedule:output_type -> raftcron.v1.PreviewScheduleResponse
-	58, // [58:69] is the sub-list for method output_type
-	47, // [47:58] is the sub-list for method input_type
-	47, // [47:47] is the sub-list for extension type_name
-	47, // [47:47] is the sub-list for extension extendee
-	0,  // [0:47] is the sub-list for field type_name
+	42, // 0: raftcron.v1.JobSpec.calendars:type_name -> raftcron.v1.CalendarRefs
+	5,  // 1: raftcron.v1.JobSpec.http:type_name -> raftcron.v1.HttpTarget
+	6,  // 2: raftcron.v1.JobSpec.exec:type_name -> raftcron.v1.ExecTarget
+	7,  // 3: raftcron.v1.JobSpec.worker:type_name -> raftcron.v1.WorkerTarget
+	43, // 4: raftcron.v1.JobSpec.checkin:type_name -> raftcron.v1.CheckinTarget
+	8,  // 5: raftcron.v1.JobSpec.catchup:type_name -> raftcron.v1.Catchup
+	1,  // 6: raftcron.v1.JobSpec.overlap:type_name -> raftcron.v1.Overlap
+	2,  // 7: raftcron.v1.JobSpec.delivery:type_name -> raftcron.v1.Delivery
+	9,  // 8: raftcron.v1.JobSpec.retry:type_name -> raftcron.v1.Retry
+	44, // 9: raftcron.v1.JobSpec.deadline:type_name -> google.protobuf.Duration
+	45, // 10: raftcron.v1.JobSpec.start_at:type_name -> google.protobuf.Timestamp
+	45, // 11: raftcron.v1.JobSpec.end_at:type_name -> google.protobuf.Timestamp
+	36, // 12: raftcron.v1.JobSpec.labels:type_name -> raftcron.v1.JobSpec.LabelsEntry
+	4,  // 13: raftcron.v1.JobSpec.expect:type_name -> raftcron.v1.Expect
+	44, // 14: raftcron.v1.Expect.start_within:type_name -> google.protobuf.Duration
+	37, // 15: raftcron.v1.HttpTarget.headers:type_name -> raftcron.v1.HttpTarget.HeadersEntry
+	44, // 16: raftcron.v1.HttpTarget.timeout:type_name -> google.protobuf.Duration
+	38, // 17: raftcron.v1.ExecTarget.env:type_name -> raftcron.v1.ExecTarget.EnvEntry
+	44, // 18: raftcron.v1.ExecTarget.timeout:type_name -> google.protobuf.Duration
+	39, // 19: raftcron.v1.WorkerTarget.tags:type_name -> raftcron.v1.WorkerTarget.TagsEntry
+	40, // 20: raftcron.v1.WorkerTarget.env:type_name -> raftcron.v1.WorkerTarget.EnvEntry
+	44, // 21: raftcron.v1.WorkerTarget.timeout:type_name -> google.protobuf.Duration
+	44, // 22: raftcron.v1.Catchup.window:type_name -> google.protobuf.Duration
+	0,  // 23: raftcron.v1.Catchup.policy:type_name -> raftcron.v1.CatchupPolicy
+	44, // 24: raftcron.v1.Retry.initial_backoff:type_name -> google.protobuf.Duration
+	44, // 25: raftcron.v1.Retry.max_backoff:type_name -> google.protobuf.Duration
+	3,  // 26: raftcron.v1.Job.spec:type_name -> raftcron.v1.JobSpec
+	45, // 27: raftcron.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	45, // 28: raftcron.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	11, // 29: raftcron.v1.Job.status:type_name -> raftcron.v1.JobStatus
+	46, // 30: raftcron.v1.JobStatus.last_outcome:type_name -> raftcron.v1.RunState
+	3,  // 31: raftcron.v1.CreateJobRequest.spec:type_name -> raftcron.v1.JobSpec
+	10, // 32: raftcron.v1.CreateJobResponse.job:type_name -> raftcron.v1.Job
+	3,  // 33: raftcron.v1.UpdateJobRequest.spec:type_name -> raftcron.v1.JobSpec
+	10, // 34: raftcron.v1.UpdateJobResponse.job:type_name -> raftcron.v1.Job
+	3,  // 35: raftcron.v1.ApplyJobRequest.spec:type_name -> raftcron.v1.JobSpec
+	10, // 36: raftcron.v1.ApplyJobResponse.job:type_name -> raftcron.v1.Job
+	3,  // 37: raftcron.v1.ApplyJobsRequest.specs:type_name -> raftcron.v1.JobSpec
+	20, // 38: raftcron.v1.ApplyJobsResponse.results:type_name -> raftcron.v1.ApplyJobsResult
+	10, // 39: raftcron.v1.ApplyJobsResult.job:type_name -> raftcron.v1.Job
+	10, // 40: raftcron.v1.GetJobResponse.job:type_name -> raftcron.v1.Job
+	41, // 41: raftcron.v1.ListJobsRequest.label_selector:type_name -> raftcron.v1.ListJobsRequest.LabelSelectorEntry
+	10, // 42: raftcron.v1.ListJobsResponse.jobs:type_name -> raftcron.v1.Job
+	10, // 43: raftcron.v1.PauseJobResponse.job:type_name -> raftcron.v1.Job
+	10, // 44: raftcron.v1.ResumeJobResponse.job:type_name -> raftcron.v1.Job
+	47, // 45: raftcron.v1.TriggerJobResponse.run:type_name -> raftcron.v1.Run
+	45, // 46: raftcron.v1.PreviewScheduleRequest.after:type_name -> google.protobuf.Timestamp
+	45, // 47: raftcron.v1.PreviewScheduleResponse.times:type_name -> google.protobuf.Timestamp
+	35, // 48: raftcron.v1.PreviewScheduleResponse.slots:type_name -> raftcron.v1.PreviewSlot
+	45, // 49: raftcron.v1.PreviewSlot.time:type_name -> google.protobuf.Timestamp
+	12, // 50: raftcron.v1.JobService.CreateJob:input_type -> raftcron.v1.CreateJobRequest
+	14, // 51: raftcron.v1.JobService.UpdateJob:input_type -> raftcron.v1.UpdateJobRequest
+	16, // 52: raftcron.v1.JobService.ApplyJob:input_type -> raftcron.v1.ApplyJobRequest
+	18, // 53: raftcron.v1.JobService.ApplyJobs:input_type -> raftcron.v1.ApplyJobsRequest
+	21, // 54: raftcron.v1.JobService.GetJob:input_type -> raftcron.v1.GetJobRequest
+	23, // 55: raftcron.v1.JobService.ListJobs:input_type -> raftcron.v1.ListJobsRequest
+	25, // 56: raftcron.v1.JobService.DeleteJob:input_type -> raftcron.v1.DeleteJobRequest
+	27, // 57: raftcron.v1.JobService.PauseJob:input_type -> raftcron.v1.PauseJobRequest
+	29, // 58: raftcron.v1.JobService.ResumeJob:input_type -> raftcron.v1.ResumeJobRequest
+	31, // 59: raftcron.v1.JobService.TriggerJob:input_type -> raftcron.v1.TriggerJobRequest
+	33, // 60: raftcron.v1.JobService.PreviewSchedule:input_type -> raftcron.v1.PreviewScheduleRequest
+	48, // 61: raftcron.v1.JobService.CheckinJob:input_type -> raftcron.v1.CheckinJobRequest
+	13, // 62: raftcron.v1.JobService.CreateJob:output_type -> raftcron.v1.CreateJobResponse
+	15, // 63: raftcron.v1.JobService.UpdateJob:output_type -> raftcron.v1.UpdateJobResponse
+	17, // 64: raftcron.v1.JobService.ApplyJob:output_type -> raftcron.v1.ApplyJobResponse
+	19, // 65: raftcron.v1.JobService.ApplyJobs:output_type -> raftcron.v1.ApplyJobsResponse
+	22, // 66: raftcron.v1.JobService.GetJob:output_type -> raftcron.v1.GetJobResponse
+	24, // 67: raftcron.v1.JobService.ListJobs:output_type -> raftcron.v1.ListJobsResponse
+	26, // 68: raftcron.v1.JobService.DeleteJob:output_type -> raftcron.v1.DeleteJobResponse
+	28, // 69: raftcron.v1.JobService.PauseJob:output_type -> raftcron.v1.PauseJobResponse
+	30, // 70: raftcron.v1.JobService.ResumeJob:output_type -> raftcron.v1.ResumeJobResponse
+	32, // 71: raftcron.v1.JobService.TriggerJob:output_type -> raftcron.v1.TriggerJobResponse
+	34, // 72: raftcron.v1.JobService.PreviewSchedule:output_type -> raftcron.v1.PreviewScheduleResponse
+	49, // 73: raftcron.v1.JobService.CheckinJob:output_type -> raftcron.v1.CheckinJobResponse
+	62, // [62:74] is the sub-list for method output_type
+	50, // [50:62] is the sub-list for method input_type
+	50, // [50:50] is the sub-list for extension type_name
+	50, // [50:50] is the sub-list for extension extendee
+	0,  // [0:50] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_job_proto_init() }
@@ -2617,6 +2700,7 @@ func file_raftcron_v1_job_proto_init() {
 		return
 	}
 	file_raftcron_v1_calendar_proto_init()
+	file_raftcron_v1_checkin_proto_init()
 	file_raftcron_v1_run_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2624,7 +2708,7 @@ func file_raftcron_v1_job_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_raftcron_v1_job_proto_rawDesc), len(file_raftcron_v1_job_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   38,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
