@@ -106,6 +106,7 @@ var handlers = map[protoreflect.Name]handler{
 	"delete_calendar":     scopedCalendar(auditedDeleteCalendar),
 	"create_freeze":       scopedFreeze(auditedCreateFreeze),
 	"delete_freeze":       scopedFreeze(auditedDeleteFreeze),
+	"checkin":             scoped(checkin),
 }
 
 var kindOneof = (&pb.Command{}).ProtoReflect().Descriptor().Oneofs().ByName("kind")

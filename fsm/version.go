@@ -48,6 +48,7 @@ var introducedIn = map[protoreflect.Name]uint32{
 	"delete_calendar":     3,
 	"create_freeze":       3,
 	"delete_freeze":       3,
+	"checkin":             3,
 }
 
 // ErrUnknownCommand: a committed entry holds a command kind this build does
