@@ -149,6 +149,9 @@ func triggered(name string, res *pb.FireResult) (*pb.Run, error) {
 	case res.GetReason() == fsm.ReasonOpenRunsLimit:
 		return nil, status.Errorf(codes.ResourceExhausted,
 			"job %q has as many runs open as the cluster allows one job (its limit of open runs); nothing ran: retry once one has finished", name)
+	case res.GetReason() == fsm.ReasonCheckinJob:
+		return nil, precondition(PreconditionRefused, name, fmt.Sprintf(
+			"job %q is a check-in job: it runs elsewhere and checks in (raftcron checkin %s); raftcron runs nothing for it", name, name))
 	case res.GetReason() == fsm.ReasonGeneration:
 		return nil, status.Errorf(codes.Aborted, "job %q changed while the trigger committed; nothing ran: retry", name)
 	case res.GetReason() == fsm.ReasonStaleTerm:
@@ -162,8 +165,14 @@ func triggered(name string, res *pb.FireResult) (*pb.Run, error) {
 // precondition is FailedPrecondition with a PreconditionFailure detail, so
 // that clients can tell a refused trigger from a stale version.
 func precondition(kind, job, msg string) error {
+	return preconditionOn(kind, "jobs/"+job, msg)
+}
+
+// preconditionOn is FailedPrecondition about subject ("jobs/NAME",
+// "tokens/NAME").
+func preconditionOn(kind, subject, msg string) error {
 	st, err := status.New(codes.FailedPrecondition, msg).WithDetails(&errdetails.PreconditionFailure{
-		Violations: []*errdetails.PreconditionFailure_Violation{{Type: kind, Subject: "jobs/" + job, Description: msg}},
+		Violations: []*errdetails.PreconditionFailure_Violation{{Type: kind, Subject: subject, Description: msg}},
 	})
 	if err != nil {
 		return status.Error(codes.FailedPrecondition, msg)
