@@ -90,6 +90,9 @@ func runNote(r *pb.Run) string {
 	if r.GetState() == pb.RunState_RUN_STATE_RETRYING {
 		note = strings.TrimSpace(note + " next attempt at " + nanoTime(r.GetNextAttemptAtUnixNano()))
 	}
+	if r.GetOffSchedule() {
+		note = strings.TrimSpace("off schedule " + note)
+	}
 	return clip(note, maxNoteWidth)
 }
 
@@ -211,6 +214,7 @@ type runView struct {
 	LastScheduledAt string        `json:"last_scheduled_at,omitempty"`
 	MissedCount     uint64        `json:"missed_count,omitempty"`
 	Kind            string        `json:"kind,omitempty"`
+	OffSchedule     bool          `json:"off_schedule,omitempty"`
 	State           string        `json:"state"`
 	Reason          string        `json:"reason,omitempty"`
 	RequestID       string        `json:"request_id,omitempty"`
@@ -231,6 +235,8 @@ type attemptView struct {
 	StartedAt    string `json:"started_at,omitempty"`
 	FinishedAt   string `json:"finished_at,omitempty"`
 	Detail       string `json:"detail,omitempty"`
+	ExitCode     *int32 `json:"exit_code,omitempty"`
+	PingedBy     string `json:"pinged_by,omitempty"`
 	// Output is the text the target returned; output_base64 holds it
 	// instead when it is not UTF-8.
 	Output       string `json:"output,omitempty"`
@@ -244,6 +250,7 @@ func runViewOf(r *pb.Run) runView {
 		LastScheduledAt: unixStamp(r.GetLastSlotUnix()),
 		MissedCount:     r.GetMissedCount(),
 		Kind:            kindName(r.GetKind()),
+		OffSchedule:     r.GetOffSchedule(),
 		State:           stateName(r.GetState()),
 		Reason:          r.GetReason(),
 		RequestID:       r.GetRequestId(),
@@ -261,6 +268,8 @@ func runViewOf(r *pb.Run) runView {
 			StartedAt:    nanoStamp(a.GetStartedAtUnixNano()),
 			FinishedAt:   nanoStamp(a.GetFinishedAtUnixNano()),
 			Detail:       a.GetDetail(),
+			ExitCode:     a.ExitCode,
+			PingedBy:     a.GetPingedBy(),
 		}
 		if out := a.GetOutput(); utf8.Valid(out) {
 			av.Output = string(out)
