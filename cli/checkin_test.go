@@ -6,11 +6,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/raftcron/raftcron/api"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
@@ -165,5 +167,15 @@ func TestTailBufferKeepsTheLastBytes(t *testing.T) {
 		if got := tb.String(); got != want {
 			t.Fatalf("last %d bytes read as %q, want %q", max, got, want)
 		}
+	}
+}
+
+// TestTargetColumnOfCheckinJobs: job list says a check-in job is pinged,
+// and with what grace.
+func TestTargetColumnOfCheckinJobs(t *testing.T) {
+	t.Parallel()
+	spec := &pb.JobSpec{Checkin: &pb.CheckinTarget{}, Expect: &pb.Expect{StartWithin: durationpb.New(2 * time.Minute)}}
+	if got := target(spec); got != "checkin within 2m0s" {
+		t.Fatalf("target %q", got)
 	}
 }
