@@ -150,13 +150,7 @@ func (j *jobService) match(ctx context.Context, ping *pb.CheckinCommand) error {
 // forwardCheckin hands the call to the leader, unless it was forwarded
 // here already.
 func (j *jobService) forwardCheckin(ctx context.Context, req *pb.CheckinJobRequest, forwarded bool) (*pb.CheckinJobResponse, error) {
-	c, ctx, err := j.leaderClient(ctx, forwarded)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.CheckinJob(ctx, req)
-	if err != nil {
-		return nil, statusOf(err)
-	}
-	return resp, nil
+	return onLeader(ctx, j, forwarded, func(c pb.JobServiceClient, ctx context.Context) (*pb.CheckinJobResponse, error) {
+		return c.CheckinJob(ctx, req)
+	})
 }

@@ -98,13 +98,23 @@ func (j *jobService) TriggerJob(ctx context.Context, req *pb.TriggerJobRequest) 
 // forwardTrigger hands the call to the leader, unless it was forwarded
 // here already.
 func (j *jobService) forwardTrigger(ctx context.Context, req *pb.TriggerJobRequest, forwarded bool) (*pb.TriggerJobResponse, error) {
+	return onLeader(ctx, j, forwarded, func(c pb.JobServiceClient, ctx context.Context) (*pb.TriggerJobResponse, error) {
+		return c.TriggerJob(ctx, req)
+	})
+}
+
+// onLeader makes call on the leader's JobService, unless this call was
+// forwarded here already (NOT_LEADER then: a call is forwarded once).
+func onLeader[Resp any](ctx context.Context, j *jobService, forwarded bool,
+	call func(pb.JobServiceClient, context.Context) (Resp, error)) (Resp, error) {
+	var none Resp
 	c, ctx, err := j.leaderClient(ctx, forwarded)
 	if err != nil {
-		return nil, err
+		return none, err
 	}
-	resp, err := c.TriggerJob(ctx, req)
+	resp, err := call(c, ctx)
 	if err != nil {
-		return nil, statusOf(err)
+		return none, statusOf(err)
 	}
 	return resp, nil
 }

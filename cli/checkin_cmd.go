@@ -120,23 +120,14 @@ func pingAgain(err error) bool {
 }
 
 func writeCheckedIn(w io.Writer, format outputFormat, r *pb.Run) error {
-	switch format {
-	case outputJSON:
-		return writeJSON(w, runViewOf(r))
-	case outputYAML:
-		return writeYAML(w, runViewOf(r))
-	}
-	a := fsm.CurrentAttempt(r)
-	if a == nil {
-		return errors.New("the server returned a run without an attempt")
-	}
-	slot := "slot " + unixTime(r.GetSlotUnix())
-	if r.GetOffSchedule() {
-		slot = "off schedule (the ping matched no slot)"
-	}
-	_, err := fmt.Fprintf(w, "job %s checked in: run %s, token %d, %s, %s\n",
-		r.GetJob(), r.GetId(), a.GetToken(), orDash(stateName(r.GetState())), slot)
-	return err
+	return writeNewRun(w, format, r, func(a *pb.Attempt) string {
+		slot := "slot " + unixTime(r.GetSlotUnix())
+		if r.GetOffSchedule() {
+			slot = "off schedule (the ping matched no slot)"
+		}
+		return fmt.Sprintf("job %s checked in: run %s, token %d, %s, %s",
+			r.GetJob(), r.GetId(), a.GetToken(), orDash(stateName(r.GetState())), slot)
+	})
 }
 
 // checkinEnv is what the command of a check-in learns of its run: the

@@ -58,6 +58,9 @@ func checkin(s *state, c *pb.Command, e entry) (outcome, error) {
 	return s.openCheckin(it, ci, slot, e), nil
 }
 
+// isCheckin reports whether r is a ping's run: nothing executes it here.
+func isCheckin(r *pb.Run) bool { return r.GetKind() == pb.FireKind_FIRE_KIND_CHECKIN }
+
 // checkCheckin refuses what no leader proposes.
 func checkCheckin(ci *pb.CheckinCommand) error {
 	switch {
@@ -84,7 +87,7 @@ func (s *state) checkedIn(it jobItem, requestID string) *pb.Run {
 	}
 	var found *pb.Run
 	s.runsOf(it.name, func(r *pb.Run) bool {
-		if r.GetKind() == pb.FireKind_FIRE_KIND_CHECKIN && owns(it, r) &&
+		if isCheckin(r) && owns(it, r) &&
 			(r.GetRequestId() == requestID || r.GetCloseRequestId() == requestID) {
 			found = r
 		}
@@ -100,14 +103,14 @@ func (s *state) runToClose(it jobItem, id string) (*pb.Run, error) {
 	if id == "" {
 		open := it.status.GetOpenRunIds()
 		for i := len(open) - 1; i >= 0; i-- {
-			if r, ok := s.run(open[i]); ok && r.GetKind() == pb.FireKind_FIRE_KIND_CHECKIN {
+			if r, ok := s.run(open[i]); ok && isCheckin(r) {
 				return r, nil
 			}
 		}
 		return nil, nil
 	}
 	r, ok := s.run(id)
-	if !ok || r.GetKind() != pb.FireKind_FIRE_KIND_CHECKIN || !owns(it, r) {
+	if !ok || !isCheckin(r) || !owns(it, r) {
 		return nil, fail(ErrNotFound, "run %q is not a check-in run of job %q", id, it.name)
 	}
 	if !isOpen(r.GetState()) {
@@ -251,25 +254,4 @@ func (s *state) checkinExpired(r *pb.Run, c *pb.Completion, e entry) bool {
 		return false
 	}
 	return !time.Unix(0, e.proposedAt).Before(time.Unix(0, r.GetCreatedAtUnixNano()).Add(deadline))
-}
-
-// cancelOpenCheckins cancels the job's open check-in runs for reason,
-// returning st without them (st itself if there were none): the job is
-// deleted, or is no check-in job any more, so no ping can close them.
-func cancelOpenCheckins(s *state, st *pb.JobStatus, reason string, e entry) *pb.JobStatus {
-	next := st
-	for _, id := range st.GetOpenRunIds() {
-		r, ok := s.run(id)
-		if !ok || r.GetKind() != pb.FireKind_FIRE_KIND_CHECKIN {
-			continue
-		}
-		if next == st {
-			next = copyStatus(st)
-		}
-		nr := cancelled(r, reason, e)
-		next.OpenRunIds = removeID(next.OpenRunIds, id)
-		noteFinished(next, nr)
-		s.putRun(nr)
-	}
-	return next
 }

@@ -61,10 +61,10 @@ func putJob(s *state, c *pb.Command, e entry) (outcome, error) {
 		next.Generation++
 		st = cursorAtLeast(st, e.seconds())
 		if s.atLeast(version2) {
-			st = cancelStaleRetries(s, st, e)
+			st = cancelOpenRuns(s, st, waitsForRetry, e)
 		}
 		if spec.GetCheckin() == nil {
-			st = cancelOpenCheckins(s, st, ReasonGeneration, e) // no ping can close them now
+			st = cancelOpenRuns(s, st, isCheckin, e) // no ping can close them now
 		}
 	}
 	if old.GetSpec().GetPaused() && !spec.GetPaused() {
@@ -146,23 +146,24 @@ func deleteJob(s *state, c *pb.Command, e entry) (outcome, error) {
 // (or a new leader cancels them on re-dispatch).
 func cancelWaitingRetries(s *state, cur jobItem, e entry) {
 	for _, id := range cur.status.GetOpenRunIds() {
-		if r, ok := s.run(id); ok && (r.GetState() == pb.RunState_RUN_STATE_RETRYING || r.GetKind() == pb.FireKind_FIRE_KIND_CHECKIN) {
+		if r, ok := s.run(id); ok && (waitsForRetry(r) || isCheckin(r)) {
 			s.putRun(cancelled(r, ReasonDeleted, e))
 		}
 	}
 }
 
-// cancelStaleRetries cancels the open runs in st that wait for a retry,
-// when the job moves to a new generation: a retry of generation g must
-// never run g+1's target under g's idempotency key. Runs still executing
-// stay open until their outcome arrives, which is then final (complete);
-// an orphan among them is given up on re-dispatch. It returns st, or a
-// fresh status without the cancelled runs.
-func cancelStaleRetries(s *state, st *pb.JobStatus, e entry) *pb.JobStatus {
+// cancelOpenRuns cancels the open runs in st that which picks when the
+// job moves to a new generation (CANCELLED generation): a retry of
+// generation g must never run g+1's target under g's idempotency key, and
+// a check-in run of a job that no longer checks in could never be closed.
+// Runs still executing stay open until their outcome arrives, which is
+// then final (complete); an orphan among them is given up on re-dispatch.
+// It returns st, or a fresh status without the cancelled runs.
+func cancelOpenRuns(s *state, st *pb.JobStatus, which func(*pb.Run) bool, e entry) *pb.JobStatus {
 	next := st
 	for _, id := range st.GetOpenRunIds() {
 		r, ok := s.run(id)
-		if !ok || r.GetState() != pb.RunState_RUN_STATE_RETRYING {
+		if !ok || !which(r) {
 			continue
 		}
 		if next == st {
@@ -175,6 +176,8 @@ func cancelStaleRetries(s *state, st *pb.JobStatus, e entry) *pb.JobStatus {
 	}
 	return next
 }
+
+func waitsForRetry(r *pb.Run) bool { return r.GetState() == pb.RunState_RUN_STATE_RETRYING }
 
 // setPaused pauses with a note or resumes, which clears the note. A request
 // that leaves the spec as it is changes nothing.

@@ -52,7 +52,7 @@ func complete(s *state, e entry, c *pb.Completion, res *pb.CompletionResult, sla
 		res.Reason = ReasonMalformed
 		return
 	}
-	if r.GetKind() == pb.FireKind_FIRE_KIND_CHECKIN && !s.checkinExpired(r, c, e) {
+	if isCheckin(r) && !s.checkinExpired(r, c, e) {
 		res.Reason = ReasonNotDue
 		return
 	}

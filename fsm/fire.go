@@ -295,7 +295,7 @@ func (s *state) requested(it jobItem, requestID string) *pb.Run {
 func (b *batch) retry(f *pb.Fire, res *pb.FireResult) {
 	r, ok := b.s.run(f.GetRunId())
 	if !ok || r.GetJob() != f.GetJob() || r.GetState() != pb.RunState_RUN_STATE_RETRYING ||
-		r.GetKind() == pb.FireKind_FIRE_KIND_CHECKIN {
+		isCheckin(r) {
 		res.Reason = ReasonNotOpen
 		return
 	}
@@ -345,7 +345,7 @@ func (b *batch) redispatch(f *pb.Fire, res *pb.FireResult) {
 	r, ok := b.s.run(f.GetRunId())
 	cur := CurrentAttempt(r)
 	if !ok || r.GetJob() != f.GetJob() || r.GetState() != pb.RunState_RUN_STATE_DISPATCHED ||
-		r.GetKind() == pb.FireKind_FIRE_KIND_CHECKIN || cur == nil || cur.GetState() != pb.RunState_RUN_STATE_DISPATCHED || !b.unresolved(cur, f.GetLostToken()) {
+		isCheckin(r) || cur == nil || cur.GetState() != pb.RunState_RUN_STATE_DISPATCHED || !b.unresolved(cur, f.GetLostToken()) {
 		res.Reason = ReasonNotOrphan
 		return
 	}
