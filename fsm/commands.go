@@ -152,7 +152,7 @@ func cancelWaitingRetries(s *state, cur jobItem, e entry) {
 	}
 }
 
-// cancelOpenRuns cancels the open runs in st that which picks when the
+// cancelOpenRuns cancels the open runs in st that which selects, when the
 // job moves to a new generation (CANCELLED generation): a retry of
 // generation g must never run g+1's target under g's idempotency key, and
 // a check-in run of a job that no longer checks in could never be closed.
