@@ -40,4 +40,8 @@ func checkCheckin(v *violations, spec *pb.JobSpec) {
 	if spec.GetRetry() != nil {
 		v.add("retry", why+", so it cannot try it again")
 	}
+	if spec.GetCalendars() != nil {
+		v.add("calendars", "does not apply to a check-in job yet: a slot without a ping is recorded missed, "+
+			"whatever a calendar says (pause the job instead)")
+	}
 }

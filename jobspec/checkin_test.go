@@ -54,6 +54,8 @@ func TestValidateRejectsCheckins(t *testing.T) {
 		{"overlap", func(s *pb.JobSpec) { s.Overlap = pb.Overlap_OVERLAP_SKIP }, "overlap", "does not apply to a check-in job"},
 		{"delivery", func(s *pb.JobSpec) { s.Delivery = pb.Delivery_DELIVERY_AT_MOST_ONCE }, "delivery", "does not apply to a check-in job"},
 		{"retry", func(s *pb.JobSpec) { s.Retry = &pb.Retry{MaxAttempts: 2} }, "retry", "cannot try it again"},
+		{"calendars", func(s *pb.JobSpec) { s.Calendars = &pb.CalendarRefs{Exclude: []string{"holidays"}} }, "calendars",
+			"does not apply to a check-in job yet"},
 		{"zero grace", func(s *pb.JobSpec) { s.Expect = &pb.Expect{StartWithin: dur(0)} }, "expect.start_within", "positive"},
 		{"grace beyond a year", func(s *pb.JobSpec) { s.Expect = &pb.Expect{StartWithin: dur(367 * 24 * time.Hour)} },
 			"expect.start_within", "at most 8784h"},

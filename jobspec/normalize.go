@@ -52,6 +52,7 @@ func Normalize(spec *pb.JobSpec) {
 	if spec.HistoryLimit == 0 {
 		spec.HistoryLimit = DefaultHistoryLimit
 	}
+	normalizeCalendarRefs(spec)
 	if spec.Checkin != nil {
 		normalizeCheckin(spec)
 		return // nothing is fired: no catch-up, overlap, delivery or retry
@@ -72,7 +73,6 @@ func Normalize(spec *pb.JobSpec) {
 		spec.Delivery = pb.Delivery_DELIVERY_AT_LEAST_ONCE
 	}
 	normalizeRetry(spec.Retry)
-	normalizeCalendarRefs(spec)
 }
 
 // normalizeCheckin stores a check-in job's grace.
