@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/raftcron/raftcron/fsm"
 	"github.com/raftcron/raftcron/jobspec"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 	"github.com/raftcron/raftcron/scheduler/remote"
@@ -49,15 +50,19 @@ type aclService struct {
 	now      func() time.Time
 	audit    *AuditSwitch
 	fromFile bool
+	// clusterVersion: see Deps.ClusterVersion.
+	clusterVersion func() uint32
 }
 
 // NewACLService serves AclService from d's Store and Tokens (required),
-// Audit, Now (which dates the token a response shows) and
-// ACLBootstrapFromFile. Secrets are generated here, at the edge: the FSM
-// must stay deterministic, so the log carries only their hashes.
+// Audit, Now (which dates the token a response shows),
+// ACLBootstrapFromFile and ClusterVersion (tokens of role checkin from
+// fsm.CheckinsVersion on). Secrets are generated here, at the edge: the
+// FSM must stay deterministic, so the log carries only their hashes.
 func NewACLService(d Deps) pb.AclServiceServer {
 	d = d.withDefaults()
-	return &aclService{store: d.Store, tokens: d.Tokens, now: d.Now, audit: d.Audit, fromFile: d.ACLBootstrapFromFile}
+	return &aclService{store: d.Store, tokens: d.Tokens, now: d.Now, audit: d.Audit, fromFile: d.ACLBootstrapFromFile,
+		clusterVersion: d.ClusterVersion}
 }
 
 // errBootstrapped refuses a bootstrap of a cluster that has one.
@@ -100,6 +105,12 @@ func (a *aclService) BootstrapAcl(ctx context.Context, _ *pb.BootstrapAclRequest
 func (a *aclService) CreateAclToken(ctx context.Context, req *pb.CreateAclTokenRequest) (*pb.CreateAclTokenResponse, error) {
 	if err := validTokenRequest(req); err != nil {
 		return nil, err
+	}
+	if req.GetRole() == pb.AclRole_ACL_ROLE_CHECKIN {
+		what := fmt.Sprintf("ACL token %q: role checkin", req.GetName())
+		if err := versionNeeded(a.clusterVersion, what, "tokens/"+req.GetName(), fsm.CheckinsVersion); err != nil {
+			return nil, err
+		}
 	}
 	tok, secret := newToken(req.GetName(), req.GetRole(), req.GetSelector())
 	tok.Pools, tok.MaxConcurrency = req.GetPools(), req.GetMaxConcurrency()
@@ -177,7 +188,7 @@ func validTokenRequest(req *pb.CreateAclTokenRequest) error {
 	}
 	role := req.GetRole()
 	if _, known := roleNames[role]; !known {
-		return fieldError("role", "required: management, write, read or worker")
+		return fieldError("role", "required: management, write, read, worker or checkin")
 	}
 	if err := validTokenBindings(req); err != nil {
 		return err
@@ -186,9 +197,9 @@ func validTokenRequest(req *pb.CreateAclTokenRequest) error {
 	if len(sel) == 0 {
 		return nil
 	}
-	if role != pb.AclRole_ACL_ROLE_READ && role != pb.AclRole_ACL_ROLE_WRITE {
+	if role != pb.AclRole_ACL_ROLE_READ && role != pb.AclRole_ACL_ROLE_WRITE && role != pb.AclRole_ACL_ROLE_CHECKIN {
 		// A scoped management token could create an unscoped one.
-		return fieldError("selector", "only read and write tokens take a selector, not "+RoleName(role))
+		return fieldError("selector", "only read, write and checkin tokens take a selector, not "+RoleName(role))
 	}
 	return selectorError(jobspec.ValidateSelector(sel))
 }

@@ -28,6 +28,9 @@ const (
 	PermManagement
 	// PermWorker is for remote workers: role worker, or management.
 	PermWorker
+	// PermCheckin is a ping of a check-in job: role checkin, write or
+	// management, in the token's scope.
+	PermCheckin
 )
 
 func (p Permission) String() string {
@@ -48,6 +51,8 @@ func (p Permission) String() string {
 		return "role management"
 	case PermWorker:
 		return "role worker"
+	case PermCheckin:
+		return "role checkin or write"
 	default:
 		return "an unknown permission"
 	}
@@ -75,6 +80,9 @@ var methodPermissions = map[string]Permission{
 	pb.JobService_PauseJob_FullMethodName:        PermWrite,
 	pb.JobService_ResumeJob_FullMethodName:       PermWrite,
 	pb.JobService_TriggerJob_FullMethodName:      PermWrite,
+	// A check-in token pings the check-in jobs of its selector (NotFound
+	// for the rest, as for every scoped token), and does nothing else.
+	pb.JobService_CheckinJob_FullMethodName: PermCheckin,
 
 	// page_token: read, like the rest of the call; a scoped token pages
 	// through the runs of its jobs (their own, not a deleted job's of the
@@ -171,6 +179,8 @@ func (p Principal) may(perm Permission) bool {
 		return r == pb.AclRole_ACL_ROLE_MANAGEMENT
 	case PermWorker:
 		return r == pb.AclRole_ACL_ROLE_WORKER || r == pb.AclRole_ACL_ROLE_MANAGEMENT
+	case PermCheckin:
+		return r == pb.AclRole_ACL_ROLE_CHECKIN || r == pb.AclRole_ACL_ROLE_WRITE || r == pb.AclRole_ACL_ROLE_MANAGEMENT
 	default:
 		return false
 	}

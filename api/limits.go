@@ -12,6 +12,11 @@ type Limits struct {
 	// so that the FSM refuses a create beyond it alike on every node
 	// (ResourceExhausted).
 	MaxJobs uint64
+	// MaxOpenRuns is the most check-in runs one job may have open: every
+	// start ping carries it, and the FSM refuses one beyond it
+	// (ResourceExhausted). The node sets the scheduler's limit of open
+	// runs; 0 means none.
+	MaxOpenRuns uint32
 }
 
 // DefaultMaxJobs is twice the registry the scale target was measured at (a

@@ -130,9 +130,11 @@ var roleNames = map[pb.AclRole]string{
 	pb.AclRole_ACL_ROLE_WRITE:      "write",
 	pb.AclRole_ACL_ROLE_READ:       "read",
 	pb.AclRole_ACL_ROLE_WORKER:     "worker",
+	pb.AclRole_ACL_ROLE_CHECKIN:    "checkin",
 }
 
-// RoleName is the name of r: management, write, read, worker, or none.
+// RoleName is the name of r: management, write, read, worker, checkin,
+// or none.
 func RoleName(r pb.AclRole) string {
 	if n, ok := roleNames[r]; ok {
 		return n

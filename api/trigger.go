@@ -98,13 +98,23 @@ func (j *jobService) TriggerJob(ctx context.Context, req *pb.TriggerJobRequest) 
 // forwardTrigger hands the call to the leader, unless it was forwarded
 // here already.
 func (j *jobService) forwardTrigger(ctx context.Context, req *pb.TriggerJobRequest, forwarded bool) (*pb.TriggerJobResponse, error) {
+	return onLeader(ctx, j, forwarded, func(c pb.JobServiceClient, ctx context.Context) (*pb.TriggerJobResponse, error) {
+		return c.TriggerJob(ctx, req)
+	})
+}
+
+// onLeader makes call on the leader's JobService, unless this call was
+// forwarded here already (NOT_LEADER then: a call is forwarded once).
+func onLeader[Resp any](ctx context.Context, j *jobService, forwarded bool,
+	call func(pb.JobServiceClient, context.Context) (Resp, error)) (Resp, error) {
+	var none Resp
 	c, ctx, err := j.leaderClient(ctx, forwarded)
 	if err != nil {
-		return nil, err
+		return none, err
 	}
-	resp, err := c.TriggerJob(ctx, req)
+	resp, err := call(c, ctx)
 	if err != nil {
-		return nil, statusOf(err)
+		return none, statusOf(err)
 	}
 	return resp, nil
 }
@@ -149,6 +159,9 @@ func triggered(name string, res *pb.FireResult) (*pb.Run, error) {
 	case res.GetReason() == fsm.ReasonOpenRunsLimit:
 		return nil, status.Errorf(codes.ResourceExhausted,
 			"job %q has as many runs open as the cluster allows one job (its limit of open runs); nothing ran: retry once one has finished", name)
+	case res.GetReason() == fsm.ReasonCheckinJob:
+		return nil, precondition(PreconditionRefused, name, fmt.Sprintf(
+			"job %q is a check-in job: it runs elsewhere and checks in (raftcron checkin %s); raftcron runs nothing for it", name, name))
 	case res.GetReason() == fsm.ReasonGeneration:
 		return nil, status.Errorf(codes.Aborted, "job %q changed while the trigger committed; nothing ran: retry", name)
 	case res.GetReason() == fsm.ReasonStaleTerm:
@@ -162,8 +175,14 @@ func triggered(name string, res *pb.FireResult) (*pb.Run, error) {
 // precondition is FailedPrecondition with a PreconditionFailure detail, so
 // that clients can tell a refused trigger from a stale version.
 func precondition(kind, job, msg string) error {
+	return preconditionOn(kind, "jobs/"+job, msg)
+}
+
+// preconditionOn is FailedPrecondition about subject ("jobs/NAME",
+// "tokens/NAME").
+func preconditionOn(kind, subject, msg string) error {
 	st, err := status.New(codes.FailedPrecondition, msg).WithDetails(&errdetails.PreconditionFailure{
-		Violations: []*errdetails.PreconditionFailure_Violation{{Type: kind, Subject: "jobs/" + job, Description: msg}},
+		Violations: []*errdetails.PreconditionFailure_Violation{{Type: kind, Subject: subject, Description: msg}},
 	})
 	if err != nil {
 		return status.Error(codes.FailedPrecondition, msg)

@@ -38,7 +38,7 @@ func (s *workerService) PollAttempts(ctx context.Context, req *pb.PollAttemptsRe
 	if err != nil {
 		return nil, err
 	}
-	return onLeader(ctx, s, func(c pb.WorkerServiceClient, fctx context.Context) (*pb.PollAttemptsResponse, error) {
+	return onHubLeader(ctx, s, func(c pb.WorkerServiceClient, fctx context.Context) (*pb.PollAttemptsResponse, error) {
 		return c.PollAttempts(fctx, req)
 	}, func(g remote.Grant) (*pb.PollAttemptsResponse, error) {
 		offers, err := s.hub.Poll(ctx, g, poll)
@@ -51,7 +51,7 @@ func (s *workerService) HeartbeatAttempt(ctx context.Context, req *pb.HeartbeatA
 	if err := checkBeat(req); err != nil {
 		return nil, err
 	}
-	return onLeader(ctx, s, func(c pb.WorkerServiceClient, fctx context.Context) (*pb.HeartbeatAttemptResponse, error) {
+	return onHubLeader(ctx, s, func(c pb.WorkerServiceClient, fctx context.Context) (*pb.HeartbeatAttemptResponse, error) {
 		return c.HeartbeatAttempt(fctx, req)
 	}, func(g remote.Grant) (*pb.HeartbeatAttemptResponse, error) {
 		until, lease, err := s.hub.Heartbeat(g, remote.Beat{
@@ -67,16 +67,16 @@ func (s *workerService) CompleteAttempt(ctx context.Context, req *pb.CompleteAtt
 	if err != nil {
 		return nil, err
 	}
-	return onLeader(ctx, s, func(c pb.WorkerServiceClient, fctx context.Context) (*pb.CompleteAttemptResponse, error) {
+	return onHubLeader(ctx, s, func(c pb.WorkerServiceClient, fctx context.Context) (*pb.CompleteAttemptResponse, error) {
 		return c.CompleteAttempt(fctx, req)
 	}, func(g remote.Grant) (*pb.CompleteAttemptResponse, error) {
 		return &pb.CompleteAttemptResponse{}, s.hub.Complete(g, o)
 	})
 }
 
-// onLeader runs a call on this node's hub, with what the caller's token
+// onHubLeader runs a call on this node's hub, with what the caller's token
 // grants, if it leads; a follower forwards it to the leader instead.
-func onLeader[Resp any](ctx context.Context, s *workerService,
+func onHubLeader[Resp any](ctx context.Context, s *workerService,
 	forward func(pb.WorkerServiceClient, context.Context) (Resp, error), here func(remote.Grant) (Resp, error)) (Resp, error) {
 	var none Resp
 	if !s.leader.IsLeader() {

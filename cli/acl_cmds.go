@@ -52,7 +52,7 @@ func newACLBootstrapCmd(o *clientOptions) *cobra.Command {
 func newACLTokenCreateCmd(o *clientOptions) *cobra.Command {
 	var f tokenFlags
 	cmd := &cobra.Command{
-		Use: "create --name N --role management|write|read|worker [--selector k=v,...] " +
+		Use: "create --name N --role management|write|read|worker|checkin [--selector k=v,...] " +
 			"[--pool NAME,... [--max-concurrency N]] [--ttl D]",
 		Short: "Create a token and print its secret, the only time it is shown",
 		Long: "Create a token and print its secret, the only time it is shown.\n" +
@@ -75,8 +75,8 @@ func newACLTokenCreateCmd(o *clientOptions) *cobra.Command {
 		}),
 	}
 	cmd.Flags().StringVar(&f.name, "name", "", "unique name; recorded as updated_by of the jobs it writes")
-	cmd.Flags().StringVar(&f.role, "role", "", "management, write, read or worker")
-	cmd.Flags().StringVar(&f.selector, "selector", "", "k=v,...: only jobs with these labels (read and write tokens)")
+	cmd.Flags().StringVar(&f.role, "role", "", "management, write, read, worker or checkin (check in the jobs of its selector, nothing else)")
+	cmd.Flags().StringVar(&f.selector, "selector", "", "k=v,...: only jobs with these labels (read, write and checkin tokens)")
 	cmd.Flags().StringVar(&f.pools, flagPool, "", "NAME,...: the pools its workers may connect (worker tokens; required for them)")
 	cmd.Flags().Uint32Var(&f.maxConcurrency, "max-concurrency", 0, "the most attempts one of its workers may declare (worker tokens; 0: no cap)")
 	cmd.Flags().DurationVar(&f.ttl, "ttl", 0, "the token stops working this long after its creation (at least 1s; 0: never)")
@@ -98,7 +98,7 @@ func (f tokenFlags) request() (*pb.CreateAclTokenRequest, error) {
 	}
 	r, ok := api.ParseRole(f.role)
 	if !ok {
-		return nil, Usagef("--role: %q is not management, write, read or worker", f.role)
+		return nil, Usagef("--role: %q is not management, write, read, worker or checkin", f.role)
 	}
 	sel, err := parseSelector(f.selector)
 	if err != nil {

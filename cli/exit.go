@@ -35,6 +35,21 @@ type usageError struct{ msg string }
 
 func (u *usageError) Error() string { return u.msg }
 
+// exitStatus ends a command with the exit status of a command it ran
+// (checkin NAME -- CMD), whatever it is; err, if set, is the one line
+// said on stderr (the command did not start).
+type exitStatus struct {
+	code int
+	err  error
+}
+
+func (e *exitStatus) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
 // Usagef is a usage error (exit 2) found by a command's own checks.
 func Usagef(format string, a ...any) error { return &usageError{msg: fmt.Sprintf(format, a...)} }
 
@@ -53,9 +68,12 @@ func RunE(fn func(cmd *cobra.Command, args []string) error) func(*cobra.Command,
 
 func exitCode(err error) int {
 	var f *failure
+	var s *exitStatus
 	switch {
 	case err == nil:
 		return ExitOK
+	case errors.As(err, &s):
+		return s.code
 	case errors.As(err, &f):
 		return ExitFailure
 	default:
@@ -66,6 +84,13 @@ func exitCode(err error) int {
 func report(root, cmd *cobra.Command, err error) int {
 	code := exitCode(err)
 	stderr := root.ErrOrStderr()
+	var s *exitStatus
+	if errors.As(err, &s) {
+		if s.err != nil {
+			fmt.Fprintf(stderr, "raftcron: %s\n", oneLine(s.err.Error()))
+		}
+		return code
+	}
 	switch code {
 	case ExitFailure:
 		fmt.Fprintf(stderr, "raftcron: %s\n", oneLine(err.Error()))

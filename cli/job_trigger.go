@@ -93,6 +93,15 @@ func describeTrigger(c call, err error) error {
 }
 
 func writeTriggered(w io.Writer, format outputFormat, r *pb.Run) error {
+	return writeNewRun(w, format, r, func(a *pb.Attempt) string {
+		return fmt.Sprintf("job %s triggered: run %s, token %d, attempt %d (%s)",
+			r.GetJob(), r.GetId(), a.GetToken(), a.GetNumber(), orDash(stateName(r.GetState())))
+	})
+}
+
+// writeNewRun prints the run a command made: as JSON or YAML, or in a
+// table's stead the line that line makes of its current attempt.
+func writeNewRun(w io.Writer, format outputFormat, r *pb.Run, line func(*pb.Attempt) string) error {
 	switch format {
 	case outputJSON:
 		return writeJSON(w, runViewOf(r))
@@ -103,8 +112,7 @@ func writeTriggered(w io.Writer, format outputFormat, r *pb.Run) error {
 	if a == nil {
 		return errors.New("the server returned a run without an attempt")
 	}
-	_, err := fmt.Fprintf(w, "job %s triggered: run %s, token %d, attempt %d (%s)\n",
-		r.GetJob(), r.GetId(), a.GetToken(), a.GetNumber(), orDash(stateName(r.GetState())))
+	_, err := fmt.Fprintln(w, line(a))
 	return err
 }
 

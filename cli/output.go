@@ -144,6 +144,8 @@ func target(s *pb.JobSpec) string {
 		t = "worker " + s.GetWorker().GetPool() + " handler " + s.GetWorker().GetHandler()
 	case s.GetWorker() != nil:
 		t = "worker " + s.GetWorker().GetPool() + " " + strings.Join(quoteArgs(s.GetWorker().GetCommand()), " ")
+	case s.GetCheckin() != nil:
+		t = "checkin within " + s.GetExpect().GetStartWithin().AsDuration().String()
 	default:
 		t = "-"
 	}

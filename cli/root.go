@@ -30,7 +30,7 @@ func NewRoot(version string, stdin io.Reader, stdout, stderr io.Writer, more ...
 	root.AddCommand(newJobCmd(), newRunCmd(), newFenceCmd(), newClusterCmd(), newACLCmd(), newVersionCmd(version))
 	root.AddCommand(newSnapshotCmd(), newRecoverCmd(), newAuditCmd())
 	root.AddCommand(newTLSCmd(), newWorkerCmd(version))
-	root.AddCommand(newSecretCmd(), newCalendarCmd(), newFreezeCmd())
+	root.AddCommand(newSecretCmd(), newCalendarCmd(), newFreezeCmd(), newCheckinCmd())
 	root.AddCommand(more...)
 	// cobra's own completion command, made runnable so that an unknown
 	// shell is a usage error rather than a help page.

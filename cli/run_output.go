@@ -93,6 +93,9 @@ func runNote(r *pb.Run) string {
 	if r.GetState() == pb.RunState_RUN_STATE_RETRYING {
 		note = strings.TrimSpace(note + " next attempt at " + nanoTime(r.GetNextAttemptAtUnixNano()))
 	}
+	if r.GetOffSchedule() {
+		note = strings.TrimSpace("off schedule " + note)
+	}
 	return clip(note, maxNoteWidth)
 }
 
@@ -227,6 +230,7 @@ type runView struct {
 	LastScheduledAt string        `json:"last_scheduled_at,omitempty"`
 	MissedCount     uint64        `json:"missed_count,omitempty"`
 	Kind            string        `json:"kind,omitempty"`
+	OffSchedule     bool          `json:"off_schedule,omitempty"`
 	State           string        `json:"state"`
 	Reason          string        `json:"reason,omitempty"`
 	RequestID       string        `json:"request_id,omitempty"`
@@ -247,6 +251,8 @@ type attemptView struct {
 	StartedAt    string `json:"started_at,omitempty"`
 	FinishedAt   string `json:"finished_at,omitempty"`
 	Detail       string `json:"detail,omitempty"`
+	ExitCode     *int32 `json:"exit_code,omitempty"`
+	PingedBy     string `json:"pinged_by,omitempty"`
 	// Output is the text the target returned; output_base64 holds it
 	// instead when it is not UTF-8.
 	Output       string `json:"output,omitempty"`
@@ -264,6 +270,7 @@ func runViewOf(r *pb.Run) runView {
 		LastScheduledAt: unixStamp(r.GetLastSlotUnix()),
 		MissedCount:     r.GetMissedCount(),
 		Kind:            kindName(r.GetKind()),
+		OffSchedule:     r.GetOffSchedule(),
 		State:           stateName(r.GetState()),
 		Reason:          r.GetReason(),
 		RequestID:       r.GetRequestId(),
@@ -285,6 +292,8 @@ func runViewOf(r *pb.Run) runView {
 			Progress:        a.Progress,
 			ProgressMessage: a.GetProgressMessage(),
 			ProgressAt:      nanoStamp(a.GetProgressAtUnixNano()),
+			ExitCode:        a.ExitCode,
+			PingedBy:        a.GetPingedBy(),
 		}
 		if out := a.GetOutput(); utf8.Valid(out) {
 			av.Output = string(out)

@@ -107,13 +107,15 @@ func checkToken(field string, t *pb.AclToken) error {
 		return malformed("%s.secret_hash must be a SHA-256 (%d bytes), got %d bytes", field, sha256.Size, len(t.GetSecretHash()))
 	}
 	switch t.GetRole() {
-	case pb.AclRole_ACL_ROLE_READ, pb.AclRole_ACL_ROLE_WRITE, pb.AclRole_ACL_ROLE_MANAGEMENT, pb.AclRole_ACL_ROLE_WORKER:
+	case pb.AclRole_ACL_ROLE_READ, pb.AclRole_ACL_ROLE_WRITE, pb.AclRole_ACL_ROLE_MANAGEMENT, pb.AclRole_ACL_ROLE_WORKER,
+		pb.AclRole_ACL_ROLE_CHECKIN:
 	default:
-		return malformed("%s.role must be MANAGEMENT, WRITE, READ or WORKER, not %v", field, t.GetRole())
+		return unknownRole(field, t.GetRole())
 	}
-	if len(t.GetSelector()) > 0 && t.GetRole() != pb.AclRole_ACL_ROLE_READ && t.GetRole() != pb.AclRole_ACL_ROLE_WRITE {
+	if r := t.GetRole(); len(t.GetSelector()) > 0 && r != pb.AclRole_ACL_ROLE_READ && r != pb.AclRole_ACL_ROLE_WRITE &&
+		r != pb.AclRole_ACL_ROLE_CHECKIN {
 		// A scoped management token could create an unscoped one.
-		return fail(ErrInvalid, "%s.selector: only read and write tokens take a selector, not %v", field, t.GetRole())
+		return fail(ErrInvalid, "%s.selector: only read, write and checkin tokens take a selector, not %v", field, r)
 	}
 	return checkWorkerBinding(field, t)
 }
@@ -139,6 +141,10 @@ func checkWorkerBinding(field string, t *pb.AclToken) error {
 		seen[p] = true
 	}
 	return nil
+}
+
+func unknownRole(field string, role pb.AclRole) error {
+	return malformed("%s.role must be MANAGEMENT, WRITE, READ or WORKER, not %v", field, role)
 }
 
 // bootstrapACL stores the first management token, once per cluster.
@@ -168,6 +174,10 @@ func createACLToken(s *state, c *pb.Command, e entry) (outcome, error) {
 	t := cr.GetToken()
 	if err := checkToken("create_acl_token.token", t); err != nil {
 		return outcome{}, err
+	}
+	if t.GetRole() == pb.AclRole_ACL_ROLE_CHECKIN && !s.atLeast(version3) {
+		// Unknown to the releases before: refused as they refuse it.
+		return outcome{}, unknownRole("create_acl_token.token", t.GetRole())
 	}
 	if t.GetRole() == pb.AclRole_ACL_ROLE_WORKER && len(t.GetPools()) == 0 && s.atLeast(version3) {
 		// Version 2 made worker tokens for any pool, and applies as it did.
@@ -262,6 +272,8 @@ func checkScope(s *state, c *pb.Command, sel map[string]string) error {
 		name = k.SetPaused.GetName()
 	case *pb.Command_CancelRun:
 		return checkRunScope(s, k.CancelRun.GetRunId(), sel)
+	case *pb.Command_Checkin:
+		name = k.Checkin.GetJob()
 	default:
 		return nil
 	}

@@ -53,6 +53,12 @@ const version3 uint32 = 3
 // re-dispatch until the cluster runs it.
 const WorkersVersion = version2
 
+// CheckinsVersion is the cluster version from which check-in jobs and
+// tokens of role checkin are registered: the checkin command is of command
+// version 3, and the rules the FSM applies to other kinds for check-in jobs
+// concern jobs an older release never stores.
+const CheckinsVersion = version3
+
 // SignaturesV2Version is the cluster version from which nodes sign v2: every
 // voter, so every node that may lead, runs a release that does. Below it a
 // node of the previous release may lead and sign v1 only, and the nodes of

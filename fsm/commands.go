@@ -57,11 +57,14 @@ func putJob(s *state, c *pb.Command, e entry) (outcome, error) {
 	st := cur.status
 	// A new schedule takes effect from the update on, and a resume does not
 	// catch up the paused time; neither moves the cursor back.
-	if targetChanged(old.GetSpec(), spec, s.atLeast(version2)) {
+	if targetChanged(old.GetSpec(), spec, s.atLeast(version2), s.atLeast(version3)) {
 		next.Generation++
 		st = cursorAtLeast(st, e.seconds())
 		if s.atLeast(version2) {
-			st = cancelStaleRetries(s, st, e)
+			st = cancelOpenRuns(s, st, waitsForRetry, e)
+		}
+		if spec.GetCheckin() == nil {
+			st = cancelOpenRuns(s, st, isCheckin, e) // no ping can close them now
 		}
 	}
 	if old.GetSpec().GetPaused() && !spec.GetPaused() {
@@ -136,29 +139,31 @@ func deleteJob(s *state, c *pb.Command, e entry) (outcome, error) {
 	return outcome{changed: true}, nil
 }
 
-// cancelWaitingRetries cancels the job's runs that wait for a retry: nothing
-// of theirs is executing, and no fire for a deleted job is ever accepted, so
-// they could never finish otherwise. Runs still executing stay open until
-// their outcome arrives (or a new leader cancels them on re-dispatch).
+// cancelWaitingRetries cancels the job's runs that wait for a retry, and
+// its open check-in runs: nothing of theirs is executing here, and no fire
+// or ping for a deleted job is ever accepted, so they could never finish
+// otherwise. Runs still executing stay open until their outcome arrives
+// (or a new leader cancels them on re-dispatch).
 func cancelWaitingRetries(s *state, cur jobItem, e entry) {
 	for _, id := range cur.status.GetOpenRunIds() {
-		if r, ok := s.run(id); ok && r.GetState() == pb.RunState_RUN_STATE_RETRYING {
+		if r, ok := s.run(id); ok && (waitsForRetry(r) || isCheckin(r)) {
 			s.putRun(cancelled(r, ReasonDeleted, e))
 		}
 	}
 }
 
-// cancelStaleRetries cancels the open runs in st that wait for a retry,
-// when the job moves to a new generation: a retry of generation g must
-// never run g+1's target under g's idempotency key. Runs still executing
-// stay open until their outcome arrives, which is then final (complete);
-// an orphan among them is given up on re-dispatch. It returns st, or a
-// fresh status without the cancelled runs.
-func cancelStaleRetries(s *state, st *pb.JobStatus, e entry) *pb.JobStatus {
+// cancelOpenRuns cancels the open runs in st that which selects, when the
+// job moves to a new generation (CANCELLED generation): a retry of
+// generation g must never run g+1's target under g's idempotency key, and
+// a check-in run of a job that no longer checks in could never be closed.
+// Runs still executing stay open until their outcome arrives, which is
+// then final (complete); an orphan among them is given up on re-dispatch.
+// It returns st, or a fresh status without the cancelled runs.
+func cancelOpenRuns(s *state, st *pb.JobStatus, which func(*pb.Run) bool, e entry) *pb.JobStatus {
 	next := st
 	for _, id := range st.GetOpenRunIds() {
 		r, ok := s.run(id)
-		if !ok || r.GetState() != pb.RunState_RUN_STATE_RETRYING {
+		if !ok || !which(r) {
 			continue
 		}
 		if next == st {
@@ -171,6 +176,8 @@ func cancelStaleRetries(s *state, st *pb.JobStatus, e entry) *pb.JobStatus {
 	}
 	return next
 }
+
+func waitsForRetry(r *pb.Run) bool { return r.GetState() == pb.RunState_RUN_STATE_RETRYING }
 
 // setPaused pauses with a note or resumes, which clears the note. A request
 // that leaves the spec as it is changes nothing.
@@ -232,12 +239,13 @@ func checkVersion(name string, j *pb.Job, expected uint64) error {
 
 // targetChanged reports whether a spec change alters what fires when —
 // schedule, timezone or target — and so starts a new generation of slots.
-// A worker target counts from cluster version 2 (workers): version 1 knew
-// no such field.
-func targetChanged(a, b *pb.JobSpec, workers bool) bool {
+// A worker target counts from cluster version 2 (workers), a check-in from
+// version 3 (checkins): earlier versions knew no such field.
+func targetChanged(a, b *pb.JobSpec, workers, checkins bool) bool {
 	return a.GetSchedule() != b.GetSchedule() ||
 		a.GetTimezone() != b.GetTimezone() ||
 		!proto.Equal(a.GetHttp(), b.GetHttp()) ||
 		!proto.Equal(a.GetExec(), b.GetExec()) ||
-		(workers && !proto.Equal(a.GetWorker(), b.GetWorker()))
+		(workers && !proto.Equal(a.GetWorker(), b.GetWorker())) ||
+		(checkins && (a.GetCheckin() == nil) != (b.GetCheckin() == nil))
 }

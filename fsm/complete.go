@@ -52,6 +52,10 @@ func complete(s *state, e entry, c *pb.Completion, res *pb.CompletionResult, sla
 		res.Reason = ReasonMalformed
 		return
 	}
+	if isCheckin(r) && !s.checkinExpired(r, c, e) {
+		res.Reason = ReasonNotDue
+		return
+	}
 	a := copyAttempt(cur)
 	a.State = c.GetOutcome()
 	a.StartedAtUnixNano = c.GetStartedAtUnixNano()

@@ -68,6 +68,8 @@ func copyRunInto(dst, r *pb.Run) {
 	dst.RequestId = r.GetRequestId()
 	dst.LastSlotUnix = r.GetLastSlotUnix()
 	dst.MissedCount = r.GetMissedCount()
+	dst.OffSchedule = r.GetOffSchedule()
+	dst.CloseRequestId = r.GetCloseRequestId()
 	dst.JobDeleted = r.GetJobDeleted()
 }
 
@@ -86,7 +88,7 @@ func cloneRun(r *pb.Run) *pb.Run {
 	c.Attempts = make([]*pb.Attempt, len(src))
 	for i, a := range src {
 		copyAttemptInto(&atts[i], a)
-		atts[i].Output = bytes.Clone(a.GetOutput())
+		unshareAttempt(&atts[i])
 		c.Attempts[i] = &atts[i]
 	}
 	return c
@@ -119,7 +121,7 @@ func (s *runSlab) clone(r *pb.Run) *pb.Run {
 	if len(r.GetAttempts()) == 1 {
 		a := &s.atts[i]
 		copyAttemptInto(a, r.GetAttempts()[0])
-		a.Output = bytes.Clone(a.Output)
+		unshareAttempt(a)
 		s.ptrs[i] = a
 		c.Attempts = s.ptrs[i : i+1 : i+1] // an append by the caller must not reach the next run's
 	}
@@ -164,6 +166,17 @@ func copyAttemptInto(dst, a *pb.Attempt) {
 	dst.Progress = a.Progress // stored values are never changed in place: the pointer may be shared
 	dst.ProgressMessage = a.GetProgressMessage()
 	dst.ProgressAtUnixNano = a.GetProgressAtUnixNano()
+	dst.ExitCode = a.ExitCode
+	dst.PingedBy = a.GetPingedBy()
+}
+
+// unshareAttempt gives a shallow copy of its own of what it points to.
+func unshareAttempt(a *pb.Attempt) {
+	a.Output = bytes.Clone(a.Output)
+	if a.ExitCode != nil {
+		code := *a.ExitCode
+		a.ExitCode = &code
+	}
 }
 
 // setWithStatus makes dst a shallow copy of a stored job with its status

@@ -55,6 +55,8 @@ func TestSameLogGivesSameStateAndResults(t *testing.T) {
 		"state SKIPPED", "fire " + fsm.ReasonDeferred, "fire " + fsm.ReasonFrozen,
 		"audit " + fsm.AuditCalendarCreate, "audit " + fsm.AuditCalendarDelete,
 		"audit " + fsm.AuditFreezeCreate, "audit " + fsm.AuditFreezeDelete,
+		"fire " + fsm.ReasonCheckinJob, "checkin DISPATCHED", "checkin SUCCEEDED", "checkin FAILED",
+		"checkin off schedule", "checkin of a slot", "completion " + fsm.ReasonNotDue, "checkin DEADLINE_EXCEEDED",
 	} {
 		if seen[v] == 0 {
 			t.Fatalf("the generated log never produced %q (seen: %v)", v, seen)
@@ -116,6 +118,7 @@ func tally(seen map[string]int, r *pb.CommandResult) {
 	if run := r.GetRun(); run.GetReason() == fsm.ReasonCancelRequested {
 		seen["cancel accepted"]++
 	}
+	checkins(seen, r.GetRun())
 	for _, c := range r.GetCompletions() {
 		if c.GetAccepted() {
 			seen["completion accepted"]++
@@ -123,6 +126,21 @@ func tally(seen map[string]int, r *pb.CommandResult) {
 			seen["completion "+c.GetReason()]++
 		}
 		runs(c.GetRun())
+		checkins(seen, c.GetRun())
+	}
+}
+
+// checkins counts the state a check-in run reached, and whether it was
+// off schedule.
+func checkins(seen map[string]int, run *pb.Run) {
+	if run.GetKind() != pb.FireKind_FIRE_KIND_CHECKIN {
+		return
+	}
+	seen["checkin "+strings.TrimPrefix(run.GetState().String(), "RUN_STATE_")]++
+	if run.GetOffSchedule() {
+		seen["checkin off schedule"]++
+	} else {
+		seen["checkin of a slot"]++
 	}
 }
 

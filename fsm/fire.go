@@ -100,6 +100,9 @@ func (b *batch) scheduled(pos int, f *pb.Fire, res *pb.FireResult) {
 	case f.GetGeneration() != it.job.GetGeneration():
 		res.Reason = ReasonGeneration
 		return
+	case it.job.GetSpec().GetCheckin() != nil:
+		res.Reason = ReasonCheckinJob
+		return
 	}
 	st, slot := it.status, f.GetSlotUnix()
 	// buffer_one keeps a slot it already passed the cursor for; firing it
@@ -248,6 +251,10 @@ func (b *batch) manual(f *pb.Fire, res *pb.FireResult) {
 		return
 	}
 	spec := it.job.GetSpec()
+	if spec.GetCheckin() != nil {
+		res.Reason = ReasonCheckinJob // it runs elsewhere: it checks in
+		return
+	}
 	if spec.GetPaused() && !f.GetForce() {
 		res.Reason = ReasonPaused
 		return
@@ -287,7 +294,8 @@ func (s *state) requested(it jobItem, requestID string) *pb.Run {
 // has passed.
 func (b *batch) retry(f *pb.Fire, res *pb.FireResult) {
 	r, ok := b.s.run(f.GetRunId())
-	if !ok || r.GetJob() != f.GetJob() || r.GetState() != pb.RunState_RUN_STATE_RETRYING {
+	if !ok || r.GetJob() != f.GetJob() || r.GetState() != pb.RunState_RUN_STATE_RETRYING ||
+		isCheckin(r) {
 		res.Reason = ReasonNotOpen
 		return
 	}
@@ -337,7 +345,7 @@ func (b *batch) redispatch(f *pb.Fire, res *pb.FireResult) {
 	r, ok := b.s.run(f.GetRunId())
 	cur := CurrentAttempt(r)
 	if !ok || r.GetJob() != f.GetJob() || r.GetState() != pb.RunState_RUN_STATE_DISPATCHED ||
-		cur == nil || cur.GetState() != pb.RunState_RUN_STATE_DISPATCHED || !b.unresolved(cur, f.GetLostToken()) {
+		isCheckin(r) || cur == nil || cur.GetState() != pb.RunState_RUN_STATE_DISPATCHED || !b.unresolved(cur, f.GetLostToken()) {
 		res.Reason = ReasonNotOrphan
 		return
 	}
@@ -514,10 +522,16 @@ func (b *batch) recordRun(it jobItem, next *pb.JobStatus, pos int, kind pb.FireK
 }
 
 // miss records a range of slots the leader gave up, if it still concerns
-// the job: same generation and beyond the cursor. Anything else is ignored.
+// the job: same generation and beyond the cursor, and for the slots of a
+// check-in job that got no ping, only once the grace of every one has
+// passed by the entry's time. Anything else is ignored.
 func (b *batch) miss(pos int, m *pb.Miss) {
 	it, ok := b.s.item(m.GetJob())
 	if !ok || m.GetGeneration() != it.job.GetGeneration() || m.GetToSlotUnix() <= it.status.GetCursorUnix() {
+		return
+	}
+	if spec := it.job.GetSpec(); spec.GetCheckin() != nil && m.GetReason() == ReasonNoCheckin &&
+		!graceOver(b.e.proposedAt, m.GetToSlotUnix(), spec) {
 		return
 	}
 	next := copyStatus(it.status)

@@ -107,6 +107,7 @@ var handlers = map[protoreflect.Name]handler{
 	"create_freeze":       scopedFreeze(auditedCreateFreeze),
 	"delete_freeze":       scopedFreeze(auditedDeleteFreeze),
 	KindRecordProgress:    recordProgress,
+	"checkin":             scoped(checkin),
 }
 
 var kindOneof = (&pb.Command{}).ProtoReflect().Descriptor().Oneofs().ByName("kind")

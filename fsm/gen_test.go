@@ -22,7 +22,10 @@ import (
 // matter; the log is still a pure function of the seed and of the entries
 // applied to the view, so every FSM fed the same entries must agree.
 type commandGen struct {
-	rng  *rand.Rand
+	rng *rand.Rand
+	// ck draws the check-ins' entries (gen_checkin_test.go), which leave
+	// the rest of the log as it is without them.
+	ck   *rand.Rand
 	now  int64
 	term uint64
 	pool []string
@@ -32,6 +35,7 @@ type commandGen struct {
 func newCommandGen(seed uint64) *commandGen {
 	return &commandGen{
 		rng:  rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		ck:   rand.New(rand.NewPCG(seed^0x5bd1e995, seed)),
 		now:  baseTime.UnixNano(),
 		term: 1,
 		pool: []string{"alpha", "beta", "gamma", "delta", "epsilon", "zeta"},
@@ -89,6 +93,9 @@ func (g *commandGen) spec() *pb.JobSpec {
 
 // next returns the data of the next log entry.
 func (g *commandGen) next() []byte {
+	if g.ck.IntN(100) < 15 {
+		return g.checkinEntry()
+	}
 	g.now += int64(time.Second) + g.rng.Int64N(int64(time.Second))
 	var c *pb.Command
 	switch n := g.rng.IntN(100); {
@@ -345,7 +352,7 @@ func (g *commandGen) openRun(st pb.RunState) *pb.Run {
 	}
 	var match []*pb.Run
 	for _, r := range g.view.OpenRuns() {
-		if r.GetState() == st {
+		if r.GetState() == st && !g.pinged(r) {
 			match = append(match, r)
 		}
 	}
@@ -365,7 +372,7 @@ func (g *commandGen) cancel() *pb.Command {
 			id = r.GetId()
 		}
 	case n < 5 && g.view != nil:
-		if runs := g.view.ListRuns("", 0); len(runs) > 0 {
+		if runs := g.unpinged(g.view.ListRuns("", 0)); len(runs) > 0 {
 			id = runs[g.rng.IntN(len(runs))].GetId()
 		}
 	}

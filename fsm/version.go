@@ -50,6 +50,7 @@ var introducedIn = map[protoreflect.Name]uint32{
 	"create_freeze":       3,
 	"delete_freeze":       3,
 	"record_progress":     3,
+	"checkin":             3,
 }
 
 // ErrUnknownCommand: a committed entry holds a command kind this build does

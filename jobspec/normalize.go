@@ -26,6 +26,9 @@ const (
 	// DefaultInitialBackoff lowers the initial backoff to it.
 	DefaultInitialBackoff = time.Second
 	DefaultMaxBackoff     = time.Minute
+	// DefaultCheckinGrace is a check-in job's expect.start_within when it
+	// sets none: how late a ping may come before its slot is missed.
+	DefaultCheckinGrace = time.Minute
 )
 
 // Normalize fills defaults in place so that a stored spec states every
@@ -46,6 +49,14 @@ func Normalize(spec *pb.JobSpec) {
 			spec.Http.Method = DefaultMethod
 		}
 	}
+	if spec.HistoryLimit == 0 {
+		spec.HistoryLimit = DefaultHistoryLimit
+	}
+	normalizeCalendarRefs(spec)
+	if spec.Checkin != nil {
+		normalizeCheckin(spec)
+		return // nothing is fired: no catch-up, overlap, delivery or retry
+	}
 	if spec.Catchup == nil {
 		spec.Catchup = &pb.Catchup{}
 	}
@@ -61,11 +72,17 @@ func Normalize(spec *pb.JobSpec) {
 	if spec.Delivery == pb.Delivery_DELIVERY_UNSPECIFIED {
 		spec.Delivery = pb.Delivery_DELIVERY_AT_LEAST_ONCE
 	}
-	if spec.HistoryLimit == 0 {
-		spec.HistoryLimit = DefaultHistoryLimit
-	}
 	normalizeRetry(spec.Retry)
-	normalizeCalendarRefs(spec)
+}
+
+// normalizeCheckin stores a check-in job's grace.
+func normalizeCheckin(spec *pb.JobSpec) {
+	if spec.Expect == nil {
+		spec.Expect = &pb.Expect{}
+	}
+	if spec.Expect.StartWithin == nil {
+		spec.Expect.StartWithin = durationpb.New(DefaultCheckinGrace)
+	}
 }
 
 // normalizeRetry fills the backoffs of a retry policy. Without a policy a

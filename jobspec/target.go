@@ -25,8 +25,8 @@ var reservedHeaders = map[string]bool{"idempotency-key": true}
 
 func checkTarget(v *violations, spec *pb.JobSpec) {
 	h, e, w := spec.GetHttp(), spec.GetExec(), spec.GetWorker()
-	if n := btoi(h != nil) + btoi(e != nil) + btoi(w != nil); n != 1 {
-		v.add("http", "exactly one of http, exec or worker must be set")
+	if n := btoi(h != nil) + btoi(e != nil) + btoi(w != nil) + btoi(spec.GetCheckin() != nil); n != 1 {
+		v.add("http", "exactly one of http, exec, worker or checkin must be set")
 	}
 	if h != nil {
 		checkHTTP(v, h)

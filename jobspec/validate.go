@@ -56,6 +56,8 @@ func ValidateParsed(spec *pb.JobSpec, now time.Time) (schedule.Schedule, error) 
 	checkTarget(&v, spec)
 	checkSecretRefs(&v, spec)
 	checkPolicies(&v, spec)
+	checkCheckin(&v, spec)
+	checkExpect(&v, spec)
 	checkBounds(&v, spec, now)
 	checkMetadata(&v, spec)
 	if len(v) == 0 {

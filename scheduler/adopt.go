@@ -9,14 +9,18 @@ import (
 )
 
 // adopt ends the tick, once every entry has returned: it dispatches the
-// attempts planning found committed but never dispatched (adoptRun), and
-// queues the tick's jobs for planning again, except those whose
-// accepted fires left their plan standing (fresh.go).
+// attempts planning found committed but never dispatched (adoptRun),
+// reports the check-in runs past their deadline, and queues the tick's
+// jobs for planning again, except those whose accepted fires left their
+// plan standing (fresh.go).
 func (p *pipeline) adopt() {
 	for _, pl := range p.parts {
 		for _, g := range pl.groups {
 			for _, r := range g.adopt {
 				p.adoptRun(g.job, r)
+			}
+			for _, c := range g.expire {
+				p.report(g.name, c)
 			}
 		}
 		p.l.s.markDirty(pl.names()...)
@@ -62,11 +66,21 @@ func (p *pipeline) adoptRun(job *pb.Job, r *pb.Run) {
 // abandon reports an attempt of this term that never ran as CANCELLED, so
 // that its run closes instead of waiting for the next leader.
 func (p *pipeline) abandon(r *pb.Run, cur *pb.Attempt, detail string) {
+	p.report(r.GetJob(), &pb.Completion{
+		RunId: r.GetId(), Token: cur.GetToken(), Outcome: pb.RunState_RUN_STATE_CANCELLED, Detail: detail,
+	})
+}
+
+// report commits an outcome this leader decided itself, of a run of job
+// that nothing executes here.
+func (p *pipeline) report(job string, c *pb.Completion) {
 	l := p.l
-	l.known[cur.GetToken()] = struct{}{} // in hand until the outcome commits
+	if l.isKnown(c.GetToken()) {
+		return // reported already, not committed yet
+	}
+	l.known[c.GetToken()] = struct{}{} // in hand until the outcome commits
 	l.unsettled.Add(1)
-	c := &pb.Completion{RunId: r.GetId(), Token: cur.GetToken(), Outcome: pb.RunState_RUN_STATE_CANCELLED, Detail: detail}
-	if !l.comp.add(r.GetJob(), c) {
+	if !l.comp.add(job, c) {
 		l.unsettled.Add(-1)
 	}
 }

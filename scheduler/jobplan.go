@@ -72,6 +72,9 @@ type plan struct {
 	// this term but never dispatched: the FireBatch's Apply returned an
 	// error, yet the entry was committed. They are dispatched as they are.
 	adopt []*pb.Run
+	// expire are the outcomes of a check-in job's runs still open at its
+	// deadline (checkin.go).
+	expire []*pb.Completion
 	// wake is when the job needs planning again; zero means not until it
 	// changes.
 	wake time.Time
@@ -83,7 +86,9 @@ func (p *plan) wakeAt(t time.Time) {
 	}
 }
 
-func (p *plan) busy() bool { return len(p.fires) > 0 || len(p.misses) > 0 || len(p.adopt) > 0 }
+func (p *plan) busy() bool {
+	return len(p.fires) > 0 || len(p.misses) > 0 || len(p.adopt) > 0 || len(p.expire) > 0
+}
 
 // planJob decides the fires and misses of one job at in.now:
 //
@@ -97,6 +102,10 @@ func (p *plan) busy() bool { return len(p.fires) > 0 || len(p.misses) > 0 || len
 //     one is, on-time slots still go to the FSM, which skips them.
 //  3. Due slots after the cursor, within start_at/end_at, go through the
 //     pause state, the catch-up window and policy, and the overlap policy.
+//
+// A check-in job fires nothing: its slots without a ping are missed once
+// their grace has passed, and its runs open past the deadline fail
+// (planCheckin).
 func planJob(in planInput) plan {
 	var p plan
 	if in.job == nil || in.job.GetSpec() == nil {
@@ -104,6 +113,10 @@ func planJob(in planInput) plan {
 	}
 	if p.planRuns(in) {
 		p.wakeAt(in.now.Add(heldRecheck))
+		return p
+	}
+	if in.job.GetSpec().GetCheckin() != nil {
+		p.planCheckin(in)
 		return p
 	}
 	if b := in.status.GetBufferedSlotUnix(); b != 0 && len(in.open) == 0 {
@@ -119,8 +132,12 @@ func planJob(in planInput) plan {
 }
 
 // planRuns handles the open runs and reports whether new slots must wait.
+// A check-in run is not this leader's to dispatch, whoever committed it.
 func (p *plan) planRuns(in planInput) (hold bool) {
 	for _, r := range in.open {
+		if r.GetKind() == pb.FireKind_FIRE_KIND_CHECKIN {
+			continue
+		}
 		cur := fsm.CurrentAttempt(r)
 		switch r.GetState() {
 		case pb.RunState_RUN_STATE_DISPATCHED:
@@ -345,23 +362,26 @@ func slotBounds(in planInput) (after time.Time, end int64, hasEnd bool) {
 }
 
 // firstWake is when a job with no open run and no buffered slot next needs
-// planning: its next slot, or in.now if that is due; zero if it has none.
-// It is planJob's wake-up for such a job without planning the due slots,
-// for rebuilding the heap of a million jobs.
+// planning: its next slot (a check-in job's: once its grace has passed),
+// or in.now if that is due; zero if it has none. It is planJob's wake-up
+// for such a job without planning the due slots, for rebuilding the heap
+// of a million jobs.
 func firstWake(in planInput) time.Time {
 	if in.sched == nil {
 		return time.Time{}
 	}
 	after, end, hasEnd := slotBounds(in)
 	next := in.sched.Next(after)
-	switch {
-	case next.IsZero() || hasEnd && next.Unix() > end:
+	if next.IsZero() || hasEnd && next.Unix() > end {
 		return time.Time{}
-	case next.After(in.now):
-		return next
-	default:
-		return in.now
 	}
+	if spec := in.job.GetSpec(); spec.GetCheckin() != nil && !spec.GetPaused() {
+		next = missableAt(next, spec)
+	}
+	if next.After(in.now) {
+		return next
+	}
+	return in.now
 }
 
 // run calls visit for each due slot in order until visit returns false.

@@ -180,6 +180,7 @@ type group struct {
 	fires  []*pb.Fire
 	misses []*pb.Miss
 	adopt  []*pb.Run
+	expire []*pb.Completion
 	// reqs parallels fires: the trigger waiting for a fire's result.
 	reqs []*triggerReq
 	// quiet: planned with nothing of the job open or buffered, and fires
@@ -219,4 +220,5 @@ func (pl *planned) file(name string, sj fsm.StoredJob, p *plan, now time.Time) {
 	g.fires = append(g.fires, p.fires...)
 	g.misses = append(g.misses, p.misses...)
 	g.adopt = append(g.adopt, p.adopt...)
+	g.expire = append(g.expire, p.expire...)
 }

@@ -38,7 +38,7 @@ func (p *pipeline) propose(pl *planned) bool {
 // empty reports whether pl holds nothing to commit or adopt.
 func (pl *planned) empty() bool {
 	for _, g := range pl.groups {
-		if len(g.fires) > 0 || len(g.misses) > 0 || len(g.adopt) > 0 {
+		if len(g.fires) > 0 || len(g.misses) > 0 || len(g.adopt) > 0 || len(g.expire) > 0 {
 			return false
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/raftcron/raftcron/api"
 	"github.com/raftcron/raftcron/cluster"
 	"github.com/raftcron/raftcron/jobspec"
+	"github.com/raftcron/raftcron/scheduler"
 )
 
 // DefaultMaxConcurrentStreams bounds the calls one client connection may
@@ -41,8 +42,8 @@ type Limits struct {
 	MaxHeaders   int
 	MaxEnv       int
 	MaxArgs      int
-	// MaxOpenRuns caps one overlap-allow job's open runs
-	// (scheduler.DefaultMaxOpenRuns).
+	// MaxOpenRuns caps one overlap-allow job's open runs, and one
+	// check-in job's (scheduler.DefaultMaxOpenRuns).
 	MaxOpenRuns int
 	// MaxWatchers caps the WatchRuns streams served at once
 	// (api.DefaultMaxWatchers).
@@ -83,9 +84,19 @@ func (l Limits) validate() error {
 // jobs is what the JobService admits.
 func (l Limits) jobs() api.Limits {
 	return api.Limits{
-		MaxJobs: uint64(l.MaxJobs),
-		Spec:    jobspec.Limits{SpecBytes: l.MaxSpecBytes, Headers: l.MaxHeaders, Env: l.MaxEnv, Args: l.MaxArgs},
+		MaxJobs:     uint64(l.MaxJobs),
+		Spec:        jobspec.Limits{SpecBytes: l.MaxSpecBytes, Headers: l.MaxHeaders, Env: l.MaxEnv, Args: l.MaxArgs},
+		MaxOpenRuns: uint32(l.maxOpenRuns()),
 	}
+}
+
+// maxOpenRuns is the scheduler's limit, which the API applies to check-in
+// runs too.
+func (l Limits) maxOpenRuns() int {
+	if l.MaxOpenRuns > 0 {
+		return l.MaxOpenRuns
+	}
+	return scheduler.DefaultMaxOpenRuns
 }
 
 func (l Limits) maxConcurrentStreams() uint32 {

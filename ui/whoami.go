@@ -10,7 +10,7 @@ import (
 
 // Identity says whom a token belongs to. The node's ACL code provides it.
 type Identity interface {
-	// WhoAmI returns the name and role (management, write, read or worker)
+	// WhoAmI returns the name and role (management, write, read, worker or checkin)
 	// of the token whose secret is bearer; bearer is "" when the request
 	// carries none. With ACLs off every caller may do everything: the role
 	// is management and no token is needed. Errors are gRPC statuses

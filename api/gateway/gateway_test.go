@@ -293,6 +293,30 @@ func TestRunRoutes(t *testing.T) {
 	e.fails("GET", "/v1/runs/nope-1", "", http.StatusNotFound, codes.NotFound)
 }
 
+// TestCheckinRoute: the ping of the issue's JSON body, and the field a
+// broken one names.
+func TestCheckinRoute(t *testing.T) {
+	e := start(t)
+	e.ok("PUT", "/v1/jobs/nightly", `{"schedule": "0 2 * * *", "checkin": {}}`)
+	start := e.ok("POST", "/v1/jobs/nightly:checkin", `{"status": "start"}`)["run"].(map[string]any)
+	if start["kind"] != "FIRE_KIND_CHECKIN" || start["state"] != "RUN_STATE_DISPATCHED" {
+		t.Fatalf("start: %v", start)
+	}
+	doc := e.ok("POST", "/v1/jobs/nightly:checkin", `{"status": "fail", "exit_code": 3, "output": "disk full"}`)
+	attempt := dig(doc, "run", "attempts").([]any)[0].(map[string]any)
+	if dig(doc, "run", "id") != start["id"] || dig(doc, "run", "state") != "RUN_STATE_FAILED" ||
+		attempt["exit_code"] != float64(3) || attempt["detail"] != "exit status 3" {
+		t.Fatalf("fail: %v", doc)
+	}
+	bad := e.fails("POST", "/v1/jobs/nightly:checkin", `{"status": "done"}`, http.StatusBadRequest, codes.InvalidArgument)
+	if !strings.Contains(bad["message"].(string), "status: must be start, success or fail") {
+		t.Fatalf("bad status: %v", bad)
+	}
+	if code, _ := e.do("POST", "/v1/jobs/nightly:checkin", `{}`, "reader"); code != http.StatusForbidden {
+		t.Fatalf("a read token checked in: %d", code)
+	}
+}
+
 func TestErrorsCarryTheGRPCCodeAndBadRequestDetails(t *testing.T) {
 	e := start(t)
 	doc := e.fails("PUT", "/v1/jobs/billing", `{"schedule": "61 * * * *", "http": {"url": "http://x/"}}`,
@@ -363,7 +387,7 @@ func TestOpenAPIDocumentListsEveryRoute(t *testing.T) {
 	want := map[string][]string{
 		"/v1/jobs": {"get"}, "/v1/jobs/{name}": {"delete", "get", "put"},
 		"/v1/jobs/{name}:pause": {"post"}, "/v1/jobs/{name}:resume": {"post"}, "/v1/jobs/{name}:trigger": {"post"},
-		"/v1/jobs/{name}/next": {"get"}, "/v1/runs": {"get"}, "/v1/runs/{id}": {"get"}, "/v1/runs/{id}:cancel": {"post"},
+		"/v1/jobs/{name}:checkin": {"post"}, "/v1/jobs/{name}/next": {"get"}, "/v1/runs": {"get"}, "/v1/runs/{id}": {"get"}, "/v1/runs/{id}:cancel": {"post"},
 		"/v1/cluster": {"get"}, "/v1/audit": {"get"},
 		"/v1/calendars": {"get"}, "/v1/calendars/{name}": {"delete", "get", "put"}, "/v1/calendars/{name}:import": {"post"},
 		"/v1/freezes": {"get", "post"}, "/v1/freezes/{name}": {"delete"},

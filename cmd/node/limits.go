@@ -33,7 +33,7 @@ func addLimitFlags(fs *pflag.FlagSet) {
 	fs.Int(flagMaxHeaders, jobspec.DefaultLimits.Headers, "most http.headers of one job")
 	fs.Int(flagMaxEnv, jobspec.DefaultLimits.Env, "most env variables of one job's command (exec or worker)")
 	fs.Int(flagMaxArgs, jobspec.DefaultLimits.Args, "most command entries (program and arguments) of one job's exec or worker target")
-	fs.Int(flagMaxOpenRuns, scheduler.DefaultMaxOpenRuns, "most runs one overlap-allow job has open; later slots are recorded missed (open_runs_limit)")
+	fs.Int(flagMaxOpenRuns, scheduler.DefaultMaxOpenRuns, "most runs one overlap-allow job has open (later slots are recorded missed, open_runs_limit), or one check-in job (a later start is refused)")
 	fs.Int(flagMaxWatchers, api.DefaultMaxWatchers, "most WatchRuns streams this node serves at once")
 	fs.Int(flagMaxConcurrentStreams, server.DefaultMaxConcurrentStreams, "most gRPC calls one client connection has open at once; more wait")
 }

@@ -36,6 +36,8 @@ const (
 	AclRole_ACL_ROLE_READ AclRole = 3
 	// Reserved for remote workers: connect a worker and report outcomes only.
 	AclRole_ACL_ROLE_WORKER AclRole = 4
+	// Check in the check-in jobs of its selector (CheckinJob), nothing else.
+	AclRole_ACL_ROLE_CHECKIN AclRole = 5
 )
 
 // Enum value maps for AclRole.
@@ -46,6 +48,7 @@ var (
 		2: "ACL_ROLE_WRITE",
 		3: "ACL_ROLE_READ",
 		4: "ACL_ROLE_WORKER",
+		5: "ACL_ROLE_CHECKIN",
 	}
 	AclRole_value = map[string]int32{
 		"ACL_ROLE_UNSPECIFIED": 0,
@@ -53,6 +56,7 @@ var (
 		"ACL_ROLE_WRITE":       2,
 		"ACL_ROLE_READ":        3,
 		"ACL_ROLE_WORKER":      4,
+		"ACL_ROLE_CHECKIN":     5,
 	}
 )
 
@@ -92,7 +96,7 @@ type AclToken struct {
 	// Unique; recorded as the principal of every write the token makes.
 	Name string  `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
 	Role AclRole `protobuf:"varint,3,opt,name=role,proto3,enum=raftcron.v1.AclRole" json:"role,omitempty"`
-	// Scopes a read or write token to jobs whose labels include all of these.
+	// Scopes a read, write or checkin token to jobs whose labels include all of these.
 	// Empty: every job.
 	Selector  map[string]string      `protobuf:"bytes,4,rep,name=selector,proto3" json:"selector,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
@@ -855,13 +859,14 @@ const file_raftcron_v1_acl_proto_rawDesc = "" +
 	"\x03ttl\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\"8\n" +
 	"\x15DeleteAclTokenCommand\x12\x1f\n" +
 	"\vaccessor_id\x18\x01 \x01(\tR\n" +
-	"accessorId*x\n" +
+	"accessorId*\x8e\x01\n" +
 	"\aAclRole\x12\x18\n" +
 	"\x14ACL_ROLE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13ACL_ROLE_MANAGEMENT\x10\x01\x12\x12\n" +
 	"\x0eACL_ROLE_WRITE\x10\x02\x12\x11\n" +
 	"\rACL_ROLE_READ\x10\x03\x12\x13\n" +
-	"\x0fACL_ROLE_WORKER\x10\x042\xef\x02\n" +
+	"\x0fACL_ROLE_WORKER\x10\x04\x12\x14\n" +
+	"\x10ACL_ROLE_CHECKIN\x10\x052\xef\x02\n" +
 	"\n" +
 	"AclService\x12S\n" +
 	"\fBootstrapAcl\x12 .raftcron.v1.BootstrapAclRequest\x1a!.raftcron.v1.BootstrapAclResponse\x12Y\n" +

@@ -186,6 +186,7 @@ type Command struct {
 	//	*Command_CreateFreeze
 	//	*Command_DeleteFreeze
 	//	*Command_RecordProgress
+	//	*Command_Checkin
 	Kind          isCommand_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -422,6 +423,15 @@ func (x *Command) GetRecordProgress() *RecordProgressCommand {
 	return nil
 }
 
+func (x *Command) GetCheckin() *CheckinCommand {
+	if x != nil {
+		if x, ok := x.Kind.(*Command_Checkin); ok {
+			return x.Checkin
+		}
+	}
+	return nil
+}
+
 type isCommand_Kind interface {
 	isCommand_Kind()
 }
@@ -510,6 +520,11 @@ type Command_RecordProgress struct {
 	RecordProgress *RecordProgressCommand `protobuf:"bytes,80,opt,name=record_progress,json=recordProgress,proto3,oneof"`
 }
 
+type Command_Checkin struct {
+	// Command version 3: a ping of a check-in job (checkin.proto).
+	Checkin *CheckinCommand `protobuf:"bytes,57,opt,name=checkin,proto3,oneof"`
+}
+
 func (*Command_PutJob) isCommand_Kind() {}
 
 func (*Command_DeleteJob) isCommand_Kind() {}
@@ -549,6 +564,8 @@ func (*Command_CreateFreeze) isCommand_Kind() {}
 func (*Command_DeleteFreeze) isCommand_Kind() {}
 
 func (*Command_RecordProgress) isCommand_Kind() {}
+
+func (*Command_Checkin) isCommand_Kind() {}
 
 // RecordMembershipCommand records a membership change in the audit trail.
 // Membership changes are Raft configuration changes, not commands, so the
@@ -1694,7 +1711,7 @@ var File_raftcron_v1_command_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\n" +
-	"\x19raftcron/v1/command.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/acl.proto\x1a\x1araftcron/v1/calendar.proto\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\x1a\x18raftcron/v1/secret.proto\x1a\x18raftcron/v1/worker.proto\"\x93\f\n" +
+	"\x19raftcron/v1/command.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/acl.proto\x1a\x1araftcron/v1/calendar.proto\x1a\x19raftcron/v1/checkin.proto\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\x1a\x18raftcron/v1/secret.proto\x1a\x18raftcron/v1/worker.proto\"\xcc\f\n" +
 	"\aCommand\x121\n" +
 	"\x15proposed_at_unix_nano\x18\x01 \x01(\x03R\x12proposedAtUnixNano\x12+\n" +
 	"\x06caller\x18\x02 \x01(\v2\x13.raftcron.v1.CallerR\x06caller\x125\n" +
@@ -1723,7 +1740,8 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x0fdelete_calendar\x18= \x01(\v2\".raftcron.v1.DeleteCalendarCommandH\x00R\x0edeleteCalendar\x12G\n" +
 	"\rcreate_freeze\x18> \x01(\v2 .raftcron.v1.CreateFreezeCommandH\x00R\fcreateFreeze\x12G\n" +
 	"\rdelete_freeze\x18? \x01(\v2 .raftcron.v1.DeleteFreezeCommandH\x00R\fdeleteFreeze\x12M\n" +
-	"\x0frecord_progress\x18P \x01(\v2\".raftcron.v1.RecordProgressCommandH\x00R\x0erecordProgressB\x06\n" +
+	"\x0frecord_progress\x18P \x01(\v2\".raftcron.v1.RecordProgressCommandH\x00R\x0erecordProgress\x127\n" +
+	"\acheckin\x189 \x01(\v2\x1b.raftcron.v1.CheckinCommandH\x00R\acheckinB\x06\n" +
 	"\x04kind\"\x8d\x01\n" +
 	"\x17RecordMembershipCommand\x12\x16\n" +
 	"\x06action\x18\x01 \x01(\tR\x06action\x12\x17\n" +
@@ -1880,14 +1898,15 @@ var file_raftcron_v1_command_proto_goTypes = []any{
 	(*CreateFreezeCommand)(nil),      // 27: raftcron.v1.CreateFreezeCommand
 	(*DeleteFreezeCommand)(nil),      // 28: raftcron.v1.DeleteFreezeCommand
 	(*RecordProgressCommand)(nil),    // 29: raftcron.v1.RecordProgressCommand
-	(*JobSpec)(nil),                  // 30: raftcron.v1.JobSpec
-	(*Job)(nil),                      // 31: raftcron.v1.Job
-	(*Run)(nil),                      // 32: raftcron.v1.Run
-	(*AclToken)(nil),                 // 33: raftcron.v1.AclToken
-	(*Calendar)(nil),                 // 34: raftcron.v1.Calendar
-	(*Freeze)(nil),                   // 35: raftcron.v1.Freeze
-	(FireKind)(0),                    // 36: raftcron.v1.FireKind
-	(RunState)(0),                    // 37: raftcron.v1.RunState
+	(*CheckinCommand)(nil),           // 30: raftcron.v1.CheckinCommand
+	(*JobSpec)(nil),                  // 31: raftcron.v1.JobSpec
+	(*Job)(nil),                      // 32: raftcron.v1.Job
+	(*Run)(nil),                      // 33: raftcron.v1.Run
+	(*AclToken)(nil),                 // 34: raftcron.v1.AclToken
+	(*Calendar)(nil),                 // 35: raftcron.v1.Calendar
+	(*Freeze)(nil),                   // 36: raftcron.v1.Freeze
+	(FireKind)(0),                    // 37: raftcron.v1.FireKind
+	(RunState)(0),                    // 38: raftcron.v1.RunState
 }
 var file_raftcron_v1_command_proto_depIdxs = []int32{
 	18, // 0: raftcron.v1.Command.caller:type_name -> raftcron.v1.Caller
@@ -1911,29 +1930,30 @@ var file_raftcron_v1_command_proto_depIdxs = []int32{
 	27, // 18: raftcron.v1.Command.create_freeze:type_name -> raftcron.v1.CreateFreezeCommand
 	28, // 19: raftcron.v1.Command.delete_freeze:type_name -> raftcron.v1.DeleteFreezeCommand
 	29, // 20: raftcron.v1.Command.record_progress:type_name -> raftcron.v1.RecordProgressCommand
-	30, // 21: raftcron.v1.PutJobCommand.spec:type_name -> raftcron.v1.JobSpec
-	0,  // 22: raftcron.v1.PutJobCommand.mode:type_name -> raftcron.v1.PutMode
-	1,  // 23: raftcron.v1.CommandResult.code:type_name -> raftcron.v1.ResultCode
-	31, // 24: raftcron.v1.CommandResult.job:type_name -> raftcron.v1.Job
-	12, // 25: raftcron.v1.CommandResult.fires:type_name -> raftcron.v1.FireResult
-	15, // 26: raftcron.v1.CommandResult.completions:type_name -> raftcron.v1.CompletionResult
-	32, // 27: raftcron.v1.CommandResult.run:type_name -> raftcron.v1.Run
-	33, // 28: raftcron.v1.CommandResult.acl_token:type_name -> raftcron.v1.AclToken
-	34, // 29: raftcron.v1.CommandResult.calendar:type_name -> raftcron.v1.Calendar
-	35, // 30: raftcron.v1.CommandResult.freeze:type_name -> raftcron.v1.Freeze
-	10, // 31: raftcron.v1.FireBatchCommand.fires:type_name -> raftcron.v1.Fire
-	11, // 32: raftcron.v1.FireBatchCommand.misses:type_name -> raftcron.v1.Miss
-	36, // 33: raftcron.v1.Fire.kind:type_name -> raftcron.v1.FireKind
-	32, // 34: raftcron.v1.FireResult.run:type_name -> raftcron.v1.Run
-	30, // 35: raftcron.v1.FireResult.spec:type_name -> raftcron.v1.JobSpec
-	14, // 36: raftcron.v1.CompleteBatchCommand.completions:type_name -> raftcron.v1.Completion
-	37, // 37: raftcron.v1.Completion.outcome:type_name -> raftcron.v1.RunState
-	32, // 38: raftcron.v1.CompletionResult.run:type_name -> raftcron.v1.Run
-	39, // [39:39] is the sub-list for method output_type
-	39, // [39:39] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	30, // 21: raftcron.v1.Command.checkin:type_name -> raftcron.v1.CheckinCommand
+	31, // 22: raftcron.v1.PutJobCommand.spec:type_name -> raftcron.v1.JobSpec
+	0,  // 23: raftcron.v1.PutJobCommand.mode:type_name -> raftcron.v1.PutMode
+	1,  // 24: raftcron.v1.CommandResult.code:type_name -> raftcron.v1.ResultCode
+	32, // 25: raftcron.v1.CommandResult.job:type_name -> raftcron.v1.Job
+	12, // 26: raftcron.v1.CommandResult.fires:type_name -> raftcron.v1.FireResult
+	15, // 27: raftcron.v1.CommandResult.completions:type_name -> raftcron.v1.CompletionResult
+	33, // 28: raftcron.v1.CommandResult.run:type_name -> raftcron.v1.Run
+	34, // 29: raftcron.v1.CommandResult.acl_token:type_name -> raftcron.v1.AclToken
+	35, // 30: raftcron.v1.CommandResult.calendar:type_name -> raftcron.v1.Calendar
+	36, // 31: raftcron.v1.CommandResult.freeze:type_name -> raftcron.v1.Freeze
+	10, // 32: raftcron.v1.FireBatchCommand.fires:type_name -> raftcron.v1.Fire
+	11, // 33: raftcron.v1.FireBatchCommand.misses:type_name -> raftcron.v1.Miss
+	37, // 34: raftcron.v1.Fire.kind:type_name -> raftcron.v1.FireKind
+	33, // 35: raftcron.v1.FireResult.run:type_name -> raftcron.v1.Run
+	31, // 36: raftcron.v1.FireResult.spec:type_name -> raftcron.v1.JobSpec
+	14, // 37: raftcron.v1.CompleteBatchCommand.completions:type_name -> raftcron.v1.Completion
+	38, // 38: raftcron.v1.Completion.outcome:type_name -> raftcron.v1.RunState
+	33, // 39: raftcron.v1.CompletionResult.run:type_name -> raftcron.v1.Run
+	40, // [40:40] is the sub-list for method output_type
+	40, // [40:40] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_command_proto_init() }
@@ -1943,6 +1963,7 @@ func file_raftcron_v1_command_proto_init() {
 	}
 	file_raftcron_v1_acl_proto_init()
 	file_raftcron_v1_calendar_proto_init()
+	file_raftcron_v1_checkin_proto_init()
 	file_raftcron_v1_job_proto_init()
 	file_raftcron_v1_run_proto_init()
 	file_raftcron_v1_secret_proto_init()
@@ -1968,6 +1989,7 @@ func file_raftcron_v1_command_proto_init() {
 		(*Command_CreateFreeze)(nil),
 		(*Command_DeleteFreeze)(nil),
 		(*Command_RecordProgress)(nil),
+		(*Command_Checkin)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

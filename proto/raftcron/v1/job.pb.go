@@ -194,11 +194,15 @@ type JobSpec struct {
 	// calendar does; the others are recorded SKIPPED (reason
 	// calendar:NAME). Unset: every slot of the schedule.
 	Calendars *CalendarRefs `protobuf:"bytes,41,opt,name=calendars,proto3" json:"calendars,omitempty"`
-	// Exactly one of http, exec and worker is set.
+	// Exactly one of http, exec, worker and checkin is set.
 	Http *HttpTarget `protobuf:"bytes,4,opt,name=http,proto3" json:"http,omitempty"`
 	Exec *ExecTarget `protobuf:"bytes,5,opt,name=exec,proto3" json:"exec,omitempty"`
 	// Run on a remote worker of a pool instead of on the leader (DESIGN §14).
-	Worker    *WorkerTarget          `protobuf:"bytes,17,opt,name=worker,proto3" json:"worker,omitempty"`
+	Worker *WorkerTarget `protobuf:"bytes,17,opt,name=worker,proto3" json:"worker,omitempty"`
+	// A job that runs elsewhere and checks in (checkin.proto): nothing is
+	// fired, the schedule says when a ping is due, and expect.start_within
+	// is how late it may come before the slot is recorded missed.
+	Checkin   *CheckinTarget         `protobuf:"bytes,32,opt,name=checkin,proto3" json:"checkin,omitempty"`
 	Catchup   *Catchup               `protobuf:"bytes,6,opt,name=catchup,proto3" json:"catchup,omitempty"`
 	Overlap   Overlap                `protobuf:"varint,7,opt,name=overlap,proto3,enum=raftcron.v1.Overlap" json:"overlap,omitempty"`
 	Delivery  Delivery               `protobuf:"varint,8,opt,name=delivery,proto3,enum=raftcron.v1.Delivery" json:"delivery,omitempty"`
@@ -210,7 +214,9 @@ type JobSpec struct {
 	EndAt     *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=end_at,json=endAt,proto3" json:"end_at,omitempty"`
 	Labels    map[string]string      `protobuf:"bytes,15,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Finished runs kept per job; 0 means the default (10).
-	HistoryLimit  uint32 `protobuf:"varint,16,opt,name=history_limit,json=historyLimit,proto3" json:"history_limit,omitempty"`
+	HistoryLimit uint32 `protobuf:"varint,16,opt,name=history_limit,json=historyLimit,proto3" json:"history_limit,omitempty"`
+	// What the job's runs must live up to.
+	Expect        *Expect `protobuf:"bytes,30,opt,name=expect,proto3" json:"expect,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -294,6 +300,13 @@ func (x *JobSpec) GetWorker() *WorkerTarget {
 	return nil
 }
 
+func (x *JobSpec) GetCheckin() *CheckinTarget {
+	if x != nil {
+		return x.Checkin
+	}
+	return nil
+}
+
 func (x *JobSpec) GetCatchup() *Catchup {
 	if x != nil {
 		return x.Catchup
@@ -371,6 +384,61 @@ func (x *JobSpec) GetHistoryLimit() uint32 {
 	return 0
 }
 
+func (x *JobSpec) GetExpect() *Expect {
+	if x != nil {
+		return x.Expect
+	}
+	return nil
+}
+
+// Expect is what a job's runs must live up to.
+type Expect struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How late a slot's run may start. A check-in job's slot without a ping
+	// by slot + start_within is recorded missed (no_checkin); a check-in job
+	// stores 1m when it sets none.
+	StartWithin   *durationpb.Duration `protobuf:"bytes,1,opt,name=start_within,json=startWithin,proto3" json:"start_within,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Expect) Reset() {
+	*x = Expect{}
+	mi := &file_raftcron_v1_job_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Expect) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Expect) ProtoMessage() {}
+
+func (x *Expect) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_job_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Expect.ProtoReflect.Descriptor instead.
+func (*Expect) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Expect) GetStartWithin() *durationpb.Duration {
+	if x != nil {
+		return x.StartWithin
+	}
+	return nil
+}
+
 type HttpTarget struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Url   string                 `protobuf:"bytes,1,opt,name=url,proto3" json:"url,omitempty"`
@@ -390,7 +458,7 @@ type HttpTarget struct {
 
 func (x *HttpTarget) Reset() {
 	*x = HttpTarget{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[1]
+	mi := &file_raftcron_v1_job_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -402,7 +470,7 @@ func (x *HttpTarget) String() string {
 func (*HttpTarget) ProtoMessage() {}
 
 func (x *HttpTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[1]
+	mi := &file_raftcron_v1_job_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -415,7 +483,7 @@ func (x *HttpTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HttpTarget.ProtoReflect.Descriptor instead.
 func (*HttpTarget) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{1}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *HttpTarget) GetUrl() string {
@@ -479,7 +547,7 @@ type ExecTarget struct {
 
 func (x *ExecTarget) Reset() {
 	*x = ExecTarget{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[2]
+	mi := &file_raftcron_v1_job_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -491,7 +559,7 @@ func (x *ExecTarget) String() string {
 func (*ExecTarget) ProtoMessage() {}
 
 func (x *ExecTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[2]
+	mi := &file_raftcron_v1_job_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -504,7 +572,7 @@ func (x *ExecTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecTarget.ProtoReflect.Descriptor instead.
 func (*ExecTarget) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{2}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ExecTarget) GetCommand() []string {
@@ -563,7 +631,7 @@ type WorkerTarget struct {
 
 func (x *WorkerTarget) Reset() {
 	*x = WorkerTarget{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[3]
+	mi := &file_raftcron_v1_job_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -575,7 +643,7 @@ func (x *WorkerTarget) String() string {
 func (*WorkerTarget) ProtoMessage() {}
 
 func (x *WorkerTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[3]
+	mi := &file_raftcron_v1_job_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -588,7 +656,7 @@ func (x *WorkerTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerTarget.ProtoReflect.Descriptor instead.
 func (*WorkerTarget) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{3}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *WorkerTarget) GetPool() string {
@@ -664,7 +732,7 @@ type Catchup struct {
 
 func (x *Catchup) Reset() {
 	*x = Catchup{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[4]
+	mi := &file_raftcron_v1_job_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -676,7 +744,7 @@ func (x *Catchup) String() string {
 func (*Catchup) ProtoMessage() {}
 
 func (x *Catchup) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[4]
+	mi := &file_raftcron_v1_job_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -689,7 +757,7 @@ func (x *Catchup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Catchup.ProtoReflect.Descriptor instead.
 func (*Catchup) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{4}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Catchup) GetWindow() *durationpb.Duration {
@@ -717,7 +785,7 @@ type Retry struct {
 
 func (x *Retry) Reset() {
 	*x = Retry{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[5]
+	mi := &file_raftcron_v1_job_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -729,7 +797,7 @@ func (x *Retry) String() string {
 func (*Retry) ProtoMessage() {}
 
 func (x *Retry) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[5]
+	mi := &file_raftcron_v1_job_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -742,7 +810,7 @@ func (x *Retry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Retry.ProtoReflect.Descriptor instead.
 func (*Retry) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{5}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Retry) GetMaxAttempts() uint32 {
@@ -789,7 +857,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[6]
+	mi := &file_raftcron_v1_job_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -801,7 +869,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[6]
+	mi := &file_raftcron_v1_job_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -814,7 +882,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{6}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Job) GetSpec() *JobSpec {
@@ -908,7 +976,7 @@ type JobStatus struct {
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[7]
+	mi := &file_raftcron_v1_job_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -920,7 +988,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[7]
+	mi := &file_raftcron_v1_job_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -933,7 +1001,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{7}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *JobStatus) GetCursorUnix() int64 {
@@ -1036,7 +1104,7 @@ type CreateJobRequest struct {
 
 func (x *CreateJobRequest) Reset() {
 	*x = CreateJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[8]
+	mi := &file_raftcron_v1_job_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1048,7 +1116,7 @@ func (x *CreateJobRequest) String() string {
 func (*CreateJobRequest) ProtoMessage() {}
 
 func (x *CreateJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[8]
+	mi := &file_raftcron_v1_job_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1061,7 +1129,7 @@ func (x *CreateJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateJobRequest.ProtoReflect.Descriptor instead.
 func (*CreateJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{8}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CreateJobRequest) GetSpec() *JobSpec {
@@ -1080,7 +1148,7 @@ type CreateJobResponse struct {
 
 func (x *CreateJobResponse) Reset() {
 	*x = CreateJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[9]
+	mi := &file_raftcron_v1_job_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1092,7 +1160,7 @@ func (x *CreateJobResponse) String() string {
 func (*CreateJobResponse) ProtoMessage() {}
 
 func (x *CreateJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[9]
+	mi := &file_raftcron_v1_job_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1105,7 +1173,7 @@ func (x *CreateJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateJobResponse.ProtoReflect.Descriptor instead.
 func (*CreateJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{9}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CreateJobResponse) GetJob() *Job {
@@ -1126,7 +1194,7 @@ type UpdateJobRequest struct {
 
 func (x *UpdateJobRequest) Reset() {
 	*x = UpdateJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[10]
+	mi := &file_raftcron_v1_job_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1138,7 +1206,7 @@ func (x *UpdateJobRequest) String() string {
 func (*UpdateJobRequest) ProtoMessage() {}
 
 func (x *UpdateJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[10]
+	mi := &file_raftcron_v1_job_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1151,7 +1219,7 @@ func (x *UpdateJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobRequest.ProtoReflect.Descriptor instead.
 func (*UpdateJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{10}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *UpdateJobRequest) GetSpec() *JobSpec {
@@ -1177,7 +1245,7 @@ type UpdateJobResponse struct {
 
 func (x *UpdateJobResponse) Reset() {
 	*x = UpdateJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[11]
+	mi := &file_raftcron_v1_job_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1189,7 +1257,7 @@ func (x *UpdateJobResponse) String() string {
 func (*UpdateJobResponse) ProtoMessage() {}
 
 func (x *UpdateJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[11]
+	mi := &file_raftcron_v1_job_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1202,7 +1270,7 @@ func (x *UpdateJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobResponse.ProtoReflect.Descriptor instead.
 func (*UpdateJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{11}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *UpdateJobResponse) GetJob() *Job {
@@ -1221,7 +1289,7 @@ type ApplyJobRequest struct {
 
 func (x *ApplyJobRequest) Reset() {
 	*x = ApplyJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[12]
+	mi := &file_raftcron_v1_job_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1233,7 +1301,7 @@ func (x *ApplyJobRequest) String() string {
 func (*ApplyJobRequest) ProtoMessage() {}
 
 func (x *ApplyJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[12]
+	mi := &file_raftcron_v1_job_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1246,7 +1314,7 @@ func (x *ApplyJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyJobRequest.ProtoReflect.Descriptor instead.
 func (*ApplyJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{12}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ApplyJobRequest) GetSpec() *JobSpec {
@@ -1268,7 +1336,7 @@ type ApplyJobResponse struct {
 
 func (x *ApplyJobResponse) Reset() {
 	*x = ApplyJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[13]
+	mi := &file_raftcron_v1_job_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1280,7 +1348,7 @@ func (x *ApplyJobResponse) String() string {
 func (*ApplyJobResponse) ProtoMessage() {}
 
 func (x *ApplyJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[13]
+	mi := &file_raftcron_v1_job_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1293,7 +1361,7 @@ func (x *ApplyJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyJobResponse.ProtoReflect.Descriptor instead.
 func (*ApplyJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{13}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ApplyJobResponse) GetJob() *Job {
@@ -1326,7 +1394,7 @@ type ApplyJobsRequest struct {
 
 func (x *ApplyJobsRequest) Reset() {
 	*x = ApplyJobsRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[14]
+	mi := &file_raftcron_v1_job_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1338,7 +1406,7 @@ func (x *ApplyJobsRequest) String() string {
 func (*ApplyJobsRequest) ProtoMessage() {}
 
 func (x *ApplyJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[14]
+	mi := &file_raftcron_v1_job_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1351,7 +1419,7 @@ func (x *ApplyJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyJobsRequest.ProtoReflect.Descriptor instead.
 func (*ApplyJobsRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{14}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ApplyJobsRequest) GetSpecs() []*JobSpec {
@@ -1371,7 +1439,7 @@ type ApplyJobsResponse struct {
 
 func (x *ApplyJobsResponse) Reset() {
 	*x = ApplyJobsResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[15]
+	mi := &file_raftcron_v1_job_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1383,7 +1451,7 @@ func (x *ApplyJobsResponse) String() string {
 func (*ApplyJobsResponse) ProtoMessage() {}
 
 func (x *ApplyJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[15]
+	mi := &file_raftcron_v1_job_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1396,7 +1464,7 @@ func (x *ApplyJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyJobsResponse.ProtoReflect.Descriptor instead.
 func (*ApplyJobsResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{15}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ApplyJobsResponse) GetResults() []*ApplyJobsResult {
@@ -1424,7 +1492,7 @@ type ApplyJobsResult struct {
 
 func (x *ApplyJobsResult) Reset() {
 	*x = ApplyJobsResult{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[16]
+	mi := &file_raftcron_v1_job_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1436,7 +1504,7 @@ func (x *ApplyJobsResult) String() string {
 func (*ApplyJobsResult) ProtoMessage() {}
 
 func (x *ApplyJobsResult) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[16]
+	mi := &file_raftcron_v1_job_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1449,7 +1517,7 @@ func (x *ApplyJobsResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyJobsResult.ProtoReflect.Descriptor instead.
 func (*ApplyJobsResult) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{16}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ApplyJobsResult) GetJob() *Job {
@@ -1498,7 +1566,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[17]
+	mi := &file_raftcron_v1_job_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1510,7 +1578,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[17]
+	mi := &file_raftcron_v1_job_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1523,7 +1591,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{17}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetJobRequest) GetName() string {
@@ -1549,7 +1617,7 @@ type GetJobResponse struct {
 
 func (x *GetJobResponse) Reset() {
 	*x = GetJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[18]
+	mi := &file_raftcron_v1_job_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1561,7 +1629,7 @@ func (x *GetJobResponse) String() string {
 func (*GetJobResponse) ProtoMessage() {}
 
 func (x *GetJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[18]
+	mi := &file_raftcron_v1_job_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1574,7 +1642,7 @@ func (x *GetJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobResponse.ProtoReflect.Descriptor instead.
 func (*GetJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{18}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetJobResponse) GetJob() *Job {
@@ -1599,7 +1667,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[19]
+	mi := &file_raftcron_v1_job_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1611,7 +1679,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[19]
+	mi := &file_raftcron_v1_job_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1624,7 +1692,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{19}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListJobsRequest) GetPageSize() uint32 {
@@ -1668,7 +1736,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[20]
+	mi := &file_raftcron_v1_job_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1680,7 +1748,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[20]
+	mi := &file_raftcron_v1_job_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1693,7 +1761,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{20}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListJobsResponse) GetJobs() []*Job {
@@ -1720,7 +1788,7 @@ type DeleteJobRequest struct {
 
 func (x *DeleteJobRequest) Reset() {
 	*x = DeleteJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[21]
+	mi := &file_raftcron_v1_job_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1732,7 +1800,7 @@ func (x *DeleteJobRequest) String() string {
 func (*DeleteJobRequest) ProtoMessage() {}
 
 func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[21]
+	mi := &file_raftcron_v1_job_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1745,7 +1813,7 @@ func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobRequest.ProtoReflect.Descriptor instead.
 func (*DeleteJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{21}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *DeleteJobRequest) GetName() string {
@@ -1770,7 +1838,7 @@ type DeleteJobResponse struct {
 
 func (x *DeleteJobResponse) Reset() {
 	*x = DeleteJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[22]
+	mi := &file_raftcron_v1_job_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1782,7 +1850,7 @@ func (x *DeleteJobResponse) String() string {
 func (*DeleteJobResponse) ProtoMessage() {}
 
 func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[22]
+	mi := &file_raftcron_v1_job_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1795,7 +1863,7 @@ func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobResponse.ProtoReflect.Descriptor instead.
 func (*DeleteJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{22}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{23}
 }
 
 type PauseJobRequest struct {
@@ -1808,7 +1876,7 @@ type PauseJobRequest struct {
 
 func (x *PauseJobRequest) Reset() {
 	*x = PauseJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[23]
+	mi := &file_raftcron_v1_job_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1820,7 +1888,7 @@ func (x *PauseJobRequest) String() string {
 func (*PauseJobRequest) ProtoMessage() {}
 
 func (x *PauseJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[23]
+	mi := &file_raftcron_v1_job_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1833,7 +1901,7 @@ func (x *PauseJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseJobRequest.ProtoReflect.Descriptor instead.
 func (*PauseJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{23}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PauseJobRequest) GetName() string {
@@ -1859,7 +1927,7 @@ type PauseJobResponse struct {
 
 func (x *PauseJobResponse) Reset() {
 	*x = PauseJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[24]
+	mi := &file_raftcron_v1_job_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1871,7 +1939,7 @@ func (x *PauseJobResponse) String() string {
 func (*PauseJobResponse) ProtoMessage() {}
 
 func (x *PauseJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[24]
+	mi := &file_raftcron_v1_job_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1884,7 +1952,7 @@ func (x *PauseJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseJobResponse.ProtoReflect.Descriptor instead.
 func (*PauseJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{24}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *PauseJobResponse) GetJob() *Job {
@@ -1903,7 +1971,7 @@ type ResumeJobRequest struct {
 
 func (x *ResumeJobRequest) Reset() {
 	*x = ResumeJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[25]
+	mi := &file_raftcron_v1_job_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1915,7 +1983,7 @@ func (x *ResumeJobRequest) String() string {
 func (*ResumeJobRequest) ProtoMessage() {}
 
 func (x *ResumeJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[25]
+	mi := &file_raftcron_v1_job_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1928,7 +1996,7 @@ func (x *ResumeJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeJobRequest.ProtoReflect.Descriptor instead.
 func (*ResumeJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{25}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ResumeJobRequest) GetName() string {
@@ -1947,7 +2015,7 @@ type ResumeJobResponse struct {
 
 func (x *ResumeJobResponse) Reset() {
 	*x = ResumeJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[26]
+	mi := &file_raftcron_v1_job_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1959,7 +2027,7 @@ func (x *ResumeJobResponse) String() string {
 func (*ResumeJobResponse) ProtoMessage() {}
 
 func (x *ResumeJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[26]
+	mi := &file_raftcron_v1_job_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1972,7 +2040,7 @@ func (x *ResumeJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeJobResponse.ProtoReflect.Descriptor instead.
 func (*ResumeJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{26}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ResumeJobResponse) GetJob() *Job {
@@ -1994,7 +2062,7 @@ type TriggerJobRequest struct {
 
 func (x *TriggerJobRequest) Reset() {
 	*x = TriggerJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[27]
+	mi := &file_raftcron_v1_job_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2006,7 +2074,7 @@ func (x *TriggerJobRequest) String() string {
 func (*TriggerJobRequest) ProtoMessage() {}
 
 func (x *TriggerJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[27]
+	mi := &file_raftcron_v1_job_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2019,7 +2087,7 @@ func (x *TriggerJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerJobRequest.ProtoReflect.Descriptor instead.
 func (*TriggerJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{27}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *TriggerJobRequest) GetName() string {
@@ -2052,7 +2120,7 @@ type TriggerJobResponse struct {
 
 func (x *TriggerJobResponse) Reset() {
 	*x = TriggerJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[28]
+	mi := &file_raftcron_v1_job_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2064,7 +2132,7 @@ func (x *TriggerJobResponse) String() string {
 func (*TriggerJobResponse) ProtoMessage() {}
 
 func (x *TriggerJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[28]
+	mi := &file_raftcron_v1_job_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2077,7 +2145,7 @@ func (x *TriggerJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerJobResponse.ProtoReflect.Descriptor instead.
 func (*TriggerJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{28}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *TriggerJobResponse) GetRun() *Run {
@@ -2103,7 +2171,7 @@ type PreviewScheduleRequest struct {
 
 func (x *PreviewScheduleRequest) Reset() {
 	*x = PreviewScheduleRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[29]
+	mi := &file_raftcron_v1_job_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2115,7 +2183,7 @@ func (x *PreviewScheduleRequest) String() string {
 func (*PreviewScheduleRequest) ProtoMessage() {}
 
 func (x *PreviewScheduleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[29]
+	mi := &file_raftcron_v1_job_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2128,7 +2196,7 @@ func (x *PreviewScheduleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewScheduleRequest.ProtoReflect.Descriptor instead.
 func (*PreviewScheduleRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{29}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *PreviewScheduleRequest) GetName() string {
@@ -2178,7 +2246,7 @@ type PreviewScheduleResponse struct {
 
 func (x *PreviewScheduleResponse) Reset() {
 	*x = PreviewScheduleResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[30]
+	mi := &file_raftcron_v1_job_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2190,7 +2258,7 @@ func (x *PreviewScheduleResponse) String() string {
 func (*PreviewScheduleResponse) ProtoMessage() {}
 
 func (x *PreviewScheduleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[30]
+	mi := &file_raftcron_v1_job_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2203,7 +2271,7 @@ func (x *PreviewScheduleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewScheduleResponse.ProtoReflect.Descriptor instead.
 func (*PreviewScheduleResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{30}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *PreviewScheduleResponse) GetTimes() []*timestamppb.Timestamp {
@@ -2233,7 +2301,7 @@ type PreviewSlot struct {
 
 func (x *PreviewSlot) Reset() {
 	*x = PreviewSlot{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[31]
+	mi := &file_raftcron_v1_job_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2245,7 +2313,7 @@ func (x *PreviewSlot) String() string {
 func (*PreviewSlot) ProtoMessage() {}
 
 func (x *PreviewSlot) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[31]
+	mi := &file_raftcron_v1_job_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2258,7 +2326,7 @@ func (x *PreviewSlot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewSlot.ProtoReflect.Descriptor instead.
 func (*PreviewSlot) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{31}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *PreviewSlot) GetTime() *timestamppb.Timestamp {
@@ -2279,7 +2347,7 @@ var File_raftcron_v1_job_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\n" +
-	"\x15raftcron/v1/job.proto\x12\vraftcron.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1araftcron/v1/calendar.proto\x1a\x15raftcron/v1/run.proto\"\xca\x06\n" +
+	"\x15raftcron/v1/job.proto\x12\vraftcron.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1araftcron/v1/calendar.proto\x1a\x19raftcron/v1/checkin.proto\x1a\x15raftcron/v1/run.proto\"\xad\a\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bschedule\x18\x02 \x01(\tR\bschedule\x12\x1a\n" +
@@ -2287,7 +2355,8 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\tcalendars\x18) \x01(\v2\x19.raftcron.v1.CalendarRefsR\tcalendars\x12+\n" +
 	"\x04http\x18\x04 \x01(\v2\x17.raftcron.v1.HttpTargetR\x04http\x12+\n" +
 	"\x04exec\x18\x05 \x01(\v2\x17.raftcron.v1.ExecTargetR\x04exec\x121\n" +
-	"\x06worker\x18\x11 \x01(\v2\x19.raftcron.v1.WorkerTargetR\x06worker\x12.\n" +
+	"\x06worker\x18\x11 \x01(\v2\x19.raftcron.v1.WorkerTargetR\x06worker\x124\n" +
+	"\acheckin\x18  \x01(\v2\x1a.raftcron.v1.CheckinTargetR\acheckin\x12.\n" +
 	"\acatchup\x18\x06 \x01(\v2\x14.raftcron.v1.CatchupR\acatchup\x12.\n" +
 	"\aoverlap\x18\a \x01(\x0e2\x14.raftcron.v1.OverlapR\aoverlap\x121\n" +
 	"\bdelivery\x18\b \x01(\x0e2\x15.raftcron.v1.DeliveryR\bdelivery\x12(\n" +
@@ -2300,10 +2369,13 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\bstart_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\astartAt\x121\n" +
 	"\x06end_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\x05endAt\x128\n" +
 	"\x06labels\x18\x0f \x03(\v2 .raftcron.v1.JobSpec.LabelsEntryR\x06labels\x12#\n" +
-	"\rhistory_limit\x18\x10 \x01(\rR\fhistoryLimit\x1a9\n" +
+	"\rhistory_limit\x18\x10 \x01(\rR\fhistoryLimit\x12+\n" +
+	"\x06expect\x18\x1e \x01(\v2\x13.raftcron.v1.ExpectR\x06expect\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc5\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"F\n" +
+	"\x06Expect\x12<\n" +
+	"\fstart_within\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\vstartWithin\"\xc5\x02\n" +
 	"\n" +
 	"HttpTarget\x12\x10\n" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12\x16\n" +
@@ -2468,7 +2540,7 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\bDelivery\x12\x18\n" +
 	"\x14DELIVERY_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16DELIVERY_AT_LEAST_ONCE\x10\x01\x12\x19\n" +
-	"\x15DELIVERY_AT_MOST_ONCE\x10\x022\xd3\x06\n" +
+	"\x15DELIVERY_AT_MOST_ONCE\x10\x022\xa2\a\n" +
 	"\n" +
 	"JobService\x12J\n" +
 	"\tCreateJob\x12\x1d.raftcron.v1.CreateJobRequest\x1a\x1e.raftcron.v1.CreateJobResponse\x12J\n" +
@@ -2482,7 +2554,9 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\tResumeJob\x12\x1d.raftcron.v1.ResumeJobRequest\x1a\x1e.raftcron.v1.ResumeJobResponse\x12M\n" +
 	"\n" +
 	"TriggerJob\x12\x1e.raftcron.v1.TriggerJobRequest\x1a\x1f.raftcron.v1.TriggerJobResponse\x12\\\n" +
-	"\x0fPreviewSchedule\x12#.raftcron.v1.PreviewScheduleRequest\x1a$.raftcron.v1.PreviewScheduleResponseB;Z9github.com/raftcron/raftcron/proto/raftcron/v1;raftcronv1b\x06proto3"
+	"\x0fPreviewSchedule\x12#.raftcron.v1.PreviewScheduleRequest\x1a$.raftcron.v1.PreviewScheduleResponse\x12M\n" +
+	"\n" +
+	"CheckinJob\x12\x1e.raftcron.v1.CheckinJobRequest\x1a\x1f.raftcron.v1.CheckinJobResponseB;Z9github.com/raftcron/raftcron/proto/raftcron/v1;raftcronv1b\x06proto3"
 
 var (
 	file_raftcron_v1_job_proto_rawDescOnce sync.Once
@@ -2497,131 +2571,140 @@ func file_raftcron_v1_job_proto_rawDescGZIP() []byte {
 }
 
 var file_raftcron_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_raftcron_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_raftcron_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_raftcron_v1_job_proto_goTypes = []any{
 	(CatchupPolicy)(0),              // 0: raftcron.v1.CatchupPolicy
 	(Overlap)(0),                    // 1: raftcron.v1.Overlap
 	(Delivery)(0),                   // 2: raftcron.v1.Delivery
 	(*JobSpec)(nil),                 // 3: raftcron.v1.JobSpec
-	(*HttpTarget)(nil),              // 4: raftcron.v1.HttpTarget
-	(*ExecTarget)(nil),              // 5: raftcron.v1.ExecTarget
-	(*WorkerTarget)(nil),            // 6: raftcron.v1.WorkerTarget
-	(*Catchup)(nil),                 // 7: raftcron.v1.Catchup
-	(*Retry)(nil),                   // 8: raftcron.v1.Retry
-	(*Job)(nil),                     // 9: raftcron.v1.Job
-	(*JobStatus)(nil),               // 10: raftcron.v1.JobStatus
-	(*CreateJobRequest)(nil),        // 11: raftcron.v1.CreateJobRequest
-	(*CreateJobResponse)(nil),       // 12: raftcron.v1.CreateJobResponse
-	(*UpdateJobRequest)(nil),        // 13: raftcron.v1.UpdateJobRequest
-	(*UpdateJobResponse)(nil),       // 14: raftcron.v1.UpdateJobResponse
-	(*ApplyJobRequest)(nil),         // 15: raftcron.v1.ApplyJobRequest
-	(*ApplyJobResponse)(nil),        // 16: raftcron.v1.ApplyJobResponse
-	(*ApplyJobsRequest)(nil),        // 17: raftcron.v1.ApplyJobsRequest
-	(*ApplyJobsResponse)(nil),       // 18: raftcron.v1.ApplyJobsResponse
-	(*ApplyJobsResult)(nil),         // 19: raftcron.v1.ApplyJobsResult
-	(*GetJobRequest)(nil),           // 20: raftcron.v1.GetJobRequest
-	(*GetJobResponse)(nil),          // 21: raftcron.v1.GetJobResponse
-	(*ListJobsRequest)(nil),         // 22: raftcron.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),        // 23: raftcron.v1.ListJobsResponse
-	(*DeleteJobRequest)(nil),        // 24: raftcron.v1.DeleteJobRequest
-	(*DeleteJobResponse)(nil),       // 25: raftcron.v1.DeleteJobResponse
-	(*PauseJobRequest)(nil),         // 26: raftcron.v1.PauseJobRequest
-	(*PauseJobResponse)(nil),        // 27: raftcron.v1.PauseJobResponse
-	(*ResumeJobRequest)(nil),        // 28: raftcron.v1.ResumeJobRequest
-	(*ResumeJobResponse)(nil),       // 29: raftcron.v1.ResumeJobResponse
-	(*TriggerJobRequest)(nil),       // 30: raftcron.v1.TriggerJobRequest
-	(*TriggerJobResponse)(nil),      // 31: raftcron.v1.TriggerJobResponse
-	(*PreviewScheduleRequest)(nil),  // 32: raftcron.v1.PreviewScheduleRequest
-	(*PreviewScheduleResponse)(nil), // 33: raftcron.v1.PreviewScheduleResponse
-	(*PreviewSlot)(nil),             // 34: raftcron.v1.PreviewSlot
-	nil,                             // 35: raftcron.v1.JobSpec.LabelsEntry
-	nil,                             // 36: raftcron.v1.HttpTarget.HeadersEntry
-	nil,                             // 37: raftcron.v1.ExecTarget.EnvEntry
-	nil,                             // 38: raftcron.v1.WorkerTarget.TagsEntry
-	nil,                             // 39: raftcron.v1.WorkerTarget.EnvEntry
-	nil,                             // 40: raftcron.v1.ListJobsRequest.LabelSelectorEntry
-	(*CalendarRefs)(nil),            // 41: raftcron.v1.CalendarRefs
-	(*durationpb.Duration)(nil),     // 42: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),   // 43: google.protobuf.Timestamp
-	(RunState)(0),                   // 44: raftcron.v1.RunState
-	(*Run)(nil),                     // 45: raftcron.v1.Run
+	(*Expect)(nil),                  // 4: raftcron.v1.Expect
+	(*HttpTarget)(nil),              // 5: raftcron.v1.HttpTarget
+	(*ExecTarget)(nil),              // 6: raftcron.v1.ExecTarget
+	(*WorkerTarget)(nil),            // 7: raftcron.v1.WorkerTarget
+	(*Catchup)(nil),                 // 8: raftcron.v1.Catchup
+	(*Retry)(nil),                   // 9: raftcron.v1.Retry
+	(*Job)(nil),                     // 10: raftcron.v1.Job
+	(*JobStatus)(nil),               // 11: raftcron.v1.JobStatus
+	(*CreateJobRequest)(nil),        // 12: raftcron.v1.CreateJobRequest
+	(*CreateJobResponse)(nil),       // 13: raftcron.v1.CreateJobResponse
+	(*UpdateJobRequest)(nil),        // 14: raftcron.v1.UpdateJobRequest
+	(*UpdateJobResponse)(nil),       // 15: raftcron.v1.UpdateJobResponse
+	(*ApplyJobRequest)(nil),         // 16: raftcron.v1.ApplyJobRequest
+	(*ApplyJobResponse)(nil),        // 17: raftcron.v1.ApplyJobResponse
+	(*ApplyJobsRequest)(nil),        // 18: raftcron.v1.ApplyJobsRequest
+	(*ApplyJobsResponse)(nil),       // 19: raftcron.v1.ApplyJobsResponse
+	(*ApplyJobsResult)(nil),         // 20: raftcron.v1.ApplyJobsResult
+	(*GetJobRequest)(nil),           // 21: raftcron.v1.GetJobRequest
+	(*GetJobResponse)(nil),          // 22: raftcron.v1.GetJobResponse
+	(*ListJobsRequest)(nil),         // 23: raftcron.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),        // 24: raftcron.v1.ListJobsResponse
+	(*DeleteJobRequest)(nil),        // 25: raftcron.v1.DeleteJobRequest
+	(*DeleteJobResponse)(nil),       // 26: raftcron.v1.DeleteJobResponse
+	(*PauseJobRequest)(nil),         // 27: raftcron.v1.PauseJobRequest
+	(*PauseJobResponse)(nil),        // 28: raftcron.v1.PauseJobResponse
+	(*ResumeJobRequest)(nil),        // 29: raftcron.v1.ResumeJobRequest
+	(*ResumeJobResponse)(nil),       // 30: raftcron.v1.ResumeJobResponse
+	(*TriggerJobRequest)(nil),       // 31: raftcron.v1.TriggerJobRequest
+	(*TriggerJobResponse)(nil),      // 32: raftcron.v1.TriggerJobResponse
+	(*PreviewScheduleRequest)(nil),  // 33: raftcron.v1.PreviewScheduleRequest
+	(*PreviewScheduleResponse)(nil), // 34: raftcron.v1.PreviewScheduleResponse
+	(*PreviewSlot)(nil),             // 35: raftcron.v1.PreviewSlot
+	nil,                             // 36: raftcron.v1.JobSpec.LabelsEntry
+	nil,                             // 37: raftcron.v1.HttpTarget.HeadersEntry
+	nil,                             // 38: raftcron.v1.ExecTarget.EnvEntry
+	nil,                             // 39: raftcron.v1.WorkerTarget.TagsEntry
+	nil,                             // 40: raftcron.v1.WorkerTarget.EnvEntry
+	nil,                             // 41: raftcron.v1.ListJobsRequest.LabelSelectorEntry
+	(*CalendarRefs)(nil),            // 42: raftcron.v1.CalendarRefs
+	(*CheckinTarget)(nil),           // 43: raftcron.v1.CheckinTarget
+	(*durationpb.Duration)(nil),     // 44: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),   // 45: google.protobuf.Timestamp
+	(RunState)(0),                   // 46: raftcron.v1.RunState
+	(*Run)(nil),                     // 47: raftcron.v1.Run
+	(*CheckinJobRequest)(nil),       // 48: raftcron.v1.CheckinJobRequest
+	(*CheckinJobResponse)(nil),      // 49: raftcron.v1.CheckinJobResponse
 }
 var file_raftcron_v1_job_proto_depIdxs = []int32{
-	41, // 0: raftcron.v1.JobSpec.calendars:type_name -> raftcron.v1.CalendarRefs
-	4,  // 1: raftcron.v1.JobSpec.http:type_name -> raftcron.v1.HttpTarget
-	5,  // 2: raftcron.v1.JobSpec.exec:type_name -> raftcron.v1.ExecTarget
-	6,  // 3: raftcron.v1.JobSpec.worker:type_name -> raftcron.v1.WorkerTarget
-	7,  // 4: raftcron.v1.JobSpec.catchup:type_name -> raftcron.v1.Catchup
-	1,  // 5: raftcron.v1.JobSpec.overlap:type_name -> raftcron.v1.Overlap
-	2,  // 6: raftcron.v1.JobSpec.delivery:type_name -> raftcron.v1.Delivery
-	8,  // 7: raftcron.v1.JobSpec.retry:type_name -> raftcron.v1.Retry
-	42, // 8: raftcron.v1.JobSpec.deadline:type_name -> google.protobuf.Duration
-	43, // 9: raftcron.v1.JobSpec.start_at:type_name -> google.protobuf.Timestamp
-	43, // 10: raftcron.v1.JobSpec.end_at:type_name -> google.protobuf.Timestamp
-	35, // 11: raftcron.v1.JobSpec.labels:type_name -> raftcron.v1.JobSpec.LabelsEntry
-	36, // 12: raftcron.v1.HttpTarget.headers:type_name -> raftcron.v1.HttpTarget.HeadersEntry
-	42, // 13: raftcron.v1.HttpTarget.timeout:type_name -> google.protobuf.Duration
-	37, // 14: raftcron.v1.ExecTarget.env:type_name -> raftcron.v1.ExecTarget.EnvEntry
-	42, // 15: raftcron.v1.ExecTarget.timeout:type_name -> google.protobuf.Duration
-	38, // 16: raftcron.v1.WorkerTarget.tags:type_name -> raftcron.v1.WorkerTarget.TagsEntry
-	39, // 17: raftcron.v1.WorkerTarget.env:type_name -> raftcron.v1.WorkerTarget.EnvEntry
-	42, // 18: raftcron.v1.WorkerTarget.timeout:type_name -> google.protobuf.Duration
-	42, // 19: raftcron.v1.WorkerTarget.lease:type_name -> google.protobuf.Duration
-	42, // 20: raftcron.v1.Catchup.window:type_name -> google.protobuf.Duration
-	0,  // 21: raftcron.v1.Catchup.policy:type_name -> raftcron.v1.CatchupPolicy
-	42, // 22: raftcron.v1.Retry.initial_backoff:type_name -> google.protobuf.Duration
-	42, // 23: raftcron.v1.Retry.max_backoff:type_name -> google.protobuf.Duration
-	3,  // 24: raftcron.v1.Job.spec:type_name -> raftcron.v1.JobSpec
-	43, // 25: raftcron.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	43, // 26: raftcron.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	10, // 27: raftcron.v1.Job.status:type_name -> raftcron.v1.JobStatus
-	44, // 28: raftcron.v1.JobStatus.last_outcome:type_name -> raftcron.v1.RunState
-	3,  // 29: raftcron.v1.CreateJobRequest.spec:type_name -> raftcron.v1.JobSpec
-	9,  // 30: raftcron.v1.CreateJobResponse.job:type_name -> raftcron.v1.Job
-	3,  // 31: raftcron.v1.UpdateJobRequest.spec:type_name -> raftcron.v1.JobSpec
-	9,  // 32: raftcron.v1.UpdateJobResponse.job:type_name -> raftcron.v1.Job
-	3,  // 33: raftcron.v1.ApplyJobRequest.spec:type_name -> raftcron.v1.JobSpec
-	9,  // 34: raftcron.v1.ApplyJobResponse.job:type_name -> raftcron.v1.Job
-	3,  // 35: raftcron.v1.ApplyJobsRequest.specs:type_name -> raftcron.v1.JobSpec
-	19, // 36: raftcron.v1.ApplyJobsResponse.results:type_name -> raftcron.v1.ApplyJobsResult
-	9,  // 37: raftcron.v1.ApplyJobsResult.job:type_name -> raftcron.v1.Job
-	9,  // 38: raftcron.v1.GetJobResponse.job:type_name -> raftcron.v1.Job
-	40, // 39: raftcron.v1.ListJobsRequest.label_selector:type_name -> raftcron.v1.ListJobsRequest.LabelSelectorEntry
-	9,  // 40: raftcron.v1.ListJobsResponse.jobs:type_name -> raftcron.v1.Job
-	9,  // 41: raftcron.v1.PauseJobResponse.job:type_name -> raftcron.v1.Job
-	9,  // 42: raftcron.v1.ResumeJobResponse.job:type_name -> raftcron.v1.Job
-	45, // 43: raftcron.v1.TriggerJobResponse.run:type_name -> raftcron.v1.Run
-	43, // 44: raftcron.v1.PreviewScheduleRequest.after:type_name -> google.protobuf.Timestamp
-	43, // 45: raftcron.v1.PreviewScheduleResponse.times:type_name -> google.protobuf.Timestamp
-	34, // 46: raftcron.v1.PreviewScheduleResponse.slots:type_name -> raftcron.v1.PreviewSlot
-	43, // 47: raftcron.v1.PreviewSlot.time:type_name -> google.protobuf.Timestamp
-	11, // 48: raftcron.v1.JobService.CreateJob:input_type -> raftcron.v1.CreateJobRequest
-	13, // 49: raftcron.v1.JobService.UpdateJob:input_type -> raftcron.v1.UpdateJobRequest
-	15, // 50: raftcron.v1.JobService.ApplyJob:input_type -> raftcron.v1.ApplyJobRequest
-	17, // 51: raftcron.v1.JobService.ApplyJobs:input_type -> raftcron.v1.ApplyJobsRequest
-	20, // 52: raftcron.v1.JobService.GetJob:input_type -> raftcron.v1.GetJobRequest
-	22, // 53: raftcron.v1.JobService.ListJobs:input_type -> raftcron.v1.ListJobsRequest
-	24, // 54: raftcron.v1.JobService.DeleteJob:input_type -> raftcron.v1.DeleteJobRequest
-	26, // 55: raftcron.v1.JobService.PauseJob:input_type -> raftcron.v1.PauseJobRequest
-	28, // 56: raftcron.v1.JobService.ResumeJob:input_type -> raftcron.v1.ResumeJobRequest
-	30, // 57: raftcron.v1.JobService.TriggerJob:input_type -> raftcron.v1.TriggerJobRequest
-	32, // 58: raftcron.v1.JobService.PreviewSchedule:input_type -> raftcron.v1.PreviewScheduleRequest
-	12, // 59: raftcron.v1.JobService.CreateJob:output_type -> raftcron.v1.CreateJobResponse
-	14, // 60: raftcron.v1.JobService.UpdateJob:output_type -> raftcron.v1.UpdateJobResponse
-	16, // 61: raftcron.v1.JobService.ApplyJob:output_type -> raftcron.v1.ApplyJobResponse
-	18, // 62: raftcron.v1.JobService.ApplyJobs:output_type -> raftcron.v1.ApplyJobsResponse
-	21, // 63: raftcron.v1.JobService.GetJob:output_type -> raftcron.v1.GetJobResponse
-	23, // 64: raftcron.v1.JobService.ListJobs:output_type -> raftcron.v1.ListJobsResponse
-	25, // 65: raftcron.v1.JobService.DeleteJob:output_type -> raftcron.v1.DeleteJobResponse
-	27, // 66: raftcron.v1.JobService.PauseJob:output_type -> raftcron.v1.PauseJobResponse
-	29, // 67: raftcron.v1.JobService.ResumeJob:output_type -> raftcron.v1.ResumeJobResponse
-	31, // 68: raftcron.v1.JobService.TriggerJob:output_type -> raftcron.v1.TriggerJobResponse
-	33, // 69: raftcron.v1.JobService.PreviewSchedule:output_type -> raftcron.v1.PreviewScheduleResponse
-	59, // [59:70] is the sub-list for method output_type
-	48, // [48:59] is the sub-list for method input_type
-	48, // [48:48] is the sub-list for extension type_name
-	48, // [48:48] is the sub-list for extension extendee
-	0,  // [0:48] is the sub-list for field type_name
+	42, // 0: raftcron.v1.JobSpec.calendars:type_name -> raftcron.v1.CalendarRefs
+	5,  // 1: raftcron.v1.JobSpec.http:type_name -> raftcron.v1.HttpTarget
+	6,  // 2: raftcron.v1.JobSpec.exec:type_name -> raftcron.v1.ExecTarget
+	7,  // 3: raftcron.v1.JobSpec.worker:type_name -> raftcron.v1.WorkerTarget
+	43, // 4: raftcron.v1.JobSpec.checkin:type_name -> raftcron.v1.CheckinTarget
+	8,  // 5: raftcron.v1.JobSpec.catchup:type_name -> raftcron.v1.Catchup
+	1,  // 6: raftcron.v1.JobSpec.overlap:type_name -> raftcron.v1.Overlap
+	2,  // 7: raftcron.v1.JobSpec.delivery:type_name -> raftcron.v1.Delivery
+	9,  // 8: raftcron.v1.JobSpec.retry:type_name -> raftcron.v1.Retry
+	44, // 9: raftcron.v1.JobSpec.deadline:type_name -> google.protobuf.Duration
+	45, // 10: raftcron.v1.JobSpec.start_at:type_name -> google.protobuf.Timestamp
+	45, // 11: raftcron.v1.JobSpec.end_at:type_name -> google.protobuf.Timestamp
+	36, // 12: raftcron.v1.JobSpec.labels:type_name -> raftcron.v1.JobSpec.LabelsEntry
+	4,  // 13: raftcron.v1.JobSpec.expect:type_name -> raftcron.v1.Expect
+	44, // 14: raftcron.v1.Expect.start_within:type_name -> google.protobuf.Duration
+	37, // 15: raftcron.v1.HttpTarget.headers:type_name -> raftcron.v1.HttpTarget.HeadersEntry
+	44, // 16: raftcron.v1.HttpTarget.timeout:type_name -> google.protobuf.Duration
+	38, // 17: raftcron.v1.ExecTarget.env:type_name -> raftcron.v1.ExecTarget.EnvEntry
+	44, // 18: raftcron.v1.ExecTarget.timeout:type_name -> google.protobuf.Duration
+	39, // 19: raftcron.v1.WorkerTarget.tags:type_name -> raftcron.v1.WorkerTarget.TagsEntry
+	40, // 20: raftcron.v1.WorkerTarget.env:type_name -> raftcron.v1.WorkerTarget.EnvEntry
+	44, // 21: raftcron.v1.WorkerTarget.timeout:type_name -> google.protobuf.Duration
+	44, // 22: raftcron.v1.WorkerTarget.lease:type_name -> google.protobuf.Duration
+	44, // 23: raftcron.v1.Catchup.window:type_name -> google.protobuf.Duration
+	0,  // 24: raftcron.v1.Catchup.policy:type_name -> raftcron.v1.CatchupPolicy
+	44, // 25: raftcron.v1.Retry.initial_backoff:type_name -> google.protobuf.Duration
+	44, // 26: raftcron.v1.Retry.max_backoff:type_name -> google.protobuf.Duration
+	3,  // 27: raftcron.v1.Job.spec:type_name -> raftcron.v1.JobSpec
+	45, // 28: raftcron.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	45, // 29: raftcron.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	11, // 30: raftcron.v1.Job.status:type_name -> raftcron.v1.JobStatus
+	46, // 31: raftcron.v1.JobStatus.last_outcome:type_name -> raftcron.v1.RunState
+	3,  // 32: raftcron.v1.CreateJobRequest.spec:type_name -> raftcron.v1.JobSpec
+	10, // 33: raftcron.v1.CreateJobResponse.job:type_name -> raftcron.v1.Job
+	3,  // 34: raftcron.v1.UpdateJobRequest.spec:type_name -> raftcron.v1.JobSpec
+	10, // 35: raftcron.v1.UpdateJobResponse.job:type_name -> raftcron.v1.Job
+	3,  // 36: raftcron.v1.ApplyJobRequest.spec:type_name -> raftcron.v1.JobSpec
+	10, // 37: raftcron.v1.ApplyJobResponse.job:type_name -> raftcron.v1.Job
+	3,  // 38: raftcron.v1.ApplyJobsRequest.specs:type_name -> raftcron.v1.JobSpec
+	20, // 39: raftcron.v1.ApplyJobsResponse.results:type_name -> raftcron.v1.ApplyJobsResult
+	10, // 40: raftcron.v1.ApplyJobsResult.job:type_name -> raftcron.v1.Job
+	10, // 41: raftcron.v1.GetJobResponse.job:type_name -> raftcron.v1.Job
+	41, // 42: raftcron.v1.ListJobsRequest.label_selector:type_name -> raftcron.v1.ListJobsRequest.LabelSelectorEntry
+	10, // 43: raftcron.v1.ListJobsResponse.jobs:type_name -> raftcron.v1.Job
+	10, // 44: raftcron.v1.PauseJobResponse.job:type_name -> raftcron.v1.Job
+	10, // 45: raftcron.v1.ResumeJobResponse.job:type_name -> raftcron.v1.Job
+	47, // 46: raftcron.v1.TriggerJobResponse.run:type_name -> raftcron.v1.Run
+	45, // 47: raftcron.v1.PreviewScheduleRequest.after:type_name -> google.protobuf.Timestamp
+	45, // 48: raftcron.v1.PreviewScheduleResponse.times:type_name -> google.protobuf.Timestamp
+	35, // 49: raftcron.v1.PreviewScheduleResponse.slots:type_name -> raftcron.v1.PreviewSlot
+	45, // 50: raftcron.v1.PreviewSlot.time:type_name -> google.protobuf.Timestamp
+	12, // 51: raftcron.v1.JobService.CreateJob:input_type -> raftcron.v1.CreateJobRequest
+	14, // 52: raftcron.v1.JobService.UpdateJob:input_type -> raftcron.v1.UpdateJobRequest
+	16, // 53: raftcron.v1.JobService.ApplyJob:input_type -> raftcron.v1.ApplyJobRequest
+	18, // 54: raftcron.v1.JobService.ApplyJobs:input_type -> raftcron.v1.ApplyJobsRequest
+	21, // 55: raftcron.v1.JobService.GetJob:input_type -> raftcron.v1.GetJobRequest
+	23, // 56: raftcron.v1.JobService.ListJobs:input_type -> raftcron.v1.ListJobsRequest
+	25, // 57: raftcron.v1.JobService.DeleteJob:input_type -> raftcron.v1.DeleteJobRequest
+	27, // 58: raftcron.v1.JobService.PauseJob:input_type -> raftcron.v1.PauseJobRequest
+	29, // 59: raftcron.v1.JobService.ResumeJob:input_type -> raftcron.v1.ResumeJobRequest
+	31, // 60: raftcron.v1.JobService.TriggerJob:input_type -> raftcron.v1.TriggerJobRequest
+	33, // 61: raftcron.v1.JobService.PreviewSchedule:input_type -> raftcron.v1.PreviewScheduleRequest
+	48, // 62: raftcron.v1.JobService.CheckinJob:input_type -> raftcron.v1.CheckinJobRequest
+	13, // 63: raftcron.v1.JobService.CreateJob:output_type -> raftcron.v1.CreateJobResponse
+	15, // 64: raftcron.v1.JobService.UpdateJob:output_type -> raftcron.v1.UpdateJobResponse
+	17, // 65: raftcron.v1.JobService.ApplyJob:output_type -> raftcron.v1.ApplyJobResponse
+	19, // 66: raftcron.v1.JobService.ApplyJobs:output_type -> raftcron.v1.ApplyJobsResponse
+	22, // 67: raftcron.v1.JobService.GetJob:output_type -> raftcron.v1.GetJobResponse
+	24, // 68: raftcron.v1.JobService.ListJobs:output_type -> raftcron.v1.ListJobsResponse
+	26, // 69: raftcron.v1.JobService.DeleteJob:output_type -> raftcron.v1.DeleteJobResponse
+	28, // 70: raftcron.v1.JobService.PauseJob:output_type -> raftcron.v1.PauseJobResponse
+	30, // 71: raftcron.v1.JobService.ResumeJob:output_type -> raftcron.v1.ResumeJobResponse
+	32, // 72: raftcron.v1.JobService.TriggerJob:output_type -> raftcron.v1.TriggerJobResponse
+	34, // 73: raftcron.v1.JobService.PreviewSchedule:output_type -> raftcron.v1.PreviewScheduleResponse
+	49, // 74: raftcron.v1.JobService.CheckinJob:output_type -> raftcron.v1.CheckinJobResponse
+	63, // [63:75] is the sub-list for method output_type
+	51, // [51:63] is the sub-list for method input_type
+	51, // [51:51] is the sub-list for extension type_name
+	51, // [51:51] is the sub-list for extension extendee
+	0,  // [0:51] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_job_proto_init() }
@@ -2630,6 +2713,7 @@ func file_raftcron_v1_job_proto_init() {
 		return
 	}
 	file_raftcron_v1_calendar_proto_init()
+	file_raftcron_v1_checkin_proto_init()
 	file_raftcron_v1_run_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2637,7 +2721,7 @@ func file_raftcron_v1_job_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_raftcron_v1_job_proto_rawDesc), len(file_raftcron_v1_job_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   38,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

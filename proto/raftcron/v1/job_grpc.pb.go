@@ -30,6 +30,7 @@ const (
 	JobService_ResumeJob_FullMethodName       = "/raftcron.v1.JobService/ResumeJob"
 	JobService_TriggerJob_FullMethodName      = "/raftcron.v1.JobService/TriggerJob"
 	JobService_PreviewSchedule_FullMethodName = "/raftcron.v1.JobService/PreviewSchedule"
+	JobService_CheckinJob_FullMethodName      = "/raftcron.v1.JobService/CheckinJob"
 )
 
 // JobServiceClient is the client API for JobService service.
@@ -66,6 +67,10 @@ type JobServiceClient interface {
 	TriggerJob(ctx context.Context, in *TriggerJobRequest, opts ...grpc.CallOption) (*TriggerJobResponse, error)
 	// PreviewSchedule lists the next fire times of a registered job or of an inline spec.
 	PreviewSchedule(ctx context.Context, in *PreviewScheduleRequest, opts ...grpc.CallOption) (*PreviewScheduleResponse, error)
+	// CheckinJob records a ping of a check-in job: start opens a run, success
+	// or fail closes one (or opens and closes one), each a run in the ledger
+	// with its own fencing token. Idempotent by request_id.
+	CheckinJob(ctx context.Context, in *CheckinJobRequest, opts ...grpc.CallOption) (*CheckinJobResponse, error)
 }
 
 type jobServiceClient struct {
@@ -186,6 +191,16 @@ func (c *jobServiceClient) PreviewSchedule(ctx context.Context, in *PreviewSched
 	return out, nil
 }
 
+func (c *jobServiceClient) CheckinJob(ctx context.Context, in *CheckinJobRequest, opts ...grpc.CallOption) (*CheckinJobResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CheckinJobResponse)
+	err := c.cc.Invoke(ctx, JobService_CheckinJob_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // JobServiceServer is the server API for JobService service.
 // All implementations must embed UnimplementedJobServiceServer
 // for forward compatibility.
@@ -220,6 +235,10 @@ type JobServiceServer interface {
 	TriggerJob(context.Context, *TriggerJobRequest) (*TriggerJobResponse, error)
 	// PreviewSchedule lists the next fire times of a registered job or of an inline spec.
 	PreviewSchedule(context.Context, *PreviewScheduleRequest) (*PreviewScheduleResponse, error)
+	// CheckinJob records a ping of a check-in job: start opens a run, success
+	// or fail closes one (or opens and closes one), each a run in the ledger
+	// with its own fencing token. Idempotent by request_id.
+	CheckinJob(context.Context, *CheckinJobRequest) (*CheckinJobResponse, error)
 	mustEmbedUnimplementedJobServiceServer()
 }
 
@@ -262,6 +281,9 @@ func (UnimplementedJobServiceServer) TriggerJob(context.Context, *TriggerJobRequ
 }
 func (UnimplementedJobServiceServer) PreviewSchedule(context.Context, *PreviewScheduleRequest) (*PreviewScheduleResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method PreviewSchedule not implemented")
+}
+func (UnimplementedJobServiceServer) CheckinJob(context.Context, *CheckinJobRequest) (*CheckinJobResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method CheckinJob not implemented")
 }
 func (UnimplementedJobServiceServer) mustEmbedUnimplementedJobServiceServer() {}
 func (UnimplementedJobServiceServer) testEmbeddedByValue()                    {}
@@ -482,6 +504,24 @@ func _JobService_PreviewSchedule_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _JobService_CheckinJob_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CheckinJobRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobServiceServer).CheckinJob(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobService_CheckinJob_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobServiceServer).CheckinJob(ctx, req.(*CheckinJobRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // JobService_ServiceDesc is the grpc.ServiceDesc for JobService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -532,6 +572,10 @@ var JobService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "PreviewSchedule",
 			Handler:    _JobService_PreviewSchedule_Handler,
+		},
+		{
+			MethodName: "CheckinJob",
+			Handler:    _JobService_CheckinJob_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

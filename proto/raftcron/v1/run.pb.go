@@ -117,6 +117,9 @@ const (
 	FireKind_FIRE_KIND_RETRY       FireKind = 3
 	FireKind_FIRE_KIND_REDISPATCH  FireKind = 4
 	FireKind_FIRE_KIND_MANUAL      FireKind = 5
+	// A ping of a check-in job (checkin.proto): a run of a job that runs
+	// elsewhere, recorded, never dispatched.
+	FireKind_FIRE_KIND_CHECKIN FireKind = 6
 )
 
 // Enum value maps for FireKind.
@@ -128,6 +131,7 @@ var (
 		3: "FIRE_KIND_RETRY",
 		4: "FIRE_KIND_REDISPATCH",
 		5: "FIRE_KIND_MANUAL",
+		6: "FIRE_KIND_CHECKIN",
 	}
 	FireKind_value = map[string]int32{
 		"FIRE_KIND_UNSPECIFIED": 0,
@@ -136,6 +140,7 @@ var (
 		"FIRE_KIND_RETRY":       3,
 		"FIRE_KIND_REDISPATCH":  4,
 		"FIRE_KIND_MANUAL":      5,
+		"FIRE_KIND_CHECKIN":     6,
 	}
 )
 
@@ -183,7 +188,8 @@ type Attempt struct {
 	StartedAtUnixNano  int64    `protobuf:"varint,8,opt,name=started_at_unix_nano,json=startedAtUnixNano,proto3" json:"started_at_unix_nano,omitempty"`
 	FinishedAtUnixNano int64    `protobuf:"varint,9,opt,name=finished_at_unix_nano,json=finishedAtUnixNano,proto3" json:"finished_at_unix_nano,omitempty"`
 	Detail             string   `protobuf:"bytes,10,opt,name=detail,proto3" json:"detail,omitempty"`
-	// At most the first 4 KiB of the response body or command output.
+	// At most the first 4 KiB of the response body or command output; for a
+	// check-in, the last 4 KiB of the output it sent.
 	Output []byte `protobuf:"bytes,11,opt,name=output,proto3" json:"output,omitempty"`
 	// A remote worker's progress report, 0-100, while the attempt executes
 	// (the last one recorded stays after it finished); unset if it sent none.
@@ -193,8 +199,13 @@ type Attempt struct {
 	ProgressMessage string `protobuf:"bytes,61,opt,name=progress_message,json=progressMessage,proto3" json:"progress_message,omitempty"`
 	// When the leader received the last progress report.
 	ProgressAtUnixNano int64 `protobuf:"varint,62,opt,name=progress_at_unix_nano,json=progressAtUnixNano,proto3" json:"progress_at_unix_nano,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// CHECKIN: the exit status the closing ping reported, if it did.
+	ExitCode *int32 `protobuf:"varint,30,opt,name=exit_code,json=exitCode,proto3,oneof" json:"exit_code,omitempty"`
+	// CHECKIN: who pinged (the ACL token's name, the client certificate's
+	// common name, or "anonymous").
+	PingedBy      string `protobuf:"bytes,31,opt,name=pinged_by,json=pingedBy,proto3" json:"pinged_by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Attempt) Reset() {
@@ -325,6 +336,20 @@ func (x *Attempt) GetProgressAtUnixNano() int64 {
 	return 0
 }
 
+func (x *Attempt) GetExitCode() int32 {
+	if x != nil && x.ExitCode != nil {
+		return *x.ExitCode
+	}
+	return 0
+}
+
+func (x *Attempt) GetPingedBy() string {
+	if x != nil {
+		return x.PingedBy
+	}
+	return ""
+}
+
 // Run is the ledger entry of one slot (or one manual trigger).
 type Run struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
@@ -350,6 +375,12 @@ type Run struct {
 	// MISSED records may stand for a range of slots: slot_unix..last_slot_unix, missed_count slots.
 	LastSlotUnix int64  `protobuf:"varint,13,opt,name=last_slot_unix,json=lastSlotUnix,proto3" json:"last_slot_unix,omitempty"`
 	MissedCount  uint64 `protobuf:"varint,14,opt,name=missed_count,json=missedCount,proto3" json:"missed_count,omitempty"`
+	// CHECKIN: the ping matched no slot of the schedule (checkin.proto), and
+	// slot_unix is the second it was recorded in.
+	OffSchedule bool `protobuf:"varint,30,opt,name=off_schedule,json=offSchedule,proto3" json:"off_schedule,omitempty"`
+	// CHECKIN: the request id of the ping that closed the run, so that a
+	// retried ping finds it.
+	CloseRequestId string `protobuf:"bytes,31,opt,name=close_request_id,json=closeRequestId,proto3" json:"close_request_id,omitempty"`
 	// Filled on reads, never stored: the run belongs to a deleted job of its
 	// name, not to the job of that name now registered (if any). Only callers
 	// without a selector see such runs.
@@ -486,6 +517,20 @@ func (x *Run) GetMissedCount() uint64 {
 	return 0
 }
 
+func (x *Run) GetOffSchedule() bool {
+	if x != nil {
+		return x.OffSchedule
+	}
+	return false
+}
+
+func (x *Run) GetCloseRequestId() string {
+	if x != nil {
+		return x.CloseRequestId
+	}
+	return ""
+}
+
 func (x *Run) GetJobDeleted() bool {
 	if x != nil {
 		return x.JobDeleted
@@ -560,7 +605,7 @@ var File_raftcron_v1_run_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_run_proto_rawDesc = "" +
 	"\n" +
-	"\x15raftcron/v1/run.proto\x12\vraftcron.v1\"\x93\x04\n" +
+	"\x15raftcron/v1/run.proto\x12\vraftcron.v1\"\xe0\x04\n" +
 	"\aAttempt\x12\x16\n" +
 	"\x06number\x18\x01 \x01(\rR\x06number\x12\x14\n" +
 	"\x05token\x18\x02 \x01(\x04R\x05token\x12)\n" +
@@ -576,8 +621,12 @@ const file_raftcron_v1_run_proto_rawDesc = "" +
 	"\x06output\x18\v \x01(\fR\x06output\x12\x1f\n" +
 	"\bprogress\x18< \x01(\rH\x00R\bprogress\x88\x01\x01\x12)\n" +
 	"\x10progress_message\x18= \x01(\tR\x0fprogressMessage\x121\n" +
-	"\x15progress_at_unix_nano\x18> \x01(\x03R\x12progressAtUnixNanoB\v\n" +
-	"\t_progress\"\xad\x04\n" +
+	"\x15progress_at_unix_nano\x18> \x01(\x03R\x12progressAtUnixNano\x12 \n" +
+	"\texit_code\x18\x1e \x01(\x05H\x01R\bexitCode\x88\x01\x01\x12\x1b\n" +
+	"\tpinged_by\x18\x1f \x01(\tR\bpingedByB\v\n" +
+	"\t_progressB\f\n" +
+	"\n" +
+	"_exit_code\"\xfa\x04\n" +
 	"\x03Run\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
 	"\x03job\x18\x02 \x01(\tR\x03job\x12\x1e\n" +
@@ -596,7 +645,9 @@ const file_raftcron_v1_run_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\f \x01(\tR\trequestId\x12$\n" +
 	"\x0elast_slot_unix\x18\r \x01(\x03R\flastSlotUnix\x12!\n" +
-	"\fmissed_count\x18\x0e \x01(\x04R\vmissedCount\x12\x1f\n" +
+	"\fmissed_count\x18\x0e \x01(\x04R\vmissedCount\x12!\n" +
+	"\foff_schedule\x18\x1e \x01(\bR\voffSchedule\x12(\n" +
+	"\x10close_request_id\x18\x1f \x01(\tR\x0ecloseRequestId\x12\x1f\n" +
 	"\vjob_deleted\x18\x14 \x01(\bR\n" +
 	"jobDeleted\"U\n" +
 	"\tRunCounts\x12\x14\n" +
@@ -616,14 +667,15 @@ const file_raftcron_v1_run_proto_rawDesc = "" +
 	"\x13RUN_STATE_CANCELLED\x10\t\x12\x16\n" +
 	"\x12RUN_STATE_RETRYING\x10\n" +
 	"\x12\x15\n" +
-	"\x11RUN_STATE_SKIPPED\x10\v*\x9a\x01\n" +
+	"\x11RUN_STATE_SKIPPED\x10\v*\xb1\x01\n" +
 	"\bFireKind\x12\x19\n" +
 	"\x15FIRE_KIND_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13FIRE_KIND_SCHEDULED\x10\x01\x12\x15\n" +
 	"\x11FIRE_KIND_CATCHUP\x10\x02\x12\x13\n" +
 	"\x0fFIRE_KIND_RETRY\x10\x03\x12\x18\n" +
 	"\x14FIRE_KIND_REDISPATCH\x10\x04\x12\x14\n" +
-	"\x10FIRE_KIND_MANUAL\x10\x05B;Z9github.com/raftcron/raftcron/proto/raftcron/v1;raftcronv1b\x06proto3"
+	"\x10FIRE_KIND_MANUAL\x10\x05\x12\x15\n" +
+	"\x11FIRE_KIND_CHECKIN\x10\x06B;Z9github.com/raftcron/raftcron/proto/raftcron/v1;raftcronv1b\x06proto3"
 
 var (
 	file_raftcron_v1_run_proto_rawDescOnce sync.Once

@@ -151,7 +151,7 @@ function Actions({ job, onDone }) {
     ${paused
       ? html`<button type="button" onClick=${resume}>Resume</button>`
       : html`<button type="button" onClick=${() => setDialog('pause')}>Pause…</button>`}
-    <button type="button" onClick=${trigger}>${paused ? 'Trigger once' : 'Trigger now'}</button>
+    ${!job.spec.checkin && html`<button type="button" onClick=${trigger}>${paused ? 'Trigger once' : 'Trigger now'}</button>`}
     <button type="button" class="danger" onClick=${() => setDialog('delete')}>Delete…</button>
     <span class="status" role="status">${message}</span>
     <${ErrorNote} error=${error} />
@@ -194,9 +194,9 @@ function LedgerRow({ run, zone }) {
     <td data-label="Attempts"><div><${AttemptTokens} run=${run} />
       ${attempts.length > 1 && html`<ul class="attempts small">${attempts.map((a) => html`<li key=${a.number}>
         ${a.number}: <${Token} value=${a.token} /> ${kindWord(a.kind)}, ${a.node_id}, ${stateWord(a.state)}</li>`)}</ul>`}</div></td>
-    <td data-label="Led by"><div>${leaders.join(', ') || '—'}${last?.term ? html`<div class="muted small">term ${last.term}</div>` : ''}</div></td>
+    <td data-label="Led by"><div>${leaders.join(', ') || (last?.pinged_by ? `checked in by ${last.pinged_by}` : '—')}${last?.term ? html`<div class="muted small">term ${last.term}</div>` : ''}</div></td>
     <td data-label="Outcome"><div><${StateBadge} state=${run.state} />${hasNano(run.finished_at_unix_nano) && html`<div class="muted small">${zoneTime(nanoDate(run.finished_at_unix_nano))}</div>`}</div></td>
-    <td data-label="Reason">${run.reason || last?.detail || html`<span class="muted">—</span>`}</td>
+    <td data-label="Reason">${run.off_schedule ? 'off schedule: the ping matched no slot' : run.reason || last?.detail || html`<span class="muted">—</span>`}</td>
     <td data-label="Output">${output ? html`<details><summary>output</summary><pre class="output">${output}</pre></details>` : html`<span class="muted">—</span>`}</td>
   </tr>`;
 }
@@ -221,6 +221,7 @@ function Missed({ runs, zone }) {
 // reasonText says why a slot was not run.
 function reasonText(reason) {
   if (reason === 'overlap_skipped') return 'skipped: a run was still open (overlap skip)';
+  if (reason === 'no_checkin') return 'no check-in within its grace (expect.start_within)';
   if (reason?.startsWith('calendar:')) return html`skipped by calendar <a href="#/calendars/${encodeURIComponent(reason.slice(9))}">${reason.slice(9)}</a>`;
   if (reason?.startsWith('freeze:')) return `skipped by freeze ${reason.slice(7)}`;
   return reason || '—';
