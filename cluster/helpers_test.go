@@ -280,8 +280,9 @@ type testCluster struct {
 func newCluster(tb testing.TB, n int, opts ...nodeOpts) *testCluster {
 	tb.Helper()
 	muxes := make([]*Mux, n)
+	host := testutil.LoopbackHost() // a restart binds its port again
 	for i := range muxes {
-		muxes[i] = listen(tb, "127.0.0.1:0")
+		muxes[i] = listen(tb, host+":0")
 	}
 	return clusterOn(tb, muxes, opts...)
 }
