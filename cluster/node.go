@@ -96,7 +96,7 @@ type Node struct {
 	contactDone chan struct{}
 	// raftUp is closed once raft is set.
 	raftUp chan struct{}
-	// raftStop is closed once Raft has stopped (stranded.go).
+	// raftStop closes its channel once Raft has stopped (stranded.go).
 	raftStop *raftStop
 	// halted is closed, after haltErr is set, when the FSM cannot apply a
 	// committed entry (halt.go).
