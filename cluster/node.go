@@ -420,14 +420,7 @@ func (n *Node) voters() int {
 // still resolves, so the waiting goroutine ends, unless Raft stopped with
 // it in its apply queue (stranded.go): proposals wait with awaitProposal.
 func waitFuture(ctx context.Context, f raft.Future) error {
-	done := make(chan error, 1)
-	go func() { done <- f.Error() }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return awaitFuture(ctx, f, nil)
 }
 
 // raftTimeout turns the caller's deadline into Raft's enqueue timeout.

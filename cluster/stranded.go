@@ -42,27 +42,32 @@ func (s *raftStop) observer() *raft.Observer {
 var errStranded = errors.New("raft stopped without answering")
 
 // awaitProposal waits for f, the future of a proposal, or ctx; once Raft
-// has stopped, for strandedWait at most. The goroutine waiting on a
-// stranded future stays blocked: Raft never answers it.
+// has stopped, for strandedWait at most.
 func (n *Node) awaitProposal(ctx context.Context, f raft.Future) error {
+	return awaitFuture(ctx, f, n.raftStop.ch)
+}
+
+// awaitFuture waits for f or ctx and, once stopped is closed (never if
+// nil), for strandedWait at most. The goroutine waiting on a stranded
+// future stays blocked: Raft never answers it.
+func awaitFuture(ctx context.Context, f raft.Future, stopped <-chan struct{}) error {
 	done := make(chan error, 1)
 	go func() { done <- f.Error() }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-n.raftStop.ch:
-	}
-	t := time.NewTimer(strandedWait)
-	defer t.Stop()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return errStranded
+	var expired <-chan time.Time
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-stopped:
+			stopped = nil
+			t := time.NewTimer(strandedWait)
+			defer t.Stop()
+			expired = t.C
+		case <-expired:
+			return errStranded
+		}
 	}
 }
 
