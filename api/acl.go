@@ -108,7 +108,7 @@ func (a *aclService) CreateAclToken(ctx context.Context, req *pb.CreateAclTokenR
 	}
 	if req.GetRole() == pb.AclRole_ACL_ROLE_CHECKIN {
 		what := fmt.Sprintf("ACL token %q: role checkin", req.GetName())
-		if err := versionNeeded(a.clusterVersion, what, "tokens/"+req.GetName(), fsm.CheckinsVersion); err != nil {
+		if err := versionNeeded(ctx, a.store, a.clusterVersion, what, "tokens/"+req.GetName(), fsm.CheckinsVersion); err != nil {
 			return nil, err
 		}
 	}

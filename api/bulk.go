@@ -54,7 +54,7 @@ func (j *jobService) ApplyJobs(ctx context.Context, req *pb.ApplyJobsRequest) (*
 	if err := j.allowCalendars(ctx, specsOf(writes)...); err != nil {
 		return nil, err
 	}
-	if err := j.allowTargets(writes); err != nil {
+	if err := j.allowTargets(ctx, writes); err != nil {
 		return nil, err
 	}
 	j.audit.ensure(ctx)

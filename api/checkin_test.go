@@ -260,6 +260,31 @@ func TestCheckinTargetAndRoleNeedClusterVersion3(t *testing.T) {
 	}
 }
 
+// TestCheckinTargetAndRoleGoByTheCommittedClusterVersion: a node that has
+// not applied the leader's raise to version 3 yet applies it by a read
+// barrier rather than refuse a check-in job or a token of role checkin.
+func TestCheckinTargetAndRoleGoByTheCommittedClusterVersion(t *testing.T) {
+	behind := func() Deps {
+		state := fsm.New()
+		store := &fsmStore{f: state}
+		store.onBarrier = func() { // the raise, committed, reaches this node
+			if _, err := store.Apply(context.Background(), fsm.SetClusterVersion(fsm.CommandVersion)); err != nil {
+				t.Error(err)
+			}
+		}
+		return Deps{Store: store, Registry: state, Tokens: state, Now: func() time.Time { return testNow },
+			ClusterVersion: state.ClusterVersion}
+	}
+	spec := &pb.JobSpec{Name: "nightly", Schedule: "@daily", Checkin: &pb.CheckinTarget{}}
+	if _, err := NewJobService(behind()).CreateJob(testCtx(t), &pb.CreateJobRequest{Spec: spec}); err != nil {
+		t.Fatalf("a check-in job on a node behind the leader's cluster version: %v", err)
+	}
+	_, err := NewACLService(behind()).CreateAclToken(testCtx(t), &pb.CreateAclTokenRequest{Name: "cron", Role: pb.AclRole_ACL_ROLE_CHECKIN})
+	if err != nil {
+		t.Fatalf("a token of role checkin on a node behind the leader's cluster version: %v", err)
+	}
+}
+
 // TestCheckinRoleChecksInItsScopeAndNothingElse: role checkin pings the
 // check-in jobs of its selector (the others do not exist for it) and may
 // call nothing else; write and management may ping too, read may not.

@@ -78,22 +78,14 @@ func (f *freezeService) DeleteFreeze(ctx context.Context, req *pb.DeleteFreezeRe
 // allowVersion refuses what needs cluster version v (what: "calendars")
 // until the cluster runs it: before, a voter of an older release may lead,
 // which knows nothing of it and would apply the write as it understands
-// it. The version is the committed one: a version below v is read again
-// after a read barrier (this node may not have applied the leader's raise
-// yet) before the call is refused.
+// it. The version is the committed one (see committedVersion).
 func allowVersion(ctx context.Context, b Barrier, version func() uint32, what string, v uint32) error {
 	if version == nil {
 		return nil
 	}
-	got := version()
-	if got < v {
-		if err := b.ReadBarrier(ctx); err != nil {
-			return statusOf(err)
-		}
-		got = version()
-	}
-	if got >= v {
-		return nil
+	got, err := committedVersion(ctx, b, version, v)
+	if err != nil || got >= v {
+		return err
 	}
 	return precondition(PreconditionClusterVersion, what, fmt.Sprintf(
 		"%s need cluster version %d, and the cluster runs %d: upgrade every voter; "+

@@ -113,7 +113,7 @@ func (j *jobService) put(ctx context.Context, spec *pb.JobSpec, mode pb.PutMode,
 	if field, err := j.allowExec(spec); err != nil {
 		return nil, nil, execDenied(field, field+": "+err.Error())
 	}
-	if err := j.allowTarget(spec); err != nil {
+	if err := j.allowTarget(ctx, spec); err != nil {
 		return nil, nil, err
 	}
 	if err := j.secretRefs().check(ctx, "", spec); err != nil {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/raftcron/raftcron/fsm"
@@ -16,43 +17,57 @@ const PreconditionClusterVersion = "CLUSTER_VERSION"
 // fsm.CheckinsVersion. Before, a voter of an older release may lead, which
 // knows no such target and would apply the job's changes as it
 // understands them.
-func (j *jobService) allowTarget(spec *pb.JobSpec) error {
+func (j *jobService) allowTarget(ctx context.Context, spec *pb.JobSpec) error {
 	switch {
 	case spec.GetWorker() != nil:
-		return j.needVersion(spec.GetName(), "a worker target", fsm.WorkersVersion)
+		return j.needVersion(ctx, spec.GetName(), "a worker target", fsm.WorkersVersion)
 	case spec.GetCheckin() != nil:
-		return j.needVersion(spec.GetName(), "a check-in", fsm.CheckinsVersion)
+		return j.needVersion(ctx, spec.GetName(), "a check-in", fsm.CheckinsVersion)
 	}
 	return nil
 }
 
 // allowTargets refuses a whole ApplyJobs call if one of its specs is
 // refused, naming the first.
-func (j *jobService) allowTargets(writes []write) error {
+func (j *jobService) allowTargets(ctx context.Context, writes []write) error {
 	for _, w := range writes {
-		if err := j.allowTarget(w.spec); err != nil {
+		if err := j.allowTarget(ctx, w.spec); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (j *jobService) needVersion(job, what string, need uint32) error {
-	return versionNeeded(j.clusterVersion, fmt.Sprintf("job %q: %s", job, what), "jobs/"+job, need)
+func (j *jobService) needVersion(ctx context.Context, job, what string, need uint32) error {
+	return versionNeeded(ctx, j.store, j.clusterVersion, fmt.Sprintf("job %q: %s", job, what), "jobs/"+job, need)
 }
 
 // versionNeeded is the refusal of what (on subject) while the cluster runs
 // a version below need; nil when it runs need, or when clusterVersion is
 // nil (no check).
-func versionNeeded(clusterVersion func() uint32, what, subject string, need uint32) error {
+func versionNeeded(ctx context.Context, b Barrier, clusterVersion func() uint32, what, subject string, need uint32) error {
 	if clusterVersion == nil {
 		return nil
 	}
-	v := clusterVersion()
-	if v >= need {
-		return nil
+	v, err := committedVersion(ctx, b, clusterVersion, need)
+	if err != nil || v >= need {
+		return err
 	}
 	return preconditionOn(PreconditionClusterVersion, subject, fmt.Sprintf(
 		"%s needs cluster version %d, and the cluster runs %d: upgrade every voter; "+
 			"the leader raises the version once they all apply it (cluster status shows it)", what, need, v))
+}
+
+// committedVersion is the cluster version as committed, as far as need
+// goes: this node may not have applied the leader's raise yet (a follower
+// right after the first election), so a version below need is read again
+// after a read barrier; one at or above it is committed already.
+func committedVersion(ctx context.Context, b Barrier, version func() uint32, need uint32) (uint32, error) {
+	if v := version(); v >= need {
+		return v, nil
+	}
+	if err := b.ReadBarrier(ctx); err != nil {
+		return 0, statusOf(err)
+	}
+	return version(), nil
 }

@@ -46,3 +46,23 @@ func TestWorkerTargetsWaitForTheClusterVersion(t *testing.T) {
 		t.Fatalf("a worker target at cluster version %d: %v", fsm.WorkersVersion, err)
 	}
 }
+
+// The version is the cluster's, not this node's applied one: a follower
+// that has not applied the leader's raise yet (right after the first
+// election) reads it after a read barrier rather than refuse the job.
+func TestWorkerTargetGoesByTheCommittedClusterVersion(t *testing.T) {
+	var h *harness
+	h = newHarnessConfig(t, func(c *Deps) {
+		c.ClusterVersion = func() uint32 {
+			h.store.mu.Lock()
+			defer h.store.mu.Unlock()
+			if h.store.barriers > 0 {
+				return fsm.WorkersVersion // caught up with the leader's raise
+			}
+			return 1
+		}
+	})
+	if _, err := h.jobs.CreateJob(context.Background(), &pb.CreateJobRequest{Spec: workerTargetSpec("charge")}); err != nil {
+		t.Fatalf("a worker target on a node behind the leader's cluster version %d: %v", fsm.WorkersVersion, err)
+	}
+}

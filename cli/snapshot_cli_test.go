@@ -61,6 +61,7 @@ func TestCLISnapshotSaveInspectRestore(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "backup.snap")
 
+	before := leaderAndTerm(t, c)
 	r := expectOK(t, cliOn(t, follower, "", "snapshot", "save", file))
 	if !regexp.MustCompile(`^saved snapshot at index \d+ \(term \d+\) to .*backup.snap: 2 jobs, 0 open runs, fencing counter 0, sha256 [0-9a-f]{64}\n$`).MatchString(r.Stdout) {
 		t.Fatalf("save output %q", r.Stdout)
@@ -74,11 +75,12 @@ func TestCLISnapshotSaveInspectRestore(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.Stdout), &info); err != nil {
 		t.Fatalf("inspect -o json: %v\n%s", err, r.Stdout)
 	}
-	leader := clustertest.Leader(t, c)
-	if info.Version != 1 || info.Index == 0 || info.Term == 0 || info.TakenBy != leader.ID || info.Jobs != 2 ||
+	if info.Version != 1 || info.Index == 0 || info.Term == 0 || info.Jobs != 2 ||
 		len(info.SHA256) != 64 || info.TakenAt == "" || info.File != file {
 		t.Fatalf("inspect: %+v", info)
 	}
+	wantTakenBy(t, c, info.TakenBy, before, leaderAndTerm(t, c))
+	leader := clustertest.Leader(t, c)
 	r = expectOK(t, runCLI(t, "", "snapshot", "inspect", file))
 	for _, want := range []string{"INDEX", "TERM", "TAKEN AT", "JOBS", "OPEN RUNS", "FENCING COUNTER", "SHA256", info.SHA256} {
 		if !strings.Contains(r.Stdout, want) {
@@ -124,6 +126,43 @@ func TestCLISnapshotSaveInspectRestore(t *testing.T) {
 		})
 	}
 	clustertest.WaitReady(t, c)
+}
+
+// leadership is who leads in which term.
+type leadership struct {
+	id   string
+	term uint64
+}
+
+func leaderAndTerm(t *testing.T, c *localcluster.Cluster) leadership {
+	t.Helper()
+	l := clustertest.Leader(t, c)
+	st, err := l.Status(t.Context())
+	if err != nil {
+		t.Fatalf("status of the leader %s: %v", l.ID, err)
+	}
+	return leadership{id: l.ID, term: st.Term}
+}
+
+// wantTakenBy checks the node a snapshot names as its taker: the leader
+// of before when it still led in the same term after (no election came
+// between), else one of the cluster's nodes, since an election under load
+// may have moved the save to another leader.
+func wantTakenBy(t *testing.T, c *localcluster.Cluster, takenBy string, before, after leadership) {
+	t.Helper()
+	if before == after {
+		if takenBy != before.id {
+			t.Fatalf("snapshot taken by %q, want the leader %s (term %d throughout)", takenBy, before.id, before.term)
+		}
+		return
+	}
+	for _, n := range c.Nodes() {
+		if n.ID == takenBy {
+			t.Logf("leadership moved from %v to %v during the save; taken by %s", before, after, takenBy)
+			return
+		}
+	}
+	t.Fatalf("snapshot taken by %q, which is no node of the cluster", takenBy)
 }
 
 func TestCLISnapshotInspectNamesTheProblem(t *testing.T) {

@@ -28,6 +28,12 @@ func (t Target) Call(ctx context.Context, subject string, fn func(context.Contex
 	return invoke(ctx, &clientOptions{addr: t.Addr, timeout: t.Timeout, auth: t.Auth}, subject, fn)
 }
 
+// MayHaveApplied reports whether the error of a write made through Call
+// leaves it possibly committed (the answer was lost, or the outcome is
+// unknown), rather than refused with nothing written; the caller reads the
+// state back before it writes again.
+func MayHaveApplied(err error) bool { return mayHaveRun(err) }
+
 // Exports are the lines a second terminal pastes to use the CLI on t.
 func (t Target) Exports() []string {
 	lines := []string{exportLine(EnvName(flagAddr), t.Addr)}

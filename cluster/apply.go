@@ -65,7 +65,7 @@ func (n *Node) applyLocal(ctx context.Context, cmd *pb.Command, data []byte) (*p
 	if err != nil {
 		return nil, 0, err
 	}
-	return futureOutcome(ctx, f)
+	return n.futureOutcome(ctx, f)
 }
 
 // proposeLocal hands data, the marshalled cmd, to this node's Raft, which
@@ -78,7 +78,7 @@ func (n *Node) proposeLocal(ctx context.Context, cmd *pb.Command, data []byte) (
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if n.raft.State() != raft.Leader {
+	if !n.proposes() {
 		return nil, ErrNotLeader
 	}
 	if err := n.admit(ctx, cmd); err != nil {
@@ -87,15 +87,28 @@ func (n *Node) proposeLocal(ctx context.Context, cmd *pb.Command, data []byte) (
 	return n.proposals.propose(ctx, n.raft, data, raftTimeout(ctx))
 }
 
+// proposes reports whether this node may propose: it leads, and its own
+// removal is not in its log. A leader that removes itself leads until the
+// removal commits, but then its Raft shuts down without answering what it
+// still queued (the queue is buffered, see raftConfig): a command accepted
+// meanwhile would neither be written nor ever be answered.
+func (n *Node) proposes() bool {
+	if n.raft.State() != raft.Leader {
+		return false
+	}
+	s, ok := n.server(n.cfg.ID)
+	return ok && s.Suffrage == raft.Voter
+}
+
 // futureOutcome waits for a proposed entry, or for ctx, and maps its
 // outcome.
-func futureOutcome(ctx context.Context, f raft.ApplyFuture) (*pb.CommandResult, uint64, error) {
-	if err := waitFuture(ctx, f); err != nil {
+func (n *Node) futureOutcome(ctx context.Context, f raft.ApplyFuture) (*pb.CommandResult, uint64, error) {
+	if err := n.awaitProposal(ctx, f); err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			// Raft holds the entry; it may still commit.
 			return nil, 0, fmt.Errorf("apply: %w: %w", ErrIndeterminate, err)
 		}
-		return nil, 0, raftError(err)
+		return nil, 0, proposalError(err)
 	}
 	res, err := appliedResult(f)
 	return res, f.Index(), err

@@ -72,7 +72,7 @@ func (n *Node) ApplyBulk(ctx context.Context, cmds []*pb.Command) ([]BulkResult,
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if n.raft.State() != raft.Leader {
+	if !n.proposes() {
 		return nil, ErrNotLeader
 	}
 	data := make([][]byte, len(cmds))
@@ -167,14 +167,15 @@ func (n *Node) proposeOne(ctx context.Context, cmd *pb.Command, data []byte, tim
 	if err != nil {
 		return BulkResult{Err: err} // nothing proposed
 	}
-	return futureResult(f)
+	return n.futureResult(f)
 }
 
-// futureResult waits for f, which Raft always resolves (at the latest on
-// shutdown), and maps its outcome as Apply does.
-func futureResult(f raft.ApplyFuture) BulkResult {
-	if err := f.Error(); err != nil {
-		return BulkResult{Err: raftError(err)}
+// futureResult waits for f whatever the caller's deadline, so the slot
+// stays taken while the entry is in flight, and maps its outcome as Apply
+// does.
+func (n *Node) futureResult(f raft.ApplyFuture) BulkResult {
+	if err := n.awaitProposal(context.Background(), f); err != nil {
+		return BulkResult{Err: proposalError(err)}
 	}
 	res, err := appliedResult(f)
 	return BulkResult{Result: res, Err: err}

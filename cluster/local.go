@@ -46,7 +46,7 @@ func (n *Node) ProposeLocal(ctx context.Context, cmd *pb.Command) (wait func() (
 		return notProposed(err)
 	}
 	return func() (*pb.CommandResult, error) {
-		res, _, err := futureOutcome(ctx, f)
+		res, _, err := n.futureOutcome(ctx, f)
 		return res, err
 	}
 }

@@ -96,6 +96,8 @@ type Node struct {
 	contactDone chan struct{}
 	// raftUp is closed once raft is set.
 	raftUp chan struct{}
+	// raftStop closes its channel once Raft has stopped (stranded.go).
+	raftStop *raftStop
 	// halted is closed, after haltErr is set, when the FSM cannot apply a
 	// committed entry (halt.go).
 	halted  chan struct{}
@@ -169,6 +171,7 @@ func New(cfg Config, mux *Mux) (*Node, error) {
 		raiseDone: make(chan struct{}),
 		lease:     rc.LeaderLeaseTimeout,
 		raftUp:    make(chan struct{}),
+		raftStop:  newRaftStop(),
 		halted:    make(chan struct{}),
 
 		contacts:    newContacts(),
@@ -243,6 +246,7 @@ func (n *Node) Start(ctx context.Context) error {
 	n.raft = r
 	close(n.raftUp)
 	r.RegisterObserver(n.contacts.observer())
+	r.RegisterObserver(n.raftStop.observer())
 	go n.contacts.run(n.stopWatch, n.contactDone)
 	go n.watchCrash(n.stopWatch, n.crashDone)
 	if n.cfg.ClusterVersion != nil && n.cfg.RaiseClusterVersion != nil {
@@ -413,17 +417,10 @@ func (n *Node) voters() int {
 }
 
 // waitFuture waits for f or ctx, whichever ends first. A future left behind
-// still resolves (Raft answers every future, at the latest on shutdown), so
-// the waiting goroutine ends.
+// still resolves, so the waiting goroutine ends, unless Raft stopped with
+// it in its apply queue (stranded.go): proposals wait with awaitProposal.
 func waitFuture(ctx context.Context, f raft.Future) error {
-	done := make(chan error, 1)
-	go func() { done <- f.Error() }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return awaitFuture(ctx, f, nil)
 }
 
 // raftTimeout turns the caller's deadline into Raft's enqueue timeout.

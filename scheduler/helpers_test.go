@@ -58,6 +58,13 @@ func newFakeProposer(f *fsm.FSM) *fakeProposer {
 	return p
 }
 
+// committed is the index of the last entry committed.
+func (p *fakeProposer) committed() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.index
+}
+
 func (p *fakeProposer) Apply(ctx context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
 	return p.Propose(ctx, cmd)()
 }
@@ -428,13 +435,21 @@ func (h *harness) settle() {
 			return false
 		}
 		now := h.clock.Now().UnixNano()
+		committed := h.prop.committed()
 		idle := l.idleAt.Load()
 		if idle != 0 && idle != now {
 			h.s.wakeLoop() // asleep since an earlier reading: tick again
 			return false
 		}
-		return idle == now && !h.s.hasDirty() && h.s.InFlight() == h.exec.blockedCount("")+h.waiting &&
-			l.unsettled.Load() == 0
+		if idle != now || h.s.hasDirty() || h.s.InFlight() != h.exec.blockedCount("")+h.waiting ||
+			l.unsettled.Load() != 0 {
+			return false
+		}
+		// The readings are one after the other: the loop may have woken
+		// between them, taken the dirty jobs and committed fires it has
+		// not handed over yet. It is asleep at the same reading again and
+		// committed nothing meanwhile only if it changed nothing.
+		return l.idleAt.Load() == now && h.prop.committed() == committed
 	})
 }
 

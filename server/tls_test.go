@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/raftcron/raftcron/cluster"
+	"github.com/raftcron/raftcron/internal/testutil"
 	"github.com/raftcron/raftcron/pki"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
@@ -85,8 +86,14 @@ func TestTLSServersServeTLSOnly(t *testing.T) {
 	if _, err := pb.NewJobServiceClient(conn).CreateJob(ctx, &pb.CreateJobRequest{Spec: spec}); err != nil {
 		t.Fatalf("CreateJob over TLS through a follower: %v", err)
 	}
-	if _, err := leader.FSM().StoredJob("hourly"); err != nil {
-		t.Errorf("the leader's FSM after the create: %v", err)
+	// The leader seen before the create may have lost an election since,
+	// and a follower applies the write after it commits: every node holds
+	// it once it is applied everywhere.
+	for _, s := range servers {
+		testutil.WaitFor(t, 10*time.Second, s.cfg.ID+" applies the job created through a follower", func() bool {
+			_, err := s.FSM().StoredJob("hourly")
+			return err == nil
+		})
 	}
 	_, err = pb.NewInternalServiceClient(conn).ReadIndex(ctx, &pb.ReadIndexRequest{})
 	if status.Code(err) != codes.PermissionDenied {

@@ -198,8 +198,9 @@ func newCluster(t *testing.T, size int, options ...func(*node)) *testCluster {
 	tc := &testCluster{t: t, gains: &gains{}}
 	lns := make([]net.Listener, size)
 	peers := make([]cluster.Peer, size)
+	host := testutil.LoopbackHost() // a restart binds its port again
 	for i := range lns {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		ln, err := net.Listen("tcp", host+":0")
 		if err != nil {
 			t.Fatal(err)
 		}
