@@ -154,7 +154,7 @@ func (s *state) checkinSlot(it jobItem, ci *pb.CheckinCommand, e entry) (int64, 
 			Kind: pb.FireKind_FIRE_KIND_SCHEDULED, State: pb.RunState_RUN_STATE_MISSED, Reason: ReasonNoCheckin,
 			CreatedAtUnixNano: e.proposedAt, FinishedAtUnixNano: e.proposedAt,
 		}
-		noteFinished(next, r)
+		s.noteFinished(next, r)
 		s.putRun(r)
 	}
 	s.setStatus(it, next)
@@ -202,7 +202,7 @@ func (s *state) openCheckin(it jobItem, ci *pb.CheckinCommand, slot int64, e ent
 	} else {
 		r = finishedCheckin(r, ci, e)
 		r.CloseRequestId = ""
-		noteFinished(next, r)
+		s.noteFinished(next, r)
 	}
 	s.setStatus(it, next)
 	s.putRun(r)
@@ -214,7 +214,7 @@ func (s *state) closeCheckin(it jobItem, r *pb.Run, ci *pb.CheckinCommand, e ent
 	nr := finishedCheckin(r, ci, e)
 	next := copyStatus(it.status)
 	next.OpenRunIds = removeID(next.OpenRunIds, nr.GetId())
-	noteFinished(next, nr)
+	s.noteFinished(next, nr)
 	s.setStatus(it, next)
 	s.putRun(nr)
 	return outcome{changed: true, run: nr}
