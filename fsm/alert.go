@@ -142,7 +142,7 @@ func putChannel(s *state, c *pb.Command, e entry) (outcome, error) {
 	next.Version = old.GetVersion() + 1
 	next.UpdatedAt, next.UpdatedBy = e.timestamp(), e.principal
 	s.alerts.channels.ReplaceOrInsert(channelItem{name: next.GetName(), channel: next})
-	s.tx.touch()
+	s.tx.alertChanged()
 	return outcome{changed: true, created: !exists, channel: next}, nil
 }
 
@@ -183,7 +183,7 @@ func deleteChannel(s *state, c *pb.Command, _ entry) (outcome, error) {
 		return outcome{}, fail(ErrNotFound, "channel %q not found", name)
 	}
 	s.alerts.channels.Delete(channelItem{name: name})
-	s.tx.touch()
+	s.tx.alertChanged()
 	return outcome{changed: true}, nil
 }
 
@@ -211,7 +211,7 @@ func putNotifyRule(s *state, c *pb.Command, e entry) (outcome, error) {
 	next.Version = old.GetVersion() + 1
 	next.UpdatedAt, next.UpdatedBy = e.timestamp(), e.principal
 	s.alerts.rules.ReplaceOrInsert(ruleItem{name: next.GetName(), rule: next})
-	s.tx.touch()
+	s.tx.alertChanged()
 	return outcome{changed: true, created: !exists, rule: next}, nil
 }
 
@@ -224,7 +224,7 @@ func deleteNotifyRule(s *state, c *pb.Command, _ entry) (outcome, error) {
 		return outcome{}, fail(ErrNotFound, "notify rule %q not found", name)
 	}
 	s.alerts.rules.Delete(ruleItem{name: name})
-	s.tx.touch()
+	s.tx.alertChanged()
 	return outcome{changed: true}, nil
 }
 
