@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/raftcron/raftcron/cluster"
 	"github.com/raftcron/raftcron/fsm"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 	"github.com/raftcron/raftcron/scheduler/dispatch"
@@ -22,7 +23,7 @@ import (
 )
 
 // ErrNotLeader: only the leader sends, test notifications included.
-var ErrNotLeader = errors.New("this node does not lead: only the leader sends notifications")
+var ErrNotLeader = cluster.ErrNotLeader
 
 // State is what the alerter reads of the replicated state (fsm.FSM).
 type State interface {
