@@ -22,8 +22,8 @@ import (
 // check_alerts or record_deliveries carries its --alert-history-limit.
 const defaultAlertLimit = 1000
 
-// maxAlertLimit bounds the history a command may ask for.
-const maxAlertLimit = 100_000
+// MaxAlertLimit bounds the alert history a command may ask for.
+const MaxAlertLimit = 100_000
 
 // alertState holds the alert section. Stored values are immutable, like
 // jobs: every change stores a fresh one.
@@ -117,7 +117,7 @@ func (s *state) setAlertLimit(limit uint32) {
 	if limit == 0 || limit == s.alerts.limit {
 		return
 	}
-	s.alerts.limit = min(limit, maxAlertLimit)
+	s.alerts.limit = min(limit, MaxAlertLimit)
 	s.pruneAlerts()
 	s.tx.touch()
 }
