@@ -95,7 +95,7 @@ func (t *term) attempt(al *pb.Alert, n uint32) {
 		t.a.log.Info("alerts: delivery failed", "alert", al.GetId(), "channel", al.GetChannel(), "attempt", n, "answer", res.Answer)
 	}
 	rec := &pb.DeliveryRecord{AlertId: al.GetId(), Attempt: &pb.DeliveryAttempt{
-		Number: n, AtUnixNano: time.Now().UnixNano(), Ok: res.OK, Status: int32(res.Status), Answer: res.Answer,
+		Number: n, AtUnixNano: t.a.cfg.Now().UnixNano(), Ok: res.OK, Status: int32(res.Status), Answer: res.Answer,
 		NodeId: t.a.cfg.Proposer.ID(), Final: final,
 	}}
 	t.mu.Lock()

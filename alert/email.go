@@ -49,7 +49,7 @@ func (s *sender) mail(c *smtp.Client, host string, m *pb.EmailChannel, a *pb.Ale
 		if ok, _ := c.Extension("STARTTLS"); !ok {
 			return errors.New("the server offers no STARTTLS")
 		}
-		if err := c.StartTLS(&tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}); err != nil {
+		if err := c.StartTLS(&tls.Config{ServerName: host, RootCAs: s.roots, MinVersion: tls.VersionTLS12}); err != nil {
 			return err
 		}
 	}

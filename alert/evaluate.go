@@ -88,7 +88,8 @@ func (p *plans) planLate(spec *pb.JobSpec, after int64) {
 	if next.IsZero() {
 		return
 	}
-	p.push(planItem{at: next.Add(spec.GetExpect().GetStartWithin().AsDuration()), job: spec.GetName(), event: event.Late, slot: next.Unix()})
+	// Late is dispatched after slot + start_within: due a nanosecond on.
+	p.push(planItem{at: next.Add(spec.GetExpect().GetStartWithin().AsDuration() + time.Nanosecond), job: spec.GetName(), event: event.Late, slot: next.Unix()})
 }
 
 func (p *plans) push(it planItem) {

@@ -3,6 +3,7 @@ package alert
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,6 +45,9 @@ type sender struct {
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	keys Keys
 	site Site
+	// roots verify an SMTP server's certificate; nil: the system's
+	// (SSL_CERT_FILE and SSL_CERT_DIR name others).
+	roots *x509.CertPool
 }
 
 func newSender(egress dispatch.AddrPolicy, keys Keys, site Site, timeout time.Duration) *sender {
