@@ -399,7 +399,7 @@ func TestSuccessWithinCountsRealTimeAcrossDST(t *testing.T) {
 	if len(got) != 1 || got[0].GetEvent() != "no_success" {
 		t.Fatalf("alerts over the 25 h night: %v, want one no_success", got)
 	}
-	if at := time.Unix(0, got[0].GetAtUnixNano()); at.Before(time.Date(2026, 10, 24, 3, 30, 0, 0, berlin).Add(24*time.Hour+30*time.Minute)) {
+	if at := time.Unix(0, got[0].GetAtUnixNano()); at.Before(time.Date(2026, 10, 24, 3, 30, 0, 0, berlin).Add(24*time.Hour + 30*time.Minute)) {
 		t.Fatalf("no_success raised at %v, before success_within passed", at)
 	}
 	succeed(next)

@@ -91,7 +91,9 @@ func (s *Server) Mails() []Mail {
 
 type backend struct{ s *Server }
 
-func (b backend) NewSession(c *smtp.Conn) (smtp.Session, error) { return &session{s: b.s, conn: c}, nil }
+func (b backend) NewSession(c *smtp.Conn) (smtp.Session, error) {
+	return &session{s: b.s, conn: c}, nil
+}
 
 type session struct {
 	s    *Server
