@@ -50,11 +50,26 @@ type Server struct {
 	pass  string
 }
 
-// Start runs a server until the test ends; user and pass, if set, are the
-// only login it takes.
+// Start runs a server on 127.0.0.1 until the test ends; user and pass, if
+// set, are the only login it takes.
 func Start(t testing.TB, user, pass string) *Server {
 	t.Helper()
-	cert, pemCert := selfSigned(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Serve(t, ln, user, pass)
+}
+
+// Serve is Start on a listener of the caller's (reachable where the
+// senders are); its certificate names the listener's IP.
+func Serve(t testing.TB, ln net.Listener, user, pass string) *Server {
+	t.Helper()
+	ip := net.ParseIP("127.0.0.1")
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok {
+		ip = tcp.IP
+	}
+	cert, pemCert := selfSigned(t, ip)
 	s := &Server{user: user, pass: pass, Roots: x509.NewCertPool()}
 	s.Roots.AppendCertsFromPEM(pemCert)
 	s.CAFile = filepath.Join(t.TempDir(), "smtp-ca.pem")
@@ -65,10 +80,6 @@ func Start(t testing.TB, user, pass string) *Server {
 	srv.Domain = "localhost"
 	srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	srv.ReadTimeout, srv.WriteTimeout = 10*time.Second, 10*time.Second
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	s.Addr = ln.Addr().String()
 	done := make(chan struct{})
 	go func() {
@@ -143,8 +154,8 @@ func (ss *session) Data(r io.Reader) error {
 func (ss *session) Reset()        { ss.mail = Mail{User: ss.mail.User} }
 func (ss *session) Logout() error { return nil }
 
-// selfSigned is a certificate for 127.0.0.1 and localhost, and its PEM.
-func selfSigned(t testing.TB) (tls.Certificate, []byte) {
+// selfSigned is a certificate for ip and localhost, and its PEM.
+func selfSigned(t testing.TB, ip net.IP) (tls.Certificate, []byte) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -153,7 +164,7 @@ func selfSigned(t testing.TB) (tls.Certificate, []byte) {
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "mailtest"},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
+		IPAddresses: []net.IP{ip}, DNSNames: []string{"localhost"},
 		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		IsCA: true, BasicConstraintsValid: true,
 	}
