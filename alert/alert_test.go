@@ -40,8 +40,8 @@ func (c *clock) set(t time.Time) {
 	c.mu.Unlock()
 }
 
-// fsmProposer commits commands to an FSM as a leader of term 1 would,
-// stamped with the fake clock.
+// fsmProposer commits commands to an FSM as a leader's own proposer does:
+// as they are, stamped by whoever made them (the alerter stamps its own).
 type fsmProposer struct {
 	mu    sync.Mutex
 	f     *fsm.FSM
@@ -52,7 +52,6 @@ type fsmProposer struct {
 func (p *fsmProposer) Apply(_ context.Context, cmd *pb.Command) (*pb.CommandResult, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	cmd.ProposedAtUnixNano = p.clock.Now().UnixNano()
 	data, err := proto.Marshal(cmd)
 	if err != nil {
 		return nil, err
@@ -98,6 +97,7 @@ func newHarness(t *testing.T, keys Keys) *harness {
 
 func (h *harness) mustOK(cmd *pb.Command) *pb.CommandResult {
 	h.t.Helper()
+	cmd.ProposedAtUnixNano = h.clock.Now().UnixNano()
 	res, err := h.prop.Apply(context.Background(), cmd)
 	if err != nil || res.GetCode() != pb.ResultCode_RESULT_CODE_OK {
 		h.t.Fatalf("%v: %v, %v", cmd, res, err)

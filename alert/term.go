@@ -109,9 +109,11 @@ func (t *term) step(now time.Time) {
 	t.record()
 }
 
-// propose commits a command of the leader's own; a failure is logged and
+// propose commits a command of the leader's own, stamped with its clock
+// (the time the state machine judges checks by); a failure is logged and
 // the next pass tries again what is still due.
 func (t *term) propose(cmd *pb.Command) bool {
+	cmd.ProposedAtUnixNano = t.a.cfg.Now().UnixNano()
 	ctx, cancel := context.WithTimeout(t.ctx, 10*time.Second)
 	defer cancel()
 	res, err := t.a.cfg.Proposer.Apply(ctx, cmd)

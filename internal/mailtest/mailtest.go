@@ -13,6 +13,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"io"
+	"log"
 	"math/big"
 	"net"
 	"os"
@@ -80,6 +81,7 @@ func Serve(t testing.TB, ln net.Listener, user, pass string) *Server {
 	srv.Domain = "localhost"
 	srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	srv.ReadTimeout, srv.WriteTimeout = 10*time.Second, 10*time.Second
+	srv.ErrorLog = log.New(io.Discard, "", 0) // a sender killed mid-session is the tests' business
 	s.Addr = ln.Addr().String()
 	done := make(chan struct{})
 	go func() {

@@ -17,6 +17,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/raftcron/raftcron/fsm"
 	"github.com/raftcron/raftcron/internal/mailtest"
 	"github.com/raftcron/raftcron/internal/testutil"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
@@ -151,6 +152,7 @@ func newAlertWorld(t *testing.T, name string, bin string, failpoints ...string) 
 		return env
 	}
 	w.c = newCluster(t, dir, nw, clusterOptions{nodes: 3, bin: bin, env: env})
+	w.c.waitClusterVersion(fsm.AlertsVersion)
 	return w
 }
 
@@ -278,12 +280,13 @@ func TestAlerts3(t *testing.T) {
 	c.event("kill", []*node{leader}, "leader, with the failed alert committed and not delivered")
 	c.kill(leader)
 	second := c.waitNewLeader(leader)
-	c.event("pause", []*node{second}, "the new leader")
+	c.restart(leader)
+	c.waitReady(leader)
+	c.event("pause", []*node{second}, "the new leader, past an election")
 	c.pause(second)
 	third := c.waitNewLeader(second)
 	c.resume(second)
 	c.event("resume", []*node{second}, "leader now "+third.ID)
-	c.restart(leader)
 	w.hook.open.Store(true)
 	w.waitAlert("flaky", "failed", "hook", true)
 	w.waitAlert("flaky", "failed", "pager", true)
