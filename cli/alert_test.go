@@ -72,7 +72,7 @@ func TestCLIAlerts(t *testing.T) {
 	var list struct {
 		Alerts []struct {
 			ID, Event, Job, Channel, Delivery string
-			ConsecutiveFailures              int `json:"consecutive_failures"`
+			ConsecutiveFailures               int `json:"consecutive_failures"`
 		}
 	}
 	testutil.WaitFor(t, 30*time.Second, "a delivered failed alert in alert list", func() bool {

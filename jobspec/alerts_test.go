@@ -9,7 +9,6 @@ import (
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
-
 func TestAlertingFieldsAreCheckedByName(t *testing.T) {
 	for _, c := range []struct {
 		name  string
