@@ -112,7 +112,7 @@ var jobFeatures = []jobFeature{
 			path := filepath.Join(f.dir, "channel.yaml")
 			// Nothing listens there: a rule that fired would show as a
 			// failed notification, not as a delivery to the sink.
-			doc := fmt.Sprintf("name: %s\ntype: webhook\nurl: http://127.0.0.1:9/%s\n", benchChannel, benchChannel)
+			doc := fmt.Sprintf("name: %s\nwebhook: {url: \"http://127.0.0.1:9/%s\"}\n", benchChannel, benchChannel)
 			if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
 				return err
 			}
