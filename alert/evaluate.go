@@ -69,7 +69,9 @@ func (p *plans) plan(sj fsm.StoredJob, rules []*pb.NotifyRule) {
 		return
 	}
 	subs := subscribed(spec, rules)
-	if e.GetStartWithin() != nil && subs.Has(event.Late) {
+	// A check-in job's start_within is its pings' grace: a slot past it is
+	// missed (no_checkin), never late.
+	if e.GetStartWithin() != nil && subs.Has(event.Late) && spec.GetCheckin() == nil {
 		p.planLate(spec, max(st.GetCursorUnix(), st.GetLateSlotUnix()))
 	}
 	if e.GetSuccessWithin() != nil && subs.Has(event.NoSuccess) {

@@ -85,12 +85,13 @@ func episodeEvent(s *state, ck *pb.AlertCheck) string {
 
 // checkLate: the slot has no dispatch (the cursor is before it) although
 // slot + start_within has passed, and it was not judged late already. A
-// paused job's slots are missed, not late.
+// paused job's slots are missed, not late; so are a check-in job's, whose
+// start_within is the grace of a ping.
 func (s *state) checkLate(it jobItem, slot int64, e entry) {
 	st, spec := it.status, it.job.GetSpec()
 	sw := spec.GetExpect().GetStartWithin()
 	switch {
-	case sw == nil, spec.GetPaused(), slot <= st.GetCursorUnix(), slot <= st.GetLateSlotUnix(),
+	case sw == nil, spec.GetPaused(), spec.GetCheckin() != nil, slot <= st.GetCursorUnix(), slot <= st.GetLateSlotUnix(),
 		e.proposedAt <= addSaturating(slot*int64(time.Second), sw.AsDuration()):
 		return
 	}

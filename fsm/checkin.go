@@ -197,7 +197,8 @@ func (s *state) openCheckin(it jobItem, ci *pb.CheckinCommand, slot int64, e ent
 	}
 	next := copyStatus(it.status)
 	next.LatestToken = token
-	if ci.GetStatus() == pb.CheckinStatus_CHECKIN_STATUS_START {
+	started := ci.GetStatus() == pb.CheckinStatus_CHECKIN_STATUS_START
+	if started {
 		next.OpenRunIds = appendID(next.OpenRunIds, r.GetId())
 	} else {
 		r = finishedCheckin(r, ci, e)
@@ -206,6 +207,10 @@ func (s *state) openCheckin(it jobItem, ci *pb.CheckinCommand, slot int64, e ent
 	}
 	s.setStatus(it, next)
 	s.putRun(r)
+	if started {
+		// Its start is the ping: never late, but too_long from it on.
+		s.alerts.ix.trackDuration(it.job.GetSpec(), r)
+	}
 	return outcome{changed: true, run: r}
 }
 
