@@ -248,8 +248,10 @@ func checkAlerts(committed []*pb.Alert, received map[string]string) []string {
 
 // TestAlerts3: alerts are committed before they are sent and paged once
 // per episode through a leader SIGKILLed and another paused between the
-// failure and the delivery; a run past max_duration is too_long once; an
-// email reaches an SMTP server over STARTTLS; PagerDuty gets trigger then
+// failure and the delivery; a run past max_duration is too_long once; a
+// check-in job whose pings stop pages missed once and recovered once, and
+// `raftcron checkin NAME -- false` exits 1 and pages failed; an email
+// reaches an SMTP server over STARTTLS; PagerDuty gets trigger then
 // resolve under one dedup_key.
 func TestAlerts3(t *testing.T) {
 	w := newAlertWorld(t, "alerts3", plainBinary.get(t))
@@ -302,9 +304,12 @@ func TestAlerts3(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.waitAlert("sleepy", "too_long", "hook", true)
-	// (Check-ins join here once they land: a check-in job whose pings stop
-	// pages one missed for the episode and one recovered when they
-	// resume; `raftcron checkin NAME -- false` exits 1 and pages failed.)
+
+	// Check-ins: a job whose pings stop pages one missed for the episode
+	// (every missed slot in the ledger) and one recovered when they
+	// resume; `raftcron checkin NAME -- false` exits 1 and pages failed.
+	w.checkinPart()
+	w.checkinFalse(plainBinary.get(t))
 
 	// Let the sleeping run finish and every delivery settle.
 	testutil.WaitFor(t, alertTimeout, "every alert delivered", func() bool {
@@ -326,16 +331,23 @@ func TestAlerts3(t *testing.T) {
 	for key, n := range map[string]int{
 		"flaky failed hook": 1, "flaky failed pager": 1, "flaky failed mail": 1,
 		"flaky recovered hook": 1, "flaky recovered pager": 1, "sleepy too_long hook": 1,
+		"pulse missed hook": 1, "pulse recovered hook": 1, "cronbox failed hook": 1,
 	} {
 		if count[key] != n {
 			t.Errorf("%s: %d alerts committed, want %d (all: %v)", key, count[key], n, count)
 		}
 	}
-	if len(count) != 6 {
-		t.Errorf("alerts committed: %v, want exactly the six above", count)
+	if len(count) != 9 {
+		t.Errorf("alerts committed: %v, want exactly the nine above", count)
 	}
-	if n := len(w.hook.ids()); n != count["flaky failed hook"]+count["flaky recovered hook"]+count["sleepy too_long hook"] {
-		t.Errorf("the receiver took %d distinct ids", n)
+	toHook := 0
+	for _, a := range committed {
+		if a.GetChannel() == "hook" {
+			toHook++
+		}
+	}
+	if n := len(w.hook.ids()); n != toHook {
+		t.Errorf("the receiver took %d distinct ids, want the %d committed for it", n, toHook)
 	}
 
 	evs := w.pager.got()
