@@ -1,6 +1,7 @@
 package fsm_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -69,8 +70,11 @@ func TestSameLogGivesSameStateAndResults(t *testing.T) {
 	for _, al := range all {
 		raised[al.GetEvent()] = true
 		raised[al.GetDelivery().String()] = true
+		if slices.Contains(checkinPool, al.GetJob()) {
+			raised["checkin "+al.GetEvent()] = true
+		}
 	}
-	for _, ev := range []string{"failed", "recovered", "missed", "DELIVERY_STATE_DELIVERED", "DELIVERY_STATE_PENDING"} {
+	for _, ev := range []string{"failed", "recovered", "missed", "DELIVERY_STATE_DELIVERED", "DELIVERY_STATE_PENDING", "checkin missed", "checkin failed"} {
 		if !raised[ev] {
 			t.Fatalf("the generated log never raised or recorded %s (got %v)", ev, raised)
 		}
