@@ -407,3 +407,22 @@ func TestSuccessWithinCountsRealTimeAcrossDST(t *testing.T) {
 		t.Fatalf("alerts after the next success: %v", got)
 	}
 }
+
+// A check-in job's start_within is its pings' grace: the timers plan no
+// late deadline for it, though its rule asks for late, and they still
+// plan its no_success.
+func TestNoLateTimerForACheckinJob(t *testing.T) {
+	spec := &pb.JobSpec{Name: "nightly", Schedule: "0 2 * * *", Checkin: &pb.CheckinTarget{},
+		Expect: &pb.Expect{StartWithin: durationpb.New(time.Minute), SuccessWithin: durationpb.New(25 * time.Hour)},
+		Notify: []*pb.Notify{{Channel: "ops", On: []string{"late", "no_success"}}}}
+	p := newPlans()
+	p.plan(fsm.StoredJob{Job: &pb.Job{Spec: spec}, Status: &pb.JobStatus{}}, nil)
+	if len(p.items) != 1 || p.items[0].event != "no_success" {
+		t.Fatalf("plans of a check-in job: %+v, want its no_success only", p.items)
+	}
+	spec.Checkin, spec.Http = nil, &pb.HttpTarget{Url: "http://target.test/"}
+	p.plan(fsm.StoredJob{Job: &pb.Job{Spec: spec}, Status: &pb.JobStatus{}}, nil)
+	if len(p.items) != 3 {
+		t.Fatalf("plans of the job with a target: %+v, want its late deadline too", p.items)
+	}
+}
