@@ -26,6 +26,8 @@ build:
 # namespaces when root), the secure cluster (TLS, ACLs, exec and egress
 # policy, signed dispatches; grpcurl from `make grpcurl-tool` when present),
 # the attacks of the threat model replayed on a loopback and a TLS cluster,
+# alerts paged once through a leader killed and another paused (webhook,
+# PagerDuty, email over STARTTLS),
 # the leader's disk stalled and failing (strace, when root), the recovery of
 # a survivor after the quorum is lost, the rolling upgrade from the previous
 # release, and the zombie writer per client kit (Go, Python, Node, Java: a
@@ -39,7 +41,7 @@ test: build openapi-tools
 	$(GO) vet -tags $(TAGS),e2e ./test/e2e/
 	$(GO) vet -tags $(TAGS),failpoints ./...
 	$(GO) test -tags $(TAGS) -race -count=1 -timeout $(TEST_TIMEOUT) ./...
-	$(GO) test -tags $(TAGS),e2e -count=1 -timeout $(E2E_TIMEOUT) -v -run '^Test(Kill3|Pause3|Partition3|Workers.*3|Secure3|Attacks3|DiskStall3|DiskEIO3|Recover3|Upgrade3|Zombie.*|Control.*)$$' ./test/e2e/
+	$(GO) test -tags $(TAGS),e2e -count=1 -timeout $(E2E_TIMEOUT) -v -run '^Test(Kill3|Pause3|Partition3|Workers.*3|Secure3|Attacks3|Alerts3|DiskStall3|DiskEIO3|Recover3|Upgrade3|Zombie.*|Control.*)$$' ./test/e2e/
 	$(MAKE) clients-test
 
 # The verification kits under clients/ (Python, Node, Java): unit tests, the
@@ -53,7 +55,7 @@ clients-test:
 # Every end-to-end scenario: also 5 nodes, membership, clock skew, a long mixed
 # run. CI runs it after `make test`.
 e2e-long: build
-	$(GO) test -tags $(TAGS),e2e -count=1 -timeout 45m -v -run '^Test(Kill3|Pause3|Partition3|Workers.*3|Secure3|Attacks3|DiskStall3|DiskEIO3|Recover3|Upgrade3|Zombie.*|Control.*|Long.*)$$' ./test/e2e/
+	$(GO) test -tags $(TAGS),e2e -count=1 -timeout 45m -v -run '^Test(Kill3|Pause3|Partition3|Workers.*3|Secure3|Attacks3|Alerts3|DiskStall3|DiskEIO3|Recover3|Upgrade3|Zombie.*|Control.*|Long.*)$$' ./test/e2e/
 
 # A local 3-node cluster, a fenced demo downstream and a job every 2 s; kill
 # the leader by the PID it prints; Ctrl-C stops everything.

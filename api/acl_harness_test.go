@@ -97,21 +97,23 @@ func (t fsmTriggerer) Trigger(ctx context.Context, name, requestID string, force
 // aclHarness is a gRPC server with the Authorizer in front of every
 // service, all backed by one real FSM.
 type aclHarness struct {
-	store   *fsmStore
-	hub     *RunHub
-	conn    *grpc.ClientConn
-	jobs    pb.JobServiceClient
-	runs    pb.RunServiceClient
-	fence   pb.FenceServiceClient
-	admin   pb.ClusterServiceClient
-	acl     pb.AclServiceClient
-	worker  pb.WorkerServiceClient
-	audit   pb.AuditServiceClient
-	snap    pb.SnapshotServiceClient
-	secrets pb.SecretServiceClient
-	cals    pb.CalendarServiceClient
-	frz     pb.FreezeServiceClient
-	health  healthpb.HealthClient
+	store    *fsmStore
+	hub      *RunHub
+	conn     *grpc.ClientConn
+	jobs     pb.JobServiceClient
+	runs     pb.RunServiceClient
+	fence    pb.FenceServiceClient
+	admin    pb.ClusterServiceClient
+	acl      pb.AclServiceClient
+	worker   pb.WorkerServiceClient
+	audit    pb.AuditServiceClient
+	snap     pb.SnapshotServiceClient
+	secrets  pb.SecretServiceClient
+	cals     pb.CalendarServiceClient
+	channels pb.ChannelServiceClient
+	alerts   pb.AlertServiceClient
+	frz      pb.FreezeServiceClient
+	health   healthpb.HealthClient
 	// snapDst is the state restores go into (the live state is store's).
 	snapDst *fsm.FSM
 }
@@ -163,7 +165,8 @@ func newACLHarnessWith(t *testing.T, enabled bool, workers WorkerHub) *aclHarnes
 		Secrets: state, SecretKeys: testKeys(t, 1),
 		// A node's own exec policy, as serve builds it with no flags:
 		// no exec jobs, and the default refusals for env names.
-		Exec: mustNoExec(t),
+		Exec:   mustNoExec(t),
+		Alerts: state, ChannelTester: fakeTester{},
 	}))
 
 	lis := bufconn.Listen(1 << 20)
@@ -195,6 +198,8 @@ func newACLHarnessWith(t *testing.T, enabled bool, workers WorkerHub) *aclHarnes
 	h.secrets = pb.NewSecretServiceClient(conn)
 	h.cals = pb.NewCalendarServiceClient(conn)
 	h.frz = pb.NewFreezeServiceClient(conn)
+	h.channels = pb.NewChannelServiceClient(conn)
+	h.alerts = pb.NewAlertServiceClient(conn)
 	h.health = healthpb.NewHealthClient(conn)
 	return h
 }

@@ -148,6 +148,19 @@ var methodPermissions = map[string]Permission{
 	pb.FreezeService_CreateFreeze_FullMethodName: PermWrite,
 	pb.FreezeService_DeleteFreeze_FullMethodName: PermWrite,
 	pb.FreezeService_ListFreezes_FullMethodName:  PermRead,
+	// Channels and notify rules are scoped like jobs (labels; a rule's
+	// selector): an apply or delete needs write in their scope, a read
+	// shows read tokens literal secrets redacted. A test sends to a
+	// channel: write. Alerts are listed by the scope of their jobs.
+	pb.ChannelService_ApplyChannel_FullMethodName:   PermWrite,
+	pb.ChannelService_DeleteChannel_FullMethodName:  PermWrite,
+	pb.ChannelService_TestChannel_FullMethodName:    PermWrite,
+	pb.ChannelService_GetChannel_FullMethodName:     PermRead,
+	pb.ChannelService_ListChannels_FullMethodName:   PermRead,
+	pb.AlertService_ApplyNotifyRule_FullMethodName:  PermWrite,
+	pb.AlertService_DeleteNotifyRule_FullMethodName: PermWrite,
+	pb.AlertService_ListNotifyRules_FullMethodName:  PermRead,
+	pb.AlertService_ListAlerts_FullMethodName:       PermRead,
 
 	pb.InternalService_Apply_FullMethodName:              PermNode,
 	pb.InternalService_ReadIndex_FullMethodName:          PermNode,

@@ -33,6 +33,11 @@ type Deps struct {
 	// Calendars is this node's calendars and freezes (fsm.FSM): the
 	// calendar and freeze services read it, and previews of a job's slots.
 	Calendars Calendars
+	// Alerts is the alert state (fsm.FSM): channels, notify rules,
+	// alerts. ChannelTester sends test notifications (the leader's
+	// alerter); nil forwards TestChannel to the leader.
+	Alerts        AlertStore
+	ChannelTester ChannelTester
 
 	// Cluster is the Raft node as ClusterService needs it; Counts gives
 	// its status the last hour's run counts (fsm.FSM; nil leaves them

@@ -53,6 +53,8 @@ type jobService struct {
 	// cals marks previewed slots and next fire times with what stops them;
 	// nil leaves them unmarked.
 	cals Calendars
+	// alerts holds the channels notify entries name.
+	alerts ChannelLookup
 }
 
 // NewJobService serves JobService from d's Store and Registry (required),
@@ -64,8 +66,8 @@ func NewJobService(d Deps) pb.JobServiceServer {
 		store: d.Store, reg: d.Registry, now: d.Now,
 		trigger: d.Triggerer, leadership: d.Leadership,
 		exec: d.Exec, limits: d.Limits, audit: d.Audit, clusterVersion: d.ClusterVersion,
-		secrets: d.Secrets,
-		cals:    d.Calendars,
+		secrets: d.Secrets, alerts: d.Alerts,
+		cals: d.Calendars,
 	}
 }
 
@@ -220,7 +222,7 @@ func (j *jobService) apply(ctx context.Context, cmd *pb.Command) (*pb.CommandRes
 
 // secretRefs checks the secret references of one call's specs.
 func (j *jobService) secretRefs() *secretRefs {
-	return &secretRefs{store: j.secrets, barrier: j.store}
+	return &secretRefs{store: j.secrets, barrier: j.store, channels: j.alerts, version: j.clusterVersion}
 }
 
 // barrier makes the next registry read linearizable unless the caller

@@ -23,6 +23,8 @@ type Services struct {
 	Secrets  pb.SecretServiceServer
 	Calendar pb.CalendarServiceServer
 	Freeze   pb.FreezeServiceServer
+	Channels pb.ChannelServiceServer
+	Alerts   pb.AlertServiceServer
 }
 
 // NewServices builds every service from d.
@@ -39,6 +41,8 @@ func NewServices(d Deps) Services {
 		Secrets:  NewSecretService(d),
 		Calendar: NewCalendarService(d),
 		Freeze:   NewFreezeService(d),
+		Channels: NewChannelService(d),
+		Alerts:   NewAlertService(d),
 	}
 }
 
@@ -60,6 +64,8 @@ func Register(s *grpc.Server, svc Services) *health.Server {
 	names = serve(s, names, &pb.SecretService_ServiceDesc, pb.RegisterSecretServiceServer, svc.Secrets)
 	names = serve(s, names, &pb.CalendarService_ServiceDesc, pb.RegisterCalendarServiceServer, svc.Calendar)
 	names = serve(s, names, &pb.FreezeService_ServiceDesc, pb.RegisterFreezeServiceServer, svc.Freeze)
+	names = serve(s, names, &pb.ChannelService_ServiceDesc, pb.RegisterChannelServiceServer, svc.Channels)
+	names = serve(s, names, &pb.AlertService_ServiceDesc, pb.RegisterAlertServiceServer, svc.Alerts)
 	h := health.NewServer()
 	for _, name := range names {
 		h.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)

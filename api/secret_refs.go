@@ -26,20 +26,35 @@ import (
 type secretRefs struct {
 	store   SecretStore
 	barrier Barrier // nil once taken
+	// channels and version check a spec's alert settings (alert_refs.go).
+	channels ChannelLookup
+	version  func() uint32
+}
+
+// barrierOnce takes the call's barrier the first time it is needed.
+func (c *secretRefs) barrierOnce(ctx context.Context) error {
+	if c.barrier == nil {
+		return nil
+	}
+	err := statusOf(c.barrier.ReadBarrier(ctx))
+	if err == nil {
+		c.barrier = nil
+	}
+	return err
 }
 
 // check refuses spec's references that do not resolve; prefix names the
 // spec in the fields it reports ("specs[3]" in a bulk call, "" otherwise).
 func (c *secretRefs) check(ctx context.Context, prefix string, spec *pb.JobSpec) error {
+	if err := c.checkAlerts(ctx, prefix, spec); err != nil {
+		return err
+	}
 	refs := jobspec.SecretRefs(spec)
 	if len(refs) == 0 {
 		return nil
 	}
-	if c.barrier != nil {
-		if err := statusOf(c.barrier.ReadBarrier(ctx)); err != nil {
-			return err
-		}
-		c.barrier = nil
+	if err := c.barrierOnce(ctx); err != nil {
+		return err
 	}
 	store := c.store
 	p := PrincipalFrom(ctx)

@@ -31,6 +31,7 @@ func NewRoot(version string, stdin io.Reader, stdout, stderr io.Writer, more ...
 	root.AddCommand(newSnapshotCmd(), newRecoverCmd(), newAuditCmd())
 	root.AddCommand(newTLSCmd(), newWorkerCmd(version))
 	root.AddCommand(newSecretCmd(), newCalendarCmd(), newFreezeCmd(), newCheckinCmd())
+	root.AddCommand(newChannelCmd(), newNotifyCmd(), newAlertCmd())
 	root.AddCommand(more...)
 	// cobra's own completion command, made runnable so that an unknown
 	// shell is a usage error rather than a help page.

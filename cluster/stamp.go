@@ -16,7 +16,8 @@ import (
 // FireBatch, CompleteBatch and RecordProgress are the leading node's own: its scheduler
 // proposes them through ApplyLocal, stamped with the scheduler's clock on
 // that same node, and they never travel through Apply or forwarding, which
-// carry registry and ACL writes only.
+// carry registry and ACL writes only. CheckAlerts and RecordDeliveries are
+// its alerter's, alike.
 
 // forwardable refuses the commands that only the leader's own scheduler
 // proposes. A new command kind of that sort must be added here.
@@ -30,6 +31,10 @@ func forwardable(cmd *pb.Command) error {
 		return fmt.Errorf("set_cluster_version: %w", ErrNotForwardable) // the leader's own (clusterversion.go)
 	case *pb.Command_RecordProgress:
 		return fmt.Errorf("record_progress: %w", ErrNotForwardable) // times of the leader's own receipt
+	case *pb.Command_CheckAlerts:
+		return fmt.Errorf("check_alerts: %w", ErrNotForwardable) // stamped by the leader that judged it (alert/)
+	case *pb.Command_RecordDeliveries:
+		return fmt.Errorf("record_deliveries: %w", ErrNotForwardable)
 	}
 	return nil
 }

@@ -290,6 +290,12 @@ func (f *FSM) ListAudit(q AuditQuery) []*pb.AuditRecord {
 		if fr := ae.GetFreeze(); fr != nil {
 			r.Changes = append(r.Changes, freezeChanges(r.GetAction(), fr)...)
 		}
+		if ae.GetChannelBefore() != nil || ae.GetChannelAfter() != nil {
+			r.Changes = append(r.Changes, alertConfigChanges(ae.GetChannelBefore(), ae.GetChannelAfter(), &pb.Channel{})...)
+		}
+		if ae.GetRuleBefore() != nil || ae.GetRuleAfter() != nil {
+			r.Changes = append(r.Changes, alertConfigChanges(ae.GetRuleBefore(), ae.GetRuleAfter(), &pb.NotifyRule{})...)
+		}
 		out[i] = r
 	}
 	return out

@@ -31,13 +31,16 @@ const (
 
 // hiddenFields may hold secrets (tokens in headers, passwords in
 // environments or bodies); a field path under one of them is hidden. A
-// URL's user information is hidden too (urlField). A value that references
+// URL's user information is hidden too (urlFields). A value that references
 // a secret store entry (${secret:NAME}) is shown as written: the secret is
 // in the store, and the rest of the value is its frame ("Bearer ...").
-var hiddenFields = []string{"http.body", "http.headers.", "exec.env.", "worker.env."}
+var hiddenFields = []string{"http.body", "http.headers.", "exec.env.", "worker.env.",
+	// A channel's (audit_alert.go): a Slack webhook's URL is its secret.
+	"webhook.headers.", "slack.url", "pagerduty.routing_key", "email.username", "email.password"}
 
-// urlField is the spec field whose user information is hidden.
-const urlField = "http.url"
+// urlFields are the fields whose user information is hidden: a spec's
+// target, a channel's webhook and PagerDuty URL.
+var urlFields = []string{"http.url", "webhook.url", "pagerduty.url"}
 
 // specChanges lists the fields that differ between two stored specs (nil
 // for none, as before a create), in declaration order (the job file's)
@@ -120,7 +123,7 @@ func (d *differ) add(path, before, after string) {
 	switch {
 	case hidden(path):
 		before, after = hideChange(before, after)
-	case path == urlField:
+	case slices.Contains(urlFields, path):
 		before, after = hideUserinfo(before, after)
 	}
 	d.out = append(d.out, &pb.AuditChange{Field: path, Before: cut(before), After: cut(after)})

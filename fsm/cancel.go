@@ -28,7 +28,7 @@ func cancelRun(s *state, c *pb.Command, e entry) (outcome, error) {
 	if je, owned := s.owner(r); owned {
 		next := copyStatus(je.status)
 		next.OpenRunIds = removeID(next.OpenRunIds, id)
-		noteFinished(next, nr)
+		s.noteFinished(next, nr)
 		s.setStatus(je, next)
 	}
 	s.putRun(nr)

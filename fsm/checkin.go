@@ -154,7 +154,7 @@ func (s *state) checkinSlot(it jobItem, ci *pb.CheckinCommand, e entry) (int64, 
 			Kind: pb.FireKind_FIRE_KIND_SCHEDULED, State: pb.RunState_RUN_STATE_MISSED, Reason: ReasonNoCheckin,
 			CreatedAtUnixNano: e.proposedAt, FinishedAtUnixNano: e.proposedAt,
 		}
-		noteFinished(next, r)
+		s.noteFinished(next, r)
 		s.putRun(r)
 	}
 	s.setStatus(it, next)
@@ -197,15 +197,20 @@ func (s *state) openCheckin(it jobItem, ci *pb.CheckinCommand, slot int64, e ent
 	}
 	next := copyStatus(it.status)
 	next.LatestToken = token
-	if ci.GetStatus() == pb.CheckinStatus_CHECKIN_STATUS_START {
+	started := ci.GetStatus() == pb.CheckinStatus_CHECKIN_STATUS_START
+	if started {
 		next.OpenRunIds = appendID(next.OpenRunIds, r.GetId())
 	} else {
 		r = finishedCheckin(r, ci, e)
 		r.CloseRequestId = ""
-		noteFinished(next, r)
+		s.noteFinished(next, r)
 	}
 	s.setStatus(it, next)
 	s.putRun(r)
+	if started {
+		// Its start is the ping: never late, but too_long from it on.
+		s.alerts.ix.trackDuration(it.job.GetSpec(), r)
+	}
 	return outcome{changed: true, run: r}
 }
 
@@ -214,7 +219,7 @@ func (s *state) closeCheckin(it jobItem, r *pb.Run, ci *pb.CheckinCommand, e ent
 	nr := finishedCheckin(r, ci, e)
 	next := copyStatus(it.status)
 	next.OpenRunIds = removeID(next.OpenRunIds, nr.GetId())
-	noteFinished(next, nr)
+	s.noteFinished(next, nr)
 	s.setStatus(it, next)
 	s.putRun(nr)
 	return outcome{changed: true, run: nr}

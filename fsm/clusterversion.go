@@ -45,6 +45,12 @@ const version2 uint32 = 2
 // release ed252bd, of version 2, keeps no counts.
 const version3 uint32 = 3
 
+// AlertsVersion is the cluster version from which jobs may carry expect
+// and notify (the API refuses them before): from it, every voter raises
+// the alerts a run's outcome or fire implies, and keeps the counts they
+// read (JobStatus.consecutive_failures, last_success_unix_nano).
+const AlertsVersion = version3
+
 // WorkersVersion is the cluster version from which the FSM applies what
 // remote workers need of the kinds of version 1: a changed worker target
 // starts a new generation, and a re-dispatch may name a lost attempt by

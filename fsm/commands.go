@@ -130,6 +130,7 @@ func deleteJob(s *state, c *pb.Command, e entry) (outcome, error) {
 	delete(s.freezes.held, name)
 	s.jobs.Delete(jobItem{name: name})
 	s.tx.jobChanged(name)
+	s.alertJobDeleted(name)
 	s.tombstones.ReplaceOrInsert(tombstone{name: name, generation: cur.job.GetGeneration()})
 	if s.atLeast(version2) {
 		s.collectTombstone(name) // at once if nothing of the job is open
@@ -171,7 +172,7 @@ func cancelOpenRuns(s *state, st *pb.JobStatus, which func(*pb.Run) bool, e entr
 		}
 		nr := cancelled(r, ReasonGeneration, e)
 		next.OpenRunIds = removeID(next.OpenRunIds, id)
-		noteFinished(next, nr)
+		s.noteFinished(next, nr)
 		s.putRun(nr)
 	}
 	return next

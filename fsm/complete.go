@@ -87,7 +87,7 @@ func complete(s *state, e entry, c *pb.Completion, res *pb.CompletionResult, sla
 	if owned && !isOpen(nr.State) {
 		next := copyStatus(it.status)
 		next.OpenRunIds = removeID(next.OpenRunIds, nr.GetId())
-		noteFinished(next, nr)
+		s.noteFinished(next, nr)
 		s.setStatus(it, next)
 	}
 	s.putRun(nr)

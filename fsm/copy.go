@@ -33,6 +33,9 @@ func copyStatus(s *pb.JobStatus) *pb.JobStatus {
 		NextFireUnix:           s.GetNextFireUnix(),
 		FirstGeneration:        s.GetFirstGeneration(),
 		DeferredSlotUnix:       s.GetDeferredSlotUnix(),
+		ConsecutiveFailures:    s.GetConsecutiveFailures(),
+		LastSuccessUnixNano:    s.GetLastSuccessUnixNano(),
+		LateSlotUnix:           s.GetLateSlotUnix(),
 	}
 }
 
@@ -71,6 +74,7 @@ func copyRunInto(dst, r *pb.Run) {
 	dst.OffSchedule = r.GetOffSchedule()
 	dst.CloseRequestId = r.GetCloseRequestId()
 	dst.JobDeleted = r.GetJobDeleted()
+	dst.JudgedTooLong = r.GetJudgedTooLong()
 }
 
 // cloneRun is a deep copy. The attempts of a run are allocated together, so

@@ -1,6 +1,7 @@
 package fsm_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -57,12 +58,27 @@ func TestSameLogGivesSameStateAndResults(t *testing.T) {
 		"audit " + fsm.AuditFreezeCreate, "audit " + fsm.AuditFreezeDelete,
 		"fire " + fsm.ReasonCheckinJob, "checkin DISPATCHED", "checkin SUCCEEDED", "checkin FAILED",
 		"checkin off schedule", "checkin of a slot", "completion " + fsm.ReasonNotDue, "checkin DEADLINE_EXCEEDED",
+		"audit " + fsm.AuditChannelPut, "audit " + fsm.AuditNotifyRulePut,
 	} {
 		if seen[v] == 0 {
 			t.Fatalf("the generated log never produced %q (seen: %v)", v, seen)
 		}
 	}
 	t.Logf("verdicts: %v", seen)
+	raised := map[string]bool{}
+	all, _ := a.Alerts(fsm.AlertQuery{})
+	for _, al := range all {
+		raised[al.GetEvent()] = true
+		raised[al.GetDelivery().String()] = true
+		if slices.Contains(checkinPool, al.GetJob()) {
+			raised["checkin "+al.GetEvent()] = true
+		}
+	}
+	for _, ev := range []string{"failed", "recovered", "missed", "DELIVERY_STATE_DELIVERED", "DELIVERY_STATE_PENDING", "checkin missed", "checkin failed"} {
+		if !raised[ev] {
+			t.Fatalf("the generated log never raised or recorded %s (got %v)", ev, raised)
+		}
+	}
 	if maxGeneration < 2 || a.JobCount() == 0 {
 		t.Fatalf("generated log reached generation %d with %d jobs, want re-creates and live jobs", maxGeneration, a.JobCount())
 	}

@@ -196,7 +196,7 @@ func (b *batch) hold(it jobItem, next *pb.JobStatus, pos int, slot int64, reason
 			why = reason
 		}
 		r := b.recordedRun(it, pos, pb.FireKind_FIRE_KIND_SCHEDULED, prev, prev, 1, pb.RunState_RUN_STATE_SKIPPED, why)
-		noteFinished(next, r)
+		b.s.noteFinished(next, r)
 		b.s.putRun(r)
 	}
 	next.DeferredSlotUnix = slot
@@ -328,7 +328,7 @@ func (b *batch) closeRetry(it jobItem, r *pb.Run, res *pb.FireResult) {
 	nr := cancelled(r, ReasonGeneration, b.e)
 	next := copyStatus(it.status)
 	next.OpenRunIds = removeID(next.OpenRunIds, nr.GetId())
-	noteFinished(next, nr)
+	b.s.noteFinished(next, nr)
 	b.s.setStatus(it, next)
 	b.s.putRun(nr)
 	res.Reason, res.RunId, res.Run = ReasonGeneration, nr.GetId(), b.slab.clone(nr)
@@ -394,7 +394,7 @@ func (b *batch) giveUp(it jobItem, r *pb.Run, why, refusal string, res *pb.FireR
 	nr.FinishedAtUnixNano = b.e.proposedAt
 	next := copyStatus(it.status)
 	next.OpenRunIds = removeID(next.OpenRunIds, nr.GetId())
-	noteFinished(next, nr)
+	b.s.noteFinished(next, nr)
 	b.s.setStatus(it, next)
 	b.s.putRun(nr)
 	res.Reason, res.RunId, res.Run = refusal, nr.GetId(), b.slab.clone(nr)
@@ -453,8 +453,10 @@ func (b *batch) accept(it jobItem, next *pb.JobStatus, kind pb.FireKind, slot in
 	b.fillAttempt(a, 1, token, kind)
 	next.LatestToken = token
 	next.OpenRunIds = appendID(next.OpenRunIds, id)
+	late := b.lateFire(it, next, kind, slot)
 	b.s.setStatus(it, next)
 	b.s.putRun(r)
+	b.alertOnFire(it, r, late)
 	res.Accepted, res.Token, res.RunId, res.Attempt, res.Run = true, token, id, 1, b.slab.clone(r)
 	res.Spec = it.job.GetSpec()
 }
@@ -481,7 +483,7 @@ func (b *batch) cancelOpen(next *pb.JobStatus) {
 	for _, id := range next.OpenRunIds {
 		if r, ok := b.s.run(id); ok {
 			nr := cancelled(r, ReasonCancelOther, b.e)
-			noteFinished(next, nr)
+			b.s.noteFinished(next, nr)
 			b.s.putRun(nr)
 		}
 	}
@@ -515,7 +517,7 @@ func (b *batch) recordMissed(it jobItem, next *pb.JobStatus, pos int, kind pb.Fi
 // advanced.
 func (b *batch) recordRun(it jobItem, next *pb.JobStatus, pos int, kind pb.FireKind, slot int64, state pb.RunState, reason string, res *pb.FireResult) {
 	r := b.recordedRun(it, pos, kind, slot, slot, 1, state, reason)
-	noteFinished(next, r)
+	b.s.noteFinished(next, r)
 	b.s.setStatus(it, next)
 	b.s.putRun(r)
 	res.Reason, res.RunId, res.Run = reason, r.GetId(), b.slab.clone(r)
@@ -538,7 +540,7 @@ func (b *batch) miss(pos int, m *pb.Miss) {
 	next.CursorUnix = m.GetToSlotUnix()
 	r := b.recordedRun(it, pos, pb.FireKind_FIRE_KIND_SCHEDULED, m.GetFromSlotUnix(), m.GetToSlotUnix(), m.GetCount(),
 		pb.RunState_RUN_STATE_MISSED, m.GetReason())
-	noteFinished(next, r)
+	b.s.noteFinished(next, r)
 	b.s.setStatus(it, next)
 	b.s.putRun(r)
 }
@@ -562,16 +564,26 @@ func (b *batch) recordedRun(it jobItem, pos int, kind pb.FireKind, from, to int6
 }
 
 // noteFinished records a finished run in its job's fresh status next. The
-// caller removes it from open_run_ids if it was open.
-func noteFinished(next *pb.JobStatus, r *pb.Run) {
+// caller removes it from open_run_ids if it was open. From cluster version
+// 3 it also counts the failures in a row and dates the last success, which
+// alert rules read (alert.go).
+func (s *state) noteFinished(next *pb.JobStatus, r *pb.Run) {
 	next.LastRunId = r.GetId()
 	next.LastOutcome = r.GetState()
 	next.LastFinishedAtUnixNano = r.GetFinishedAtUnixNano()
+	v3 := s.atLeast(version3)
 	switch r.GetState() {
 	case pb.RunState_RUN_STATE_SUCCEEDED:
 		next.Succeeded++
+		if v3 {
+			next.ConsecutiveFailures = 0
+			next.LastSuccessUnixNano = r.GetFinishedAtUnixNano()
+		}
 	case pb.RunState_RUN_STATE_FAILED, pb.RunState_RUN_STATE_FENCED, pb.RunState_RUN_STATE_DEADLINE_EXCEEDED:
 		next.Failed++
+		if v3 {
+			next.ConsecutiveFailures++
+		}
 	case pb.RunState_RUN_STATE_MISSED:
 		next.Missed += r.GetMissedCount()
 	}

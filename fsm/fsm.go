@@ -77,6 +77,9 @@ type outcome struct {
 	token       *pb.AclToken // a stored token the command created, for the result
 	calendar    *pb.Calendar
 	freeze      *pb.Freeze
+	channel     *pb.Channel
+	rule        *pb.NotifyRule
+	alerts      []*pb.Alert
 }
 
 // handler applies one kind of command. It checks everything before it
@@ -108,6 +111,12 @@ var handlers = map[protoreflect.Name]handler{
 	"delete_freeze":       scopedFreeze(auditedDeleteFreeze),
 	KindRecordProgress:    recordProgress,
 	"checkin":             scoped(checkin),
+	"put_channel":         scopedAlertConfig(auditedPutChannel),
+	"delete_channel":      scopedAlertConfig(auditedDeleteChannel),
+	"put_notify_rule":     scopedAlertConfig(auditedPutNotifyRule),
+	"delete_notify_rule":  scopedAlertConfig(auditedDeleteNotifyRule),
+	"check_alerts":        checkAlerts,
+	"record_deliveries":   recordDeliveries,
 }
 
 var kindOneof = (&pb.Command{}).ProtoReflect().Descriptor().Oneofs().ByName("kind")
@@ -193,9 +202,16 @@ func result(o outcome, err error) *pb.CommandResult {
 		Run:         cloneRun(o.run),
 		Calendar:    publicCalendar(o.calendar),
 		Freeze:      proto.CloneOf(o.freeze),
+		Alerts:      o.alerts,
 	}
 	if o.token != nil {
 		r.AclToken = publicToken(o.token)
+	}
+	if o.channel != nil {
+		r.Channel = proto.CloneOf(o.channel)
+	}
+	if o.rule != nil {
+		r.NotifyRule = proto.CloneOf(o.rule)
 	}
 	if o.job != nil {
 		r.Job = cloneJob(o.job, o.status)

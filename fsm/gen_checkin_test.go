@@ -58,6 +58,10 @@ func (g *commandGen) checkinSpec() *pb.JobSpec {
 	if g.ck.IntN(2) == 0 {
 		s.Deadline = durationpb.New(time.Duration(g.ck.IntN(30)+1) * time.Second)
 	}
+	if g.ck.IntN(2) == 0 { // the alerts of check-ins: from pings, misses and deadlines, and too_long from a start
+		s.Expect.MaxDuration = durationpb.New(time.Duration(g.ck.IntN(10)+1) * time.Second)
+		s.Notify = []*pb.Notify{{Channel: "ops", On: []string{"failed", "recovered", "missed", "late", "too_long"}}}
+	}
 	if g.ck.IntN(8) == 0 {
 		s.Http = &pb.HttpTarget{Url: "http://ping.test/"}
 	} else {

@@ -83,6 +83,12 @@ func (g *commandGen) spec() *pb.JobSpec {
 	case 1:
 		s.Calendars = &pb.CalendarRefs{Only: []string{g.pick("busy", "weekend")}}
 	}
+	if g.rng.IntN(3) == 0 {
+		s.Expect = &pb.Expect{StartWithin: durationpb.New(time.Duration(g.rng.IntN(3)) * time.Second),
+			MaxDuration: durationpb.New(time.Duration(g.rng.IntN(5)+1) * time.Second)}
+		s.Notify = []*pb.Notify{{Channel: g.pick("ops", "pd"), On: []string{"failed", "recovered", "missed", "late", "too_long"},
+			AfterFailures: uint32(g.rng.IntN(3)), Repeat: durationpb.New(time.Duration(g.rng.IntN(3)) * time.Second)}}
+	}
 	if g.rng.IntN(4) == 0 {
 		s.Exec = &pb.ExecTarget{Command: []string{"/bin/" + g.pick("true", "date")}, Env: map[string]string{"A": "b", "C": "d"}}
 	} else {
@@ -106,8 +112,10 @@ func (g *commandGen) next() []byte {
 		c = deleteCmd(g.name(), g.version())
 	case n < 42:
 		c = pauseCmd(g.name(), g.rng.IntN(2) == 0, g.pick("", "maintenance", "incident"))
-	case n < 68:
+	case n < 65:
 		c = g.fireBatch()
+	case n < 68:
+		c = g.alertWrite()
 	case n < 84:
 		c = g.completeBatch()
 	case n < 87:
@@ -202,6 +210,58 @@ func (g *commandGen) freezeWrite() *pb.Command {
 	}
 	return &pb.Command{Kind: &pb.Command_CreateFreeze{CreateFreeze: &pb.CreateFreezeCommand{Freeze: fr}}}
 }
+
+// alertWrite puts or deletes a channel or rule, or has a leader check
+// what is due or record a delivery, aimed at the view's state.
+func (g *commandGen) alertWrite() *pb.Command {
+	name := g.pick("ops", "pd")
+	switch g.rng.IntN(5) {
+	case 0:
+		ch := &pb.Channel{Name: name, Webhook: &pb.WebhookChannel{Url: "http://" + g.pick("a", "b") + ".test/"}}
+		if name == "pd" {
+			ch.Webhook, ch.Pagerduty = nil, &pb.PagerDutyChannel{RoutingKey: "k"}
+		}
+		return &pb.Command{Kind: &pb.Command_PutChannel{PutChannel: &pb.PutChannelCommand{Channel: ch}}}
+	case 1:
+		if g.rng.IntN(3) == 0 {
+			return &pb.Command{Kind: &pb.Command_DeleteChannel{DeleteChannel: &pb.DeleteChannelCommand{Name: name}}}
+		}
+		return &pb.Command{Kind: &pb.Command_PutNotifyRule{PutNotifyRule: &pb.PutNotifyRuleCommand{Rule: &pb.NotifyRule{
+			Name: "rule-" + name, Selector: map[string]string{"team": g.pick("ops", "billing")}, Channel: name, On: []string{"failed", "missed"},
+		}}}}
+	case 2:
+		var pending []string
+		if g.view != nil {
+			for _, a := range g.view.PendingAlerts() {
+				pending = append(pending, a.GetId())
+			}
+		}
+		id := "none"
+		if len(pending) > 0 {
+			id = pending[g.rng.IntN(len(pending))]
+		}
+		return &pb.Command{Kind: &pb.Command_RecordDeliveries{RecordDeliveries: &pb.RecordDeliveriesCommand{
+			Records: []*pb.DeliveryRecord{{AlertId: id, Attempt: &pb.DeliveryAttempt{Ok: g.rng.IntN(2) == 0, Final: g.rng.IntN(4) == 0}}},
+		}}}
+	default:
+		checks := []*pb.AlertCheck{
+			{Job: g.name(), Event: "no_success"},
+			{Job: g.name(), Event: "late", SlotUnix: g.now/int64(time.Second) - int64(g.rng.IntN(30))},
+		}
+		if g.view != nil {
+			checks = append(checks, g.view.TooLongDue(g.now, 3)...)
+			for _, ep := range g.view.OpenEpisodes() {
+				checks = append(checks, &pb.AlertCheck{Job: ep.GetJob(), Episode: ep.GetId(), Channel: name})
+			}
+		}
+		return &pb.Command{Kind: &pb.Command_CheckAlerts{CheckAlerts: &pb.CheckAlertsCommand{
+			LeaderId: "n1", Term: g.pick1(1, 2), Checks: checks, HistoryLimit: uint32(g.rng.IntN(3) * 10),
+		}}}
+	}
+}
+
+// pick1 is one of the numbers.
+func (g *commandGen) pick1(options ...uint64) uint64 { return options[g.rng.IntN(len(options))] }
 
 func (g *commandGen) malformed() []byte {
 	var c *pb.Command

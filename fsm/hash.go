@@ -13,8 +13,8 @@ import (
 // status in name order, then every tombstone in name order, then every run in
 // id order, then the ACL state when there is any, then the audit trail if it
 // is on, then the run tally if it holds counts, then the secrets (sealed)
-// if there are any, then the calendars and the freezes if there are any.
-// The derived indexes are
+// if there are any, then the calendars and the freezes if there are any,
+// then the alert section if it ever held anything. The derived indexes are
 // functions of the runs and need no place of their own. Nodes that applied
 // the same log have equal hashes.
 func (f *FSM) StateHash() [32]byte {
@@ -53,6 +53,7 @@ func (s *state) hash() [32]byte {
 	s.tally.hash(h)
 	s.secrets.hash(h, &m)
 	s.hashCalendars(h, &m)
+	s.alerts.hash(h, &m)
 	var sum [32]byte
 	h.Sum(sum[:0])
 	return sum

@@ -108,6 +108,7 @@ func (s *state) putRun(r *pb.Run) {
 			s.ix.open.Delete(key)
 		}
 		s.addHistory(r)
+		s.alertOnFinish(r)
 		s.pruneHistory(r.GetJob())
 		if wasOpen && s.atLeast(version2) {
 			s.collectTombstone(r.GetJob()) // the last open run of a deleted job

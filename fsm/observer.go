@@ -72,6 +72,13 @@ func (f *FSM) SetObserver(o Observer) {
 	f.observer = o
 }
 
+// AlertObserver is an Observer that also learns that an entry raised
+// alerts or recorded their delivery (the leader's alerter sends what is
+// pending). It is called like the others: after the lock, never blocking.
+type AlertObserver interface {
+	AlertsChanged(o Origin)
+}
+
 // changes collects what the entry being applied changed. Only dirty is kept
 // when nobody observes, so an unobserved Apply pays nothing for it.
 type changes struct {
@@ -79,8 +86,10 @@ type changes struct {
 	track bool
 	// revoked: a token was deleted.
 	revoked bool
-	names   []string
-	runs    []*pb.Run // stored values; later ones of the same id win
+	// alerts: alerts were raised or recorded, or a channel or rule changed.
+	alerts bool
+	names  []string
+	runs   []*pb.Run // stored values; later ones of the same id win
 }
 
 // The methods accept a nil receiver: state outside Apply (Restore building a
@@ -113,6 +122,12 @@ func (c *changes) jobChanged(name string) {
 	}
 }
 
+func (c *changes) alertChanged() {
+	if c != nil {
+		c.dirty, c.alerts = true, true
+	}
+}
+
 func (c *changes) runChanged(r *pb.Run) {
 	if c == nil {
 		return
@@ -140,6 +155,9 @@ func (c *changes) notify(o Observer, origin Origin) {
 	}
 	if c.revoked {
 		notifyRevoked(o, origin)
+	}
+	if ao, ok := o.(AlertObserver); ok && c.alerts {
+		ao.AlertsChanged(origin)
 	}
 }
 

@@ -135,5 +135,6 @@ func neverFired(st *pb.JobStatus) bool {
 		st.GetMissed() == 0 && st.GetLastRunId() == "" && st.GetLastOutcome() == 0 &&
 		st.GetLastFinishedAtUnixNano() == 0 && len(st.GetOpenRunIds()) == 0 &&
 		st.GetBufferedSlotUnix() == 0 && st.GetNextFireUnix() == 0 && st.GetDeferredSlotUnix() == 0 &&
+		st.GetConsecutiveFailures() == 0 && st.GetLastSuccessUnixNano() == 0 && st.GetLateSlotUnix() == 0 &&
 		len(st.ProtoReflect().GetUnknown()) == 0
 }

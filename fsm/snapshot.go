@@ -24,8 +24,9 @@ import (
 // header.acl_token_count holding ACL tokens in accessor order, then
 // (format 2) header.audit_count holding audit records in seq order, then
 // header.secret_count holding sealed secrets in name order, then
-// header.freeze_count holding freezes in name order, then the end of the
-// stream. Records are written and read one at a time,
+// header.freeze_count holding freezes in name order, then the alert
+// section (alert_snapshot.go), then the end of the stream. Records are
+// written and read one at a time,
 // so neither side holds more than the state plus one record.
 const (
 	// formatVersion is what a snapshot without an audit trail is written
@@ -103,6 +104,7 @@ func (s *state) header() *pb.SnapshotHeader {
 	}
 	s.audit.header(h)
 	s.secrets.header(h)
+	s.alerts.header(h)
 	return h
 }
 
@@ -155,7 +157,10 @@ func (s *state) writeLive(put func(proto.Message) error) error {
 	if err := s.secrets.writeTo(put); err != nil {
 		return err
 	}
-	return s.freezes.writeTo(put)
+	if err := s.freezes.writeTo(put); err != nil {
+		return err
+	}
+	return s.alerts.writeTo(put)
 }
 
 // recordWriter writes length-delimited records, exactly as protodelim
@@ -267,6 +272,9 @@ func readState(r *bufio.Reader) (state, uint64, error) {
 	if err := st.freezes.readFreezes(r, dec, h.GetFreezeCount()); err != nil {
 		return state{}, 0, err
 	}
+	if err := st.alerts.readAlerts(r, dec, &h); err != nil {
+		return state{}, 0, err
+	}
 	if _, err := r.ReadByte(); err != io.EOF {
 		if err == nil {
 			return state{}, 0, errors.New("data after the last record the header announces")
@@ -279,6 +287,7 @@ func readState(r *bufio.Reader) (state, uint64, error) {
 	st.rebuildIndexes()
 	st.rebuildUsers()
 	st.rebuildHeld()
+	st.rebuildAlertIndex()
 	return st, lastIndex, nil
 }
 

@@ -97,6 +97,9 @@ type state struct {
 	// (freeze.go).
 	cals    calendarState
 	freezes freezeState
+	// alerts holds channels, notify rules, alerts and episodes; see
+	// alert.go.
+	alerts alertState
 
 	// ix holds the derived indexes; see ledger.go.
 	ix *indexes
@@ -120,6 +123,7 @@ func newState() state {
 		secrets:    newSecretState(),
 		cals:       newCalendarState(),
 		freezes:    newFreezeState(),
+		alerts:     newAlertState(),
 		version:    1,
 		ix:         newIndexes(),
 		share:      newSharer(),
@@ -191,5 +195,6 @@ func (s *state) capture() state {
 		secrets:    s.secrets.capture(),
 		cals:       s.cals.capture(),
 		freezes:    s.freezes.capture(),
+		alerts:     s.alerts.capture(),
 	}
 }

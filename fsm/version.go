@@ -17,10 +17,11 @@ import (
 // apply in a healthy rolling upgrade. Version 2 added the ACL commands,
 // cancel_run, set_audit and record_membership; version 3 changes rules of
 // existing kinds (clusterversion.go: version3), adds the secret store,
-// calendars and freezes, remote workers' progress (record_progress), and
-// the fields of create_acl_token that bind worker tokens to pools and make
-// tokens expire and the worker target's lease (laterFields), and from it
-// nodes sign their dispatches v2 (SignaturesV2Version).
+// calendars and freezes, remote workers' progress (record_progress),
+// check-ins, alerts, and the fields of create_acl_token that bind worker
+// tokens to pools and make tokens expire and the worker target's lease
+// (laterFields), and from it nodes sign their dispatches v2
+// (SignaturesV2Version).
 const CommandVersion uint32 = 3
 
 // introducedIn is the command version that introduced each kind, by the
@@ -51,6 +52,12 @@ var introducedIn = map[protoreflect.Name]uint32{
 	"delete_freeze":       3,
 	"record_progress":     3,
 	"checkin":             3,
+	"put_channel":         3,
+	"delete_channel":      3,
+	"put_notify_rule":     3,
+	"delete_notify_rule":  3,
+	"check_alerts":        3,
+	"record_deliveries":   3,
 }
 
 // ErrUnknownCommand: a committed entry holds a command kind this build does

@@ -2,7 +2,6 @@ package jobfile
 
 import (
 	"bytes"
-	"fmt"
 	"sync"
 
 	"go.yaml.in/yaml/v2"
@@ -22,29 +21,7 @@ var calendarSchemaErr = sync.OnceValue(func() error {
 // DecodeCalendars reads a calendar file, with Decode's rules and errors
 // (objects of a list named calendars[i]).
 func DecodeCalendars(data []byte) ([]*pb.CalendarSpec, error) {
-	if err := calendarSchemaErr(); err != nil {
-		return nil, err
-	}
-	items, listed, err := readItems(data, "calendar")
-	if err != nil {
-		return nil, err
-	}
-	specs := make([]*pb.CalendarSpec, 0, len(items))
-	for i, item := range items {
-		path := ""
-		if listed {
-			path = fmt.Sprintf("calendars[%d]", i)
-		}
-		if _, ok := members(item); !ok {
-			return nil, &FieldError{Field: path, Rule: "want a calendar object, got " + describe(item)}
-		}
-		spec := &pb.CalendarSpec{}
-		if err := decodeObject(spec.ProtoReflect(), item, path); err != nil {
-			return nil, err
-		}
-		specs = append(specs, spec)
-	}
-	return specs, nil
+	return DecodeAs(data, "calendar", func() *pb.CalendarSpec { return &pb.CalendarSpec{} })
 }
 
 // EncodeCalendarsYAML writes specs in the calendar file format: one object

@@ -110,6 +110,9 @@ func readItems(data []byte, noun string) (items []any, listed bool, err error) {
 		}
 	}
 	if len(items) == 0 {
+		if noun != "job" {
+			return nil, false, fmt.Errorf("empty file: want a %s object or a list of %ss", noun, noun)
+		}
 		return nil, false, ErrEmpty
 	}
 	return items, listed || docs > 1, nil
@@ -169,12 +172,17 @@ func members(v any) (ms []member, ok bool) {
 // to decodeMessage.
 func checkKeys(md protoreflect.MessageDescriptor, v any, path string) error {
 	ms, _ := members(v)
+	seen := make(map[protoreflect.Name]bool, len(ms))
 	for _, m := range ms {
 		fd := fieldOf(md, m)
 		if fd == nil {
 			return &FieldError{Field: path, Rule: unknownFieldRule(m.name, md)}
 		}
-		if err := checkNested(fd, m.value, join(path, m.name)); err != nil {
+		if seen[fd.Name()] {
+			return &FieldError{Field: join(path, string(fd.Name())), Rule: "given twice"}
+		}
+		seen[fd.Name()] = true
+		if err := checkNested(fd, m.value, join(path, string(fd.Name()))); err != nil {
 			return err
 		}
 	}
@@ -183,11 +191,19 @@ func checkKeys(md protoreflect.MessageDescriptor, v any, path string) error {
 
 // fieldOf is md's field named by m's key, or nil.
 func fieldOf(md protoreflect.MessageDescriptor, m member) protoreflect.FieldDescriptor {
+	if m.key == true {
+		// YAML 1.1, which yaml.v2 reads, takes a bare on for true: as a
+		// key it can only mean a field named on (a dependency's).
+		return md.Fields().ByName(onField)
+	}
 	if _, isString := m.key.(string); !isString {
 		return nil // never a field name, whatever it prints as
 	}
 	return md.Fields().ByName(protoreflect.Name(m.name))
 }
+
+// onField is the one field name YAML 1.1 reads as a boolean.
+const onField = "on"
 
 // checkNested runs checkKeys over the messages in field fd's value v.
 func checkNested(fd protoreflect.FieldDescriptor, v any, path string) error {
@@ -229,8 +245,8 @@ func decodeMessage(m protoreflect.Message, v any, path string) error {
 		if mb.value == nil {
 			continue
 		}
-		fd := m.Descriptor().Fields().ByName(protoreflect.Name(mb.name))
-		if err := decodeField(m, fd, mb.value, join(path, mb.name)); err != nil {
+		fd := fieldOf(m.Descriptor(), mb)
+		if err := decodeField(m, fd, mb.value, join(path, string(fd.Name()))); err != nil {
 			return err
 		}
 	}

@@ -1,7 +1,6 @@
 package jobspec
 
 import (
-	"fmt"
 	"time"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
@@ -10,14 +9,6 @@ import (
 // MaxStartWithin bounds expect.start_within: a check-in's grace, which
 // the leader walks the schedule across to match a ping.
 const MaxStartWithin = 366 * 24 * time.Hour
-
-// checkExpect checks the expectations.
-func checkExpect(v *violations, spec *pb.JobSpec) {
-	d := spec.GetExpect().GetStartWithin()
-	if positiveDuration(v, "expect.start_within", d) && d != nil && d.AsDuration() > MaxStartWithin {
-		v.add("expect.start_within", fmt.Sprintf("must be at most %s", MaxStartWithin))
-	}
-}
 
 // checkCheckin refuses the policies of fired jobs on a check-in job:
 // raftcron starts nothing, so it has nothing to catch up, hold back,

@@ -83,3 +83,22 @@ func TestValidateAcceptsACheckinDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestNormalizeCheckinFillsItsNotify: a check-in job's notify entries are
+// filled in like any job's, with the expectations of its runs.
+func TestNormalizeCheckinFillsItsNotify(t *testing.T) {
+	t.Parallel()
+	spec := checkinJob()
+	spec.Expect = &pb.Expect{MaxDuration: dur(time.Hour)}
+	spec.Notify = []*pb.Notify{{Channel: "ops"}}
+	Normalize(spec)
+	if n := spec.GetNotify()[0]; len(n.GetOn()) != 8 || n.GetAfterFailures() != 1 {
+		t.Fatalf("normalized notify %v, want every event and after_failures 1", n)
+	}
+	if e := spec.GetExpect(); e.GetStartWithin().AsDuration() != time.Minute || e.GetMaxDuration().AsDuration() != time.Hour {
+		t.Fatalf("normalized expect %v, want the default grace and max_duration kept", e)
+	}
+	if err := Validate(spec, now); err != nil {
+		t.Fatalf("a check-in job with notify and max_duration is refused: %v", err)
+	}
+}

@@ -19,12 +19,18 @@ type ValidationError struct {
 	// Name is the job's name as submitted, for the message only.
 	Name       string
 	Violations []Violation
+	// What is checked: "job" when empty, else "channel" or "notify rule".
+	What string
 }
 
 // Error renders one line: invalid job "NAME": field: rule; field: rule.
 func (e *ValidationError) Error() string {
 	var b strings.Builder
-	b.WriteString("invalid job")
+	what := e.What
+	if what == "" {
+		what = "job"
+	}
+	b.WriteString("invalid " + what)
 	if e.Name != "" {
 		b.WriteString(" " + quote(e.Name))
 	}

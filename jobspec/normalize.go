@@ -53,6 +53,11 @@ func Normalize(spec *pb.JobSpec) {
 		spec.HistoryLimit = DefaultHistoryLimit
 	}
 	normalizeCalendarRefs(spec)
+	for _, n := range spec.Notify {
+		if n != nil {
+			normalizeNotify(&n.On, &n.AfterFailures)
+		}
+	}
 	if spec.Checkin != nil {
 		normalizeCheckin(spec)
 		return // nothing is fired: no catch-up, overlap, delivery or retry

@@ -57,9 +57,9 @@ func ValidateParsed(spec *pb.JobSpec, now time.Time) (schedule.Schedule, error) 
 	checkSecretRefs(&v, spec)
 	checkPolicies(&v, spec)
 	checkCheckin(&v, spec)
-	checkExpect(&v, spec)
 	checkBounds(&v, spec, now)
 	checkMetadata(&v, spec)
+	checkAlerting(&v, spec)
 	if len(v) == 0 {
 		return sched, nil
 	}

@@ -96,6 +96,9 @@ type Config struct {
 	// one (ErrSecretKeys). Give every node the same keys.
 	SecretKeys *secret.Keyring
 
+	// Alerts is how this node sends alert notifications while it leads.
+	Alerts AlertConfig
+
 	// WorkerLease: a remote worker that sends nothing for this long, or
 	// whose stream breaks, loses its attempts (DESIGN §14); zero means
 	// remote.DefaultLease, otherwise at least remote.MinLease.
@@ -150,7 +153,7 @@ func (cfg Config) Validate() error {
 	}
 	return errors.Join(cfg.cluster().Validate(), addrErr, checkListenAddr(FieldHTTPAddr, cfg.HTTPAddr), healthErr,
 		checkHTTPHosts(cfg.HTTPHosts), cfg.Limits.validate(), tlsErr, checkAuditLimit(cfg.AuditLimit), checkWorkerLease(cfg.WorkerLease),
-		cfg.checkACLBootstrap())
+		cfg.checkACLBootstrap(), cfg.Alerts.validate())
 }
 
 // checkHTTPHosts: the Host check's own rule (ops.NewHosts).

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 
+	"github.com/raftcron/raftcron/alert"
 	"github.com/raftcron/raftcron/api"
 	"github.com/raftcron/raftcron/api/gateway"
 	"github.com/raftcron/raftcron/cluster"
@@ -54,6 +55,8 @@ type Server struct {
 	state    *fsm.FSM
 	node     *cluster.Node
 	sched    *scheduler.Scheduler
+	// alerts checks expectations and sends notifications while leading.
+	alerts *alert.Alerter
 	// workers holds the remote workers' streams while this node leads.
 	workers *remote.Hub
 	grpc    *grpc.Server
@@ -183,12 +186,16 @@ func (s *Server) wire() error {
 	if err := s.wireScheduler(); err != nil {
 		return err
 	}
+	if err := s.wireAlerts(); err != nil {
+		return err
+	}
+	s.undo.push(func(context.Context) { s.alerts.Stop() })
 	hosts, err := ops.NewHosts(s.cfg.HTTPHosts)
 	if err != nil {
 		return err
 	}
 	opsServer, err := ops.New(node, s.state, s.cfg.Version, hosts,
-		slices.Concat(s.sched.Collectors(), node.Collectors(), s.workers.Collectors())...)
+		slices.Concat(s.sched.Collectors(), node.Collectors(), s.workers.Collectors(), s.alerts.Collectors())...)
 	if err != nil {
 		return fmt.Errorf("ops port: %w", err)
 	}
@@ -196,7 +203,7 @@ func (s *Server) wire() error {
 	s.hub = api.NewRunHubWith(s.cfg.Limits.MaxWatchers)
 	s.undo.push(func(context.Context) { s.hub.Close() })
 	auth := api.NewAuthorizer(api.AuthConfig{Enabled: s.cfg.ACL, Tokens: s.state, Barrier: node, Now: s.cfg.Now})
-	s.state.SetObserver(observers{s.sched, s.hub, auth})
+	s.state.SetObserver(observers{s.sched, s.hub, auth, s.alerts})
 	s.grpc = newGRPCServer(s.log, s.cfg.Limits.maxConcurrentStreams(), auth, s.mux.GRPCServerOptions()...)
 	s.undo.push(func(context.Context) { s.grpc.Stop() })
 	s.health = s.registerServices()
@@ -275,6 +282,7 @@ func (s *Server) registerServices() *health.Server {
 		ACLBootstrapFromFile: s.cfg.ACLBootstrapSecret != "",
 		ClusterVersion:       s.state.ClusterVersion, Now: s.cfg.Now,
 		Secrets: s.state, SecretKeys: s.cfg.SecretKeys,
+		Alerts: s.state, ChannelTester: s.alerts,
 	}
 	h := api.Register(s.grpc, api.NewServices(deps))
 	if s.cfg.ACLBootstrapSecret != "" {
@@ -288,6 +296,7 @@ func (s *Server) registerServices() *health.Server {
 // blocks (SetLeader only signals the scheduler's loop).
 func (s *Server) leadershipChanged(isLeader bool) {
 	s.sched.SetLeader(isLeader)
+	s.alerts.SetLeader(isLeader)
 	if isLeader {
 		go s.checkSecretKeys()
 		select {
@@ -395,6 +404,7 @@ func (s *Server) Stop(ctx context.Context) error {
 	}
 	s.handOver(ctx)
 	s.sched.Stop()    // cancels in-flight dispatches; fencing covers the rest
+	s.alerts.Stop()   // what it leaves unacknowledged, the next leader sends
 	s.workers.Close() // ends the workers' streams, which would hold up the drain
 	s.hub.Close()
 	drainGRPC(s.grpc, drainTimeout, ctx.Done())

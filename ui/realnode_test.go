@@ -3,6 +3,8 @@ package ui_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -17,6 +19,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/raftcron/raftcron/cluster"
+	"github.com/raftcron/raftcron/fsm"
+	"github.com/raftcron/raftcron/internal/testutil"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 	"github.com/raftcron/raftcron/server"
 )
@@ -86,6 +90,23 @@ func (n *realNode) call(t *testing.T, method, path, body string) {
 		b, _ := io.ReadAll(resp.Body)
 		t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, b)
 	}
+}
+
+// waitClusterVersion waits until /status reports the cluster version of
+// this build: alerts wait for it.
+func (n *realNode) waitClusterVersion(t *testing.T) {
+	t.Helper()
+	testutil.WaitFor(t, 20*time.Second, "cluster_version "+fmt.Sprint(fsm.CommandVersion), func() bool {
+		resp, err := http.Get(n.url + "/status")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var st struct {
+			ClusterVersion uint32 `json:"cluster_version"`
+		}
+		return json.NewDecoder(resp.Body).Decode(&st) == nil && st.ClusterVersion == fsm.CommandVersion
+	})
 }
 
 // TestBrowserRealNode walks the operator's path on a real node with ACLs
@@ -194,4 +215,32 @@ func TestBrowserCalendars(t *testing.T) {
 		t.Errorf("the calendars page lacks the calendar:\n%s", got)
 	}
 	run(t, ctx, goTo("#/calendars/always"), waitText("section", "all week"), waitText("dl.facts", "report"))
+}
+
+// TestBrowserAlerts: a job that fails pages a channel; the Alerts page
+// lists the page delivered with the receiver's answer and the open
+// episode, and the job's page shows its expectations and the same.
+func TestBrowserAlerts(t *testing.T) {
+	chromiumPath(t)
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusInternalServerError) }))
+	defer failing.Close()
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusAccepted) }))
+	defer receiver.Close()
+	n := startRealNode(t)
+	n.waitClusterVersion(t)
+	n.call(t, http.MethodPut, "/v1/channels/ops", `{"channel": {"name": "ops", "webhook": {"url": "`+receiver.URL+`/hook"}}}`)
+	n.call(t, http.MethodPut, "/v1/jobs/flaky", `{"schedule": "*/1 * * * * *", "http": {"url": "`+failing.URL+`", "timeout": "5s"},
+		"expect": {"max_duration": "10m"}, "notify": [{"channel": "ops", "on": ["failed"]}]}`)
+
+	ctx := newBrowser(t, desktop)
+	signIn(t, ctx, n.url, n.secret, "bootstrap")
+	run(t, ctx, goTo("#/alerts"), waitText("h1", "Alerts"))
+	testutil.WaitFor(t, 20*time.Second, "the failed page delivered on the Alerts page", func() bool {
+		run(t, ctx, clickButton("Refresh"))
+		got := text(t, ctx, "table.alerts tbody")
+		return strings.Contains(got, "delivered") && strings.Contains(got, "202 Accepted")
+	})
+	run(t, ctx, waitText("ul.episodes", "flaky"))
+	run(t, ctx, goTo("#/jobs/flaky"), waitText("[aria-label=expectations]", "at most 10m0s"),
+		waitText("ul.episodes", "failed"), waitText("table.alerts tbody", "failed"))
 }

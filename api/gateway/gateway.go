@@ -68,6 +68,8 @@ func New(ctx context.Context, conn grpc.ClientConnInterface, version string) (ht
 		pb.RegisterCalendarServiceHandlerClient(ctx, mux, pb.NewCalendarServiceClient(conn)),
 		pb.RegisterFreezeServiceHandlerClient(ctx, mux, pb.NewFreezeServiceClient(conn)),
 		pb.RegisterWorkerServiceHandlerClient(ctx, mux, pb.NewWorkerServiceClient(conn)),
+		pb.RegisterChannelServiceHandlerClient(ctx, mux, pb.NewChannelServiceClient(conn)),
+		pb.RegisterAlertServiceHandlerClient(ctx, mux, pb.NewAlertServiceClient(conn)),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)

@@ -47,6 +47,9 @@ const (
 	flagACL           = "acl"
 	flagAuditLimit    = "audit-limit"
 	flagWorkerLease   = "worker-lease"
+	flagAlertHistory  = "alert-history-limit"
+	flagClusterName   = "cluster-name"
+	flagPublicURL     = "public-url"
 )
 
 // serveConfig is the validated configuration of one node: the node's own
@@ -88,6 +91,8 @@ var flagOfField = map[string]string{
 	server.FieldWorkerLease:          flagWorkerLease,
 	server.FieldHTTPHosts:            flagHTTPHost,
 	server.FieldACLBootstrapSecret:   flagACLBootstrapFile,
+	server.FieldAlertHistoryLimit:    flagAlertHistory,
+	server.FieldPublicURL:            flagPublicURL,
 }
 
 // flagErrors turns each *cluster.ConfigError in err (joined ones
@@ -154,6 +159,11 @@ func addServeFlags(fs *pflag.FlagSet) {
 	addLimitFlags(fs)
 	fs.Int(flagAuditLimit, api.DefaultAuditLimit, fmt.Sprintf("audit records the cluster keeps, 1 to %d; "+
 		"the leader's value is the one in force, so set the same on every node", fsm.MaxAuditLimit))
+	fs.Int(flagAlertHistory, 1000, fmt.Sprintf("alert notifications the cluster keeps (alert list), 1 to %d; "+
+		"the leader's value is the one in force, so set the same on every node", fsm.MaxAlertLimit))
+	fs.String(flagClusterName, "raftcron", "the cluster's name in alert notifications")
+	fs.String(flagPublicURL, "", "URL people reach the nodes' UI at, for links in alert notifications "+
+		"(default: http(s)://--http-addr of the leader)")
 	addSecurityFlags(fs)
 }
 
@@ -248,6 +258,10 @@ func parseServeConfig(k *koanf.Koanf) (serveConfig, error) {
 	check(err)
 	cfg.WorkerLease, err = durationValue(k, flagWorkerLease)
 	check(err)
+	cfg.Alerts.HistoryLimit, err = positiveInt(k, flagAlertHistory)
+	check(err)
+	cfg.Alerts.ClusterName = stringValue(k, flagClusterName)
+	cfg.Alerts.PublicURL = stringValue(k, flagPublicURL)
 	// A value that did not parse is left zero, which breaks no rule of its
 	// own: the rest are still checked.
 	check(cfg.Validate())

@@ -33,6 +33,11 @@ const (
 	// ClockOffset=DURATION (e.g. +30s, -30s): the scheduler's clock reads
 	// the wall clock plus DURATION.
 	ClockOffset = "clock-offset"
+	// AlertSendTwice: the leader sends every alert notification a second
+	// time under an id the log never committed, as a leader that derived
+	// an event again instead of reading it from the log would (breaks
+	// "one notification id per committed alert").
+	AlertSendTwice = "alert-send-twice"
 )
 
 // EnvVar names the environment variable the failpoints build reads.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
 	"syscall"
 	"time"
@@ -55,4 +56,18 @@ func asEgressDenied(err error) (*egressError, bool) {
 	var e *egressError
 	ok := errors.As(err, &e)
 	return e, ok
+}
+
+// NewTransport is the webhooks' HTTP transport under the egress policy p
+// (nil: none), for other requests a node sends on behalf of its jobs
+// (alert notifications): they leave the node by the same rules.
+func NewTransport(p AddrPolicy, r *net.Resolver) *http.Transport { return newTransport(p, r) }
+
+// NewDialer is the webhooks' dialer under p, for other protocols (SMTP).
+func NewDialer(p AddrPolicy, r *net.Resolver) *net.Dialer { return newDialer(p, r) }
+
+// EgressDenied reports whether err is a dial the policy refused.
+func EgressDenied(err error) bool {
+	_, ok := asEgressDenied(err)
+	return ok
 }

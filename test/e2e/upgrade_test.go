@@ -258,12 +258,15 @@ func (s *scenario) wantClusterVersion(nodes []*node, want uint32) {
 }
 
 // waitClusterVersion waits until every node reports the cluster version.
-func (s *scenario) waitClusterVersion(want uint32) {
-	s.t.Helper()
-	testutil.WaitFor(s.t, 30*time.Second, fmt.Sprintf("cluster_version %d on every node", want), func() bool {
-		for _, n := range s.c.nodes {
+func (s *scenario) waitClusterVersion(want uint32) { s.c.waitClusterVersion(want) }
+
+// waitClusterVersion waits until every node reports the cluster version.
+func (c *cluster) waitClusterVersion(want uint32) {
+	c.t.Helper()
+	testutil.WaitFor(c.t, 30*time.Second, fmt.Sprintf("cluster_version %d on every node", want), func() bool {
+		for _, n := range c.nodes {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			st, err := s.c.polls.status(ctx, n)
+			st, err := c.polls.status(ctx, n)
 			cancel()
 			if err != nil || st.ClusterVersion != want {
 				return false
@@ -271,5 +274,5 @@ func (s *scenario) waitClusterVersion(want uint32) {
 		}
 		return true
 	})
-	s.c.event("cluster-version", s.c.nodes, fmt.Sprintf("raised to %d", want))
+	c.event("cluster-version", c.nodes, fmt.Sprintf("raised to %d", want))
 }

@@ -111,14 +111,26 @@ func renameSchemas(doc obj) error {
 	return nil
 }
 
-// onePathPerResource serves PUT /v1/jobs/{name} under the path of its GET
-// and DELETE. The gateway's rule names the variable spec.name (it fills
-// ApplyJobRequest.spec.name), but the URL is the same: /v1/jobs/billing.
-// The body is the whole JobSpec, its name optional (it must match the
-// path's when set).
+// onePathPerResource serves each PUT of a resource under the path of its
+// GET and DELETE. The gateway's rule names the variable after the field it
+// fills (ApplyJobRequest.spec.name), but the URL is the same:
+// /v1/jobs/billing. A job's body is the whole JobSpec, its name optional
+// (it must match the path's when set); a channel's or notify rule's body
+// is its request, whose name must match too.
 func onePathPerResource(doc obj) error {
-	paths := dig(doc, "paths")
-	const from, to = "/v1/jobs/{spec.name}", "/v1/jobs/{name}"
+	for _, r := range []struct{ from, to, param, what string }{
+		{"/v1/jobs/{spec.name}", "/v1/jobs/{name}", "spec.name", "job"},
+		{"/v1/channels/{channel.name}", "/v1/channels/{name}", "channel.name", "channel"},
+		{"/v1/notify-rules/{rule.name}", "/v1/notify-rules/{name}", "rule.name", "notify rule"},
+	} {
+		if err := mergePath(dig(doc, "paths"), r.from, r.to, r.param, r.what); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func mergePath(paths obj, from, to, param, what string) error {
 	item, ok := paths[from].(obj)
 	if !ok {
 		return fmt.Errorf("no path %s to merge into %s", from, to)
@@ -132,12 +144,14 @@ func onePathPerResource(doc obj) error {
 			return fmt.Errorf("%s %s and %s %s are both routes", strings.ToUpper(method), from, strings.ToUpper(method), to)
 		}
 		for _, p := range list(op.(obj)["parameters"]) {
-			if p := p.(obj); p["name"] == "spec.name" {
+			if p := p.(obj); p["name"] == param {
 				p["name"] = "name"
-				p["description"] = "The job's name: [a-z0-9][a-z0-9._-]{0,62}. A name in the body must be the same."
+				p["description"] = "The " + what + "'s name: [a-z0-9][a-z0-9._-]{0,62}. A name in the body must be the same."
 			}
 		}
-		setJSONBody(op.(obj), obj{"$ref": schemaRefs + "JobSpec"})
+		if what == "job" {
+			setJSONBody(op.(obj), obj{"$ref": schemaRefs + "JobSpec"})
+		}
 		target[method] = op
 	}
 	delete(paths, from)

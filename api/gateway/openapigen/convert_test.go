@@ -48,13 +48,18 @@ func TestASchemaSharedWithProtoJSONIsRefused(t *testing.T) {
 	}
 }
 
-// PUT /v1/jobs/{spec.name} joins GET and DELETE /v1/jobs/{name}.
+// PUT /v1/jobs/{spec.name} joins GET and DELETE /v1/jobs/{name}, and so
+// on for channels and notify rules.
 func TestOnePathPerResource(t *testing.T) {
 	doc := obj{"paths": obj{
 		"/v1/jobs/{name}": obj{"get": obj{}, "delete": obj{}},
 		"/v1/jobs/{spec.name}": obj{"put": obj{"parameters": []any{
 			obj{"name": "spec.name", "in": "path"},
 		}}},
+		"/v1/channels/{name}":          obj{"get": obj{}, "delete": obj{}},
+		"/v1/channels/{channel.name}":  obj{"put": obj{"parameters": []any{obj{"name": "channel.name", "in": "path"}}}},
+		"/v1/notify-rules/{name}":      obj{"delete": obj{}},
+		"/v1/notify-rules/{rule.name}": obj{"put": obj{"parameters": []any{obj{"name": "rule.name", "in": "path"}}}},
 	}}
 	if err := onePathPerResource(doc); err != nil {
 		t.Fatal(err)
@@ -65,5 +70,8 @@ func TestOnePathPerResource(t *testing.T) {
 	}
 	if p := list(dig(paths, "/v1/jobs/{name}", "put")["parameters"])[0].(obj); p["name"] != "name" {
 		t.Fatalf("PUT's path parameter %v, want name", p)
+	}
+	if _, ok := paths["/v1/channels/{channel.name}"]; ok || dig(paths, "/v1/notify-rules/{name}", "put") == nil {
+		t.Fatalf("paths %v, want the channel and rule PUTs under their {name} paths", paths)
 	}
 }

@@ -110,10 +110,7 @@ var jobFeatures = []jobFeature{
 		fields: []string{"expect", "notify"},
 		setUp: func(ctx context.Context, f featureEnv) error {
 			path := filepath.Join(f.dir, "channel.yaml")
-			// Nothing listens there: a rule that fired would show as a
-			// failed notification, not as a delivery to the sink.
-			doc := fmt.Sprintf("name: %s\ntype: webhook\nurl: http://127.0.0.1:9/%s\n", benchChannel, benchChannel)
-			if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+			if err := os.WriteFile(path, []byte(benchChannelFile()), 0o644); err != nil {
 				return err
 			}
 			return f.cli(ctx, "channel", "apply", "-f", path, "--addr", f.addr)
@@ -159,6 +156,13 @@ var jobFeatures = []jobFeature{
 			}
 		},
 	},
+}
+
+// benchChannelFile is the channel file of burst-features' notify rules.
+// Nothing listens there: a rule that fired would show as a failed
+// notification, not as a delivery to the sink.
+func benchChannelFile() string {
+	return fmt.Sprintf("name: %s\nwebhook: {url: \"http://127.0.0.1:9/%s\"}\n", benchChannel, benchChannel)
 }
 
 // featureJob is job i of burst-features, in the job file's form: the plain

@@ -7,6 +7,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/raftcron/raftcron/jobfile"
+	"github.com/raftcron/raftcron/jobspec"
+	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
 func TestChooseFeaturesNeedsTheFieldOnBothSides(t *testing.T) {
@@ -115,5 +119,31 @@ func TestFeatureReportBrief(t *testing.T) {
 	}
 	if got := (&featureReport{}).brief(); got != "features: none" {
 		t.Errorf("brief of none %q", got)
+	}
+}
+
+// The channel file burst-features applies is a valid channel of the node's
+// channel file format, and every job's expect and notify validate.
+func TestBenchChannelAndNotifyAreValid(t *testing.T) {
+	chans, err := jobfile.DecodeAs([]byte(benchChannelFile()), "channel", func() *pb.Channel { return &pb.Channel{} })
+	if err != nil || len(chans) != 1 || chans[0].GetName() != benchChannel {
+		t.Fatalf("channel file: %v, %v", chans, err)
+	}
+	if err := jobspec.ValidateChannel(chans[0]); err != nil {
+		t.Fatal(err)
+	}
+	var alerts []jobFeature
+	for _, f := range jobFeatures {
+		if slices.Contains(f.fields, "notify") {
+			alerts = append(alerts, f)
+		}
+	}
+	specs, _, err := featureJobs(1, "http://127.0.0.1:9/sink", alerts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs[0].Schedule = "@every 1m"
+	if err := jobspec.Validate(specs[0], time.Now()); err != nil || len(specs[0].GetNotify()) != 1 {
+		t.Fatalf("the alerting job %v: %v", specs[0], err)
 	}
 }

@@ -36,7 +36,8 @@ type AuditRecord struct {
 	// acl_bootstrap, acl_token_create, acl_token_delete, member_join,
 	// member_remove, leader_transfer, snapshot_restore, secret_put,
 	// secret_delete, secret_rotate, calendar_create, calendar_update,
-	// calendar_delete, freeze_create, freeze_delete.
+	// calendar_delete, freeze_create, freeze_delete, channel_put,
+	// channel_delete, notify_rule_put, notify_rule_delete.
 	Action string `protobuf:"bytes,4,opt,name=action,proto3" json:"action,omitempty"`
 	Job    string `protobuf:"bytes,5,opt,name=job,proto3" json:"job,omitempty"`
 	// trigger and cancel: the run concerned.
@@ -56,8 +57,12 @@ type AuditRecord struct {
 	Secret string `protobuf:"bytes,40,opt,name=secret,proto3" json:"secret,omitempty"`
 	// Calendar writes: the calendar concerned (its versions are
 	// version_before and version_after); freeze writes: the freeze.
-	Calendar      string `protobuf:"bytes,45,opt,name=calendar,proto3" json:"calendar,omitempty"`
-	Freeze        string `protobuf:"bytes,46,opt,name=freeze,proto3" json:"freeze,omitempty"`
+	Calendar string `protobuf:"bytes,45,opt,name=calendar,proto3" json:"calendar,omitempty"`
+	Freeze   string `protobuf:"bytes,46,opt,name=freeze,proto3" json:"freeze,omitempty"`
+	// channel_put and channel_delete: the channel; notify_rule_put and
+	// notify_rule_delete: the rule (versions as for a secret).
+	Channel       string `protobuf:"bytes,50,opt,name=channel,proto3" json:"channel,omitempty"`
+	NotifyRule    string `protobuf:"bytes,51,opt,name=notify_rule,json=notifyRule,proto3" json:"notify_rule,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -179,6 +184,20 @@ func (x *AuditRecord) GetCalendar() string {
 func (x *AuditRecord) GetFreeze() string {
 	if x != nil {
 		return x.Freeze
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetChannel() string {
+	if x != nil {
+		return x.Channel
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetNotifyRule() string {
+	if x != nil {
+		return x.NotifyRule
 	}
 	return ""
 }
@@ -368,7 +387,7 @@ var File_raftcron_v1_audit_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_audit_proto_rawDesc = "" +
 	"\n" +
-	"\x17raftcron/v1/audit.proto\x12\vraftcron.v1\"\x82\x03\n" +
+	"\x17raftcron/v1/audit.proto\x12\vraftcron.v1\"\xbd\x03\n" +
 	"\vAuditRecord\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12 \n" +
 	"\fat_unix_nano\x18\x02 \x01(\x03R\n" +
@@ -384,7 +403,10 @@ const file_raftcron_v1_audit_proto_rawDesc = "" +
 	" \x01(\x04R\x05index\x12\x16\n" +
 	"\x06secret\x18( \x01(\tR\x06secret\x12\x1a\n" +
 	"\bcalendar\x18- \x01(\tR\bcalendar\x12\x16\n" +
-	"\x06freeze\x18. \x01(\tR\x06freeze\"Q\n" +
+	"\x06freeze\x18. \x01(\tR\x06freeze\x12\x18\n" +
+	"\achannel\x182 \x01(\tR\achannel\x12\x1f\n" +
+	"\vnotify_rule\x183 \x01(\tR\n" +
+	"notifyRule\"Q\n" +
 	"\vAuditChange\x12\x14\n" +
 	"\x05field\x18\x01 \x01(\tR\x05field\x12\x16\n" +
 	"\x06before\x18\x02 \x01(\tR\x06before\x12\x14\n" +

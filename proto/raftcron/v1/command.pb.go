@@ -187,6 +187,12 @@ type Command struct {
 	//	*Command_DeleteFreeze
 	//	*Command_RecordProgress
 	//	*Command_Checkin
+	//	*Command_PutChannel
+	//	*Command_DeleteChannel
+	//	*Command_PutNotifyRule
+	//	*Command_DeleteNotifyRule
+	//	*Command_CheckAlerts
+	//	*Command_RecordDeliveries
 	Kind          isCommand_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -432,6 +438,60 @@ func (x *Command) GetCheckin() *CheckinCommand {
 	return nil
 }
 
+func (x *Command) GetPutChannel() *PutChannelCommand {
+	if x != nil {
+		if x, ok := x.Kind.(*Command_PutChannel); ok {
+			return x.PutChannel
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetDeleteChannel() *DeleteChannelCommand {
+	if x != nil {
+		if x, ok := x.Kind.(*Command_DeleteChannel); ok {
+			return x.DeleteChannel
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetPutNotifyRule() *PutNotifyRuleCommand {
+	if x != nil {
+		if x, ok := x.Kind.(*Command_PutNotifyRule); ok {
+			return x.PutNotifyRule
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetDeleteNotifyRule() *DeleteNotifyRuleCommand {
+	if x != nil {
+		if x, ok := x.Kind.(*Command_DeleteNotifyRule); ok {
+			return x.DeleteNotifyRule
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetCheckAlerts() *CheckAlertsCommand {
+	if x != nil {
+		if x, ok := x.Kind.(*Command_CheckAlerts); ok {
+			return x.CheckAlerts
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetRecordDeliveries() *RecordDeliveriesCommand {
+	if x != nil {
+		if x, ok := x.Kind.(*Command_RecordDeliveries); ok {
+			return x.RecordDeliveries
+		}
+	}
+	return nil
+}
+
 type isCommand_Kind interface {
 	isCommand_Kind()
 }
@@ -525,6 +585,32 @@ type Command_Checkin struct {
 	Checkin *CheckinCommand `protobuf:"bytes,57,opt,name=checkin,proto3,oneof"`
 }
 
+type Command_PutChannel struct {
+	// Command version 3: alerts (alert.proto).
+	PutChannel *PutChannelCommand `protobuf:"bytes,50,opt,name=put_channel,json=putChannel,proto3,oneof"`
+}
+
+type Command_DeleteChannel struct {
+	DeleteChannel *DeleteChannelCommand `protobuf:"bytes,51,opt,name=delete_channel,json=deleteChannel,proto3,oneof"`
+}
+
+type Command_PutNotifyRule struct {
+	PutNotifyRule *PutNotifyRuleCommand `protobuf:"bytes,52,opt,name=put_notify_rule,json=putNotifyRule,proto3,oneof"`
+}
+
+type Command_DeleteNotifyRule struct {
+	DeleteNotifyRule *DeleteNotifyRuleCommand `protobuf:"bytes,53,opt,name=delete_notify_rule,json=deleteNotifyRule,proto3,oneof"`
+}
+
+type Command_CheckAlerts struct {
+	// The leader's own, like fire_batch: never forwarded.
+	CheckAlerts *CheckAlertsCommand `protobuf:"bytes,54,opt,name=check_alerts,json=checkAlerts,proto3,oneof"`
+}
+
+type Command_RecordDeliveries struct {
+	RecordDeliveries *RecordDeliveriesCommand `protobuf:"bytes,55,opt,name=record_deliveries,json=recordDeliveries,proto3,oneof"`
+}
+
 func (*Command_PutJob) isCommand_Kind() {}
 
 func (*Command_DeleteJob) isCommand_Kind() {}
@@ -566,6 +652,18 @@ func (*Command_DeleteFreeze) isCommand_Kind() {}
 func (*Command_RecordProgress) isCommand_Kind() {}
 
 func (*Command_Checkin) isCommand_Kind() {}
+
+func (*Command_PutChannel) isCommand_Kind() {}
+
+func (*Command_DeleteChannel) isCommand_Kind() {}
+
+func (*Command_PutNotifyRule) isCommand_Kind() {}
+
+func (*Command_DeleteNotifyRule) isCommand_Kind() {}
+
+func (*Command_CheckAlerts) isCommand_Kind() {}
+
+func (*Command_RecordDeliveries) isCommand_Kind() {}
 
 // RecordMembershipCommand records a membership change in the audit trail.
 // Membership changes are Raft configuration changes, not commands, so the
@@ -895,8 +993,13 @@ type CommandResult struct {
 	AclToken *AclToken `protobuf:"bytes,20,opt,name=acl_token,json=aclToken,proto3" json:"acl_token,omitempty"`
 	// PutCalendar: the calendar as stored; CreateFreeze and DeleteFreeze:
 	// the freeze.
-	Calendar      *Calendar `protobuf:"bytes,43,opt,name=calendar,proto3" json:"calendar,omitempty"`
-	Freeze        *Freeze   `protobuf:"bytes,44,opt,name=freeze,proto3" json:"freeze,omitempty"`
+	Calendar *Calendar `protobuf:"bytes,43,opt,name=calendar,proto3" json:"calendar,omitempty"`
+	Freeze   *Freeze   `protobuf:"bytes,44,opt,name=freeze,proto3" json:"freeze,omitempty"`
+	// put_channel and put_notify_rule: what is stored.
+	Channel    *Channel    `protobuf:"bytes,30,opt,name=channel,proto3" json:"channel,omitempty"`
+	NotifyRule *NotifyRule `protobuf:"bytes,31,opt,name=notify_rule,json=notifyRule,proto3" json:"notify_rule,omitempty"`
+	// check_alerts: the alerts it raised.
+	Alerts        []*Alert `protobuf:"bytes,32,rep,name=alerts,proto3" json:"alerts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1004,6 +1107,27 @@ func (x *CommandResult) GetCalendar() *Calendar {
 func (x *CommandResult) GetFreeze() *Freeze {
 	if x != nil {
 		return x.Freeze
+	}
+	return nil
+}
+
+func (x *CommandResult) GetChannel() *Channel {
+	if x != nil {
+		return x.Channel
+	}
+	return nil
+}
+
+func (x *CommandResult) GetNotifyRule() *NotifyRule {
+	if x != nil {
+		return x.NotifyRule
+	}
+	return nil
+}
+
+func (x *CommandResult) GetAlerts() []*Alert {
+	if x != nil {
+		return x.Alerts
 	}
 	return nil
 }
@@ -1711,7 +1835,7 @@ var File_raftcron_v1_command_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\n" +
-	"\x19raftcron/v1/command.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/acl.proto\x1a\x1araftcron/v1/calendar.proto\x1a\x19raftcron/v1/checkin.proto\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\x1a\x18raftcron/v1/secret.proto\x1a\x18raftcron/v1/worker.proto\"\xcc\f\n" +
+	"\x19raftcron/v1/command.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/acl.proto\x1a\x17raftcron/v1/alert.proto\x1a\x1araftcron/v1/calendar.proto\x1a\x19raftcron/v1/checkin.proto\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\x1a\x18raftcron/v1/secret.proto\x1a\x18raftcron/v1/worker.proto\"\x99\x10\n" +
 	"\aCommand\x121\n" +
 	"\x15proposed_at_unix_nano\x18\x01 \x01(\x03R\x12proposedAtUnixNano\x12+\n" +
 	"\x06caller\x18\x02 \x01(\v2\x13.raftcron.v1.CallerR\x06caller\x125\n" +
@@ -1741,7 +1865,14 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\rcreate_freeze\x18> \x01(\v2 .raftcron.v1.CreateFreezeCommandH\x00R\fcreateFreeze\x12G\n" +
 	"\rdelete_freeze\x18? \x01(\v2 .raftcron.v1.DeleteFreezeCommandH\x00R\fdeleteFreeze\x12M\n" +
 	"\x0frecord_progress\x18P \x01(\v2\".raftcron.v1.RecordProgressCommandH\x00R\x0erecordProgress\x127\n" +
-	"\acheckin\x189 \x01(\v2\x1b.raftcron.v1.CheckinCommandH\x00R\acheckinB\x06\n" +
+	"\acheckin\x189 \x01(\v2\x1b.raftcron.v1.CheckinCommandH\x00R\acheckin\x12A\n" +
+	"\vput_channel\x182 \x01(\v2\x1e.raftcron.v1.PutChannelCommandH\x00R\n" +
+	"putChannel\x12J\n" +
+	"\x0edelete_channel\x183 \x01(\v2!.raftcron.v1.DeleteChannelCommandH\x00R\rdeleteChannel\x12K\n" +
+	"\x0fput_notify_rule\x184 \x01(\v2!.raftcron.v1.PutNotifyRuleCommandH\x00R\rputNotifyRule\x12T\n" +
+	"\x12delete_notify_rule\x185 \x01(\v2$.raftcron.v1.DeleteNotifyRuleCommandH\x00R\x10deleteNotifyRule\x12D\n" +
+	"\fcheck_alerts\x186 \x01(\v2\x1f.raftcron.v1.CheckAlertsCommandH\x00R\vcheckAlerts\x12S\n" +
+	"\x11record_deliveries\x187 \x01(\v2$.raftcron.v1.RecordDeliveriesCommandH\x00R\x10recordDeliveriesB\x06\n" +
 	"\x04kind\"\x8d\x01\n" +
 	"\x17RecordMembershipCommand\x12\x16\n" +
 	"\x06action\x18\x01 \x01(\tR\x06action\x12\x17\n" +
@@ -1761,7 +1892,7 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x10SetPausedCommand\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06paused\x18\x02 \x01(\bR\x06paused\x12\x12\n" +
-	"\x04note\x18\x03 \x01(\tR\x04note\"\xd6\x03\n" +
+	"\x04note\x18\x03 \x01(\tR\x04note\"\xec\x04\n" +
 	"\rCommandResult\x12+\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x17.raftcron.v1.ResultCodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\"\n" +
@@ -1773,7 +1904,11 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x03run\x18\b \x01(\v2\x10.raftcron.v1.RunR\x03run\x122\n" +
 	"\tacl_token\x18\x14 \x01(\v2\x15.raftcron.v1.AclTokenR\baclToken\x121\n" +
 	"\bcalendar\x18+ \x01(\v2\x15.raftcron.v1.CalendarR\bcalendar\x12+\n" +
-	"\x06freeze\x18, \x01(\v2\x13.raftcron.v1.FreezeR\x06freeze\"\xbb\x01\n" +
+	"\x06freeze\x18, \x01(\v2\x13.raftcron.v1.FreezeR\x06freeze\x12.\n" +
+	"\achannel\x18\x1e \x01(\v2\x14.raftcron.v1.ChannelR\achannel\x128\n" +
+	"\vnotify_rule\x18\x1f \x01(\v2\x17.raftcron.v1.NotifyRuleR\n" +
+	"notifyRule\x12*\n" +
+	"\x06alerts\x18  \x03(\v2\x12.raftcron.v1.AlertR\x06alerts\"\xbb\x01\n" +
 	"\x10FireBatchCommand\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12\x12\n" +
 	"\x04term\x18\x02 \x01(\x04R\x04term\x12'\n" +
@@ -1899,14 +2034,23 @@ var file_raftcron_v1_command_proto_goTypes = []any{
 	(*DeleteFreezeCommand)(nil),      // 28: raftcron.v1.DeleteFreezeCommand
 	(*RecordProgressCommand)(nil),    // 29: raftcron.v1.RecordProgressCommand
 	(*CheckinCommand)(nil),           // 30: raftcron.v1.CheckinCommand
-	(*JobSpec)(nil),                  // 31: raftcron.v1.JobSpec
-	(*Job)(nil),                      // 32: raftcron.v1.Job
-	(*Run)(nil),                      // 33: raftcron.v1.Run
-	(*AclToken)(nil),                 // 34: raftcron.v1.AclToken
-	(*Calendar)(nil),                 // 35: raftcron.v1.Calendar
-	(*Freeze)(nil),                   // 36: raftcron.v1.Freeze
-	(FireKind)(0),                    // 37: raftcron.v1.FireKind
-	(RunState)(0),                    // 38: raftcron.v1.RunState
+	(*PutChannelCommand)(nil),        // 31: raftcron.v1.PutChannelCommand
+	(*DeleteChannelCommand)(nil),     // 32: raftcron.v1.DeleteChannelCommand
+	(*PutNotifyRuleCommand)(nil),     // 33: raftcron.v1.PutNotifyRuleCommand
+	(*DeleteNotifyRuleCommand)(nil),  // 34: raftcron.v1.DeleteNotifyRuleCommand
+	(*CheckAlertsCommand)(nil),       // 35: raftcron.v1.CheckAlertsCommand
+	(*RecordDeliveriesCommand)(nil),  // 36: raftcron.v1.RecordDeliveriesCommand
+	(*JobSpec)(nil),                  // 37: raftcron.v1.JobSpec
+	(*Job)(nil),                      // 38: raftcron.v1.Job
+	(*Run)(nil),                      // 39: raftcron.v1.Run
+	(*AclToken)(nil),                 // 40: raftcron.v1.AclToken
+	(*Calendar)(nil),                 // 41: raftcron.v1.Calendar
+	(*Freeze)(nil),                   // 42: raftcron.v1.Freeze
+	(*Channel)(nil),                  // 43: raftcron.v1.Channel
+	(*NotifyRule)(nil),               // 44: raftcron.v1.NotifyRule
+	(*Alert)(nil),                    // 45: raftcron.v1.Alert
+	(FireKind)(0),                    // 46: raftcron.v1.FireKind
+	(RunState)(0),                    // 47: raftcron.v1.RunState
 }
 var file_raftcron_v1_command_proto_depIdxs = []int32{
 	18, // 0: raftcron.v1.Command.caller:type_name -> raftcron.v1.Caller
@@ -1931,29 +2075,38 @@ var file_raftcron_v1_command_proto_depIdxs = []int32{
 	28, // 19: raftcron.v1.Command.delete_freeze:type_name -> raftcron.v1.DeleteFreezeCommand
 	29, // 20: raftcron.v1.Command.record_progress:type_name -> raftcron.v1.RecordProgressCommand
 	30, // 21: raftcron.v1.Command.checkin:type_name -> raftcron.v1.CheckinCommand
-	31, // 22: raftcron.v1.PutJobCommand.spec:type_name -> raftcron.v1.JobSpec
-	0,  // 23: raftcron.v1.PutJobCommand.mode:type_name -> raftcron.v1.PutMode
-	1,  // 24: raftcron.v1.CommandResult.code:type_name -> raftcron.v1.ResultCode
-	32, // 25: raftcron.v1.CommandResult.job:type_name -> raftcron.v1.Job
-	12, // 26: raftcron.v1.CommandResult.fires:type_name -> raftcron.v1.FireResult
-	15, // 27: raftcron.v1.CommandResult.completions:type_name -> raftcron.v1.CompletionResult
-	33, // 28: raftcron.v1.CommandResult.run:type_name -> raftcron.v1.Run
-	34, // 29: raftcron.v1.CommandResult.acl_token:type_name -> raftcron.v1.AclToken
-	35, // 30: raftcron.v1.CommandResult.calendar:type_name -> raftcron.v1.Calendar
-	36, // 31: raftcron.v1.CommandResult.freeze:type_name -> raftcron.v1.Freeze
-	10, // 32: raftcron.v1.FireBatchCommand.fires:type_name -> raftcron.v1.Fire
-	11, // 33: raftcron.v1.FireBatchCommand.misses:type_name -> raftcron.v1.Miss
-	37, // 34: raftcron.v1.Fire.kind:type_name -> raftcron.v1.FireKind
-	33, // 35: raftcron.v1.FireResult.run:type_name -> raftcron.v1.Run
-	31, // 36: raftcron.v1.FireResult.spec:type_name -> raftcron.v1.JobSpec
-	14, // 37: raftcron.v1.CompleteBatchCommand.completions:type_name -> raftcron.v1.Completion
-	38, // 38: raftcron.v1.Completion.outcome:type_name -> raftcron.v1.RunState
-	33, // 39: raftcron.v1.CompletionResult.run:type_name -> raftcron.v1.Run
-	40, // [40:40] is the sub-list for method output_type
-	40, // [40:40] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	31, // 22: raftcron.v1.Command.put_channel:type_name -> raftcron.v1.PutChannelCommand
+	32, // 23: raftcron.v1.Command.delete_channel:type_name -> raftcron.v1.DeleteChannelCommand
+	33, // 24: raftcron.v1.Command.put_notify_rule:type_name -> raftcron.v1.PutNotifyRuleCommand
+	34, // 25: raftcron.v1.Command.delete_notify_rule:type_name -> raftcron.v1.DeleteNotifyRuleCommand
+	35, // 26: raftcron.v1.Command.check_alerts:type_name -> raftcron.v1.CheckAlertsCommand
+	36, // 27: raftcron.v1.Command.record_deliveries:type_name -> raftcron.v1.RecordDeliveriesCommand
+	37, // 28: raftcron.v1.PutJobCommand.spec:type_name -> raftcron.v1.JobSpec
+	0,  // 29: raftcron.v1.PutJobCommand.mode:type_name -> raftcron.v1.PutMode
+	1,  // 30: raftcron.v1.CommandResult.code:type_name -> raftcron.v1.ResultCode
+	38, // 31: raftcron.v1.CommandResult.job:type_name -> raftcron.v1.Job
+	12, // 32: raftcron.v1.CommandResult.fires:type_name -> raftcron.v1.FireResult
+	15, // 33: raftcron.v1.CommandResult.completions:type_name -> raftcron.v1.CompletionResult
+	39, // 34: raftcron.v1.CommandResult.run:type_name -> raftcron.v1.Run
+	40, // 35: raftcron.v1.CommandResult.acl_token:type_name -> raftcron.v1.AclToken
+	41, // 36: raftcron.v1.CommandResult.calendar:type_name -> raftcron.v1.Calendar
+	42, // 37: raftcron.v1.CommandResult.freeze:type_name -> raftcron.v1.Freeze
+	43, // 38: raftcron.v1.CommandResult.channel:type_name -> raftcron.v1.Channel
+	44, // 39: raftcron.v1.CommandResult.notify_rule:type_name -> raftcron.v1.NotifyRule
+	45, // 40: raftcron.v1.CommandResult.alerts:type_name -> raftcron.v1.Alert
+	10, // 41: raftcron.v1.FireBatchCommand.fires:type_name -> raftcron.v1.Fire
+	11, // 42: raftcron.v1.FireBatchCommand.misses:type_name -> raftcron.v1.Miss
+	46, // 43: raftcron.v1.Fire.kind:type_name -> raftcron.v1.FireKind
+	39, // 44: raftcron.v1.FireResult.run:type_name -> raftcron.v1.Run
+	37, // 45: raftcron.v1.FireResult.spec:type_name -> raftcron.v1.JobSpec
+	14, // 46: raftcron.v1.CompleteBatchCommand.completions:type_name -> raftcron.v1.Completion
+	47, // 47: raftcron.v1.Completion.outcome:type_name -> raftcron.v1.RunState
+	39, // 48: raftcron.v1.CompletionResult.run:type_name -> raftcron.v1.Run
+	49, // [49:49] is the sub-list for method output_type
+	49, // [49:49] is the sub-list for method input_type
+	49, // [49:49] is the sub-list for extension type_name
+	49, // [49:49] is the sub-list for extension extendee
+	0,  // [0:49] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_command_proto_init() }
@@ -1962,6 +2115,7 @@ func file_raftcron_v1_command_proto_init() {
 		return
 	}
 	file_raftcron_v1_acl_proto_init()
+	file_raftcron_v1_alert_proto_init()
 	file_raftcron_v1_calendar_proto_init()
 	file_raftcron_v1_checkin_proto_init()
 	file_raftcron_v1_job_proto_init()
@@ -1990,6 +2144,12 @@ func file_raftcron_v1_command_proto_init() {
 		(*Command_DeleteFreeze)(nil),
 		(*Command_RecordProgress)(nil),
 		(*Command_Checkin)(nil),
+		(*Command_PutChannel)(nil),
+		(*Command_DeleteChannel)(nil),
+		(*Command_PutNotifyRule)(nil),
+		(*Command_DeleteNotifyRule)(nil),
+		(*Command_CheckAlerts)(nil),
+		(*Command_RecordDeliveries)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

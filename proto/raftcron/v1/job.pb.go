@@ -215,8 +215,12 @@ type JobSpec struct {
 	Labels    map[string]string      `protobuf:"bytes,15,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Finished runs kept per job; 0 means the default (10).
 	HistoryLimit uint32 `protobuf:"varint,16,opt,name=history_limit,json=historyLimit,proto3" json:"history_limit,omitempty"`
-	// What the job's runs must live up to.
-	Expect        *Expect `protobuf:"bytes,30,opt,name=expect,proto3" json:"expect,omitempty"`
+	// What the job promises (start on time, finish within bounds, succeed
+	// every so often); an event is raised when it does not.
+	Expect *Expect `protobuf:"bytes,30,opt,name=expect,proto3" json:"expect,omitempty"`
+	// Who to tell about which events (besides the notify rules whose
+	// selector matches the job's labels).
+	Notify        []*Notify `protobuf:"bytes,31,rep,name=notify,proto3" json:"notify,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -391,50 +395,9 @@ func (x *JobSpec) GetExpect() *Expect {
 	return nil
 }
 
-// Expect is what a job's runs must live up to.
-type Expect struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// How late a slot's run may start. A check-in job's slot without a ping
-	// by slot + start_within is recorded missed (no_checkin); a check-in job
-	// stores 1m when it sets none.
-	StartWithin   *durationpb.Duration `protobuf:"bytes,1,opt,name=start_within,json=startWithin,proto3" json:"start_within,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Expect) Reset() {
-	*x = Expect{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[1]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Expect) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Expect) ProtoMessage() {}
-
-func (x *Expect) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[1]
+func (x *JobSpec) GetNotify() []*Notify {
 	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Expect.ProtoReflect.Descriptor instead.
-func (*Expect) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{1}
-}
-
-func (x *Expect) GetStartWithin() *durationpb.Duration {
-	if x != nil {
-		return x.StartWithin
+		return x.Notify
 	}
 	return nil
 }
@@ -458,7 +421,7 @@ type HttpTarget struct {
 
 func (x *HttpTarget) Reset() {
 	*x = HttpTarget{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[2]
+	mi := &file_raftcron_v1_job_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -470,7 +433,7 @@ func (x *HttpTarget) String() string {
 func (*HttpTarget) ProtoMessage() {}
 
 func (x *HttpTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[2]
+	mi := &file_raftcron_v1_job_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -483,7 +446,7 @@ func (x *HttpTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HttpTarget.ProtoReflect.Descriptor instead.
 func (*HttpTarget) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{2}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *HttpTarget) GetUrl() string {
@@ -547,7 +510,7 @@ type ExecTarget struct {
 
 func (x *ExecTarget) Reset() {
 	*x = ExecTarget{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[3]
+	mi := &file_raftcron_v1_job_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -559,7 +522,7 @@ func (x *ExecTarget) String() string {
 func (*ExecTarget) ProtoMessage() {}
 
 func (x *ExecTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[3]
+	mi := &file_raftcron_v1_job_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -572,7 +535,7 @@ func (x *ExecTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecTarget.ProtoReflect.Descriptor instead.
 func (*ExecTarget) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{3}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ExecTarget) GetCommand() []string {
@@ -631,7 +594,7 @@ type WorkerTarget struct {
 
 func (x *WorkerTarget) Reset() {
 	*x = WorkerTarget{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[4]
+	mi := &file_raftcron_v1_job_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -643,7 +606,7 @@ func (x *WorkerTarget) String() string {
 func (*WorkerTarget) ProtoMessage() {}
 
 func (x *WorkerTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[4]
+	mi := &file_raftcron_v1_job_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -656,7 +619,7 @@ func (x *WorkerTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerTarget.ProtoReflect.Descriptor instead.
 func (*WorkerTarget) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{4}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *WorkerTarget) GetPool() string {
@@ -732,7 +695,7 @@ type Catchup struct {
 
 func (x *Catchup) Reset() {
 	*x = Catchup{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[5]
+	mi := &file_raftcron_v1_job_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -744,7 +707,7 @@ func (x *Catchup) String() string {
 func (*Catchup) ProtoMessage() {}
 
 func (x *Catchup) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[5]
+	mi := &file_raftcron_v1_job_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -757,7 +720,7 @@ func (x *Catchup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Catchup.ProtoReflect.Descriptor instead.
 func (*Catchup) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{5}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Catchup) GetWindow() *durationpb.Duration {
@@ -785,7 +748,7 @@ type Retry struct {
 
 func (x *Retry) Reset() {
 	*x = Retry{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[6]
+	mi := &file_raftcron_v1_job_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -797,7 +760,7 @@ func (x *Retry) String() string {
 func (*Retry) ProtoMessage() {}
 
 func (x *Retry) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[6]
+	mi := &file_raftcron_v1_job_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -810,7 +773,7 @@ func (x *Retry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Retry.ProtoReflect.Descriptor instead.
 func (*Retry) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{6}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Retry) GetMaxAttempts() uint32 {
@@ -857,7 +820,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[7]
+	mi := &file_raftcron_v1_job_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -869,7 +832,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[7]
+	mi := &file_raftcron_v1_job_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -882,7 +845,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{7}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Job) GetSpec() *JobSpec {
@@ -970,13 +933,21 @@ type JobStatus struct {
 	// A slot a deferring freeze holds (Freeze.defer): it fires as a catch-up
 	// once no freeze matching the job is in force; 0 = none.
 	DeferredSlotUnix int64 `protobuf:"varint,44,opt,name=deferred_slot_unix,json=deferredSlotUnix,proto3" json:"deferred_slot_unix,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Runs finished FAILED, FENCED or DEADLINE_EXCEEDED since the last
+	// success (from cluster version 3).
+	ConsecutiveFailures uint32 `protobuf:"varint,30,opt,name=consecutive_failures,json=consecutiveFailures,proto3" json:"consecutive_failures,omitempty"`
+	// When the last successful run finished, Unix ns; 0: none since cluster
+	// version 3.
+	LastSuccessUnixNano int64 `protobuf:"varint,31,opt,name=last_success_unix_nano,json=lastSuccessUnixNano,proto3" json:"last_success_unix_nano,omitempty"`
+	// The newest slot judged late (expect.start_within), whole Unix seconds.
+	LateSlotUnix  int64 `protobuf:"varint,32,opt,name=late_slot_unix,json=lateSlotUnix,proto3" json:"late_slot_unix,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[8]
+	mi := &file_raftcron_v1_job_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -988,7 +959,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[8]
+	mi := &file_raftcron_v1_job_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1001,7 +972,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{8}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *JobStatus) GetCursorUnix() int64 {
@@ -1095,6 +1066,27 @@ func (x *JobStatus) GetDeferredSlotUnix() int64 {
 	return 0
 }
 
+func (x *JobStatus) GetConsecutiveFailures() uint32 {
+	if x != nil {
+		return x.ConsecutiveFailures
+	}
+	return 0
+}
+
+func (x *JobStatus) GetLastSuccessUnixNano() int64 {
+	if x != nil {
+		return x.LastSuccessUnixNano
+	}
+	return 0
+}
+
+func (x *JobStatus) GetLateSlotUnix() int64 {
+	if x != nil {
+		return x.LateSlotUnix
+	}
+	return 0
+}
+
 type CreateJobRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Spec          *JobSpec               `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
@@ -1104,7 +1096,7 @@ type CreateJobRequest struct {
 
 func (x *CreateJobRequest) Reset() {
 	*x = CreateJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[9]
+	mi := &file_raftcron_v1_job_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1116,7 +1108,7 @@ func (x *CreateJobRequest) String() string {
 func (*CreateJobRequest) ProtoMessage() {}
 
 func (x *CreateJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[9]
+	mi := &file_raftcron_v1_job_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1129,7 +1121,7 @@ func (x *CreateJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateJobRequest.ProtoReflect.Descriptor instead.
 func (*CreateJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{9}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CreateJobRequest) GetSpec() *JobSpec {
@@ -1148,7 +1140,7 @@ type CreateJobResponse struct {
 
 func (x *CreateJobResponse) Reset() {
 	*x = CreateJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[10]
+	mi := &file_raftcron_v1_job_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1160,7 +1152,7 @@ func (x *CreateJobResponse) String() string {
 func (*CreateJobResponse) ProtoMessage() {}
 
 func (x *CreateJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[10]
+	mi := &file_raftcron_v1_job_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1173,7 +1165,7 @@ func (x *CreateJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateJobResponse.ProtoReflect.Descriptor instead.
 func (*CreateJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{10}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CreateJobResponse) GetJob() *Job {
@@ -1194,7 +1186,7 @@ type UpdateJobRequest struct {
 
 func (x *UpdateJobRequest) Reset() {
 	*x = UpdateJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[11]
+	mi := &file_raftcron_v1_job_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1206,7 +1198,7 @@ func (x *UpdateJobRequest) String() string {
 func (*UpdateJobRequest) ProtoMessage() {}
 
 func (x *UpdateJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[11]
+	mi := &file_raftcron_v1_job_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1219,7 +1211,7 @@ func (x *UpdateJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobRequest.ProtoReflect.Descriptor instead.
 func (*UpdateJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{11}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *UpdateJobRequest) GetSpec() *JobSpec {
@@ -1245,7 +1237,7 @@ type UpdateJobResponse struct {
 
 func (x *UpdateJobResponse) Reset() {
 	*x = UpdateJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[12]
+	mi := &file_raftcron_v1_job_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1257,7 +1249,7 @@ func (x *UpdateJobResponse) String() string {
 func (*UpdateJobResponse) ProtoMessage() {}
 
 func (x *UpdateJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[12]
+	mi := &file_raftcron_v1_job_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1270,7 +1262,7 @@ func (x *UpdateJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobResponse.ProtoReflect.Descriptor instead.
 func (*UpdateJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{12}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *UpdateJobResponse) GetJob() *Job {
@@ -1289,7 +1281,7 @@ type ApplyJobRequest struct {
 
 func (x *ApplyJobRequest) Reset() {
 	*x = ApplyJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[13]
+	mi := &file_raftcron_v1_job_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1301,7 +1293,7 @@ func (x *ApplyJobRequest) String() string {
 func (*ApplyJobRequest) ProtoMessage() {}
 
 func (x *ApplyJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[13]
+	mi := &file_raftcron_v1_job_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1314,7 +1306,7 @@ func (x *ApplyJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyJobRequest.ProtoReflect.Descriptor instead.
 func (*ApplyJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{13}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ApplyJobRequest) GetSpec() *JobSpec {
@@ -1336,7 +1328,7 @@ type ApplyJobResponse struct {
 
 func (x *ApplyJobResponse) Reset() {
 	*x = ApplyJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[14]
+	mi := &file_raftcron_v1_job_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1348,7 +1340,7 @@ func (x *ApplyJobResponse) String() string {
 func (*ApplyJobResponse) ProtoMessage() {}
 
 func (x *ApplyJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[14]
+	mi := &file_raftcron_v1_job_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1361,7 +1353,7 @@ func (x *ApplyJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyJobResponse.ProtoReflect.Descriptor instead.
 func (*ApplyJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{14}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ApplyJobResponse) GetJob() *Job {
@@ -1394,7 +1386,7 @@ type ApplyJobsRequest struct {
 
 func (x *ApplyJobsRequest) Reset() {
 	*x = ApplyJobsRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[15]
+	mi := &file_raftcron_v1_job_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1406,7 +1398,7 @@ func (x *ApplyJobsRequest) String() string {
 func (*ApplyJobsRequest) ProtoMessage() {}
 
 func (x *ApplyJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[15]
+	mi := &file_raftcron_v1_job_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1419,7 +1411,7 @@ func (x *ApplyJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyJobsRequest.ProtoReflect.Descriptor instead.
 func (*ApplyJobsRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{15}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ApplyJobsRequest) GetSpecs() []*JobSpec {
@@ -1439,7 +1431,7 @@ type ApplyJobsResponse struct {
 
 func (x *ApplyJobsResponse) Reset() {
 	*x = ApplyJobsResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[16]
+	mi := &file_raftcron_v1_job_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1451,7 +1443,7 @@ func (x *ApplyJobsResponse) String() string {
 func (*ApplyJobsResponse) ProtoMessage() {}
 
 func (x *ApplyJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[16]
+	mi := &file_raftcron_v1_job_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1464,7 +1456,7 @@ func (x *ApplyJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyJobsResponse.ProtoReflect.Descriptor instead.
 func (*ApplyJobsResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{16}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ApplyJobsResponse) GetResults() []*ApplyJobsResult {
@@ -1492,7 +1484,7 @@ type ApplyJobsResult struct {
 
 func (x *ApplyJobsResult) Reset() {
 	*x = ApplyJobsResult{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[17]
+	mi := &file_raftcron_v1_job_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1504,7 +1496,7 @@ func (x *ApplyJobsResult) String() string {
 func (*ApplyJobsResult) ProtoMessage() {}
 
 func (x *ApplyJobsResult) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[17]
+	mi := &file_raftcron_v1_job_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1517,7 +1509,7 @@ func (x *ApplyJobsResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyJobsResult.ProtoReflect.Descriptor instead.
 func (*ApplyJobsResult) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{17}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ApplyJobsResult) GetJob() *Job {
@@ -1566,7 +1558,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[18]
+	mi := &file_raftcron_v1_job_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1578,7 +1570,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[18]
+	mi := &file_raftcron_v1_job_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1591,7 +1583,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{18}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetJobRequest) GetName() string {
@@ -1617,7 +1609,7 @@ type GetJobResponse struct {
 
 func (x *GetJobResponse) Reset() {
 	*x = GetJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[19]
+	mi := &file_raftcron_v1_job_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1629,7 +1621,7 @@ func (x *GetJobResponse) String() string {
 func (*GetJobResponse) ProtoMessage() {}
 
 func (x *GetJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[19]
+	mi := &file_raftcron_v1_job_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1642,7 +1634,7 @@ func (x *GetJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobResponse.ProtoReflect.Descriptor instead.
 func (*GetJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{19}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetJobResponse) GetJob() *Job {
@@ -1667,7 +1659,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[20]
+	mi := &file_raftcron_v1_job_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1679,7 +1671,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[20]
+	mi := &file_raftcron_v1_job_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1692,7 +1684,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{20}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListJobsRequest) GetPageSize() uint32 {
@@ -1736,7 +1728,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[21]
+	mi := &file_raftcron_v1_job_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1748,7 +1740,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[21]
+	mi := &file_raftcron_v1_job_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1761,7 +1753,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{21}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListJobsResponse) GetJobs() []*Job {
@@ -1788,7 +1780,7 @@ type DeleteJobRequest struct {
 
 func (x *DeleteJobRequest) Reset() {
 	*x = DeleteJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[22]
+	mi := &file_raftcron_v1_job_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1800,7 +1792,7 @@ func (x *DeleteJobRequest) String() string {
 func (*DeleteJobRequest) ProtoMessage() {}
 
 func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[22]
+	mi := &file_raftcron_v1_job_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1813,7 +1805,7 @@ func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobRequest.ProtoReflect.Descriptor instead.
 func (*DeleteJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{22}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *DeleteJobRequest) GetName() string {
@@ -1838,7 +1830,7 @@ type DeleteJobResponse struct {
 
 func (x *DeleteJobResponse) Reset() {
 	*x = DeleteJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[23]
+	mi := &file_raftcron_v1_job_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1850,7 +1842,7 @@ func (x *DeleteJobResponse) String() string {
 func (*DeleteJobResponse) ProtoMessage() {}
 
 func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[23]
+	mi := &file_raftcron_v1_job_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1863,7 +1855,7 @@ func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobResponse.ProtoReflect.Descriptor instead.
 func (*DeleteJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{23}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{22}
 }
 
 type PauseJobRequest struct {
@@ -1876,7 +1868,7 @@ type PauseJobRequest struct {
 
 func (x *PauseJobRequest) Reset() {
 	*x = PauseJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[24]
+	mi := &file_raftcron_v1_job_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1888,7 +1880,7 @@ func (x *PauseJobRequest) String() string {
 func (*PauseJobRequest) ProtoMessage() {}
 
 func (x *PauseJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[24]
+	mi := &file_raftcron_v1_job_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1901,7 +1893,7 @@ func (x *PauseJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseJobRequest.ProtoReflect.Descriptor instead.
 func (*PauseJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{24}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PauseJobRequest) GetName() string {
@@ -1927,7 +1919,7 @@ type PauseJobResponse struct {
 
 func (x *PauseJobResponse) Reset() {
 	*x = PauseJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[25]
+	mi := &file_raftcron_v1_job_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1939,7 +1931,7 @@ func (x *PauseJobResponse) String() string {
 func (*PauseJobResponse) ProtoMessage() {}
 
 func (x *PauseJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[25]
+	mi := &file_raftcron_v1_job_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1952,7 +1944,7 @@ func (x *PauseJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseJobResponse.ProtoReflect.Descriptor instead.
 func (*PauseJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{25}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PauseJobResponse) GetJob() *Job {
@@ -1971,7 +1963,7 @@ type ResumeJobRequest struct {
 
 func (x *ResumeJobRequest) Reset() {
 	*x = ResumeJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[26]
+	mi := &file_raftcron_v1_job_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1983,7 +1975,7 @@ func (x *ResumeJobRequest) String() string {
 func (*ResumeJobRequest) ProtoMessage() {}
 
 func (x *ResumeJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[26]
+	mi := &file_raftcron_v1_job_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1996,7 +1988,7 @@ func (x *ResumeJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeJobRequest.ProtoReflect.Descriptor instead.
 func (*ResumeJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{26}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ResumeJobRequest) GetName() string {
@@ -2015,7 +2007,7 @@ type ResumeJobResponse struct {
 
 func (x *ResumeJobResponse) Reset() {
 	*x = ResumeJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[27]
+	mi := &file_raftcron_v1_job_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2027,7 +2019,7 @@ func (x *ResumeJobResponse) String() string {
 func (*ResumeJobResponse) ProtoMessage() {}
 
 func (x *ResumeJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[27]
+	mi := &file_raftcron_v1_job_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2040,7 +2032,7 @@ func (x *ResumeJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeJobResponse.ProtoReflect.Descriptor instead.
 func (*ResumeJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{27}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ResumeJobResponse) GetJob() *Job {
@@ -2062,7 +2054,7 @@ type TriggerJobRequest struct {
 
 func (x *TriggerJobRequest) Reset() {
 	*x = TriggerJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[28]
+	mi := &file_raftcron_v1_job_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2074,7 +2066,7 @@ func (x *TriggerJobRequest) String() string {
 func (*TriggerJobRequest) ProtoMessage() {}
 
 func (x *TriggerJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[28]
+	mi := &file_raftcron_v1_job_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2087,7 +2079,7 @@ func (x *TriggerJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerJobRequest.ProtoReflect.Descriptor instead.
 func (*TriggerJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{28}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *TriggerJobRequest) GetName() string {
@@ -2120,7 +2112,7 @@ type TriggerJobResponse struct {
 
 func (x *TriggerJobResponse) Reset() {
 	*x = TriggerJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[29]
+	mi := &file_raftcron_v1_job_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2132,7 +2124,7 @@ func (x *TriggerJobResponse) String() string {
 func (*TriggerJobResponse) ProtoMessage() {}
 
 func (x *TriggerJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[29]
+	mi := &file_raftcron_v1_job_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2145,7 +2137,7 @@ func (x *TriggerJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerJobResponse.ProtoReflect.Descriptor instead.
 func (*TriggerJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{29}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *TriggerJobResponse) GetRun() *Run {
@@ -2171,7 +2163,7 @@ type PreviewScheduleRequest struct {
 
 func (x *PreviewScheduleRequest) Reset() {
 	*x = PreviewScheduleRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[30]
+	mi := &file_raftcron_v1_job_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2183,7 +2175,7 @@ func (x *PreviewScheduleRequest) String() string {
 func (*PreviewScheduleRequest) ProtoMessage() {}
 
 func (x *PreviewScheduleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[30]
+	mi := &file_raftcron_v1_job_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2196,7 +2188,7 @@ func (x *PreviewScheduleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewScheduleRequest.ProtoReflect.Descriptor instead.
 func (*PreviewScheduleRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{30}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *PreviewScheduleRequest) GetName() string {
@@ -2246,7 +2238,7 @@ type PreviewScheduleResponse struct {
 
 func (x *PreviewScheduleResponse) Reset() {
 	*x = PreviewScheduleResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[31]
+	mi := &file_raftcron_v1_job_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2258,7 +2250,7 @@ func (x *PreviewScheduleResponse) String() string {
 func (*PreviewScheduleResponse) ProtoMessage() {}
 
 func (x *PreviewScheduleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[31]
+	mi := &file_raftcron_v1_job_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2271,7 +2263,7 @@ func (x *PreviewScheduleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewScheduleResponse.ProtoReflect.Descriptor instead.
 func (*PreviewScheduleResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{31}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *PreviewScheduleResponse) GetTimes() []*timestamppb.Timestamp {
@@ -2301,7 +2293,7 @@ type PreviewSlot struct {
 
 func (x *PreviewSlot) Reset() {
 	*x = PreviewSlot{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[32]
+	mi := &file_raftcron_v1_job_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2313,7 +2305,7 @@ func (x *PreviewSlot) String() string {
 func (*PreviewSlot) ProtoMessage() {}
 
 func (x *PreviewSlot) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[32]
+	mi := &file_raftcron_v1_job_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2326,7 +2318,7 @@ func (x *PreviewSlot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewSlot.ProtoReflect.Descriptor instead.
 func (*PreviewSlot) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{32}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *PreviewSlot) GetTime() *timestamppb.Timestamp {
@@ -2347,7 +2339,7 @@ var File_raftcron_v1_job_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\n" +
-	"\x15raftcron/v1/job.proto\x12\vraftcron.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1araftcron/v1/calendar.proto\x1a\x19raftcron/v1/checkin.proto\x1a\x15raftcron/v1/run.proto\"\xad\a\n" +
+	"\x15raftcron/v1/job.proto\x12\vraftcron.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17raftcron/v1/alert.proto\x1a\x1araftcron/v1/calendar.proto\x1a\x19raftcron/v1/checkin.proto\x1a\x15raftcron/v1/run.proto\"\xda\a\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bschedule\x18\x02 \x01(\tR\bschedule\x12\x1a\n" +
@@ -2370,12 +2362,11 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\x06end_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\x05endAt\x128\n" +
 	"\x06labels\x18\x0f \x03(\v2 .raftcron.v1.JobSpec.LabelsEntryR\x06labels\x12#\n" +
 	"\rhistory_limit\x18\x10 \x01(\rR\fhistoryLimit\x12+\n" +
-	"\x06expect\x18\x1e \x01(\v2\x13.raftcron.v1.ExpectR\x06expect\x1a9\n" +
+	"\x06expect\x18\x1e \x01(\v2\x13.raftcron.v1.ExpectR\x06expect\x12+\n" +
+	"\x06notify\x18\x1f \x03(\v2\x13.raftcron.v1.NotifyR\x06notify\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"F\n" +
-	"\x06Expect\x12<\n" +
-	"\fstart_within\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\vstartWithin\"\xc5\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc5\x02\n" +
 	"\n" +
 	"HttpTarget\x12\x10\n" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12\x16\n" +
@@ -2434,7 +2425,7 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\fmodify_index\x18\x06 \x01(\x04R\vmodifyIndex\x12.\n" +
 	"\x06status\x18\a \x01(\v2\x16.raftcron.v1.JobStatusR\x06status\x12\x1d\n" +
 	"\n" +
-	"updated_by\x18\x14 \x01(\tR\tupdatedBy\"\x82\x04\n" +
+	"updated_by\x18\x14 \x01(\tR\tupdatedBy\"\x90\x05\n" +
 	"\tJobStatus\x12\x1f\n" +
 	"\vcursor_unix\x18\x01 \x01(\x03R\n" +
 	"cursorUnix\x12!\n" +
@@ -2451,7 +2442,10 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	" \x01(\x03R\x10bufferedSlotUnix\x12$\n" +
 	"\x0enext_fire_unix\x18\v \x01(\x03R\fnextFireUnix\x12)\n" +
 	"\x10first_generation\x18\x14 \x01(\x04R\x0ffirstGeneration\x12,\n" +
-	"\x12deferred_slot_unix\x18, \x01(\x03R\x10deferredSlotUnix\"<\n" +
+	"\x12deferred_slot_unix\x18, \x01(\x03R\x10deferredSlotUnix\x121\n" +
+	"\x14consecutive_failures\x18\x1e \x01(\rR\x13consecutiveFailures\x123\n" +
+	"\x16last_success_unix_nano\x18\x1f \x01(\x03R\x13lastSuccessUnixNano\x12$\n" +
+	"\x0elate_slot_unix\x18  \x01(\x03R\flateSlotUnix\"<\n" +
 	"\x10CreateJobRequest\x12(\n" +
 	"\x04spec\x18\x01 \x01(\v2\x14.raftcron.v1.JobSpecR\x04spec\"7\n" +
 	"\x11CreateJobResponse\x12\"\n" +
@@ -2571,135 +2565,136 @@ func file_raftcron_v1_job_proto_rawDescGZIP() []byte {
 }
 
 var file_raftcron_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_raftcron_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_raftcron_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
 var file_raftcron_v1_job_proto_goTypes = []any{
 	(CatchupPolicy)(0),              // 0: raftcron.v1.CatchupPolicy
 	(Overlap)(0),                    // 1: raftcron.v1.Overlap
 	(Delivery)(0),                   // 2: raftcron.v1.Delivery
 	(*JobSpec)(nil),                 // 3: raftcron.v1.JobSpec
-	(*Expect)(nil),                  // 4: raftcron.v1.Expect
-	(*HttpTarget)(nil),              // 5: raftcron.v1.HttpTarget
-	(*ExecTarget)(nil),              // 6: raftcron.v1.ExecTarget
-	(*WorkerTarget)(nil),            // 7: raftcron.v1.WorkerTarget
-	(*Catchup)(nil),                 // 8: raftcron.v1.Catchup
-	(*Retry)(nil),                   // 9: raftcron.v1.Retry
-	(*Job)(nil),                     // 10: raftcron.v1.Job
-	(*JobStatus)(nil),               // 11: raftcron.v1.JobStatus
-	(*CreateJobRequest)(nil),        // 12: raftcron.v1.CreateJobRequest
-	(*CreateJobResponse)(nil),       // 13: raftcron.v1.CreateJobResponse
-	(*UpdateJobRequest)(nil),        // 14: raftcron.v1.UpdateJobRequest
-	(*UpdateJobResponse)(nil),       // 15: raftcron.v1.UpdateJobResponse
-	(*ApplyJobRequest)(nil),         // 16: raftcron.v1.ApplyJobRequest
-	(*ApplyJobResponse)(nil),        // 17: raftcron.v1.ApplyJobResponse
-	(*ApplyJobsRequest)(nil),        // 18: raftcron.v1.ApplyJobsRequest
-	(*ApplyJobsResponse)(nil),       // 19: raftcron.v1.ApplyJobsResponse
-	(*ApplyJobsResult)(nil),         // 20: raftcron.v1.ApplyJobsResult
-	(*GetJobRequest)(nil),           // 21: raftcron.v1.GetJobRequest
-	(*GetJobResponse)(nil),          // 22: raftcron.v1.GetJobResponse
-	(*ListJobsRequest)(nil),         // 23: raftcron.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),        // 24: raftcron.v1.ListJobsResponse
-	(*DeleteJobRequest)(nil),        // 25: raftcron.v1.DeleteJobRequest
-	(*DeleteJobResponse)(nil),       // 26: raftcron.v1.DeleteJobResponse
-	(*PauseJobRequest)(nil),         // 27: raftcron.v1.PauseJobRequest
-	(*PauseJobResponse)(nil),        // 28: raftcron.v1.PauseJobResponse
-	(*ResumeJobRequest)(nil),        // 29: raftcron.v1.ResumeJobRequest
-	(*ResumeJobResponse)(nil),       // 30: raftcron.v1.ResumeJobResponse
-	(*TriggerJobRequest)(nil),       // 31: raftcron.v1.TriggerJobRequest
-	(*TriggerJobResponse)(nil),      // 32: raftcron.v1.TriggerJobResponse
-	(*PreviewScheduleRequest)(nil),  // 33: raftcron.v1.PreviewScheduleRequest
-	(*PreviewScheduleResponse)(nil), // 34: raftcron.v1.PreviewScheduleResponse
-	(*PreviewSlot)(nil),             // 35: raftcron.v1.PreviewSlot
-	nil,                             // 36: raftcron.v1.JobSpec.LabelsEntry
-	nil,                             // 37: raftcron.v1.HttpTarget.HeadersEntry
-	nil,                             // 38: raftcron.v1.ExecTarget.EnvEntry
-	nil,                             // 39: raftcron.v1.WorkerTarget.TagsEntry
-	nil,                             // 40: raftcron.v1.WorkerTarget.EnvEntry
-	nil,                             // 41: raftcron.v1.ListJobsRequest.LabelSelectorEntry
-	(*CalendarRefs)(nil),            // 42: raftcron.v1.CalendarRefs
-	(*CheckinTarget)(nil),           // 43: raftcron.v1.CheckinTarget
-	(*durationpb.Duration)(nil),     // 44: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),   // 45: google.protobuf.Timestamp
-	(RunState)(0),                   // 46: raftcron.v1.RunState
-	(*Run)(nil),                     // 47: raftcron.v1.Run
-	(*CheckinJobRequest)(nil),       // 48: raftcron.v1.CheckinJobRequest
-	(*CheckinJobResponse)(nil),      // 49: raftcron.v1.CheckinJobResponse
+	(*HttpTarget)(nil),              // 4: raftcron.v1.HttpTarget
+	(*ExecTarget)(nil),              // 5: raftcron.v1.ExecTarget
+	(*WorkerTarget)(nil),            // 6: raftcron.v1.WorkerTarget
+	(*Catchup)(nil),                 // 7: raftcron.v1.Catchup
+	(*Retry)(nil),                   // 8: raftcron.v1.Retry
+	(*Job)(nil),                     // 9: raftcron.v1.Job
+	(*JobStatus)(nil),               // 10: raftcron.v1.JobStatus
+	(*CreateJobRequest)(nil),        // 11: raftcron.v1.CreateJobRequest
+	(*CreateJobResponse)(nil),       // 12: raftcron.v1.CreateJobResponse
+	(*UpdateJobRequest)(nil),        // 13: raftcron.v1.UpdateJobRequest
+	(*UpdateJobResponse)(nil),       // 14: raftcron.v1.UpdateJobResponse
+	(*ApplyJobRequest)(nil),         // 15: raftcron.v1.ApplyJobRequest
+	(*ApplyJobResponse)(nil),        // 16: raftcron.v1.ApplyJobResponse
+	(*ApplyJobsRequest)(nil),        // 17: raftcron.v1.ApplyJobsRequest
+	(*ApplyJobsResponse)(nil),       // 18: raftcron.v1.ApplyJobsResponse
+	(*ApplyJobsResult)(nil),         // 19: raftcron.v1.ApplyJobsResult
+	(*GetJobRequest)(nil),           // 20: raftcron.v1.GetJobRequest
+	(*GetJobResponse)(nil),          // 21: raftcron.v1.GetJobResponse
+	(*ListJobsRequest)(nil),         // 22: raftcron.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),        // 23: raftcron.v1.ListJobsResponse
+	(*DeleteJobRequest)(nil),        // 24: raftcron.v1.DeleteJobRequest
+	(*DeleteJobResponse)(nil),       // 25: raftcron.v1.DeleteJobResponse
+	(*PauseJobRequest)(nil),         // 26: raftcron.v1.PauseJobRequest
+	(*PauseJobResponse)(nil),        // 27: raftcron.v1.PauseJobResponse
+	(*ResumeJobRequest)(nil),        // 28: raftcron.v1.ResumeJobRequest
+	(*ResumeJobResponse)(nil),       // 29: raftcron.v1.ResumeJobResponse
+	(*TriggerJobRequest)(nil),       // 30: raftcron.v1.TriggerJobRequest
+	(*TriggerJobResponse)(nil),      // 31: raftcron.v1.TriggerJobResponse
+	(*PreviewScheduleRequest)(nil),  // 32: raftcron.v1.PreviewScheduleRequest
+	(*PreviewScheduleResponse)(nil), // 33: raftcron.v1.PreviewScheduleResponse
+	(*PreviewSlot)(nil),             // 34: raftcron.v1.PreviewSlot
+	nil,                             // 35: raftcron.v1.JobSpec.LabelsEntry
+	nil,                             // 36: raftcron.v1.HttpTarget.HeadersEntry
+	nil,                             // 37: raftcron.v1.ExecTarget.EnvEntry
+	nil,                             // 38: raftcron.v1.WorkerTarget.TagsEntry
+	nil,                             // 39: raftcron.v1.WorkerTarget.EnvEntry
+	nil,                             // 40: raftcron.v1.ListJobsRequest.LabelSelectorEntry
+	(*CalendarRefs)(nil),            // 41: raftcron.v1.CalendarRefs
+	(*CheckinTarget)(nil),           // 42: raftcron.v1.CheckinTarget
+	(*durationpb.Duration)(nil),     // 43: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),   // 44: google.protobuf.Timestamp
+	(*Expect)(nil),                  // 45: raftcron.v1.Expect
+	(*Notify)(nil),                  // 46: raftcron.v1.Notify
+	(RunState)(0),                   // 47: raftcron.v1.RunState
+	(*Run)(nil),                     // 48: raftcron.v1.Run
+	(*CheckinJobRequest)(nil),       // 49: raftcron.v1.CheckinJobRequest
+	(*CheckinJobResponse)(nil),      // 50: raftcron.v1.CheckinJobResponse
 }
 var file_raftcron_v1_job_proto_depIdxs = []int32{
-	42, // 0: raftcron.v1.JobSpec.calendars:type_name -> raftcron.v1.CalendarRefs
-	5,  // 1: raftcron.v1.JobSpec.http:type_name -> raftcron.v1.HttpTarget
-	6,  // 2: raftcron.v1.JobSpec.exec:type_name -> raftcron.v1.ExecTarget
-	7,  // 3: raftcron.v1.JobSpec.worker:type_name -> raftcron.v1.WorkerTarget
-	43, // 4: raftcron.v1.JobSpec.checkin:type_name -> raftcron.v1.CheckinTarget
-	8,  // 5: raftcron.v1.JobSpec.catchup:type_name -> raftcron.v1.Catchup
+	41, // 0: raftcron.v1.JobSpec.calendars:type_name -> raftcron.v1.CalendarRefs
+	4,  // 1: raftcron.v1.JobSpec.http:type_name -> raftcron.v1.HttpTarget
+	5,  // 2: raftcron.v1.JobSpec.exec:type_name -> raftcron.v1.ExecTarget
+	6,  // 3: raftcron.v1.JobSpec.worker:type_name -> raftcron.v1.WorkerTarget
+	42, // 4: raftcron.v1.JobSpec.checkin:type_name -> raftcron.v1.CheckinTarget
+	7,  // 5: raftcron.v1.JobSpec.catchup:type_name -> raftcron.v1.Catchup
 	1,  // 6: raftcron.v1.JobSpec.overlap:type_name -> raftcron.v1.Overlap
 	2,  // 7: raftcron.v1.JobSpec.delivery:type_name -> raftcron.v1.Delivery
-	9,  // 8: raftcron.v1.JobSpec.retry:type_name -> raftcron.v1.Retry
-	44, // 9: raftcron.v1.JobSpec.deadline:type_name -> google.protobuf.Duration
-	45, // 10: raftcron.v1.JobSpec.start_at:type_name -> google.protobuf.Timestamp
-	45, // 11: raftcron.v1.JobSpec.end_at:type_name -> google.protobuf.Timestamp
-	36, // 12: raftcron.v1.JobSpec.labels:type_name -> raftcron.v1.JobSpec.LabelsEntry
-	4,  // 13: raftcron.v1.JobSpec.expect:type_name -> raftcron.v1.Expect
-	44, // 14: raftcron.v1.Expect.start_within:type_name -> google.protobuf.Duration
-	37, // 15: raftcron.v1.HttpTarget.headers:type_name -> raftcron.v1.HttpTarget.HeadersEntry
-	44, // 16: raftcron.v1.HttpTarget.timeout:type_name -> google.protobuf.Duration
-	38, // 17: raftcron.v1.ExecTarget.env:type_name -> raftcron.v1.ExecTarget.EnvEntry
-	44, // 18: raftcron.v1.ExecTarget.timeout:type_name -> google.protobuf.Duration
-	39, // 19: raftcron.v1.WorkerTarget.tags:type_name -> raftcron.v1.WorkerTarget.TagsEntry
-	40, // 20: raftcron.v1.WorkerTarget.env:type_name -> raftcron.v1.WorkerTarget.EnvEntry
-	44, // 21: raftcron.v1.WorkerTarget.timeout:type_name -> google.protobuf.Duration
-	44, // 22: raftcron.v1.WorkerTarget.lease:type_name -> google.protobuf.Duration
-	44, // 23: raftcron.v1.Catchup.window:type_name -> google.protobuf.Duration
+	8,  // 8: raftcron.v1.JobSpec.retry:type_name -> raftcron.v1.Retry
+	43, // 9: raftcron.v1.JobSpec.deadline:type_name -> google.protobuf.Duration
+	44, // 10: raftcron.v1.JobSpec.start_at:type_name -> google.protobuf.Timestamp
+	44, // 11: raftcron.v1.JobSpec.end_at:type_name -> google.protobuf.Timestamp
+	35, // 12: raftcron.v1.JobSpec.labels:type_name -> raftcron.v1.JobSpec.LabelsEntry
+	45, // 13: raftcron.v1.JobSpec.expect:type_name -> raftcron.v1.Expect
+	46, // 14: raftcron.v1.JobSpec.notify:type_name -> raftcron.v1.Notify
+	36, // 15: raftcron.v1.HttpTarget.headers:type_name -> raftcron.v1.HttpTarget.HeadersEntry
+	43, // 16: raftcron.v1.HttpTarget.timeout:type_name -> google.protobuf.Duration
+	37, // 17: raftcron.v1.ExecTarget.env:type_name -> raftcron.v1.ExecTarget.EnvEntry
+	43, // 18: raftcron.v1.ExecTarget.timeout:type_name -> google.protobuf.Duration
+	38, // 19: raftcron.v1.WorkerTarget.tags:type_name -> raftcron.v1.WorkerTarget.TagsEntry
+	39, // 20: raftcron.v1.WorkerTarget.env:type_name -> raftcron.v1.WorkerTarget.EnvEntry
+	43, // 21: raftcron.v1.WorkerTarget.timeout:type_name -> google.protobuf.Duration
+	43, // 22: raftcron.v1.WorkerTarget.lease:type_name -> google.protobuf.Duration
+	43, // 23: raftcron.v1.Catchup.window:type_name -> google.protobuf.Duration
 	0,  // 24: raftcron.v1.Catchup.policy:type_name -> raftcron.v1.CatchupPolicy
-	44, // 25: raftcron.v1.Retry.initial_backoff:type_name -> google.protobuf.Duration
-	44, // 26: raftcron.v1.Retry.max_backoff:type_name -> google.protobuf.Duration
+	43, // 25: raftcron.v1.Retry.initial_backoff:type_name -> google.protobuf.Duration
+	43, // 26: raftcron.v1.Retry.max_backoff:type_name -> google.protobuf.Duration
 	3,  // 27: raftcron.v1.Job.spec:type_name -> raftcron.v1.JobSpec
-	45, // 28: raftcron.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	45, // 29: raftcron.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	11, // 30: raftcron.v1.Job.status:type_name -> raftcron.v1.JobStatus
-	46, // 31: raftcron.v1.JobStatus.last_outcome:type_name -> raftcron.v1.RunState
+	44, // 28: raftcron.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	44, // 29: raftcron.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	10, // 30: raftcron.v1.Job.status:type_name -> raftcron.v1.JobStatus
+	47, // 31: raftcron.v1.JobStatus.last_outcome:type_name -> raftcron.v1.RunState
 	3,  // 32: raftcron.v1.CreateJobRequest.spec:type_name -> raftcron.v1.JobSpec
-	10, // 33: raftcron.v1.CreateJobResponse.job:type_name -> raftcron.v1.Job
+	9,  // 33: raftcron.v1.CreateJobResponse.job:type_name -> raftcron.v1.Job
 	3,  // 34: raftcron.v1.UpdateJobRequest.spec:type_name -> raftcron.v1.JobSpec
-	10, // 35: raftcron.v1.UpdateJobResponse.job:type_name -> raftcron.v1.Job
+	9,  // 35: raftcron.v1.UpdateJobResponse.job:type_name -> raftcron.v1.Job
 	3,  // 36: raftcron.v1.ApplyJobRequest.spec:type_name -> raftcron.v1.JobSpec
-	10, // 37: raftcron.v1.ApplyJobResponse.job:type_name -> raftcron.v1.Job
+	9,  // 37: raftcron.v1.ApplyJobResponse.job:type_name -> raftcron.v1.Job
 	3,  // 38: raftcron.v1.ApplyJobsRequest.specs:type_name -> raftcron.v1.JobSpec
-	20, // 39: raftcron.v1.ApplyJobsResponse.results:type_name -> raftcron.v1.ApplyJobsResult
-	10, // 40: raftcron.v1.ApplyJobsResult.job:type_name -> raftcron.v1.Job
-	10, // 41: raftcron.v1.GetJobResponse.job:type_name -> raftcron.v1.Job
-	41, // 42: raftcron.v1.ListJobsRequest.label_selector:type_name -> raftcron.v1.ListJobsRequest.LabelSelectorEntry
-	10, // 43: raftcron.v1.ListJobsResponse.jobs:type_name -> raftcron.v1.Job
-	10, // 44: raftcron.v1.PauseJobResponse.job:type_name -> raftcron.v1.Job
-	10, // 45: raftcron.v1.ResumeJobResponse.job:type_name -> raftcron.v1.Job
-	47, // 46: raftcron.v1.TriggerJobResponse.run:type_name -> raftcron.v1.Run
-	45, // 47: raftcron.v1.PreviewScheduleRequest.after:type_name -> google.protobuf.Timestamp
-	45, // 48: raftcron.v1.PreviewScheduleResponse.times:type_name -> google.protobuf.Timestamp
-	35, // 49: raftcron.v1.PreviewScheduleResponse.slots:type_name -> raftcron.v1.PreviewSlot
-	45, // 50: raftcron.v1.PreviewSlot.time:type_name -> google.protobuf.Timestamp
-	12, // 51: raftcron.v1.JobService.CreateJob:input_type -> raftcron.v1.CreateJobRequest
-	14, // 52: raftcron.v1.JobService.UpdateJob:input_type -> raftcron.v1.UpdateJobRequest
-	16, // 53: raftcron.v1.JobService.ApplyJob:input_type -> raftcron.v1.ApplyJobRequest
-	18, // 54: raftcron.v1.JobService.ApplyJobs:input_type -> raftcron.v1.ApplyJobsRequest
-	21, // 55: raftcron.v1.JobService.GetJob:input_type -> raftcron.v1.GetJobRequest
-	23, // 56: raftcron.v1.JobService.ListJobs:input_type -> raftcron.v1.ListJobsRequest
-	25, // 57: raftcron.v1.JobService.DeleteJob:input_type -> raftcron.v1.DeleteJobRequest
-	27, // 58: raftcron.v1.JobService.PauseJob:input_type -> raftcron.v1.PauseJobRequest
-	29, // 59: raftcron.v1.JobService.ResumeJob:input_type -> raftcron.v1.ResumeJobRequest
-	31, // 60: raftcron.v1.JobService.TriggerJob:input_type -> raftcron.v1.TriggerJobRequest
-	33, // 61: raftcron.v1.JobService.PreviewSchedule:input_type -> raftcron.v1.PreviewScheduleRequest
-	48, // 62: raftcron.v1.JobService.CheckinJob:input_type -> raftcron.v1.CheckinJobRequest
-	13, // 63: raftcron.v1.JobService.CreateJob:output_type -> raftcron.v1.CreateJobResponse
-	15, // 64: raftcron.v1.JobService.UpdateJob:output_type -> raftcron.v1.UpdateJobResponse
-	17, // 65: raftcron.v1.JobService.ApplyJob:output_type -> raftcron.v1.ApplyJobResponse
-	19, // 66: raftcron.v1.JobService.ApplyJobs:output_type -> raftcron.v1.ApplyJobsResponse
-	22, // 67: raftcron.v1.JobService.GetJob:output_type -> raftcron.v1.GetJobResponse
-	24, // 68: raftcron.v1.JobService.ListJobs:output_type -> raftcron.v1.ListJobsResponse
-	26, // 69: raftcron.v1.JobService.DeleteJob:output_type -> raftcron.v1.DeleteJobResponse
-	28, // 70: raftcron.v1.JobService.PauseJob:output_type -> raftcron.v1.PauseJobResponse
-	30, // 71: raftcron.v1.JobService.ResumeJob:output_type -> raftcron.v1.ResumeJobResponse
-	32, // 72: raftcron.v1.JobService.TriggerJob:output_type -> raftcron.v1.TriggerJobResponse
-	34, // 73: raftcron.v1.JobService.PreviewSchedule:output_type -> raftcron.v1.PreviewScheduleResponse
-	49, // 74: raftcron.v1.JobService.CheckinJob:output_type -> raftcron.v1.CheckinJobResponse
+	19, // 39: raftcron.v1.ApplyJobsResponse.results:type_name -> raftcron.v1.ApplyJobsResult
+	9,  // 40: raftcron.v1.ApplyJobsResult.job:type_name -> raftcron.v1.Job
+	9,  // 41: raftcron.v1.GetJobResponse.job:type_name -> raftcron.v1.Job
+	40, // 42: raftcron.v1.ListJobsRequest.label_selector:type_name -> raftcron.v1.ListJobsRequest.LabelSelectorEntry
+	9,  // 43: raftcron.v1.ListJobsResponse.jobs:type_name -> raftcron.v1.Job
+	9,  // 44: raftcron.v1.PauseJobResponse.job:type_name -> raftcron.v1.Job
+	9,  // 45: raftcron.v1.ResumeJobResponse.job:type_name -> raftcron.v1.Job
+	48, // 46: raftcron.v1.TriggerJobResponse.run:type_name -> raftcron.v1.Run
+	44, // 47: raftcron.v1.PreviewScheduleRequest.after:type_name -> google.protobuf.Timestamp
+	44, // 48: raftcron.v1.PreviewScheduleResponse.times:type_name -> google.protobuf.Timestamp
+	34, // 49: raftcron.v1.PreviewScheduleResponse.slots:type_name -> raftcron.v1.PreviewSlot
+	44, // 50: raftcron.v1.PreviewSlot.time:type_name -> google.protobuf.Timestamp
+	11, // 51: raftcron.v1.JobService.CreateJob:input_type -> raftcron.v1.CreateJobRequest
+	13, // 52: raftcron.v1.JobService.UpdateJob:input_type -> raftcron.v1.UpdateJobRequest
+	15, // 53: raftcron.v1.JobService.ApplyJob:input_type -> raftcron.v1.ApplyJobRequest
+	17, // 54: raftcron.v1.JobService.ApplyJobs:input_type -> raftcron.v1.ApplyJobsRequest
+	20, // 55: raftcron.v1.JobService.GetJob:input_type -> raftcron.v1.GetJobRequest
+	22, // 56: raftcron.v1.JobService.ListJobs:input_type -> raftcron.v1.ListJobsRequest
+	24, // 57: raftcron.v1.JobService.DeleteJob:input_type -> raftcron.v1.DeleteJobRequest
+	26, // 58: raftcron.v1.JobService.PauseJob:input_type -> raftcron.v1.PauseJobRequest
+	28, // 59: raftcron.v1.JobService.ResumeJob:input_type -> raftcron.v1.ResumeJobRequest
+	30, // 60: raftcron.v1.JobService.TriggerJob:input_type -> raftcron.v1.TriggerJobRequest
+	32, // 61: raftcron.v1.JobService.PreviewSchedule:input_type -> raftcron.v1.PreviewScheduleRequest
+	49, // 62: raftcron.v1.JobService.CheckinJob:input_type -> raftcron.v1.CheckinJobRequest
+	12, // 63: raftcron.v1.JobService.CreateJob:output_type -> raftcron.v1.CreateJobResponse
+	14, // 64: raftcron.v1.JobService.UpdateJob:output_type -> raftcron.v1.UpdateJobResponse
+	16, // 65: raftcron.v1.JobService.ApplyJob:output_type -> raftcron.v1.ApplyJobResponse
+	18, // 66: raftcron.v1.JobService.ApplyJobs:output_type -> raftcron.v1.ApplyJobsResponse
+	21, // 67: raftcron.v1.JobService.GetJob:output_type -> raftcron.v1.GetJobResponse
+	23, // 68: raftcron.v1.JobService.ListJobs:output_type -> raftcron.v1.ListJobsResponse
+	25, // 69: raftcron.v1.JobService.DeleteJob:output_type -> raftcron.v1.DeleteJobResponse
+	27, // 70: raftcron.v1.JobService.PauseJob:output_type -> raftcron.v1.PauseJobResponse
+	29, // 71: raftcron.v1.JobService.ResumeJob:output_type -> raftcron.v1.ResumeJobResponse
+	31, // 72: raftcron.v1.JobService.TriggerJob:output_type -> raftcron.v1.TriggerJobResponse
+	33, // 73: raftcron.v1.JobService.PreviewSchedule:output_type -> raftcron.v1.PreviewScheduleResponse
+	50, // 74: raftcron.v1.JobService.CheckinJob:output_type -> raftcron.v1.CheckinJobResponse
 	63, // [63:75] is the sub-list for method output_type
 	51, // [51:63] is the sub-list for method input_type
 	51, // [51:51] is the sub-list for extension type_name
@@ -2712,6 +2707,7 @@ func file_raftcron_v1_job_proto_init() {
 	if File_raftcron_v1_job_proto != nil {
 		return
 	}
+	file_raftcron_v1_alert_proto_init()
 	file_raftcron_v1_calendar_proto_init()
 	file_raftcron_v1_checkin_proto_init()
 	file_raftcron_v1_run_proto_init()
@@ -2721,7 +2717,7 @@ func file_raftcron_v1_job_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_raftcron_v1_job_proto_rawDesc), len(file_raftcron_v1_job_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   39,
+			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

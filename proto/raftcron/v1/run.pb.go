@@ -384,7 +384,10 @@ type Run struct {
 	// Filled on reads, never stored: the run belongs to a deleted job of its
 	// name, not to the job of that name now registered (if any). Only callers
 	// without a selector see such runs.
-	JobDeleted    bool `protobuf:"varint,20,opt,name=job_deleted,json=jobDeleted,proto3" json:"job_deleted,omitempty"`
+	JobDeleted bool `protobuf:"varint,20,opt,name=job_deleted,json=jobDeleted,proto3" json:"job_deleted,omitempty"`
+	// The run was judged too_long (expect.max_duration) while it ran:
+	// alerts judge a run once.
+	JudgedTooLong bool `protobuf:"varint,34,opt,name=judged_too_long,json=judgedTooLong,proto3" json:"judged_too_long,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -538,6 +541,13 @@ func (x *Run) GetJobDeleted() bool {
 	return false
 }
 
+func (x *Run) GetJudgedTooLong() bool {
+	if x != nil {
+		return x.JudgedTooLong
+	}
+	return false
+}
+
 // RunCounts counts runs: fired (a manual trigger or a slot dispatched,
 // retries not counted again), finished failed (failed, fenced,
 // deadline_exceeded, or unknown after a failover), and slots missed.
@@ -626,7 +636,7 @@ const file_raftcron_v1_run_proto_rawDesc = "" +
 	"\tpinged_by\x18\x1f \x01(\tR\bpingedByB\v\n" +
 	"\t_progressB\f\n" +
 	"\n" +
-	"_exit_code\"\xfa\x04\n" +
+	"_exit_code\"\xa2\x05\n" +
 	"\x03Run\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
 	"\x03job\x18\x02 \x01(\tR\x03job\x12\x1e\n" +
@@ -649,7 +659,8 @@ const file_raftcron_v1_run_proto_rawDesc = "" +
 	"\foff_schedule\x18\x1e \x01(\bR\voffSchedule\x12(\n" +
 	"\x10close_request_id\x18\x1f \x01(\tR\x0ecloseRequestId\x12\x1f\n" +
 	"\vjob_deleted\x18\x14 \x01(\bR\n" +
-	"jobDeleted\"U\n" +
+	"jobDeleted\x12&\n" +
+	"\x0fjudged_too_long\x18\" \x01(\bR\rjudgedTooLong\"U\n" +
 	"\tRunCounts\x12\x14\n" +
 	"\x05fires\x18\x01 \x01(\x04R\x05fires\x12\x1a\n" +
 	"\bfailures\x18\x02 \x01(\x04R\bfailures\x12\x16\n" +

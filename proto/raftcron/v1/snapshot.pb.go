@@ -60,8 +60,17 @@ type SnapshotHeader struct {
 	// the audit records (live state). A snapshot without them has 0 here.
 	CalendarCount uint64 `protobuf:"varint,45,opt,name=calendar_count,json=calendarCount,proto3" json:"calendar_count,omitempty"`
 	FreezeCount   uint64 `protobuf:"varint,46,opt,name=freeze_count,json=freezeCount,proto3" json:"freeze_count,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// The alert section follows the secrets: how many channels, notify
+	// rules, alerts and open episodes, the last alert sequence number and
+	// the alerts kept. A snapshot without alerts has 0 here.
+	ChannelCount    uint64 `protobuf:"varint,50,opt,name=channel_count,json=channelCount,proto3" json:"channel_count,omitempty"`
+	NotifyRuleCount uint64 `protobuf:"varint,51,opt,name=notify_rule_count,json=notifyRuleCount,proto3" json:"notify_rule_count,omitempty"`
+	AlertCount      uint64 `protobuf:"varint,52,opt,name=alert_count,json=alertCount,proto3" json:"alert_count,omitempty"`
+	EpisodeCount    uint64 `protobuf:"varint,53,opt,name=episode_count,json=episodeCount,proto3" json:"episode_count,omitempty"`
+	AlertSeq        uint64 `protobuf:"varint,54,opt,name=alert_seq,json=alertSeq,proto3" json:"alert_seq,omitempty"`
+	AlertLimit      uint32 `protobuf:"varint,55,opt,name=alert_limit,json=alertLimit,proto3" json:"alert_limit,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *SnapshotHeader) Reset() {
@@ -206,6 +215,48 @@ func (x *SnapshotHeader) GetFreezeCount() uint64 {
 	return 0
 }
 
+func (x *SnapshotHeader) GetChannelCount() uint64 {
+	if x != nil {
+		return x.ChannelCount
+	}
+	return 0
+}
+
+func (x *SnapshotHeader) GetNotifyRuleCount() uint64 {
+	if x != nil {
+		return x.NotifyRuleCount
+	}
+	return 0
+}
+
+func (x *SnapshotHeader) GetAlertCount() uint64 {
+	if x != nil {
+		return x.AlertCount
+	}
+	return 0
+}
+
+func (x *SnapshotHeader) GetEpisodeCount() uint64 {
+	if x != nil {
+		return x.EpisodeCount
+	}
+	return 0
+}
+
+func (x *SnapshotHeader) GetAlertSeq() uint64 {
+	if x != nil {
+		return x.AlertSeq
+	}
+	return 0
+}
+
+func (x *SnapshotHeader) GetAlertLimit() uint32 {
+	if x != nil {
+		return x.AlertLimit
+	}
+	return 0
+}
+
 // MinuteRunCounts is what the runs did in one minute, by the times the
 // leader stamped into the entries.
 type MinuteRunCounts struct {
@@ -273,6 +324,10 @@ type SnapshotRecord struct {
 	//	*SnapshotRecord_Secret
 	//	*SnapshotRecord_Calendar
 	//	*SnapshotRecord_Freeze
+	//	*SnapshotRecord_Channel
+	//	*SnapshotRecord_NotifyRule
+	//	*SnapshotRecord_Alert
+	//	*SnapshotRecord_Episode
 	Record        isSnapshotRecord_Record `protobuf_oneof:"record"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -387,6 +442,42 @@ func (x *SnapshotRecord) GetFreeze() *Freeze {
 	return nil
 }
 
+func (x *SnapshotRecord) GetChannel() *Channel {
+	if x != nil {
+		if x, ok := x.Record.(*SnapshotRecord_Channel); ok {
+			return x.Channel
+		}
+	}
+	return nil
+}
+
+func (x *SnapshotRecord) GetNotifyRule() *NotifyRule {
+	if x != nil {
+		if x, ok := x.Record.(*SnapshotRecord_NotifyRule); ok {
+			return x.NotifyRule
+		}
+	}
+	return nil
+}
+
+func (x *SnapshotRecord) GetAlert() *Alert {
+	if x != nil {
+		if x, ok := x.Record.(*SnapshotRecord_Alert); ok {
+			return x.Alert
+		}
+	}
+	return nil
+}
+
+func (x *SnapshotRecord) GetEpisode() *AlertEpisode {
+	if x != nil {
+		if x, ok := x.Record.(*SnapshotRecord_Episode); ok {
+			return x.Episode
+		}
+	}
+	return nil
+}
+
 type isSnapshotRecord_Record interface {
 	isSnapshotRecord_Record()
 }
@@ -424,6 +515,22 @@ type SnapshotRecord_Freeze struct {
 	Freeze *Freeze `protobuf:"bytes,46,opt,name=freeze,proto3,oneof"`
 }
 
+type SnapshotRecord_Channel struct {
+	Channel *Channel `protobuf:"bytes,50,opt,name=channel,proto3,oneof"`
+}
+
+type SnapshotRecord_NotifyRule struct {
+	NotifyRule *NotifyRule `protobuf:"bytes,51,opt,name=notify_rule,json=notifyRule,proto3,oneof"`
+}
+
+type SnapshotRecord_Alert struct {
+	Alert *Alert `protobuf:"bytes,52,opt,name=alert,proto3,oneof"`
+}
+
+type SnapshotRecord_Episode struct {
+	Episode *AlertEpisode `protobuf:"bytes,53,opt,name=episode,proto3,oneof"`
+}
+
 func (*SnapshotRecord_Job) isSnapshotRecord_Record() {}
 
 func (*SnapshotRecord_Tombstone) isSnapshotRecord_Record() {}
@@ -439,6 +546,14 @@ func (*SnapshotRecord_Secret) isSnapshotRecord_Record() {}
 func (*SnapshotRecord_Calendar) isSnapshotRecord_Record() {}
 
 func (*SnapshotRecord_Freeze) isSnapshotRecord_Record() {}
+
+func (*SnapshotRecord_Channel) isSnapshotRecord_Record() {}
+
+func (*SnapshotRecord_NotifyRule) isSnapshotRecord_Record() {}
+
+func (*SnapshotRecord_Alert) isSnapshotRecord_Record() {}
+
+func (*SnapshotRecord_Episode) isSnapshotRecord_Record() {}
 
 // AuditEntry is how the audit trail keeps a record: the record without the
 // diff of the job's spec, and the two specs that diff is rendered from
@@ -462,7 +577,12 @@ type AuditEntry struct {
 	CalendarBefore *CalendarSpec `protobuf:"bytes,45,opt,name=calendar_before,json=calendarBefore,proto3" json:"calendar_before,omitempty"`
 	CalendarAfter  *CalendarSpec `protobuf:"bytes,46,opt,name=calendar_after,json=calendarAfter,proto3" json:"calendar_after,omitempty"`
 	// Freeze writes: the freeze created or deleted.
-	Freeze        *Freeze `protobuf:"bytes,47,opt,name=freeze,proto3" json:"freeze,omitempty"`
+	Freeze *Freeze `protobuf:"bytes,47,opt,name=freeze,proto3" json:"freeze,omitempty"`
+	// Channel and notify rule writes: before and after.
+	ChannelBefore *Channel    `protobuf:"bytes,50,opt,name=channel_before,json=channelBefore,proto3" json:"channel_before,omitempty"`
+	ChannelAfter  *Channel    `protobuf:"bytes,51,opt,name=channel_after,json=channelAfter,proto3" json:"channel_after,omitempty"`
+	RuleBefore    *NotifyRule `protobuf:"bytes,52,opt,name=rule_before,json=ruleBefore,proto3" json:"rule_before,omitempty"`
+	RuleAfter     *NotifyRule `protobuf:"bytes,53,opt,name=rule_after,json=ruleAfter,proto3" json:"rule_after,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -560,6 +680,34 @@ func (x *AuditEntry) GetFreeze() *Freeze {
 	return nil
 }
 
+func (x *AuditEntry) GetChannelBefore() *Channel {
+	if x != nil {
+		return x.ChannelBefore
+	}
+	return nil
+}
+
+func (x *AuditEntry) GetChannelAfter() *Channel {
+	if x != nil {
+		return x.ChannelAfter
+	}
+	return nil
+}
+
+func (x *AuditEntry) GetRuleBefore() *NotifyRule {
+	if x != nil {
+		return x.RuleBefore
+	}
+	return nil
+}
+
+func (x *AuditEntry) GetRuleAfter() *NotifyRule {
+	if x != nil {
+		return x.RuleAfter
+	}
+	return nil
+}
+
 // Tombstone remembers a deleted job's last generation, so that a job
 // re-created under the same name never repeats a slot identity.
 type Tombstone struct {
@@ -618,7 +766,7 @@ var File_raftcron_v1_snapshot_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_snapshot_proto_rawDesc = "" +
 	"\n" +
-	"\x1araftcron/v1/snapshot.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/acl.proto\x1a\x17raftcron/v1/audit.proto\x1a\x1araftcron/v1/calendar.proto\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\x1a\x18raftcron/v1/secret.proto\"\xf7\x04\n" +
+	"\x1araftcron/v1/snapshot.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/acl.proto\x1a\x17raftcron/v1/alert.proto\x1a\x17raftcron/v1/audit.proto\x1a\x1araftcron/v1/calendar.proto\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\x1a\x18raftcron/v1/secret.proto\"\xcc\x06\n" +
 	"\x0eSnapshotHeader\x12%\n" +
 	"\x0eformat_version\x18\x01 \x01(\rR\rformatVersion\x12'\n" +
 	"\x0ffencing_counter\x18\x02 \x01(\x04R\x0efencingCounter\x12\x1b\n" +
@@ -638,11 +786,19 @@ const file_raftcron_v1_snapshot_proto_rawDesc = "" +
 	"run_counts\x18\x1f \x03(\v2\x1c.raftcron.v1.MinuteRunCountsR\trunCounts\x12!\n" +
 	"\fsecret_count\x18( \x01(\x04R\vsecretCount\x12%\n" +
 	"\x0ecalendar_count\x18- \x01(\x04R\rcalendarCount\x12!\n" +
-	"\ffreeze_count\x18. \x01(\x04R\vfreezeCount\"b\n" +
+	"\ffreeze_count\x18. \x01(\x04R\vfreezeCount\x12#\n" +
+	"\rchannel_count\x182 \x01(\x04R\fchannelCount\x12*\n" +
+	"\x11notify_rule_count\x183 \x01(\x04R\x0fnotifyRuleCount\x12\x1f\n" +
+	"\valert_count\x184 \x01(\x04R\n" +
+	"alertCount\x12#\n" +
+	"\repisode_count\x185 \x01(\x04R\fepisodeCount\x12\x1b\n" +
+	"\talert_seq\x186 \x01(\x04R\balertSeq\x12\x1f\n" +
+	"\valert_limit\x187 \x01(\rR\n" +
+	"alertLimit\"b\n" +
 	"\x0fMinuteRunCounts\x12\x1f\n" +
 	"\vminute_unix\x18\x01 \x01(\x03R\n" +
 	"minuteUnix\x12.\n" +
-	"\x06counts\x18\x02 \x01(\v2\x16.raftcron.v1.RunCountsR\x06counts\"\x98\x03\n" +
+	"\x06counts\x18\x02 \x01(\v2\x16.raftcron.v1.RunCountsR\x06counts\"\xe9\x04\n" +
 	"\x0eSnapshotRecord\x12$\n" +
 	"\x03job\x18\x01 \x01(\v2\x10.raftcron.v1.JobH\x00R\x03job\x126\n" +
 	"\ttombstone\x18\x02 \x01(\v2\x16.raftcron.v1.TombstoneH\x00R\ttombstone\x12$\n" +
@@ -651,8 +807,13 @@ const file_raftcron_v1_snapshot_proto_rawDesc = "" +
 	"\x05audit\x18\x15 \x01(\v2\x17.raftcron.v1.AuditEntryH\x00R\x05audit\x12-\n" +
 	"\x06secret\x18( \x01(\v2\x13.raftcron.v1.SecretH\x00R\x06secret\x123\n" +
 	"\bcalendar\x18- \x01(\v2\x15.raftcron.v1.CalendarH\x00R\bcalendar\x12-\n" +
-	"\x06freeze\x18. \x01(\v2\x13.raftcron.v1.FreezeH\x00R\x06freezeB\b\n" +
-	"\x06record\"\xfc\x03\n" +
+	"\x06freeze\x18. \x01(\v2\x13.raftcron.v1.FreezeH\x00R\x06freeze\x120\n" +
+	"\achannel\x182 \x01(\v2\x14.raftcron.v1.ChannelH\x00R\achannel\x12:\n" +
+	"\vnotify_rule\x183 \x01(\v2\x17.raftcron.v1.NotifyRuleH\x00R\n" +
+	"notifyRule\x12*\n" +
+	"\x05alert\x184 \x01(\v2\x12.raftcron.v1.AlertH\x00R\x05alert\x125\n" +
+	"\aepisode\x185 \x01(\v2\x19.raftcron.v1.AlertEpisodeH\x00R\aepisodeB\b\n" +
+	"\x06record\"\xe6\x05\n" +
 	"\n" +
 	"AuditEntry\x120\n" +
 	"\x06record\x18\x01 \x01(\v2\x18.raftcron.v1.AuditRecordR\x06record\x125\n" +
@@ -665,7 +826,13 @@ const file_raftcron_v1_snapshot_proto_rawDesc = "" +
 	"\fsecret_after\x18) \x01(\v2\x13.raftcron.v1.SecretR\vsecretAfter\x12B\n" +
 	"\x0fcalendar_before\x18- \x01(\v2\x19.raftcron.v1.CalendarSpecR\x0ecalendarBefore\x12@\n" +
 	"\x0ecalendar_after\x18. \x01(\v2\x19.raftcron.v1.CalendarSpecR\rcalendarAfter\x12+\n" +
-	"\x06freeze\x18/ \x01(\v2\x13.raftcron.v1.FreezeR\x06freeze\"?\n" +
+	"\x06freeze\x18/ \x01(\v2\x13.raftcron.v1.FreezeR\x06freeze\x12;\n" +
+	"\x0echannel_before\x182 \x01(\v2\x14.raftcron.v1.ChannelR\rchannelBefore\x129\n" +
+	"\rchannel_after\x183 \x01(\v2\x14.raftcron.v1.ChannelR\fchannelAfter\x128\n" +
+	"\vrule_before\x184 \x01(\v2\x17.raftcron.v1.NotifyRuleR\n" +
+	"ruleBefore\x126\n" +
+	"\n" +
+	"rule_after\x185 \x01(\v2\x17.raftcron.v1.NotifyRuleR\truleAfter\"?\n" +
 	"\tTombstone\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1e\n" +
 	"\n" +
@@ -698,9 +865,13 @@ var file_raftcron_v1_snapshot_proto_goTypes = []any{
 	(*Secret)(nil),          // 9: raftcron.v1.Secret
 	(*Calendar)(nil),        // 10: raftcron.v1.Calendar
 	(*Freeze)(nil),          // 11: raftcron.v1.Freeze
-	(*AuditRecord)(nil),     // 12: raftcron.v1.AuditRecord
-	(*JobSpec)(nil),         // 13: raftcron.v1.JobSpec
-	(*CalendarSpec)(nil),    // 14: raftcron.v1.CalendarSpec
+	(*Channel)(nil),         // 12: raftcron.v1.Channel
+	(*NotifyRule)(nil),      // 13: raftcron.v1.NotifyRule
+	(*Alert)(nil),           // 14: raftcron.v1.Alert
+	(*AlertEpisode)(nil),    // 15: raftcron.v1.AlertEpisode
+	(*AuditRecord)(nil),     // 16: raftcron.v1.AuditRecord
+	(*JobSpec)(nil),         // 17: raftcron.v1.JobSpec
+	(*CalendarSpec)(nil),    // 18: raftcron.v1.CalendarSpec
 }
 var file_raftcron_v1_snapshot_proto_depIdxs = []int32{
 	1,  // 0: raftcron.v1.SnapshotHeader.run_counts:type_name -> raftcron.v1.MinuteRunCounts
@@ -713,20 +884,28 @@ var file_raftcron_v1_snapshot_proto_depIdxs = []int32{
 	9,  // 7: raftcron.v1.SnapshotRecord.secret:type_name -> raftcron.v1.Secret
 	10, // 8: raftcron.v1.SnapshotRecord.calendar:type_name -> raftcron.v1.Calendar
 	11, // 9: raftcron.v1.SnapshotRecord.freeze:type_name -> raftcron.v1.Freeze
-	12, // 10: raftcron.v1.AuditEntry.record:type_name -> raftcron.v1.AuditRecord
-	13, // 11: raftcron.v1.AuditEntry.spec_before:type_name -> raftcron.v1.JobSpec
-	13, // 12: raftcron.v1.AuditEntry.spec_after:type_name -> raftcron.v1.JobSpec
-	8,  // 13: raftcron.v1.AuditEntry.token:type_name -> raftcron.v1.AclToken
-	9,  // 14: raftcron.v1.AuditEntry.secret_before:type_name -> raftcron.v1.Secret
-	9,  // 15: raftcron.v1.AuditEntry.secret_after:type_name -> raftcron.v1.Secret
-	14, // 16: raftcron.v1.AuditEntry.calendar_before:type_name -> raftcron.v1.CalendarSpec
-	14, // 17: raftcron.v1.AuditEntry.calendar_after:type_name -> raftcron.v1.CalendarSpec
-	11, // 18: raftcron.v1.AuditEntry.freeze:type_name -> raftcron.v1.Freeze
-	19, // [19:19] is the sub-list for method output_type
-	19, // [19:19] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	12, // 10: raftcron.v1.SnapshotRecord.channel:type_name -> raftcron.v1.Channel
+	13, // 11: raftcron.v1.SnapshotRecord.notify_rule:type_name -> raftcron.v1.NotifyRule
+	14, // 12: raftcron.v1.SnapshotRecord.alert:type_name -> raftcron.v1.Alert
+	15, // 13: raftcron.v1.SnapshotRecord.episode:type_name -> raftcron.v1.AlertEpisode
+	16, // 14: raftcron.v1.AuditEntry.record:type_name -> raftcron.v1.AuditRecord
+	17, // 15: raftcron.v1.AuditEntry.spec_before:type_name -> raftcron.v1.JobSpec
+	17, // 16: raftcron.v1.AuditEntry.spec_after:type_name -> raftcron.v1.JobSpec
+	8,  // 17: raftcron.v1.AuditEntry.token:type_name -> raftcron.v1.AclToken
+	9,  // 18: raftcron.v1.AuditEntry.secret_before:type_name -> raftcron.v1.Secret
+	9,  // 19: raftcron.v1.AuditEntry.secret_after:type_name -> raftcron.v1.Secret
+	18, // 20: raftcron.v1.AuditEntry.calendar_before:type_name -> raftcron.v1.CalendarSpec
+	18, // 21: raftcron.v1.AuditEntry.calendar_after:type_name -> raftcron.v1.CalendarSpec
+	11, // 22: raftcron.v1.AuditEntry.freeze:type_name -> raftcron.v1.Freeze
+	12, // 23: raftcron.v1.AuditEntry.channel_before:type_name -> raftcron.v1.Channel
+	12, // 24: raftcron.v1.AuditEntry.channel_after:type_name -> raftcron.v1.Channel
+	13, // 25: raftcron.v1.AuditEntry.rule_before:type_name -> raftcron.v1.NotifyRule
+	13, // 26: raftcron.v1.AuditEntry.rule_after:type_name -> raftcron.v1.NotifyRule
+	27, // [27:27] is the sub-list for method output_type
+	27, // [27:27] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_snapshot_proto_init() }
@@ -735,6 +914,7 @@ func file_raftcron_v1_snapshot_proto_init() {
 		return
 	}
 	file_raftcron_v1_acl_proto_init()
+	file_raftcron_v1_alert_proto_init()
 	file_raftcron_v1_audit_proto_init()
 	file_raftcron_v1_calendar_proto_init()
 	file_raftcron_v1_job_proto_init()
@@ -749,6 +929,10 @@ func file_raftcron_v1_snapshot_proto_init() {
 		(*SnapshotRecord_Secret)(nil),
 		(*SnapshotRecord_Calendar)(nil),
 		(*SnapshotRecord_Freeze)(nil),
+		(*SnapshotRecord_Channel)(nil),
+		(*SnapshotRecord_NotifyRule)(nil),
+		(*SnapshotRecord_Alert)(nil),
+		(*SnapshotRecord_Episode)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -10,6 +10,7 @@ import { JobPage } from './pages/job.js';
 import { Runs } from './pages/runs.js';
 import { Audit } from './pages/audit.js';
 import { CalendarPage, Calendars } from './pages/calendars.js';
+import { Alerts } from './pages/alerts.js';
 import { SignIn } from './pages/signin.js';
 
 function page(route, me) {
@@ -27,6 +28,8 @@ function page(route, me) {
       return second
         ? html`<${CalendarPage} key=${second} name=${second} />`
         : html`<${Calendars} />`;
+    case 'alerts':
+      return html`<${Alerts} params=${route.params} me=${me} />`;
     case 'audit':
       return roles.manage(me.role)
         ? html`<${Audit} params=${route.params} me=${me} />`
@@ -40,7 +43,7 @@ function Nav({ route, me }) {
   const here = route.parts[0] || '';
   const link = (to, label) => html`<a href="#/${to}" aria-current=${here === to ? 'page' : undefined}>${label}</a>`;
   return html`<nav aria-label="Main">
-    ${link('', 'Overview')} ${link('jobs', 'Jobs')} ${link('runs', 'Runs')} ${link('calendars', 'Calendars')}
+    ${link('', 'Overview')} ${link('jobs', 'Jobs')} ${link('runs', 'Runs')} ${link('calendars', 'Calendars')} ${link('alerts', 'Alerts')}
     ${roles.manage(me.role) && link('audit', 'Audit')}
   </nav>`;
 }

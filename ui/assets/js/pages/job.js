@@ -9,6 +9,7 @@ import {
   describeSchedule, hasNano, kindWord, markOffsets, nanoDate, notRun, outputText, stateWord, unixDate, zoneTime,
 } from '../format.js';
 import { roles } from '../route.js';
+import { AlertTable, Episodes, useAlerts } from './alerts.js';
 import { runs as runStore, useRuns } from '../store.js';
 
 const NEXT_COUNT = 10;
@@ -79,6 +80,8 @@ export function JobPage({ name, me }) {
       </div>
     </div>
 
+    <${JobAlerts} spec=${spec} />
+
     <h2>Run ledger</h2>
     <${Ledger} runs=${jobRuns.filter((r) => !notRun(r))} zone=${zone} />
     <h2>Missed and skipped slots</h2>
@@ -95,6 +98,25 @@ function Calendars({ refs }) {
     ${refs.exclude?.length ? html`Not on ${links(refs.exclude)}. ` : ''}
     ${refs.only?.length ? html`Only on ${links(refs.only)}.` : ''}
   </p>`;
+}
+
+// JobAlerts: what the job expects, its open episodes and its last
+// notifications.
+function JobAlerts({ spec }) {
+  const [{ alerts, episodes, error }] = useAlerts(spec.name, false);
+  const expect = spec.expect || {};
+  const bounds = [['start within', expect.start_within], ['at most', expect.max_duration],
+    ['at least', expect.min_duration], ['a success within', expect.success_within]].filter(([, v]) => v);
+  return html`<h2>Alerts</h2>
+    <p aria-label="expectations">${bounds.length
+      ? html`Expects: ${bounds.map(([k, v], i) => html`${i ? ', ' : ''}${k} <code>${v}</code>`)}.`
+      : html`<span class="muted">Expects nothing in particular.</span>`}
+      ${(spec.notify || []).length > 0 && html` Notifies ${spec.notify.map((n, i) => html`${i ? '; ' : ''}<code>${n.channel}</code> of ${(n.on || []).join(', ')}`)}.`}</p>
+    <${ErrorNote} error=${error} />
+    <h3>Open episodes</h3>
+    <${Episodes} episodes=${episodes} />
+    <h3>Last notifications</h3>
+    <${AlertTable} alerts=${alerts === null ? null : alerts.slice(0, 10)} />`;
 }
 
 function NextFires({ times, zone }) {
