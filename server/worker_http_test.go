@@ -150,6 +150,9 @@ func startWorkerCluster(t *testing.T, spec *pb.JobSpec) *workerCluster {
 		c.ACL, c.ACLBootstrapSecret = true, bootstrapSecret
 		c.WorkerLease = testWorkerLease
 		c.Policy.FenceKeys = keys
+		// These tests are about leases, not failover: an election under
+		// a loaded machine's -race run would answer a heartbeat NOT_LEADER.
+		c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = 2*time.Second, 2*time.Second, time.Second
 	})
 	wc.leader, wc.followers = leaderOf(t, wc.servers)
 	testutil.WaitFor(t, 10*time.Second, "cluster version 3 and the bootstrap on every node", func() bool {
