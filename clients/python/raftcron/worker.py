@@ -38,7 +38,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from . import fence
 
-__all__ = ["Worker", "Context", "Handler", "ProtocolError", "Superseded"]
+__all__ = ["Worker", "Context", "Handler", "Cancelled", "Fenced", "ProtocolError", "Superseded"]
 
 log = logging.getLogger("raftcron.worker")
 
@@ -70,6 +70,15 @@ class Superseded(ProtocolError):
     def __init__(self, status: int, body: Mapping[str, Any], why: str) -> None:
         super().__init__(status, body)
         self.why = why
+
+
+class Cancelled(Exception):
+    """Raised by Context.check() once the attempt was told to stop."""
+
+
+class Fenced(Exception):
+    """Raise it from a handler when the downstream refused the attempt's token (a newer
+    attempt wrote first): the outcome is ``fenced``, never retried."""
 
 
 class _Unreachable(Exception):
@@ -190,6 +199,11 @@ class Context:
                          idempotency_key=self.idempotency_key, scheduled_at=self.slot,
                          attempt=self.attempt)
 
+    def check(self) -> None:
+        """Raise Cancelled if the attempt was told to stop: call it between steps."""
+        if self.cancelled.is_set():
+            raise Cancelled(self.cancel_reason)
+
     def progress(self, percent: int, message: str = "") -> None:
         """Report how far the attempt has come (0-100) and what it is doing; never blocks.
         The latest report goes with the next heartbeat, within about a second."""
@@ -218,8 +232,10 @@ class Context:
 
 
 Handler = Callable[[Context], "str | None"]
-"""A handler returns the output to keep (or None) for success, raises for failure
-(fence.Stale: the outcome ``fenced``)."""
+"""A handler returns the output to keep (or None) for success and raises for failure:
+Fenced or fence.Stale is the outcome ``fenced``; any exception once ctx.cancelled is set
+(Cancelled from ctx.check(), say) gives the attempt back (``cancelled``) or reports
+``deadline_exceeded``."""
 
 
 class Worker:
@@ -368,14 +384,13 @@ class Worker:
             kept.done.set()
             ctx._changed.set()
             beat.join()
-            if ctx.cancel_reason.startswith("superseded") and ctx.cancel_reason != "superseded: cancelled":
+            reason = ctx.cancel_reason
+            if reason.startswith("superseded") and reason != "superseded: cancelled":
                 return  # the leader holds it no more: nothing to report
-            if ctx.cancel_reason == "lease_lost":
-                outcome, detail = "failed", "lease lost: no heartbeat got through for a whole lease"
-            elif ctx.cancel_reason == "deadline_exceeded":
-                outcome = "deadline_exceeded"
-            elif ctx.cancel_reason in ("stopping", "superseded: cancelled"):
-                outcome = "cancelled" if outcome != "succeeded" else outcome
+            if outcome == "failed" and ctx.cancelled.is_set():
+                # It stopped because it was told to: say why, not how.
+                outcome = {"deadline_exceeded": "deadline_exceeded", "lease_lost": "failed"}.get(reason, "cancelled")
+                detail = f"{reason}: {detail}"
             self._complete(ctx, outcome, output, detail)
         finally:
             with self._cond:
@@ -397,7 +412,7 @@ class Worker:
     def _call(self, ctx: Context) -> tuple[str, str, str]:
         try:
             out = self._handlers[ctx.handler](ctx)
-        except fence.Stale as err:
+        except (Fenced, fence.Stale) as err:
             return "fenced", "", str(err)
         except Exception as err:  # a handler's failure is the attempt's outcome
             log.warning("raftcron worker %s: %s token %d failed: %r", self.id, ctx.run_id, ctx.token, err)
