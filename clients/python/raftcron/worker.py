@@ -124,14 +124,16 @@ class _Client:
         passes (_Unreachable). Raise Superseded or ProtocolError on a refusal."""
         data = json.dumps(body).encode()
         backoff = _BACKOFF_MIN
+        tried = False
         while True:
             with self._lock:
                 addr = self.addrs[self._next % len(self.addrs)]
             left = deadline - time.monotonic()
-            if left <= 0:
+            if left <= 0 and tried:
                 raise _Unreachable(path)
+            tried = True  # once at least: a lease lapsed here may not have on the leader
             try:
-                return self._post(addr + path, data, min(timeout, left))
+                return self._post(addr + path, data, min(timeout, left) if left > 0 else timeout)
             except (OSError, http.client.HTTPException, ValueError) as err:
                 status = err.code if isinstance(err, urllib.error.HTTPError) else 0
                 if isinstance(err, urllib.error.HTTPError) and status not in _NEXT_NODE:
