@@ -417,7 +417,8 @@ class Worker:
         except (Fenced, fence.Stale) as err:
             return "fenced", "", str(err)
         except Exception as err:  # a handler's failure is the attempt's outcome
-            log.warning("raftcron worker %s: %s token %d failed: %r", self.id, ctx.run_id, ctx.token, err)
+            level = logging.INFO if ctx.cancelled.is_set() else logging.WARNING
+            log.log(level, "raftcron worker %s: %s token %d failed: %r", self.id, ctx.run_id, ctx.token, err)
             return "failed", "", f"{type(err).__name__}: {err}"
         return "succeeded", out or "", ""
 
