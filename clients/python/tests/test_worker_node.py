@@ -14,6 +14,7 @@ import json
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -91,8 +92,8 @@ class Node:
         except urllib.error.HTTPError as err:
             return err.code, json.loads(err.read() or b"{}")
 
-    def job(self, name: str, payload: str = "{}", **worker: Any) -> None:
-        target = {"pool": "p", "handler": name, "payload": payload, **worker}
+    def job(self, name: str, payload: str = "{}", pool: str = "p") -> None:
+        target = {"pool": pool, "handler": name, "payload": payload}
         self.call("PUT", f"/v1/jobs/{name}", {"name": name, "schedule": "@yearly", "worker": target})
 
     def trigger(self, name: str) -> str:
@@ -279,6 +280,38 @@ class NodeTest(unittest.TestCase):
         self.assertGreater(tokens[1], tokens[0])
         given_back, rerun = self.node.run_get(run_id)["attempts"]
         self.assertEqual((given_back["state"], rerun["kind"]), ("superseded", "redispatch"))
+
+
+    def test_the_readme_example(self) -> None:
+        """examples/worker.py, as the READMEs show it, on this node: it charges once, with
+        the attempt's token, and stops on SIGTERM."""
+        source = (PYTHON_DIR / "examples" / "worker.py").read_text()
+        region = source.split("# [docs:python-worker]\n")[1].split("# [/docs:python-worker]")[0]
+        for readme in (ROOT / "README.md", PYTHON_DIR / "README.md"):
+            self.assertIn(f"```python\n{region}```", readme.read_text(), f"{readme} does not show examples/worker.py")
+        tmp = Path(self.node_tmp())
+        sqlite3.connect(tmp / "billing.db").execute("CREATE TABLE charges (run TEXT, body TEXT)").connection.close()
+        source = source.replace("127.0.0.1:8001", self.node.http).replace("127.0.0.1:8002", "127.0.0.1:1")
+        env = {**os.environ, "PYTHONPATH": str(PYTHON_DIR)}
+        env.pop("RAFTCRON_TOKEN", None)
+        proc = subprocess.Popen([sys.executable, "-c", source], cwd=tmp, env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.addCleanup(proc.wait, 10)
+        self.addCleanup(proc.kill)
+        self.node.job("charge", payload='{"amount": "12.50"}', pool="billing")
+        run_id = self.node.trigger("charge")
+        wait_for("the example to charge", lambda: self.node.state(run_id) == "succeeded")
+        run = self.node.run_get(run_id)
+        self.assertEqual(run["attempts"][0]["output"], "charged")
+        rows = sqlite3.connect(tmp / "billing.db").execute("SELECT run, body FROM charges").fetchall()
+        self.assertEqual(rows, [(f"charge/manual/{run_id}", '{"amount": "12.50"}')])
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(20), 0, "a SIGTERM stops the worker cleanly")
+
+    def node_tmp(self) -> str:
+        d = tempfile.TemporaryDirectory()
+        self.addCleanup(d.cleanup)
+        return d.name
 
 
 if __name__ == "__main__":
