@@ -1,6 +1,6 @@
 """A raftcron worker over the HTTP protocol of docs/workers.md, standard library only.
 
-    worker = Worker("billing", token, ["node1:8080", "node2:8080"])
+    worker = Worker("billing", token, ["node1:8001", "node2:8001"])
 
     @worker.handler("charge")
     def charge(ctx: Context) -> None:
@@ -30,7 +30,6 @@ import ssl
 import threading
 import time
 import urllib.error
-import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 from types import FrameType
@@ -136,8 +135,10 @@ class _Client:
                 return self._post(addr + path, data, min(timeout, left) if left > 0 else timeout)
             except (OSError, http.client.HTTPException, ValueError) as err:
                 status = err.code if isinstance(err, urllib.error.HTTPError) else 0
-                if isinstance(err, urllib.error.HTTPError) and status not in _NEXT_NODE:
-                    self._refused(err)
+                if isinstance(err, urllib.error.HTTPError):
+                    if status not in _NEXT_NODE:
+                        self._refused(err)
+                    err.close()
                 log.debug("raftcron: %s on %s: %s; trying the next node", path, addr, err)
                 with self._lock:
                     if self.addrs[self._next % len(self.addrs)] == addr:
@@ -317,31 +318,38 @@ class Worker:
 
     def _poll_loop(self) -> None:
         while not self._stopping.is_set():
-            with self._cond:
-                while len(self._running) >= self.concurrency and not self._stopping.is_set():
-                    self._cond.wait()
-                free = self.concurrency - len(self._running)
-            if self._stopping.is_set():
-                return
-            body = {"pool": self.pool, "tags": self.tags, "handlers": sorted(self._handlers),
-                    "max": free, "wait": f"{self.wait:g}s"}
             try:
-                doc = self._client.call(f"/v1/workers/{self.id}:poll", body,
-                                        deadline=time.monotonic() + self.wait + 30,
-                                        timeout=self.wait + 10, stop=self._stopping)
-            except _Unreachable:
-                continue
-            except ProtocolError as err:
-                log.error("raftcron worker %s: poll refused: %s", self.id, err)
-                if self._stopping.wait(_BACKOFF_MAX):
-                    return
-                continue
-            received = time.monotonic()
-            for offer in doc.get("offers") or ():
-                if self._stopping.is_set():
-                    self._hand_back(offer)
-                else:
-                    self._start(offer, received)
+                self._poll()
+            except Exception:  # never leave the worker without its poll
+                log.exception("raftcron worker %s: poll", self.id)
+                self._stopping.wait(_BACKOFF_MAX)
+
+    def _poll(self) -> None:
+        """One poll, and the attempts it brings."""
+        with self._cond:
+            while len(self._running) >= self.concurrency and not self._stopping.is_set():
+                self._cond.wait()
+            free = self.concurrency - len(self._running)
+        if self._stopping.is_set():
+            return
+        body = {"pool": self.pool, "tags": self.tags, "handlers": sorted(self._handlers),
+                "max": free, "wait": f"{self.wait:g}s"}
+        try:
+            doc = self._client.call(f"/v1/workers/{self.id}:poll", body,
+                                    deadline=time.monotonic() + self.wait + 30,
+                                    timeout=self.wait + 10, stop=self._stopping)
+        except _Unreachable:
+            return
+        except ProtocolError as err:
+            log.error("raftcron worker %s: poll refused: %s", self.id, err)
+            self._stopping.wait(_BACKOFF_MAX)
+            return
+        received = time.monotonic()
+        for offer in doc.get("offers") or ():
+            if self._stopping.is_set():
+                self._hand_back(offer)
+            else:
+                self._start(offer, received)
 
     def _hand_back(self, offer: Mapping[str, Any]) -> None:
         path = f"/v1/attempts/{offer.get('run_id')}/{offer.get('token')}:complete"
@@ -389,7 +397,7 @@ class Worker:
             reason = ctx.cancel_reason
             if reason.startswith("superseded") and reason != "superseded: cancelled":
                 return  # the leader holds it no more: nothing to report
-            if outcome == "failed" and ctx.cancelled.is_set():
+            if reason == "deadline_exceeded" or (outcome == "failed" and ctx.cancelled.is_set()):
                 # It stopped because it was told to: say why, not how.
                 outcome = {"deadline_exceeded": "deadline_exceeded", "lease_lost": "failed"}.get(reason, "cancelled")
                 detail = f"{reason}: {detail}"
