@@ -114,7 +114,7 @@ class _Client:
         self.addrs = [a if "://" in a else "http://" + a for a in addrs]
         self.token = token
         self.ssl_context = ssl_context
-        self._next = 0
+        self._good = 0  # the index of the address that answered last
         self._lock = threading.Lock()
 
     def call(self, path: str, body: Mapping[str, Any], deadline: float,
@@ -124,15 +124,19 @@ class _Client:
         data = json.dumps(body).encode()
         backoff = _BACKOFF_MIN
         tried = False
+        with self._lock:
+            i = self._good
         while True:
-            with self._lock:
-                addr = self.addrs[self._next % len(self.addrs)]
+            addr = self.addrs[i % len(self.addrs)]
             left = deadline - time.monotonic()
             if left <= 0 and tried:
                 raise _Unreachable(path)
             tried = True  # once at least: a lease lapsed here may not have on the leader
             try:
-                return self._post(addr + path, data, min(timeout, left) if left > 0 else timeout)
+                doc = self._post(addr + path, data, min(timeout, left) if left > 0 else timeout)
+                with self._lock:
+                    self._good = i % len(self.addrs)
+                return doc
             except (OSError, http.client.HTTPException, ValueError) as err:
                 status = err.code if isinstance(err, urllib.error.HTTPError) else 0
                 if isinstance(err, urllib.error.HTTPError):
@@ -140,9 +144,7 @@ class _Client:
                         self._refused(err)
                     err.close()
                 log.debug("raftcron: %s on %s: %s; trying the next node", path, addr, err)
-                with self._lock:
-                    if self.addrs[self._next % len(self.addrs)] == addr:
-                        self._next += 1
+                i += 1
             pause = min(backoff * random.uniform(0.5, 1.0), max(deadline - time.monotonic(), 0))
             if stop is not None and stop.wait(pause):
                 raise _Unreachable(path)
