@@ -43,8 +43,8 @@ def post(sink: str, ctx: Context) -> int:
 
 
 def main() -> None:
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(message)s")
+    logging.basicConfig(level=logging.DEBUG, stream=sys.stderr,
+                        format="%(asctime)s %(threadName)s %(levelname)s %(message)s")
     sink = os.environ["E2E_SINK"]
     worker = Worker(os.environ["E2E_POOL"], os.environ.get("E2E_TOKEN") or None,
                     os.environ["E2E_ADDRS"].split(","), id=os.environ["E2E_WORKER_ID"], concurrency=8)
