@@ -136,7 +136,7 @@ class _Client:
                 doc = self._post(addr + path, data, min(timeout, left) if left > 0 else timeout)
                 with self._lock:
                     self._good = i % len(self.addrs)
-                log.debug("raftcron: %s on %s: %s", path, addr, doc if len(doc) < 4 else f"{len(doc)} fields")
+                log.debug("raftcron: %s on %s: 200", path, addr)
                 return doc
             except (OSError, http.client.HTTPException, ValueError) as err:
                 status = err.code if isinstance(err, urllib.error.HTTPError) else 0
