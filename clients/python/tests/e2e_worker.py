@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -21,8 +22,14 @@ from raftcron import fence
 from raftcron.worker import Context, Fenced, Worker
 
 
+_out = threading.Lock()
+
+
 def say(what: str, ctx: Context, detail: str = "") -> None:
-    print(f"{what} {ctx.run_id} {ctx.token} {detail}".rstrip(), flush=True)
+    """One whole line: print() writes the text and its newline apart, which threads interleave."""
+    with _out:
+        sys.stdout.write(f"{what} {ctx.run_id} {ctx.token} {detail}".rstrip() + "\n")
+        sys.stdout.flush()
 
 
 def post(sink: str, ctx: Context) -> int:
