@@ -12,7 +12,7 @@ PROTOC_GEN_GO_VERSION  := v1.36.12
 PROTOC_GEN_GRPC_VERSION := v1.5.1
 GRPC_GATEWAY_VERSION   := v2.33.0
 TEST_TIMEOUT ?= 10m
-E2E_TIMEOUT  ?= 15m
+E2E_TIMEOUT  ?= 20m
 
 .PHONY: build test clients-test e2e-long run proto proto-tools openapi-tools lint bench bench-quick clean image image-test helm-tool grpcurl-tool
 
@@ -22,8 +22,9 @@ build:
 # Unit, in-process cluster, CLI (multi-process) tests, the seed corpora of
 # every fuzz target (go test runs a fuzz target's seeds as ordinary tests),
 # then the end-to-end subset: 3-node kill, pause and partition scenarios, the
-# same with remote workers, and the negative controls (partitions in network
-# namespaces when root), the secure cluster (TLS, ACLs, exec and egress
+# same with remote workers, a pool of each SDK's workers (clients/) through a
+# worker's and the leader's SIGKILL, and the negative controls (partitions in
+# network namespaces when root), the secure cluster (TLS, ACLs, exec and egress
 # policy, signed dispatches; grpcurl from `make grpcurl-tool` when present),
 # the attacks of the threat model replayed on a loopback and a TLS cluster,
 # alerts paged once through a leader killed and another paused (webhook,
@@ -41,21 +42,21 @@ test: build openapi-tools
 	$(GO) vet -tags $(TAGS),e2e ./test/e2e/
 	$(GO) vet -tags $(TAGS),failpoints ./...
 	$(GO) test -tags $(TAGS) -race -count=1 -timeout $(TEST_TIMEOUT) ./...
-	$(GO) test -tags $(TAGS),e2e -count=1 -timeout $(E2E_TIMEOUT) -v -run '^Test(Kill3|Pause3|Partition3|Workers.*3|Secure3|Attacks3|Alerts3|DiskStall3|DiskEIO3|Recover3|Upgrade3|Zombie.*|Control.*)$$' ./test/e2e/
+	$(GO) test -tags $(TAGS),e2e -count=1 -timeout $(E2E_TIMEOUT) -v -run '^Test(Kill3|Pause3|Partition3|Workers.*3|SDKWorkers.*|Secure3|Attacks3|Alerts3|DiskStall3|DiskEIO3|Recover3|Upgrade3|Zombie.*|Control.*)$$' ./test/e2e/
 	$(MAKE) clients-test
 
-# The verification kits under clients/ (Python, Node, Java): unit tests, the
-# conformance vectors Go writes, and their SQL fences on a PostgreSQL started
-# for them (internal/testdb). The Go SQL fences run in `go test ./...` above,
-# on PostgreSQL, MariaDB and SQLite.
-clients-test:
+# The kits under clients/ (Python, Node, Java): unit tests, the conformance
+# vectors Go writes, their SQL fences on a PostgreSQL started for them
+# (internal/testdb), and the worker SDKs against a node of bin/raftcron. The
+# Go SQL fences run in `go test ./...` above, on PostgreSQL, MariaDB and SQLite.
+clients-test: build
 	$(GO) build -o bin/withdb ./internal/testdb/cmd/withdb
 	bin/withdb -postgres -- $(MAKE) -C clients test
 
 # Every end-to-end scenario: also 5 nodes, membership, clock skew, a long mixed
 # run. CI runs it after `make test`.
 e2e-long: build
-	$(GO) test -tags $(TAGS),e2e -count=1 -timeout 45m -v -run '^Test(Kill3|Pause3|Partition3|Workers.*3|Secure3|Attacks3|Alerts3|DiskStall3|DiskEIO3|Recover3|Upgrade3|Zombie.*|Control.*|Long.*)$$' ./test/e2e/
+	$(GO) test -tags $(TAGS),e2e -count=1 -timeout 45m -v -run '^Test(Kill3|Pause3|Partition3|Workers.*3|SDKWorkers.*|Secure3|Attacks3|Alerts3|DiskStall3|DiskEIO3|Recover3|Upgrade3|Zombie.*|Control.*|Long.*)$$' ./test/e2e/
 
 # A local 3-node cluster, a fenced demo downstream and a job every 2 s; kill
 # the leader by the PID it prints; Ctrl-C stops everything.

@@ -1,1 +1,2 @@
-"""raftcron client kit: verify dispatches and fence writes (raftcron.fence)."""
+"""raftcron for Python: run jobs as a worker (raftcron.worker); verify dispatches and fence
+writes (raftcron.fence)."""
