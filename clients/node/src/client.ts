@@ -53,7 +53,11 @@ export class Client {
   /** The round trip of the latest call that was not a long poll, in ms. */
   rtt = 0;
 
-  constructor(addrs: string[], private readonly secret: string | undefined) {
+  constructor(
+    addrs: string[],
+    private readonly secret: string | undefined,
+    private readonly fetch: typeof globalThis.fetch = globalThis.fetch,
+  ) {
     if (addrs.length === 0) throw new Error("addrs: at least one node's HTTP address");
     this.bases = addrs.map(baseUrl);
   }
@@ -91,7 +95,7 @@ export class Client {
     const headers: Record<string, string> = { "Content-Type": "application/json" };
     if (this.secret) headers["Authorization"] = `Bearer ${this.secret}`;
     const limit = AbortSignal.timeout(timeout);
-    const resp = await fetch(base + path, {
+    const resp = await this.fetch(base + path, {
       method: "POST",
       headers,
       body: JSON.stringify(body),

@@ -70,6 +70,8 @@ export interface WorkerOptions {
   stopGraceMs?: number;
   /** Stop gracefully on SIGTERM and SIGINT while run() runs (default true). */
   handleSignals?: boolean;
+  /** The fetch it calls the nodes with (default: the global one). */
+  fetch?: typeof globalThis.fetch;
   /** Where the worker says what it does (default: one line of JSON on stderr). */
   log?: (message: string, fields?: Record<string, unknown>) => void;
 }
@@ -144,7 +146,7 @@ export class Worker {
       throw new Error(`concurrency: want 1 to 1000, got ${this.concurrency}`);
     }
     this.opts = opts;
-    this.client = new Client(opts.addrs, opts.token);
+    this.client = new Client(opts.addrs, opts.token, opts.fetch);
     this.verifier = opts.keys ? new Verifier(opts.keys, { acceptV1: opts.acceptV1 ?? false }) : undefined;
     this.log = opts.log ?? defaultLog;
   }
