@@ -45,10 +45,11 @@ test: build openapi-tools
 # The verification kits under clients/ (Python, Node, Java): unit tests, the
 # conformance vectors Go writes, and their SQL fences on a PostgreSQL started
 # for them (internal/testdb). The Go SQL fences run in `go test ./...` above,
-# on PostgreSQL, MariaDB and SQLite.
-clients-test:
+# on PostgreSQL, MariaDB and SQLite. The worker SDKs' tests start nodes of
+# the binary RAFTCRON_BIN names.
+clients-test: build
 	$(GO) build -o bin/withdb ./internal/testdb/cmd/withdb
-	bin/withdb -postgres -- $(MAKE) -C clients test
+	RAFTCRON_BIN=$(CURDIR)/$(BIN) bin/withdb -postgres -- $(MAKE) -C clients test
 
 # Every end-to-end scenario: also 5 nodes, membership, clock skew, a long mixed
 # run. CI runs it after `make test`.
