@@ -33,7 +33,11 @@ export interface AttemptContext {
   progress(percent: number, message?: string): void;
 }
 
-/** A handler resolves to the attempt's output (its last 4 KiB are kept), or throws. */
+/**
+ * A handler resolves to the attempt's output (its last 4 KiB are kept): succeeded. It throws
+ * Fenced (or the fence kit's Stale) when the downstream refused its token, anything else
+ * when it failed (retried per the job's retry policy).
+ */
 export type Handler = (ctx: AttemptContext) => Promise<string | void>;
 
 /** The leader no longer holds the attempt as current (a heartbeat answered 409). */
@@ -42,6 +46,8 @@ export class Superseded extends Error {
     super(`superseded: ${why || "no longer the run's current attempt"}`);
   }
 }
+/** Throw it when the downstream refused the token (a newer attempt exists): outcome fenced. */
+export class Fenced extends Error {}
 /** The attempt ran to its limit. */
 export class DeadlineExceeded extends Error {}
 /** No heartbeat got through for a whole lease: another worker may run the attempt now. */
@@ -312,7 +318,7 @@ class Attempt {
     try {
       output = (await handler(ctx)) ?? "";
     } catch (err) {
-      [outcome, detail] = err instanceof Stale ? ["fenced", err.message] : ["failed", err instanceof Error ? err.message : String(err)];
+      [outcome, detail] = err instanceof Stale || err instanceof Fenced ? ["fenced", err.message] : ["failed", err instanceof Error ? err.message : String(err)];
     }
     clearTimeout(limit);
     clearTimeout(this.settleTimer);
