@@ -158,6 +158,7 @@ func runWorkers(ctx context.Context, e *env, res *Result) error {
 		lat = append(lat, h.at.Sub(slot))
 	}
 	m.Lateness = harness.Summarize(lat)
+	e.workersLateness = &m.Lateness
 
 	settle(ctx, leader)
 	after := sampleNodes(c)

@@ -66,7 +66,7 @@ export interface WorkerOptions {
   id?: string;
   /** Only attempts of targets whose tags this worker all carries. */
   tags?: Record<string, string>;
-  /** Attempts run at once (default 16; at most the token's max_concurrency). */
+  /** Attempts run at once (default 16, at most 100,000; the token's max_concurrency bounds it too). */
   concurrency?: number;
   /** Verify every offer's signature with these keys (`loadKeys`); refuse one that fails. */
   keys?: Iterable<Uint8Array | string>;
@@ -103,6 +103,8 @@ const MAX_MESSAGE = 256;
 const MAX_OUTPUT = 4096;
 const PROGRESS_EVERY = 1000;
 const POLL_WAIT = "30s";
+/** The most offers one poll answer holds. */
+const MAX_OFFERS = 1000;
 const COMPLETE_FOR = 60_000;
 /** How long an interrupted handler has to return before its attempt is completed anyway. */
 const SETTLE_MS = 5000;
@@ -148,8 +150,8 @@ export class Worker {
     this.id = opts.id ?? defaultId();
     if (!ID.test(this.id)) throw new Error(`id: want [a-z0-9][a-z0-9._-]{0,62}, got ${JSON.stringify(this.id)}`);
     this.concurrency = opts.concurrency ?? 16;
-    if (!Number.isInteger(this.concurrency) || this.concurrency < 1 || this.concurrency > 1000) {
-      throw new Error(`concurrency: want 1 to 1000, got ${this.concurrency}`);
+    if (!Number.isInteger(this.concurrency) || this.concurrency < 1 || this.concurrency > 100_000) {
+      throw new Error(`concurrency: want 1 to 100000, got ${this.concurrency}`);
     }
     this.opts = opts;
     this.client = new Client(opts.addrs, opts.token, opts.fetch);
@@ -211,7 +213,8 @@ export class Worker {
         });
         continue;
       }
-      const body = { pool: this.opts.pool, tags: this.opts.tags ?? {}, handlers: [...this.handlers.keys()], max: free, wait: POLL_WAIT };
+      const max = Math.min(free, MAX_OFFERS);
+      const body = { pool: this.opts.pool, tags: this.opts.tags ?? {}, handlers: [...this.handlers.keys()], max, wait: POLL_WAIT };
       let offers: Offer[];
       try {
         const answer = await this.client.call(`/v1/workers/${this.id}:poll`, body, { signal: stop, timeout: 75_000 });
