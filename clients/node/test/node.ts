@@ -89,5 +89,11 @@ export async function startNode(t: TestContext, bin: string, ...serveArgs: strin
       return false;
     }
   });
+  // Worker jobs and progress need the cluster version this binary applies, which the
+  // leader raises just after its election.
+  await waitFor("the cluster version to reach the node's", 30_000, async () => {
+    const st = (await node.api("GET", "/v1/cluster")).doc["status"] as { cluster_version?: number; command_version?: number } | undefined;
+    return st?.cluster_version !== undefined && st.cluster_version === st.command_version;
+  });
   return node;
 }
