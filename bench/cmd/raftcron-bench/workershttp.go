@@ -14,7 +14,6 @@ import (
 	"github.com/raftcron/raftcron/bench/harness"
 	"github.com/raftcron/raftcron/internal/proc"
 	"github.com/raftcron/raftcron/localcluster"
-	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
 // nodeWorkerProgram is the Node SDK's benchmark worker, built by
@@ -22,16 +21,7 @@ import (
 var nodeWorkerProgram = filepath.Join("clients", "node", "dist", "bench", "worker.js")
 
 type workersHTTPMetrics struct {
-	Jobs         int                `json:"jobs"`
-	Workers      int                `json:"workers"`
-	Registration harness.LoadResult `json:"registration"`
-	Slot         time.Time          `json:"slot"`
-	Delivered    int                `json:"delivered"`
-	Redeliveries int                `json:"redeliveries"`
-	// Lateness is the handler's start − nominal slot time, one per job,
-	// on the Node workers' clock (this machine's).
-	Lateness  harness.Dist   `json:"lateness"`
-	PerWorker map[string]int `json:"per_worker"`
+	workerWave
 	// GRPCWorkers is the workers scenario's lateness of this run, when it
 	// ran before: the same tick to Go SDK workers over the gRPC stream.
 	GRPCWorkers *harness.Dist `json:"grpc_workers_lateness,omitempty"`
@@ -51,7 +41,7 @@ func runWorkersHTTP(ctx context.Context, e *env, res *Result) error {
 	n := e.cfg.BurstJobs
 	res.Params["jobs"] = n
 	res.Params["workers"] = benchWorkers
-	m := &workersHTTPMetrics{Jobs: n, Workers: benchWorkers, PerWorker: map[string]int{}, GRPCWorkers: e.workersLateness}
+	m := &workersHTTPMetrics{workerWave: workerWave{Jobs: n, Workers: benchWorkers}, GRPCWorkers: e.workersLateness}
 	res.Metrics = m
 	if err := runIn(e.cfg.Repo, "make", "-C", "clients", "node-build"); err != nil {
 		return fmt.Errorf("build the Node worker: %w", err)
@@ -71,20 +61,11 @@ func runWorkersHTTP(ctx context.Context, e *env, res *Result) error {
 	}
 	defer stop()
 
-	guess := time.Duration(float64(n)/registerRateGuess*float64(time.Second)) + 4*time.Second
-	sec := time.Now().Add(guess).Second()
-	schedule := fmt.Sprintf("%d * * * * *", sec)
-	e.logf("workers-http: registering %d worker jobs with schedule %q", n, schedule)
-	m.Registration, err = e.register(ctx, leader, n, func(i int) *pb.JobSpec {
-		return &pb.JobSpec{Name: fmt.Sprintf("work-%06d", i), Schedule: schedule,
-			Worker: &pb.WorkerTarget{Pool: workerPool, Handler: workerHandler}}
-	})
-	if err != nil {
+	var slot time.Time
+	if m.Registration, slot, err = registerWorkerWave(ctx, e, leader, n, "workers-http"); err != nil {
 		return err
 	}
-	slot := nextAtSecond(time.Now().Add(1500*time.Millisecond), sec)
 	m.Slot = slot.UTC()
-	e.logf("workers-http: registered at %.0f jobs/s; slot %s (in %s)", m.Registration.OpsPerSec, slot.Format("15:04:05"), time.Until(slot).Round(time.Millisecond))
 	if err := sleepUntil(ctx, slot); err != nil {
 		return err
 	}
@@ -97,24 +78,7 @@ func runWorkersHTTP(ctx context.Context, e *env, res *Result) error {
 	}
 	stop()
 
-	first := map[string]handled{}
-	for _, h := range calls {
-		if h.slot != slot.Unix() {
-			continue
-		}
-		if _, dup := first[h.job]; dup {
-			m.Redeliveries++
-			continue
-		}
-		first[h.job] = h
-		m.PerWorker[h.worker]++
-	}
-	m.Delivered = len(first)
-	lat := make([]time.Duration, 0, len(first))
-	for _, h := range first {
-		lat = append(lat, h.at.Sub(slot))
-	}
-	m.Lateness = harness.Summarize(lat)
+	m.Delivered, m.Redeliveries, m.PerWorker, m.Lateness = tally(calls, slot)
 
 	res.Summary = fmt.Sprintf("N=%d on %d Node workers over HTTP delivered=%d handler lateness p50=%.0fms p99=%.0fms max=%.0fms; split %v",
 		n, benchWorkers, m.Delivered, m.Lateness.P50Ms, m.Lateness.P99Ms, m.Lateness.MaxMs, m.PerWorker)
