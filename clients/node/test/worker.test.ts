@@ -1,16 +1,19 @@
 // The worker SDK against a real node (RAFTCRON_BIN, set by `make clients-test`), with a
 // worker lease of a second: an attempt of four leases stands for a 40 s one of a 10 s lease.
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
 import { DeadlineExceeded, Superseded, Worker, durationMs, type AttemptContext, type WorkerOptions } from "../src/index.js";
 import { binary, startNode, waitFor, type Node } from "./node.js";
 
 const LEASE = "1s";
 
-async function nodeWithJob(t: TestContext, worker: Record<string, unknown> = {}): Promise<Node | undefined> {
+async function nodeWithJob(t: TestContext, worker: Record<string, unknown> = {}, ...serveArgs: string[]): Promise<Node | undefined> {
   const bin = binary(t);
   if (!bin) return undefined;
-  const node = await startNode(t, bin, "--worker-lease", LEASE);
+  const node = await startNode(t, bin, "--worker-lease", LEASE, ...serveArgs);
   const spec = { name: "charge", schedule: "@yearly", worker: { pool: "batch", handler: "charge", payload: '{"mode":"full"}', ...worker } };
   const put = await node.api("PUT", "/v1/jobs/charge", spec);
   assert.equal(put.status, 200, JSON.stringify(put.doc));
@@ -25,7 +28,7 @@ async function trigger(node: Node): Promise<string> {
 
 interface RunView {
   state: string;
-  attempts?: { token: string | number; state?: string; progress?: number; progress_message?: string }[];
+  attempts?: { token: string | number; state?: string; detail?: string; progress?: number; progress_message?: string }[];
 }
 
 async function runOf(node: Node, id: string): Promise<RunView> {
@@ -242,5 +245,41 @@ describe("worker", () => {
     assert.equal((await again.promise).runId, id, "the handed-back attempt was not offered again");
     other.stop();
     await otherStopped;
+  });
+
+  it("runs an offer whose signature verifies, and refuses one that does not, saying so", async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), "raftcron-keys-"));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const key = "n3w-key-n3w-key-n3w-key-n3w-key-n3w-key=";
+    writeFileSync(join(dir, "fence.key"), key + "\n");
+    const node = await nodeWithJob(t, {}, "--fence-key-file", join(dir, "fence.key"));
+    if (!node) return;
+
+    let forgedRan = false;
+    const forged = worker(t, node, "forged", { keys: ["another-key-another-key-another-key-1"] });
+    forged.handler("charge", async () => {
+      forgedRan = true;
+      return "";
+    });
+    const forgedStopped = serve(forged);
+    const refused = await trigger(node);
+    await waitFor("the offer refused", 10_000, async () => (await runOf(node, refused)).state === "failed");
+    assert.equal(forgedRan, false, "the handler ran an offer whose signature does not verify");
+    assert.match((await runOf(node, refused)).attempts?.[0]?.detail ?? "", /bad signature/);
+    forged.stop();
+    await forgedStopped;
+
+    const genuine = worker(t, node, "genuine", { keys: [key] });
+    const ran = deferred<AttemptContext>();
+    genuine.handler("charge", async (ctx) => {
+      ran.resolve(ctx);
+      return "";
+    });
+    const genuineStopped = serve(genuine);
+    const id = await trigger(node);
+    assert.equal((await ran.promise).runId, id);
+    await waitFor("the run to succeed", 10_000, async () => (await runOf(node, id)).state === "succeeded");
+    genuine.stop();
+    await genuineStopped;
   });
 });
