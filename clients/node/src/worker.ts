@@ -125,7 +125,7 @@ function clip(s: string, n: number, tail = false): string {
 
 function defaultId(): string {
   const host = hostname().toLowerCase().replace(/[^a-z0-9._-]/g, "-").replace(/^[^a-z0-9]+/, "");
-  return `${host || "worker"}`.slice(0, 50) + `-${process.pid}`;
+  return `${(host || "worker").slice(0, 50)}-${process.pid}`;
 }
 
 function defaultLog(message: string, fields: Record<string, unknown> = {}): void {
@@ -277,6 +277,8 @@ class Attempt {
   private readonly leaseMs: number;
   private leaseEnd: number;
   private beat: NodeJS.Timeout | undefined;
+  private nextBeat = 0; // when beat fires
+  private finishedAt = 0; // when complete was first called; 0 before
   private pending: { progress?: number; message?: string } = {};
   private lastProgress = 0;
   private heartbeating = false;
@@ -380,7 +382,11 @@ class Attempt {
     if (!Number.isFinite(percent)) throw new RangeError(`progress: want 0 to 100, got ${percent}`);
     this.pending.progress = Math.min(100, Math.max(0, Math.round(percent)));
     if (message !== undefined) this.pending.message = clip(message, MAX_MESSAGE);
-    // At most one report a second: sooner than the next heartbeat when that is later.
+    this.reportSoon();
+  }
+
+  /** At most one report a second: sooner than the next heartbeat when that is later. */
+  private reportSoon(): void {
     this.schedule(Math.max(0, this.lastProgress + PROGRESS_EVERY - Date.now()), true);
   }
 
@@ -392,10 +398,8 @@ class Attempt {
     this.nextBeat = Date.now() + ms;
     this.beat = setTimeout(() => void this.heartbeat(), ms);
   }
-  private nextBeat = 0;
-  private finishedAt = 0;
-
   private async heartbeat(): Promise<void> {
+    this.beat = undefined;
     if (this.heartbeating) return this.schedule(50);
     this.heartbeating = true;
     const body = this.pending;
@@ -426,6 +430,7 @@ class Attempt {
       this.heartbeating = false;
     }
     this.schedule(this.leaseMs / 3);
+    if (this.pending.progress !== undefined || this.pending.message !== undefined) this.reportSoon();
   }
 
   /** Abort the handler with reason; complete the attempt if it does not return soon. */
