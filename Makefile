@@ -33,7 +33,9 @@ build:
 # a survivor after the quorum is lost, the rolling upgrade from the previous
 # release, and the zombie writer per client kit (Go, Python, Node, Java: a
 # paused leader's late attempt refused by PostgreSQL; each test builds its
-# receiver, with `make -C clients build` for Node and Java). The OpenAPI
+# receiver, with `make -C clients build` for Node and Java), and a pool of
+# two workers per SDK (Python, Node, Java) through a worker's and the
+# leader's SIGKILL. The OpenAPI
 # tools are for the generated-client test (server: a TypeScript client of
 # /v1/openapi.json against a real node). A test missing root or a tool
 # skips, or fails under CI=true (.ci/run sets it).
@@ -45,13 +47,14 @@ test: build openapi-tools
 	$(GO) test -tags $(TAGS),e2e -count=1 -timeout $(E2E_TIMEOUT) -v -run '^Test(Kill3|Pause3|Partition3|Workers.*3|SDKWorkers.*|Secure3|Attacks3|Alerts3|DiskStall3|DiskEIO3|Recover3|Upgrade3|Zombie.*|Control.*)$$' ./test/e2e/
 	$(MAKE) clients-test
 
-# The kits under clients/ (Python, Node, Java): unit tests, the conformance
-# vectors Go writes, their SQL fences on a PostgreSQL started for them
-# (internal/testdb), and the worker SDKs against a node of bin/raftcron. The
-# Go SQL fences run in `go test ./...` above, on PostgreSQL, MariaDB and SQLite.
+# The verification kits under clients/ (Python, Node, Java): unit tests, the
+# conformance vectors Go writes, and their SQL fences on a PostgreSQL started
+# for them (internal/testdb). The Go SQL fences run in `go test ./...` above,
+# on PostgreSQL, MariaDB and SQLite. The worker SDKs' tests start nodes of
+# the binary RAFTCRON_BIN names.
 clients-test: build
 	$(GO) build -o bin/withdb ./internal/testdb/cmd/withdb
-	bin/withdb -postgres -- $(MAKE) -C clients test
+	RAFTCRON_BIN=$(CURDIR)/$(BIN) bin/withdb -postgres -- $(MAKE) -C clients test
 
 # Every end-to-end scenario: also 5 nodes, membership, clock skew, a long mixed
 # run. CI runs it after `make test`.

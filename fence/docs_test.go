@@ -21,6 +21,8 @@ var snippets = []snippet{
 		[]string{"../docs/fencing.md", "../clients/python/README.md"}},
 	{"../clients/node/examples/billing.ts", "node", "ts",
 		[]string{"../docs/fencing.md", "../clients/node/README.md"}},
+	{"../clients/node/examples/worker.ts", "node-worker", "ts",
+		[]string{"../README.md", "../clients/node/README.md"}},
 	{"../clients/java/examples/dev/raftcron/examples/Billing.java", "java", "java",
 		[]string{"../docs/fencing.md", "../clients/java/README.md"}},
 }

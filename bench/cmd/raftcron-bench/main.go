@@ -7,7 +7,8 @@
 //	               [-repeat N] [-ab OLD_BIN]
 //
 // Scenarios: burst, workers (the burst's tick on two remote workers of one
-// pool, SDK handlers in this process), steady, failover, registry, scale
+// pool, SDK handlers in this process), workers-http (the same tick on two
+// Node SDK workers over the HTTP worker protocol), steady, failover, registry, scale
 // (real clusters) and micro (go test -bench over the product packages).
 // burst and steady each measure their floor too, the same webhook waves
 // with no cluster, and report their lateness as a ratio to it; httpfloor,
@@ -69,7 +70,7 @@ type scenario struct {
 // defaultScenarios is every scenario but httpfloor, whose waves burst and
 // steady already measure beside themselves, and burst-features, which
 // runs beside the burst when a feature's price is the question.
-const defaultScenarios = "burst,workers,steady,failover,registry,scale,micro"
+const defaultScenarios = "burst,workers,workers-http,steady,failover,registry,scale,micro"
 
 // minPairs is the fewest runs (or -ab pairs) whose median the docs keep.
 const minPairs = 5
@@ -78,6 +79,7 @@ var scenarios = []scenario{
 	{"burst", runBurst},
 	{burstFeaturesName, runBurstFeatures},
 	{"workers", runWorkers},
+	{"workers-http", runWorkersHTTP},
 	{"steady", runSteady},
 	{"httpfloor", runFloor},
 	{"failover", runFailover},
@@ -104,7 +106,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.Repeat, "repeat", 1, fmt.Sprintf("run each chosen scenario N times, a fresh cluster each time, and report every figure's median, min and max (figures.md, figures.json); with -ab, N pairs. Docs keep only medians of at least %d", minPairs))
 	fs.StringVar(&c.ABOld, "ab", "", fmt.Sprintf("OLD_BIN: run OLD_BIN's nodes and -bin's in turn, old, new, old, new (-repeat N pairs; at least %d recommended), and report each figure's paired difference new − old and ratio new ÷ old, and in how many pairs new was better", minPairs))
 
-	fs.IntVar(&c.BurstJobs, "burst-jobs", 0, "burst, workers: jobs due in the same second (default 10000)")
+	fs.IntVar(&c.BurstJobs, "burst-jobs", 0, "burst, workers, workers-http: jobs due in the same second (default 10000)")
 	fs.IntVar(&c.SteadyRate, "steady-rate", 2000, "steady: fires per second")
 	fs.DurationVar(&c.SteadyDuration, "steady-duration", 0, "steady: measured window (default 60s, quick 15s)")
 	fs.IntVar(&c.SteadyPeriod, "steady-period", 0, "steady: seconds between two fires of one job, a divisor of 60 (default 10, quick 5); jobs = rate × period")

@@ -80,6 +80,9 @@ type env struct {
 	// burstFloor is the burst's floor in this run, shown beside the
 	// workers scenario's too.
 	burstFloor *floorWave
+	// workersLateness is the workers scenario's result in this run, shown
+	// beside the workers-http scenario's.
+	workersLateness *harness.Dist
 }
 
 // runner runs the chosen scenarios -repeat times, each time with every

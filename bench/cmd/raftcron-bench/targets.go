@@ -13,6 +13,9 @@ const (
 	burstP99MaxMs   = 250
 	steadyP99MaxMs  = 50
 	workersP99MaxMs = 100
+	// workersHTTPP99MaxMs is issue 32's: the HTTP protocol's long polls
+	// and one complete per attempt cost more than the gRPC stream's batches.
+	workersHTTPP99MaxMs = 250
 	// floorRatioMax bounds a lateness p99 as a multiple of the floor's
 	// p99 measured in the same run.
 	floorRatioMax = 1.5

@@ -23,17 +23,24 @@ const (
 	workerHandler     = "record"
 )
 
-type workersMetrics struct {
+// workerWave is what the workers scenarios measure alike: N jobs due at
+// one second, handled by remote workers.
+type workerWave struct {
 	Jobs         int                `json:"jobs"`
 	Workers      int                `json:"workers"`
 	Registration harness.LoadResult `json:"registration"`
 	Slot         time.Time          `json:"slot"`
 	Delivered    int                `json:"delivered"`
 	Redeliveries int                `json:"redeliveries"`
-	// Lateness is the handler's start − nominal slot time, one per job.
+	// Lateness is the handler's start − nominal slot time, one per job
+	// (the workers run on this machine: one clock).
 	Lateness harness.Dist `json:"lateness"`
 	// PerWorker is how many first deliveries each worker got.
 	PerWorker map[string]int `json:"per_worker"`
+}
+
+type workersMetrics struct {
+	workerWave
 	// WebhookBurst is the burst scenario's lateness of this run, when it
 	// ran before: the same tick, delivered by the leader's webhooks.
 	WebhookBurst *harness.Dist `json:"webhook_burst_lateness,omitempty"`
@@ -94,7 +101,7 @@ func runWorkers(ctx context.Context, e *env, res *Result) error {
 	n := e.cfg.BurstJobs
 	res.Params["jobs"] = n
 	res.Params["workers"] = benchWorkers
-	m := &workersMetrics{Jobs: n, Workers: benchWorkers, PerWorker: map[string]int{}, WebhookBurst: e.burstLateness}
+	m := &workersMetrics{workerWave: workerWave{Jobs: n, Workers: benchWorkers}, WebhookBurst: e.burstLateness}
 	res.Metrics = m
 
 	c, err := e.startCluster(ctx, "workers")
@@ -113,20 +120,11 @@ func runWorkers(ctx context.Context, e *env, res *Result) error {
 	}
 	defer stop()
 
-	guess := time.Duration(float64(n)/registerRateGuess*float64(time.Second)) + 4*time.Second
-	sec := time.Now().Add(guess).Second()
-	schedule := fmt.Sprintf("%d * * * * *", sec)
-	e.logf("workers: registering %d worker jobs with schedule %q", n, schedule)
-	m.Registration, err = e.register(ctx, leader, n, func(i int) *pb.JobSpec {
-		return &pb.JobSpec{Name: fmt.Sprintf("work-%06d", i), Schedule: schedule,
-			Worker: &pb.WorkerTarget{Pool: workerPool, Handler: workerHandler}}
-	})
-	if err != nil {
+	var slot time.Time
+	if m.Registration, slot, err = registerWorkerWave(ctx, e, leader, n, "workers"); err != nil {
 		return err
 	}
-	slot := nextAtSecond(time.Now().Add(1500*time.Millisecond), sec)
 	m.Slot = slot.UTC()
-	e.logf("workers: registered at %.0f jobs/s; slot %s (in %s)", m.Registration.OpsPerSec, slot.Format("15:04:05"), time.Until(slot).Round(time.Millisecond))
 	if err := sleepUntil(ctx, slot.Add(-500*time.Millisecond)); err != nil {
 		return err
 	}
@@ -140,24 +138,8 @@ func runWorkers(ctx context.Context, e *env, res *Result) error {
 	}
 	cancel()
 
-	first := map[string]handled{}
-	for _, h := range rec.snapshot() {
-		if h.slot != slot.Unix() {
-			continue
-		}
-		if _, dup := first[h.job]; dup {
-			m.Redeliveries++
-			continue
-		}
-		first[h.job] = h
-		m.PerWorker[h.worker]++
-	}
-	m.Delivered = len(first)
-	lat := make([]time.Duration, 0, len(first))
-	for _, h := range first {
-		lat = append(lat, h.at.Sub(slot))
-	}
-	m.Lateness = harness.Summarize(lat)
+	m.Delivered, m.Redeliveries, m.PerWorker, m.Lateness = tally(rec.snapshot(), slot)
+	e.workersLateness = &m.Lateness
 
 	settle(ctx, leader)
 	after := sampleNodes(c)
@@ -202,6 +184,48 @@ func runWorkers(ctx context.Context, e *env, res *Result) error {
 		res.violate("%d slots handled twice", m.Redeliveries)
 	}
 	return nil
+}
+
+// registerWorkerWave registers n jobs of the bench pool's handler due at
+// one second of the minute, and returns the slot they are due at.
+func registerWorkerWave(ctx context.Context, e *env, leader *localcluster.Node, n int, scenario string) (harness.LoadResult, time.Time, error) {
+	guess := time.Duration(float64(n)/registerRateGuess*float64(time.Second)) + 4*time.Second
+	sec := time.Now().Add(guess).Second()
+	schedule := fmt.Sprintf("%d * * * * *", sec)
+	e.logf("%s: registering %d worker jobs with schedule %q", scenario, n, schedule)
+	reg, err := e.register(ctx, leader, n, func(i int) *pb.JobSpec {
+		return &pb.JobSpec{Name: fmt.Sprintf("work-%06d", i), Schedule: schedule,
+			Worker: &pb.WorkerTarget{Pool: workerPool, Handler: workerHandler}}
+	})
+	if err != nil {
+		return reg, time.Time{}, err
+	}
+	slot := nextAtSecond(time.Now().Add(1500*time.Millisecond), sec)
+	e.logf("%s: registered at %.0f jobs/s; slot %s (in %s)", scenario, reg.OpsPerSec, slot.Format("15:04:05"), time.Until(slot).Round(time.Millisecond))
+	return reg, slot, nil
+}
+
+// tally counts each job's first handler call of slot: how many, how many
+// calls came again, how many each worker had, and their lateness.
+func tally(calls []handled, slot time.Time) (delivered, again int, perWorker map[string]int, lateness harness.Dist) {
+	first := map[string]handled{}
+	perWorker = map[string]int{}
+	for _, h := range calls {
+		if h.slot != slot.Unix() {
+			continue
+		}
+		if _, dup := first[h.job]; dup {
+			again++
+			continue
+		}
+		first[h.job] = h
+		perWorker[h.worker]++
+	}
+	lat := make([]time.Duration, 0, len(first))
+	for _, h := range first {
+		lat = append(lat, h.at.Sub(slot))
+	}
+	return len(first), again, perWorker, harness.Summarize(lat)
 }
 
 func (r *recorder) snapshot() []handled {

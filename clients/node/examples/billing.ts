@@ -9,13 +9,8 @@ const fenced = middleware(new Verifier(loadKeys("raftcron-fence.key"), { jobs: [
 export const server = createServer((req, res) => fenced(req, res, async () => {
   const { run, body } = req.raftcron!;
   const client = await pool.connect();
-  try {
-    await fenceSql(client, run, (c) => c.query("INSERT INTO charges VALUES ($1, $2)", [run.idempotencyKey, body]));
-    res.end(JSON.stringify({ status: "applied" }));
-  } catch (err) {
-    if (!answerRefused(res, err)) res.writeHead(500).end();
-  } finally {
-    client.release();
-  }
+  await fenceSql(client, run, (c) => c.query("INSERT INTO charges VALUES ($1, $2)", [run.idempotencyKey, body]))
+    .then(() => res.end(JSON.stringify({ status: "applied" })), (err) => answerRefused(res, err) || res.writeHead(500).end())
+    .finally(() => client.release());
 }));
 // [/docs:node]
