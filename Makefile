@@ -46,9 +46,10 @@ test: build openapi-tools
 
 # The verification kits under clients/ (Python, Node, Java): unit tests, the
 # conformance vectors Go writes, and their SQL fences on a PostgreSQL started
-# for them (internal/testdb). The Go SQL fences run in `go test ./...` above,
+# for them (internal/testdb); the worker SDKs' tests against a node of the
+# binary `build` writes. The Go SQL fences run in `go test ./...` above,
 # on PostgreSQL, MariaDB and SQLite.
-clients-test:
+clients-test: build
 	$(GO) build -o bin/withdb ./internal/testdb/cmd/withdb
 	bin/withdb -postgres -- $(MAKE) -C clients test
 
