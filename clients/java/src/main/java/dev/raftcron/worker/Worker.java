@@ -333,7 +333,7 @@ public final class Worker {
                 detail = ctx.cancelReason();
             }
             default -> {
-                outcome = err == null ? "succeeded" : err instanceof Refused.Stale ? "fenced" : "failed";
+                outcome = err == null ? "succeeded" : err instanceof Fenced || err instanceof Refused.Stale ? "fenced" : "failed";
                 detail = err == null ? "" : err.toString();
             }
         }
