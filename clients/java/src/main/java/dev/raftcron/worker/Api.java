@@ -25,6 +25,8 @@ final class Api {
     private final List<URI> addrs;
     private final String token;
     private int next;
+    /** How long the last heartbeat or complete that was answered took, one try, in nanoseconds. */
+    private volatile long lastTryNanos;
 
     Api(List<String> addrs, String token) {
         if (addrs.isEmpty()) {
@@ -51,6 +53,7 @@ final class Api {
         while (true) {
             URI base = addr();
             RuntimeException failure;
+            long began = System.nanoTime();
             try {
                 HttpRequest.Builder req = HttpRequest.newBuilder(base.resolve(path)).timeout(timeout)
                         .header("Content-Type", "application/json")
@@ -60,6 +63,9 @@ final class Api {
                 }
                 HttpResponse<String> resp = http.send(req.build(),
                         HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+                if (!path.endsWith(":poll")) { // a poll's answer waits for offers
+                    lastTryNanos = System.nanoTime() - began;
+                }
                 if (resp.statusCode() == 200) {
                     return resp.body().isBlank() ? Map.of() : Json.parseObject(resp.body());
                 }
@@ -80,6 +86,11 @@ final class Api {
             Thread.sleep(sleep);
             backoff = backoff.multipliedBy(2).compareTo(MAX_BACKOFF) > 0 ? MAX_BACKOFF : backoff.multipliedBy(2);
         }
+    }
+
+    /** The round trip of the last answered try: what a heartbeat costs now. */
+    Duration roundTrip() {
+        return Duration.ofNanos(lastTryNanos);
     }
 
     private synchronized URI addr() {

@@ -19,6 +19,7 @@ public final class Context {
     private final Instant deadline;
     private Thread thread;
     private Stop stop = Stop.NONE;
+    private boolean finished;
     private String stopReason = "";
     private Integer progress;
     private String message;
@@ -30,10 +31,13 @@ public final class Context {
     /** When the last heartbeat was sent (System.nanoTime). */
     volatile long lastBeat;
     volatile boolean beating;
+    /** The deadline on System.nanoTime's scale. */
+    final long deadlineNanos;
 
     Context(Offer offer, long receivedNanos) {
         this.offer = offer;
         this.deadline = Instant.now().plus(offer.limit()).minusNanos(System.nanoTime() - receivedNanos);
+        this.deadlineNanos = receivedNanos + offer.limit().toNanos();
         this.lease = offer.lease();
         this.leaseEnd = receivedNanos + offer.lease().toNanos();
         this.lastBeat = receivedNanos;
@@ -125,8 +129,14 @@ public final class Context {
         return stopReason;
     }
 
-    synchronized Stop stopped() {
+    /** Marks the handler returned, after which nothing stops it: why it was stopped, if it was. */
+    synchronized Stop finish() {
+        finished = true;
         return stop;
+    }
+
+    synchronized boolean finished() {
+        return finished;
     }
 
     synchronized String outputText() {
@@ -156,7 +166,7 @@ public final class Context {
 
     /** Stops the attempt: the first reason wins; the handler's thread is interrupted. */
     synchronized void cancel(Stop why, String reason) {
-        if (stop != Stop.NONE) {
+        if (stop != Stop.NONE || finished) {
             return;
         }
         stop = why;

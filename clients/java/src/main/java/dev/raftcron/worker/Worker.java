@@ -51,7 +51,7 @@ public final class Worker {
     private Duration pollWait = Duration.ofSeconds(30);
     private Duration grace = Duration.ofSeconds(30);
 
-    private Api api;
+    private final Api api;
     private final Map<String, Context> active = new ConcurrentHashMap<>();
     private final Object slots = new Object();
     private final CountDownLatch done = new CountDownLatch(1);
@@ -60,7 +60,6 @@ public final class Worker {
     private Thread poller;
     private volatile boolean stopping;
     private volatile RuntimeException fatal;
-    private volatile long rttNanos;
 
     /**
      * @param pool the pool whose attempts it takes
@@ -292,10 +291,10 @@ public final class Worker {
             refuse(ctx, key, "no handler " + offer.handler() + " on worker " + id);
             return;
         }
-        long rtt = rttNanos;
-        if (offer.lease().toNanos() <= 3 * rtt) {
-            refuse(ctx, key, "lease " + Offer.duration(offer.lease()) + " cannot be kept up: a heartbeat takes "
-                    + Duration.ofNanos(rtt).toMillis() + " ms, and one is due every third of the lease");
+        Duration rtt = api.roundTrip();
+        if (offer.lease().compareTo(rtt.multipliedBy(3)) <= 0) {
+            refuse(ctx, key, "lease " + Offer.duration(offer.lease()) + " cannot be kept up: a call takes "
+                    + rtt.toMillis() + " ms, and a heartbeat is due every third of the lease");
             return;
         }
         active.put(key, ctx);
@@ -319,11 +318,12 @@ public final class Worker {
         } catch (Throwable t) {
             err = t;
         }
+        Context.Stop stop = ctx.finish();
         ctx.bind(null);
         Thread.interrupted();
         String outcome;
         String detail = "";
-        switch (ctx.stopped()) {
+        switch (stop) {
             case DEADLINE -> {
                 outcome = "deadline_exceeded";
                 detail = ctx.cancelReason();
@@ -369,7 +369,7 @@ public final class Worker {
     private void tick() {
         long now = System.nanoTime();
         for (Context ctx : active.values()) {
-            if (!ctx.isCancelled() && ctx.deadline().isBefore(java.time.Instant.now())) {
+            if (!ctx.isCancelled() && now - ctx.deadlineNanos > 0) {
                 ctx.cancel(Context.Stop.DEADLINE, "deadline exceeded: ran past its limit");
             }
             if (ctx.beating) {
@@ -378,7 +378,7 @@ public final class Worker {
             long since = now - ctx.lastBeat;
             boolean due = since >= ctx.lease.toNanos() / 3
                     || (!ctx.pendingProgress().isEmpty() && since >= PROGRESS_EVERY.toNanos());
-            if (due && !ctx.isCancelled()) {
+            if (due && !ctx.isCancelled() && !ctx.finished()) {
                 ctx.beating = true;
                 ctx.lastBeat = now;
                 threads.execute(() -> heartbeat(ctx));
@@ -393,7 +393,6 @@ public final class Worker {
             Duration tryFor = ctx.lease.dividedBy(3).compareTo(Duration.ofSeconds(1)) < 0
                     ? Duration.ofSeconds(1) : ctx.lease.dividedBy(3);
             Map<String, Object> resp = api.call(path(ctx, "heartbeat"), progress, tryFor, ctx.leaseEnd);
-            rttNanos = System.nanoTime() - sent;
             ctx.progressDelivered(progress);
             Duration lease = Offer.duration(String.valueOf(resp.getOrDefault("lease", "")), "lease");
             if (!lease.isZero()) {
@@ -401,8 +400,10 @@ public final class Worker {
             }
             ctx.leaseEnd = sent + ctx.lease.toNanos();
         } catch (Superseded s) {
-            LOG.log(Level.INFO, "stopping " + ctx.runId() + ": " + s.getMessage());
-            ctx.cancel(Context.Stop.SUPERSEDED, s.getMessage());
+            if (!ctx.finished()) { // else its complete got there first
+                LOG.log(Level.INFO, "stopping " + ctx.runId() + ": " + s.getMessage());
+                ctx.cancel(Context.Stop.SUPERSEDED, s.getMessage());
+            }
         } catch (ApiException e) {
             LOG.log(Level.WARNING, "heartbeat of " + ctx.runId() + ": " + e.getMessage());
         } catch (InterruptedException e) {
@@ -410,7 +411,7 @@ public final class Worker {
         } finally {
             ctx.beating = false;
         }
-        if (!ctx.isCancelled() && System.nanoTime() - ctx.leaseEnd > 0) {
+        if (!ctx.isCancelled() && !ctx.finished() && System.nanoTime() - ctx.leaseEnd > 0) {
             String why = "lease lost: no heartbeat answered within its lease of " + Offer.duration(ctx.lease);
             LOG.log(Level.WARNING, "stopping " + ctx.runId() + ": " + why);
             ctx.cancel(Context.Stop.LEASE_LOST, why);

@@ -114,5 +114,10 @@ final class Node {
     void close() throws InterruptedException {
         proc.destroyForcibly();
         proc.waitFor(10, TimeUnit.SECONDS);
+        try (var files = Files.walk(dir)) {
+            files.sorted(java.util.Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
+        } catch (IOException e) {
+            System.out.println("remove " + dir + ": " + e);
+        }
     }
 }

@@ -1,5 +1,11 @@
 package dev.raftcron.worker;
 
+import com.sun.net.httpserver.HttpServer;
+import dev.raftcron.fence.Run;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -57,6 +63,7 @@ public final class WorkerTest {
         if (Files.isExecutable(bin)) {
             Path key = Files.createTempFile("raftcron-fence", ".key");
             Files.writeString(key, KEY + "\n");
+            key.toFile().deleteOnExit();
             node = Node.start(bin, List.of("--worker-lease", "2s", "--fence-key-file", key.toString()));
         }
         try {
@@ -66,6 +73,7 @@ public final class WorkerTest {
             test("a superseded heartbeat cancels the handler", WorkerTest::cancelled);
             test("a stopping worker hands its attempt back", WorkerTest::handBack);
             test("offers are verified with the key", WorkerTest::signatures);
+            test("SIGTERM lets a running attempt finish", WorkerTest::sigterm);
         } finally {
             if (node != null) {
                 node.close();
@@ -373,6 +381,42 @@ public final class WorkerTest {
             eq(ran.get(), 0L, "token the handler ran with");
         } finally {
             bad.stop(Duration.ZERO);
+        }
+    }
+
+    private static void sigterm() throws Exception {
+        node().apply("name: sigterm\nschedule: \"0 0 1 1 *\"\nworker: {pool: p-sigterm, handler: e2e-sink, "
+                + "payload: '{\"run_ms\": 1500}', lease: 2s}\n");
+        AtomicReference<String> wrote = new AtomicReference<>();
+        HttpServer sink = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
+        sink.createContext("/", ex -> {
+            wrote.set(ex.getRequestHeaders().getFirst(Run.HEADER_FENCING_TOKEN));
+            ex.sendResponseHeaders(200, -1);
+            ex.close();
+        });
+        sink.start();
+        ProcessBuilder pb = new ProcessBuilder("java", "-cp", System.getProperty("java.class.path"),
+                E2eWorker.class.getName()).redirectError(node.dir.resolve("sigterm-worker.log").toFile());
+        pb.environment().putAll(Map.of("E2E_POOL", "p-sigterm", "E2E_WORKER_ID", "sigterm-1",
+                "E2E_ADDRS", node.httpAddr, "E2E_SINK", "http://127.0.0.1:" + sink.getAddress().getPort()));
+        Process p = pb.start();
+        try {
+            String id = node.trigger("sigterm");
+            var out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
+            String line = out.readLine();
+            check(line != null && line.startsWith("start " + id + " "), "the worker started the run: " + line);
+            p.toHandle().destroy(); // SIGTERM; Process.destroy would close its output
+            StringBuilder rest = new StringBuilder();
+            for (String l; (l = out.readLine()) != null;) {
+                rest.append(l).append('\n');
+            }
+            check(p.waitFor(WAIT.toSeconds(), TimeUnit.SECONDS), "the worker exited");
+            check(rest.toString().startsWith("wrote " + id + " "), "the attempt finished after SIGTERM: " + rest);
+            check(wrote.get() != null, "the sink got the write");
+            waitFor("the run succeeds", () -> state(node.run(id)).equals("succeeded"));
+        } finally {
+            p.destroyForcibly();
+            sink.stop(0);
         }
     }
 }
