@@ -1,7 +1,11 @@
 package dev.raftcron.worker;
 
+import static dev.raftcron.testkit.Runner.check;
+import static dev.raftcron.testkit.Runner.equal;
+
 import com.sun.net.httpserver.HttpServer;
 import dev.raftcron.fence.Run;
+import dev.raftcron.testkit.Runner;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.net.InetAddress;
@@ -28,37 +32,25 @@ public final class WorkerTest {
     private static final String KEY = "n3w-key-n3w-key-n3w-key-n3w-key-n3w-key=";
     private static final Duration WAIT = Duration.ofSeconds(30);
     private static Node node;
-    private static int passed;
-    private static int failed;
-    private static int skipped;
+    private static final Runner RUNNER = new Runner().onFailure(() -> {
+        if (node != null) {
+            System.out.println("node log:\n" + node.log());
+        }
+    });
 
     private WorkerTest() {}
-
-    @FunctionalInterface
-    interface Body {
-        void run() throws Exception;
-    }
 
     @FunctionalInterface
     interface Cond {
         boolean holds() throws Exception;
     }
 
-    /** Thrown to skip a test (locally only: under CI=true it fails instead). */
-    static final class Skip extends RuntimeException {
-        private static final long serialVersionUID = 1L;
-
-        Skip(String why) {
-            super(why);
-        }
-    }
-
     public static void main(String[] args) throws Exception {
-        test("JSON reads and writes the protocol's bodies", WorkerTest::json);
-        test("JSON names what it cannot read", WorkerTest::jsonErrors);
-        test("durations in proto JSON", WorkerTest::durations);
-        test("an offer's 409 SUPERSEDED and its why", WorkerTest::refusals);
-        test("bad configuration names the field", WorkerTest::badConfig);
+        RUNNER.test("JSON reads and writes the protocol's bodies", WorkerTest::json);
+        RUNNER.test("JSON names what it cannot read", WorkerTest::jsonErrors);
+        RUNNER.test("durations in proto JSON", WorkerTest::durations);
+        RUNNER.test("an offer's 409 SUPERSEDED and its why", WorkerTest::refusals);
+        RUNNER.test("bad configuration names the field", WorkerTest::badConfig);
         Path bin = Path.of(System.getProperty("raftcron.bin", "../../bin/raftcron"));
         if (Files.isExecutable(bin)) {
             Path key = Files.createTempFile("raftcron-fence", ".key");
@@ -67,53 +59,19 @@ public final class WorkerTest {
             node = Node.start(bin, List.of("--worker-lease", "2s", "--fence-key-file", key.toString()));
         }
         try {
-            test("lease extension keeps an attempt alive past its lease", WorkerTest::leaseExtension);
-            test("progress reaches run get", WorkerTest::progress);
-            test("a worker that stops heartbeating loses its attempt to a larger token", WorkerTest::lostLease);
-            test("a superseded heartbeat cancels the handler", WorkerTest::cancelled);
-            test("a stopping worker hands its attempt back", WorkerTest::handBack);
-            test("offers are verified with the key", WorkerTest::signatures);
-            test("SIGTERM lets a running attempt finish", WorkerTest::sigterm);
+            RUNNER.test("lease extension keeps an attempt alive past its lease", WorkerTest::leaseExtension);
+            RUNNER.test("progress reaches run get", WorkerTest::progress);
+            RUNNER.test("a worker that stops heartbeating loses its attempt to a larger token", WorkerTest::lostLease);
+            RUNNER.test("a superseded heartbeat cancels the handler", WorkerTest::cancelled);
+            RUNNER.test("a stopping worker hands its attempt back", WorkerTest::handBack);
+            RUNNER.test("offers are verified with the key", WorkerTest::signatures);
+            RUNNER.test("SIGTERM lets a running attempt finish", WorkerTest::sigterm);
         } finally {
             if (node != null) {
                 node.close();
             }
         }
-        System.out.println(passed + " passed, " + failed + " failed, " + skipped + " skipped");
-        System.exit(failed == 0 ? 0 : 1);
-    }
-
-    private static void test(String name, Body body) {
-        try {
-            body.run();
-            passed++;
-            System.out.println("ok   " + name);
-        } catch (Skip s) {
-            if ("true".equals(System.getenv("CI"))) {
-                failed++;
-                System.out.println("FAIL " + name + ": " + s.getMessage());
-            } else {
-                skipped++;
-                System.out.println("skip " + name + ": " + s.getMessage());
-            }
-        } catch (Throwable t) {
-            failed++;
-            System.out.println("FAIL " + name + ": " + t);
-            t.printStackTrace(System.out);
-            if (node != null) {
-                System.out.println("node log:\n" + node.log());
-            }
-        }
-    }
-
-    private static void check(boolean ok, String what) {
-        if (!ok) {
-            throw new AssertionError(what);
-        }
-    }
-
-    private static void eq(Object got, Object want, String what) {
-        check(Objects.equals(got, want), what + ": got " + got + ", want " + want);
+        RUNNER.exit();
     }
 
     private static void waitFor(String what, Cond c) throws Exception {
@@ -128,7 +86,7 @@ public final class WorkerTest {
 
     private static Node node() {
         if (node == null) {
-            throw new Skip("no raftcron binary at -Draftcron.bin (make build)");
+            throw new Runner.Skip("no raftcron binary at -Draftcron.bin (make build)");
         }
         return node;
     }
@@ -140,14 +98,14 @@ public final class WorkerTest {
                 + "\"s\":\"a\\\"b\\\\c\\n\\u00e9\"}]}";
         Map<String, Object> m = Json.parseObject(text);
         Map<?, ?> offer = (Map<?, ?>) ((List<?>) m.get("offers")).get(0);
-        eq(offer.get("token"), "42", "token");
-        eq(offer.get("attempt"), 1L, "attempt");
-        eq(offer.get("ok"), true, "ok");
+        equal(offer.get("token"), "42", "token");
+        equal(offer.get("attempt"), 1L, "attempt");
+        equal(offer.get("ok"), true, "ok");
         check(offer.containsKey("none") && offer.get("none") == null, "null kept");
-        eq(offer.get("f"), 0.5, "fraction");
-        eq(offer.get("s"), "a\"b\\c\né", "escapes");
-        eq(Json.parse(Json.write(m)), m, "round trip");
-        eq(Json.write(Map.of("m", "\u0001\t")), "{\"m\":\"\\u0001\\t\"}", "control characters");
+        equal(offer.get("f"), 0.5, "fraction");
+        equal(offer.get("s"), "a\"b\\c\né", "escapes");
+        equal(Json.parse(Json.write(m)), m, "round trip");
+        equal(Json.write(Map.of("m", "\u0001\t")), "{\"m\":\"\\u0001\\t\"}", "control characters");
     }
 
     private static void jsonErrors() {
@@ -162,10 +120,10 @@ public final class WorkerTest {
     }
 
     private static void durations() {
-        eq(Offer.duration("10s", "lease"), Duration.ofSeconds(10), "10s");
-        eq(Offer.duration("0.500s", "lease"), Duration.ofMillis(500), "0.500s");
-        eq(Offer.duration(Duration.ofMillis(1500)), "1.5s", "1.5 s written");
-        eq(Offer.duration(Duration.ofSeconds(30)), "30s", "30 s written");
+        equal(Offer.duration("10s", "lease"), Duration.ofSeconds(10), "10s");
+        equal(Offer.duration("0.500s", "lease"), Duration.ofMillis(500), "0.500s");
+        equal(Offer.duration(Duration.ofMillis(1500)), "1.5s", "1.5 s written");
+        equal(Offer.duration(Duration.ofSeconds(30)), "30s", "30 s written");
         try {
             Offer.duration("1m", "lease");
             throw new AssertionError("took 1m");
@@ -180,7 +138,7 @@ public final class WorkerTest {
                 + "\"domain\":\"raftcron.io\",\"metadata\":{\"why\":\"lease_expired\"}}]}";
         RuntimeException e = Api.refusal(409, body);
         check(e instanceof Superseded, "a Superseded: " + e);
-        eq(((Superseded) e).why(), "lease_expired", "why");
+        equal(((Superseded) e).why(), "lease_expired", "why");
         RuntimeException other = Api.refusal(403, "<html>nope</html>");
         check(other instanceof ApiException a && a.status() == 403, "a 403 ApiException: " + other);
     }
@@ -231,7 +189,7 @@ public final class WorkerTest {
             String id = node.trigger("lease");
             waitFor("the run succeeds", () -> state(node.run(id)).equals("succeeded"));
             Map<String, Object> run = node.run(id);
-            eq(attempts(run).size(), 1, "attempts of a 7 s run with a 2 s lease");
+            equal(attempts(run).size(), 1, "attempts of a 7 s run with a 2 s lease");
         } finally {
             w.stop(Duration.ZERO);
         }
@@ -274,7 +232,7 @@ public final class WorkerTest {
         Api api = new Api(List.of(node().httpAddr), null);
         String id = node.trigger("lost");
         Map<String, Object> first = rawPoll(api, "lost-silent", "p-lost");
-        eq(first.get("run_id"), id, "the silent worker's run");
+        equal(first.get("run_id"), id, "the silent worker's run");
         long silentToken = Long.parseLong((String) first.get("token"));
         AtomicLong token = new AtomicLong();
         Worker w = worker("p-lost", "lost-live").handler("h", ctx -> token.set(ctx.token()));
@@ -343,12 +301,12 @@ public final class WorkerTest {
         check(started.await(WAIT.toSeconds(), TimeUnit.SECONDS), "the handler started");
         long t0 = System.nanoTime();
         w.stop(Duration.ofMillis(100));
-        eq(reason.get(), "worker stopping", "the handler's cancel reason");
-        eq(w.running(), 0, "attempts running after stop");
+        equal(reason.get(), "worker stopping", "the handler's cancel reason");
+        equal(w.running(), 0, "attempts running after stop");
         Api api = new Api(List.of(node.httpAddr), null);
         Map<String, Object> again = rawPoll(api, "handback-2", "p-handback");
-        eq(again.get("run_id"), id, "the handed-back run");
-        eq(again.get("attempt"), 2L, "its attempt");
+        equal(again.get("run_id"), id, "the handed-back run");
+        equal(again.get("attempt"), 2L, "its attempt");
         check(Duration.ofNanos(System.nanoTime() - t0).compareTo(Duration.ofSeconds(30)) < 0,
                 "offered again before its 30 s lease ran out");
         api.call("/v1/attempts/" + id + "/" + again.get("token") + ":complete", Map.of("outcome", "succeeded"), WAIT,
@@ -378,7 +336,7 @@ public final class WorkerTest {
             String id = node.trigger("signed");
             waitFor("the run fails with bad signature", () -> node.cli("run", "get", id, "-o", "json")
                     .contains("bad signature") && state(node.run(id)).equals("failed"));
-            eq(ran.get(), 0L, "token the handler ran with");
+            equal(ran.get(), 0L, "token the handler ran with");
         } finally {
             bad.stop(Duration.ZERO);
         }
