@@ -7,6 +7,7 @@ import com.sun.net.httpserver.HttpServer;
 import dev.raftcron.fence.Run;
 import dev.raftcron.testkit.Runner;
 import java.io.BufferedReader;
+import java.io.IOException;
 import java.io.InputStreamReader;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -17,7 +18,9 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
@@ -358,18 +361,26 @@ public final class WorkerTest {
         pb.environment().putAll(Map.of("E2E_POOL", "p-sigterm", "E2E_WORKER_ID", "sigterm-1",
                 "E2E_ADDRS", node.httpAddr, "E2E_SINK", "http://127.0.0.1:" + sink.getAddress().getPort()));
         Process p = pb.start();
+        BlockingQueue<String> lines = new LinkedBlockingQueue<>();
+        Thread reader = new Thread(() -> {
+            try (var out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+                for (String l; (l = out.readLine()) != null;) {
+                    lines.add(l);
+                }
+            } catch (IOException e) {
+                lines.add("read: " + e);
+            }
+        });
+        reader.setDaemon(true);
+        reader.start();
         try {
             String id = node.trigger("sigterm");
-            var out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
-            String line = out.readLine();
+            String line = lines.poll(WAIT.toSeconds(), TimeUnit.SECONDS);
             check(line != null && line.startsWith("start " + id + " "), "the worker started the run: " + line);
             p.toHandle().destroy(); // SIGTERM; Process.destroy would close its output
-            StringBuilder rest = new StringBuilder();
-            for (String l; (l = out.readLine()) != null;) {
-                rest.append(l).append('\n');
-            }
-            check(p.waitFor(WAIT.toSeconds(), TimeUnit.SECONDS), "the worker exited");
-            check(rest.toString().startsWith("wrote " + id + " "), "the attempt finished after SIGTERM: " + rest);
+            check(p.waitFor(WAIT.toSeconds(), TimeUnit.SECONDS), "the worker exited within " + WAIT + " of SIGTERM");
+            reader.join(WAIT.toMillis());
+            check(String.valueOf(lines.poll()).startsWith("wrote " + id + " "), "the attempt finished after SIGTERM");
             check(wrote.get() != null, "the sink got the write");
             waitFor("the run succeeds", () -> state(node.run(id)).equals("succeeded"));
         } finally {
