@@ -37,7 +37,8 @@ public final class Context {
     Context(Offer offer, long receivedNanos) {
         this.offer = offer;
         this.deadline = Instant.now().plus(offer.limit()).minusNanos(System.nanoTime() - receivedNanos);
-        this.deadlineNanos = receivedNanos + offer.limit().toNanos();
+        // An offer always carries its limit; without one, the lease alone bounds the attempt.
+        this.deadlineNanos = receivedNanos + (offer.limit().isZero() ? Long.MAX_VALUE / 4 : offer.limit().toNanos());
         this.lease = offer.lease();
         this.leaseEnd = receivedNanos + offer.lease().toNanos();
         this.lastBeat = receivedNanos;
