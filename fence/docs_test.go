@@ -25,6 +25,8 @@ var snippets = []snippet{
 		[]string{"../README.md", "../clients/node/README.md"}},
 	{"../clients/java/examples/dev/raftcron/examples/Billing.java", "java", "java",
 		[]string{"../docs/fencing.md", "../clients/java/README.md"}},
+	{"../clients/java/examples/dev/raftcron/examples/Charge.java", "java-worker", "java",
+		[]string{"../README.md", "../clients/java/README.md"}},
 }
 
 func region(t *testing.T, s snippet) string {

@@ -51,8 +51,9 @@ func run(pg bool, args []string) int {
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = env, os.Stdin, os.Stdout, os.Stderr
 	// The command gets the terminal's signals itself; withdb only outlives it to stop
-	// the servers.
-	signal.Ignore(syscall.SIGINT, syscall.SIGTERM)
+	// the servers. Caught, not ignored: an ignored signal stays ignored in the command
+	// and everything it starts (a JVM then never runs its shutdown hooks on SIGTERM).
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGINT, syscall.SIGTERM)
 	err := cmd.Run()
 	var exit *exec.ExitError
 	switch {

@@ -1,6 +1,11 @@
 package dev.raftcron.fence;
 
+import static dev.raftcron.testkit.Runner.check;
+import static dev.raftcron.testkit.Runner.equal;
+
 import com.sun.net.httpserver.HttpServer;
+import dev.raftcron.testkit.Runner;
+import dev.raftcron.worker.TestJson;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -17,7 +22,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
 
 /**
  * The kit's tests, runnable with the JDK alone: unit tests, the shared conformance
@@ -28,67 +32,22 @@ public final class FenceTest {
     private static final Path ROOT = Path.of(System.getProperty("raftcron.root", "../.."));
     private static Map<String, Object> vectors;
     private static Map<String, Object> keys;
-    private static int passed;
-    private static int failed;
-    private static int skipped;
+    private static final Runner RUNNER = new Runner();
 
     private FenceTest() {}
 
-    @FunctionalInterface
-    interface Body {
-        void run() throws Exception;
-    }
-
-    /** Thrown to skip a test (locally only: under CI=true it fails instead). */
-    static final class Skip extends RuntimeException {
-        Skip(String why) {
-            super(why);
-        }
-    }
-
     public static void main(String[] args) throws Exception {
-        vectors = map(Json.parse(Files.readString(ROOT.resolve("fence/testdata/vectors.json"))));
+        vectors = map(TestJson.parse(Files.readString(ROOT.resolve("fence/testdata/vectors.json"))));
         keys = map(vectors.get("keys"));
-        test("signature vectors", FenceTest::signatureVectors);
-        test("signs the genuine vector", FenceTest::signsGenuine);
-        test("parse names the bad field", FenceTest::parseNamesField);
-        test("key file", FenceTest::keyFile);
-        test("handler", FenceTest::handler);
-        test("SQL fence vectors on PostgreSQL", FenceTest::sqlVectors);
-        test("SQL fence rolls back a failed write", FenceTest::sqlRollback);
-        test("README example", FenceTest::example);
-        System.out.println(passed + " passed, " + failed + " failed, " + skipped + " skipped");
-        System.exit(failed == 0 ? 0 : 1);
-    }
-
-    private static void test(String name, Body body) {
-        try {
-            body.run();
-            passed++;
-            System.out.println("ok   " + name);
-        } catch (Skip s) {
-            if ("true".equals(System.getenv("CI"))) {
-                failed++;
-                System.out.println("FAIL " + name + ": " + s.getMessage());
-            } else {
-                skipped++;
-                System.out.println("skip " + name + ": " + s.getMessage());
-            }
-        } catch (Throwable t) {
-            failed++;
-            System.out.println("FAIL " + name + ": " + t);
-            t.printStackTrace(System.out);
-        }
-    }
-
-    static void check(boolean ok, String what) {
-        if (!ok) {
-            throw new AssertionError(what);
-        }
-    }
-
-    static void equal(Object got, Object want, String what) {
-        check(Objects.equals(got, want), what + ": got " + got + ", want " + want);
+        RUNNER.test("signature vectors", FenceTest::signatureVectors);
+        RUNNER.test("signs the genuine vector", FenceTest::signsGenuine);
+        RUNNER.test("parse names the bad field", FenceTest::parseNamesField);
+        RUNNER.test("key file", FenceTest::keyFile);
+        RUNNER.test("handler", FenceTest::handler);
+        RUNNER.test("SQL fence vectors on PostgreSQL", FenceTest::sqlVectors);
+        RUNNER.test("SQL fence rolls back a failed write", FenceTest::sqlRollback);
+        RUNNER.test("README example", FenceTest::example);
+        RUNNER.exit();
     }
 
     @SuppressWarnings("unchecked")
@@ -244,7 +203,7 @@ public final class FenceTest {
     static Connection database() throws SQLException {
         String url = System.getenv("RAFTCRON_TEST_POSTGRES");
         if (url == null || url.isEmpty()) {
-            throw new Skip("RAFTCRON_TEST_POSTGRES is not set: run through `make clients-test`");
+            throw new Runner.Skip("RAFTCRON_TEST_POSTGRES is not set: run through `make clients-test`");
         }
         URI u = URI.create(url);
         String base = "jdbc:postgresql://" + u.getHost() + ":" + u.getPort() + "/";
