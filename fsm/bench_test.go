@@ -53,9 +53,32 @@ func benchmarkApplyPut(b *testing.B, audited bool) {
 // the entry: the burst a leader proposes when many jobs share a schedule.
 // Between timed batches an untimed CompleteBatch finishes every run, so
 // each batch meets the steady state (no open run, a full history).
+// "observed" has an observer installed, as every node's scheduler is.
 func BenchmarkApplyFireBatch1000(b *testing.B) {
+	b.Run("plain", func(b *testing.B) { benchmarkWave(b, nil, true) })
+	b.Run("observed", func(b *testing.B) { benchmarkWave(b, discardObserver{}, true) })
+}
+
+// BenchmarkApplyCompleteBatch1000 is BenchmarkApplyFireBatch1000 timing
+// the CompleteBatch instead: the outcomes of the 1,000 runs, each of which
+// finishes its run, moves it to its job's history and prunes the oldest.
+func BenchmarkApplyCompleteBatch1000(b *testing.B) {
+	b.Run("plain", func(b *testing.B) { benchmarkWave(b, nil, false) })
+	b.Run("observed", func(b *testing.B) { benchmarkWave(b, discardObserver{}, false) })
+}
+
+// discardObserver hears every change and keeps none.
+type discardObserver struct{}
+
+func (discardObserver) JobsChanged(fsm.Origin, []string) {}
+func (discardObserver) RunsChanged(fsm.Origin, []*pb.Run) {}
+
+// benchmarkWave applies, b.N times, a FireBatch of one slot of 1,000 jobs
+// and the CompleteBatch of its runs, timing the fires or the completions.
+func benchmarkWave(b *testing.B, obs fsm.Observer, timeFires bool) {
 	const jobs = 1000
 	f := fsm.New()
+	f.SetObserver(obs)
 	index := uint64(0)
 	apply := func(data []byte) *pb.CommandResult {
 		index++
@@ -94,12 +117,22 @@ func BenchmarkApplyFireBatch1000(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for n := range b.N {
+		if !timeFires {
+			b.StopTimer()
+		}
 		r := apply(fireData[n])
 		b.StopTimer()
 		if len(r.GetFires()) != jobs || !r.GetFires()[jobs-1].GetAccepted() {
 			b.Fatalf("batch %d: %d results, last %v", n, len(r.GetFires()), r.GetFires()[jobs-1])
 		}
-		if c := apply(doneData[n]).GetCompletions(); !c[jobs-1].GetAccepted() {
+		if !timeFires {
+			b.StartTimer()
+		}
+		c := apply(doneData[n]).GetCompletions()
+		if timeFires {
+			b.StopTimer()
+		}
+		if !c[jobs-1].GetAccepted() {
 			b.Fatalf("completions %d: last %v", n, c[jobs-1])
 		}
 		b.StartTimer()
