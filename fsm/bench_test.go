@@ -71,7 +71,7 @@ func BenchmarkApplyObservedWave1000(b *testing.B) {
 // discardObserver hears every change and keeps none.
 type discardObserver struct{}
 
-func (discardObserver) JobsChanged(fsm.Origin, []string) {}
+func (discardObserver) JobsChanged(fsm.Origin, []string)  {}
 func (discardObserver) RunsChanged(fsm.Origin, []*pb.Run) {}
 
 // benchmarkWave applies, b.N times, a FireBatch of one slot of 1,000 jobs
