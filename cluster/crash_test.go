@@ -57,3 +57,25 @@ func TestIsolatedLeaderIsNotTakenForCrashed(t *testing.T) {
 	}
 	t.Logf("new leader %s by Raft's own timeout", leader.id)
 }
+
+// The watch sleeps until the leader could first count as silent, polls
+// while it does, and checks a node that is not a follower once per lease.
+func TestCrashWatchWaitsForTheLease(t *testing.T) {
+	const lease = 500 * time.Millisecond
+	for _, c := range []struct {
+		name         string
+		follower     bool
+		sinceContact time.Duration
+		want         time.Duration
+	}{
+		{"heard just now", true, 0, lease},
+		{"heard 400ms ago", true, 400 * time.Millisecond, 100 * time.Millisecond},
+		{"silent for the lease", true, lease, crashWatchPoll},
+		{"silent for longer", true, 3 * time.Second, crashWatchPoll},
+		{"leader or candidate", false, 3 * time.Second, lease},
+	} {
+		if got := crashWatchWait(c.follower, c.sinceContact, lease); got != c.want {
+			t.Errorf("%s: wait %s, want %s", c.name, got, c.want)
+		}
+	}
+}
