@@ -36,6 +36,8 @@ func copyStatus(s *pb.JobStatus) *pb.JobStatus {
 		ConsecutiveFailures:    s.GetConsecutiveFailures(),
 		LastSuccessUnixNano:    s.GetLastSuccessUnixNano(),
 		LateSlotUnix:           s.GetLateSlotUnix(),
+		PendingParents:         s.GetPendingParents(),
+		BufferedParents:        s.GetBufferedParents(),
 	}
 }
 
@@ -45,7 +47,24 @@ func cloneStatus(s *pb.JobStatus) *pb.JobStatus {
 	}
 	c := copyStatus(s)
 	c.OpenRunIds = slices.Clone(s.GetOpenRunIds())
+	c.PendingParents = cloneRefs(s.GetPendingParents())
+	c.BufferedParents = cloneRefs(s.GetBufferedParents())
 	return c
+}
+
+// cloneRefs is a deep copy of refs, the refs allocated together.
+func cloneRefs(refs []*pb.RunRef) []*pb.RunRef {
+	if refs == nil {
+		return nil
+	}
+	vals := make([]pb.RunRef, len(refs))
+	out := make([]*pb.RunRef, len(refs))
+	for i, r := range refs {
+		vals[i] = pb.RunRef{Job: r.GetJob(), RunId: r.GetRunId(), Token: r.GetToken(),
+			State: r.GetState(), FinishedAtUnixNano: r.GetFinishedAtUnixNano()}
+		out[i] = &vals[i]
+	}
+	return out
 }
 
 // copyRun is a shallow copy: the attempts slice and the attempts are shared.
@@ -75,6 +94,8 @@ func copyRunInto(dst, r *pb.Run) {
 	dst.CloseRequestId = r.GetCloseRequestId()
 	dst.JobDeleted = r.GetJobDeleted()
 	dst.JudgedTooLong = r.GetJudgedTooLong()
+	dst.Parents = r.GetParents()
+	dst.Children = r.GetChildren()
 }
 
 // cloneRun is a deep copy. The attempts of a run are allocated together, so
@@ -84,6 +105,7 @@ func cloneRun(r *pb.Run) *pb.Run {
 		return nil
 	}
 	c := copyRun(r)
+	c.Parents, c.Children = cloneRefs(r.GetParents()), cloneRefs(r.GetChildren())
 	src := r.GetAttempts()
 	if src == nil {
 		return c
@@ -122,6 +144,7 @@ func (s *runSlab) clone(r *pb.Run) *pb.Run {
 	s.next++
 	c := &s.runs[i]
 	copyRunInto(c, r)
+	c.Parents, c.Children = cloneRefs(r.GetParents()), cloneRefs(r.GetChildren())
 	if len(r.GetAttempts()) == 1 {
 		a := &s.atts[i]
 		copyAttemptInto(a, r.GetAttempts()[0])

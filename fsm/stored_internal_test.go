@@ -5,6 +5,7 @@ import (
 	"time"
 	"unsafe"
 
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
@@ -24,9 +25,13 @@ func TestNeverFiredLooksAtEveryField(t *testing.T) {
 		}
 		st := &pb.JobStatus{CursorUnix: 7}
 		m := st.ProtoReflect()
-		if fd.IsList() {
+		switch {
+		case fd.IsList() && fd.Kind() == protoreflect.MessageKind:
+			l := m.Mutable(fd).List()
+			l.Append(l.NewElement())
+		case fd.IsList():
 			m.Mutable(fd).List().Append(scalar(fd, 1))
-		} else {
+		default:
 			m.Set(fd, scalar(fd, 1))
 		}
 		if neverFired(st) {

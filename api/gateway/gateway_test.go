@@ -388,7 +388,7 @@ func TestOpenAPIDocumentListsEveryRoute(t *testing.T) {
 		"/v1/jobs": {"get"}, "/v1/jobs/{name}": {"delete", "get", "put"},
 		"/v1/jobs/{name}:pause": {"post"}, "/v1/jobs/{name}:resume": {"post"}, "/v1/jobs/{name}:trigger": {"post"},
 		"/v1/jobs/{name}:checkin": {"post"}, "/v1/jobs/{name}/next": {"get"}, "/v1/runs": {"get"}, "/v1/runs/{id}": {"get"}, "/v1/runs/{id}:cancel": {"post"},
-		"/v1/cluster": {"get"}, "/v1/audit": {"get"},
+		"/v1/cluster": {"get"}, "/v1/audit": {"get"}, "/v1/graph": {"get"},
 		"/v1/calendars": {"get"}, "/v1/calendars/{name}": {"delete", "get", "put"}, "/v1/calendars/{name}:import": {"post"},
 		"/v1/freezes": {"get", "post"}, "/v1/freezes/{name}": {"delete"},
 		"/v1/workers/{id}:poll": {"post"}, "/v1/attempts/{run_id}/{token}:heartbeat": {"post"},

@@ -23,6 +23,159 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type DependencyOn int32
+
+const (
+	DependencyOn_DEPENDENCY_ON_UNSPECIFIED DependencyOn = 0
+	// The parent's run succeeded.
+	DependencyOn_DEPENDENCY_ON_SUCCESS DependencyOn = 1
+	// The parent's run finished failed, deadline_exceeded, fenced or unknown.
+	DependencyOn_DEPENDENCY_ON_FAILURE DependencyOn = 2
+	// Either.
+	DependencyOn_DEPENDENCY_ON_ANY DependencyOn = 3
+)
+
+// Enum value maps for DependencyOn.
+var (
+	DependencyOn_name = map[int32]string{
+		0: "DEPENDENCY_ON_UNSPECIFIED",
+		1: "DEPENDENCY_ON_SUCCESS",
+		2: "DEPENDENCY_ON_FAILURE",
+		3: "DEPENDENCY_ON_ANY",
+	}
+	DependencyOn_value = map[string]int32{
+		"DEPENDENCY_ON_UNSPECIFIED": 0,
+		"DEPENDENCY_ON_SUCCESS":     1,
+		"DEPENDENCY_ON_FAILURE":     2,
+		"DEPENDENCY_ON_ANY":         3,
+	}
+)
+
+func (x DependencyOn) Enum() *DependencyOn {
+	p := new(DependencyOn)
+	*p = x
+	return p
+}
+
+func (x DependencyOn) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (DependencyOn) Descriptor() protoreflect.EnumDescriptor {
+	return file_raftcron_v1_job_proto_enumTypes[0].Descriptor()
+}
+
+func (DependencyOn) Type() protoreflect.EnumType {
+	return &file_raftcron_v1_job_proto_enumTypes[0]
+}
+
+func (x DependencyOn) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use DependencyOn.Descriptor instead.
+func (DependencyOn) EnumDescriptor() ([]byte, []int) {
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{0}
+}
+
+type AfterMode int32
+
+const (
+	AfterMode_AFTER_MODE_UNSPECIFIED AfterMode = 0
+	AfterMode_AFTER_MODE_ALL         AfterMode = 1
+	AfterMode_AFTER_MODE_ANY         AfterMode = 2
+)
+
+// Enum value maps for AfterMode.
+var (
+	AfterMode_name = map[int32]string{
+		0: "AFTER_MODE_UNSPECIFIED",
+		1: "AFTER_MODE_ALL",
+		2: "AFTER_MODE_ANY",
+	}
+	AfterMode_value = map[string]int32{
+		"AFTER_MODE_UNSPECIFIED": 0,
+		"AFTER_MODE_ALL":         1,
+		"AFTER_MODE_ANY":         2,
+	}
+)
+
+func (x AfterMode) Enum() *AfterMode {
+	p := new(AfterMode)
+	*p = x
+	return p
+}
+
+func (x AfterMode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AfterMode) Descriptor() protoreflect.EnumDescriptor {
+	return file_raftcron_v1_job_proto_enumTypes[1].Descriptor()
+}
+
+func (AfterMode) Type() protoreflect.EnumType {
+	return &file_raftcron_v1_job_proto_enumTypes[1]
+}
+
+func (x AfterMode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AfterMode.Descriptor instead.
+func (AfterMode) EnumDescriptor() ([]byte, []int) {
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{1}
+}
+
+type AfterMissing int32
+
+const (
+	AfterMissing_AFTER_MISSING_UNSPECIFIED AfterMissing = 0
+	AfterMissing_AFTER_MISSING_REFUSE      AfterMissing = 1
+	AfterMissing_AFTER_MISSING_WAIT        AfterMissing = 2
+)
+
+// Enum value maps for AfterMissing.
+var (
+	AfterMissing_name = map[int32]string{
+		0: "AFTER_MISSING_UNSPECIFIED",
+		1: "AFTER_MISSING_REFUSE",
+		2: "AFTER_MISSING_WAIT",
+	}
+	AfterMissing_value = map[string]int32{
+		"AFTER_MISSING_UNSPECIFIED": 0,
+		"AFTER_MISSING_REFUSE":      1,
+		"AFTER_MISSING_WAIT":        2,
+	}
+)
+
+func (x AfterMissing) Enum() *AfterMissing {
+	p := new(AfterMissing)
+	*p = x
+	return p
+}
+
+func (x AfterMissing) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AfterMissing) Descriptor() protoreflect.EnumDescriptor {
+	return file_raftcron_v1_job_proto_enumTypes[2].Descriptor()
+}
+
+func (AfterMissing) Type() protoreflect.EnumType {
+	return &file_raftcron_v1_job_proto_enumTypes[2]
+}
+
+func (x AfterMissing) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AfterMissing.Descriptor instead.
+func (AfterMissing) EnumDescriptor() ([]byte, []int) {
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{2}
+}
+
 type CatchupPolicy int32
 
 const (
@@ -59,11 +212,11 @@ func (x CatchupPolicy) String() string {
 }
 
 func (CatchupPolicy) Descriptor() protoreflect.EnumDescriptor {
-	return file_raftcron_v1_job_proto_enumTypes[0].Descriptor()
+	return file_raftcron_v1_job_proto_enumTypes[3].Descriptor()
 }
 
 func (CatchupPolicy) Type() protoreflect.EnumType {
-	return &file_raftcron_v1_job_proto_enumTypes[0]
+	return &file_raftcron_v1_job_proto_enumTypes[3]
 }
 
 func (x CatchupPolicy) Number() protoreflect.EnumNumber {
@@ -72,7 +225,7 @@ func (x CatchupPolicy) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use CatchupPolicy.Descriptor instead.
 func (CatchupPolicy) EnumDescriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{0}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{3}
 }
 
 type Overlap int32
@@ -114,11 +267,11 @@ func (x Overlap) String() string {
 }
 
 func (Overlap) Descriptor() protoreflect.EnumDescriptor {
-	return file_raftcron_v1_job_proto_enumTypes[1].Descriptor()
+	return file_raftcron_v1_job_proto_enumTypes[4].Descriptor()
 }
 
 func (Overlap) Type() protoreflect.EnumType {
-	return &file_raftcron_v1_job_proto_enumTypes[1]
+	return &file_raftcron_v1_job_proto_enumTypes[4]
 }
 
 func (x Overlap) Number() protoreflect.EnumNumber {
@@ -127,7 +280,7 @@ func (x Overlap) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Overlap.Descriptor instead.
 func (Overlap) EnumDescriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{1}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{4}
 }
 
 type Delivery int32
@@ -163,11 +316,11 @@ func (x Delivery) String() string {
 }
 
 func (Delivery) Descriptor() protoreflect.EnumDescriptor {
-	return file_raftcron_v1_job_proto_enumTypes[2].Descriptor()
+	return file_raftcron_v1_job_proto_enumTypes[5].Descriptor()
 }
 
 func (Delivery) Type() protoreflect.EnumType {
-	return &file_raftcron_v1_job_proto_enumTypes[2]
+	return &file_raftcron_v1_job_proto_enumTypes[5]
 }
 
 func (x Delivery) Number() protoreflect.EnumNumber {
@@ -176,7 +329,7 @@ func (x Delivery) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Delivery.Descriptor instead.
 func (Delivery) EnumDescriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{2}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{5}
 }
 
 // JobSpec is everything an operator sets on a job. The friendly job file
@@ -194,6 +347,22 @@ type JobSpec struct {
 	// calendar does; the others are recorded SKIPPED (reason
 	// calendar:NAME). Unset: every slot of the schedule.
 	Calendars *CalendarRefs `protobuf:"bytes,41,opt,name=calendars,proto3" json:"calendars,omitempty"`
+	// Jobs this one runs after (chains): without a schedule the job fires
+	// when its dependencies are met, in the entry that records the parent's
+	// outcome; with one, a slot fires only if they were met (within
+	// after_within), else it is recorded SKIPPED dependency_not_met. At most
+	// 32 parents.
+	After []*Dependency `protobuf:"bytes,50,rep,name=after,proto3" json:"after,omitempty"`
+	// all (the default with after): every parent has a qualifying run since
+	// this job's last run; any: one qualifying parent run is enough.
+	AfterMode AfterMode `protobuf:"varint,51,opt,name=after_mode,json=afterMode,proto3,enum=raftcron.v1.AfterMode" json:"after_mode,omitempty"`
+	// A parent's qualifying run counts only this long after it finished;
+	// unset or 0: until this job runs.
+	AfterWithin *durationpb.Duration `protobuf:"bytes,52,opt,name=after_within,json=afterWithin,proto3" json:"after_within,omitempty"`
+	// refuse (the default with after): a parent that is not registered is
+	// refused (NotFound); wait: the dependency reads as not met until a job
+	// of that name exists.
+	AfterMissing AfterMissing `protobuf:"varint,53,opt,name=after_missing,json=afterMissing,proto3,enum=raftcron.v1.AfterMissing" json:"after_missing,omitempty"`
 	// Exactly one of http, exec, worker and checkin is set.
 	Http *HttpTarget `protobuf:"bytes,4,opt,name=http,proto3" json:"http,omitempty"`
 	Exec *ExecTarget `protobuf:"bytes,5,opt,name=exec,proto3" json:"exec,omitempty"`
@@ -281,6 +450,34 @@ func (x *JobSpec) GetCalendars() *CalendarRefs {
 		return x.Calendars
 	}
 	return nil
+}
+
+func (x *JobSpec) GetAfter() []*Dependency {
+	if x != nil {
+		return x.After
+	}
+	return nil
+}
+
+func (x *JobSpec) GetAfterMode() AfterMode {
+	if x != nil {
+		return x.AfterMode
+	}
+	return AfterMode_AFTER_MODE_UNSPECIFIED
+}
+
+func (x *JobSpec) GetAfterWithin() *durationpb.Duration {
+	if x != nil {
+		return x.AfterWithin
+	}
+	return nil
+}
+
+func (x *JobSpec) GetAfterMissing() AfterMissing {
+	if x != nil {
+		return x.AfterMissing
+	}
+	return AfterMissing_AFTER_MISSING_UNSPECIFIED
 }
 
 func (x *JobSpec) GetHttp() *HttpTarget {
@@ -685,6 +882,61 @@ func (x *WorkerTarget) GetLease() *durationpb.Duration {
 	return nil
 }
 
+// Dependency is one parent of a chained job.
+type Dependency struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The parent job's name.
+	Job string `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	// Which of its outcomes qualify; success (the default) when unset.
+	On            DependencyOn `protobuf:"varint,2,opt,name=on,proto3,enum=raftcron.v1.DependencyOn" json:"on,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Dependency) Reset() {
+	*x = Dependency{}
+	mi := &file_raftcron_v1_job_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Dependency) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Dependency) ProtoMessage() {}
+
+func (x *Dependency) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_job_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Dependency.ProtoReflect.Descriptor instead.
+func (*Dependency) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *Dependency) GetJob() string {
+	if x != nil {
+		return x.Job
+	}
+	return ""
+}
+
+func (x *Dependency) GetOn() DependencyOn {
+	if x != nil {
+		return x.On
+	}
+	return DependencyOn_DEPENDENCY_ON_UNSPECIFIED
+}
+
 type Catchup struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Window        *durationpb.Duration   `protobuf:"bytes,1,opt,name=window,proto3" json:"window,omitempty"`
@@ -695,7 +947,7 @@ type Catchup struct {
 
 func (x *Catchup) Reset() {
 	*x = Catchup{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[4]
+	mi := &file_raftcron_v1_job_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -707,7 +959,7 @@ func (x *Catchup) String() string {
 func (*Catchup) ProtoMessage() {}
 
 func (x *Catchup) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[4]
+	mi := &file_raftcron_v1_job_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -720,7 +972,7 @@ func (x *Catchup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Catchup.ProtoReflect.Descriptor instead.
 func (*Catchup) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{4}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Catchup) GetWindow() *durationpb.Duration {
@@ -748,7 +1000,7 @@ type Retry struct {
 
 func (x *Retry) Reset() {
 	*x = Retry{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[5]
+	mi := &file_raftcron_v1_job_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -760,7 +1012,7 @@ func (x *Retry) String() string {
 func (*Retry) ProtoMessage() {}
 
 func (x *Retry) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[5]
+	mi := &file_raftcron_v1_job_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -773,7 +1025,7 @@ func (x *Retry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Retry.ProtoReflect.Descriptor instead.
 func (*Retry) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{5}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Retry) GetMaxAttempts() uint32 {
@@ -820,7 +1072,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[6]
+	mi := &file_raftcron_v1_job_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -832,7 +1084,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[6]
+	mi := &file_raftcron_v1_job_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -845,7 +1097,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{6}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Job) GetSpec() *JobSpec {
@@ -940,14 +1192,21 @@ type JobStatus struct {
 	// version 3.
 	LastSuccessUnixNano int64 `protobuf:"varint,31,opt,name=last_success_unix_nano,json=lastSuccessUnixNano,proto3" json:"last_success_unix_nano,omitempty"`
 	// The newest slot judged late (expect.start_within), whole Unix seconds.
-	LateSlotUnix  int64 `protobuf:"varint,32,opt,name=late_slot_unix,json=lateSlotUnix,proto3" json:"late_slot_unix,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	LateSlotUnix int64 `protobuf:"varint,32,opt,name=late_slot_unix,json=lateSlotUnix,proto3" json:"late_slot_unix,omitempty"`
+	// after: the newest qualifying run of each parent since the job's last
+	// chained run, waiting for the rest of the set (by parent name).
+	PendingParents []*RunRef `protobuf:"bytes,50,rep,name=pending_parents,json=pendingParents,proto3" json:"pending_parents,omitempty"`
+	// overlap buffer_one of a job without a schedule: the parents of the
+	// chained fire that waits for the open run (its slot is
+	// buffered_slot_unix).
+	BufferedParents []*RunRef `protobuf:"bytes,51,rep,name=buffered_parents,json=bufferedParents,proto3" json:"buffered_parents,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[7]
+	mi := &file_raftcron_v1_job_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -959,7 +1218,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[7]
+	mi := &file_raftcron_v1_job_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -972,7 +1231,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{7}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *JobStatus) GetCursorUnix() int64 {
@@ -1087,6 +1346,20 @@ func (x *JobStatus) GetLateSlotUnix() int64 {
 	return 0
 }
 
+func (x *JobStatus) GetPendingParents() []*RunRef {
+	if x != nil {
+		return x.PendingParents
+	}
+	return nil
+}
+
+func (x *JobStatus) GetBufferedParents() []*RunRef {
+	if x != nil {
+		return x.BufferedParents
+	}
+	return nil
+}
+
 type CreateJobRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Spec          *JobSpec               `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
@@ -1096,7 +1369,7 @@ type CreateJobRequest struct {
 
 func (x *CreateJobRequest) Reset() {
 	*x = CreateJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[8]
+	mi := &file_raftcron_v1_job_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1108,7 +1381,7 @@ func (x *CreateJobRequest) String() string {
 func (*CreateJobRequest) ProtoMessage() {}
 
 func (x *CreateJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[8]
+	mi := &file_raftcron_v1_job_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1121,7 +1394,7 @@ func (x *CreateJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateJobRequest.ProtoReflect.Descriptor instead.
 func (*CreateJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{8}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CreateJobRequest) GetSpec() *JobSpec {
@@ -1140,7 +1413,7 @@ type CreateJobResponse struct {
 
 func (x *CreateJobResponse) Reset() {
 	*x = CreateJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[9]
+	mi := &file_raftcron_v1_job_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1152,7 +1425,7 @@ func (x *CreateJobResponse) String() string {
 func (*CreateJobResponse) ProtoMessage() {}
 
 func (x *CreateJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[9]
+	mi := &file_raftcron_v1_job_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1165,7 +1438,7 @@ func (x *CreateJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateJobResponse.ProtoReflect.Descriptor instead.
 func (*CreateJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{9}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CreateJobResponse) GetJob() *Job {
@@ -1186,7 +1459,7 @@ type UpdateJobRequest struct {
 
 func (x *UpdateJobRequest) Reset() {
 	*x = UpdateJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[10]
+	mi := &file_raftcron_v1_job_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1198,7 +1471,7 @@ func (x *UpdateJobRequest) String() string {
 func (*UpdateJobRequest) ProtoMessage() {}
 
 func (x *UpdateJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[10]
+	mi := &file_raftcron_v1_job_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1211,7 +1484,7 @@ func (x *UpdateJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobRequest.ProtoReflect.Descriptor instead.
 func (*UpdateJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{10}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *UpdateJobRequest) GetSpec() *JobSpec {
@@ -1237,7 +1510,7 @@ type UpdateJobResponse struct {
 
 func (x *UpdateJobResponse) Reset() {
 	*x = UpdateJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[11]
+	mi := &file_raftcron_v1_job_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1249,7 +1522,7 @@ func (x *UpdateJobResponse) String() string {
 func (*UpdateJobResponse) ProtoMessage() {}
 
 func (x *UpdateJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[11]
+	mi := &file_raftcron_v1_job_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1262,7 +1535,7 @@ func (x *UpdateJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobResponse.ProtoReflect.Descriptor instead.
 func (*UpdateJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{11}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *UpdateJobResponse) GetJob() *Job {
@@ -1281,7 +1554,7 @@ type ApplyJobRequest struct {
 
 func (x *ApplyJobRequest) Reset() {
 	*x = ApplyJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[12]
+	mi := &file_raftcron_v1_job_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1293,7 +1566,7 @@ func (x *ApplyJobRequest) String() string {
 func (*ApplyJobRequest) ProtoMessage() {}
 
 func (x *ApplyJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[12]
+	mi := &file_raftcron_v1_job_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1306,7 +1579,7 @@ func (x *ApplyJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyJobRequest.ProtoReflect.Descriptor instead.
 func (*ApplyJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{12}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ApplyJobRequest) GetSpec() *JobSpec {
@@ -1328,7 +1601,7 @@ type ApplyJobResponse struct {
 
 func (x *ApplyJobResponse) Reset() {
 	*x = ApplyJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[13]
+	mi := &file_raftcron_v1_job_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1340,7 +1613,7 @@ func (x *ApplyJobResponse) String() string {
 func (*ApplyJobResponse) ProtoMessage() {}
 
 func (x *ApplyJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[13]
+	mi := &file_raftcron_v1_job_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1353,7 +1626,7 @@ func (x *ApplyJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyJobResponse.ProtoReflect.Descriptor instead.
 func (*ApplyJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{13}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ApplyJobResponse) GetJob() *Job {
@@ -1386,7 +1659,7 @@ type ApplyJobsRequest struct {
 
 func (x *ApplyJobsRequest) Reset() {
 	*x = ApplyJobsRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[14]
+	mi := &file_raftcron_v1_job_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1398,7 +1671,7 @@ func (x *ApplyJobsRequest) String() string {
 func (*ApplyJobsRequest) ProtoMessage() {}
 
 func (x *ApplyJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[14]
+	mi := &file_raftcron_v1_job_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1411,7 +1684,7 @@ func (x *ApplyJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyJobsRequest.ProtoReflect.Descriptor instead.
 func (*ApplyJobsRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{14}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ApplyJobsRequest) GetSpecs() []*JobSpec {
@@ -1431,7 +1704,7 @@ type ApplyJobsResponse struct {
 
 func (x *ApplyJobsResponse) Reset() {
 	*x = ApplyJobsResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[15]
+	mi := &file_raftcron_v1_job_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1443,7 +1716,7 @@ func (x *ApplyJobsResponse) String() string {
 func (*ApplyJobsResponse) ProtoMessage() {}
 
 func (x *ApplyJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[15]
+	mi := &file_raftcron_v1_job_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1456,7 +1729,7 @@ func (x *ApplyJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyJobsResponse.ProtoReflect.Descriptor instead.
 func (*ApplyJobsResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{15}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ApplyJobsResponse) GetResults() []*ApplyJobsResult {
@@ -1484,7 +1757,7 @@ type ApplyJobsResult struct {
 
 func (x *ApplyJobsResult) Reset() {
 	*x = ApplyJobsResult{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[16]
+	mi := &file_raftcron_v1_job_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1496,7 +1769,7 @@ func (x *ApplyJobsResult) String() string {
 func (*ApplyJobsResult) ProtoMessage() {}
 
 func (x *ApplyJobsResult) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[16]
+	mi := &file_raftcron_v1_job_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1509,7 +1782,7 @@ func (x *ApplyJobsResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyJobsResult.ProtoReflect.Descriptor instead.
 func (*ApplyJobsResult) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{16}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ApplyJobsResult) GetJob() *Job {
@@ -1558,7 +1831,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[17]
+	mi := &file_raftcron_v1_job_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1570,7 +1843,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[17]
+	mi := &file_raftcron_v1_job_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1583,7 +1856,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{17}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetJobRequest) GetName() string {
@@ -1609,7 +1882,7 @@ type GetJobResponse struct {
 
 func (x *GetJobResponse) Reset() {
 	*x = GetJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[18]
+	mi := &file_raftcron_v1_job_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1621,7 +1894,7 @@ func (x *GetJobResponse) String() string {
 func (*GetJobResponse) ProtoMessage() {}
 
 func (x *GetJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[18]
+	mi := &file_raftcron_v1_job_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1634,7 +1907,7 @@ func (x *GetJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobResponse.ProtoReflect.Descriptor instead.
 func (*GetJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{18}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetJobResponse) GetJob() *Job {
@@ -1659,7 +1932,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[19]
+	mi := &file_raftcron_v1_job_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1671,7 +1944,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[19]
+	mi := &file_raftcron_v1_job_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1684,7 +1957,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{19}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListJobsRequest) GetPageSize() uint32 {
@@ -1728,7 +2001,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[20]
+	mi := &file_raftcron_v1_job_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1740,7 +2013,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[20]
+	mi := &file_raftcron_v1_job_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1753,7 +2026,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{20}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListJobsResponse) GetJobs() []*Job {
@@ -1774,13 +2047,17 @@ type DeleteJobRequest struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	Name            string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	ExpectedVersion uint64                 `protobuf:"varint,2,opt,name=expected_version,json=expectedVersion,proto3" json:"expected_version,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Delete even if other jobs depend on it (after): their dependency on it
+	// then reads as never met. Without it such a delete fails with
+	// FailedPrecondition naming them.
+	Force         bool `protobuf:"varint,3,opt,name=force,proto3" json:"force,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DeleteJobRequest) Reset() {
 	*x = DeleteJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[21]
+	mi := &file_raftcron_v1_job_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1792,7 +2069,7 @@ func (x *DeleteJobRequest) String() string {
 func (*DeleteJobRequest) ProtoMessage() {}
 
 func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[21]
+	mi := &file_raftcron_v1_job_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1805,7 +2082,7 @@ func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobRequest.ProtoReflect.Descriptor instead.
 func (*DeleteJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{21}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *DeleteJobRequest) GetName() string {
@@ -1822,6 +2099,13 @@ func (x *DeleteJobRequest) GetExpectedVersion() uint64 {
 	return 0
 }
 
+func (x *DeleteJobRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
+}
+
 type DeleteJobResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1830,7 +2114,7 @@ type DeleteJobResponse struct {
 
 func (x *DeleteJobResponse) Reset() {
 	*x = DeleteJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[22]
+	mi := &file_raftcron_v1_job_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1842,7 +2126,7 @@ func (x *DeleteJobResponse) String() string {
 func (*DeleteJobResponse) ProtoMessage() {}
 
 func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[22]
+	mi := &file_raftcron_v1_job_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1855,7 +2139,7 @@ func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobResponse.ProtoReflect.Descriptor instead.
 func (*DeleteJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{22}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{23}
 }
 
 type PauseJobRequest struct {
@@ -1868,7 +2152,7 @@ type PauseJobRequest struct {
 
 func (x *PauseJobRequest) Reset() {
 	*x = PauseJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[23]
+	mi := &file_raftcron_v1_job_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1880,7 +2164,7 @@ func (x *PauseJobRequest) String() string {
 func (*PauseJobRequest) ProtoMessage() {}
 
 func (x *PauseJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[23]
+	mi := &file_raftcron_v1_job_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1893,7 +2177,7 @@ func (x *PauseJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseJobRequest.ProtoReflect.Descriptor instead.
 func (*PauseJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{23}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PauseJobRequest) GetName() string {
@@ -1919,7 +2203,7 @@ type PauseJobResponse struct {
 
 func (x *PauseJobResponse) Reset() {
 	*x = PauseJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[24]
+	mi := &file_raftcron_v1_job_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1931,7 +2215,7 @@ func (x *PauseJobResponse) String() string {
 func (*PauseJobResponse) ProtoMessage() {}
 
 func (x *PauseJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[24]
+	mi := &file_raftcron_v1_job_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1944,7 +2228,7 @@ func (x *PauseJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseJobResponse.ProtoReflect.Descriptor instead.
 func (*PauseJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{24}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *PauseJobResponse) GetJob() *Job {
@@ -1963,7 +2247,7 @@ type ResumeJobRequest struct {
 
 func (x *ResumeJobRequest) Reset() {
 	*x = ResumeJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[25]
+	mi := &file_raftcron_v1_job_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1975,7 +2259,7 @@ func (x *ResumeJobRequest) String() string {
 func (*ResumeJobRequest) ProtoMessage() {}
 
 func (x *ResumeJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[25]
+	mi := &file_raftcron_v1_job_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1988,7 +2272,7 @@ func (x *ResumeJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeJobRequest.ProtoReflect.Descriptor instead.
 func (*ResumeJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{25}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ResumeJobRequest) GetName() string {
@@ -2007,7 +2291,7 @@ type ResumeJobResponse struct {
 
 func (x *ResumeJobResponse) Reset() {
 	*x = ResumeJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[26]
+	mi := &file_raftcron_v1_job_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2019,7 +2303,7 @@ func (x *ResumeJobResponse) String() string {
 func (*ResumeJobResponse) ProtoMessage() {}
 
 func (x *ResumeJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[26]
+	mi := &file_raftcron_v1_job_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2032,7 +2316,7 @@ func (x *ResumeJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeJobResponse.ProtoReflect.Descriptor instead.
 func (*ResumeJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{26}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ResumeJobResponse) GetJob() *Job {
@@ -2054,7 +2338,7 @@ type TriggerJobRequest struct {
 
 func (x *TriggerJobRequest) Reset() {
 	*x = TriggerJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[27]
+	mi := &file_raftcron_v1_job_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2066,7 +2350,7 @@ func (x *TriggerJobRequest) String() string {
 func (*TriggerJobRequest) ProtoMessage() {}
 
 func (x *TriggerJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[27]
+	mi := &file_raftcron_v1_job_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2079,7 +2363,7 @@ func (x *TriggerJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerJobRequest.ProtoReflect.Descriptor instead.
 func (*TriggerJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{27}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *TriggerJobRequest) GetName() string {
@@ -2112,7 +2396,7 @@ type TriggerJobResponse struct {
 
 func (x *TriggerJobResponse) Reset() {
 	*x = TriggerJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[28]
+	mi := &file_raftcron_v1_job_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2124,7 +2408,7 @@ func (x *TriggerJobResponse) String() string {
 func (*TriggerJobResponse) ProtoMessage() {}
 
 func (x *TriggerJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[28]
+	mi := &file_raftcron_v1_job_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2137,7 +2421,7 @@ func (x *TriggerJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerJobResponse.ProtoReflect.Descriptor instead.
 func (*TriggerJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{28}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *TriggerJobResponse) GetRun() *Run {
@@ -2163,7 +2447,7 @@ type PreviewScheduleRequest struct {
 
 func (x *PreviewScheduleRequest) Reset() {
 	*x = PreviewScheduleRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[29]
+	mi := &file_raftcron_v1_job_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2175,7 +2459,7 @@ func (x *PreviewScheduleRequest) String() string {
 func (*PreviewScheduleRequest) ProtoMessage() {}
 
 func (x *PreviewScheduleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[29]
+	mi := &file_raftcron_v1_job_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2188,7 +2472,7 @@ func (x *PreviewScheduleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewScheduleRequest.ProtoReflect.Descriptor instead.
 func (*PreviewScheduleRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{29}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *PreviewScheduleRequest) GetName() string {
@@ -2238,7 +2522,7 @@ type PreviewScheduleResponse struct {
 
 func (x *PreviewScheduleResponse) Reset() {
 	*x = PreviewScheduleResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[30]
+	mi := &file_raftcron_v1_job_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2250,7 +2534,7 @@ func (x *PreviewScheduleResponse) String() string {
 func (*PreviewScheduleResponse) ProtoMessage() {}
 
 func (x *PreviewScheduleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[30]
+	mi := &file_raftcron_v1_job_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2263,7 +2547,7 @@ func (x *PreviewScheduleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewScheduleResponse.ProtoReflect.Descriptor instead.
 func (*PreviewScheduleResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{30}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *PreviewScheduleResponse) GetTimes() []*timestamppb.Timestamp {
@@ -2293,7 +2577,7 @@ type PreviewSlot struct {
 
 func (x *PreviewSlot) Reset() {
 	*x = PreviewSlot{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[31]
+	mi := &file_raftcron_v1_job_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2305,7 +2589,7 @@ func (x *PreviewSlot) String() string {
 func (*PreviewSlot) ProtoMessage() {}
 
 func (x *PreviewSlot) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[31]
+	mi := &file_raftcron_v1_job_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2318,7 +2602,7 @@ func (x *PreviewSlot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewSlot.ProtoReflect.Descriptor instead.
 func (*PreviewSlot) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{31}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *PreviewSlot) GetTime() *timestamppb.Timestamp {
@@ -2339,12 +2623,17 @@ var File_raftcron_v1_job_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\n" +
-	"\x15raftcron/v1/job.proto\x12\vraftcron.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17raftcron/v1/alert.proto\x1a\x1araftcron/v1/calendar.proto\x1a\x19raftcron/v1/checkin.proto\x1a\x15raftcron/v1/run.proto\"\xda\a\n" +
+	"\x15raftcron/v1/job.proto\x12\vraftcron.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17raftcron/v1/alert.proto\x1a\x1araftcron/v1/calendar.proto\x1a\x19raftcron/v1/checkin.proto\x1a\x15raftcron/v1/run.proto\"\xbe\t\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bschedule\x18\x02 \x01(\tR\bschedule\x12\x1a\n" +
 	"\btimezone\x18\x03 \x01(\tR\btimezone\x127\n" +
-	"\tcalendars\x18) \x01(\v2\x19.raftcron.v1.CalendarRefsR\tcalendars\x12+\n" +
+	"\tcalendars\x18) \x01(\v2\x19.raftcron.v1.CalendarRefsR\tcalendars\x12-\n" +
+	"\x05after\x182 \x03(\v2\x17.raftcron.v1.DependencyR\x05after\x125\n" +
+	"\n" +
+	"after_mode\x183 \x01(\x0e2\x16.raftcron.v1.AfterModeR\tafterMode\x12<\n" +
+	"\fafter_within\x184 \x01(\v2\x19.google.protobuf.DurationR\vafterWithin\x12>\n" +
+	"\rafter_missing\x185 \x01(\x0e2\x19.raftcron.v1.AfterMissingR\fafterMissing\x12+\n" +
 	"\x04http\x18\x04 \x01(\v2\x17.raftcron.v1.HttpTargetR\x04http\x12+\n" +
 	"\x04exec\x18\x05 \x01(\v2\x17.raftcron.v1.ExecTargetR\x04exec\x121\n" +
 	"\x06worker\x18\x11 \x01(\v2\x19.raftcron.v1.WorkerTargetR\x06worker\x124\n" +
@@ -2403,7 +2692,11 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"p\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"I\n" +
+	"\n" +
+	"Dependency\x12\x10\n" +
+	"\x03job\x18\x01 \x01(\tR\x03job\x12)\n" +
+	"\x02on\x18\x02 \x01(\x0e2\x19.raftcron.v1.DependencyOnR\x02on\"p\n" +
 	"\aCatchup\x121\n" +
 	"\x06window\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x06window\x122\n" +
 	"\x06policy\x18\x02 \x01(\x0e2\x1a.raftcron.v1.CatchupPolicyR\x06policy\"\xaa\x01\n" +
@@ -2425,7 +2718,7 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\fmodify_index\x18\x06 \x01(\x04R\vmodifyIndex\x12.\n" +
 	"\x06status\x18\a \x01(\v2\x16.raftcron.v1.JobStatusR\x06status\x12\x1d\n" +
 	"\n" +
-	"updated_by\x18\x14 \x01(\tR\tupdatedBy\"\x90\x05\n" +
+	"updated_by\x18\x14 \x01(\tR\tupdatedBy\"\x8e\x06\n" +
 	"\tJobStatus\x12\x1f\n" +
 	"\vcursor_unix\x18\x01 \x01(\x03R\n" +
 	"cursorUnix\x12!\n" +
@@ -2445,7 +2738,9 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\x12deferred_slot_unix\x18, \x01(\x03R\x10deferredSlotUnix\x121\n" +
 	"\x14consecutive_failures\x18\x1e \x01(\rR\x13consecutiveFailures\x123\n" +
 	"\x16last_success_unix_nano\x18\x1f \x01(\x03R\x13lastSuccessUnixNano\x12$\n" +
-	"\x0elate_slot_unix\x18  \x01(\x03R\flateSlotUnix\"<\n" +
+	"\x0elate_slot_unix\x18  \x01(\x03R\flateSlotUnix\x12<\n" +
+	"\x0fpending_parents\x182 \x03(\v2\x13.raftcron.v1.RunRefR\x0ependingParents\x12>\n" +
+	"\x10buffered_parents\x183 \x03(\v2\x13.raftcron.v1.RunRefR\x0fbufferedParents\"<\n" +
 	"\x10CreateJobRequest\x12(\n" +
 	"\x04spec\x18\x01 \x01(\v2\x14.raftcron.v1.JobSpecR\x04spec\"7\n" +
 	"\x11CreateJobResponse\x12\"\n" +
@@ -2487,10 +2782,11 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"`\n" +
 	"\x10ListJobsResponse\x12$\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x10.raftcron.v1.JobR\x04jobs\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"Q\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"g\n" +
 	"\x10DeleteJobRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12)\n" +
-	"\x10expected_version\x18\x02 \x01(\x04R\x0fexpectedVersion\"\x13\n" +
+	"\x10expected_version\x18\x02 \x01(\x04R\x0fexpectedVersion\x12\x14\n" +
+	"\x05force\x18\x03 \x01(\bR\x05force\"\x13\n" +
 	"\x11DeleteJobResponse\"9\n" +
 	"\x0fPauseJobRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
@@ -2519,7 +2815,20 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\x05slots\x18\x02 \x03(\v2\x18.raftcron.v1.PreviewSlotR\x05slots\"W\n" +
 	"\vPreviewSlot\x12.\n" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x18\n" +
-	"\askipped\x18\x02 \x01(\tR\askipped*{\n" +
+	"\askipped\x18\x02 \x01(\tR\askipped*z\n" +
+	"\fDependencyOn\x12\x1d\n" +
+	"\x19DEPENDENCY_ON_UNSPECIFIED\x10\x00\x12\x19\n" +
+	"\x15DEPENDENCY_ON_SUCCESS\x10\x01\x12\x19\n" +
+	"\x15DEPENDENCY_ON_FAILURE\x10\x02\x12\x15\n" +
+	"\x11DEPENDENCY_ON_ANY\x10\x03*O\n" +
+	"\tAfterMode\x12\x1a\n" +
+	"\x16AFTER_MODE_UNSPECIFIED\x10\x00\x12\x12\n" +
+	"\x0eAFTER_MODE_ALL\x10\x01\x12\x12\n" +
+	"\x0eAFTER_MODE_ANY\x10\x02*_\n" +
+	"\fAfterMissing\x12\x1d\n" +
+	"\x19AFTER_MISSING_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14AFTER_MISSING_REFUSE\x10\x01\x12\x16\n" +
+	"\x12AFTER_MISSING_WAIT\x10\x02*{\n" +
 	"\rCatchupPolicy\x12\x1e\n" +
 	"\x1aCATCHUP_POLICY_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12CATCHUP_POLICY_ALL\x10\x01\x12\x19\n" +
@@ -2564,142 +2873,154 @@ func file_raftcron_v1_job_proto_rawDescGZIP() []byte {
 	return file_raftcron_v1_job_proto_rawDescData
 }
 
-var file_raftcron_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_raftcron_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_raftcron_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_raftcron_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_raftcron_v1_job_proto_goTypes = []any{
-	(CatchupPolicy)(0),              // 0: raftcron.v1.CatchupPolicy
-	(Overlap)(0),                    // 1: raftcron.v1.Overlap
-	(Delivery)(0),                   // 2: raftcron.v1.Delivery
-	(*JobSpec)(nil),                 // 3: raftcron.v1.JobSpec
-	(*HttpTarget)(nil),              // 4: raftcron.v1.HttpTarget
-	(*ExecTarget)(nil),              // 5: raftcron.v1.ExecTarget
-	(*WorkerTarget)(nil),            // 6: raftcron.v1.WorkerTarget
-	(*Catchup)(nil),                 // 7: raftcron.v1.Catchup
-	(*Retry)(nil),                   // 8: raftcron.v1.Retry
-	(*Job)(nil),                     // 9: raftcron.v1.Job
-	(*JobStatus)(nil),               // 10: raftcron.v1.JobStatus
-	(*CreateJobRequest)(nil),        // 11: raftcron.v1.CreateJobRequest
-	(*CreateJobResponse)(nil),       // 12: raftcron.v1.CreateJobResponse
-	(*UpdateJobRequest)(nil),        // 13: raftcron.v1.UpdateJobRequest
-	(*UpdateJobResponse)(nil),       // 14: raftcron.v1.UpdateJobResponse
-	(*ApplyJobRequest)(nil),         // 15: raftcron.v1.ApplyJobRequest
-	(*ApplyJobResponse)(nil),        // 16: raftcron.v1.ApplyJobResponse
-	(*ApplyJobsRequest)(nil),        // 17: raftcron.v1.ApplyJobsRequest
-	(*ApplyJobsResponse)(nil),       // 18: raftcron.v1.ApplyJobsResponse
-	(*ApplyJobsResult)(nil),         // 19: raftcron.v1.ApplyJobsResult
-	(*GetJobRequest)(nil),           // 20: raftcron.v1.GetJobRequest
-	(*GetJobResponse)(nil),          // 21: raftcron.v1.GetJobResponse
-	(*ListJobsRequest)(nil),         // 22: raftcron.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),        // 23: raftcron.v1.ListJobsResponse
-	(*DeleteJobRequest)(nil),        // 24: raftcron.v1.DeleteJobRequest
-	(*DeleteJobResponse)(nil),       // 25: raftcron.v1.DeleteJobResponse
-	(*PauseJobRequest)(nil),         // 26: raftcron.v1.PauseJobRequest
-	(*PauseJobResponse)(nil),        // 27: raftcron.v1.PauseJobResponse
-	(*ResumeJobRequest)(nil),        // 28: raftcron.v1.ResumeJobRequest
-	(*ResumeJobResponse)(nil),       // 29: raftcron.v1.ResumeJobResponse
-	(*TriggerJobRequest)(nil),       // 30: raftcron.v1.TriggerJobRequest
-	(*TriggerJobResponse)(nil),      // 31: raftcron.v1.TriggerJobResponse
-	(*PreviewScheduleRequest)(nil),  // 32: raftcron.v1.PreviewScheduleRequest
-	(*PreviewScheduleResponse)(nil), // 33: raftcron.v1.PreviewScheduleResponse
-	(*PreviewSlot)(nil),             // 34: raftcron.v1.PreviewSlot
-	nil,                             // 35: raftcron.v1.JobSpec.LabelsEntry
-	nil,                             // 36: raftcron.v1.HttpTarget.HeadersEntry
-	nil,                             // 37: raftcron.v1.ExecTarget.EnvEntry
-	nil,                             // 38: raftcron.v1.WorkerTarget.TagsEntry
-	nil,                             // 39: raftcron.v1.WorkerTarget.EnvEntry
-	nil,                             // 40: raftcron.v1.ListJobsRequest.LabelSelectorEntry
-	(*CalendarRefs)(nil),            // 41: raftcron.v1.CalendarRefs
-	(*CheckinTarget)(nil),           // 42: raftcron.v1.CheckinTarget
-	(*durationpb.Duration)(nil),     // 43: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),   // 44: google.protobuf.Timestamp
-	(*Expect)(nil),                  // 45: raftcron.v1.Expect
-	(*Notify)(nil),                  // 46: raftcron.v1.Notify
-	(RunState)(0),                   // 47: raftcron.v1.RunState
-	(*Run)(nil),                     // 48: raftcron.v1.Run
-	(*CheckinJobRequest)(nil),       // 49: raftcron.v1.CheckinJobRequest
-	(*CheckinJobResponse)(nil),      // 50: raftcron.v1.CheckinJobResponse
+	(DependencyOn)(0),               // 0: raftcron.v1.DependencyOn
+	(AfterMode)(0),                  // 1: raftcron.v1.AfterMode
+	(AfterMissing)(0),               // 2: raftcron.v1.AfterMissing
+	(CatchupPolicy)(0),              // 3: raftcron.v1.CatchupPolicy
+	(Overlap)(0),                    // 4: raftcron.v1.Overlap
+	(Delivery)(0),                   // 5: raftcron.v1.Delivery
+	(*JobSpec)(nil),                 // 6: raftcron.v1.JobSpec
+	(*HttpTarget)(nil),              // 7: raftcron.v1.HttpTarget
+	(*ExecTarget)(nil),              // 8: raftcron.v1.ExecTarget
+	(*WorkerTarget)(nil),            // 9: raftcron.v1.WorkerTarget
+	(*Dependency)(nil),              // 10: raftcron.v1.Dependency
+	(*Catchup)(nil),                 // 11: raftcron.v1.Catchup
+	(*Retry)(nil),                   // 12: raftcron.v1.Retry
+	(*Job)(nil),                     // 13: raftcron.v1.Job
+	(*JobStatus)(nil),               // 14: raftcron.v1.JobStatus
+	(*CreateJobRequest)(nil),        // 15: raftcron.v1.CreateJobRequest
+	(*CreateJobResponse)(nil),       // 16: raftcron.v1.CreateJobResponse
+	(*UpdateJobRequest)(nil),        // 17: raftcron.v1.UpdateJobRequest
+	(*UpdateJobResponse)(nil),       // 18: raftcron.v1.UpdateJobResponse
+	(*ApplyJobRequest)(nil),         // 19: raftcron.v1.ApplyJobRequest
+	(*ApplyJobResponse)(nil),        // 20: raftcron.v1.ApplyJobResponse
+	(*ApplyJobsRequest)(nil),        // 21: raftcron.v1.ApplyJobsRequest
+	(*ApplyJobsResponse)(nil),       // 22: raftcron.v1.ApplyJobsResponse
+	(*ApplyJobsResult)(nil),         // 23: raftcron.v1.ApplyJobsResult
+	(*GetJobRequest)(nil),           // 24: raftcron.v1.GetJobRequest
+	(*GetJobResponse)(nil),          // 25: raftcron.v1.GetJobResponse
+	(*ListJobsRequest)(nil),         // 26: raftcron.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),        // 27: raftcron.v1.ListJobsResponse
+	(*DeleteJobRequest)(nil),        // 28: raftcron.v1.DeleteJobRequest
+	(*DeleteJobResponse)(nil),       // 29: raftcron.v1.DeleteJobResponse
+	(*PauseJobRequest)(nil),         // 30: raftcron.v1.PauseJobRequest
+	(*PauseJobResponse)(nil),        // 31: raftcron.v1.PauseJobResponse
+	(*ResumeJobRequest)(nil),        // 32: raftcron.v1.ResumeJobRequest
+	(*ResumeJobResponse)(nil),       // 33: raftcron.v1.ResumeJobResponse
+	(*TriggerJobRequest)(nil),       // 34: raftcron.v1.TriggerJobRequest
+	(*TriggerJobResponse)(nil),      // 35: raftcron.v1.TriggerJobResponse
+	(*PreviewScheduleRequest)(nil),  // 36: raftcron.v1.PreviewScheduleRequest
+	(*PreviewScheduleResponse)(nil), // 37: raftcron.v1.PreviewScheduleResponse
+	(*PreviewSlot)(nil),             // 38: raftcron.v1.PreviewSlot
+	nil,                             // 39: raftcron.v1.JobSpec.LabelsEntry
+	nil,                             // 40: raftcron.v1.HttpTarget.HeadersEntry
+	nil,                             // 41: raftcron.v1.ExecTarget.EnvEntry
+	nil,                             // 42: raftcron.v1.WorkerTarget.TagsEntry
+	nil,                             // 43: raftcron.v1.WorkerTarget.EnvEntry
+	nil,                             // 44: raftcron.v1.ListJobsRequest.LabelSelectorEntry
+	(*CalendarRefs)(nil),            // 45: raftcron.v1.CalendarRefs
+	(*durationpb.Duration)(nil),     // 46: google.protobuf.Duration
+	(*CheckinTarget)(nil),           // 47: raftcron.v1.CheckinTarget
+	(*timestamppb.Timestamp)(nil),   // 48: google.protobuf.Timestamp
+	(*Expect)(nil),                  // 49: raftcron.v1.Expect
+	(*Notify)(nil),                  // 50: raftcron.v1.Notify
+	(RunState)(0),                   // 51: raftcron.v1.RunState
+	(*RunRef)(nil),                  // 52: raftcron.v1.RunRef
+	(*Run)(nil),                     // 53: raftcron.v1.Run
+	(*CheckinJobRequest)(nil),       // 54: raftcron.v1.CheckinJobRequest
+	(*CheckinJobResponse)(nil),      // 55: raftcron.v1.CheckinJobResponse
 }
 var file_raftcron_v1_job_proto_depIdxs = []int32{
-	41, // 0: raftcron.v1.JobSpec.calendars:type_name -> raftcron.v1.CalendarRefs
-	4,  // 1: raftcron.v1.JobSpec.http:type_name -> raftcron.v1.HttpTarget
-	5,  // 2: raftcron.v1.JobSpec.exec:type_name -> raftcron.v1.ExecTarget
-	6,  // 3: raftcron.v1.JobSpec.worker:type_name -> raftcron.v1.WorkerTarget
-	42, // 4: raftcron.v1.JobSpec.checkin:type_name -> raftcron.v1.CheckinTarget
-	7,  // 5: raftcron.v1.JobSpec.catchup:type_name -> raftcron.v1.Catchup
-	1,  // 6: raftcron.v1.JobSpec.overlap:type_name -> raftcron.v1.Overlap
-	2,  // 7: raftcron.v1.JobSpec.delivery:type_name -> raftcron.v1.Delivery
-	8,  // 8: raftcron.v1.JobSpec.retry:type_name -> raftcron.v1.Retry
-	43, // 9: raftcron.v1.JobSpec.deadline:type_name -> google.protobuf.Duration
-	44, // 10: raftcron.v1.JobSpec.start_at:type_name -> google.protobuf.Timestamp
-	44, // 11: raftcron.v1.JobSpec.end_at:type_name -> google.protobuf.Timestamp
-	35, // 12: raftcron.v1.JobSpec.labels:type_name -> raftcron.v1.JobSpec.LabelsEntry
-	45, // 13: raftcron.v1.JobSpec.expect:type_name -> raftcron.v1.Expect
-	46, // 14: raftcron.v1.JobSpec.notify:type_name -> raftcron.v1.Notify
-	36, // 15: raftcron.v1.HttpTarget.headers:type_name -> raftcron.v1.HttpTarget.HeadersEntry
-	43, // 16: raftcron.v1.HttpTarget.timeout:type_name -> google.protobuf.Duration
-	37, // 17: raftcron.v1.ExecTarget.env:type_name -> raftcron.v1.ExecTarget.EnvEntry
-	43, // 18: raftcron.v1.ExecTarget.timeout:type_name -> google.protobuf.Duration
-	38, // 19: raftcron.v1.WorkerTarget.tags:type_name -> raftcron.v1.WorkerTarget.TagsEntry
-	39, // 20: raftcron.v1.WorkerTarget.env:type_name -> raftcron.v1.WorkerTarget.EnvEntry
-	43, // 21: raftcron.v1.WorkerTarget.timeout:type_name -> google.protobuf.Duration
-	43, // 22: raftcron.v1.WorkerTarget.lease:type_name -> google.protobuf.Duration
-	43, // 23: raftcron.v1.Catchup.window:type_name -> google.protobuf.Duration
-	0,  // 24: raftcron.v1.Catchup.policy:type_name -> raftcron.v1.CatchupPolicy
-	43, // 25: raftcron.v1.Retry.initial_backoff:type_name -> google.protobuf.Duration
-	43, // 26: raftcron.v1.Retry.max_backoff:type_name -> google.protobuf.Duration
-	3,  // 27: raftcron.v1.Job.spec:type_name -> raftcron.v1.JobSpec
-	44, // 28: raftcron.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	44, // 29: raftcron.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	10, // 30: raftcron.v1.Job.status:type_name -> raftcron.v1.JobStatus
-	47, // 31: raftcron.v1.JobStatus.last_outcome:type_name -> raftcron.v1.RunState
-	3,  // 32: raftcron.v1.CreateJobRequest.spec:type_name -> raftcron.v1.JobSpec
-	9,  // 33: raftcron.v1.CreateJobResponse.job:type_name -> raftcron.v1.Job
-	3,  // 34: raftcron.v1.UpdateJobRequest.spec:type_name -> raftcron.v1.JobSpec
-	9,  // 35: raftcron.v1.UpdateJobResponse.job:type_name -> raftcron.v1.Job
-	3,  // 36: raftcron.v1.ApplyJobRequest.spec:type_name -> raftcron.v1.JobSpec
-	9,  // 37: raftcron.v1.ApplyJobResponse.job:type_name -> raftcron.v1.Job
-	3,  // 38: raftcron.v1.ApplyJobsRequest.specs:type_name -> raftcron.v1.JobSpec
-	19, // 39: raftcron.v1.ApplyJobsResponse.results:type_name -> raftcron.v1.ApplyJobsResult
-	9,  // 40: raftcron.v1.ApplyJobsResult.job:type_name -> raftcron.v1.Job
-	9,  // 41: raftcron.v1.GetJobResponse.job:type_name -> raftcron.v1.Job
-	40, // 42: raftcron.v1.ListJobsRequest.label_selector:type_name -> raftcron.v1.ListJobsRequest.LabelSelectorEntry
-	9,  // 43: raftcron.v1.ListJobsResponse.jobs:type_name -> raftcron.v1.Job
-	9,  // 44: raftcron.v1.PauseJobResponse.job:type_name -> raftcron.v1.Job
-	9,  // 45: raftcron.v1.ResumeJobResponse.job:type_name -> raftcron.v1.Job
-	48, // 46: raftcron.v1.TriggerJobResponse.run:type_name -> raftcron.v1.Run
-	44, // 47: raftcron.v1.PreviewScheduleRequest.after:type_name -> google.protobuf.Timestamp
-	44, // 48: raftcron.v1.PreviewScheduleResponse.times:type_name -> google.protobuf.Timestamp
-	34, // 49: raftcron.v1.PreviewScheduleResponse.slots:type_name -> raftcron.v1.PreviewSlot
-	44, // 50: raftcron.v1.PreviewSlot.time:type_name -> google.protobuf.Timestamp
-	11, // 51: raftcron.v1.JobService.CreateJob:input_type -> raftcron.v1.CreateJobRequest
-	13, // 52: raftcron.v1.JobService.UpdateJob:input_type -> raftcron.v1.UpdateJobRequest
-	15, // 53: raftcron.v1.JobService.ApplyJob:input_type -> raftcron.v1.ApplyJobRequest
-	17, // 54: raftcron.v1.JobService.ApplyJobs:input_type -> raftcron.v1.ApplyJobsRequest
-	20, // 55: raftcron.v1.JobService.GetJob:input_type -> raftcron.v1.GetJobRequest
-	22, // 56: raftcron.v1.JobService.ListJobs:input_type -> raftcron.v1.ListJobsRequest
-	24, // 57: raftcron.v1.JobService.DeleteJob:input_type -> raftcron.v1.DeleteJobRequest
-	26, // 58: raftcron.v1.JobService.PauseJob:input_type -> raftcron.v1.PauseJobRequest
-	28, // 59: raftcron.v1.JobService.ResumeJob:input_type -> raftcron.v1.ResumeJobRequest
-	30, // 60: raftcron.v1.JobService.TriggerJob:input_type -> raftcron.v1.TriggerJobRequest
-	32, // 61: raftcron.v1.JobService.PreviewSchedule:input_type -> raftcron.v1.PreviewScheduleRequest
-	49, // 62: raftcron.v1.JobService.CheckinJob:input_type -> raftcron.v1.CheckinJobRequest
-	12, // 63: raftcron.v1.JobService.CreateJob:output_type -> raftcron.v1.CreateJobResponse
-	14, // 64: raftcron.v1.JobService.UpdateJob:output_type -> raftcron.v1.UpdateJobResponse
-	16, // 65: raftcron.v1.JobService.ApplyJob:output_type -> raftcron.v1.ApplyJobResponse
-	18, // 66: raftcron.v1.JobService.ApplyJobs:output_type -> raftcron.v1.ApplyJobsResponse
-	21, // 67: raftcron.v1.JobService.GetJob:output_type -> raftcron.v1.GetJobResponse
-	23, // 68: raftcron.v1.JobService.ListJobs:output_type -> raftcron.v1.ListJobsResponse
-	25, // 69: raftcron.v1.JobService.DeleteJob:output_type -> raftcron.v1.DeleteJobResponse
-	27, // 70: raftcron.v1.JobService.PauseJob:output_type -> raftcron.v1.PauseJobResponse
-	29, // 71: raftcron.v1.JobService.ResumeJob:output_type -> raftcron.v1.ResumeJobResponse
-	31, // 72: raftcron.v1.JobService.TriggerJob:output_type -> raftcron.v1.TriggerJobResponse
-	33, // 73: raftcron.v1.JobService.PreviewSchedule:output_type -> raftcron.v1.PreviewScheduleResponse
-	50, // 74: raftcron.v1.JobService.CheckinJob:output_type -> raftcron.v1.CheckinJobResponse
-	63, // [63:75] is the sub-list for method output_type
-	51, // [51:63] is the sub-list for method input_type
-	51, // [51:51] is the sub-list for extension type_name
-	51, // [51:51] is the sub-list for extension extendee
-	0,  // [0:51] is the sub-list for field type_name
+	45, // 0: raftcron.v1.JobSpec.calendars:type_name -> raftcron.v1.CalendarRefs
+	10, // 1: raftcron.v1.JobSpec.after:type_name -> raftcron.v1.Dependency
+	1,  // 2: raftcron.v1.JobSpec.after_mode:type_name -> raftcron.v1.AfterMode
+	46, // 3: raftcron.v1.JobSpec.after_within:type_name -> google.protobuf.Duration
+	2,  // 4: raftcron.v1.JobSpec.after_missing:type_name -> raftcron.v1.AfterMissing
+	7,  // 5: raftcron.v1.JobSpec.http:type_name -> raftcron.v1.HttpTarget
+	8,  // 6: raftcron.v1.JobSpec.exec:type_name -> raftcron.v1.ExecTarget
+	9,  // 7: raftcron.v1.JobSpec.worker:type_name -> raftcron.v1.WorkerTarget
+	47, // 8: raftcron.v1.JobSpec.checkin:type_name -> raftcron.v1.CheckinTarget
+	11, // 9: raftcron.v1.JobSpec.catchup:type_name -> raftcron.v1.Catchup
+	4,  // 10: raftcron.v1.JobSpec.overlap:type_name -> raftcron.v1.Overlap
+	5,  // 11: raftcron.v1.JobSpec.delivery:type_name -> raftcron.v1.Delivery
+	12, // 12: raftcron.v1.JobSpec.retry:type_name -> raftcron.v1.Retry
+	46, // 13: raftcron.v1.JobSpec.deadline:type_name -> google.protobuf.Duration
+	48, // 14: raftcron.v1.JobSpec.start_at:type_name -> google.protobuf.Timestamp
+	48, // 15: raftcron.v1.JobSpec.end_at:type_name -> google.protobuf.Timestamp
+	39, // 16: raftcron.v1.JobSpec.labels:type_name -> raftcron.v1.JobSpec.LabelsEntry
+	49, // 17: raftcron.v1.JobSpec.expect:type_name -> raftcron.v1.Expect
+	50, // 18: raftcron.v1.JobSpec.notify:type_name -> raftcron.v1.Notify
+	40, // 19: raftcron.v1.HttpTarget.headers:type_name -> raftcron.v1.HttpTarget.HeadersEntry
+	46, // 20: raftcron.v1.HttpTarget.timeout:type_name -> google.protobuf.Duration
+	41, // 21: raftcron.v1.ExecTarget.env:type_name -> raftcron.v1.ExecTarget.EnvEntry
+	46, // 22: raftcron.v1.ExecTarget.timeout:type_name -> google.protobuf.Duration
+	42, // 23: raftcron.v1.WorkerTarget.tags:type_name -> raftcron.v1.WorkerTarget.TagsEntry
+	43, // 24: raftcron.v1.WorkerTarget.env:type_name -> raftcron.v1.WorkerTarget.EnvEntry
+	46, // 25: raftcron.v1.WorkerTarget.timeout:type_name -> google.protobuf.Duration
+	46, // 26: raftcron.v1.WorkerTarget.lease:type_name -> google.protobuf.Duration
+	0,  // 27: raftcron.v1.Dependency.on:type_name -> raftcron.v1.DependencyOn
+	46, // 28: raftcron.v1.Catchup.window:type_name -> google.protobuf.Duration
+	3,  // 29: raftcron.v1.Catchup.policy:type_name -> raftcron.v1.CatchupPolicy
+	46, // 30: raftcron.v1.Retry.initial_backoff:type_name -> google.protobuf.Duration
+	46, // 31: raftcron.v1.Retry.max_backoff:type_name -> google.protobuf.Duration
+	6,  // 32: raftcron.v1.Job.spec:type_name -> raftcron.v1.JobSpec
+	48, // 33: raftcron.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	48, // 34: raftcron.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	14, // 35: raftcron.v1.Job.status:type_name -> raftcron.v1.JobStatus
+	51, // 36: raftcron.v1.JobStatus.last_outcome:type_name -> raftcron.v1.RunState
+	52, // 37: raftcron.v1.JobStatus.pending_parents:type_name -> raftcron.v1.RunRef
+	52, // 38: raftcron.v1.JobStatus.buffered_parents:type_name -> raftcron.v1.RunRef
+	6,  // 39: raftcron.v1.CreateJobRequest.spec:type_name -> raftcron.v1.JobSpec
+	13, // 40: raftcron.v1.CreateJobResponse.job:type_name -> raftcron.v1.Job
+	6,  // 41: raftcron.v1.UpdateJobRequest.spec:type_name -> raftcron.v1.JobSpec
+	13, // 42: raftcron.v1.UpdateJobResponse.job:type_name -> raftcron.v1.Job
+	6,  // 43: raftcron.v1.ApplyJobRequest.spec:type_name -> raftcron.v1.JobSpec
+	13, // 44: raftcron.v1.ApplyJobResponse.job:type_name -> raftcron.v1.Job
+	6,  // 45: raftcron.v1.ApplyJobsRequest.specs:type_name -> raftcron.v1.JobSpec
+	23, // 46: raftcron.v1.ApplyJobsResponse.results:type_name -> raftcron.v1.ApplyJobsResult
+	13, // 47: raftcron.v1.ApplyJobsResult.job:type_name -> raftcron.v1.Job
+	13, // 48: raftcron.v1.GetJobResponse.job:type_name -> raftcron.v1.Job
+	44, // 49: raftcron.v1.ListJobsRequest.label_selector:type_name -> raftcron.v1.ListJobsRequest.LabelSelectorEntry
+	13, // 50: raftcron.v1.ListJobsResponse.jobs:type_name -> raftcron.v1.Job
+	13, // 51: raftcron.v1.PauseJobResponse.job:type_name -> raftcron.v1.Job
+	13, // 52: raftcron.v1.ResumeJobResponse.job:type_name -> raftcron.v1.Job
+	53, // 53: raftcron.v1.TriggerJobResponse.run:type_name -> raftcron.v1.Run
+	48, // 54: raftcron.v1.PreviewScheduleRequest.after:type_name -> google.protobuf.Timestamp
+	48, // 55: raftcron.v1.PreviewScheduleResponse.times:type_name -> google.protobuf.Timestamp
+	38, // 56: raftcron.v1.PreviewScheduleResponse.slots:type_name -> raftcron.v1.PreviewSlot
+	48, // 57: raftcron.v1.PreviewSlot.time:type_name -> google.protobuf.Timestamp
+	15, // 58: raftcron.v1.JobService.CreateJob:input_type -> raftcron.v1.CreateJobRequest
+	17, // 59: raftcron.v1.JobService.UpdateJob:input_type -> raftcron.v1.UpdateJobRequest
+	19, // 60: raftcron.v1.JobService.ApplyJob:input_type -> raftcron.v1.ApplyJobRequest
+	21, // 61: raftcron.v1.JobService.ApplyJobs:input_type -> raftcron.v1.ApplyJobsRequest
+	24, // 62: raftcron.v1.JobService.GetJob:input_type -> raftcron.v1.GetJobRequest
+	26, // 63: raftcron.v1.JobService.ListJobs:input_type -> raftcron.v1.ListJobsRequest
+	28, // 64: raftcron.v1.JobService.DeleteJob:input_type -> raftcron.v1.DeleteJobRequest
+	30, // 65: raftcron.v1.JobService.PauseJob:input_type -> raftcron.v1.PauseJobRequest
+	32, // 66: raftcron.v1.JobService.ResumeJob:input_type -> raftcron.v1.ResumeJobRequest
+	34, // 67: raftcron.v1.JobService.TriggerJob:input_type -> raftcron.v1.TriggerJobRequest
+	36, // 68: raftcron.v1.JobService.PreviewSchedule:input_type -> raftcron.v1.PreviewScheduleRequest
+	54, // 69: raftcron.v1.JobService.CheckinJob:input_type -> raftcron.v1.CheckinJobRequest
+	16, // 70: raftcron.v1.JobService.CreateJob:output_type -> raftcron.v1.CreateJobResponse
+	18, // 71: raftcron.v1.JobService.UpdateJob:output_type -> raftcron.v1.UpdateJobResponse
+	20, // 72: raftcron.v1.JobService.ApplyJob:output_type -> raftcron.v1.ApplyJobResponse
+	22, // 73: raftcron.v1.JobService.ApplyJobs:output_type -> raftcron.v1.ApplyJobsResponse
+	25, // 74: raftcron.v1.JobService.GetJob:output_type -> raftcron.v1.GetJobResponse
+	27, // 75: raftcron.v1.JobService.ListJobs:output_type -> raftcron.v1.ListJobsResponse
+	29, // 76: raftcron.v1.JobService.DeleteJob:output_type -> raftcron.v1.DeleteJobResponse
+	31, // 77: raftcron.v1.JobService.PauseJob:output_type -> raftcron.v1.PauseJobResponse
+	33, // 78: raftcron.v1.JobService.ResumeJob:output_type -> raftcron.v1.ResumeJobResponse
+	35, // 79: raftcron.v1.JobService.TriggerJob:output_type -> raftcron.v1.TriggerJobResponse
+	37, // 80: raftcron.v1.JobService.PreviewSchedule:output_type -> raftcron.v1.PreviewScheduleResponse
+	55, // 81: raftcron.v1.JobService.CheckinJob:output_type -> raftcron.v1.CheckinJobResponse
+	70, // [70:82] is the sub-list for method output_type
+	58, // [58:70] is the sub-list for method input_type
+	58, // [58:58] is the sub-list for extension type_name
+	58, // [58:58] is the sub-list for extension extendee
+	0,  // [0:58] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_job_proto_init() }
@@ -2716,8 +3037,8 @@ func file_raftcron_v1_job_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_raftcron_v1_job_proto_rawDesc), len(file_raftcron_v1_job_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   38,
+			NumEnums:      6,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
