@@ -51,7 +51,12 @@ func ValidateParsed(spec *pb.JobSpec, now time.Time) (schedule.Schedule, error) 
 	var v violations
 	checkName(&v, spec.GetName())
 	loc := checkTimezone(&v, spec.GetTimezone())
-	sched := checkSchedule(&v, spec.GetSchedule(), loc, now)
+	var sched schedule.Schedule
+	if spec.GetSchedule() != "" || !HasDependencies(spec) {
+		// A job with dependencies may fire on them alone.
+		sched = checkSchedule(&v, spec.GetSchedule(), loc, now)
+	}
+	checkDependencies(&v, spec)
 	checkCalendarRefs(&v, spec.GetCalendars())
 	checkTarget(&v, spec)
 	checkSecretRefs(&v, spec)
@@ -100,7 +105,7 @@ func checkSchedule(v *violations, spec string, loc *time.Location, now time.Time
 	spec = strings.TrimSpace(spec)
 	switch {
 	case spec == "":
-		v.add("schedule", "required")
+		v.add("schedule", "required (unless the job runs after others: after)")
 		return nil
 	case len(spec) > MaxScheduleLen:
 		v.add("schedule", fmt.Sprintf("must be at most %d bytes", MaxScheduleLen))
