@@ -196,7 +196,7 @@ http: {url: "http://warehouse.internal/load"}
 	for file, msg := range map[string]string{
 		"name: a\nafter: [{job: b, on: success, \"on\": any}]\n": `after[0].on: given twice`,
 		"name: a\nafter: [{job: b, true: success}]\n":            "", // the same key as a bare on
-		"name: a\nhttp: {on: x}\n":                              `http: unknown field "true"`,
+		"name: a\nhttp: {on: x}\n":                               `http: unknown field "true"`,
 		"name: a\nafter: [{job: b, on: sometimes}]\n":            `after[0].on: unknown value "sometimes"`,
 	} {
 		_, err := Decode([]byte(file))
