@@ -80,6 +80,7 @@ type outcome struct {
 	channel     *pb.Channel
 	rule        *pb.NotifyRule
 	alerts      []*pb.Alert
+	chained     []*pb.Run
 }
 
 // handler applies one kind of command. It checks everything before it
@@ -203,6 +204,7 @@ func result(o outcome, err error) *pb.CommandResult {
 		Calendar:    publicCalendar(o.calendar),
 		Freeze:      proto.CloneOf(o.freeze),
 		Alerts:      o.alerts,
+		Chained:     o.chained,
 	}
 	if o.token != nil {
 		r.AclToken = publicToken(o.token)

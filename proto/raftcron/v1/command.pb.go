@@ -804,9 +804,15 @@ type PutJobCommand struct {
 	// The most jobs the registry may hold: a create beyond it fails with
 	// LIMIT_EXCEEDED. Set by the proposer from its configuration, so that every
 	// node decides alike; 0 means no limit.
-	MaxJobs       uint64 `protobuf:"varint,4,opt,name=max_jobs,json=maxJobs,proto3" json:"max_jobs,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	MaxJobs uint64 `protobuf:"varint,4,opt,name=max_jobs,json=maxJobs,proto3" json:"max_jobs,omitempty"`
+	// The longest chain of jobs (after) the registry may hold, counted in
+	// jobs, and the most jobs that may depend on one job: a put beyond either
+	// fails with DEPENDENCY. Set by the proposer like max_jobs; 0 means no
+	// limit.
+	MaxChainDepth  uint32 `protobuf:"varint,5,opt,name=max_chain_depth,json=maxChainDepth,proto3" json:"max_chain_depth,omitempty"`
+	MaxChainFanout uint32 `protobuf:"varint,6,opt,name=max_chain_fanout,json=maxChainFanout,proto3" json:"max_chain_fanout,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *PutJobCommand) Reset() {
@@ -863,6 +869,20 @@ func (x *PutJobCommand) GetExpectedVersion() uint64 {
 func (x *PutJobCommand) GetMaxJobs() uint64 {
 	if x != nil {
 		return x.MaxJobs
+	}
+	return 0
+}
+
+func (x *PutJobCommand) GetMaxChainDepth() uint32 {
+	if x != nil {
+		return x.MaxChainDepth
+	}
+	return 0
+}
+
+func (x *PutJobCommand) GetMaxChainFanout() uint32 {
+	if x != nil {
+		return x.MaxChainFanout
 	}
 	return 0
 }
@@ -1934,12 +1954,14 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\aaddress\x18\x03 \x01(\tR\aaddress\x12'\n" +
 	"\x0fprevious_leader\x18\x04 \x01(\tR\x0epreviousLeader\"4\n" +
 	"\x18SetClusterVersionCommand\x12\x18\n" +
-	"\aversion\x18\x01 \x01(\rR\aversion\"\xa9\x01\n" +
+	"\aversion\x18\x01 \x01(\rR\aversion\"\xfb\x01\n" +
 	"\rPutJobCommand\x12(\n" +
 	"\x04spec\x18\x01 \x01(\v2\x14.raftcron.v1.JobSpecR\x04spec\x12(\n" +
 	"\x04mode\x18\x02 \x01(\x0e2\x14.raftcron.v1.PutModeR\x04mode\x12)\n" +
 	"\x10expected_version\x18\x03 \x01(\x04R\x0fexpectedVersion\x12\x19\n" +
-	"\bmax_jobs\x18\x04 \x01(\x04R\amaxJobs\"g\n" +
+	"\bmax_jobs\x18\x04 \x01(\x04R\amaxJobs\x12&\n" +
+	"\x0fmax_chain_depth\x18\x05 \x01(\rR\rmaxChainDepth\x12(\n" +
+	"\x10max_chain_fanout\x18\x06 \x01(\rR\x0emaxChainFanout\"g\n" +
 	"\x10DeleteJobCommand\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12)\n" +
 	"\x10expected_version\x18\x02 \x01(\x04R\x0fexpectedVersion\x12\x14\n" +
