@@ -110,6 +110,7 @@ func (p *pipeline) accept(c *fireBatch, res *pb.CommandResult) {
 		p.refused(f, r)
 	}
 	l.s.handoff.dispatch(batch...)
+	l.chained(res.GetChained())
 }
 
 // dispatchAccepted adds an accepted fire's attempt to batch, on its way to
@@ -143,6 +144,7 @@ func (p *pipeline) dispatchAccepted(f *pb.Fire, r *pb.FireResult, batch []*task)
 	t := l.task(spec, runID, slot, r.GetToken(), r.GetAttempt(), f.GetKind())
 	if run != nil {
 		t.a.Kind = run.GetKind() // a retry keeps its run's key
+		t.a.ParentRuns = parentRuns(run)
 	}
 	return append(batch, t)
 }

@@ -499,5 +499,8 @@ func runFire(r *pb.Run, kind pb.FireKind) *pb.Fire {
 // again nor keep a parsed copy per job.
 func jobSchedule(job *pb.Job) (schedule.Schedule, error) {
 	spec := job.GetSpec()
+	if spec.GetSchedule() == "" {
+		return nil, nil // a job that runs after others only: no slots
+	}
 	return schedule.CachedInZone(spec.GetSchedule(), spec.GetTimezone())
 }

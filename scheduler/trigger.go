@@ -14,6 +14,9 @@ type triggerReq struct {
 	requestID string
 	force     bool
 	principal string
+	// parentRun: a chained fire of the job for that parent run, which only
+	// the chain-separate-entry failpoint proposes (chain.go).
+	parentRun string
 	done      chan triggerReply // cap 1
 }
 
@@ -84,14 +87,18 @@ func (l *leader) addTriggers(pl *planned, reqs []*triggerReq) {
 		for len(g.reqs) < len(g.fires) {
 			g.reqs = append(g.reqs, nil)
 		}
-		g.fires = append(g.fires, &pb.Fire{
+		f := &pb.Fire{
 			Job:        req.name,
 			Generation: job.GetGeneration(),
 			Kind:       pb.FireKind_FIRE_KIND_MANUAL,
 			RequestId:  req.requestID,
 			Force:      req.force,
 			Principal:  req.principal,
-		})
+		}
+		if req.parentRun != "" {
+			f.Kind, f.RunId = pb.FireKind_FIRE_KIND_CHAINED, req.parentRun
+		}
+		g.fires = append(g.fires, f)
 		g.reqs = append(g.reqs, req)
 	}
 }

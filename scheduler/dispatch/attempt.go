@@ -30,6 +30,9 @@ type Attempt struct {
 	// then fails with no_worker (the job's deadline, or the catch-up window
 	// of a scheduled slot).
 	WaitUntil time.Time
+	// ParentRuns are the parents of a chained run, as
+	// fence.HeaderParentRuns carries them; "" for any other run.
+	ParentRuns string
 }
 
 // IdempotencyKey names the run, never the attempt, so every attempt of a
