@@ -84,6 +84,10 @@ var methodPermissions = map[string]Permission{
 	// for the rest, as for every scoped token), and does nothing else.
 	pb.JobService_CheckinJob_FullMethodName: PermCheckin,
 
+	// The graph shows the jobs in the caller's scope; a parent outside it
+	// reads as missing.
+	pb.ChainService_GetJobGraph_FullMethodName: PermRead,
+
 	// page_token: read, like the rest of the call; a scoped token pages
 	// through the runs of its jobs (their own, not a deleted job's of the
 	// same name), a bounded part of the ledger per call.

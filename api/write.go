@@ -30,10 +30,12 @@ func prepare(spec *pb.JobSpec, now time.Time, limits jobspec.Limits) (write, err
 	return write{spec: spec, sched: sched}, nil
 }
 
-// command is the put of the spec; it carries the registry's job limit.
-func (w write) command(mode pb.PutMode, expectedVersion, maxJobs uint64) *pb.Command {
+// command is the put of the spec; it carries the registry's limits.
+func (w write) command(mode pb.PutMode, expectedVersion uint64, l Limits) *pb.Command {
+	depth, fanout := l.chainLimits()
 	return &pb.Command{Kind: &pb.Command_PutJob{PutJob: &pb.PutJobCommand{
-		Spec: w.spec, Mode: mode, ExpectedVersion: expectedVersion, MaxJobs: maxJobs,
+		Spec: w.spec, Mode: mode, ExpectedVersion: expectedVersion, MaxJobs: l.maxJobs(),
+		MaxChainDepth: depth, MaxChainFanout: fanout,
 	}}}
 }
 

@@ -70,9 +70,9 @@ type chainLimits struct {
 // no edge and passes. Below cluster version 3 no job may have dependencies.
 func (s *state) checkGraph(spec, old *pb.JobSpec, sel map[string]string, lim chainLimits) error {
 	after := spec.GetAfter()
-	if len(after) > 0 && !s.atLeast(version3) {
+	if len(after) > 0 && !s.atLeast(ChainsVersion) {
 		return fail(ErrInvalid, "after: job %q cannot run after other jobs until every node runs a release of "+
-			"command version %d (cluster version %d)", spec.GetName(), version3, s.version)
+			"command version %d (cluster version %d)", spec.GetName(), ChainsVersion, s.version)
 	}
 	if sameParents(after, old.GetAfter()) {
 		return nil

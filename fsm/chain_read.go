@@ -134,3 +134,14 @@ func (s *state) walkGraph(name string, names map[string]bool, visible func(strin
 		}
 	}
 }
+
+// CheckDependencies applies the rules between jobs that a put of spec by a
+// caller of scope sel, with the put's chain limits, meets on this node's
+// state (checkGraph): the API's answer before it proposes anything. The
+// put's Apply decides.
+func (f *FSM) CheckDependencies(spec *pb.JobSpec, sel map[string]string, depth, fanout uint32) error {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	old, _ := f.st.job(spec.GetName())
+	return f.st.checkGraph(spec, old.GetSpec(), sel, chainLimits{depth: int(depth), fanout: int(fanout)})
+}

@@ -44,6 +44,7 @@ func putJob(s *state, c *pb.Command, e entry) (outcome, error) {
 		}
 	}
 	lim := chainLimits{depth: int(p.GetMaxChainDepth()), fanout: int(p.GetMaxChainFanout())}
+	// A put that names new parents is checked against the graph (chain_graph.go).
 	if err := s.checkGraph(spec, old.GetSpec(), c.GetCaller().GetSelector(), lim); err != nil {
 		return outcome{}, err
 	}

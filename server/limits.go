@@ -27,6 +27,8 @@ const (
 	FieldMaxOpenRuns          = "Limits.MaxOpenRuns"
 	FieldMaxWatchers          = "Limits.MaxWatchers"
 	FieldMaxConcurrentStreams = "Limits.MaxConcurrentStreams"
+	FieldMaxChainDepth        = "Limits.MaxChainDepth"
+	FieldMaxChainFanout       = "Limits.MaxChainFanout"
 )
 
 // Limits bound what a node holds and serves. A zero field takes the default
@@ -51,6 +53,11 @@ type Limits struct {
 	// MaxConcurrentStreams caps the calls one client connection has open
 	// at once (DefaultMaxConcurrentStreams).
 	MaxConcurrentStreams int
+	// MaxChainDepth and MaxChainFanout bound the graph of dependencies
+	// (api.DefaultMaxChainDepth, api.DefaultMaxChainFanout). Like MaxJobs
+	// they travel with every put: set them alike on every node.
+	MaxChainDepth  int
+	MaxChainFanout int
 }
 
 // validate refuses values no owner could take: negative ones, and ones
@@ -69,6 +76,8 @@ func (l Limits) validate() error {
 		{FieldMaxOpenRuns, l.MaxOpenRuns},
 		{FieldMaxWatchers, l.MaxWatchers},
 		{FieldMaxConcurrentStreams, l.MaxConcurrentStreams},
+		{FieldMaxChainDepth, l.MaxChainDepth},
+		{FieldMaxChainFanout, l.MaxChainFanout},
 	} {
 		if f.v < 0 || f.v > math.MaxInt32 {
 			errs = append(errs, &cluster.ConfigError{
@@ -84,9 +93,11 @@ func (l Limits) validate() error {
 // jobs is what the JobService admits.
 func (l Limits) jobs() api.Limits {
 	return api.Limits{
-		MaxJobs:     uint64(l.MaxJobs),
-		Spec:        jobspec.Limits{SpecBytes: l.MaxSpecBytes, Headers: l.MaxHeaders, Env: l.MaxEnv, Args: l.MaxArgs},
-		MaxOpenRuns: uint32(l.maxOpenRuns()),
+		MaxJobs:        uint64(l.MaxJobs),
+		Spec:           jobspec.Limits{SpecBytes: l.MaxSpecBytes, Headers: l.MaxHeaders, Env: l.MaxEnv, Args: l.MaxArgs},
+		MaxOpenRuns:    uint32(l.maxOpenRuns()),
+		MaxChainDepth:  uint32(l.MaxChainDepth),
+		MaxChainFanout: uint32(l.MaxChainFanout),
 	}
 }
 
