@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/raftcron/raftcron/cluster"
+
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/raftcron/raftcron/fsm"
@@ -23,28 +25,112 @@ type ChainGraph interface {
 	ChildRuns(runID string) []*pb.RunRef
 }
 
-// allowDependencies refuses a job with dependencies until the cluster runs
-// the version that fires them (fsm.ChainsVersion), and answers the rules
-// between jobs before anything is proposed: a missing parent (NotFound), a
-// cycle, a chain too deep or too wide (FailedPrecondition). The FSM checks
-// them again when it applies the put, which decides.
-func (j *jobService) allowDependencies(ctx context.Context, field string, spec *pb.JobSpec) error {
-	if len(spec.GetAfter()) == 0 {
+// chainsAllowed refuses a job with dependencies until the cluster runs the
+// version that fires them (fsm.ChainsVersion).
+func (j *jobService) chainsAllowed(field string, spec *pb.JobSpec) error {
+	if len(spec.GetAfter()) == 0 || j.clusterVersion == nil {
 		return nil
 	}
-	if j.clusterVersion != nil {
-		if v := j.clusterVersion(); v < fsm.ChainsVersion {
-			return precondition(PreconditionClusterVersion, spec.GetName(), fmt.Sprintf(
-				"%s.after: job %q: dependencies need cluster version %d, and the cluster runs %d: upgrade every voter; "+
-					"the leader raises the version once they all apply it (cluster status shows it)",
-				field, spec.GetName(), fsm.ChainsVersion, v))
-		}
+	if v := j.clusterVersion(); v < fsm.ChainsVersion {
+		return precondition(PreconditionClusterVersion, spec.GetName(), fmt.Sprintf(
+			"%s.after: job %q: dependencies need cluster version %d, and the cluster runs %d: upgrade every voter; "+
+				"the leader raises the version once they all apply it (cluster status shows it)",
+			field, spec.GetName(), fsm.ChainsVersion, v))
 	}
-	if j.chains == nil {
+	return nil
+}
+
+// checkDependencies answers the rules between jobs before a put is
+// proposed: a missing parent (NotFound), a cycle, a chain too deep or too
+// wide (FailedPrecondition), each naming the jobs. The FSM checks them
+// again when it applies the put, which decides.
+func (j *jobService) checkDependencies(ctx context.Context, spec *pb.JobSpec) error {
+	if len(spec.GetAfter()) == 0 || j.chains == nil {
 		return nil
 	}
 	depth, fanout := j.limits.chainLimits()
 	return statusOf(j.chains.CheckDependencies(spec, PrincipalFrom(ctx).Selector, depth, fanout))
+}
+
+// applyInWaves commits the puts of one ApplyJobs call so that a spec is
+// applied after the specs of the same call it runs after: a file that
+// holds a whole chain registers in any order. Each wave is one bulk of
+// concurrent entries; a call without such dependencies is one wave. The
+// FSM judges every put on its own (a parent still missing, a cycle within
+// the call): its result says so. Results are in the order of cmds.
+func (j *jobService) applyInWaves(ctx context.Context, writes []write, cmds []*pb.Command) ([]cluster.BulkResult, error) {
+	waves := dependencyWaves(writes)
+	if len(waves) == 1 {
+		return j.applyBulk(ctx, cmds)
+	}
+	out := make([]cluster.BulkResult, len(cmds))
+	for n, wave := range waves {
+		batch := make([]*pb.Command, len(wave))
+		for k, i := range wave {
+			batch[k] = cmds[i]
+		}
+		res, err := j.applyBulk(ctx, batch)
+		if err != nil && n == 0 {
+			return nil, err // nothing proposed
+		}
+		for k, i := range wave {
+			if err != nil {
+				out[i] = cluster.BulkResult{Err: err}
+			} else {
+				out[i] = res[k]
+			}
+		}
+	}
+	return out, nil
+}
+
+// dependencyWaves splits writes into waves: the first holds every spec
+// that runs after no other spec of the call, each later one the specs
+// whose parents in the call are all in earlier waves; specs left over (a
+// cycle within the call) go last, for the FSM to refuse.
+func dependencyWaves(writes []write) [][]int {
+	inCall := make(map[string]int, len(writes))
+	for i, w := range writes {
+		inCall[w.spec.GetName()] = i
+	}
+	wave := make([]int, len(writes)) // -1: not placed yet
+	for i := range wave {
+		wave[i] = -1
+	}
+	var waves [][]int
+	for placed := 0; placed < len(writes); {
+		var next []int
+		for i, w := range writes {
+			if wave[i] >= 0 || !parentsPlaced(w.spec, inCall, wave, len(waves)) {
+				continue
+			}
+			next = append(next, i)
+		}
+		if len(next) == 0 { // a cycle within the call
+			for i := range writes {
+				if wave[i] < 0 {
+					next = append(next, i)
+				}
+			}
+		}
+		for _, i := range next {
+			wave[i] = len(waves)
+		}
+		placed += len(next)
+		waves = append(waves, next)
+	}
+	return waves
+}
+
+// parentsPlaced reports whether every parent of spec in the call is in a
+// wave before the current one.
+func parentsPlaced(spec *pb.JobSpec, inCall map[string]int, wave []int, current int) bool {
+	for _, d := range spec.GetAfter() {
+		if p, ok := inCall[d.GetJob()]; ok && (wave[p] < 0 || wave[p] >= current) {
+			return false
+		}
+	}
+	return true
 }
 
 type chainService struct {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -142,5 +143,43 @@ func TestDependenciesNeedTheChainsVersion(t *testing.T) {
 	st := wantCode(t, err, codes.FailedPrecondition)
 	if !strings.Contains(st.Message(), "dependencies need cluster version 3, and the cluster runs 2") {
 		t.Fatalf("message %q", st.Message())
+	}
+}
+
+// ApplyJobs registers a whole chain in any order: each spec after those of
+// the call it runs after. A cycle within the call is refused spec by spec.
+func TestApplyJobsOrdersAChain(t *testing.T) {
+	h := newACLHarness(t, false)
+	ctx := context.Background()
+	resp, err := h.jobs.ApplyJobs(ctx, &pb.ApplyJobsRequest{Specs: []*pb.JobSpec{
+		after("report", nil, "load"), after("load", nil, "export"), validSpec("export"),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range resp.GetResults() {
+		if r.GetCode() != 0 || !r.GetCreated() {
+			t.Fatalf("result %d: %v", i, r)
+		}
+	}
+	resp, err = h.jobs.ApplyJobs(ctx, &pb.ApplyJobsRequest{Specs: []*pb.JobSpec{
+		after("x", nil, "y"), after("y", nil, "x"),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	codes := []int32{resp.GetResults()[0].GetCode(), resp.GetResults()[1].GetCode()}
+	if codes[0] == 0 && codes[1] == 0 {
+		t.Fatalf("a cycle within one call: both applied (%v)", resp.GetResults())
+	}
+}
+
+func TestDependencyWaves(t *testing.T) {
+	w := func(s *pb.JobSpec) write { return write{spec: s} }
+	waves := dependencyWaves([]write{
+		w(after("c", nil, "b")), w(after("b", nil, "a", "outside")), w(validSpec("a")), w(validSpec("d")),
+	})
+	if got := fmt.Sprint(waves); got != "[[2 3] [1] [0]]" {
+		t.Fatalf("waves %s", got)
 	}
 }

@@ -126,7 +126,10 @@ func (j *jobService) put(ctx context.Context, spec *pb.JobSpec, mode pb.PutMode,
 	if err := j.allowCalendars(ctx, spec); err != nil {
 		return nil, nil, err
 	}
-	if err := j.allowDependencies(ctx, "spec", spec); err != nil {
+	if err := j.chainsAllowed("spec", spec); err != nil {
+		return nil, nil, err
+	}
+	if err := j.checkDependencies(ctx, spec); err != nil {
 		return nil, nil, err
 	}
 	res, err := j.apply(ctx, w.command(mode, expectedVersion, j.limits))
