@@ -544,3 +544,26 @@ func withLabels(spec *pb.JobSpec, labels map[string]string) *pb.JobSpec {
 	spec.Labels = labels
 	return spec
 }
+
+// The fields of chains are version 3: a put with dependencies, or a
+// delete with force, waits for every voter to apply them; any other put
+// or delete, and every CompleteBatch (whose leader fields an older build
+// may ignore, since below version 3 nothing is chained), stays as it was.
+func TestChainFieldsAreVersion3(t *testing.T) {
+	force := deleteCmd("a", 0)
+	force.GetDeleteJob().Force = true
+	limited := createCmd(testSpec("a"))
+	limited.GetPutJob().MaxChainDepth = 16
+	for _, c := range []*pb.Command{createCmd(childSpec("b", modeAll, dep("a", onSuccess))), force, limited} {
+		if v := fsm.VersionOf(c); v != 3 {
+			t.Errorf("VersionOf(%v) = %d, want 3", c, v)
+		}
+	}
+	batch := completeBatchCmd()
+	batch.GetCompleteBatch().LeaderId, batch.GetCompleteBatch().Term = "n1", 4
+	for _, c := range []*pb.Command{createCmd(testSpec("a")), deleteCmd("a", 0), batch} {
+		if v := fsm.VersionOf(c); v != 1 {
+			t.Errorf("VersionOf(%v) = %d, want 1", c, v)
+		}
+	}
+}
