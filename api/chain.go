@@ -4,10 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/raftcron/raftcron/cluster"
-
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/raftcron/raftcron/cluster"
 	"github.com/raftcron/raftcron/fsm"
 	"github.com/raftcron/raftcron/jobfile"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"

@@ -51,6 +51,12 @@ func parentNames(after []*pb.Dependency) []string {
 // sameParents reports whether two after lists name the same jobs: the
 // graph is then what it was, whatever else changed.
 func sameParents(a, b []*pb.Dependency) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) == 0 {
+		return true // the put of nearly every job
+	}
 	x, y := parentNames(a), parentNames(b)
 	slices.Sort(x)
 	slices.Sort(y)
@@ -86,7 +92,7 @@ func (s *state) checkGraph(spec, old *pb.JobSpec, sel map[string]string, lim cha
 		if before[d.GetJob()] {
 			continue
 		}
-		if err := s.checkParent(name, d.GetJob(), i, spec.GetAfterMissing(), sel); err != nil {
+		if err := s.checkParent(d.GetJob(), i, spec.GetAfterMissing(), sel); err != nil {
 			return err
 		}
 		if n := len(s.deps[d.GetJob()]); lim.fanout > 0 && n >= lim.fanout {
@@ -109,7 +115,7 @@ func (s *state) checkGraph(spec, old *pb.JobSpec, sel map[string]string, lim cha
 
 // checkParent checks one parent a put adds: a job the caller can read, or
 // a name no job holds when the child waits for it.
-func (s *state) checkParent(child, parent string, i int, missing pb.AfterMissing, sel map[string]string) error {
+func (s *state) checkParent(parent string, i int, missing pb.AfterMissing, sel map[string]string) error {
 	p, ok := s.job(parent)
 	switch {
 	case ok && hasLabels(p.GetSpec(), sel):
@@ -237,16 +243,21 @@ func (s *state) checkDelete(name string, force bool, sel map[string]string) erro
 }
 
 // setDependencies keeps the derived index and the job's pending parents in
-// step with a put that changed its after from old to spec's; st is the
-// job's status, returned as is or fresh.
+// step with a put that changes its after from old's to spec's: a pending
+// run of a parent it no longer names, or that the dependency on that
+// parent no longer takes (on changed), goes. st is the job's status,
+// returned as is or fresh.
 func (s *state) setDependencies(spec, old *pb.JobSpec, st *pb.JobStatus) *pb.JobStatus {
-	if sameParents(spec.GetAfter(), old.GetAfter()) {
+	if !sameParents(spec.GetAfter(), old.GetAfter()) {
+		s.deps.unlink(spec.GetName(), old.GetAfter())
+		s.deps.link(spec.GetName(), spec.GetAfter())
+	}
+	if len(st.GetPendingParents()) == 0 {
 		return st
 	}
-	s.deps.unlink(spec.GetName(), old.GetAfter())
-	s.deps.link(spec.GetName(), spec.GetAfter())
 	kept := slices.DeleteFunc(slices.Clone(st.GetPendingParents()), func(r *pb.RunRef) bool {
-		return dependencyOn(spec, r.GetJob()) == nil
+		d := dependencyOn(spec, r.GetJob())
+		return d == nil || !qualifies(d.GetOn(), r.GetState())
 	})
 	if len(kept) == len(st.GetPendingParents()) {
 		return st
@@ -262,12 +273,12 @@ func (s *state) setDependencies(spec, old *pb.JobSpec, st *pb.JobStatus) *pb.Job
 func (s *state) orphanDependents(name string) {
 	for _, k := range s.deps[name] {
 		it, ok := s.item(k)
-		if !ok || pendingOf(it.status, name) < 0 {
+		i := pendingOf(it.status, name)
+		if !ok || i < 0 {
 			continue
 		}
 		next := copyStatus(it.status)
-		next.PendingParents = slices.Delete(slices.Clone(next.PendingParents), pendingOf(it.status, name),
-			pendingOf(it.status, name)+1)
+		next.PendingParents = slices.Delete(slices.Clone(next.PendingParents), i, i+1)
 		s.setStatus(it, next)
 	}
 }

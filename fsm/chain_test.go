@@ -442,13 +442,20 @@ func TestDeletingAParent(t *testing.T) {
 	}
 }
 
-// Dropping a parent from after forgets its pending run and the edge.
+// Dropping a parent from after forgets its pending run and the edge; so
+// does a dependency that no longer takes the run (on changed).
 func TestUpdateDropsAParent(t *testing.T) {
 	h := newHarness(t)
 	h.create(testSpec("a"))
 	h.create(testSpec("b"))
 	h.create(childSpec("c", modeAll, dep("a", onSuccess), dep("b", onSuccess)))
 	h.ran("a", stSucceeded)
+	h.ran("b", stFailed)
+	h.mustOK(updateCmd(childSpec("c", modeAll, dep("a", onFailure), dep("b", onSuccess)), 0))
+	if p := h.status("c").GetPendingParents(); len(p) != 0 {
+		t.Fatalf("pending %v after a's dependency turned to failure", p)
+	}
+	h.ran("a", stFailed)
 	h.mustOK(updateCmd(childSpec("c", modeAll, dep("b", onSuccess)), 0))
 	if p := h.status("c").GetPendingParents(); len(p) != 0 || len(h.f.Dependents("a")) != 0 {
 		t.Fatalf("pending %v, dependents of a %v", p, h.f.Dependents("a"))

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -56,10 +57,13 @@ func TestChainedChildOutlivesItsLeader(t *testing.T) {
 	h.putJob(spec("a", "@every 5s"))
 	h.putJob(chainedSpec("b", "a"))
 	lost := make(chan struct{})
+	var once sync.Once
 	h.prop.after = func(cmd *pb.Command, res *pb.CommandResult) {
 		if len(res.GetChained()) > 0 && h.prop.term.Load() == 2 {
-			h.s.SetLeader(false) // the entry committed; the leader is gone before it hears
-			close(lost)
+			once.Do(func() {
+				h.s.SetLeader(false) // the entry committed; the leader is gone before it hears
+				close(lost)
+			})
 		}
 	}
 	h.lead()
