@@ -123,10 +123,7 @@ func writeGraphText(w io.Writer, nodes []*pb.JobGraphNode) error {
 			continue
 		}
 		after := orDash(dependencyWords(graphEdges(n), n.GetAfterMode()))
-		sched := n.GetSchedule()
-		if sched == "" {
-			sched = "-"
-		}
+		sched := orDash(n.GetSchedule())
 		last := orDash(stateName(n.GetLastOutcome()))
 		if n.GetPaused() {
 			last += " (paused)"
