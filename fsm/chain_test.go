@@ -574,3 +574,24 @@ func TestChainFieldsAreVersion3(t *testing.T) {
 		}
 	}
 }
+
+// The trail renders a change of dependencies in the job file's form.
+func TestAuditDiffOfDependencies(t *testing.T) {
+	h := newHarness(t)
+	h.mustOK(setAuditCmd(100, false))
+	h.create(testSpec("a"))
+	h.create(testSpec("b"))
+	h.create(childSpec("c", modeAll, dep("a", onSuccess)))
+	h.mustOK(updateCmd(childSpec("c", modeAny, dep("a", onSuccess), dep("b", onFailure)), 0))
+	got := map[string][2]string{}
+	for _, c := range h.lastAudit().GetChanges() {
+		got[c.GetField()] = [2]string{c.GetBefore(), c.GetAfter()}
+	}
+	want := map[string][2]string{
+		"after":      {`[{"job":"a","on":"success"}]`, `[{"job":"a","on":"success"}, {"job":"b","on":"failure"}]`},
+		"after_mode": {`"all"`, `"any"`},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("changes %v, want %v", got, want)
+	}
+}
