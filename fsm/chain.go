@@ -153,8 +153,10 @@ func metBy(spec *pb.JobSpec, pending []*pb.RunRef, at int64) (fresh []*pb.RunRef
 
 // fireChained fires child's run for the parents that met its dependencies,
 // at slot (the second of the entry), through the job's rules as any fire:
-// a paused job or a slot outside start_at..end_at records the set SKIPPED
-// with the reason; the overlap policy may record it MISSED
+// a paused job, a slot outside start_at..end_at, a calendar or a freeze
+// that stops the slot (deferring or not: a chained set is not held back)
+// records the set SKIPPED with the reason; the overlap policy may record it
+// MISSED
 // (overlap_skipped, open_runs_limit), cancel the open runs, or keep it
 // until the open run ends (buffer_one: the slot and its parents wait in
 // the status, released like a buffered slot). A chained run is not a slot
@@ -162,7 +164,7 @@ func metBy(spec *pb.JobSpec, pending []*pb.RunRef, at int64) (fresh []*pb.RunRef
 // is known by its run id, so two chained runs of one second are two runs.
 func (b *batch) fireChained(it jobItem, next *pb.JobStatus, slot int64, parents []*pb.RunRef, res *pb.FireResult) {
 	spec := it.job.GetSpec()
-	if reason := gate(spec, slot); reason != "" {
+	if reason := b.chainGate(spec, slot); reason != "" {
 		b.recordChained(it, next, slot, pb.RunState_RUN_STATE_SKIPPED, reason, parents, res)
 		return
 	}
@@ -192,6 +194,20 @@ func (b *batch) fireChained(it jobItem, next *pb.JobStatus, slot int64, parents 
 	b.accept(it, next, pb.FireKind_FIRE_KIND_CHAINED, slot, "", parents, res)
 }
 
+// chainGate says why a chained fire of the job at slot may not run, or
+// "": the rules of a slot (gate), then its calendars and the freezes that
+// match it.
+func (b *batch) chainGate(spec *pb.JobSpec, slot int64) string {
+	if reason := gate(spec, slot); reason != "" {
+		return reason
+	}
+	if b.s.stops(spec) {
+		reason, _ := decide(b.s, spec, slot)
+		return reason
+	}
+	return ""
+}
+
 // recordChained records a chained set that did not fire.
 func (b *batch) recordChained(it jobItem, next *pb.JobStatus, slot int64, state pb.RunState, reason string,
 	parents []*pb.RunRef, res *pb.FireResult) {
@@ -203,7 +219,7 @@ func (b *batch) recordChained(it jobItem, next *pb.JobStatus, slot int64, state 
 // releaseChained fires the chained set buffer_one kept, now that no run
 // of the job is open: the SCHEDULED fire of its buffered slot releases it.
 func (b *batch) releaseChained(it jobItem, next *pb.JobStatus, pos int, slot int64, parents []*pb.RunRef, res *pb.FireResult) {
-	if reason := gate(it.job.GetSpec(), slot); reason != "" {
+	if reason := b.chainGate(it.job.GetSpec(), slot); reason != "" {
 		b.recordWith(it, next, pos, pb.FireKind_FIRE_KIND_CHAINED, slot, pb.RunState_RUN_STATE_SKIPPED, reason, parents, res)
 		return
 	}

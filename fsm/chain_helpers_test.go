@@ -11,7 +11,6 @@ import (
 )
 
 const (
-	stSkipped     = pb.RunState_RUN_STATE_SKIPPED
 	kindChained   = pb.FireKind_FIRE_KIND_CHAINED
 	onSuccess     = pb.DependencyOn_DEPENDENCY_ON_SUCCESS
 	onFailure     = pb.DependencyOn_DEPENDENCY_ON_FAILURE

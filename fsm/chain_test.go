@@ -595,3 +595,24 @@ func TestAuditDiffOfDependencies(t *testing.T) {
 		t.Fatalf("changes %v, want %v", got, want)
 	}
 }
+
+// A chained fire inside a freeze, or outside a calendar the child keeps to
+// (only), is recorded SKIPPED with the rule's reason, as a slot would be;
+// a deferring freeze skips it too (a chained set is not held back).
+func TestFreezesAndCalendarsSkipChainedFires(t *testing.T) {
+	h := newHarness(t)
+	h.create(testSpec("a"))
+	h.create(childSpec("c", modeAll, dep("a", onSuccess)))
+	now := h.now.Unix()
+	h.mustOK(createFreezeCmd(freezeOf("release", now, now+30, true, nil)))
+	_, res := h.ran("a", stSucceeded)
+	if rec := res.GetChained(); len(rec) != 1 || rec[0].GetState() != stSkipped || rec[0].GetReason() != fsm.ReasonFreezePrefix+"release" {
+		t.Fatalf("inside a freeze: %v", rec)
+	}
+	h.mustOK(deleteFreezeCmd("release"))
+	h.mustOK(putCalendarCmd(rangeCal("office", now-3600, now)))
+	h.mustOK(updateCmd(withCalendars(childSpec("c", modeAll, dep("a", onSuccess)), nil, []string{"office"}), 0))
+	if _, res := h.ran("a", stSucceeded); len(res.GetChained()) != 1 || res.GetChained()[0].GetReason() != fsm.ReasonCalendarPrefix+"office" {
+		t.Fatalf("outside its only calendar: %v", res.GetChained())
+	}
+}

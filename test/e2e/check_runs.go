@@ -263,7 +263,7 @@ func (c *checker) checkSlot(j JobInfo, s int64, runs []Run) {
 			slotTime(s), j.Name, r.Reason)
 	case r.State == StateSkipped:
 		// A rule stopped the slot on purpose: recorded, never delivered.
-		if n := c.effects[slotKey{j.Name, s}]; n != 0 {
+		if n := c.effects[c.keyOf(j.Name, s, r.ID)]; n != 0 {
 			c.fail(RuleG4, "slot %s of %s was recorded skipped (%s) but took effect %d times", slotTime(s), j.Name, r.Reason, n)
 		}
 	case r.open():
