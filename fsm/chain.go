@@ -3,6 +3,7 @@ package fsm
 import (
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/raftcron/raftcron/internal/failpoint"
@@ -114,13 +115,7 @@ func withPending(pending []*pb.RunRef, ref *pb.RunRef) []*pb.RunRef {
 		}
 	}
 	i, _ := slices.BinarySearchFunc(out, ref.GetJob(), func(p *pb.RunRef, job string) int {
-		switch {
-		case p.GetJob() < job:
-			return -1
-		case p.GetJob() > job:
-			return 1
-		}
-		return 0
+		return strings.Compare(p.GetJob(), job)
 	})
 	return slices.Insert(out, i, ref)
 }

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"slices"
+	"strings"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
@@ -90,15 +91,7 @@ func (f *FSM) Graph(name string, sel map[string]string) ([]GraphJob, bool) {
 		}
 		out = append(out, g)
 	}
-	slices.SortFunc(out, func(a, b GraphJob) int {
-		switch {
-		case a.Name < b.Name:
-			return -1
-		case a.Name > b.Name:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b GraphJob) int { return strings.Compare(a.Name, b.Name) })
 	return out, true
 }
 
