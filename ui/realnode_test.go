@@ -168,7 +168,8 @@ func TestBrowserRealNode(t *testing.T) {
 
 // TestBrowserChains: a job that runs after another shows what it runs
 // after and its last chained runs with their parents; the parent shows
-// what runs after it, and deleting it asks to do so anyway.
+// what runs after it and, in its ledger, the runs each of its runs fired;
+// deleting it asks to do so anyway.
 func TestBrowserChains(t *testing.T) {
 	chromiumPath(t)
 	done := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "done\n") }))
@@ -195,6 +196,9 @@ func TestBrowserChains(t *testing.T) {
 	run(t, ctx,
 		goTo("#/jobs/export"), waitText("#job-title", "export"),
 		waitText(".chain .children", "load"),
+		// A parent run names the run it fired, with its outcome.
+		waitText("table.ledger .downstream", "then load-"),
+		waitText("table.ledger", "(succeeded)"),
 		clickButton("Delete…"),
 		waitText("dialog", "load runs after it"),
 	)

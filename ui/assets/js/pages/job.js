@@ -54,16 +54,23 @@ export function JobPage({ name, me }) {
   useEffect(() => {
     if (store.status === 'live') store.list({ job: name });
   }, [name, store.status]);
+  const node = (graph || []).find((n) => n.name === name) || {};
+  const children = node.children || [];
+  // The runs of the jobs that run after this one: each run's downstream.
+  const childKey = children.slice(0, CHILD_LISTS).join('\n');
+  useEffect(() => {
+    if (store.status === 'live') for (const c of children.slice(0, CHILD_LISTS)) store.list({ job: c });
+  }, [childKey, store.status]);
   // Runs a deleted job of this name left are not this job's history.
-  const jobRuns = store.all().filter((r) => r.job === name && !r.job_deleted);
+  const all = store.all();
+  const jobRuns = all.filter((r) => r.job === name && !r.job_deleted);
+  const downstream = downstreamOf(all, children);
 
   if (!job) {
     return html`<section><h1>${name}</h1>${error ? html`<${ErrorNote} error=${error} />` : html`<p class="loading">Loading…</p>`}</section>`;
   }
   const spec = job.spec;
   const zone = spec.timezone || 'UTC';
-  const node = (graph || []).find((n) => n.name === name) || {};
-  const children = node.children || [];
   return html`<section aria-labelledby="job-title">
     <p class="crumbs"><a href="#/jobs">Jobs</a> /</p>
     <h1 id="job-title">${spec.name}
@@ -97,13 +104,32 @@ export function JobPage({ name, me }) {
     ${spec.after && html`<h2>Last chained runs</h2>
       <${ChainedRuns} runs=${jobRuns.filter((r) => (r.parents || []).length > 0).slice(0, CHAINED_COUNT)} zone=${zone} />`}
     <h2>Run ledger</h2>
-    <${Ledger} runs=${jobRuns.filter((r) => !notRun(r))} zone=${zone} />
+    <${Ledger} runs=${jobRuns.filter((r) => !notRun(r))} downstream=${downstream} zone=${zone} />
     <h2>Missed and skipped slots</h2>
     <${Missed} runs=${jobRuns.filter(notRun)} zone=${zone} />
   </section>`;
 }
 
 const CHAINED_COUNT = 10;
+// The child jobs whose runs a job's page lists, to show each run's
+// downstream runs: one request each.
+const CHILD_LISTS = 20;
+
+// downstreamOf maps a run id to the runs of the child jobs that name it
+// among their parents, oldest first.
+function downstreamOf(all, children) {
+  const out = new Map();
+  if (!children.length) return out;
+  const kids = new Set(children);
+  for (const r of [...all].reverse()) {
+    if (!kids.has(r.job) || r.job_deleted) continue;
+    for (const p of r.parents || []) {
+      if (!out.has(p.run_id)) out.set(p.run_id, []);
+      out.get(p.run_id).push(r);
+    }
+  }
+  return out;
+}
 
 // afterWords says when a job with dependencies fires: "after a, b within 1h".
 function afterWords(spec) {
@@ -258,7 +284,7 @@ function Actions({ job, children, onDone }) {
   </div>`;
 }
 
-function Ledger({ runs, zone }) {
+function Ledger({ runs, downstream, zone }) {
   return html`<div class="scroll tall">
     <table class="ledger cards">
       <thead><tr>
@@ -267,20 +293,20 @@ function Ledger({ runs, zone }) {
       </tr></thead>
       <tbody>
         ${!runs.length && html`<${Empty} cols="7">No runs yet.<//>`}
-        ${runs.map((r) => html`<${LedgerRow} key=${r.id} run=${r} zone=${zone} />`)}
+        ${runs.map((r) => html`<${LedgerRow} key=${r.id} run=${r} downstream=${downstream.get(r.id)} zone=${zone} />`)}
       </tbody>
     </table>
   </div>`;
 }
 
-function LedgerRow({ run, zone }) {
+function LedgerRow({ run, downstream, zone }) {
   const attempts = run.attempts || [];
   const leaders = [...new Set(attempts.map((a) => a.node_id).filter(Boolean))];
   const last = attempts.at(-1);
   const output = attempts.map((a) => outputText(a.output)).filter(Boolean).at(-1);
   return html`<tr id="run-${run.id}">
     <td>${zoneTime(unixDate(run.slot_unix), zone)}<div class="muted small">${run.id}</div></td>
-    <td data-label="Kind">${kindWord(run.kind)}${(run.parents || []).length > 0 && html`<div class="muted small">after ${run.parents.map((p) => p.run_id).join(', ')}</div>`}</td>
+    <td data-label="Kind">${kindWord(run.kind)}${(run.parents || []).length > 0 && html`<div class="muted small">after ${run.parents.map((p) => p.run_id).join(', ')}</div>`}${(downstream || []).length > 0 && html`<div class="muted small downstream">then ${downstream.map((c) => `${c.id} (${stateWord(c.state)})`).join(', ')}</div>`}</td>
     <td data-label="Attempts"><div><${AttemptTokens} run=${run} />
       ${attempts.length > 1 && html`<ul class="attempts small">${attempts.map((a) => html`<li key=${a.number}>
         ${a.number}: <${Token} value=${a.token} /> ${kindWord(a.kind)}, ${a.node_id}, ${stateWord(a.state)}</li>`)}</ul>`}</div></td>
