@@ -162,11 +162,35 @@ func TestChainedRunIsCommittedWithItsParentsOutcome(t *testing.T) {
 	if got := h.f.Dependents("export"); !slices.Equal(got, []string{"load"}) {
 		t.Fatalf("Dependents = %v", got)
 	}
-	// The chained run goes on like any other: a failure retried, its
-	// success a parent of its own children.
+	// The chained run ends like any other, counted in its job's status
+	// (retries: TestChainedRunRetriesThenFiresItsChild).
 	h.finish(r, stSucceeded, h.now)
 	if st := h.status("load"); st.GetSucceeded() != 1 || len(st.GetPendingParents()) != 0 {
 		t.Fatalf("status after the chained run: %v", st)
+	}
+}
+
+// A chained run's failure is retried like any run's: the retry is an
+// attempt of the same run, under a new token, with the same parents; no
+// grandchild fires until the run's final outcome, and then once.
+func TestChainedRunRetriesThenFiresItsChild(t *testing.T) {
+	h := newHarness(t)
+	h.create(testSpec("a"))
+	h.create(withRetry(childSpec("b", modeAll, dep("a", onSuccess)), 2, time.Second, time.Second))
+	h.create(childSpec("c", modeAll, dep("b", onSuccess)))
+	parent, res := h.ran("a", stSucceeded)
+	b := res.GetChained()[0]
+	if got := h.complete(done(b, stFailed, h.now))[0].GetRun(); got.GetState() != stRetrying || len(h.chainedRuns("c")) != 0 {
+		t.Fatalf("after the first attempt failed: %v, c's chained runs %v", got, h.chainedRuns("c"))
+	}
+	h.now = h.now.Add(time.Minute)
+	retried := h.accepted(retryFire("b", b.GetId())).GetRun()
+	if retried.GetId() != b.GetId() || tokenOfRun(retried) <= tokenOfRun(b) || !slices.Equal(parentIDs(retried), []string{parent.GetId()}) {
+		t.Fatalf("retry %v: want run %s again, a larger token, parent %s", retried, b.GetId(), parent.GetId())
+	}
+	res = h.completeAs(done(retried, stSucceeded, h.now))
+	if len(res.GetChained()) != 1 || res.GetChained()[0].GetParents()[0].GetToken() != tokenOfRun(retried) {
+		t.Fatalf("chained after b's retry succeeded: %v, want c's run with parent token %d", res.GetChained(), tokenOfRun(retried))
 	}
 }
 
