@@ -716,7 +716,7 @@ func RegisterJobServiceHandlerServer(ctx context.Context, mux *runtime.ServeMux,
 		var stream runtime.ServerTransportStream
 		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
 		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
-		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/raftcron.v1.JobService/CancelBackfill", runtime.WithHTTPPathPattern("/v1/jobs/{name}:cancelBackfill"))
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/raftcron.v1.JobService/CancelBackfill", runtime.WithHTTPPathPattern("/v1/jobs/{name}/backfill:cancel"))
 		if err != nil {
 			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
 			return
@@ -950,7 +950,7 @@ func RegisterJobServiceHandlerClient(ctx context.Context, mux *runtime.ServeMux,
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
 		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
-		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/raftcron.v1.JobService/CancelBackfill", runtime.WithHTTPPathPattern("/v1/jobs/{name}:cancelBackfill"))
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/raftcron.v1.JobService/CancelBackfill", runtime.WithHTTPPathPattern("/v1/jobs/{name}/backfill:cancel"))
 		if err != nil {
 			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
 			return
@@ -1009,7 +1009,7 @@ var (
 	pattern_JobService_ResumeJob_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2}, []string{"v1", "jobs", "name"}, "resume"))
 	pattern_JobService_TriggerJob_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2}, []string{"v1", "jobs", "name"}, "trigger"))
 	pattern_JobService_BackfillJob_0     = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2}, []string{"v1", "jobs", "name"}, "backfill"))
-	pattern_JobService_CancelBackfill_0  = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2}, []string{"v1", "jobs", "name"}, "cancelBackfill"))
+	pattern_JobService_CancelBackfill_0  = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3}, []string{"v1", "jobs", "name", "backfill"}, "cancel"))
 	pattern_JobService_PreviewSchedule_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3}, []string{"v1", "jobs", "name", "next"}, ""))
 	pattern_JobService_CheckinJob_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2}, []string{"v1", "jobs", "name"}, "checkin"))
 )
