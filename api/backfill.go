@@ -15,6 +15,10 @@ import (
 	"github.com/raftcron/raftcron/schedule"
 )
 
+// PreconditionNoBackfill is the PreconditionFailure type of a cancel of a
+// backfill that does not run.
+const PreconditionNoBackfill = "NO_BACKFILL"
+
 // maxBackfillConcurrent bounds a backfill's runs open at once; the open
 // runs of one job are bounded besides (serve --max-open-runs).
 const maxBackfillConcurrent = 100
@@ -47,10 +51,21 @@ func (j *jobService) BackfillJob(ctx context.Context, req *pb.BackfillJobRequest
 	return &pb.BackfillJobResponse{Backfill: res.GetBackfill()}, nil
 }
 
-// CancelBackfill stops the job's running backfill.
+// CancelBackfill stops the job's running backfill. A job with none is
+// FailedPrecondition (the FSM, deciding last, would say NotFound).
 func (j *jobService) CancelBackfill(ctx context.Context, req *pb.CancelBackfillRequest) (*pb.CancelBackfillResponse, error) {
 	if err := validName(req.GetName()); err != nil {
 		return nil, err
+	}
+	if err := j.barrier(ctx, false); err != nil {
+		return nil, err
+	}
+	job, err := visibleJob(ctx, j.reg, req.GetName())
+	if err != nil {
+		return nil, err
+	}
+	if job.GetStatus().GetBackfill().GetState() != pb.BackfillState_BACKFILL_STATE_RUNNING {
+		return nil, precondition(PreconditionNoBackfill, req.GetName(), fmt.Sprintf("job %q has no backfill running", req.GetName()))
 	}
 	res, err := j.apply(ctx, &pb.Command{Kind: &pb.Command_CancelBackfill{CancelBackfill: &pb.CancelBackfillCommand{
 		Job: req.GetName(),

@@ -89,6 +89,8 @@ func TestBackfillJob(t *testing.T) {
 		t.Fatalf("cancel: %v, %v", cancelled, err)
 	}
 	_, err = h.jobs.CancelBackfill(ctx, &pb.CancelBackfillRequest{Name: "billing"})
+	wantCode(t, err, codes.FailedPrecondition)
+	_, err = h.jobs.CancelBackfill(ctx, &pb.CancelBackfillRequest{Name: "nosuch"})
 	wantCode(t, err, codes.NotFound)
 }
 

@@ -87,6 +87,11 @@ type runServer struct {
 func startRunServer(t *testing.T) *runServer {
 	t.Helper()
 	s := &runServer{raft: &localRaft{state: fsm.New()}, hub: api.NewRunHub()}
+	// The rules of this build, as a cluster of it applies them once its
+	// first leader raised the cluster version.
+	if _, err := s.raft.Apply(context.Background(), fsm.SetClusterVersion(fsm.CommandVersion)); err != nil {
+		t.Fatal(err)
+	}
 	s.raft.state.SetObserver(s.hub)
 	gs := grpc.NewServer()
 	audit := api.NewAuditSwitch(s.raft, s.raft.state, api.DefaultAuditLimit, nil, nil)
