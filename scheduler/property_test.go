@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/raftcron/raftcron/api"
 	"github.com/raftcron/raftcron/jobspec"
@@ -64,11 +65,12 @@ func randomSpec(rng *rand.Rand, name string, now time.Time) *pb.JobSpec {
 	return s
 }
 
-// TestJobNextIsWhatFires: for random jobs on the fake clock, the slots
-// `job next` (PreviewSchedule) lists are exactly those the ledger then
-// records — each fired once, or, while the job is paused, recorded missed
-// with its reason — and nothing else. Jitter delays dispatches, never
-// slots.
+// TestJobNextIsWhatFires: for random jobs, calendars and freezes on the
+// fake clock, the slots `job next` (PreviewSchedule) lists are exactly
+// those the ledger then records — each fired once, skipped with the
+// calendar or freeze job next named, or, while the job is paused, recorded
+// missed with its reason — and nothing else. Jitter delays dispatches,
+// never slots.
 func TestJobNextIsWhatFires(t *testing.T) {
 	rng := rand.New(rand.NewPCG(29, 29))
 	start := time.Date(2026, 10, 24, 12, 0, 0, 0, time.UTC) // two days before Europe's fall back
@@ -81,31 +83,93 @@ func TestJobNextIsWhatFires(t *testing.T) {
 			continue // a member that never fires, or a jitter past an @every
 		}
 		tried++
-		t.Run(s.GetName(), func(t *testing.T) { checkNextIsWhatFires(t, s, start) })
+		cals, fr := randomRules(rng, s, start)
+		t.Run(s.GetName(), func(t *testing.T) { checkNextIsWhatFires(t, s, cals, fr, start) })
+	}
+}
+
+// randomRules gives s (at random) calendars to exclude and to keep only,
+// of random dates, ranges and weekly windows in a zone with DST, and
+// perhaps a freeze over a stretch of the days to come.
+func randomRules(rng *rand.Rand, s *pb.JobSpec, now time.Time) ([]*pb.CalendarSpec, *pb.Freeze) {
+	pick := func(options ...string) string { return options[rng.IntN(len(options))] }
+	var cals []*pb.CalendarSpec
+	refs := &pb.CalendarRefs{}
+	for i := range rng.IntN(3) {
+		c := &pb.CalendarSpec{Name: fmt.Sprintf("%s-cal-%d", s.GetName(), i), Timezone: pick("UTC", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe")}
+		for range 1 + rng.IntN(3) {
+			day := now.AddDate(0, 0, rng.IntN(40))
+			from := now.Add(time.Duration(rng.IntN(240)) * time.Hour)
+			switch rng.IntN(4) {
+			case 0:
+				c.Entries = append(c.Entries, &pb.CalendarEntry{Date: day.Format(time.DateOnly)})
+			case 1:
+				to := from.Add(time.Duration(1+rng.IntN(48*60)) * time.Minute)
+				c.Entries = append(c.Entries, &pb.CalendarEntry{From: from.Format(time.RFC3339), To: to.Format(time.RFC3339)})
+			case 2:
+				c.Entries = append(c.Entries, &pb.CalendarEntry{From: from.Format("2006-01-02T15:04"), To: from.AddDate(0, 0, 1+rng.IntN(5)).Format(time.DateOnly)})
+			default:
+				c.Entries = append(c.Entries, &pb.CalendarEntry{
+					Days: []string{pick("sat", "sun", "mon-fri", "tue", "fri")}, Between: pick("", "18:00-06:00", "09:00-17:00", "00:00-03:30"),
+				})
+			}
+		}
+		cals = append(cals, c)
+		if rng.IntN(3) == 0 {
+			refs.Only = append(refs.Only, c.GetName())
+		} else {
+			refs.Exclude = append(refs.Exclude, c.GetName())
+		}
+	}
+	if len(cals) > 0 {
+		s.Calendars = refs
+	}
+	if rng.IntN(3) != 0 {
+		return cals, nil
+	}
+	from := now.Add(time.Duration(rng.IntN(72*60)) * time.Minute)
+	return cals, &pb.Freeze{
+		Name: s.GetName() + "-freeze",
+		From: timestamppb.New(from), To: timestamppb.New(from.Add(time.Duration(1+rng.IntN(24*60)) * time.Minute)),
 	}
 }
 
 func proto2(s *pb.JobSpec) *pb.JobSpec {
 	c := spec(s.GetName(), s.GetSchedule())
-	c.Schedules, c.Timezone, c.Jitter, c.Catchup, c.Overlap, c.HistoryLimit =
-		s.GetSchedules(), s.GetTimezone(), s.GetJitter(), s.GetCatchup(), s.GetOverlap(), s.GetHistoryLimit()
+	c.Schedules, c.Timezone, c.Jitter, c.Catchup, c.Overlap, c.HistoryLimit, c.Calendars =
+		s.GetSchedules(), s.GetTimezone(), s.GetJitter(), s.GetCatchup(), s.GetOverlap(), s.GetHistoryLimit(), s.GetCalendars()
 	return c
 }
 
-func checkNextIsWhatFires(t *testing.T, s *pb.JobSpec, start time.Time) {
+func checkNextIsWhatFires(t *testing.T, s *pb.JobSpec, cals []*pb.CalendarSpec, fr *pb.Freeze, start time.Time) {
 	h := newHarness(t)
 	h.clock.Set(start)
+	for _, c := range cals {
+		zone, err := jobspec.ValidateCalendar(c)
+		if err != nil {
+			t.Fatalf("calendar %v: %v", c, err)
+		}
+		h.apply(&pb.Command{Kind: &pb.Command_PutCalendar{PutCalendar: &pb.PutCalendarCommand{Calendar: &pb.Calendar{Spec: c, Zone: zone}}}})
+	}
+	if fr != nil {
+		h.apply(&pb.Command{Kind: &pb.Command_CreateFreeze{CreateFreeze: &pb.CreateFreezeCommand{Freeze: fr}}})
+	}
 	h.putJob(s)
-	jobs := api.NewJobService(api.Deps{Store: previewStore{h.prop}, Registry: h.fsm, Now: h.clock.Now})
+	jobs := api.NewJobService(api.Deps{Store: previewStore{h.prop}, Registry: h.fsm, Calendars: h.fsm, Now: h.clock.Now})
 	resp, err := jobs.PreviewSchedule(context.Background(), &pb.PreviewScheduleRequest{Name: s.GetName(), Count: previewCount})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var want []int64
-	for _, ts := range resp.GetTimes() {
-		want = append(want, ts.AsTime().Unix())
+	skips := map[int64]string{} // what job next says stops a slot
+	for _, sl := range resp.GetSlots() {
+		want = append(want, sl.GetTime().AsTime().Unix())
+		if sl.GetSkipped() != "" {
+			skips[sl.GetTime().AsTime().Unix()] = sl.GetSkipped()
+		}
 	}
-	t.Logf("%q %q in %s, jitter %v: %d slots", s.GetSchedule(), s.GetSchedules(), s.GetTimezone(), s.GetJitter().AsDuration(), len(want))
+	t.Logf("%q %q in %s, jitter %v, calendars %v, freeze %v: %d slots, %d skipped",
+		s.GetSchedule(), s.GetSchedules(), s.GetTimezone(), s.GetJitter().AsDuration(), s.GetCalendars(), fr, len(want), len(skips))
 	h.lead()
 	// Pause the job over a few slots in the middle: they are recorded
 	// missed, with the reason, rather than lost.
@@ -138,9 +202,14 @@ func checkNextIsWhatFires(t *testing.T, s *pb.JobSpec, start time.Time) {
 			if n := len(slotsIn(sched, r.GetSlotUnix(), r.GetLastSlotUnix())); uint64(n) != r.GetMissedCount() {
 				t.Errorf("missed %v counts %d slots, the schedule has %d in its range", r, r.GetMissedCount(), n)
 			}
+		case pb.RunState_RUN_STATE_SKIPPED:
+			if why := skips[r.GetSlotUnix()]; why == "" || r.GetReason() != why {
+				t.Errorf("skipped %v: job next said %q", r, why)
+			}
+			got = append(got, r.GetSlotUnix())
 		default:
-			if r.GetState() != pb.RunState_RUN_STATE_SUCCEEDED {
-				t.Errorf("run %v: want fired and succeeded", r)
+			if r.GetState() != pb.RunState_RUN_STATE_SUCCEEDED || skips[r.GetSlotUnix()] != "" {
+				t.Errorf("run %v: want fired and succeeded (job next said %q)", r, skips[r.GetSlotUnix()])
 			}
 			got = append(got, r.GetSlotUnix())
 		}
