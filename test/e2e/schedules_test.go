@@ -310,11 +310,12 @@ func TestSchedulesPauseUntilFailover3(t *testing.T) {
 		return err
 	})
 	waitSink(t, sink, "the job firing", func(as []Attempt) bool { return len(as) >= 2 })
+	// pausedAt is when the pause committed: slots before it fired.
 	var pausedAt, until time.Time
 	r.call(t, "pause until", func(ctx context.Context) error {
-		pausedAt = time.Now()
-		until = pausedAt.Truncate(time.Second).Add(8 * time.Second)
-		_, err := r.jobs.PauseJob(ctx, &pb.PauseJobRequest{Name: "tick", Until: timestamppb.New(until)})
+		until = time.Now().Truncate(time.Second).Add(8 * time.Second)
+		resp, err := r.jobs.PauseJob(ctx, &pb.PauseJobRequest{Name: "tick", Until: timestamppb.New(until)})
+		pausedAt = resp.GetJob().GetUpdatedAt().AsTime()
 		return err
 	})
 	testutil.WaitFor(t, rulesTimeout, "two seconds into the pause", func() bool { return time.Now().After(pausedAt.Add(2 * time.Second)) })
