@@ -157,7 +157,8 @@ func endBackfill(st *pb.JobStatus, reason string, e entry) *pb.JobStatus {
 // the slot again once things changed. Otherwise the slot is skipped (a
 // successful run of it is in the ledger), recorded missed (overlap skip)
 // or fired under a new token as a run of kind BACKFILL, and the backfill
-// moves on to f's next slot.
+// moves on to f's next slot. A slot a calendar or a freeze stops is
+// recorded SKIPPED (kind BACKFILL) with its reason, as the slot itself was.
 func (b *batch) backfill(pos int, f *pb.Fire, res *pb.FireResult) {
 	it, ok := b.s.item(f.GetJob())
 	if !ok {
@@ -193,6 +194,11 @@ func (b *batch) backfill(pos int, f *pb.Fire, res *pb.FireResult) {
 	nb := proto.CloneOf(bf)
 	nb.NextSlotUnix = min(f.GetNextSlotUnix(), bf.GetToUnix())
 	next.Backfill = nb
+	if why := b.stopReason(spec, slot); why != "" {
+		nb.Skipped++ // a deferring freeze defers no past slot: it skips it
+		b.recordRun(it, next, pos, pb.FireKind_FIRE_KIND_BACKFILL, slot, pb.RunState_RUN_STATE_SKIPPED, why, res)
+		return
+	}
 	switch {
 	case !bf.GetRerun() && b.s.succeeded(it, slot):
 		nb.Skipped++
@@ -210,6 +216,16 @@ func (b *batch) backfill(pos int, f *pb.Fire, res *pb.FireResult) {
 	}
 	nb.Fired++
 	b.accept(it, next, f, slot, bf.GetOverlap() == BackfillAllow, res)
+}
+
+// stopReason is what stops the slot of the job of spec as things stand (a
+// calendar or a freeze), or "".
+func (b *batch) stopReason(spec *pb.JobSpec, slot int64) string {
+	if !b.s.stops(spec) {
+		return ""
+	}
+	why, _ := decide(b.s, spec, slot)
+	return why
 }
 
 // openRunsByKind counts the job's open runs: its backfill's, and the

@@ -179,3 +179,39 @@ func TestBackfillIsScoped(t *testing.T) {
 	cancel.Caller = cmd.Caller
 	h.mustFail(cancel, pb.ResultCode_RESULT_CODE_NOT_FOUND, fsm.ErrNotFound)
 }
+
+// TestBackfillSkipsWhatCalendarsAndFreezesStop: a slot an exclusion
+// calendar or a freeze stops is recorded SKIPPED with its reason, as a run
+// of kind BACKFILL under no token, and the backfill goes on past it.
+func TestBackfillSkipsWhatCalendarsAndFreezesStop(t *testing.T) {
+	h := newHarness(t)
+	from := h.now.Unix() - 3600
+	h.mustOK(putCalendarCmd(rangeCal("closed", from, from+60)))
+	h.mustOK(createFreezeCmd(freezeOf("deploy", from+120, from+180, true, nil)))
+	gen := h.create(withCalendars(testSpec("past"), []string{"closed"}, nil))
+	h.mustOK(startBackfillCmd("past", gen, from, 4, fsm.BackfillBufferOne, 1))
+	token := h.f.FencingToken()
+	for i, want := range []string{"calendar:closed", "", "freeze:deploy", ""} {
+		slot := from + int64(i)*60
+		r := h.fireOne(backfillFire("past", gen, slot))
+		if want == "" {
+			if !r.GetAccepted() {
+				t.Fatalf("slot %d: %v, want it fired", i, r)
+			}
+			h.finish(r.GetRun(), stSucceeded, h.now)
+			continue
+		}
+		if run := r.GetRun(); r.GetAccepted() || r.GetReason() != want || run.GetState() != pb.RunState_RUN_STATE_SKIPPED ||
+			run.GetKind() != kindBackfill || run.GetReason() != want || len(run.GetAttempts()) != 0 {
+			t.Fatalf("slot %d: %v, want skipped %s as a backfill run", i, r, want)
+		}
+	}
+	bf := h.backfillOf("past")
+	if bf.GetState() != pb.BackfillState_BACKFILL_STATE_DONE || bf.GetFired() != 2 || bf.GetSkipped() != 2 {
+		t.Fatalf("backfill %v: want done, 2 fired and 2 skipped", bf)
+	}
+	if h.f.FencingToken() != token+2 {
+		t.Fatalf("tokens %d -> %d: want one per fired slot only", token, h.f.FencingToken())
+	}
+	h.replaysAlike()
+}

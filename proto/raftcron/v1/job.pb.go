@@ -1320,8 +1320,9 @@ type Backfill struct {
 	State BackfillState `protobuf:"varint,8,opt,name=state,proto3,enum=raftcron.v1.BackfillState" json:"state,omitempty"`
 	// Slots in the range, counted on the schedule when it started.
 	Slots uint64 `protobuf:"varint,9,opt,name=slots,proto3" json:"slots,omitempty"`
-	// Slots fired, skipped because a successful run of theirs is in the
-	// ledger, and missed (overlap skip).
+	// Slots fired, skipped (a successful run of theirs is in the ledger, or
+	// a calendar or freeze stops them: those are recorded SKIPPED as runs
+	// of kind BACKFILL), and missed (overlap skip).
 	Fired   uint64 `protobuf:"varint,10,opt,name=fired,proto3" json:"fired,omitempty"`
 	Skipped uint64 `protobuf:"varint,11,opt,name=skipped,proto3" json:"skipped,omitempty"`
 	Missed  uint64 `protobuf:"varint,12,opt,name=missed,proto3" json:"missed,omitempty"`
