@@ -41,6 +41,10 @@ func (j *jobService) BackfillJob(ctx context.Context, req *pb.BackfillJobRequest
 	if err != nil {
 		return nil, err
 	}
+	if job.GetSpec().GetCheckin() != nil {
+		return nil, precondition(PreconditionRefused, req.GetName(), fmt.Sprintf(
+			"job %q is a check-in job: it runs elsewhere and checks in; raftcron fires none of its slots, so it backfills none", req.GetName()))
+	}
 	if err := j.countSlots(job, cmd); err != nil {
 		return nil, err
 	}

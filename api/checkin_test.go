@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/raftcron/raftcron/fsm"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
@@ -133,6 +135,21 @@ func TestCheckinJobMatchesTheSlotsOfSeveralSchedules(t *testing.T) {
 		if r := n.ping(t, slot, &pb.CheckinJobRequest{}); r.GetOffSchedule() || r.GetSlotUnix() != slotAt(slot) {
 			t.Fatalf("a ping at slot +%s: %v, want it to take the slot", slot, r)
 		}
+	}
+}
+
+// TestBackfillRefusesACheckinJob: a check-in job fires none of its slots,
+// so a backfill of it is refused, and nothing starts.
+func TestBackfillRefusesACheckinJob(t *testing.T) {
+	n := newCheckinNode(t)
+	n.store.set(testNow.Add(time.Minute))
+	_, err := n.jobs.BackfillJob(testCtx(t), &pb.BackfillJobRequest{Name: "nightly",
+		From: timestamppb.New(testNow), To: timestamppb.New(testNow.Add(30 * time.Second))})
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "check-in job") {
+		t.Fatalf("a backfill of a check-in job: %v, want FailedPrecondition naming it a check-in job", err)
+	}
+	if j, _ := n.store.f.Job("nightly"); j.GetStatus().GetBackfill() != nil {
+		t.Fatalf("a refused backfill started: %v", j.GetStatus().GetBackfill())
 	}
 }
 

@@ -44,6 +44,8 @@ func startBackfill(s *state, c *pb.Command, e entry) (outcome, error) {
 	case p.GetGeneration() != cur.job.GetGeneration():
 		return outcome{}, fail(ErrVersionMismatch, "job %q moved to generation %d while the backfill's slots were counted on %d: retry",
 			name, cur.job.GetGeneration(), p.GetGeneration())
+	case cur.job.GetSpec().GetCheckin() != nil:
+		return outcome{}, fail(ErrInvalid, "job %q is a check-in job: raftcron fires none of its slots, so it backfills none", name)
 	case p.GetMaxSlots() > 0 && p.GetSlots() > p.GetMaxSlots():
 		return outcome{}, fail(ErrLimitExceeded, "backfill of job %q: %d slots in the range, the limit (max_backfill_slots) is %d",
 			name, p.GetSlots(), p.GetMaxSlots())

@@ -215,3 +215,11 @@ func TestBackfillSkipsWhatCalendarsAndFreezesStop(t *testing.T) {
 	}
 	h.replaysAlike()
 }
+
+// TestBackfillRefusesACheckinJob: a check-in job fires none of its slots,
+// so no backfill starts for it.
+func TestBackfillRefusesACheckinJob(t *testing.T) {
+	h := newHarness(t)
+	gen := h.create(checkinSpec("pinged"))
+	h.mustFail(startBackfillCmd("pinged", gen, h.now.Unix()-3600, 3, fsm.BackfillBufferOne, 1), codeInvalid, fsm.ErrInvalid)
+}
