@@ -18,8 +18,8 @@ import (
 	"github.com/raftcron/raftcron/internal/testutil"
 	"github.com/raftcron/raftcron/localcluster"
 	"github.com/raftcron/raftcron/localcluster/clustertest"
-	"github.com/raftcron/raftcron/scheduler"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
+	"github.com/raftcron/raftcron/scheduler"
 )
 
 // The schedule rules of a job (backfills, pause_after_failures, pauses
