@@ -130,11 +130,16 @@ func endPause(s *state, c *pb.Command, e entry) (outcome, error) {
 
 // pauseItself pauses the job of it, whose fresh status next already holds
 // the pause's reason, as the FSM's own decision (max_runs,
-// pause_after_failures), with note for its operators.
+// pause_after_failures), with note for its operators. A pause after
+// failures raises the alerts' paused event; one after max_runs is the end
+// the job was given, and raises nothing.
 func (s *state) pauseItself(it jobItem, next *pb.JobStatus, note string, e entry) {
 	spec := proto.Clone(it.job.GetSpec()).(*pb.JobSpec)
 	spec.Paused, spec.PauseNote = true, note
-	s.systemChange(it, spec, next, e, AuditPause)
+	j := s.systemChange(it, spec, next, e, AuditPause)
+	if next.GetPause().GetReason() == PauseAfterFailures {
+		s.alertPaused(jobItem{name: it.name, job: j, status: next}, PauseAfterFailures+": "+note, e)
+	}
 }
 
 // systemChange stores the job of it with spec and status st, changed by

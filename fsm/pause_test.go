@@ -228,3 +228,38 @@ func TestSchedulesChangeTheGeneration(t *testing.T) {
 		t.Fatalf("generation %d after max_runs and pause_after_failures changed, want %d", got, gen+1)
 	}
 }
+
+// TestPauseAfterFailuresRaisesPaused: the pause after failures raises the
+// alerts' paused event once, to the job's channel; a pause after max_runs
+// raises nothing.
+func TestPauseAfterFailuresRaisesPaused(t *testing.T) {
+	h := newHarness(t)
+	h.mustOK(&pb.Command{Kind: &pb.Command_PutChannel{PutChannel: &pb.PutChannelCommand{Channel: &pb.Channel{
+		Name: "ops", Webhook: &pb.WebhookChannel{Url: "http://a.test/"}}}}})
+	notify := []*pb.Notify{{Channel: "ops", On: []string{"paused"}}}
+	flaky := testSpec("flaky")
+	flaky.PauseAfterFailures, flaky.Notify = 2, notify
+	limited := testSpec("limited")
+	limited.MaxRuns, limited.Notify = 1, notify
+	for _, spec := range []*pb.JobSpec{flaky, limited} {
+		gen := h.create(spec)
+		for range 2 {
+			if h.job(spec.GetName()).GetSpec().GetPaused() {
+				break
+			}
+			r := h.accepted(slotFire(spec.GetName(), gen, h.nextSlot(spec.GetName()))).GetRun()
+			h.finish(r, stFailed, h.now)
+		}
+		if !h.job(spec.GetName()).GetSpec().GetPaused() {
+			t.Fatalf("job %s did not pause itself", spec.GetName())
+		}
+	}
+	alerts, _ := h.f.Alerts(fsm.AlertQuery{Job: "flaky"})
+	if len(alerts) != 1 || alerts[0].GetEvent() != "paused" || !strings.Contains(alerts[0].GetReason(), fsm.PauseAfterFailures) {
+		t.Fatalf("alerts of flaky %v: want one paused alert naming %s", alerts, fsm.PauseAfterFailures)
+	}
+	if alerts, _ := h.f.Alerts(fsm.AlertQuery{Job: "limited"}); len(alerts) != 0 {
+		t.Fatalf("alerts of limited %v: want none after max_runs", alerts)
+	}
+	h.replaysAlike()
+}
