@@ -83,6 +83,10 @@ var methodPermissions = map[string]Permission{
 	// A check-in token pings the check-in jobs of its selector (NotFound
 	// for the rest, as for every scoped token), and does nothing else.
 	pb.JobService_CheckinJob_FullMethodName: PermCheckin,
+	// In the job's scope, like every job write (the FSM checks it with the
+	// start and the cancel).
+	pb.JobService_BackfillJob_FullMethodName:    PermWrite,
+	pb.JobService_CancelBackfill_FullMethodName: PermWrite,
 
 	// page_token: read, like the rest of the call; a scoped token pages
 	// through the runs of its jobs (their own, not a deleted job's of the

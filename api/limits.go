@@ -17,6 +17,22 @@ type Limits struct {
 	// (ResourceExhausted). The node sets the scheduler's limit of open
 	// runs; 0 means none.
 	MaxOpenRuns uint32
+	// MaxBackfillSlots is the most slots one backfill may hold: a range
+	// with more is refused (InvalidArgument), and the start carries it, so
+	// every node decides alike.
+	MaxBackfillSlots uint64
+}
+
+// DefaultMaxBackfillSlots bounds a backfill to what a night of per-minute
+// slots or a year of daily ones take, several times over, while a typo in
+// a range (a year instead of a day of per-second slots) is refused.
+const DefaultMaxBackfillSlots = 10_000
+
+func (l Limits) maxBackfillSlots() uint64 {
+	if l.MaxBackfillSlots > 0 {
+		return l.MaxBackfillSlots
+	}
+	return DefaultMaxBackfillSlots
 }
 
 // DefaultMaxJobs is twice the registry the scale target was measured at (a

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"slices"
 
+	"google.golang.org/protobuf/proto"
+
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -17,7 +19,8 @@ import (
 // changing — the shared parts. A deep copy ("clone…") shares nothing: use it
 // for everything that leaves the FSM.
 
-// copyStatus is a shallow copy: open_run_ids is shared.
+// copyStatus is a shallow copy: open_run_ids, pause and backfill are
+// shared.
 func copyStatus(s *pb.JobStatus) *pb.JobStatus {
 	return &pb.JobStatus{
 		CursorUnix:             s.GetCursorUnix(),
@@ -36,6 +39,10 @@ func copyStatus(s *pb.JobStatus) *pb.JobStatus {
 		ConsecutiveFailures:    s.GetConsecutiveFailures(),
 		LastSuccessUnixNano:    s.GetLastSuccessUnixNano(),
 		LateSlotUnix:           s.GetLateSlotUnix(),
+		FailuresInARow:         s.GetFailuresInARow(),
+		SlotsFired:             s.GetSlotsFired(),
+		Pause:                  s.GetPause(),
+		Backfill:               s.GetBackfill(),
 	}
 }
 
@@ -45,6 +52,12 @@ func cloneStatus(s *pb.JobStatus) *pb.JobStatus {
 	}
 	c := copyStatus(s)
 	c.OpenRunIds = slices.Clone(s.GetOpenRunIds())
+	if s.GetPause() != nil {
+		c.Pause = proto.CloneOf(s.GetPause())
+	}
+	if s.GetBackfill() != nil {
+		c.Backfill = proto.CloneOf(s.GetBackfill())
+	}
 	return c
 }
 
@@ -75,6 +88,9 @@ func copyRunInto(dst, r *pb.Run) {
 	dst.CloseRequestId = r.GetCloseRequestId()
 	dst.JobDeleted = r.GetJobDeleted()
 	dst.JudgedTooLong = r.GetJudgedTooLong()
+	dst.JitterMs = r.GetJitterMs()
+	dst.Payload = r.GetPayload()
+	dst.Concurrent = r.GetConcurrent()
 }
 
 // cloneRun is a deep copy. The attempts of a run are allocated together, so

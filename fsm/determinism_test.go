@@ -1,6 +1,7 @@
 package fsm_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -13,10 +14,21 @@ import (
 )
 
 func TestSameLogGivesSameStateAndResults(t *testing.T) {
+	const seed = 4 // one whose log reaches every verdict below at both versions
+	for _, v := range []uint32{1, fsm.CommandVersion} {
+		t.Run(fmt.Sprintf("cluster version %d", v), func(t *testing.T) { sameLogSameState(t, v, seed) })
+	}
+}
+
+// sameLogSameState applies one generated log at cluster version v to two
+// FSMs, and to a third restored from a snapshot midway.
+func sameLogSameState(t *testing.T, v uint32, seed uint64) {
 	const entries = 1200
-	gen := newCommandGen(7)
+	gen := newCommandGen(seed)
+	gen.clusterVersion = v
 	a, b := fsm.New(), fsm.New()
 	gen.view = a
+	v3 := v >= 3 // the rules that count runs and pause jobs
 	codes := map[pb.ResultCode]int{}
 	seen := map[string]int{} // fire and completion verdicts, run states reached
 	maxGeneration := uint64(0)
@@ -59,9 +71,15 @@ func TestSameLogGivesSameStateAndResults(t *testing.T) {
 		"fire " + fsm.ReasonCheckinJob, "checkin DISPATCHED", "checkin SUCCEEDED", "checkin FAILED",
 		"checkin off schedule", "checkin of a slot", "completion " + fsm.ReasonNotDue, "checkin DEADLINE_EXCEEDED",
 		"audit " + fsm.AuditChannelPut, "audit " + fsm.AuditNotifyRulePut,
+		"fire " + fsm.ReasonNoBackfill, "kind BACKFILL", "audit " + fsm.AuditBackfill,
 	} {
 		if seen[v] == 0 {
 			t.Fatalf("the generated log never produced %q (seen: %v)", v, seen)
+		}
+	}
+	for _, want := range []string{"fire " + fsm.ReasonMaxRuns, "paused itself"} {
+		if seen[want] == 0 && v3 {
+			t.Fatalf("the generated log never produced %q (seen: %v)", want, seen)
 		}
 	}
 	t.Logf("verdicts: %v", seen)
@@ -135,6 +153,12 @@ func tally(seen map[string]int, r *pb.CommandResult) {
 		seen["cancel accepted"]++
 	}
 	checkins(seen, r.GetRun())
+	if p := r.GetJob().GetStatus().GetPause(); p.GetReason() != "" && r.GetJob().GetSpec().GetPaused() {
+		seen["paused itself"]++
+	}
+	if r.GetJob().GetUpdatedBy() == fsm.PrincipalSystem && !r.GetJob().GetSpec().GetPaused() {
+		seen["pause ended"]++
+	}
 	for _, c := range r.GetCompletions() {
 		if c.GetAccepted() {
 			seen["completion accepted"]++

@@ -80,6 +80,8 @@ func (b *batch) fire(pos int, f *pb.Fire, res *pb.FireResult) {
 		b.retry(f, res)
 	case pb.FireKind_FIRE_KIND_REDISPATCH:
 		b.redispatch(f, res)
+	case pb.FireKind_FIRE_KIND_BACKFILL:
+		b.backfill(pos, f, res)
 	default:
 		res.Reason = ReasonMalformed
 	}
@@ -139,6 +141,11 @@ func (b *batch) scheduled(pos int, f *pb.Fire, res *pb.FireResult) {
 	if b.s.stops(spec) && b.stopped(it, next, pos, f.GetKind(), slot, deferred, res) {
 		return
 	}
+	limited := b.s.atLeast(version3) // max_runs and the count it reads
+	if limited && spec.GetMaxRuns() > 0 && next.GetSlotsFired() >= uint64(spec.GetMaxRuns()) {
+		b.recordMissed(it, next, pos, f.GetKind(), slot, ReasonMaxRuns, res)
+		return
+	}
 	if len(st.GetOpenRunIds()) > 0 {
 		switch spec.GetOverlap() {
 		case pb.Overlap_OVERLAP_ALLOW:
@@ -162,7 +169,11 @@ func (b *batch) scheduled(pos int, f *pb.Fire, res *pb.FireResult) {
 			return
 		}
 	}
-	b.accept(it, next, f.GetKind(), slot, "", res)
+	last := limited && countFired(spec, next)
+	b.accept(it, next, f, slot, false, res)
+	if last {
+		b.s.pauseItself(it, next, NoteMaxRuns, b.e)
+	}
 }
 
 // stopped records the slot SKIPPED if a calendar or a freeze stops it, or
@@ -260,8 +271,12 @@ func (b *batch) manual(f *pb.Fire, res *pb.FireResult) {
 		return
 	}
 	next := copyStatus(it.status)
+	overlap := spec.GetOverlap()
+	if o := f.GetOverlap(); o != pb.Overlap_OVERLAP_UNSPECIFIED && b.s.atLeast(version3) {
+		overlap = o // the trigger's own policy for its run
+	}
 	if len(next.OpenRunIds) > 0 {
-		switch spec.GetOverlap() {
+		switch overlap {
 		case pb.Overlap_OVERLAP_ALLOW:
 			if b.atOpenLimit(next) {
 				res.Reason = ReasonOpenRunsLimit
@@ -274,7 +289,8 @@ func (b *batch) manual(f *pb.Fire, res *pb.FireResult) {
 			return
 		}
 	}
-	b.accept(it, next, pb.FireKind_FIRE_KIND_MANUAL, b.e.seconds(), f.GetRequestId(), res)
+	concurrent := overlap == pb.Overlap_OVERLAP_ALLOW && spec.GetOverlap() != pb.Overlap_OVERLAP_ALLOW
+	b.accept(it, next, f, b.e.seconds(), concurrent, res)
 }
 
 // requested finds the job's manual run with that request id, among its own
@@ -435,10 +451,12 @@ func (b *batch) reattempt(it jobItem, r *pb.Run, kind pb.FireKind, res *pb.FireR
 	res.Spec = it.job.GetSpec()
 }
 
-// accept commits a new run with its first attempt: the only place, with
-// reattempt, where a token is issued. next is the job's fresh status, stored
-// here.
-func (b *batch) accept(it jobItem, next *pb.JobStatus, kind pb.FireKind, slot int64, requestID string, res *pb.FireResult) {
+// accept commits a new run for the fire f with its first attempt: the only
+// place, with reattempt, where a token is issued. next is the job's fresh
+// status, stored here. concurrent: the run's attempts may run beside the
+// job's other runs although the job's overlap policy is not allow.
+func (b *batch) accept(it jobItem, next *pb.JobStatus, f *pb.Fire, slot int64, concurrent bool, res *pb.FireResult) {
+	kind := f.GetKind()
 	token := b.s.nextToken()
 	id := b.s.newRunID(firedRunID(it.name, token))
 	r, a := firstRun()
@@ -449,7 +467,10 @@ func (b *batch) accept(it jobItem, next *pb.JobStatus, kind pb.FireKind, slot in
 	r.Kind = kind
 	r.State = pb.RunState_RUN_STATE_DISPATCHED
 	r.CreatedAtUnixNano = b.e.proposedAt
-	r.RequestId = requestID
+	r.RequestId = f.GetRequestId()
+	r.JitterMs = f.GetJitterMs()
+	r.Payload = f.GetPayload()
+	r.Concurrent = concurrent
 	b.fillAttempt(a, 1, token, kind)
 	next.LatestToken = token
 	next.OpenRunIds = appendID(next.OpenRunIds, id)
@@ -566,7 +587,7 @@ func (b *batch) recordedRun(it jobItem, pos int, kind pb.FireKind, from, to int6
 // noteFinished records a finished run in its job's fresh status next. The
 // caller removes it from open_run_ids if it was open. From cluster version
 // 3 it also counts the failures in a row and dates the last success, which
-// alert rules read (alert.go).
+// alert rules read (alert.go), and settles a backfill's run.
 func (s *state) noteFinished(next *pb.JobStatus, r *pb.Run) {
 	next.LastRunId = r.GetId()
 	next.LastOutcome = r.GetState()
@@ -586,6 +607,9 @@ func (s *state) noteFinished(next *pb.JobStatus, r *pb.Run) {
 		}
 	case pb.RunState_RUN_STATE_MISSED:
 		next.Missed += r.GetMissedCount()
+	}
+	if r.GetKind() == pb.FireKind_FIRE_KIND_BACKFILL {
+		s.settleBackfill(next, r.GetId())
 	}
 }
 

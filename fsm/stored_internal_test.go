@@ -5,6 +5,7 @@ import (
 	"time"
 	"unsafe"
 
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
@@ -24,9 +25,12 @@ func TestNeverFiredLooksAtEveryField(t *testing.T) {
 		}
 		st := &pb.JobStatus{CursorUnix: 7}
 		m := st.ProtoReflect()
-		if fd.IsList() {
+		switch {
+		case fd.IsList():
 			m.Mutable(fd).List().Append(scalar(fd, 1))
-		} else {
+		case fd.Kind() == protoreflect.MessageKind:
+			m.Set(fd, protoreflect.ValueOfMessage(m.NewField(fd).Message()))
+		default:
 			m.Set(fd, scalar(fd, 1))
 		}
 		if neverFired(st) {

@@ -60,6 +60,7 @@ func (p *pipeline) adoptRun(job *pb.Job, r *pb.Run) {
 		"job", r.GetJob(), "run_id", r.GetId(), "token", cur.GetToken())
 	t := l.task(job.GetSpec(), r.GetId(), r.GetSlotUnix(), cur.GetToken(), cur.GetNumber(), cur.GetKind())
 	t.a.Kind = r.GetKind()
+	t.carry(r)
 	l.s.handoff.dispatch(t)
 }
 

@@ -27,6 +27,7 @@ const (
 	FieldMaxOpenRuns          = "Limits.MaxOpenRuns"
 	FieldMaxWatchers          = "Limits.MaxWatchers"
 	FieldMaxConcurrentStreams = "Limits.MaxConcurrentStreams"
+	FieldMaxBackfillSlots     = "Limits.MaxBackfillSlots"
 )
 
 // Limits bound what a node holds and serves. A zero field takes the default
@@ -51,6 +52,10 @@ type Limits struct {
 	// MaxConcurrentStreams caps the calls one client connection has open
 	// at once (DefaultMaxConcurrentStreams).
 	MaxConcurrentStreams int
+	// MaxBackfillSlots caps the slots of one backfill
+	// (api.DefaultMaxBackfillSlots); the start carries it, so it should be
+	// set alike on every node.
+	MaxBackfillSlots int
 }
 
 // validate refuses values no owner could take: negative ones, and ones
@@ -69,6 +74,7 @@ func (l Limits) validate() error {
 		{FieldMaxOpenRuns, l.MaxOpenRuns},
 		{FieldMaxWatchers, l.MaxWatchers},
 		{FieldMaxConcurrentStreams, l.MaxConcurrentStreams},
+		{FieldMaxBackfillSlots, l.MaxBackfillSlots},
 	} {
 		if f.v < 0 || f.v > math.MaxInt32 {
 			errs = append(errs, &cluster.ConfigError{
@@ -84,9 +90,10 @@ func (l Limits) validate() error {
 // jobs is what the JobService admits.
 func (l Limits) jobs() api.Limits {
 	return api.Limits{
-		MaxJobs:     uint64(l.MaxJobs),
-		Spec:        jobspec.Limits{SpecBytes: l.MaxSpecBytes, Headers: l.MaxHeaders, Env: l.MaxEnv, Args: l.MaxArgs},
-		MaxOpenRuns: uint32(l.maxOpenRuns()),
+		MaxJobs:          uint64(l.MaxJobs),
+		Spec:             jobspec.Limits{SpecBytes: l.MaxSpecBytes, Headers: l.MaxHeaders, Env: l.MaxEnv, Args: l.MaxArgs},
+		MaxOpenRuns:      uint32(l.maxOpenRuns()),
+		MaxBackfillSlots: uint64(l.MaxBackfillSlots),
 	}
 }
 

@@ -87,6 +87,7 @@ var flagOfField = map[string]string{
 	server.FieldMaxOpenRuns:          flagMaxOpenRuns,
 	server.FieldMaxWatchers:          flagMaxWatchers,
 	server.FieldMaxConcurrentStreams: flagMaxConcurrentStreams,
+	server.FieldMaxBackfillSlots:     flagMaxBackfillSlots,
 	server.FieldAuditLimit:           flagAuditLimit,
 	server.FieldWorkerLease:          flagWorkerLease,
 	server.FieldHTTPHosts:            flagHTTPHost,

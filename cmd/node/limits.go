@@ -25,6 +25,7 @@ const (
 	flagMaxOpenRuns          = "max-open-runs"
 	flagMaxWatchers          = "max-watchers"
 	flagMaxConcurrentStreams = "max-concurrent-streams"
+	flagMaxBackfillSlots     = "max-backfill-slots"
 )
 
 func addLimitFlags(fs *pflag.FlagSet) {
@@ -36,6 +37,7 @@ func addLimitFlags(fs *pflag.FlagSet) {
 	fs.Int(flagMaxOpenRuns, scheduler.DefaultMaxOpenRuns, "most runs one overlap-allow job has open (later slots are recorded missed, open_runs_limit), or one check-in job (a later start is refused)")
 	fs.Int(flagMaxWatchers, api.DefaultMaxWatchers, "most WatchRuns streams this node serves at once")
 	fs.Int(flagMaxConcurrentStreams, server.DefaultMaxConcurrentStreams, "most gRPC calls one client connection has open at once; more wait")
+	fs.Int(flagMaxBackfillSlots, api.DefaultMaxBackfillSlots, "most slots one backfill (job backfill) may hold; a larger range is refused")
 }
 
 // parseLimits reads each limit from its flag. A flag must name a count: the
@@ -56,6 +58,7 @@ func parseLimits(k *koanf.Koanf) (server.Limits, []error) {
 		{flagMaxOpenRuns, &l.MaxOpenRuns},
 		{flagMaxWatchers, &l.MaxWatchers},
 		{flagMaxConcurrentStreams, &l.MaxConcurrentStreams},
+		{flagMaxBackfillSlots, &l.MaxBackfillSlots},
 	} {
 		v, err := positiveInt(k, f.flag)
 		if err != nil {

@@ -30,7 +30,14 @@ type Attempt struct {
 	// then fails with no_worker (the job's deadline, or the catch-up window
 	// of a scheduled slot).
 	WaitUntil time.Time
+	// Payload is a manual run's payload (job trigger --payload): an exec
+	// run gets it as RAFTCRON_PAYLOAD. An http or worker attempt carries it
+	// in its target already, as the body or the worker's payload.
+	Payload string
 }
+
+// EnvPayload is the variable that holds a manual run's payload for exec.
+const EnvPayload = "RAFTCRON_PAYLOAD"
 
 // IdempotencyKey names the run, never the attempt, so every attempt of a
 // run carries the same key and a receiver can de-duplicate retries and

@@ -179,14 +179,76 @@ func (Delivery) EnumDescriptor() ([]byte, []int) {
 	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{2}
 }
 
+type BackfillState int32
+
+const (
+	BackfillState_BACKFILL_STATE_UNSPECIFIED BackfillState = 0
+	// Slots remain to be fired, or backfill runs are still open.
+	BackfillState_BACKFILL_STATE_RUNNING BackfillState = 1
+	// Every slot of the range was fired, skipped or missed, and its runs
+	// have finished.
+	BackfillState_BACKFILL_STATE_DONE BackfillState = 2
+	// Stopped before its end: reason says why.
+	BackfillState_BACKFILL_STATE_CANCELLED BackfillState = 3
+)
+
+// Enum value maps for BackfillState.
+var (
+	BackfillState_name = map[int32]string{
+		0: "BACKFILL_STATE_UNSPECIFIED",
+		1: "BACKFILL_STATE_RUNNING",
+		2: "BACKFILL_STATE_DONE",
+		3: "BACKFILL_STATE_CANCELLED",
+	}
+	BackfillState_value = map[string]int32{
+		"BACKFILL_STATE_UNSPECIFIED": 0,
+		"BACKFILL_STATE_RUNNING":     1,
+		"BACKFILL_STATE_DONE":        2,
+		"BACKFILL_STATE_CANCELLED":   3,
+	}
+)
+
+func (x BackfillState) Enum() *BackfillState {
+	p := new(BackfillState)
+	*p = x
+	return p
+}
+
+func (x BackfillState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (BackfillState) Descriptor() protoreflect.EnumDescriptor {
+	return file_raftcron_v1_job_proto_enumTypes[3].Descriptor()
+}
+
+func (BackfillState) Type() protoreflect.EnumType {
+	return &file_raftcron_v1_job_proto_enumTypes[3]
+}
+
+func (x BackfillState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use BackfillState.Descriptor instead.
+func (BackfillState) EnumDescriptor() ([]byte, []int) {
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{3}
+}
+
 // JobSpec is everything an operator sets on a job. The friendly job file
 // (YAML/JSON) of the CLI maps one to one onto it.
 type JobSpec struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// [a-z0-9][a-z0-9._-]{0,62}
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	// Cron with optional seconds field, five-field cron, a descriptor or "@every <duration>".
+	// Cron with optional seconds field, five-field cron, a descriptor,
+	// "@every <duration> [offset <duration>]" or "@at <RFC 3339 time>".
+	// Exactly one of schedule and schedules is set.
 	Schedule string `protobuf:"bytes,2,opt,name=schedule,proto3" json:"schedule,omitempty"`
+	// Several schedules in place of schedule: the job fires at every instant
+	// one of them fires, once when two of them meet. Errors name the member
+	// (schedules[1]).
+	Schedules []string `protobuf:"bytes,40,rep,name=schedules,proto3" json:"schedules,omitempty"`
 	// IANA zone name; empty means UTC.
 	Timezone string `protobuf:"bytes,3,opt,name=timezone,proto3" json:"timezone,omitempty"`
 	// Calendars that leave out slots (exclude) or keep only theirs (only): a
@@ -194,6 +256,13 @@ type JobSpec struct {
 	// calendar does; the others are recorded SKIPPED (reason
 	// calendar:NAME). Unset: every slot of the schedule.
 	Calendars *CalendarRefs `protobuf:"bytes,41,opt,name=calendars,proto3" json:"calendars,omitempty"`
+	// Delays each slot's dispatch by a deterministic amount in [0, jitter),
+	// whole milliseconds derived from the job's name and the slot, the same on
+	// every leader. The slot keeps its nominal time (scheduled_at, the
+	// idempotency key); the run records the delay (jitter_ms). Unset or 0s:
+	// none. Less than catchup.window, and than the interval of an @every
+	// schedule.
+	Jitter *durationpb.Duration `protobuf:"bytes,42,opt,name=jitter,proto3" json:"jitter,omitempty"`
 	// Exactly one of http, exec, worker and checkin is set.
 	Http *HttpTarget `protobuf:"bytes,4,opt,name=http,proto3" json:"http,omitempty"`
 	Exec *ExecTarget `protobuf:"bytes,5,opt,name=exec,proto3" json:"exec,omitempty"`
@@ -202,17 +271,25 @@ type JobSpec struct {
 	// A job that runs elsewhere and checks in (checkin.proto): nothing is
 	// fired, the schedule says when a ping is due, and expect.start_within
 	// is how late it may come before the slot is recorded missed.
-	Checkin   *CheckinTarget         `protobuf:"bytes,32,opt,name=checkin,proto3" json:"checkin,omitempty"`
-	Catchup   *Catchup               `protobuf:"bytes,6,opt,name=catchup,proto3" json:"catchup,omitempty"`
-	Overlap   Overlap                `protobuf:"varint,7,opt,name=overlap,proto3,enum=raftcron.v1.Overlap" json:"overlap,omitempty"`
-	Delivery  Delivery               `protobuf:"varint,8,opt,name=delivery,proto3,enum=raftcron.v1.Delivery" json:"delivery,omitempty"`
-	Retry     *Retry                 `protobuf:"bytes,9,opt,name=retry,proto3" json:"retry,omitempty"`
-	Deadline  *durationpb.Duration   `protobuf:"bytes,10,opt,name=deadline,proto3" json:"deadline,omitempty"`
-	Paused    bool                   `protobuf:"varint,11,opt,name=paused,proto3" json:"paused,omitempty"`
-	PauseNote string                 `protobuf:"bytes,12,opt,name=pause_note,json=pauseNote,proto3" json:"pause_note,omitempty"`
-	StartAt   *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=start_at,json=startAt,proto3" json:"start_at,omitempty"`
-	EndAt     *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=end_at,json=endAt,proto3" json:"end_at,omitempty"`
-	Labels    map[string]string      `protobuf:"bytes,15,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Checkin   *CheckinTarget       `protobuf:"bytes,32,opt,name=checkin,proto3" json:"checkin,omitempty"`
+	Catchup   *Catchup             `protobuf:"bytes,6,opt,name=catchup,proto3" json:"catchup,omitempty"`
+	Overlap   Overlap              `protobuf:"varint,7,opt,name=overlap,proto3,enum=raftcron.v1.Overlap" json:"overlap,omitempty"`
+	Delivery  Delivery             `protobuf:"varint,8,opt,name=delivery,proto3,enum=raftcron.v1.Delivery" json:"delivery,omitempty"`
+	Retry     *Retry               `protobuf:"bytes,9,opt,name=retry,proto3" json:"retry,omitempty"`
+	Deadline  *durationpb.Duration `protobuf:"bytes,10,opt,name=deadline,proto3" json:"deadline,omitempty"`
+	Paused    bool                 `protobuf:"varint,11,opt,name=paused,proto3" json:"paused,omitempty"`
+	PauseNote string               `protobuf:"bytes,12,opt,name=pause_note,json=pauseNote,proto3" json:"pause_note,omitempty"`
+	// The job pauses itself (note "max_runs reached") once this many slots of
+	// its schedule have fired, scheduled and catch-up runs; manual and
+	// backfill runs do not count. 0: no limit.
+	MaxRuns uint32 `protobuf:"varint,43,opt,name=max_runs,json=maxRuns,proto3" json:"max_runs,omitempty"`
+	// The job pauses itself once this many of its runs in a row have ended
+	// FAILED or DEADLINE_EXCEEDED (after their retries), with a note naming
+	// the last one; a success or a resume starts the count again. 0: never.
+	PauseAfterFailures uint32                 `protobuf:"varint,44,opt,name=pause_after_failures,json=pauseAfterFailures,proto3" json:"pause_after_failures,omitempty"`
+	StartAt            *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=start_at,json=startAt,proto3" json:"start_at,omitempty"`
+	EndAt              *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=end_at,json=endAt,proto3" json:"end_at,omitempty"`
+	Labels             map[string]string      `protobuf:"bytes,15,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Finished runs kept per job; 0 means the default (10).
 	HistoryLimit uint32 `protobuf:"varint,16,opt,name=history_limit,json=historyLimit,proto3" json:"history_limit,omitempty"`
 	// What the job promises (start on time, finish within bounds, succeed
@@ -269,6 +346,13 @@ func (x *JobSpec) GetSchedule() string {
 	return ""
 }
 
+func (x *JobSpec) GetSchedules() []string {
+	if x != nil {
+		return x.Schedules
+	}
+	return nil
+}
+
 func (x *JobSpec) GetTimezone() string {
 	if x != nil {
 		return x.Timezone
@@ -279,6 +363,13 @@ func (x *JobSpec) GetTimezone() string {
 func (x *JobSpec) GetCalendars() *CalendarRefs {
 	if x != nil {
 		return x.Calendars
+	}
+	return nil
+}
+
+func (x *JobSpec) GetJitter() *durationpb.Duration {
+	if x != nil {
+		return x.Jitter
 	}
 	return nil
 }
@@ -358,6 +449,20 @@ func (x *JobSpec) GetPauseNote() string {
 		return x.PauseNote
 	}
 	return ""
+}
+
+func (x *JobSpec) GetMaxRuns() uint32 {
+	if x != nil {
+		return x.MaxRuns
+	}
+	return 0
+}
+
+func (x *JobSpec) GetPauseAfterFailures() uint32 {
+	if x != nil {
+		return x.PauseAfterFailures
+	}
+	return 0
 }
 
 func (x *JobSpec) GetStartAt() *timestamppb.Timestamp {
@@ -940,7 +1045,19 @@ type JobStatus struct {
 	// version 3.
 	LastSuccessUnixNano int64 `protobuf:"varint,31,opt,name=last_success_unix_nano,json=lastSuccessUnixNano,proto3" json:"last_success_unix_nano,omitempty"`
 	// The newest slot judged late (expect.start_within), whole Unix seconds.
-	LateSlotUnix  int64 `protobuf:"varint,32,opt,name=late_slot_unix,json=lateSlotUnix,proto3" json:"late_slot_unix,omitempty"`
+	LateSlotUnix int64 `protobuf:"varint,32,opt,name=late_slot_unix,json=lateSlotUnix,proto3" json:"late_slot_unix,omitempty"`
+	// pause_after_failures: runs in a row that ended FAILED or
+	// DEADLINE_EXCEEDED since the last success or resume.
+	FailuresInARow uint32 `protobuf:"varint,40,opt,name=failures_in_a_row,json=failuresInARow,proto3" json:"failures_in_a_row,omitempty"`
+	// max_runs: the slots of the schedule fired so far (scheduled and
+	// catch-up runs).
+	SlotsFired uint64 `protobuf:"varint,41,opt,name=slots_fired,json=slotsFired,proto3" json:"slots_fired,omitempty"`
+	// The pause in force beyond the spec's paused and pause_note: when it ends
+	// by itself, and why the job paused itself. Unset while the job runs and
+	// for an operator's pause without an end.
+	Pause *PauseState `protobuf:"bytes,42,opt,name=pause,proto3" json:"pause,omitempty"`
+	// The job's backfill: the one running, or the last one that ended.
+	Backfill      *Backfill `protobuf:"bytes,43,opt,name=backfill,proto3" json:"backfill,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1087,6 +1204,299 @@ func (x *JobStatus) GetLateSlotUnix() int64 {
 	return 0
 }
 
+func (x *JobStatus) GetFailuresInARow() uint32 {
+	if x != nil {
+		return x.FailuresInARow
+	}
+	return 0
+}
+
+func (x *JobStatus) GetSlotsFired() uint64 {
+	if x != nil {
+		return x.SlotsFired
+	}
+	return 0
+}
+
+func (x *JobStatus) GetPause() *PauseState {
+	if x != nil {
+		return x.Pause
+	}
+	return nil
+}
+
+func (x *JobStatus) GetBackfill() *Backfill {
+	if x != nil {
+		return x.Backfill
+	}
+	return nil
+}
+
+// PauseState is what a pause holds besides its note.
+type PauseState struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// job pause --until: the leader resumes the job then (end_pause), whole
+	// Unix seconds; 0: until an operator resumes it.
+	UntilUnix int64 `protobuf:"varint,1,opt,name=until_unix,json=untilUnix,proto3" json:"until_unix,omitempty"`
+	// Why the job paused itself: max_runs or pause_after_failures; empty for
+	// an operator's pause. The alerts' paused event reads it.
+	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// pause_after_failures: the run whose failure paused the job.
+	RunId         string `protobuf:"bytes,3,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseState) Reset() {
+	*x = PauseState{}
+	mi := &file_raftcron_v1_job_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseState) ProtoMessage() {}
+
+func (x *PauseState) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_job_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseState.ProtoReflect.Descriptor instead.
+func (*PauseState) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *PauseState) GetUntilUnix() int64 {
+	if x != nil {
+		return x.UntilUnix
+	}
+	return 0
+}
+
+func (x *PauseState) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *PauseState) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+// Backfill fires the slots of a job's schedule in [from, to) again, each
+// once, as runs of kind BACKFILL with the slot's own scheduled_at.
+type Backfill struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "<job>-b<raft index of its start>".
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The range, whole Unix seconds: from included, to excluded.
+	FromUnix int64 `protobuf:"varint,2,opt,name=from_unix,json=fromUnix,proto3" json:"from_unix,omitempty"`
+	ToUnix   int64 `protobuf:"varint,3,opt,name=to_unix,json=toUnix,proto3" json:"to_unix,omitempty"`
+	// The next slot to fire; to_unix once every slot was handled.
+	NextSlotUnix int64 `protobuf:"varint,4,opt,name=next_slot_unix,json=nextSlotUnix,proto3" json:"next_slot_unix,omitempty"`
+	// Backfill runs open at once: 1 unless overlap is allow.
+	MaxConcurrent uint32 `protobuf:"varint,5,opt,name=max_concurrent,json=maxConcurrent,proto3" json:"max_concurrent,omitempty"`
+	// What a slot does when a run of the job is open, in the job file's
+	// words: skip (recorded missed overlap_skipped), buffer_one (waits for
+	// it) or allow (runs beside it).
+	Overlap string `protobuf:"bytes,6,opt,name=overlap,proto3" json:"overlap,omitempty"`
+	// Fire slots that already have a successful run in the ledger too.
+	Rerun bool          `protobuf:"varint,7,opt,name=rerun,proto3" json:"rerun,omitempty"`
+	State BackfillState `protobuf:"varint,8,opt,name=state,proto3,enum=raftcron.v1.BackfillState" json:"state,omitempty"`
+	// Slots in the range, counted on the schedule when it started.
+	Slots uint64 `protobuf:"varint,9,opt,name=slots,proto3" json:"slots,omitempty"`
+	// Slots fired, skipped (a successful run of theirs is in the ledger, or
+	// a calendar or freeze stops them: those are recorded SKIPPED as runs
+	// of kind BACKFILL), and missed (overlap skip).
+	Fired   uint64 `protobuf:"varint,10,opt,name=fired,proto3" json:"fired,omitempty"`
+	Skipped uint64 `protobuf:"varint,11,opt,name=skipped,proto3" json:"skipped,omitempty"`
+	Missed  uint64 `protobuf:"varint,12,opt,name=missed,proto3" json:"missed,omitempty"`
+	// The job's generation it fires for: a new one cancels it.
+	Generation         uint64 `protobuf:"varint,13,opt,name=generation,proto3" json:"generation,omitempty"`
+	CreatedAtUnixNano  int64  `protobuf:"varint,14,opt,name=created_at_unix_nano,json=createdAtUnixNano,proto3" json:"created_at_unix_nano,omitempty"`
+	FinishedAtUnixNano int64  `protobuf:"varint,15,opt,name=finished_at_unix_nano,json=finishedAtUnixNano,proto3" json:"finished_at_unix_nano,omitempty"`
+	// Who started it.
+	CreatedBy string `protobuf:"bytes,16,opt,name=created_by,json=createdBy,proto3" json:"created_by,omitempty"`
+	// CANCELLED: cancel_requested, or generation (the job's schedule or
+	// target changed).
+	Reason string `protobuf:"bytes,17,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Backfill runs open now; filled on reads, never stored.
+	InFlight      uint32 `protobuf:"varint,18,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Backfill) Reset() {
+	*x = Backfill{}
+	mi := &file_raftcron_v1_job_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Backfill) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Backfill) ProtoMessage() {}
+
+func (x *Backfill) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_job_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Backfill.ProtoReflect.Descriptor instead.
+func (*Backfill) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *Backfill) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Backfill) GetFromUnix() int64 {
+	if x != nil {
+		return x.FromUnix
+	}
+	return 0
+}
+
+func (x *Backfill) GetToUnix() int64 {
+	if x != nil {
+		return x.ToUnix
+	}
+	return 0
+}
+
+func (x *Backfill) GetNextSlotUnix() int64 {
+	if x != nil {
+		return x.NextSlotUnix
+	}
+	return 0
+}
+
+func (x *Backfill) GetMaxConcurrent() uint32 {
+	if x != nil {
+		return x.MaxConcurrent
+	}
+	return 0
+}
+
+func (x *Backfill) GetOverlap() string {
+	if x != nil {
+		return x.Overlap
+	}
+	return ""
+}
+
+func (x *Backfill) GetRerun() bool {
+	if x != nil {
+		return x.Rerun
+	}
+	return false
+}
+
+func (x *Backfill) GetState() BackfillState {
+	if x != nil {
+		return x.State
+	}
+	return BackfillState_BACKFILL_STATE_UNSPECIFIED
+}
+
+func (x *Backfill) GetSlots() uint64 {
+	if x != nil {
+		return x.Slots
+	}
+	return 0
+}
+
+func (x *Backfill) GetFired() uint64 {
+	if x != nil {
+		return x.Fired
+	}
+	return 0
+}
+
+func (x *Backfill) GetSkipped() uint64 {
+	if x != nil {
+		return x.Skipped
+	}
+	return 0
+}
+
+func (x *Backfill) GetMissed() uint64 {
+	if x != nil {
+		return x.Missed
+	}
+	return 0
+}
+
+func (x *Backfill) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *Backfill) GetCreatedAtUnixNano() int64 {
+	if x != nil {
+		return x.CreatedAtUnixNano
+	}
+	return 0
+}
+
+func (x *Backfill) GetFinishedAtUnixNano() int64 {
+	if x != nil {
+		return x.FinishedAtUnixNano
+	}
+	return 0
+}
+
+func (x *Backfill) GetCreatedBy() string {
+	if x != nil {
+		return x.CreatedBy
+	}
+	return ""
+}
+
+func (x *Backfill) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *Backfill) GetInFlight() uint32 {
+	if x != nil {
+		return x.InFlight
+	}
+	return 0
+}
+
 type CreateJobRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Spec          *JobSpec               `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
@@ -1096,7 +1506,7 @@ type CreateJobRequest struct {
 
 func (x *CreateJobRequest) Reset() {
 	*x = CreateJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[8]
+	mi := &file_raftcron_v1_job_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1108,7 +1518,7 @@ func (x *CreateJobRequest) String() string {
 func (*CreateJobRequest) ProtoMessage() {}
 
 func (x *CreateJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[8]
+	mi := &file_raftcron_v1_job_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1121,7 +1531,7 @@ func (x *CreateJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateJobRequest.ProtoReflect.Descriptor instead.
 func (*CreateJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{8}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CreateJobRequest) GetSpec() *JobSpec {
@@ -1140,7 +1550,7 @@ type CreateJobResponse struct {
 
 func (x *CreateJobResponse) Reset() {
 	*x = CreateJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[9]
+	mi := &file_raftcron_v1_job_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1152,7 +1562,7 @@ func (x *CreateJobResponse) String() string {
 func (*CreateJobResponse) ProtoMessage() {}
 
 func (x *CreateJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[9]
+	mi := &file_raftcron_v1_job_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1165,7 +1575,7 @@ func (x *CreateJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateJobResponse.ProtoReflect.Descriptor instead.
 func (*CreateJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{9}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CreateJobResponse) GetJob() *Job {
@@ -1186,7 +1596,7 @@ type UpdateJobRequest struct {
 
 func (x *UpdateJobRequest) Reset() {
 	*x = UpdateJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[10]
+	mi := &file_raftcron_v1_job_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1198,7 +1608,7 @@ func (x *UpdateJobRequest) String() string {
 func (*UpdateJobRequest) ProtoMessage() {}
 
 func (x *UpdateJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[10]
+	mi := &file_raftcron_v1_job_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1211,7 +1621,7 @@ func (x *UpdateJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobRequest.ProtoReflect.Descriptor instead.
 func (*UpdateJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{10}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *UpdateJobRequest) GetSpec() *JobSpec {
@@ -1237,7 +1647,7 @@ type UpdateJobResponse struct {
 
 func (x *UpdateJobResponse) Reset() {
 	*x = UpdateJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[11]
+	mi := &file_raftcron_v1_job_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1249,7 +1659,7 @@ func (x *UpdateJobResponse) String() string {
 func (*UpdateJobResponse) ProtoMessage() {}
 
 func (x *UpdateJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[11]
+	mi := &file_raftcron_v1_job_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1262,7 +1672,7 @@ func (x *UpdateJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobResponse.ProtoReflect.Descriptor instead.
 func (*UpdateJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{11}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *UpdateJobResponse) GetJob() *Job {
@@ -1281,7 +1691,7 @@ type ApplyJobRequest struct {
 
 func (x *ApplyJobRequest) Reset() {
 	*x = ApplyJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[12]
+	mi := &file_raftcron_v1_job_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1293,7 +1703,7 @@ func (x *ApplyJobRequest) String() string {
 func (*ApplyJobRequest) ProtoMessage() {}
 
 func (x *ApplyJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[12]
+	mi := &file_raftcron_v1_job_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1306,7 +1716,7 @@ func (x *ApplyJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyJobRequest.ProtoReflect.Descriptor instead.
 func (*ApplyJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{12}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ApplyJobRequest) GetSpec() *JobSpec {
@@ -1328,7 +1738,7 @@ type ApplyJobResponse struct {
 
 func (x *ApplyJobResponse) Reset() {
 	*x = ApplyJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[13]
+	mi := &file_raftcron_v1_job_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1340,7 +1750,7 @@ func (x *ApplyJobResponse) String() string {
 func (*ApplyJobResponse) ProtoMessage() {}
 
 func (x *ApplyJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[13]
+	mi := &file_raftcron_v1_job_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1353,7 +1763,7 @@ func (x *ApplyJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyJobResponse.ProtoReflect.Descriptor instead.
 func (*ApplyJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{13}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ApplyJobResponse) GetJob() *Job {
@@ -1386,7 +1796,7 @@ type ApplyJobsRequest struct {
 
 func (x *ApplyJobsRequest) Reset() {
 	*x = ApplyJobsRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[14]
+	mi := &file_raftcron_v1_job_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1398,7 +1808,7 @@ func (x *ApplyJobsRequest) String() string {
 func (*ApplyJobsRequest) ProtoMessage() {}
 
 func (x *ApplyJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[14]
+	mi := &file_raftcron_v1_job_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1411,7 +1821,7 @@ func (x *ApplyJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyJobsRequest.ProtoReflect.Descriptor instead.
 func (*ApplyJobsRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{14}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ApplyJobsRequest) GetSpecs() []*JobSpec {
@@ -1431,7 +1841,7 @@ type ApplyJobsResponse struct {
 
 func (x *ApplyJobsResponse) Reset() {
 	*x = ApplyJobsResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[15]
+	mi := &file_raftcron_v1_job_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1443,7 +1853,7 @@ func (x *ApplyJobsResponse) String() string {
 func (*ApplyJobsResponse) ProtoMessage() {}
 
 func (x *ApplyJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[15]
+	mi := &file_raftcron_v1_job_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1456,7 +1866,7 @@ func (x *ApplyJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyJobsResponse.ProtoReflect.Descriptor instead.
 func (*ApplyJobsResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{15}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ApplyJobsResponse) GetResults() []*ApplyJobsResult {
@@ -1484,7 +1894,7 @@ type ApplyJobsResult struct {
 
 func (x *ApplyJobsResult) Reset() {
 	*x = ApplyJobsResult{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[16]
+	mi := &file_raftcron_v1_job_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1496,7 +1906,7 @@ func (x *ApplyJobsResult) String() string {
 func (*ApplyJobsResult) ProtoMessage() {}
 
 func (x *ApplyJobsResult) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[16]
+	mi := &file_raftcron_v1_job_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1509,7 +1919,7 @@ func (x *ApplyJobsResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyJobsResult.ProtoReflect.Descriptor instead.
 func (*ApplyJobsResult) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{16}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ApplyJobsResult) GetJob() *Job {
@@ -1558,7 +1968,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[17]
+	mi := &file_raftcron_v1_job_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1570,7 +1980,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[17]
+	mi := &file_raftcron_v1_job_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1583,7 +1993,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{17}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetJobRequest) GetName() string {
@@ -1609,7 +2019,7 @@ type GetJobResponse struct {
 
 func (x *GetJobResponse) Reset() {
 	*x = GetJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[18]
+	mi := &file_raftcron_v1_job_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1621,7 +2031,7 @@ func (x *GetJobResponse) String() string {
 func (*GetJobResponse) ProtoMessage() {}
 
 func (x *GetJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[18]
+	mi := &file_raftcron_v1_job_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1634,7 +2044,7 @@ func (x *GetJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobResponse.ProtoReflect.Descriptor instead.
 func (*GetJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{18}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetJobResponse) GetJob() *Job {
@@ -1659,7 +2069,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[19]
+	mi := &file_raftcron_v1_job_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1671,7 +2081,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[19]
+	mi := &file_raftcron_v1_job_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1684,7 +2094,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{19}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListJobsRequest) GetPageSize() uint32 {
@@ -1728,7 +2138,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[20]
+	mi := &file_raftcron_v1_job_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1740,7 +2150,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[20]
+	mi := &file_raftcron_v1_job_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1753,7 +2163,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{20}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListJobsResponse) GetJobs() []*Job {
@@ -1780,7 +2190,7 @@ type DeleteJobRequest struct {
 
 func (x *DeleteJobRequest) Reset() {
 	*x = DeleteJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[21]
+	mi := &file_raftcron_v1_job_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1792,7 +2202,7 @@ func (x *DeleteJobRequest) String() string {
 func (*DeleteJobRequest) ProtoMessage() {}
 
 func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[21]
+	mi := &file_raftcron_v1_job_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1805,7 +2215,7 @@ func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobRequest.ProtoReflect.Descriptor instead.
 func (*DeleteJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{21}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *DeleteJobRequest) GetName() string {
@@ -1830,7 +2240,7 @@ type DeleteJobResponse struct {
 
 func (x *DeleteJobResponse) Reset() {
 	*x = DeleteJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[22]
+	mi := &file_raftcron_v1_job_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1842,7 +2252,7 @@ func (x *DeleteJobResponse) String() string {
 func (*DeleteJobResponse) ProtoMessage() {}
 
 func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[22]
+	mi := &file_raftcron_v1_job_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1855,20 +2265,22 @@ func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobResponse.ProtoReflect.Descriptor instead.
 func (*DeleteJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{22}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{24}
 }
 
 type PauseJobRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Note          string                 `protobuf:"bytes,2,opt,name=note,proto3" json:"note,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Note  string                 `protobuf:"bytes,2,opt,name=note,proto3" json:"note,omitempty"`
+	// Resume by itself at this time (after now); unset: until resumed.
+	Until         *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=until,proto3" json:"until,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PauseJobRequest) Reset() {
 	*x = PauseJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[23]
+	mi := &file_raftcron_v1_job_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1880,7 +2292,7 @@ func (x *PauseJobRequest) String() string {
 func (*PauseJobRequest) ProtoMessage() {}
 
 func (x *PauseJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[23]
+	mi := &file_raftcron_v1_job_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1893,7 +2305,7 @@ func (x *PauseJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseJobRequest.ProtoReflect.Descriptor instead.
 func (*PauseJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{23}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *PauseJobRequest) GetName() string {
@@ -1910,6 +2322,13 @@ func (x *PauseJobRequest) GetNote() string {
 	return ""
 }
 
+func (x *PauseJobRequest) GetUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Until
+	}
+	return nil
+}
+
 type PauseJobResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Job           *Job                   `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
@@ -1919,7 +2338,7 @@ type PauseJobResponse struct {
 
 func (x *PauseJobResponse) Reset() {
 	*x = PauseJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[24]
+	mi := &file_raftcron_v1_job_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1931,7 +2350,7 @@ func (x *PauseJobResponse) String() string {
 func (*PauseJobResponse) ProtoMessage() {}
 
 func (x *PauseJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[24]
+	mi := &file_raftcron_v1_job_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1944,7 +2363,7 @@ func (x *PauseJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseJobResponse.ProtoReflect.Descriptor instead.
 func (*PauseJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{24}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *PauseJobResponse) GetJob() *Job {
@@ -1963,7 +2382,7 @@ type ResumeJobRequest struct {
 
 func (x *ResumeJobRequest) Reset() {
 	*x = ResumeJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[25]
+	mi := &file_raftcron_v1_job_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1975,7 +2394,7 @@ func (x *ResumeJobRequest) String() string {
 func (*ResumeJobRequest) ProtoMessage() {}
 
 func (x *ResumeJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[25]
+	mi := &file_raftcron_v1_job_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1988,7 +2407,7 @@ func (x *ResumeJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeJobRequest.ProtoReflect.Descriptor instead.
 func (*ResumeJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{25}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ResumeJobRequest) GetName() string {
@@ -2007,7 +2426,7 @@ type ResumeJobResponse struct {
 
 func (x *ResumeJobResponse) Reset() {
 	*x = ResumeJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[26]
+	mi := &file_raftcron_v1_job_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2019,7 +2438,7 @@ func (x *ResumeJobResponse) String() string {
 func (*ResumeJobResponse) ProtoMessage() {}
 
 func (x *ResumeJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[26]
+	mi := &file_raftcron_v1_job_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2032,7 +2451,7 @@ func (x *ResumeJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeJobResponse.ProtoReflect.Descriptor instead.
 func (*ResumeJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{26}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ResumeJobResponse) GetJob() *Job {
@@ -2046,15 +2465,23 @@ type TriggerJobRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// Retries with the same request_id return the run of the first call.
-	RequestId     string `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	Force         bool   `protobuf:"varint,3,opt,name=force,proto3" json:"force,omitempty"`
+	RequestId string `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Force     bool   `protobuf:"varint,3,opt,name=force,proto3" json:"force,omitempty"`
+	// The run's payload, UTF-8, at most 64 KiB: the webhook's body instead of
+	// the job's, RAFTCRON_PAYLOAD for exec, the worker's payload instead of
+	// the job's. Recorded in the run.
+	Payload string `protobuf:"bytes,4,opt,name=payload,proto3" json:"payload,omitempty"`
+	// The overlap policy for this run instead of the job's, in the job
+	// file's words: skip, allow, buffer_one or cancel_other; empty: the
+	// job's.
+	Overlap       string `protobuf:"bytes,5,opt,name=overlap,proto3" json:"overlap,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TriggerJobRequest) Reset() {
 	*x = TriggerJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[27]
+	mi := &file_raftcron_v1_job_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2066,7 +2493,7 @@ func (x *TriggerJobRequest) String() string {
 func (*TriggerJobRequest) ProtoMessage() {}
 
 func (x *TriggerJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[27]
+	mi := &file_raftcron_v1_job_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2079,7 +2506,7 @@ func (x *TriggerJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerJobRequest.ProtoReflect.Descriptor instead.
 func (*TriggerJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{27}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *TriggerJobRequest) GetName() string {
@@ -2103,6 +2530,20 @@ func (x *TriggerJobRequest) GetForce() bool {
 	return false
 }
 
+func (x *TriggerJobRequest) GetPayload() string {
+	if x != nil {
+		return x.Payload
+	}
+	return ""
+}
+
+func (x *TriggerJobRequest) GetOverlap() string {
+	if x != nil {
+		return x.Overlap
+	}
+	return ""
+}
+
 type TriggerJobResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Run           *Run                   `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
@@ -2112,7 +2553,7 @@ type TriggerJobResponse struct {
 
 func (x *TriggerJobResponse) Reset() {
 	*x = TriggerJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[28]
+	mi := &file_raftcron_v1_job_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2124,7 +2565,7 @@ func (x *TriggerJobResponse) String() string {
 func (*TriggerJobResponse) ProtoMessage() {}
 
 func (x *TriggerJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[28]
+	mi := &file_raftcron_v1_job_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2137,12 +2578,234 @@ func (x *TriggerJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerJobResponse.ProtoReflect.Descriptor instead.
 func (*TriggerJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{28}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *TriggerJobResponse) GetRun() *Run {
 	if x != nil {
 		return x.Run
+	}
+	return nil
+}
+
+type BackfillJobRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The range: from included, to excluded; to not after now.
+	From *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=from,proto3" json:"from,omitempty"`
+	To   *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=to,proto3" json:"to,omitempty"`
+	// What a slot does when a run of the job is open: skip, buffer_one (the
+	// default: it waits) or allow (it runs beside it).
+	Overlap string `protobuf:"bytes,4,opt,name=overlap,proto3" json:"overlap,omitempty"`
+	// Backfill runs open at once, 1 to 100; more than 1 only with overlap
+	// allow. 0 means 1.
+	MaxConcurrent uint32 `protobuf:"varint,5,opt,name=max_concurrent,json=maxConcurrent,proto3" json:"max_concurrent,omitempty"`
+	// Fire slots that already have a successful run in the ledger too.
+	Rerun         bool `protobuf:"varint,6,opt,name=rerun,proto3" json:"rerun,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BackfillJobRequest) Reset() {
+	*x = BackfillJobRequest{}
+	mi := &file_raftcron_v1_job_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackfillJobRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackfillJobRequest) ProtoMessage() {}
+
+func (x *BackfillJobRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_job_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackfillJobRequest.ProtoReflect.Descriptor instead.
+func (*BackfillJobRequest) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *BackfillJobRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *BackfillJobRequest) GetFrom() *timestamppb.Timestamp {
+	if x != nil {
+		return x.From
+	}
+	return nil
+}
+
+func (x *BackfillJobRequest) GetTo() *timestamppb.Timestamp {
+	if x != nil {
+		return x.To
+	}
+	return nil
+}
+
+func (x *BackfillJobRequest) GetOverlap() string {
+	if x != nil {
+		return x.Overlap
+	}
+	return ""
+}
+
+func (x *BackfillJobRequest) GetMaxConcurrent() uint32 {
+	if x != nil {
+		return x.MaxConcurrent
+	}
+	return 0
+}
+
+func (x *BackfillJobRequest) GetRerun() bool {
+	if x != nil {
+		return x.Rerun
+	}
+	return false
+}
+
+type BackfillJobResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Backfill      *Backfill              `protobuf:"bytes,1,opt,name=backfill,proto3" json:"backfill,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BackfillJobResponse) Reset() {
+	*x = BackfillJobResponse{}
+	mi := &file_raftcron_v1_job_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackfillJobResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackfillJobResponse) ProtoMessage() {}
+
+func (x *BackfillJobResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_job_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackfillJobResponse.ProtoReflect.Descriptor instead.
+func (*BackfillJobResponse) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *BackfillJobResponse) GetBackfill() *Backfill {
+	if x != nil {
+		return x.Backfill
+	}
+	return nil
+}
+
+type CancelBackfillRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelBackfillRequest) Reset() {
+	*x = CancelBackfillRequest{}
+	mi := &file_raftcron_v1_job_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelBackfillRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelBackfillRequest) ProtoMessage() {}
+
+func (x *CancelBackfillRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_job_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelBackfillRequest.ProtoReflect.Descriptor instead.
+func (*CancelBackfillRequest) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *CancelBackfillRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type CancelBackfillResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Backfill      *Backfill              `protobuf:"bytes,1,opt,name=backfill,proto3" json:"backfill,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelBackfillResponse) Reset() {
+	*x = CancelBackfillResponse{}
+	mi := &file_raftcron_v1_job_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelBackfillResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelBackfillResponse) ProtoMessage() {}
+
+func (x *CancelBackfillResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_job_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelBackfillResponse.ProtoReflect.Descriptor instead.
+func (*CancelBackfillResponse) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *CancelBackfillResponse) GetBackfill() *Backfill {
+	if x != nil {
+		return x.Backfill
 	}
 	return nil
 }
@@ -2163,7 +2826,7 @@ type PreviewScheduleRequest struct {
 
 func (x *PreviewScheduleRequest) Reset() {
 	*x = PreviewScheduleRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[29]
+	mi := &file_raftcron_v1_job_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2175,7 +2838,7 @@ func (x *PreviewScheduleRequest) String() string {
 func (*PreviewScheduleRequest) ProtoMessage() {}
 
 func (x *PreviewScheduleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[29]
+	mi := &file_raftcron_v1_job_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2188,7 +2851,7 @@ func (x *PreviewScheduleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewScheduleRequest.ProtoReflect.Descriptor instead.
 func (*PreviewScheduleRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{29}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *PreviewScheduleRequest) GetName() string {
@@ -2238,7 +2901,7 @@ type PreviewScheduleResponse struct {
 
 func (x *PreviewScheduleResponse) Reset() {
 	*x = PreviewScheduleResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[30]
+	mi := &file_raftcron_v1_job_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2250,7 +2913,7 @@ func (x *PreviewScheduleResponse) String() string {
 func (*PreviewScheduleResponse) ProtoMessage() {}
 
 func (x *PreviewScheduleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[30]
+	mi := &file_raftcron_v1_job_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2263,7 +2926,7 @@ func (x *PreviewScheduleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewScheduleResponse.ProtoReflect.Descriptor instead.
 func (*PreviewScheduleResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{30}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *PreviewScheduleResponse) GetTimes() []*timestamppb.Timestamp {
@@ -2293,7 +2956,7 @@ type PreviewSlot struct {
 
 func (x *PreviewSlot) Reset() {
 	*x = PreviewSlot{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[31]
+	mi := &file_raftcron_v1_job_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2305,7 +2968,7 @@ func (x *PreviewSlot) String() string {
 func (*PreviewSlot) ProtoMessage() {}
 
 func (x *PreviewSlot) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[31]
+	mi := &file_raftcron_v1_job_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2318,7 +2981,7 @@ func (x *PreviewSlot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewSlot.ProtoReflect.Descriptor instead.
 func (*PreviewSlot) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{31}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *PreviewSlot) GetTime() *timestamppb.Timestamp {
@@ -2339,12 +3002,14 @@ var File_raftcron_v1_job_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\n" +
-	"\x15raftcron/v1/job.proto\x12\vraftcron.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17raftcron/v1/alert.proto\x1a\x1araftcron/v1/calendar.proto\x1a\x19raftcron/v1/checkin.proto\x1a\x15raftcron/v1/run.proto\"\xda\a\n" +
+	"\x15raftcron/v1/job.proto\x12\vraftcron.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17raftcron/v1/alert.proto\x1a\x1araftcron/v1/calendar.proto\x1a\x19raftcron/v1/checkin.proto\x1a\x15raftcron/v1/run.proto\"\xf8\b\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
-	"\bschedule\x18\x02 \x01(\tR\bschedule\x12\x1a\n" +
+	"\bschedule\x18\x02 \x01(\tR\bschedule\x12\x1c\n" +
+	"\tschedules\x18( \x03(\tR\tschedules\x12\x1a\n" +
 	"\btimezone\x18\x03 \x01(\tR\btimezone\x127\n" +
-	"\tcalendars\x18) \x01(\v2\x19.raftcron.v1.CalendarRefsR\tcalendars\x12+\n" +
+	"\tcalendars\x18) \x01(\v2\x19.raftcron.v1.CalendarRefsR\tcalendars\x121\n" +
+	"\x06jitter\x18* \x01(\v2\x19.google.protobuf.DurationR\x06jitter\x12+\n" +
 	"\x04http\x18\x04 \x01(\v2\x17.raftcron.v1.HttpTargetR\x04http\x12+\n" +
 	"\x04exec\x18\x05 \x01(\v2\x17.raftcron.v1.ExecTargetR\x04exec\x121\n" +
 	"\x06worker\x18\x11 \x01(\v2\x19.raftcron.v1.WorkerTargetR\x06worker\x124\n" +
@@ -2357,7 +3022,9 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	" \x01(\v2\x19.google.protobuf.DurationR\bdeadline\x12\x16\n" +
 	"\x06paused\x18\v \x01(\bR\x06paused\x12\x1d\n" +
 	"\n" +
-	"pause_note\x18\f \x01(\tR\tpauseNote\x125\n" +
+	"pause_note\x18\f \x01(\tR\tpauseNote\x12\x19\n" +
+	"\bmax_runs\x18+ \x01(\rR\amaxRuns\x120\n" +
+	"\x14pause_after_failures\x18, \x01(\rR\x12pauseAfterFailures\x125\n" +
 	"\bstart_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\astartAt\x121\n" +
 	"\x06end_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\x05endAt\x128\n" +
 	"\x06labels\x18\x0f \x03(\v2 .raftcron.v1.JobSpec.LabelsEntryR\x06labels\x12#\n" +
@@ -2425,7 +3092,7 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\fmodify_index\x18\x06 \x01(\x04R\vmodifyIndex\x12.\n" +
 	"\x06status\x18\a \x01(\v2\x16.raftcron.v1.JobStatusR\x06status\x12\x1d\n" +
 	"\n" +
-	"updated_by\x18\x14 \x01(\tR\tupdatedBy\"\x90\x05\n" +
+	"updated_by\x18\x14 \x01(\tR\tupdatedBy\"\xbe\x06\n" +
 	"\tJobStatus\x12\x1f\n" +
 	"\vcursor_unix\x18\x01 \x01(\x03R\n" +
 	"cursorUnix\x12!\n" +
@@ -2445,7 +3112,41 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\x12deferred_slot_unix\x18, \x01(\x03R\x10deferredSlotUnix\x121\n" +
 	"\x14consecutive_failures\x18\x1e \x01(\rR\x13consecutiveFailures\x123\n" +
 	"\x16last_success_unix_nano\x18\x1f \x01(\x03R\x13lastSuccessUnixNano\x12$\n" +
-	"\x0elate_slot_unix\x18  \x01(\x03R\flateSlotUnix\"<\n" +
+	"\x0elate_slot_unix\x18  \x01(\x03R\flateSlotUnix\x12)\n" +
+	"\x11failures_in_a_row\x18( \x01(\rR\x0efailuresInARow\x12\x1f\n" +
+	"\vslots_fired\x18) \x01(\x04R\n" +
+	"slotsFired\x12-\n" +
+	"\x05pause\x18* \x01(\v2\x17.raftcron.v1.PauseStateR\x05pause\x121\n" +
+	"\bbackfill\x18+ \x01(\v2\x15.raftcron.v1.BackfillR\bbackfill\"Z\n" +
+	"\n" +
+	"PauseState\x12\x1d\n" +
+	"\n" +
+	"until_unix\x18\x01 \x01(\x03R\tuntilUnix\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x15\n" +
+	"\x06run_id\x18\x03 \x01(\tR\x05runId\"\xb5\x04\n" +
+	"\bBackfill\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
+	"\tfrom_unix\x18\x02 \x01(\x03R\bfromUnix\x12\x17\n" +
+	"\ato_unix\x18\x03 \x01(\x03R\x06toUnix\x12$\n" +
+	"\x0enext_slot_unix\x18\x04 \x01(\x03R\fnextSlotUnix\x12%\n" +
+	"\x0emax_concurrent\x18\x05 \x01(\rR\rmaxConcurrent\x12\x18\n" +
+	"\aoverlap\x18\x06 \x01(\tR\aoverlap\x12\x14\n" +
+	"\x05rerun\x18\a \x01(\bR\x05rerun\x120\n" +
+	"\x05state\x18\b \x01(\x0e2\x1a.raftcron.v1.BackfillStateR\x05state\x12\x14\n" +
+	"\x05slots\x18\t \x01(\x04R\x05slots\x12\x14\n" +
+	"\x05fired\x18\n" +
+	" \x01(\x04R\x05fired\x12\x18\n" +
+	"\askipped\x18\v \x01(\x04R\askipped\x12\x16\n" +
+	"\x06missed\x18\f \x01(\x04R\x06missed\x12\x1e\n" +
+	"\n" +
+	"generation\x18\r \x01(\x04R\n" +
+	"generation\x12/\n" +
+	"\x14created_at_unix_nano\x18\x0e \x01(\x03R\x11createdAtUnixNano\x121\n" +
+	"\x15finished_at_unix_nano\x18\x0f \x01(\x03R\x12finishedAtUnixNano\x12\x1d\n" +
+	"\n" +
+	"created_by\x18\x10 \x01(\tR\tcreatedBy\x12\x16\n" +
+	"\x06reason\x18\x11 \x01(\tR\x06reason\x12\x1b\n" +
+	"\tin_flight\x18\x12 \x01(\rR\binFlight\"<\n" +
 	"\x10CreateJobRequest\x12(\n" +
 	"\x04spec\x18\x01 \x01(\v2\x14.raftcron.v1.JobSpecR\x04spec\"7\n" +
 	"\x11CreateJobResponse\x12\"\n" +
@@ -2491,23 +3192,39 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\x10DeleteJobRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12)\n" +
 	"\x10expected_version\x18\x02 \x01(\x04R\x0fexpectedVersion\"\x13\n" +
-	"\x11DeleteJobResponse\"9\n" +
+	"\x11DeleteJobResponse\"k\n" +
 	"\x0fPauseJobRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
-	"\x04note\x18\x02 \x01(\tR\x04note\"6\n" +
+	"\x04note\x18\x02 \x01(\tR\x04note\x120\n" +
+	"\x05until\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05until\"6\n" +
 	"\x10PauseJobResponse\x12\"\n" +
 	"\x03job\x18\x01 \x01(\v2\x10.raftcron.v1.JobR\x03job\"&\n" +
 	"\x10ResumeJobRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"7\n" +
 	"\x11ResumeJobResponse\x12\"\n" +
-	"\x03job\x18\x01 \x01(\v2\x10.raftcron.v1.JobR\x03job\"\\\n" +
+	"\x03job\x18\x01 \x01(\v2\x10.raftcron.v1.JobR\x03job\"\x90\x01\n" +
 	"\x11TriggerJobRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x02 \x01(\tR\trequestId\x12\x14\n" +
-	"\x05force\x18\x03 \x01(\bR\x05force\"8\n" +
+	"\x05force\x18\x03 \x01(\bR\x05force\x12\x18\n" +
+	"\apayload\x18\x04 \x01(\tR\apayload\x12\x18\n" +
+	"\aoverlap\x18\x05 \x01(\tR\aoverlap\"8\n" +
 	"\x12TriggerJobResponse\x12\"\n" +
-	"\x03run\x18\x01 \x01(\v2\x10.raftcron.v1.RunR\x03run\"\xac\x01\n" +
+	"\x03run\x18\x01 \x01(\v2\x10.raftcron.v1.RunR\x03run\"\xdb\x01\n" +
+	"\x12BackfillJobRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12.\n" +
+	"\x04from\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04from\x12*\n" +
+	"\x02to\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x02to\x12\x18\n" +
+	"\aoverlap\x18\x04 \x01(\tR\aoverlap\x12%\n" +
+	"\x0emax_concurrent\x18\x05 \x01(\rR\rmaxConcurrent\x12\x14\n" +
+	"\x05rerun\x18\x06 \x01(\bR\x05rerun\"H\n" +
+	"\x13BackfillJobResponse\x121\n" +
+	"\bbackfill\x18\x01 \x01(\v2\x15.raftcron.v1.BackfillR\bbackfill\"+\n" +
+	"\x15CancelBackfillRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"K\n" +
+	"\x16CancelBackfillResponse\x121\n" +
+	"\bbackfill\x18\x01 \x01(\v2\x15.raftcron.v1.BackfillR\bbackfill\"\xac\x01\n" +
 	"\x16PreviewScheduleRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bschedule\x18\x02 \x01(\tR\bschedule\x12\x1a\n" +
@@ -2534,7 +3251,12 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\bDelivery\x12\x18\n" +
 	"\x14DELIVERY_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16DELIVERY_AT_LEAST_ONCE\x10\x01\x12\x19\n" +
-	"\x15DELIVERY_AT_MOST_ONCE\x10\x022\xa2\a\n" +
+	"\x15DELIVERY_AT_MOST_ONCE\x10\x02*\x82\x01\n" +
+	"\rBackfillState\x12\x1e\n" +
+	"\x1aBACKFILL_STATE_UNSPECIFIED\x10\x00\x12\x1a\n" +
+	"\x16BACKFILL_STATE_RUNNING\x10\x01\x12\x17\n" +
+	"\x13BACKFILL_STATE_DONE\x10\x02\x12\x1c\n" +
+	"\x18BACKFILL_STATE_CANCELLED\x10\x032\xcf\b\n" +
 	"\n" +
 	"JobService\x12J\n" +
 	"\tCreateJob\x12\x1d.raftcron.v1.CreateJobRequest\x1a\x1e.raftcron.v1.CreateJobResponse\x12J\n" +
@@ -2547,7 +3269,9 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\bPauseJob\x12\x1c.raftcron.v1.PauseJobRequest\x1a\x1d.raftcron.v1.PauseJobResponse\x12J\n" +
 	"\tResumeJob\x12\x1d.raftcron.v1.ResumeJobRequest\x1a\x1e.raftcron.v1.ResumeJobResponse\x12M\n" +
 	"\n" +
-	"TriggerJob\x12\x1e.raftcron.v1.TriggerJobRequest\x1a\x1f.raftcron.v1.TriggerJobResponse\x12\\\n" +
+	"TriggerJob\x12\x1e.raftcron.v1.TriggerJobRequest\x1a\x1f.raftcron.v1.TriggerJobResponse\x12P\n" +
+	"\vBackfillJob\x12\x1f.raftcron.v1.BackfillJobRequest\x1a .raftcron.v1.BackfillJobResponse\x12Y\n" +
+	"\x0eCancelBackfill\x12\".raftcron.v1.CancelBackfillRequest\x1a#.raftcron.v1.CancelBackfillResponse\x12\\\n" +
 	"\x0fPreviewSchedule\x12#.raftcron.v1.PreviewScheduleRequest\x1a$.raftcron.v1.PreviewScheduleResponse\x12M\n" +
 	"\n" +
 	"CheckinJob\x12\x1e.raftcron.v1.CheckinJobRequest\x1a\x1f.raftcron.v1.CheckinJobResponseB;Z9github.com/raftcron/raftcron/proto/raftcron/v1;raftcronv1b\x06proto3"
@@ -2564,142 +3288,162 @@ func file_raftcron_v1_job_proto_rawDescGZIP() []byte {
 	return file_raftcron_v1_job_proto_rawDescData
 }
 
-var file_raftcron_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_raftcron_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_raftcron_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_raftcron_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_raftcron_v1_job_proto_goTypes = []any{
 	(CatchupPolicy)(0),              // 0: raftcron.v1.CatchupPolicy
 	(Overlap)(0),                    // 1: raftcron.v1.Overlap
 	(Delivery)(0),                   // 2: raftcron.v1.Delivery
-	(*JobSpec)(nil),                 // 3: raftcron.v1.JobSpec
-	(*HttpTarget)(nil),              // 4: raftcron.v1.HttpTarget
-	(*ExecTarget)(nil),              // 5: raftcron.v1.ExecTarget
-	(*WorkerTarget)(nil),            // 6: raftcron.v1.WorkerTarget
-	(*Catchup)(nil),                 // 7: raftcron.v1.Catchup
-	(*Retry)(nil),                   // 8: raftcron.v1.Retry
-	(*Job)(nil),                     // 9: raftcron.v1.Job
-	(*JobStatus)(nil),               // 10: raftcron.v1.JobStatus
-	(*CreateJobRequest)(nil),        // 11: raftcron.v1.CreateJobRequest
-	(*CreateJobResponse)(nil),       // 12: raftcron.v1.CreateJobResponse
-	(*UpdateJobRequest)(nil),        // 13: raftcron.v1.UpdateJobRequest
-	(*UpdateJobResponse)(nil),       // 14: raftcron.v1.UpdateJobResponse
-	(*ApplyJobRequest)(nil),         // 15: raftcron.v1.ApplyJobRequest
-	(*ApplyJobResponse)(nil),        // 16: raftcron.v1.ApplyJobResponse
-	(*ApplyJobsRequest)(nil),        // 17: raftcron.v1.ApplyJobsRequest
-	(*ApplyJobsResponse)(nil),       // 18: raftcron.v1.ApplyJobsResponse
-	(*ApplyJobsResult)(nil),         // 19: raftcron.v1.ApplyJobsResult
-	(*GetJobRequest)(nil),           // 20: raftcron.v1.GetJobRequest
-	(*GetJobResponse)(nil),          // 21: raftcron.v1.GetJobResponse
-	(*ListJobsRequest)(nil),         // 22: raftcron.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),        // 23: raftcron.v1.ListJobsResponse
-	(*DeleteJobRequest)(nil),        // 24: raftcron.v1.DeleteJobRequest
-	(*DeleteJobResponse)(nil),       // 25: raftcron.v1.DeleteJobResponse
-	(*PauseJobRequest)(nil),         // 26: raftcron.v1.PauseJobRequest
-	(*PauseJobResponse)(nil),        // 27: raftcron.v1.PauseJobResponse
-	(*ResumeJobRequest)(nil),        // 28: raftcron.v1.ResumeJobRequest
-	(*ResumeJobResponse)(nil),       // 29: raftcron.v1.ResumeJobResponse
-	(*TriggerJobRequest)(nil),       // 30: raftcron.v1.TriggerJobRequest
-	(*TriggerJobResponse)(nil),      // 31: raftcron.v1.TriggerJobResponse
-	(*PreviewScheduleRequest)(nil),  // 32: raftcron.v1.PreviewScheduleRequest
-	(*PreviewScheduleResponse)(nil), // 33: raftcron.v1.PreviewScheduleResponse
-	(*PreviewSlot)(nil),             // 34: raftcron.v1.PreviewSlot
-	nil,                             // 35: raftcron.v1.JobSpec.LabelsEntry
-	nil,                             // 36: raftcron.v1.HttpTarget.HeadersEntry
-	nil,                             // 37: raftcron.v1.ExecTarget.EnvEntry
-	nil,                             // 38: raftcron.v1.WorkerTarget.TagsEntry
-	nil,                             // 39: raftcron.v1.WorkerTarget.EnvEntry
-	nil,                             // 40: raftcron.v1.ListJobsRequest.LabelSelectorEntry
-	(*CalendarRefs)(nil),            // 41: raftcron.v1.CalendarRefs
-	(*CheckinTarget)(nil),           // 42: raftcron.v1.CheckinTarget
-	(*durationpb.Duration)(nil),     // 43: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),   // 44: google.protobuf.Timestamp
-	(*Expect)(nil),                  // 45: raftcron.v1.Expect
-	(*Notify)(nil),                  // 46: raftcron.v1.Notify
-	(RunState)(0),                   // 47: raftcron.v1.RunState
-	(*Run)(nil),                     // 48: raftcron.v1.Run
-	(*CheckinJobRequest)(nil),       // 49: raftcron.v1.CheckinJobRequest
-	(*CheckinJobResponse)(nil),      // 50: raftcron.v1.CheckinJobResponse
+	(BackfillState)(0),              // 3: raftcron.v1.BackfillState
+	(*JobSpec)(nil),                 // 4: raftcron.v1.JobSpec
+	(*HttpTarget)(nil),              // 5: raftcron.v1.HttpTarget
+	(*ExecTarget)(nil),              // 6: raftcron.v1.ExecTarget
+	(*WorkerTarget)(nil),            // 7: raftcron.v1.WorkerTarget
+	(*Catchup)(nil),                 // 8: raftcron.v1.Catchup
+	(*Retry)(nil),                   // 9: raftcron.v1.Retry
+	(*Job)(nil),                     // 10: raftcron.v1.Job
+	(*JobStatus)(nil),               // 11: raftcron.v1.JobStatus
+	(*PauseState)(nil),              // 12: raftcron.v1.PauseState
+	(*Backfill)(nil),                // 13: raftcron.v1.Backfill
+	(*CreateJobRequest)(nil),        // 14: raftcron.v1.CreateJobRequest
+	(*CreateJobResponse)(nil),       // 15: raftcron.v1.CreateJobResponse
+	(*UpdateJobRequest)(nil),        // 16: raftcron.v1.UpdateJobRequest
+	(*UpdateJobResponse)(nil),       // 17: raftcron.v1.UpdateJobResponse
+	(*ApplyJobRequest)(nil),         // 18: raftcron.v1.ApplyJobRequest
+	(*ApplyJobResponse)(nil),        // 19: raftcron.v1.ApplyJobResponse
+	(*ApplyJobsRequest)(nil),        // 20: raftcron.v1.ApplyJobsRequest
+	(*ApplyJobsResponse)(nil),       // 21: raftcron.v1.ApplyJobsResponse
+	(*ApplyJobsResult)(nil),         // 22: raftcron.v1.ApplyJobsResult
+	(*GetJobRequest)(nil),           // 23: raftcron.v1.GetJobRequest
+	(*GetJobResponse)(nil),          // 24: raftcron.v1.GetJobResponse
+	(*ListJobsRequest)(nil),         // 25: raftcron.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),        // 26: raftcron.v1.ListJobsResponse
+	(*DeleteJobRequest)(nil),        // 27: raftcron.v1.DeleteJobRequest
+	(*DeleteJobResponse)(nil),       // 28: raftcron.v1.DeleteJobResponse
+	(*PauseJobRequest)(nil),         // 29: raftcron.v1.PauseJobRequest
+	(*PauseJobResponse)(nil),        // 30: raftcron.v1.PauseJobResponse
+	(*ResumeJobRequest)(nil),        // 31: raftcron.v1.ResumeJobRequest
+	(*ResumeJobResponse)(nil),       // 32: raftcron.v1.ResumeJobResponse
+	(*TriggerJobRequest)(nil),       // 33: raftcron.v1.TriggerJobRequest
+	(*TriggerJobResponse)(nil),      // 34: raftcron.v1.TriggerJobResponse
+	(*BackfillJobRequest)(nil),      // 35: raftcron.v1.BackfillJobRequest
+	(*BackfillJobResponse)(nil),     // 36: raftcron.v1.BackfillJobResponse
+	(*CancelBackfillRequest)(nil),   // 37: raftcron.v1.CancelBackfillRequest
+	(*CancelBackfillResponse)(nil),  // 38: raftcron.v1.CancelBackfillResponse
+	(*PreviewScheduleRequest)(nil),  // 39: raftcron.v1.PreviewScheduleRequest
+	(*PreviewScheduleResponse)(nil), // 40: raftcron.v1.PreviewScheduleResponse
+	(*PreviewSlot)(nil),             // 41: raftcron.v1.PreviewSlot
+	nil,                             // 42: raftcron.v1.JobSpec.LabelsEntry
+	nil,                             // 43: raftcron.v1.HttpTarget.HeadersEntry
+	nil,                             // 44: raftcron.v1.ExecTarget.EnvEntry
+	nil,                             // 45: raftcron.v1.WorkerTarget.TagsEntry
+	nil,                             // 46: raftcron.v1.WorkerTarget.EnvEntry
+	nil,                             // 47: raftcron.v1.ListJobsRequest.LabelSelectorEntry
+	(*CalendarRefs)(nil),            // 48: raftcron.v1.CalendarRefs
+	(*durationpb.Duration)(nil),     // 49: google.protobuf.Duration
+	(*CheckinTarget)(nil),           // 50: raftcron.v1.CheckinTarget
+	(*timestamppb.Timestamp)(nil),   // 51: google.protobuf.Timestamp
+	(*Expect)(nil),                  // 52: raftcron.v1.Expect
+	(*Notify)(nil),                  // 53: raftcron.v1.Notify
+	(RunState)(0),                   // 54: raftcron.v1.RunState
+	(*Run)(nil),                     // 55: raftcron.v1.Run
+	(*CheckinJobRequest)(nil),       // 56: raftcron.v1.CheckinJobRequest
+	(*CheckinJobResponse)(nil),      // 57: raftcron.v1.CheckinJobResponse
 }
 var file_raftcron_v1_job_proto_depIdxs = []int32{
-	41, // 0: raftcron.v1.JobSpec.calendars:type_name -> raftcron.v1.CalendarRefs
-	4,  // 1: raftcron.v1.JobSpec.http:type_name -> raftcron.v1.HttpTarget
-	5,  // 2: raftcron.v1.JobSpec.exec:type_name -> raftcron.v1.ExecTarget
-	6,  // 3: raftcron.v1.JobSpec.worker:type_name -> raftcron.v1.WorkerTarget
-	42, // 4: raftcron.v1.JobSpec.checkin:type_name -> raftcron.v1.CheckinTarget
-	7,  // 5: raftcron.v1.JobSpec.catchup:type_name -> raftcron.v1.Catchup
-	1,  // 6: raftcron.v1.JobSpec.overlap:type_name -> raftcron.v1.Overlap
-	2,  // 7: raftcron.v1.JobSpec.delivery:type_name -> raftcron.v1.Delivery
-	8,  // 8: raftcron.v1.JobSpec.retry:type_name -> raftcron.v1.Retry
-	43, // 9: raftcron.v1.JobSpec.deadline:type_name -> google.protobuf.Duration
-	44, // 10: raftcron.v1.JobSpec.start_at:type_name -> google.protobuf.Timestamp
-	44, // 11: raftcron.v1.JobSpec.end_at:type_name -> google.protobuf.Timestamp
-	35, // 12: raftcron.v1.JobSpec.labels:type_name -> raftcron.v1.JobSpec.LabelsEntry
-	45, // 13: raftcron.v1.JobSpec.expect:type_name -> raftcron.v1.Expect
-	46, // 14: raftcron.v1.JobSpec.notify:type_name -> raftcron.v1.Notify
-	36, // 15: raftcron.v1.HttpTarget.headers:type_name -> raftcron.v1.HttpTarget.HeadersEntry
-	43, // 16: raftcron.v1.HttpTarget.timeout:type_name -> google.protobuf.Duration
-	37, // 17: raftcron.v1.ExecTarget.env:type_name -> raftcron.v1.ExecTarget.EnvEntry
-	43, // 18: raftcron.v1.ExecTarget.timeout:type_name -> google.protobuf.Duration
-	38, // 19: raftcron.v1.WorkerTarget.tags:type_name -> raftcron.v1.WorkerTarget.TagsEntry
-	39, // 20: raftcron.v1.WorkerTarget.env:type_name -> raftcron.v1.WorkerTarget.EnvEntry
-	43, // 21: raftcron.v1.WorkerTarget.timeout:type_name -> google.protobuf.Duration
-	43, // 22: raftcron.v1.WorkerTarget.lease:type_name -> google.protobuf.Duration
-	43, // 23: raftcron.v1.Catchup.window:type_name -> google.protobuf.Duration
-	0,  // 24: raftcron.v1.Catchup.policy:type_name -> raftcron.v1.CatchupPolicy
-	43, // 25: raftcron.v1.Retry.initial_backoff:type_name -> google.protobuf.Duration
-	43, // 26: raftcron.v1.Retry.max_backoff:type_name -> google.protobuf.Duration
-	3,  // 27: raftcron.v1.Job.spec:type_name -> raftcron.v1.JobSpec
-	44, // 28: raftcron.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	44, // 29: raftcron.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	10, // 30: raftcron.v1.Job.status:type_name -> raftcron.v1.JobStatus
-	47, // 31: raftcron.v1.JobStatus.last_outcome:type_name -> raftcron.v1.RunState
-	3,  // 32: raftcron.v1.CreateJobRequest.spec:type_name -> raftcron.v1.JobSpec
-	9,  // 33: raftcron.v1.CreateJobResponse.job:type_name -> raftcron.v1.Job
-	3,  // 34: raftcron.v1.UpdateJobRequest.spec:type_name -> raftcron.v1.JobSpec
-	9,  // 35: raftcron.v1.UpdateJobResponse.job:type_name -> raftcron.v1.Job
-	3,  // 36: raftcron.v1.ApplyJobRequest.spec:type_name -> raftcron.v1.JobSpec
-	9,  // 37: raftcron.v1.ApplyJobResponse.job:type_name -> raftcron.v1.Job
-	3,  // 38: raftcron.v1.ApplyJobsRequest.specs:type_name -> raftcron.v1.JobSpec
-	19, // 39: raftcron.v1.ApplyJobsResponse.results:type_name -> raftcron.v1.ApplyJobsResult
-	9,  // 40: raftcron.v1.ApplyJobsResult.job:type_name -> raftcron.v1.Job
-	9,  // 41: raftcron.v1.GetJobResponse.job:type_name -> raftcron.v1.Job
-	40, // 42: raftcron.v1.ListJobsRequest.label_selector:type_name -> raftcron.v1.ListJobsRequest.LabelSelectorEntry
-	9,  // 43: raftcron.v1.ListJobsResponse.jobs:type_name -> raftcron.v1.Job
-	9,  // 44: raftcron.v1.PauseJobResponse.job:type_name -> raftcron.v1.Job
-	9,  // 45: raftcron.v1.ResumeJobResponse.job:type_name -> raftcron.v1.Job
-	48, // 46: raftcron.v1.TriggerJobResponse.run:type_name -> raftcron.v1.Run
-	44, // 47: raftcron.v1.PreviewScheduleRequest.after:type_name -> google.protobuf.Timestamp
-	44, // 48: raftcron.v1.PreviewScheduleResponse.times:type_name -> google.protobuf.Timestamp
-	34, // 49: raftcron.v1.PreviewScheduleResponse.slots:type_name -> raftcron.v1.PreviewSlot
-	44, // 50: raftcron.v1.PreviewSlot.time:type_name -> google.protobuf.Timestamp
-	11, // 51: raftcron.v1.JobService.CreateJob:input_type -> raftcron.v1.CreateJobRequest
-	13, // 52: raftcron.v1.JobService.UpdateJob:input_type -> raftcron.v1.UpdateJobRequest
-	15, // 53: raftcron.v1.JobService.ApplyJob:input_type -> raftcron.v1.ApplyJobRequest
-	17, // 54: raftcron.v1.JobService.ApplyJobs:input_type -> raftcron.v1.ApplyJobsRequest
-	20, // 55: raftcron.v1.JobService.GetJob:input_type -> raftcron.v1.GetJobRequest
-	22, // 56: raftcron.v1.JobService.ListJobs:input_type -> raftcron.v1.ListJobsRequest
-	24, // 57: raftcron.v1.JobService.DeleteJob:input_type -> raftcron.v1.DeleteJobRequest
-	26, // 58: raftcron.v1.JobService.PauseJob:input_type -> raftcron.v1.PauseJobRequest
-	28, // 59: raftcron.v1.JobService.ResumeJob:input_type -> raftcron.v1.ResumeJobRequest
-	30, // 60: raftcron.v1.JobService.TriggerJob:input_type -> raftcron.v1.TriggerJobRequest
-	32, // 61: raftcron.v1.JobService.PreviewSchedule:input_type -> raftcron.v1.PreviewScheduleRequest
-	49, // 62: raftcron.v1.JobService.CheckinJob:input_type -> raftcron.v1.CheckinJobRequest
-	12, // 63: raftcron.v1.JobService.CreateJob:output_type -> raftcron.v1.CreateJobResponse
-	14, // 64: raftcron.v1.JobService.UpdateJob:output_type -> raftcron.v1.UpdateJobResponse
-	16, // 65: raftcron.v1.JobService.ApplyJob:output_type -> raftcron.v1.ApplyJobResponse
-	18, // 66: raftcron.v1.JobService.ApplyJobs:output_type -> raftcron.v1.ApplyJobsResponse
-	21, // 67: raftcron.v1.JobService.GetJob:output_type -> raftcron.v1.GetJobResponse
-	23, // 68: raftcron.v1.JobService.ListJobs:output_type -> raftcron.v1.ListJobsResponse
-	25, // 69: raftcron.v1.JobService.DeleteJob:output_type -> raftcron.v1.DeleteJobResponse
-	27, // 70: raftcron.v1.JobService.PauseJob:output_type -> raftcron.v1.PauseJobResponse
-	29, // 71: raftcron.v1.JobService.ResumeJob:output_type -> raftcron.v1.ResumeJobResponse
-	31, // 72: raftcron.v1.JobService.TriggerJob:output_type -> raftcron.v1.TriggerJobResponse
-	33, // 73: raftcron.v1.JobService.PreviewSchedule:output_type -> raftcron.v1.PreviewScheduleResponse
-	50, // 74: raftcron.v1.JobService.CheckinJob:output_type -> raftcron.v1.CheckinJobResponse
-	63, // [63:75] is the sub-list for method output_type
-	51, // [51:63] is the sub-list for method input_type
-	51, // [51:51] is the sub-list for extension type_name
-	51, // [51:51] is the sub-list for extension extendee
-	0,  // [0:51] is the sub-list for field type_name
+	48, // 0: raftcron.v1.JobSpec.calendars:type_name -> raftcron.v1.CalendarRefs
+	49, // 1: raftcron.v1.JobSpec.jitter:type_name -> google.protobuf.Duration
+	5,  // 2: raftcron.v1.JobSpec.http:type_name -> raftcron.v1.HttpTarget
+	6,  // 3: raftcron.v1.JobSpec.exec:type_name -> raftcron.v1.ExecTarget
+	7,  // 4: raftcron.v1.JobSpec.worker:type_name -> raftcron.v1.WorkerTarget
+	50, // 5: raftcron.v1.JobSpec.checkin:type_name -> raftcron.v1.CheckinTarget
+	8,  // 6: raftcron.v1.JobSpec.catchup:type_name -> raftcron.v1.Catchup
+	1,  // 7: raftcron.v1.JobSpec.overlap:type_name -> raftcron.v1.Overlap
+	2,  // 8: raftcron.v1.JobSpec.delivery:type_name -> raftcron.v1.Delivery
+	9,  // 9: raftcron.v1.JobSpec.retry:type_name -> raftcron.v1.Retry
+	49, // 10: raftcron.v1.JobSpec.deadline:type_name -> google.protobuf.Duration
+	51, // 11: raftcron.v1.JobSpec.start_at:type_name -> google.protobuf.Timestamp
+	51, // 12: raftcron.v1.JobSpec.end_at:type_name -> google.protobuf.Timestamp
+	42, // 13: raftcron.v1.JobSpec.labels:type_name -> raftcron.v1.JobSpec.LabelsEntry
+	52, // 14: raftcron.v1.JobSpec.expect:type_name -> raftcron.v1.Expect
+	53, // 15: raftcron.v1.JobSpec.notify:type_name -> raftcron.v1.Notify
+	43, // 16: raftcron.v1.HttpTarget.headers:type_name -> raftcron.v1.HttpTarget.HeadersEntry
+	49, // 17: raftcron.v1.HttpTarget.timeout:type_name -> google.protobuf.Duration
+	44, // 18: raftcron.v1.ExecTarget.env:type_name -> raftcron.v1.ExecTarget.EnvEntry
+	49, // 19: raftcron.v1.ExecTarget.timeout:type_name -> google.protobuf.Duration
+	45, // 20: raftcron.v1.WorkerTarget.tags:type_name -> raftcron.v1.WorkerTarget.TagsEntry
+	46, // 21: raftcron.v1.WorkerTarget.env:type_name -> raftcron.v1.WorkerTarget.EnvEntry
+	49, // 22: raftcron.v1.WorkerTarget.timeout:type_name -> google.protobuf.Duration
+	49, // 23: raftcron.v1.WorkerTarget.lease:type_name -> google.protobuf.Duration
+	49, // 24: raftcron.v1.Catchup.window:type_name -> google.protobuf.Duration
+	0,  // 25: raftcron.v1.Catchup.policy:type_name -> raftcron.v1.CatchupPolicy
+	49, // 26: raftcron.v1.Retry.initial_backoff:type_name -> google.protobuf.Duration
+	49, // 27: raftcron.v1.Retry.max_backoff:type_name -> google.protobuf.Duration
+	4,  // 28: raftcron.v1.Job.spec:type_name -> raftcron.v1.JobSpec
+	51, // 29: raftcron.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	51, // 30: raftcron.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	11, // 31: raftcron.v1.Job.status:type_name -> raftcron.v1.JobStatus
+	54, // 32: raftcron.v1.JobStatus.last_outcome:type_name -> raftcron.v1.RunState
+	12, // 33: raftcron.v1.JobStatus.pause:type_name -> raftcron.v1.PauseState
+	13, // 34: raftcron.v1.JobStatus.backfill:type_name -> raftcron.v1.Backfill
+	3,  // 35: raftcron.v1.Backfill.state:type_name -> raftcron.v1.BackfillState
+	4,  // 36: raftcron.v1.CreateJobRequest.spec:type_name -> raftcron.v1.JobSpec
+	10, // 37: raftcron.v1.CreateJobResponse.job:type_name -> raftcron.v1.Job
+	4,  // 38: raftcron.v1.UpdateJobRequest.spec:type_name -> raftcron.v1.JobSpec
+	10, // 39: raftcron.v1.UpdateJobResponse.job:type_name -> raftcron.v1.Job
+	4,  // 40: raftcron.v1.ApplyJobRequest.spec:type_name -> raftcron.v1.JobSpec
+	10, // 41: raftcron.v1.ApplyJobResponse.job:type_name -> raftcron.v1.Job
+	4,  // 42: raftcron.v1.ApplyJobsRequest.specs:type_name -> raftcron.v1.JobSpec
+	22, // 43: raftcron.v1.ApplyJobsResponse.results:type_name -> raftcron.v1.ApplyJobsResult
+	10, // 44: raftcron.v1.ApplyJobsResult.job:type_name -> raftcron.v1.Job
+	10, // 45: raftcron.v1.GetJobResponse.job:type_name -> raftcron.v1.Job
+	47, // 46: raftcron.v1.ListJobsRequest.label_selector:type_name -> raftcron.v1.ListJobsRequest.LabelSelectorEntry
+	10, // 47: raftcron.v1.ListJobsResponse.jobs:type_name -> raftcron.v1.Job
+	51, // 48: raftcron.v1.PauseJobRequest.until:type_name -> google.protobuf.Timestamp
+	10, // 49: raftcron.v1.PauseJobResponse.job:type_name -> raftcron.v1.Job
+	10, // 50: raftcron.v1.ResumeJobResponse.job:type_name -> raftcron.v1.Job
+	55, // 51: raftcron.v1.TriggerJobResponse.run:type_name -> raftcron.v1.Run
+	51, // 52: raftcron.v1.BackfillJobRequest.from:type_name -> google.protobuf.Timestamp
+	51, // 53: raftcron.v1.BackfillJobRequest.to:type_name -> google.protobuf.Timestamp
+	13, // 54: raftcron.v1.BackfillJobResponse.backfill:type_name -> raftcron.v1.Backfill
+	13, // 55: raftcron.v1.CancelBackfillResponse.backfill:type_name -> raftcron.v1.Backfill
+	51, // 56: raftcron.v1.PreviewScheduleRequest.after:type_name -> google.protobuf.Timestamp
+	51, // 57: raftcron.v1.PreviewScheduleResponse.times:type_name -> google.protobuf.Timestamp
+	41, // 58: raftcron.v1.PreviewScheduleResponse.slots:type_name -> raftcron.v1.PreviewSlot
+	51, // 59: raftcron.v1.PreviewSlot.time:type_name -> google.protobuf.Timestamp
+	14, // 60: raftcron.v1.JobService.CreateJob:input_type -> raftcron.v1.CreateJobRequest
+	16, // 61: raftcron.v1.JobService.UpdateJob:input_type -> raftcron.v1.UpdateJobRequest
+	18, // 62: raftcron.v1.JobService.ApplyJob:input_type -> raftcron.v1.ApplyJobRequest
+	20, // 63: raftcron.v1.JobService.ApplyJobs:input_type -> raftcron.v1.ApplyJobsRequest
+	23, // 64: raftcron.v1.JobService.GetJob:input_type -> raftcron.v1.GetJobRequest
+	25, // 65: raftcron.v1.JobService.ListJobs:input_type -> raftcron.v1.ListJobsRequest
+	27, // 66: raftcron.v1.JobService.DeleteJob:input_type -> raftcron.v1.DeleteJobRequest
+	29, // 67: raftcron.v1.JobService.PauseJob:input_type -> raftcron.v1.PauseJobRequest
+	31, // 68: raftcron.v1.JobService.ResumeJob:input_type -> raftcron.v1.ResumeJobRequest
+	33, // 69: raftcron.v1.JobService.TriggerJob:input_type -> raftcron.v1.TriggerJobRequest
+	35, // 70: raftcron.v1.JobService.BackfillJob:input_type -> raftcron.v1.BackfillJobRequest
+	37, // 71: raftcron.v1.JobService.CancelBackfill:input_type -> raftcron.v1.CancelBackfillRequest
+	39, // 72: raftcron.v1.JobService.PreviewSchedule:input_type -> raftcron.v1.PreviewScheduleRequest
+	56, // 73: raftcron.v1.JobService.CheckinJob:input_type -> raftcron.v1.CheckinJobRequest
+	15, // 74: raftcron.v1.JobService.CreateJob:output_type -> raftcron.v1.CreateJobResponse
+	17, // 75: raftcron.v1.JobService.UpdateJob:output_type -> raftcron.v1.UpdateJobResponse
+	19, // 76: raftcron.v1.JobService.ApplyJob:output_type -> raftcron.v1.ApplyJobResponse
+	21, // 77: raftcron.v1.JobService.ApplyJobs:output_type -> raftcron.v1.ApplyJobsResponse
+	24, // 78: raftcron.v1.JobService.GetJob:output_type -> raftcron.v1.GetJobResponse
+	26, // 79: raftcron.v1.JobService.ListJobs:output_type -> raftcron.v1.ListJobsResponse
+	28, // 80: raftcron.v1.JobService.DeleteJob:output_type -> raftcron.v1.DeleteJobResponse
+	30, // 81: raftcron.v1.JobService.PauseJob:output_type -> raftcron.v1.PauseJobResponse
+	32, // 82: raftcron.v1.JobService.ResumeJob:output_type -> raftcron.v1.ResumeJobResponse
+	34, // 83: raftcron.v1.JobService.TriggerJob:output_type -> raftcron.v1.TriggerJobResponse
+	36, // 84: raftcron.v1.JobService.BackfillJob:output_type -> raftcron.v1.BackfillJobResponse
+	38, // 85: raftcron.v1.JobService.CancelBackfill:output_type -> raftcron.v1.CancelBackfillResponse
+	40, // 86: raftcron.v1.JobService.PreviewSchedule:output_type -> raftcron.v1.PreviewScheduleResponse
+	57, // 87: raftcron.v1.JobService.CheckinJob:output_type -> raftcron.v1.CheckinJobResponse
+	74, // [74:88] is the sub-list for method output_type
+	60, // [60:74] is the sub-list for method input_type
+	60, // [60:60] is the sub-list for extension type_name
+	60, // [60:60] is the sub-list for extension extendee
+	0,  // [0:60] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_job_proto_init() }
@@ -2716,8 +3460,8 @@ func file_raftcron_v1_job_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_raftcron_v1_job_proto_rawDesc), len(file_raftcron_v1_job_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   38,
+			NumEnums:      4,
+			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

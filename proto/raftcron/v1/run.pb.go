@@ -120,6 +120,8 @@ const (
 	// A ping of a check-in job (checkin.proto): a run of a job that runs
 	// elsewhere, recorded, never dispatched.
 	FireKind_FIRE_KIND_CHECKIN FireKind = 6
+	// A slot of the schedule fired again by a backfill (BackfillJob).
+	FireKind_FIRE_KIND_BACKFILL FireKind = 7
 )
 
 // Enum value maps for FireKind.
@@ -132,6 +134,7 @@ var (
 		4: "FIRE_KIND_REDISPATCH",
 		5: "FIRE_KIND_MANUAL",
 		6: "FIRE_KIND_CHECKIN",
+		7: "FIRE_KIND_BACKFILL",
 	}
 	FireKind_value = map[string]int32{
 		"FIRE_KIND_UNSPECIFIED": 0,
@@ -141,6 +144,7 @@ var (
 		"FIRE_KIND_REDISPATCH":  4,
 		"FIRE_KIND_MANUAL":      5,
 		"FIRE_KIND_CHECKIN":     6,
+		"FIRE_KIND_BACKFILL":    7,
 	}
 )
 
@@ -388,6 +392,13 @@ type Run struct {
 	// The run was judged too_long (expect.max_duration) while it ran:
 	// alerts judge a run once.
 	JudgedTooLong bool `protobuf:"varint,34,opt,name=judged_too_long,json=judgedTooLong,proto3" json:"judged_too_long,omitempty"`
+	// The slot's dispatch delay, ms (the job's jitter).
+	JitterMs uint32 `protobuf:"varint,40,opt,name=jitter_ms,json=jitterMs,proto3" json:"jitter_ms,omitempty"`
+	// MANUAL: the trigger's payload (job trigger --payload).
+	Payload string `protobuf:"bytes,41,opt,name=payload,proto3" json:"payload,omitempty"`
+	// The run's attempts may run beside the job's other runs: overlap allow
+	// given to its trigger or backfill.
+	Concurrent    bool `protobuf:"varint,42,opt,name=concurrent,proto3" json:"concurrent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -548,6 +559,27 @@ func (x *Run) GetJudgedTooLong() bool {
 	return false
 }
 
+func (x *Run) GetJitterMs() uint32 {
+	if x != nil {
+		return x.JitterMs
+	}
+	return 0
+}
+
+func (x *Run) GetPayload() string {
+	if x != nil {
+		return x.Payload
+	}
+	return ""
+}
+
+func (x *Run) GetConcurrent() bool {
+	if x != nil {
+		return x.Concurrent
+	}
+	return false
+}
+
 // RunCounts counts runs: fired (a manual trigger or a slot dispatched,
 // retries not counted again), finished failed (failed, fenced,
 // deadline_exceeded, or unknown after a failover), and slots missed.
@@ -636,7 +668,7 @@ const file_raftcron_v1_run_proto_rawDesc = "" +
 	"\tpinged_by\x18\x1f \x01(\tR\bpingedByB\v\n" +
 	"\t_progressB\f\n" +
 	"\n" +
-	"_exit_code\"\xa2\x05\n" +
+	"_exit_code\"\xf9\x05\n" +
 	"\x03Run\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
 	"\x03job\x18\x02 \x01(\tR\x03job\x12\x1e\n" +
@@ -660,7 +692,12 @@ const file_raftcron_v1_run_proto_rawDesc = "" +
 	"\x10close_request_id\x18\x1f \x01(\tR\x0ecloseRequestId\x12\x1f\n" +
 	"\vjob_deleted\x18\x14 \x01(\bR\n" +
 	"jobDeleted\x12&\n" +
-	"\x0fjudged_too_long\x18\" \x01(\bR\rjudgedTooLong\"U\n" +
+	"\x0fjudged_too_long\x18\" \x01(\bR\rjudgedTooLong\x12\x1b\n" +
+	"\tjitter_ms\x18( \x01(\rR\bjitterMs\x12\x18\n" +
+	"\apayload\x18) \x01(\tR\apayload\x12\x1e\n" +
+	"\n" +
+	"concurrent\x18* \x01(\bR\n" +
+	"concurrent\"U\n" +
 	"\tRunCounts\x12\x14\n" +
 	"\x05fires\x18\x01 \x01(\x04R\x05fires\x12\x1a\n" +
 	"\bfailures\x18\x02 \x01(\x04R\bfailures\x12\x16\n" +
@@ -678,7 +715,7 @@ const file_raftcron_v1_run_proto_rawDesc = "" +
 	"\x13RUN_STATE_CANCELLED\x10\t\x12\x16\n" +
 	"\x12RUN_STATE_RETRYING\x10\n" +
 	"\x12\x15\n" +
-	"\x11RUN_STATE_SKIPPED\x10\v*\xb1\x01\n" +
+	"\x11RUN_STATE_SKIPPED\x10\v*\xc9\x01\n" +
 	"\bFireKind\x12\x19\n" +
 	"\x15FIRE_KIND_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13FIRE_KIND_SCHEDULED\x10\x01\x12\x15\n" +
@@ -686,7 +723,8 @@ const file_raftcron_v1_run_proto_rawDesc = "" +
 	"\x0fFIRE_KIND_RETRY\x10\x03\x12\x18\n" +
 	"\x14FIRE_KIND_REDISPATCH\x10\x04\x12\x14\n" +
 	"\x10FIRE_KIND_MANUAL\x10\x05\x12\x15\n" +
-	"\x11FIRE_KIND_CHECKIN\x10\x06B;Z9github.com/raftcron/raftcron/proto/raftcron/v1;raftcronv1b\x06proto3"
+	"\x11FIRE_KIND_CHECKIN\x10\x06\x12\x16\n" +
+	"\x12FIRE_KIND_BACKFILL\x10\aB;Z9github.com/raftcron/raftcron/proto/raftcron/v1;raftcronv1b\x06proto3"
 
 var (
 	file_raftcron_v1_run_proto_rawDescOnce sync.Once
