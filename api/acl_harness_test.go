@@ -79,14 +79,14 @@ func (s *fsmStore) barrierCount() int {
 // scheduler would (without dispatching it).
 type fsmTriggerer struct{ store *fsmStore }
 
-func (t fsmTriggerer) Trigger(ctx context.Context, name, requestID string, force bool, principal string) (*pb.FireResult, error) {
-	j, err := t.store.f.Job(name)
+func (t fsmTriggerer) Trigger(ctx context.Context, run *pb.Fire) (*pb.FireResult, error) {
+	j, err := t.store.f.Job(run.GetJob())
 	if err != nil {
 		return &pb.FireResult{Reason: fsm.ReasonGone}, nil
 	}
+	run.Generation, run.Kind = j.GetGeneration(), pb.FireKind_FIRE_KIND_MANUAL
 	res, err := t.store.Apply(ctx, &pb.Command{ProposedAtUnixNano: testNow.UnixNano(), Kind: &pb.Command_FireBatch{FireBatch: &pb.FireBatchCommand{
-		LeaderId: "n1", Term: 1,
-		Fires: []*pb.Fire{{Job: name, Generation: j.GetGeneration(), Kind: pb.FireKind_FIRE_KIND_MANUAL, RequestId: requestID, Force: force, Principal: principal}},
+		LeaderId: "n1", Term: 1, Fires: []*pb.Fire{run},
 	}}})
 	if err != nil {
 		return nil, err

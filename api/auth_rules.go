@@ -83,6 +83,10 @@ var methodPermissions = map[string]Permission{
 	// A check-in token pings the check-in jobs of its selector (NotFound
 	// for the rest, as for every scoped token), and does nothing else.
 	pb.JobService_CheckinJob_FullMethodName: PermCheckin,
+	// In the job's scope, like every job write (the FSM checks it with the
+	// start and the cancel).
+	pb.JobService_BackfillJob_FullMethodName:    PermWrite,
+	pb.JobService_CancelBackfill_FullMethodName: PermWrite,
 
 	// The graph shows the jobs in the caller's scope; a parent outside it
 	// reads as missing.

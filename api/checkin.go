@@ -13,8 +13,8 @@ import (
 	"github.com/raftcron/raftcron/checkin"
 	"github.com/raftcron/raftcron/cluster"
 	"github.com/raftcron/raftcron/fsm"
+	"github.com/raftcron/raftcron/jobspec"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
-	"github.com/raftcron/raftcron/schedule"
 )
 
 // MaxCheckinOutput is how much of a ping's output a check-in run keeps:
@@ -136,7 +136,7 @@ func (j *jobService) match(ctx context.Context, ping *pb.CheckinCommand) error {
 		return precondition(PreconditionRefused, ping.GetJob(), fmt.Sprintf(
 			"job %q is not a check-in job: raftcron runs it itself (job trigger runs it now)", ping.GetJob()))
 	}
-	sched, err := schedule.CachedInZone(spec.GetSchedule(), spec.GetTimezone())
+	sched, err := jobspec.ScheduleOf(spec)
 	if err != nil {
 		sched = nil // a stored schedule that no longer parses has no slots: the ping is off schedule
 	}

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/raftcron/raftcron/fsm"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
@@ -57,6 +59,13 @@ type checkinNode struct {
 // 3 s, created at testNow: its slots are testNow + 10 s, + 20 s, ...
 func newCheckinNode(t *testing.T) *checkinNode {
 	t.Helper()
+	return newCheckinNodeOf(t, &pb.JobSpec{Name: "nightly", Schedule: "@every 10s", Checkin: &pb.CheckinTarget{},
+		Expect: &pb.Expect{StartWithin: durationpb.New(3 * time.Second)}})
+}
+
+// newCheckinNodeOf is a node holding the check-in job spec.
+func newCheckinNodeOf(t *testing.T, spec *pb.JobSpec) *checkinNode {
+	t.Helper()
 	store := &clockStore{fsmStore: &fsmStore{f: fsm.New()}, now: testNow}
 	if _, err := store.Apply(context.Background(), fsm.SetClusterVersion(fsm.CommandVersion)); err != nil {
 		t.Fatal(err)
@@ -66,8 +75,6 @@ func newCheckinNode(t *testing.T) *checkinNode {
 		d.Store, d.Registry, d.Now = store, store.f, store.clock
 		d.Limits.MaxOpenRuns = 5
 	})
-	spec := &pb.JobSpec{Name: "nightly", Schedule: "@every 10s", Checkin: &pb.CheckinTarget{},
-		Expect: &pb.Expect{StartWithin: durationpb.New(3 * time.Second)}}
 	if _, err := n.jobs.CreateJob(testCtx(t), &pb.CreateJobRequest{Spec: spec}); err != nil {
 		t.Fatal(err)
 	}
@@ -116,6 +123,33 @@ func TestCheckinJobMatchesTheSlotAtItsClock(t *testing.T) {
 	off := n.ping(t, 34*time.Second, &pb.CheckinJobRequest{Status: "fail", ExitCode: new(int32(2))})
 	if !off.GetOffSchedule() || off.GetState() != pb.RunState_RUN_STATE_FAILED || off.GetAttempts()[0].GetExitCode() != 2 {
 		t.Fatalf("a fail 4 s after a checked-in slot: %v, want an off-schedule failed run", off)
+	}
+}
+
+// TestCheckinJobMatchesTheSlotsOfSeveralSchedules: a check-in job with
+// schedules takes its slots from all of them.
+func TestCheckinJobMatchesTheSlotsOfSeveralSchedules(t *testing.T) {
+	n := newCheckinNodeOf(t, &pb.JobSpec{Name: "nightly", Schedules: []string{"@every 10s", "@every 15s"}, Checkin: &pb.CheckinTarget{},
+		Expect: &pb.Expect{StartWithin: durationpb.New(2 * time.Second)}})
+	for _, slot := range []time.Duration{10 * time.Second, 15 * time.Second} {
+		if r := n.ping(t, slot, &pb.CheckinJobRequest{}); r.GetOffSchedule() || r.GetSlotUnix() != slotAt(slot) {
+			t.Fatalf("a ping at slot +%s: %v, want it to take the slot", slot, r)
+		}
+	}
+}
+
+// TestBackfillRefusesACheckinJob: a check-in job fires none of its slots,
+// so a backfill of it is refused, and nothing starts.
+func TestBackfillRefusesACheckinJob(t *testing.T) {
+	n := newCheckinNode(t)
+	n.store.set(testNow.Add(time.Minute))
+	_, err := n.jobs.BackfillJob(testCtx(t), &pb.BackfillJobRequest{Name: "nightly",
+		From: timestamppb.New(testNow), To: timestamppb.New(testNow.Add(30 * time.Second))})
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "check-in job") {
+		t.Fatalf("a backfill of a check-in job: %v, want FailedPrecondition naming it a check-in job", err)
+	}
+	if j, _ := n.store.f.Job("nightly"); j.GetStatus().GetBackfill() != nil {
+		t.Fatalf("a refused backfill started: %v", j.GetStatus().GetBackfill())
 	}
 }
 

@@ -195,7 +195,11 @@ func (j *jobService) DeleteJob(ctx context.Context, req *pb.DeleteJobRequest) (*
 }
 
 func (j *jobService) PauseJob(ctx context.Context, req *pb.PauseJobRequest) (*pb.PauseJobResponse, error) {
-	res, err := j.setPaused(ctx, req.GetName(), true, req.GetNote())
+	until, err := j.pauseEnd(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	res, err := j.setPaused(ctx, req.GetName(), true, req.GetNote(), until)
 	if err != nil {
 		return nil, err
 	}
@@ -203,14 +207,34 @@ func (j *jobService) PauseJob(ctx context.Context, req *pb.PauseJobRequest) (*pb
 }
 
 func (j *jobService) ResumeJob(ctx context.Context, req *pb.ResumeJobRequest) (*pb.ResumeJobResponse, error) {
-	res, err := j.setPaused(ctx, req.GetName(), false, "")
+	res, err := j.setPaused(ctx, req.GetName(), false, "", 0)
 	if err != nil {
 		return nil, err
 	}
 	return &pb.ResumeJobResponse{Job: j.withNextFire(res.GetJob())}, nil
 }
 
-func (j *jobService) setPaused(ctx context.Context, name string, paused bool, note string) (*pb.CommandResult, error) {
+// pauseEnd is the end a pause request asks for, in whole Unix seconds
+// (rounded up), 0 for none: after now, and only once the cluster runs
+// fsm.SchedulesVersion.
+func (j *jobService) pauseEnd(ctx context.Context, req *pb.PauseJobRequest) (int64, error) {
+	u := req.GetUntil()
+	if u == nil {
+		return 0, nil
+	}
+	if err := u.CheckValid(); err != nil {
+		return 0, fieldError("until", "must be a valid timestamp: "+err.Error())
+	}
+	if !u.AsTime().After(j.now()) {
+		return 0, fieldError("until", "must be after now")
+	}
+	if err := j.needVersion(ctx, req.GetName(), "a pause with an end", fsm.SchedulesVersion); err != nil {
+		return 0, err
+	}
+	return ceilSeconds(u.AsTime()), nil
+}
+
+func (j *jobService) setPaused(ctx context.Context, name string, paused bool, note string, until int64) (*pb.CommandResult, error) {
 	if err := validName(name); err != nil {
 		return nil, err
 	}
@@ -218,7 +242,7 @@ func (j *jobService) setPaused(ctx context.Context, name string, paused bool, no
 		return nil, err
 	}
 	return j.apply(ctx, &pb.Command{Kind: &pb.Command_SetPaused{SetPaused: &pb.SetPausedCommand{
-		Name: name, Paused: paused, Note: note,
+		Name: name, Paused: paused, Note: note, UntilUnix: until,
 	}}})
 }
 

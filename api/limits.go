@@ -23,6 +23,10 @@ type Limits struct {
 	// (FailedPrecondition).
 	MaxChainDepth  uint32
 	MaxChainFanout uint32
+	// MaxBackfillSlots is the most slots one backfill may hold: a range
+	// with more is refused (InvalidArgument), and the start carries it, so
+	// every node decides alike.
+	MaxBackfillSlots uint64
 }
 
 // DefaultMaxChainDepth and DefaultMaxChainFanout bound the graph of
@@ -44,6 +48,18 @@ func (l Limits) chainLimits() (depth, fanout uint32) {
 		fanout = DefaultMaxChainFanout
 	}
 	return depth, fanout
+}
+
+// DefaultMaxBackfillSlots bounds a backfill to what a night of per-minute
+// slots or a year of daily ones take, several times over, while a typo in
+// a range (a year instead of a day of per-second slots) is refused.
+const DefaultMaxBackfillSlots = 10_000
+
+func (l Limits) maxBackfillSlots() uint64 {
+	if l.MaxBackfillSlots > 0 {
+		return l.MaxBackfillSlots
+	}
+	return DefaultMaxBackfillSlots
 }
 
 // DefaultMaxJobs is twice the registry the scale target was measured at (a

@@ -139,7 +139,7 @@ func windowOf(job *pb.Job, sched schedule.Schedule) (window, error) {
 	spec := job.GetSpec()
 	if sched == nil {
 		var err error
-		if sched, err = schedule.CachedInZone(spec.GetSchedule(), spec.GetTimezone()); err != nil {
+		if sched, err = jobspec.ScheduleOf(spec); err != nil {
 			return window{}, err
 		}
 	}

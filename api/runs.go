@@ -67,6 +67,7 @@ func (s *runService) ListRuns(ctx context.Context, req *pb.ListRunsRequest) (*pb
 	}
 	page := s.ledger.RunsPage(fsm.RunQuery{
 		Job:      req.GetJob(),
+		Kind:     req.GetKind(),
 		After:    after,
 		Limit:    runLimit(req.GetLimit()),
 		Selector: PrincipalFrom(ctx).Selector,

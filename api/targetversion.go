@@ -12,19 +12,33 @@ import (
 // token refused because the cluster does not run the version it needs.
 const PreconditionClusterVersion = "CLUSTER_VERSION"
 
-// allowTarget refuses a target the cluster does not run the version of:
+// allowTarget refuses a spec the cluster does not run the version of:
 // a worker target before fsm.WorkersVersion, a check-in before
-// fsm.CheckinsVersion. Before, a voter of an older release may lead, which
-// knows no such target and would apply the job's changes as it
-// understands them.
+// fsm.CheckinsVersion, schedule rules before fsm.SchedulesVersion. Before,
+// a voter of an older release may lead, which knows no such field and
+// would apply the job's changes as it understands them.
 func (j *jobService) allowTarget(ctx context.Context, spec *pb.JobSpec) error {
 	switch {
 	case spec.GetWorker() != nil:
-		return j.needVersion(ctx, spec.GetName(), "a worker target", fsm.WorkersVersion)
+		if err := j.needVersion(ctx, spec.GetName(), "a worker target", fsm.WorkersVersion); err != nil {
+			return err
+		}
 	case spec.GetCheckin() != nil:
-		return j.needVersion(ctx, spec.GetName(), "a check-in", fsm.CheckinsVersion)
+		if err := j.needVersion(ctx, spec.GetName(), "a check-in", fsm.CheckinsVersion); err != nil {
+			return err
+		}
 	}
-	return nil
+	return j.allowScheduleRules(ctx, spec)
+}
+
+// allowScheduleRules refuses schedules, jitter, max_runs and
+// pause_after_failures until the cluster runs fsm.SchedulesVersion: an
+// older voter would store them and fire as if they were not there.
+func (j *jobService) allowScheduleRules(ctx context.Context, spec *pb.JobSpec) error {
+	if len(spec.GetSchedules()) == 0 && spec.GetJitter() == nil && spec.GetMaxRuns() == 0 && spec.GetPauseAfterFailures() == 0 {
+		return nil
+	}
+	return j.needVersion(ctx, spec.GetName(), "schedules, jitter, max_runs and pause_after_failures", fsm.SchedulesVersion)
 }
 
 // allowTargets refuses a whole ApplyJobs call if one of its specs is

@@ -25,10 +25,16 @@ import (
 // (G2: a node dispatches only attempts it committed itself while leader).
 // A refusal is a FireResult with accepted=false and its reason, not an
 // error; errors are for runs that could not be proposed or committed.
-// principal is who asked, for the audit record of the run.
+// run is the manual fire: its job, request id, force, principal (who
+// asked, for the audit record of the run), payload and overlap; the leader
+// fills in its generation and kind.
 type Triggerer interface {
-	Trigger(ctx context.Context, name, requestID string, force bool, principal string) (*pb.FireResult, error)
+	Trigger(ctx context.Context, run *pb.Fire) (*pb.FireResult, error)
 }
+
+// MaxPayload bounds a trigger's payload: it travels in the Raft log and
+// stays in the run.
+const MaxPayload = 64 << 10
 
 // Leadership is what a follower needs to hand a call to the leader. The
 // connection belongs to the callee: it is never closed here.
@@ -66,6 +72,10 @@ func (j *jobService) TriggerJob(ctx context.Context, req *pb.TriggerJobRequest) 
 	} else if !requestIDPattern.MatchString(req.GetRequestId()) {
 		return nil, fieldError("request_id", "must be 1-128 characters of A-Z a-z 0-9 . _ : / -")
 	}
+	fire, err := j.manualFire(ctx, req)
+	if err != nil {
+		return nil, err
+	}
 	forwarded := isForwarded(ctx)
 	if j.leadership != nil && !j.leadership.IsLeader() {
 		return j.forwardTrigger(ctx, req, forwarded)
@@ -80,7 +90,8 @@ func (j *jobService) TriggerJob(ctx context.Context, req *pb.TriggerJobRequest) 
 		return nil, err
 	}
 	j.audit.ensure(ctx)
-	res, err := j.trigger.Trigger(ctx, req.GetName(), req.GetRequestId(), req.GetForce(), PrincipalFrom(ctx).Name)
+	fire.Principal = PrincipalFrom(ctx).Name
+	res, err := j.trigger.Trigger(ctx, fire)
 	if err != nil {
 		if errors.Is(err, cluster.ErrNotLeader) {
 			// Nothing was committed, or the request id finds the run that was.
@@ -93,6 +104,27 @@ func (j *jobService) TriggerJob(ctx context.Context, req *pb.TriggerJobRequest) 
 		return nil, err
 	}
 	return &pb.TriggerJobResponse{Run: run}, nil
+}
+
+// manualFire is the fire of a trigger request: its payload (at most
+// MaxPayload) and overlap policy checked, and refused before the cluster
+// runs fsm.SchedulesVersion.
+func (j *jobService) manualFire(ctx context.Context, req *pb.TriggerJobRequest) (*pb.Fire, error) {
+	if n := len(req.GetPayload()); n > MaxPayload {
+		return nil, fieldError("payload", fmt.Sprintf("%d bytes exceed the limit of %d bytes", n, MaxPayload))
+	}
+	overlap, err := overlapWord("overlap", req.GetOverlap(), pb.Overlap_OVERLAP_SKIP, pb.Overlap_OVERLAP_ALLOW,
+		pb.Overlap_OVERLAP_BUFFER_ONE, pb.Overlap_OVERLAP_CANCEL_OTHER)
+	if err != nil {
+		return nil, err
+	}
+	if req.GetPayload() != "" || overlap != pb.Overlap_OVERLAP_UNSPECIFIED {
+		if err := j.needVersion(ctx, req.GetName(), "a trigger's payload or overlap", fsm.SchedulesVersion); err != nil {
+			return nil, err
+		}
+	}
+	return &pb.Fire{Job: req.GetName(), RequestId: req.GetRequestId(), Force: req.GetForce(),
+		Payload: req.GetPayload(), Overlap: overlap}, nil
 }
 
 // forwardTrigger hands the call to the leader, unless it was forwarded

@@ -27,6 +27,8 @@ type triggerCall struct {
 	force           bool
 	forwarded       bool
 	principal       string
+	payload         string
+	overlap         pb.Overlap
 }
 
 // fakeTriggerer answers like the FSM does for MANUAL fires: idempotent by
@@ -46,10 +48,12 @@ func newFakeTriggerer(s *fakeStore) *fakeTriggerer {
 	return &fakeTriggerer{store: s, byID: map[string]*pb.Run{}}
 }
 
-func (f *fakeTriggerer) Trigger(ctx context.Context, name, requestID string, force bool, principal string) (*pb.FireResult, error) {
+func (f *fakeTriggerer) Trigger(ctx context.Context, run *pb.Fire) (*pb.FireResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.calls = append(f.calls, triggerCall{name: name, requestID: requestID, force: force, forwarded: isForwarded(ctx), principal: principal})
+	name, requestID, force := run.GetJob(), run.GetRequestId(), run.GetForce()
+	f.calls = append(f.calls, triggerCall{name: name, requestID: requestID, force: force, forwarded: isForwarded(ctx),
+		principal: run.GetPrincipal(), payload: run.GetPayload(), overlap: run.GetOverlap()})
 	if f.err != nil {
 		return nil, f.err
 	}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"slices"
 	"time"
 
 	"github.com/raftcron/raftcron/fsm"
@@ -54,7 +55,8 @@ func (w write) stored(job *pb.Job, now time.Time) *pb.Job {
 // succeeded; the check keeps that an assumption of speed, not of
 // correctness), else nil.
 func (w write) parsed(job *pb.Job) schedule.Schedule {
-	if s := job.GetSpec(); s.GetSchedule() != w.spec.GetSchedule() || s.GetTimezone() != w.spec.GetTimezone() {
+	if s := job.GetSpec(); s.GetSchedule() != w.spec.GetSchedule() || s.GetTimezone() != w.spec.GetTimezone() ||
+		!slices.Equal(s.GetSchedules(), w.spec.GetSchedules()) {
 		return nil
 	}
 	return w.sched

@@ -51,15 +51,14 @@ func (l *localRaft) Apply(_ context.Context, cmd *pb.Command) (*pb.CommandResult
 func (l *localRaft) ReadBarrier(context.Context) error { return nil }
 
 // Trigger commits a manual fire, as the leader's scheduler would.
-func (l *localRaft) Trigger(ctx context.Context, name, requestID string, force bool, principal string) (*pb.FireResult, error) {
-	job, err := l.state.Job(name)
+func (l *localRaft) Trigger(ctx context.Context, run *pb.Fire) (*pb.FireResult, error) {
+	job, err := l.state.Job(run.GetJob())
 	if err != nil {
 		return nil, err
 	}
+	run.Generation, run.Kind = job.GetGeneration(), pb.FireKind_FIRE_KIND_MANUAL
 	res, err := l.Apply(ctx, &pb.Command{ProposedAtUnixNano: time.Now().UnixNano(), Kind: &pb.Command_FireBatch{FireBatch: &pb.FireBatchCommand{
-		LeaderId: "n1", Term: 1,
-		Fires: []*pb.Fire{{Job: name, Generation: job.GetGeneration(), Kind: pb.FireKind_FIRE_KIND_MANUAL, RequestId: requestID, Force: force,
-			Principal: principal}},
+		LeaderId: "n1", Term: 1, Fires: []*pb.Fire{run},
 	}}})
 	if err != nil {
 		return nil, err
@@ -88,6 +87,11 @@ type runServer struct {
 func startRunServer(t *testing.T) *runServer {
 	t.Helper()
 	s := &runServer{raft: &localRaft{state: fsm.New()}, hub: api.NewRunHub()}
+	// The rules of this build, as a cluster of it applies them once its
+	// first leader raised the cluster version.
+	if _, err := s.raft.Apply(context.Background(), fsm.SetClusterVersion(fsm.CommandVersion)); err != nil {
+		t.Fatal(err)
+	}
 	s.raft.state.SetObserver(s.hub)
 	gs := grpc.NewServer()
 	audit := api.NewAuditSwitch(s.raft, s.raft.state, api.DefaultAuditLimit, nil, nil)

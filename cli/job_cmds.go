@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/raftcron/raftcron/api"
 	"github.com/raftcron/raftcron/jobfile"
@@ -28,7 +29,7 @@ func newJobCmd() *cobra.Command {
 	cmd.AddCommand(
 		newJobApplyCmd(o), newJobCreateCmd(o), newJobGetCmd(o), newJobListCmd(o),
 		newJobDeleteCmd(o), newJobPauseCmd(o), newJobResumeCmd(o),
-		newJobTriggerCmd(o), newJobNextCmd(o), newJobStatusCmd(o), newJobGraphCmd(o),
+		newJobTriggerCmd(o), newJobNextCmd(o), newJobStatusCmd(o), newJobBackfillCmd(o), newJobGraphCmd(o),
 	)
 	return cmd
 }
@@ -454,18 +455,30 @@ func newJobDeleteCmd(o *clientOptions) *cobra.Command {
 }
 
 func newJobPauseCmd(o *clientOptions) *cobra.Command {
-	var note string
+	var note, until string
 	cmd := &cobra.Command{
-		Use:   "pause NAME",
-		Short: "Pause a job: it fires no more until resumed",
-		Args:  cobra.ExactArgs(1),
+		Use:   "pause NAME [--until TIME]",
+		Short: "Pause a job: it fires no more until resumed, or until TIME",
+		Long: "Pause a job: its slots while paused are recorded missed (paused) and not caught up.\n" +
+			"With --until (RFC 3339, or a duration from now such as 2h) the cluster resumes it\n" +
+			"then by itself, and the job's catch-up policy decides the slots inside the pause,\n" +
+			"as after an outage: those still inside the catch-up window fire.",
+		Args: cobra.ExactArgs(1),
 		RunE: RunE(func(cmd *cobra.Command, args []string) error {
+			req := &pb.PauseJobRequest{Name: args[0], Note: note}
+			if until != "" {
+				t, err := timeFlag("until", until, time.Now())
+				if err != nil {
+					return err
+				}
+				req.Until = timestamppb.New(t)
+			}
 			client, ctx, done, err := o.jobCall(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer done()
-			resp, err := client.PauseJob(ctx, &pb.PauseJobRequest{Name: args[0], Note: note})
+			resp, err := client.PauseJob(ctx, req)
 			if err != nil {
 				return o.call(jobSubject(args[0])).describe(err)
 			}
@@ -473,7 +486,19 @@ func newJobPauseCmd(o *clientOptions) *cobra.Command {
 		}),
 	}
 	cmd.Flags().StringVar(&note, "note", "", "why the job is paused (shown by get)")
+	cmd.Flags().StringVar(&until, "until", "", "resume by itself at this RFC 3339 time, or after this duration (2h)")
 	return cmd
+}
+
+// timeFlag reads a time flag: RFC 3339, or a Go duration counted from now.
+func timeFlag(flag, v string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, v); err == nil {
+		return t, nil
+	}
+	if d, err := time.ParseDuration(v); err == nil && d > 0 {
+		return now.Add(d), nil
+	}
+	return time.Time{}, Usagef("--%s: %q is neither an RFC 3339 time (2026-12-24T18:00:00Z) nor a duration from now (2h)", flag, v)
 }
 
 func newJobResumeCmd(o *clientOptions) *cobra.Command {

@@ -118,7 +118,7 @@ func TestCLIChainedJobs(t *testing.T) {
 
 	var parents []*pb.Run
 	for _, job := range []string{"export-orders", "export-customers"} {
-		res, err := s.raft.Trigger(context.Background(), job, "", false, "")
+		res, err := s.raft.Trigger(context.Background(), &pb.Fire{Job: job})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/raftcron/raftcron/jobspec"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 	"github.com/raftcron/raftcron/schedule"
 )
@@ -55,7 +56,7 @@ func newJobNextCmd(o *clientOptions) *cobra.Command {
 				timezone = job.GetTimezone()
 			}
 			preview := &pb.PreviewScheduleResponse{}
-			if job.GetSchedule() != "" || job == nil {
+			if job == nil || jobspec.HasSchedule(job) {
 				ctx, cancel := o.callContext(cmd.Context())
 				defer cancel()
 				if preview, err = client.PreviewSchedule(ctx, req); err != nil {
@@ -123,7 +124,7 @@ func skips(resp *pb.PreviewScheduleResponse) []string {
 // schedule of its own, the slots that fire if it is met by then.
 func writeDependentNext(w io.Writer, spec *pb.JobSpec, preview *pb.PreviewScheduleResponse) error {
 	words := "after " + dependencyWords(specEdges(spec), enumName(spec.GetAfterMode().String(), "AFTER_MODE_"))
-	if spec.GetSchedule() == "" {
+	if !jobspec.HasSchedule(spec) {
 		_, err := fmt.Fprintln(w, words)
 		return err
 	}

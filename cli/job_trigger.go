@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -21,6 +22,8 @@ func newJobTriggerCmd(o *clientOptions) *cobra.Command {
 	var (
 		requestID string
 		force     bool
+		payload   string
+		overlap   string
 	)
 	cmd := &cobra.Command{
 		Use:   "trigger NAME",
@@ -29,9 +32,20 @@ func newJobTriggerCmd(o *clientOptions) *cobra.Command {
 			"identity and fencing token and does not move the job's schedule. A call with the\n" +
 			"same --request-id as an earlier one returns that call's run instead of running\n" +
 			"again; without it a random id is used, which keeps the command's own retries\n" +
-			"from running the job twice. A paused job runs only with --force.",
+			"from running the job twice. A paused job runs only with --force.\n" +
+			"--payload FILE (- for stdin, at most 64 KiB of UTF-8) is the run's webhook body\n" +
+			"instead of the job's, RAFTCRON_PAYLOAD for an exec job, the worker's payload for a\n" +
+			"worker job; --overlap gives this run its own overlap policy.",
 		Args: cobra.ExactArgs(1),
 		RunE: RunE(func(cmd *cobra.Command, args []string) error {
+			req := &pb.TriggerJobRequest{Name: args[0], Force: force, Overlap: overlap}
+			if payload != "" {
+				data, err := readPayload(cmd.InOrStdin(), payload)
+				if err != nil {
+					return err
+				}
+				req.Payload = data
+			}
 			generated := requestID == ""
 			if generated {
 				requestID = randomRequestID()
@@ -41,7 +55,8 @@ func newJobTriggerCmd(o *clientOptions) *cobra.Command {
 				return err
 			}
 			defer done()
-			resp, err := client.TriggerJob(ctx, &pb.TriggerJobRequest{Name: args[0], RequestId: requestID, Force: force})
+			req.RequestId = requestID
+			resp, err := client.TriggerJob(ctx, req)
 			if err != nil {
 				described := describeTrigger(o.call(jobSubject(args[0])), err)
 				if generated && mayHaveRun(err) {
@@ -54,7 +69,25 @@ func newJobTriggerCmd(o *clientOptions) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&requestID, "request-id", "", "idempotency key: retries with the same id return the first run")
 	cmd.Flags().BoolVar(&force, "force", false, "run even if the job is paused")
+	cmd.Flags().StringVar(&payload, "payload", "", "the run's payload from FILE, or - for stdin (at most 64 KiB)")
+	cmd.Flags().StringVar(&overlap, "overlap", "", "this run's overlap policy: skip, allow, buffer_one or cancel_other (default: the job's)")
 	return cmd
+}
+
+// readPayload reads a trigger's payload from file ("-": stdin): at most
+// api.MaxPayload bytes of UTF-8.
+func readPayload(stdin io.Reader, file string) (string, error) {
+	data, name, err := readInput(stdin, file)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case len(data) > api.MaxPayload:
+		return "", Usagef("--payload: %s holds %d bytes, more than the %d a payload may", name, len(data), api.MaxPayload)
+	case !utf8.Valid(data):
+		return "", Usagef("--payload: %s is not UTF-8 text", name)
+	}
+	return string(data), nil
 }
 
 // mayHaveRun tells the errors after which the trigger may have been

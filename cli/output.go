@@ -121,9 +121,17 @@ func writeJobTable(w io.Writer, jobs []*pb.Job) error {
 	for _, j := range jobs {
 		s := j.GetSpec()
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\n",
-			s.GetName(), s.GetSchedule(), s.GetTimezone(), target(s), paused(s), j.GetGeneration(), j.GetVersion())
+			s.GetName(), scheduleText(s), s.GetTimezone(), target(s), paused(s), j.GetGeneration(), j.GetVersion())
 	}
 	return tw.Flush()
+}
+
+// scheduleText is a job's schedule, or its schedules one after another.
+func scheduleText(s *pb.JobSpec) string {
+	if specs := s.GetSchedules(); len(specs) > 0 {
+		return strings.Join(specs, " | ")
+	}
+	return s.GetSchedule()
 }
 
 func newTable(w io.Writer) *tabwriter.Writer {

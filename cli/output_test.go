@@ -27,6 +27,7 @@ func TestJobTableShowsTheColumns(t *testing.T) {
 	paused := sampleJob("b")
 	paused.Spec.Paused, paused.Spec.PauseNote = true, "db upgrade"
 	paused.Spec.Http, paused.Spec.Exec = nil, &pb.ExecTarget{Command: []string{"/bin/prune", "--days", "30 days"}}
+	paused.Spec.Schedule, paused.Spec.Schedules = "", []string{"0 9 * * mon-fri", "0 12 * * sat"}
 	var out bytes.Buffer
 	if err := writeJobList(&out, outputTable, []*pb.Job{sampleJob("a"), paused}); err != nil {
 		t.Fatal(err)
@@ -43,7 +44,7 @@ func TestJobTableShowsTheColumns(t *testing.T) {
 			t.Errorf("row %q lacks %q", lines[1], want)
 		}
 	}
-	for _, want := range []string{`exec /bin/prune --days "30 days"`, "yes: db upgrade"} {
+	for _, want := range []string{"0 9 * * mon-fri | 0 12 * * sat", `exec /bin/prune --days "30 days"`, "yes: db upgrade"} {
 		if !strings.Contains(lines[2], want) {
 			t.Errorf("row %q lacks %q", lines[2], want)
 		}

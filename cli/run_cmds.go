@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -41,6 +44,7 @@ func (o *clientOptions) runClient() (pb.RunServiceClient, func(), error) {
 func newRunListCmd(o *clientOptions) *cobra.Command {
 	var (
 		job   string
+		kind  string
 		limit int
 		stale bool
 	)
@@ -52,7 +56,11 @@ func newRunListCmd(o *clientOptions) *cobra.Command {
 			if limit < 0 || limit > maxRunLimit {
 				return Usagef("--limit: must be between 0 and %d (0: the server's default, 20)", maxRunLimit)
 			}
-			runs, err := listRuns(cmd, o, &pb.ListRunsRequest{Job: job, Limit: uint32(limit), Stale: stale})
+			k, err := fireKind(kind)
+			if err != nil {
+				return err
+			}
+			runs, err := listRuns(cmd, o, &pb.ListRunsRequest{Job: job, Kind: k, Limit: uint32(limit), Stale: stale})
 			if err != nil {
 				subject := ""
 				if job != "" {
@@ -64,9 +72,28 @@ func newRunListCmd(o *clientOptions) *cobra.Command {
 		}),
 	}
 	cmd.Flags().StringVar(&job, "job", "", "only the runs of this job")
+	cmd.Flags().StringVar(&kind, "kind", "", "only the runs of this kind: scheduled, catchup, manual, backfill, ...")
 	cmd.Flags().IntVar(&limit, "limit", 0, fmt.Sprintf("at most this many runs (0: 20; at most %d)", maxRunLimit))
 	cmd.Flags().BoolVar(&stale, "stale", false, "read this node's state, which may lag the leader")
 	return cmd
+}
+
+// fireKind reads --kind: a kind's name as runs show it ("backfill").
+func fireKind(name string) (pb.FireKind, error) {
+	if name == "" {
+		return pb.FireKind_FIRE_KIND_UNSPECIFIED, nil
+	}
+	k, ok := pb.FireKind_value["FIRE_KIND_"+strings.ToUpper(name)]
+	if !ok || k == 0 {
+		var names []string
+		for _, v := range slices.Sorted(maps.Keys(pb.FireKind_name)) {
+			if n := kindName(pb.FireKind(v)); n != "" {
+				names = append(names, n)
+			}
+		}
+		return 0, Usagef("--kind: %q is not a run kind (%s)", name, strings.Join(names, ", "))
+	}
+	return pb.FireKind(k), nil
 }
 
 // runListPages bounds the pages one run list follows: a token scoped to

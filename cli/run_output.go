@@ -242,22 +242,27 @@ func writeWatched(w io.Writer, format outputFormat, r *pb.Run) error {
 // runView is the JSON/YAML face of a run: enum names in lower case and
 // times in RFC 3339 instead of Unix numbers.
 type runView struct {
-	ID              string        `json:"id"`
-	Job             string        `json:"job"`
-	JobDeleted      bool          `json:"job_deleted,omitempty"`
-	Generation      uint64        `json:"generation"`
-	ScheduledAt     string        `json:"scheduled_at"`
-	LastScheduledAt string        `json:"last_scheduled_at,omitempty"`
-	MissedCount     uint64        `json:"missed_count,omitempty"`
-	Kind            string        `json:"kind,omitempty"`
-	OffSchedule     bool          `json:"off_schedule,omitempty"`
-	State           string        `json:"state"`
-	Reason          string        `json:"reason,omitempty"`
-	RequestID       string        `json:"request_id,omitempty"`
-	CreatedAt       string        `json:"created_at,omitempty"`
-	FinishedAt      string        `json:"finished_at,omitempty"`
-	NextAttemptAt   string        `json:"next_attempt_at,omitempty"`
-	Attempts        []attemptView `json:"attempts"`
+	ID              string `json:"id"`
+	Job             string `json:"job"`
+	JobDeleted      bool   `json:"job_deleted,omitempty"`
+	Generation      uint64 `json:"generation"`
+	ScheduledAt     string `json:"scheduled_at"`
+	LastScheduledAt string `json:"last_scheduled_at,omitempty"`
+	MissedCount     uint64 `json:"missed_count,omitempty"`
+	Kind            string `json:"kind,omitempty"`
+	OffSchedule     bool   `json:"off_schedule,omitempty"`
+	State           string `json:"state"`
+	Reason          string `json:"reason,omitempty"`
+	RequestID       string `json:"request_id,omitempty"`
+	CreatedAt       string `json:"created_at,omitempty"`
+	FinishedAt      string `json:"finished_at,omitempty"`
+	NextAttemptAt   string `json:"next_attempt_at,omitempty"`
+	// Jitter is the slot's dispatch delay; Payload a manual run's;
+	// Concurrent: its attempts may run beside the job's other runs.
+	Jitter     string        `json:"jitter,omitempty"`
+	Payload    string        `json:"payload,omitempty"`
+	Concurrent bool          `json:"concurrent,omitempty"`
+	Attempts   []attemptView `json:"attempts"`
 	// Parents are the runs whose outcome fired a chained run; children
 	// the runs a run's outcome fired (run get only).
 	Parents  []runRefView `json:"parents,omitempty"`
@@ -316,9 +321,14 @@ func runViewOf(r *pb.Run) runView {
 		CreatedAt:       nanoStamp(r.GetCreatedAtUnixNano()),
 		FinishedAt:      nanoStamp(r.GetFinishedAtUnixNano()),
 		NextAttemptAt:   nanoStamp(r.GetNextAttemptAtUnixNano()),
+		Payload:         r.GetPayload(),
+		Concurrent:      r.GetConcurrent(),
 		Attempts:        []attemptView{},
 		Parents:         runRefViews(r.GetParents()),
 		Children:        runRefViews(r.GetChildren()),
+	}
+	if ms := r.GetJitterMs(); ms > 0 {
+		v.Jitter = (time.Duration(ms) * time.Millisecond).String()
 	}
 	for _, a := range r.GetAttempts() {
 		av := attemptView{

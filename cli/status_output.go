@@ -29,7 +29,34 @@ func writeJobStatusBlock(w io.Writer, job *pb.Job) error {
 	tw := newTable(w)
 	fmt.Fprintln(tw, jobStatusHeader)
 	fmt.Fprintln(tw, jobStatusRow(job))
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return writeJobStatusNotes(w, job)
+}
+
+// writeJobStatusNotes prints, below the status row, what only some jobs
+// have: a pause's end or cause, and a backfill.
+func writeJobStatusNotes(w io.Writer, job *pb.Job) error {
+	st := job.GetStatus()
+	if p := st.GetPause(); job.GetSpec().GetPaused() && p != nil {
+		line := "paused"
+		if p.GetUntilUnix() != 0 {
+			line += " until " + unixTime(p.GetUntilUnix())
+		}
+		if p.GetReason() != "" {
+			line += " by the job itself (" + p.GetReason() + ")"
+		}
+		if _, err := fmt.Fprintln(w, line); err != nil {
+			return err
+		}
+	}
+	if bf := st.GetBackfill(); bf != nil {
+		if _, err := fmt.Fprintln(w, backfillLine(bf)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // jobStatusView is the JSON/YAML face of `job status`.
@@ -49,6 +76,12 @@ type jobStatusView struct {
 	OpenRunIDs     []string `json:"open_run_ids"`
 	BufferedSlot   string   `json:"buffered_slot,omitempty"`
 	UpdatedBy      string   `json:"updated_by,omitempty"`
+	PausedUntil    string   `json:"paused_until,omitempty"`
+	PauseReason    string   `json:"pause_reason,omitempty"`
+	FailuresInARow uint32   `json:"failures_in_a_row,omitempty"`
+	SlotsFired     uint64   `json:"slots_fired,omitempty"`
+	// Backfill is the job's running or last backfill.
+	Backfill *backfillView `json:"backfill,omitempty"`
 }
 
 func jobStatusViewOf(job *pb.Job) jobStatusView {
@@ -70,6 +103,11 @@ func jobStatusViewOf(job *pb.Job) jobStatusView {
 		OpenRunIDs:     open,
 		BufferedSlot:   unixStamp(st.GetBufferedSlotUnix()),
 		UpdatedBy:      job.GetUpdatedBy(),
+		PausedUntil:    unixStamp(st.GetPause().GetUntilUnix()),
+		PauseReason:    st.GetPause().GetReason(),
+		FailuresInARow: st.GetFailuresInARow(),
+		SlotsFired:     st.GetSlotsFired(),
+		Backfill:       backfillViewOf(st.GetBackfill()),
 	}
 }
 
@@ -85,5 +123,8 @@ func writeJobStatus(w io.Writer, format outputFormat, job *pb.Job) error {
 	tw := newTable(w)
 	fmt.Fprintln(tw, "NAME\t"+jobStatusHeader)
 	fmt.Fprintln(tw, job.GetSpec().GetName()+"\t"+jobStatusRow(job))
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return writeJobStatusNotes(w, job)
 }

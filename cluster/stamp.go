@@ -13,7 +13,7 @@ import (
 // received the request: a forwarded command carries no time the leader
 // trusts, so a follower whose clock runs ahead can never move a cursor.
 //
-// FireBatch, CompleteBatch and RecordProgress are the leading node's own: its scheduler
+// FireBatch, CompleteBatch, RecordProgress and EndPause are the leading node's own: its scheduler
 // proposes them through ApplyLocal, stamped with the scheduler's clock on
 // that same node, and they never travel through Apply or forwarding, which
 // carry registry and ACL writes only. CheckAlerts and RecordDeliveries are
@@ -35,6 +35,8 @@ func forwardable(cmd *pb.Command) error {
 		return fmt.Errorf("check_alerts: %w", ErrNotForwardable) // stamped by the leader that judged it (alert/)
 	case *pb.Command_RecordDeliveries:
 		return fmt.Errorf("record_deliveries: %w", ErrNotForwardable)
+	case *pb.Command_EndPause:
+		return fmt.Errorf("end_pause: %w", ErrNotForwardable) // the scheduler's, at the pause's end
 	}
 	return nil
 }

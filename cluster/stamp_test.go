@@ -142,8 +142,8 @@ func TestLeaderStampsItsOwnWrites(t *testing.T) {
 	}
 }
 
-// FireBatch, CompleteBatch, RecordProgress and the raise of the cluster version are the
-// leading node's own: Apply never proposes or forwards them, and the leader's InternalService refuses
+// FireBatch, CompleteBatch, RecordProgress, EndPause and the raise of the
+// cluster version are the leading node's own: Apply never proposes or forwards them, and the leader's InternalService refuses
 // them, so nothing reaches the log.
 func TestForwardingRefusesSchedulerCommands(t *testing.T) {
 	tc := newCluster(t, 3)
@@ -163,6 +163,7 @@ func TestForwardingRefusesSchedulerCommands(t *testing.T) {
 		"record_progress": {Kind: &pb.Command_RecordProgress{RecordProgress: &pb.RecordProgressCommand{
 			Records: []*pb.ProgressRecord{{RunId: "warm-1", Token: 1, Message: "forged"}},
 		}}},
+		"end_pause": {Kind: &pb.Command_EndPause{EndPause: &pb.EndPauseCommand{Job: "warm", UntilUnix: 1}}},
 	}
 	ctx := ctxTimeout(t, 10*time.Second)
 	for name, cmd := range cmds {

@@ -270,6 +270,10 @@ func checkScope(s *state, c *pb.Command, sel map[string]string) error {
 		name = k.DeleteJob.GetName()
 	case *pb.Command_SetPaused:
 		name = k.SetPaused.GetName()
+	case *pb.Command_StartBackfill:
+		name = k.StartBackfill.GetJob()
+	case *pb.Command_CancelBackfill:
+		name = k.CancelBackfill.GetJob()
 	case *pb.Command_CancelRun:
 		return checkRunScope(s, k.CancelRun.GetRunId(), sel)
 	case *pb.Command_Checkin:

@@ -213,12 +213,16 @@ func auditedSetPaused(s *state, c *pb.Command, e entry) (outcome, error) {
 	if p.GetPaused() {
 		action = AuditPause
 	}
-	s.appendRecord(e, &pb.AuditRecord{
+	r := &pb.AuditRecord{
 		Action:        action,
 		Job:           p.GetName(),
 		VersionBefore: before.GetVersion(),
 		VersionAfter:  o.job.GetVersion(),
-	}, before.GetSpec(), o.job.GetSpec())
+	}
+	if until := p.GetUntilUnix(); until != 0 {
+		r.Changes = []*pb.AuditChange{{Field: "until", After: unixText(until)}}
+	}
+	s.appendRecord(e, r, before.GetSpec(), o.job.GetSpec())
 	return o, nil
 }
 

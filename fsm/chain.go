@@ -186,7 +186,7 @@ func (b *batch) fireChained(it jobItem, next *pb.JobStatus, slot int64, parents 
 			return
 		}
 	}
-	b.accept(it, next, pb.FireKind_FIRE_KIND_CHAINED, slot, "", parents, res)
+	b.accept(it, next, chainedFire, slot, false, parents, res)
 }
 
 // chainGate says why a chained fire of the job at slot may not run, or
@@ -218,7 +218,7 @@ func (b *batch) releaseChained(it jobItem, next *pb.JobStatus, pos int, slot int
 		b.recordWith(it, next, pos, pb.FireKind_FIRE_KIND_CHAINED, slot, pb.RunState_RUN_STATE_SKIPPED, reason, parents, res)
 		return
 	}
-	b.accept(it, next, pb.FireKind_FIRE_KIND_CHAINED, slot, "", parents, res)
+	b.accept(it, next, chainedFire, slot, false, parents, res)
 }
 
 // slotDependencies decides a slot of a job with dependencies: met (within
@@ -264,3 +264,7 @@ func (b *batch) separateChained(f *pb.Fire, res *pb.FireResult) {
 		State: p.GetState(), FinishedAtUnixNano: p.GetFinishedAtUnixNano()}}
 	b.fireChained(it, copyStatus(it.status), b.e.seconds(), parents, res)
 }
+
+// chainedFire is what a chained run is accepted for: it has no fire of its
+// own, the entry that recorded its parents' outcome fires it. Never written.
+var chainedFire = &pb.Fire{Kind: pb.FireKind_FIRE_KIND_CHAINED}

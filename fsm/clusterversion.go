@@ -65,6 +65,13 @@ const WorkersVersion = version2
 // concern jobs an older release never stores.
 const CheckinsVersion = version3
 
+// SchedulesVersion is the cluster version from which jobs may carry
+// schedules, jitter, max_runs and pause_after_failures, pauses may end by
+// themselves, jobs may be backfilled and triggers carry a payload or an
+// overlap policy (the API refuses them before): from it, every voter fires,
+// counts and pauses by them.
+const SchedulesVersion = version3
+
 // SignaturesV2Version is the cluster version from which nodes sign v2: every
 // voter, so every node that may lead, runs a release that does. Below it a
 // node of the previous release may lead and sign v1 only, and the nodes of

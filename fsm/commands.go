@@ -1,6 +1,8 @@
 package fsm
 
 import (
+	"slices"
+
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
@@ -71,10 +73,9 @@ func putJob(s *state, c *pb.Command, e entry) (outcome, error) {
 		if spec.GetCheckin() == nil {
 			st = cancelOpenRuns(s, st, isCheckin, e) // no ping can close them now
 		}
+		st = endBackfill(st, ReasonGeneration, e)
 	}
-	if old.GetSpec().GetPaused() && !spec.GetPaused() {
-		st = cursorAtLeast(st, e.seconds())
-	}
+	st = pauseFlipped(old.GetSpec(), spec, st, e)
 	s.setJob(next, st)
 	s.pruneHistory(name) // the limit may have shrunk
 	return outcome{job: next, status: st, changed: true}, nil
@@ -191,37 +192,6 @@ func cancelOpenRuns(s *state, st *pb.JobStatus, which func(*pb.Run) bool, e entr
 
 func waitsForRetry(r *pb.Run) bool { return r.GetState() == pb.RunState_RUN_STATE_RETRYING }
 
-// setPaused pauses with a note or resumes, which clears the note. A request
-// that leaves the spec as it is changes nothing.
-func setPaused(s *state, c *pb.Command, e entry) (outcome, error) {
-	p := c.GetSetPaused()
-	name := p.GetName()
-	if name == "" {
-		return outcome{}, malformed("set_paused.name must not be empty")
-	}
-	cur, exists := s.item(name)
-	if !exists {
-		return outcome{}, fail(ErrNotFound, "job %q not found", name)
-	}
-	old := cur.job
-	spec := proto.Clone(old.GetSpec()).(*pb.JobSpec)
-	spec.Paused = p.GetPaused()
-	spec.PauseNote = ""
-	if spec.Paused {
-		spec.PauseNote = p.GetNote()
-	}
-	if proto.Equal(old.GetSpec(), spec) {
-		return outcome{job: old, status: cur.status}, nil
-	}
-	next := s.changedJob(old, spec, e)
-	st := cur.status
-	if old.GetSpec().GetPaused() && !spec.Paused {
-		st = cursorAtLeast(st, e.seconds()) // no catch-up of the paused time
-	}
-	s.setJob(next, st)
-	return outcome{job: next, status: st, changed: true}, nil
-}
-
 // changedJob is old with a new spec and the bookkeeping of a change. It
 // shares old's created_at, which is safe because stored jobs are immutable.
 func (s *state) changedJob(old *pb.Job, spec *pb.JobSpec, e entry) *pb.Job {
@@ -250,11 +220,14 @@ func checkVersion(name string, j *pb.Job, expected uint64) error {
 }
 
 // targetChanged reports whether a spec change alters what fires when —
-// schedule, timezone or target — and so starts a new generation of slots.
+// schedule or schedules, timezone or target — and so starts a new
+// generation of slots. (Only this release writes schedules, and only once
+// every voter runs it: laterFields.)
 // A worker target counts from cluster version 2 (workers), a check-in from
 // version 3 (checkins): earlier versions knew no such field.
 func targetChanged(a, b *pb.JobSpec, workers, checkins bool) bool {
 	return a.GetSchedule() != b.GetSchedule() ||
+		!slices.Equal(a.GetSchedules(), b.GetSchedules()) ||
 		a.GetTimezone() != b.GetTimezone() ||
 		!proto.Equal(a.GetHttp(), b.GetHttp()) ||
 		!proto.Equal(a.GetExec(), b.GetExec()) ||

@@ -99,7 +99,14 @@ func (b *batch) complete(c *pb.Completion, res *pb.CompletionResult) {
 		next := copyStatus(it.status)
 		next.OpenRunIds = removeID(next.OpenRunIds, nr.GetId())
 		s.noteFinished(next, nr)
+		note := ""
+		if s.atLeast(version3) { // pause_after_failures and the count it reads
+			note = countOutcome(it.job.GetSpec(), next, nr)
+		}
 		s.setStatus(it, next)
+		if note != "" {
+			s.pauseItself(it, next, note, e)
+		}
 	}
 	s.putRun(nr)
 	res.Accepted, res.Run = true, b.slab.clone(nr)

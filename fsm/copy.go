@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"slices"
 
+	"google.golang.org/protobuf/proto"
+
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -17,7 +19,8 @@ import (
 // changing — the shared parts. A deep copy ("clone…") shares nothing: use it
 // for everything that leaves the FSM.
 
-// copyStatus is a shallow copy: open_run_ids is shared.
+// copyStatus is a shallow copy: open_run_ids, pause and backfill are
+// shared.
 func copyStatus(s *pb.JobStatus) *pb.JobStatus {
 	return &pb.JobStatus{
 		CursorUnix:             s.GetCursorUnix(),
@@ -38,6 +41,10 @@ func copyStatus(s *pb.JobStatus) *pb.JobStatus {
 		LateSlotUnix:           s.GetLateSlotUnix(),
 		PendingParents:         s.GetPendingParents(),
 		BufferedParents:        s.GetBufferedParents(),
+		FailuresInARow:         s.GetFailuresInARow(),
+		SlotsFired:             s.GetSlotsFired(),
+		Pause:                  s.GetPause(),
+		Backfill:               s.GetBackfill(),
 	}
 }
 
@@ -49,6 +56,12 @@ func cloneStatus(s *pb.JobStatus) *pb.JobStatus {
 	c.OpenRunIds = slices.Clone(s.GetOpenRunIds())
 	c.PendingParents = cloneRefs(s.GetPendingParents())
 	c.BufferedParents = cloneRefs(s.GetBufferedParents())
+	if s.GetPause() != nil {
+		c.Pause = proto.CloneOf(s.GetPause())
+	}
+	if s.GetBackfill() != nil {
+		c.Backfill = proto.CloneOf(s.GetBackfill())
+	}
 	return c
 }
 
@@ -96,6 +109,9 @@ func copyRunInto(dst, r *pb.Run) {
 	dst.JudgedTooLong = r.GetJudgedTooLong()
 	dst.Parents = r.GetParents()
 	dst.Children = r.GetChildren()
+	dst.JitterMs = r.GetJitterMs()
+	dst.Payload = r.GetPayload()
+	dst.Concurrent = r.GetConcurrent()
 }
 
 // cloneRun is a deep copy. The attempts of a run are allocated together, so

@@ -94,6 +94,8 @@ func (b *batch) fire(pos int, f *pb.Fire, res *pb.FireResult) {
 			return
 		}
 		b.separateChained(f, res)
+	case pb.FireKind_FIRE_KIND_BACKFILL:
+		b.backfill(pos, f, res)
 	default:
 		res.Reason = ReasonMalformed
 	}
@@ -158,6 +160,11 @@ func (b *batch) scheduled(pos int, f *pb.Fire, res *pb.FireResult) {
 	if b.s.stops(spec) && b.stopped(it, next, pos, f.GetKind(), slot, deferred, res) {
 		return
 	}
+	limited := b.s.atLeast(version3) // max_runs and the count it reads
+	if limited && spec.GetMaxRuns() > 0 && next.GetSlotsFired() >= uint64(spec.GetMaxRuns()) {
+		b.recordMissed(it, next, pos, f.GetKind(), slot, ReasonMaxRuns, res)
+		return
+	}
 	parents, met := b.slotDependencies(it, next, pos, f.GetKind(), slot, res)
 	if !met {
 		return
@@ -188,7 +195,11 @@ func (b *batch) scheduled(pos int, f *pb.Fire, res *pb.FireResult) {
 	if parents != nil {
 		next.PendingParents = nil // the set is spent on this run
 	}
-	b.accept(it, next, f.GetKind(), slot, "", parents, res)
+	last := limited && countFired(spec, next)
+	b.accept(it, next, f, slot, false, parents, res)
+	if last {
+		b.s.pauseItself(it, next, NoteMaxRuns, b.e)
+	}
 }
 
 // stopped records the slot SKIPPED if a calendar or a freeze stops it, or
@@ -286,8 +297,12 @@ func (b *batch) manual(f *pb.Fire, res *pb.FireResult) {
 		return
 	}
 	next := copyStatus(it.status)
+	overlap := spec.GetOverlap()
+	if o := f.GetOverlap(); o != pb.Overlap_OVERLAP_UNSPECIFIED && b.s.atLeast(version3) {
+		overlap = o // the trigger's own policy for its run
+	}
 	if len(next.OpenRunIds) > 0 {
-		switch spec.GetOverlap() {
+		switch overlap {
 		case pb.Overlap_OVERLAP_ALLOW:
 			if b.atOpenLimit(next) {
 				res.Reason = ReasonOpenRunsLimit
@@ -300,7 +315,8 @@ func (b *batch) manual(f *pb.Fire, res *pb.FireResult) {
 			return
 		}
 	}
-	b.accept(it, next, pb.FireKind_FIRE_KIND_MANUAL, b.e.seconds(), f.GetRequestId(), nil, res)
+	concurrent := overlap == pb.Overlap_OVERLAP_ALLOW && spec.GetOverlap() != pb.Overlap_OVERLAP_ALLOW
+	b.accept(it, next, f, b.e.seconds(), concurrent, nil, res)
 }
 
 // requested finds the job's manual run with that request id, among its own
@@ -462,11 +478,14 @@ func (b *batch) reattempt(it jobItem, r *pb.Run, kind pb.FireKind, res *pb.FireR
 	res.Spec = it.job.GetSpec()
 }
 
-// accept commits a new run with its first attempt: the only place, with
-// reattempt, where a token is issued. next is the job's fresh status, stored
-// here; parents, the runs whose outcomes met the job's dependencies (chains).
-func (b *batch) accept(it jobItem, next *pb.JobStatus, kind pb.FireKind, slot int64, requestID string,
+// accept commits a new run for the fire f with its first attempt: the only
+// place, with reattempt, where a token is issued. next is the job's fresh
+// status, stored here. concurrent: the run's attempts may run beside the
+// job's other runs although the job's overlap policy is not allow; parents,
+// the runs whose outcomes met the job's dependencies (chains).
+func (b *batch) accept(it jobItem, next *pb.JobStatus, f *pb.Fire, slot int64, concurrent bool,
 	parents []*pb.RunRef, res *pb.FireResult) {
+	kind := f.GetKind()
 	token := b.s.nextToken()
 	id := b.s.newRunID(firedRunID(it.name, token))
 	r, a := firstRun()
@@ -477,7 +496,10 @@ func (b *batch) accept(it jobItem, next *pb.JobStatus, kind pb.FireKind, slot in
 	r.Kind = kind
 	r.State = pb.RunState_RUN_STATE_DISPATCHED
 	r.CreatedAtUnixNano = b.e.proposedAt
-	r.RequestId = requestID
+	r.RequestId = f.GetRequestId()
+	r.JitterMs = f.GetJitterMs()
+	r.Payload = f.GetPayload()
+	r.Concurrent = concurrent
 	r.Parents = parents
 	b.fillAttempt(a, 1, token, kind)
 	next.LatestToken = token
@@ -604,7 +626,7 @@ func (b *batch) recordedRun(it jobItem, pos int, kind pb.FireKind, from, to int6
 // noteFinished records a finished run in its job's fresh status next. The
 // caller removes it from open_run_ids if it was open. From cluster version
 // 3 it also counts the failures in a row and dates the last success, which
-// alert rules read (alert.go).
+// alert rules read (alert.go), and settles a backfill's run.
 func (s *state) noteFinished(next *pb.JobStatus, r *pb.Run) {
 	next.LastRunId = r.GetId()
 	next.LastOutcome = r.GetState()
@@ -624,6 +646,9 @@ func (s *state) noteFinished(next *pb.JobStatus, r *pb.Run) {
 		}
 	case pb.RunState_RUN_STATE_MISSED:
 		next.Missed += r.GetMissedCount()
+	}
+	if r.GetKind() == pb.FireKind_FIRE_KIND_BACKFILL {
+		s.settleBackfill(next, r.GetId())
 	}
 }
 

@@ -81,6 +81,7 @@ type outcome struct {
 	rule        *pb.NotifyRule
 	alerts      []*pb.Alert
 	chained     []*pb.Run
+	backfill    *pb.Backfill // a stored backfill the command changed, for the result
 }
 
 // handler applies one kind of command. It checks everything before it
@@ -118,6 +119,9 @@ var handlers = map[protoreflect.Name]handler{
 	"delete_notify_rule":  scopedAlertConfig(auditedDeleteNotifyRule),
 	"check_alerts":        checkAlerts,
 	"record_deliveries":   recordDeliveries,
+	"start_backfill":      scoped(startBackfill),
+	"cancel_backfill":     scoped(cancelBackfill),
+	"end_pause":           endPause,
 }
 
 var kindOneof = (&pb.Command{}).ProtoReflect().Descriptor().Oneofs().ByName("kind")
@@ -214,6 +218,9 @@ func result(o outcome, err error) *pb.CommandResult {
 	}
 	if o.rule != nil {
 		r.NotifyRule = proto.CloneOf(o.rule)
+	}
+	if o.backfill != nil {
+		r.Backfill = proto.CloneOf(o.backfill)
 	}
 	if o.job != nil {
 		r.Job = cloneJob(o.job, o.status)

@@ -33,6 +33,8 @@ type commandGen struct {
 	// chains: specs may run after others (and have no schedule), deletes
 	// may force, and completions carry their leader (chain_test.go).
 	chains bool
+	// clusterVersion, above 1, is the cluster version the first entry raises to.
+	clusterVersion uint32
 }
 
 func newCommandGen(seed uint64) *commandGen {
@@ -92,6 +94,18 @@ func (g *commandGen) spec() *pb.JobSpec {
 		s.Notify = []*pb.Notify{{Channel: g.pick("ops", "pd"), On: []string{"failed", "recovered", "missed", "late", "too_long"},
 			AfterFailures: uint32(g.rng.IntN(3)), Repeat: durationpb.New(time.Duration(g.rng.IntN(3)) * time.Second)}}
 	}
+	if g.rng.IntN(5) == 0 {
+		s.Schedule, s.Schedules = "", []string{"@hourly", g.pick("@daily", "*/5 * * * *")}
+	}
+	if g.rng.IntN(4) == 0 {
+		s.MaxRuns = uint32(g.rng.IntN(3) + 1)
+	}
+	if g.rng.IntN(4) == 0 {
+		s.PauseAfterFailures = uint32(g.rng.IntN(2) + 1)
+	}
+	if g.rng.IntN(6) == 0 {
+		s.Jitter = durationpb.New(time.Duration(g.rng.IntN(30)) * time.Second)
+	}
 	if g.rng.IntN(4) == 0 {
 		s.Exec = &pb.ExecTarget{Command: []string{"/bin/" + g.pick("true", "date")}, Env: map[string]string{"A": "b", "C": "d"}}
 	} else {
@@ -132,6 +146,8 @@ func (g *commandGen) next() []byte {
 	g.now += int64(time.Second) + g.rng.Int64N(int64(time.Second))
 	var c *pb.Command
 	switch n := g.rng.IntN(100); {
+	case g.clusterVersion > 1:
+		c, g.clusterVersion = fsm.SetClusterVersion(g.clusterVersion), 0
 	case n < 25:
 		mode := pb.PutMode(g.rng.IntN(3) + 1)
 		c = putCmd(mode, g.spec(), g.version())
@@ -140,8 +156,13 @@ func (g *commandGen) next() []byte {
 		c.GetDeleteJob().Force = g.chains && g.rng.IntN(2) == 0
 	case n < 42:
 		c = pauseCmd(g.name(), g.rng.IntN(2) == 0, g.pick("", "maintenance", "incident"))
-	case n < 65:
+		if p := c.GetSetPaused(); p.GetPaused() && g.rng.IntN(3) == 0 {
+			p.UntilUnix = g.now/int64(time.Second) + int64(g.rng.IntN(20)) - 2
+		}
+	case n < 62:
 		c = g.fireBatch()
+	case n < 65:
+		c = g.scheduleWrite()
 	case n < 68:
 		c = g.alertWrite()
 	case n < 84:
@@ -344,7 +365,7 @@ func (g *commandGen) fire() *pb.Fire {
 	if g.rng.IntN(8) == 0 {
 		gen++
 	}
-	switch k := g.rng.IntN(10); {
+	switch k := g.rng.IntN(12); {
 	case k < 5:
 		if d := g.deferredSlot(name); d != 0 && g.rng.IntN(2) == 0 {
 			return &pb.Fire{Job: name, Generation: gen, SlotUnix: d, Kind: kindCatchup}
@@ -357,10 +378,13 @@ func (g *commandGen) fire() *pb.Fire {
 		if g.rng.IntN(4) == 0 {
 			f.Kind = kindCatchup
 		}
+		f.JitterMs = uint32(g.rng.IntN(2) * g.rng.IntN(30000))
 		return f
 	case k < 6:
 		f := ofGeneration(manualFire(name, g.pick("", "r1", "r2"), g.rng.IntN(3) == 0), gen)
 		f.Principal = g.pick("carol", "dave")
+		f.Payload = g.pick("", `{"a":1}`)
+		f.Overlap = pb.Overlap(g.rng.IntN(5))
 		return f
 	case k < 8:
 		if r := g.openRun(stRetrying); r != nil {
@@ -372,9 +396,61 @@ func (g *commandGen) fire() *pb.Fire {
 			return ofGeneration(redispatchFire(r.GetJob(), r.GetId()), g.runGeneration(r))
 		}
 		return ofGeneration(redispatchFire(name, name+"-2"), gen)
+	case k < 11:
+		return g.backfillFire(name, gen)
 	default:
 		return &pb.Fire{Job: name, Kind: pb.FireKind(g.rng.IntN(8))}
 	}
+}
+
+// scheduleWrite starts or cancels a backfill, or ends a pause, mostly of
+// what the view holds.
+func (g *commandGen) scheduleWrite() *pb.Command {
+	name := g.name()
+	gen, cursor, _ := g.jobInfo(name)
+	switch g.rng.IntN(4) {
+	case 0, 1:
+		count := uint64(g.rng.IntN(5) + 1)
+		from := cursor - int64(g.rng.IntN(7200))
+		if r := g.succeededRun(name); r != nil && g.rng.IntN(2) == 0 {
+			from = r.GetSlotUnix() // already succeeded, unless rerun
+		}
+		return &pb.Command{Kind: &pb.Command_StartBackfill{StartBackfill: &pb.StartBackfillCommand{
+			Job: name, Generation: gen, FromUnix: from, ToUnix: from + int64(count)*300, FirstSlotUnix: from,
+			Slots: count, Overlap: g.pick(fsm.BackfillSkip, fsm.BackfillBufferOne, fsm.BackfillAllow),
+			MaxConcurrent: 1, Rerun: g.rng.IntN(2) == 0, MaxSlots: uint64(g.rng.IntN(6)),
+		}}}
+	case 2:
+		return &pb.Command{Kind: &pb.Command_CancelBackfill{CancelBackfill: &pb.CancelBackfillCommand{Job: name}}}
+	default:
+		until := g.now/int64(time.Second) - int64(g.rng.IntN(5))
+		if g.view != nil {
+			if j, err := g.view.Job(name); err == nil && j.GetStatus().GetPause().GetUntilUnix() != 0 && g.rng.IntN(3) > 0 {
+				until = j.GetStatus().GetPause().GetUntilUnix()
+			}
+		}
+		return &pb.Command{Kind: &pb.Command_EndPause{EndPause: &pb.EndPauseCommand{Job: name, UntilUnix: until}}}
+	}
+}
+
+// backfillFire aims at the next slot of a backfill running in the view,
+// now and then at another slot or job.
+func (g *commandGen) backfillFire(name string, gen uint64) *pb.Fire {
+	slot := g.now/int64(time.Second) - 600
+	if g.view != nil && g.rng.IntN(5) > 1 {
+		for _, n := range g.pool {
+			j, err := g.view.Job(n)
+			if bf := j.GetStatus().GetBackfill(); err == nil && bf.GetState() == pb.BackfillState_BACKFILL_STATE_RUNNING {
+				name, gen, slot = n, j.GetGeneration(), bf.GetNextSlotUnix()
+				break
+			}
+		}
+	}
+	f := &pb.Fire{Job: name, Generation: gen, SlotUnix: slot, Kind: pb.FireKind_FIRE_KIND_BACKFILL, NextSlotUnix: slot + 300}
+	if g.rng.IntN(10) == 0 {
+		f.NextSlotUnix = slot // never moves on: malformed
+	}
+	return f
 }
 
 func (g *commandGen) completeBatch() *pb.Command {
@@ -476,4 +552,18 @@ func (g *commandGen) pickState() pb.RunState {
 		return stRetrying
 	}
 	return stDispatched
+}
+
+// succeededRun picks a successful run of a slot of the job in the view,
+// or nil.
+func (g *commandGen) succeededRun(name string) *pb.Run {
+	if g.view == nil {
+		return nil
+	}
+	for _, r := range g.view.ListRuns(name, 0) {
+		if r.GetState() == stSucceeded && (r.GetKind() == kindScheduled || r.GetKind() == kindCatchup) {
+			return r
+		}
+	}
+	return nil
 }

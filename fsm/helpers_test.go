@@ -232,3 +232,25 @@ func restore(f *fsm.FSM, data []byte) error {
 type readCloser struct{ *bytes.Reader }
 
 func (readCloser) Close() error { return nil }
+
+// replaysAlike applies the harness's whole log to a fresh FSM, and
+// restores a snapshot of the harness's, and insists both end in its state:
+// what the test's entries did is a function of the log alone and survives
+// a snapshot.
+func (h *harness) replaysAlike() {
+	h.t.Helper()
+	fresh := fsm.New()
+	for i := range h.log {
+		applyLog(h.t, fresh, &h.log[i])
+	}
+	if fresh.StateHash() != h.f.StateHash() {
+		h.t.Fatal("the same log applied to a fresh FSM gives another state")
+	}
+	restored := fsm.New()
+	if err := restore(restored, persist(h.t, h.f)); err != nil {
+		h.t.Fatalf("Restore: %v", err)
+	}
+	if restored.StateHash() != h.f.StateHash() {
+		h.t.Fatal("a snapshot restores another state")
+	}
+}

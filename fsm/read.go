@@ -16,7 +16,18 @@ func (f *FSM) Job(name string) (*pb.Job, error) {
 	if !ok {
 		return nil, fail(ErrNotFound, "job %q not found", name)
 	}
-	return cloneJob(it.job, it.status), nil
+	return f.st.jobView(it), nil
+}
+
+// jobView is the job of it for a reader: a clone, status filled in, with
+// its backfill's runs in flight counted.
+func (s *state) jobView(it jobItem) *pb.Job {
+	j := cloneJob(it.job, it.status)
+	if bf := j.GetStatus().GetBackfill(); bf != nil {
+		n, _ := s.openRunsByKind(it.status)
+		bf.InFlight = uint32(n)
+	}
+	return j
 }
 
 // ListQuery selects one page of jobs in name order.
@@ -59,7 +70,7 @@ func (f *FSM) ListJobs(q ListQuery) (jobs []*pb.Job, nextAfter string) {
 			nextAfter = jobs[len(jobs)-1].GetSpec().GetName()
 			return false
 		}
-		jobs = append(jobs, cloneJob(it.job, it.status))
+		jobs = append(jobs, f.st.jobView(it))
 		return true
 	})
 	return jobs, nextAfter

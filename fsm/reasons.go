@@ -20,6 +20,11 @@ const (
 	ReasonStaleTerm        = "stale_term"        // the batch was committed in another term than proposed
 	ReasonDeferred         = "deferred"          // a deferring freeze holds the slot until it lifts (status.deferred_slot_unix)
 	ReasonFrozen           = "frozen"            // the release of a deferred slot while a freeze matching the job is in force
+	// A backfill fire was refused.
+	ReasonNoBackfill   = "no_backfill"   // the job has no backfill running (ended, cancelled, another generation's)
+	ReasonNotNext      = "not_next"      // the slot is not the backfill's next one
+	ReasonBackfillBusy = "backfill_busy" // as many backfill runs are open as the backfill allows
+	ReasonOverlapWait  = "overlap_wait"  // overlap buffer_one: a run of the job is open; the slot waits
 
 	// A slot was recorded MISSED (some also refuse a manual fire).
 	ReasonPaused         = "paused"
@@ -27,6 +32,11 @@ const (
 	ReasonAfterEnd       = "after_end"
 	ReasonOverlapSkipped = "overlap_skipped"
 	ReasonOpenRunsLimit  = "open_runs_limit" // overlap allow: the job has as many runs open as the batch allows
+	ReasonMaxRuns        = "max_runs"        // the job fired max_runs slots already (it was resumed without raising it)
+
+	// A backfill slot was left alone: a successful run of it is in the
+	// ledger (no record: the backfill counts it).
+	ReasonAlreadySucceeded = "already_succeeded"
 
 	// A slot was recorded SKIPPED: the prefix and the calendar's or the
 	// freeze's name (calendar:us-holidays, freeze:year-end).

@@ -20,6 +20,9 @@ func keyOf(r *pb.Run) RunKey { return RunKey{CreatedAt: r.GetCreatedAtUnixNano()
 type RunQuery struct {
 	// Job keeps only the runs of that name; "" keeps every run.
 	Job string
+	// Kind keeps only the runs of that kind (their first attempt's);
+	// unspecified keeps every kind.
+	Kind pb.FireKind
 	// After is the last key of the previous page; only runs after it count.
 	After RunKey
 	// Limit caps the page; zero or less means no cap.
@@ -100,6 +103,9 @@ func (p *pager) visit(r *pb.Run) bool {
 
 // kept reports whether the query keeps r.
 func (p *pager) kept(r *pb.Run) bool {
+	if p.q.Kind != pb.FireKind_FIRE_KIND_UNSPECIFIED && r.GetKind() != p.q.Kind {
+		return false
+	}
 	if len(p.q.Selector) == 0 {
 		return true
 	}

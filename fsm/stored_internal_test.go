@@ -31,6 +31,8 @@ func TestNeverFiredLooksAtEveryField(t *testing.T) {
 			l.Append(l.NewElement())
 		case fd.IsList():
 			m.Mutable(fd).List().Append(scalar(fd, 1))
+		case fd.Kind() == protoreflect.MessageKind:
+			m.Set(fd, protoreflect.ValueOfMessage(m.NewField(fd).Message()))
 		default:
 			m.Set(fd, scalar(fd, 1))
 		}

@@ -59,6 +59,9 @@ var introducedIn = map[protoreflect.Name]uint32{
 	"delete_notify_rule":  3,
 	"check_alerts":        3,
 	"record_deliveries":   3,
+	"start_backfill":      3,
+	"cancel_backfill":     3,
+	"end_pause":           3,
 }
 
 // ErrUnknownCommand: a committed entry holds a command kind this build does
@@ -113,6 +116,12 @@ var laterFields = []struct {
 	{version3, func(c *pb.Command) bool { // a worker target's lease: an older leader would drop it
 		return c.GetPutJob().GetSpec().GetWorker().GetLease() != nil
 	}},
+	{version3, func(c *pb.Command) bool { // several schedules, jitter, limited runs, pausing on failures
+		spec := c.GetPutJob().GetSpec()
+		return len(spec.GetSchedules()) > 0 || spec.GetJitter() != nil || spec.GetMaxRuns() > 0 ||
+			spec.GetPauseAfterFailures() > 0
+	}},
+	{version3, func(c *pb.Command) bool { return c.GetSetPaused().GetUntilUnix() != 0 }}, // a pause that ends by itself
 	{ChainsVersion, func(c *pb.Command) bool { // a job's dependencies, a forced delete of a parent
 		p := c.GetPutJob()
 		return p.GetMaxChainDepth() > 0 || p.GetMaxChainFanout() > 0 || hasDependencies(p.GetSpec()) ||

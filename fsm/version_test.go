@@ -4,10 +4,12 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/raftcron/raftcron/fsm"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
@@ -51,6 +53,14 @@ func TestVersionOf(t *testing.T) {
 		{"record_progress", progressCmd(), 3},
 		{"put_job of a worker target with a lease", createCmd(leasedWorkerSpec("billing")), 3},
 		{"put_job of a worker target without one", createCmd(workerSpec("billing")), 1},
+		{"put_job with schedules", createCmd(withSchedules(testSpec("billing"))), 3},
+		{"put_job with max_runs", createCmd(func() *pb.JobSpec { s := testSpec("billing"); s.MaxRuns = 3; return s }()), 3},
+		{"put_job with pause_after_failures", createCmd(func() *pb.JobSpec { s := testSpec("billing"); s.PauseAfterFailures = 3; return s }()), 3},
+		{"put_job with jitter", createCmd(func() *pb.JobSpec { s := testSpec("billing"); s.Jitter = durationpb.New(time.Second); return s }()), 3},
+		{"set_paused until", pauseUntilCmd("billing", baseTime), 3},
+		{"start_backfill", startBackfillCmd("billing", 1, 0, 1, fsm.BackfillBufferOne, 1), 3},
+		{"cancel_backfill", cancelBackfillCmd("billing"), 3},
+		{"end_pause", endPauseCmd("billing", baseTime), 3},
 		{"set_cluster_version 2", fsm.SetClusterVersion(2), 2},
 		{"set_cluster_version 1", fsm.SetClusterVersion(1), 2},
 		{"set_cluster_version beyond this build", fsm.SetClusterVersion(fsm.CommandVersion + 1), fsm.CommandVersion + 1},
@@ -107,4 +117,9 @@ func TestUnknownFieldOfKnownKindIsApplied(t *testing.T) {
 	if r := h.applyRaw(b); r.GetCode() != codeOK || !r.GetCreated() {
 		t.Fatalf("create with an unknown extra field: %v, want OK and created", r)
 	}
+}
+
+func withSchedules(s *pb.JobSpec) *pb.JobSpec {
+	s.Schedule, s.Schedules = "", []string{"0 9 * * *", "0 12 * * sat"}
+	return s
 }

@@ -59,7 +59,7 @@ func TestDependencyRules(t *testing.T) {
 		wantField string
 		wantRule  string
 	}{
-		{"no schedule, no after", func(s *pb.JobSpec) { s.After = nil }, "schedule", "required (unless the job runs after others"},
+		{"no schedule, no after", func(s *pb.JobSpec) { s.After = nil }, "schedule", "required (or schedules; unless the job runs after others"},
 		{"itself", func(s *pb.JobSpec) { s.After[0].Job = "load-warehouse" }, "after[0].job", "cannot run after itself"},
 		{"twice", func(s *pb.JobSpec) { s.After[1].Job = "export-orders" }, "after[1].job", `"export-orders" is named twice`},
 		{"bad name", func(s *pb.JobSpec) { s.After[1].Job = "Export" }, "after[1].job", "must match"},

@@ -31,6 +31,15 @@ func checkCheckin(v *violations, spec *pb.JobSpec) {
 	if spec.GetRetry() != nil {
 		v.add("retry", why+", so it cannot try it again")
 	}
+	if spec.GetJitter() != nil {
+		v.add("jitter", why+", so there is no dispatch to delay")
+	}
+	if spec.GetMaxRuns() != 0 {
+		v.add("max_runs", why+": it fires no slot to count")
+	}
+	if spec.GetPauseAfterFailures() != 0 {
+		v.add("pause_after_failures", "does not apply to a check-in job yet: its pings' failures are not counted")
+	}
 	if spec.GetCalendars() != nil {
 		v.add("calendars", "does not apply to a check-in job yet: a slot without a ping is recorded missed, "+
 			"whatever a calendar says (pause the job instead)")

@@ -2,6 +2,7 @@ package jobspec
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -99,8 +100,13 @@ func violationsOf(t *testing.T, err error) []Violation {
 func TestValidateAcceptsValidJobs(t *testing.T) {
 	t.Parallel()
 	minimal := &pb.JobSpec{Name: "a", Schedule: "@hourly", Http: &pb.HttpTarget{Url: "https://example.com"}}
+	rules := fullJob()
+	rules.Schedule, rules.Schedules = "", []string{" 0 9 * * mon-fri", "0 12 * * sat", "@every 90m offset 15m"}
+	rules.Jitter, rules.MaxRuns, rules.PauseAfterFailures = dur(30*time.Second), 12, 3
+	once := fullJob()
+	once.Schedule, once.StartAt, once.EndAt = "@at 2026-12-24T18:00:00Z", nil, nil
 	for name, spec := range map[string]*pb.JobSpec{"full": fullJob(), "exec": execJob(), "minimal": minimal,
-		"worker command": workerJob(), "worker handler": handlerJob()} {
+		"worker command": workerJob(), "worker handler": handlerJob(), "schedule rules": rules, "one shot": once} {
 		t.Run(name, func(t *testing.T) {
 			if err := Validate(spec, now); err != nil {
 				t.Fatalf("raw: %v", err)
@@ -178,6 +184,28 @@ func TestValidateRejects(t *testing.T) {
 		{"long label value", func(s *pb.JobSpec) { s.Labels = map[string]string{"team": strings.Repeat("é", 257)} }, "labels", "at most 256 characters"},
 		{"history limit", func(s *pb.JobSpec) { s.HistoryLimit = 1001 }, "history_limit", "at most 1000"},
 		{"long pause note", func(s *pb.JobSpec) { s.PauseNote = strings.Repeat("x", 1025) }, "pause_note", "at most 1024 characters"},
+		{"schedule and schedules", func(s *pb.JobSpec) { s.Schedules = []string{"@daily"} }, "schedules", "either schedule or schedules"},
+		{"a bad member", func(s *pb.JobSpec) { s.Schedule, s.Schedules = "", []string{"@daily", "0 9 * * fri#6"} },
+			"schedules[1]", `day-of-week field: "fri#6": occurrence 6 is above 5`},
+		{"a member that never fires", func(s *pb.JobSpec) { s.Schedule, s.Schedules = "", []string{"0 0 30 2 *", "@daily"} },
+			"schedules[0]", "never fires within 5 years"},
+		{"an empty member", func(s *pb.JobSpec) { s.Schedule, s.Schedules = "", []string{"@daily", " "} }, "schedules[1]", "required"},
+		{"a repeated member", func(s *pb.JobSpec) { s.Schedule, s.Schedules = "", []string{"@daily", "@hourly", " @daily"} },
+			"schedules[2]", "repeats schedules[0]"},
+		{"too many schedules", func(s *pb.JobSpec) {
+			s.Schedule, s.Schedules = "", nil
+			for i := range MaxSchedules + 1 {
+				s.Schedules = append(s.Schedules, fmt.Sprintf("%d 9 * * *", i))
+			}
+		}, "schedules", "at most 16"},
+		{"negative jitter", func(s *pb.JobSpec) { s.Jitter = dur(-time.Second) }, "jitter", "at least 0s"},
+		{"jitter as long as the window", func(s *pb.JobSpec) { s.Jitter = dur(10 * time.Minute) }, "jitter", "less than catchup.window (10m0s)"},
+		{"jitter past the default window", func(s *pb.JobSpec) { s.Catchup = nil; s.Jitter = dur(time.Minute) }, "jitter", "less than catchup.window (1m0s)"},
+		{"jitter past an @every", func(s *pb.JobSpec) {
+			s.Schedule, s.Schedules = "", []string{"@daily", "@every 30s"}
+			s.Jitter = dur(30 * time.Second)
+		},
+			"jitter", "less than the interval of the schedule's @every (30s)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -39,6 +39,9 @@ func Normalize(spec *pb.JobSpec) {
 		return
 	}
 	spec.Schedule = strings.TrimSpace(spec.Schedule)
+	for i, s := range spec.Schedules {
+		spec.Schedules[i] = strings.TrimSpace(s)
+	}
 	spec.Timezone = strings.TrimSpace(spec.Timezone)
 	if spec.Timezone == "" {
 		spec.Timezone = DefaultTimezone

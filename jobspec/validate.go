@@ -1,6 +1,7 @@
 package jobspec
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 // Limits on a spec. They keep the replicated state small and bounded.
 const (
 	MaxScheduleLen  = 256
+	MaxSchedules    = 16 // members of schedules
 	MaxHistoryLimit = 1000
 	MaxPauseNote    = 1024 // characters
 )
@@ -52,9 +54,9 @@ func ValidateParsed(spec *pb.JobSpec, now time.Time) (schedule.Schedule, error) 
 	checkName(&v, spec.GetName())
 	loc := checkTimezone(&v, spec.GetTimezone())
 	var sched schedule.Schedule
-	if spec.GetSchedule() != "" || !HasDependencies(spec) {
+	if HasSchedule(spec) || !HasDependencies(spec) {
 		// A job with dependencies may fire on them alone.
-		sched = checkSchedule(&v, spec.GetSchedule(), loc, now)
+		sched = checkSchedules(&v, spec, loc, now)
 	}
 	checkDependencies(&v, spec)
 	checkCalendarRefs(&v, spec.GetCalendars())
@@ -62,6 +64,7 @@ func ValidateParsed(spec *pb.JobSpec, now time.Time) (schedule.Schedule, error) 
 	checkSecretRefs(&v, spec)
 	checkPolicies(&v, spec)
 	checkCheckin(&v, spec)
+	checkJitter(&v, spec, sched)
 	checkBounds(&v, spec, now)
 	checkMetadata(&v, spec)
 	checkAlerting(&v, spec)
@@ -98,20 +101,64 @@ func isLowerAlnum(c byte) bool {
 	return 'a' <= c && c <= 'z' || '0' <= c && c <= '9'
 }
 
+// checkSchedules checks the job's schedule, or its schedules: exactly one
+// of the two is set.
+func checkSchedules(v *violations, spec *pb.JobSpec, loc *time.Location, now time.Time) schedule.Schedule {
+	specs := spec.GetSchedules()
+	switch {
+	case len(specs) == 0:
+		return checkSchedule(v, spec.GetSchedule(), loc, now)
+	case strings.TrimSpace(spec.GetSchedule()) != "":
+		v.add("schedules", "give either schedule or schedules, not both")
+		return nil
+	case len(specs) > MaxSchedules:
+		v.add("schedules", fmt.Sprintf("at most %d schedules", MaxSchedules))
+		return nil
+	}
+	seen := make(map[string]int, len(specs))
+	trimmed := make([]string, len(specs))
+	ok := true
+	for i, text := range specs {
+		field := fmt.Sprintf("schedules[%d]", i)
+		text = strings.TrimSpace(text)
+		trimmed[i] = text
+		if j, dup := seen[text]; dup {
+			v.add(field, fmt.Sprintf("repeats schedules[%d]", j))
+			ok = false
+			continue
+		}
+		seen[text] = i
+		ok = checkScheduleText(v, field, text) && ok
+	}
+	if !ok {
+		return nil
+	}
+	set, err := schedule.CachedSet(trimmed, loc)
+	if err == nil {
+		err = schedule.CheckFires(set, now)
+	}
+	var se *schedule.SetError
+	switch {
+	case errors.As(err, &se):
+		v.add(fmt.Sprintf("schedules[%d]", se.Index), se.Err.Error())
+		return nil
+	case err != nil:
+		v.add("schedules", err.Error())
+		return nil
+	}
+	return set
+}
+
 // checkSchedule parses the spec in the job's zone (UTC when the zone
 // itself is bad, so syntax errors are still reported) and returns it, or
 // nil when it is not valid. The rule is schedule.Validate's.
 func checkSchedule(v *violations, spec string, loc *time.Location, now time.Time) schedule.Schedule {
 	spec = strings.TrimSpace(spec)
-	switch {
-	case spec == "":
-		v.add("schedule", "required (unless the job runs after others: after)")
+	if spec == "" {
+		v.add("schedule", "required (or schedules; unless the job runs after others: after)")
 		return nil
-	case len(spec) > MaxScheduleLen:
-		v.add("schedule", fmt.Sprintf("must be at most %d bytes", MaxScheduleLen))
-		return nil
-	case !utf8.ValidString(spec):
-		v.add("schedule", "must be valid UTF-8")
+	}
+	if !checkScheduleText(v, "schedule", spec) {
 		return nil
 	}
 	s, err := schedule.Cached(spec, loc)
@@ -123,6 +170,49 @@ func checkSchedule(v *violations, spec string, loc *time.Location, now time.Time
 		return nil
 	}
 	return s
+}
+
+// checkScheduleText applies the rules of a spec's text, reported under
+// field, and reports whether it passed.
+func checkScheduleText(v *violations, field, spec string) bool {
+	switch {
+	case spec == "":
+		v.add(field, "required")
+	case len(spec) > MaxScheduleLen:
+		v.add(field, fmt.Sprintf("must be at most %d bytes", MaxScheduleLen))
+	case !utf8.ValidString(spec):
+		v.add(field, "must be valid UTF-8")
+	default:
+		return true
+	}
+	return false
+}
+
+// checkJitter: a delay of at least zero, shorter than the catch-up window
+// (counted from the slot's nominal time, so a longer jitter would leave
+// slots out of their window) and than the interval of an @every schedule
+// (a slot would wait for the one before it). sched is the job's valid
+// schedule, or nil.
+func checkJitter(v *violations, spec *pb.JobSpec, sched schedule.Schedule) {
+	j := spec.GetJitter()
+	if j == nil {
+		return
+	}
+	if err := j.CheckValid(); err != nil || j.AsDuration() < 0 {
+		v.add("jitter", "must be a duration of at least 0s")
+		return
+	}
+	d := j.AsDuration()
+	window := DefaultCatchupWindow
+	if w := spec.GetCatchup().GetWindow(); w != nil {
+		window = w.AsDuration()
+	}
+	if d > 0 && d >= window {
+		v.add("jitter", fmt.Sprintf("%v must be less than catchup.window (%v): the window counts from the slot's nominal time", d, window))
+	}
+	if every, ok := schedule.Interval(sched); ok && d >= every {
+		v.add("jitter", fmt.Sprintf("%v must be less than the interval of the schedule's @every (%v)", d, every))
+	}
 }
 
 // ValidateLabels checks labels that are not a job's (a secret's) against

@@ -132,8 +132,7 @@ func (p *pipeline) dispatchAccepted(f *pb.Fire, r *pb.FireResult, batch []*task)
 		l.s.log.Error("scheduler: accepted fire without its spec", "job", f.GetJob(), "run_id", runID)
 		return batch
 	}
-	if f.GetKind() != pb.FireKind_FIRE_KIND_RETRY && f.GetKind() != pb.FireKind_FIRE_KIND_REDISPATCH &&
-		spec.GetOverlap() == pb.Overlap_OVERLAP_CANCEL_OTHER {
+	if cancelsOthers(f, spec) {
 		// The FSM cancelled the job's open runs; stop their attempts (the
 		// batch's first: one may be of the job). The new one waits in the
 		// job's lane until they have stopped.
@@ -144,9 +143,26 @@ func (p *pipeline) dispatchAccepted(f *pb.Fire, r *pb.FireResult, batch []*task)
 	t := l.task(spec, runID, slot, r.GetToken(), r.GetAttempt(), f.GetKind())
 	if run != nil {
 		t.a.Kind = run.GetKind() // a retry keeps its run's key
-		t.a.ParentRuns = parentRuns(run)
+		t.carry(run)
 	}
 	return append(batch, t)
+}
+
+// cancelsOthers reports whether the FSM, accepting f, cancelled the job's
+// open runs: a new run under overlap cancel_other, the job's or a
+// trigger's own. A backfill's runs never do.
+func cancelsOthers(f *pb.Fire, spec *pb.JobSpec) bool {
+	overlap := spec.GetOverlap()
+	switch f.GetKind() {
+	case pb.FireKind_FIRE_KIND_MANUAL:
+		if o := f.GetOverlap(); o != pb.Overlap_OVERLAP_UNSPECIFIED {
+			overlap = o
+		}
+	case pb.FireKind_FIRE_KIND_SCHEDULED, pb.FireKind_FIRE_KIND_CATCHUP:
+	default:
+		return false
+	}
+	return overlap == pb.Overlap_OVERLAP_CANCEL_OTHER
 }
 
 // Refusal reasons that record nothing: proposing the same again would be

@@ -67,7 +67,7 @@ func (p *pipeline) adoptRun(job *pb.Job, r *pb.Run) {
 	}
 	t := l.task(job.GetSpec(), r.GetId(), r.GetSlotUnix(), cur.GetToken(), cur.GetNumber(), cur.GetKind())
 	t.a.Kind = r.GetKind()
-	t.a.ParentRuns = parentRuns(r)
+	t.carry(r)
 	l.s.handoff.dispatch(t)
 }
 

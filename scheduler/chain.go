@@ -52,7 +52,8 @@ func (l *leader) fireSeparately(r *pb.Run) {
 		return
 	}
 	delay, _ := time.ParseDuration(failpoint.Value(failpoint.ChainSeparateEntry))
-	req := &triggerReq{name: r.GetJob(), parentRun: r.GetParents()[0].GetRunId(), done: make(chan triggerReply, 1)}
+	fire := &pb.Fire{Job: r.GetJob(), Kind: pb.FireKind_FIRE_KIND_CHAINED, RunId: r.GetParents()[0].GetRunId()}
+	req := &triggerReq{name: r.GetJob(), fire: fire, done: make(chan triggerReply, 1)}
 	go func() {
 		if !l.sleep(delay) {
 			return

@@ -165,16 +165,16 @@ func TestTrigger(t *testing.T) {
 	h.putJob(withOverlap(pb.Overlap_OVERLAP_SKIP))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := h.s.Trigger(ctx, "job", "r1", false, ""); !errors.Is(err, cluster.ErrNotLeader) {
+	if _, err := h.s.Trigger(ctx, &pb.Fire{Job: "job", RequestId: "r1"}); !errors.Is(err, cluster.ErrNotLeader) {
 		t.Fatalf("Trigger on a follower: %v, want ErrNotLeader", err)
 	}
 	h.lead()
-	res, err := h.s.Trigger(ctx, "job", "r1", false, "")
+	res, err := h.s.Trigger(ctx, &pb.Fire{Job: "job", RequestId: "r1"})
 	if err != nil || !res.GetAccepted() || res.GetRun().GetKind() != pb.FireKind_FIRE_KIND_MANUAL {
 		t.Fatalf("Trigger = %v, %v; want an accepted manual run", res, err)
 	}
 	h.settle()
-	again, err := h.s.Trigger(ctx, "job", "r1", false, "")
+	again, err := h.s.Trigger(ctx, &pb.Fire{Job: "job", RequestId: "r1"})
 	if err != nil || again.GetAccepted() || again.GetReason() != "duplicate_request" || again.GetRunId() != res.GetRunId() {
 		t.Fatalf("second Trigger = %v, %v; want the first run, duplicate_request", again, err)
 	}
@@ -183,7 +183,7 @@ func TestTrigger(t *testing.T) {
 	if len(started) != 1 || started[0].RunID != res.GetRunId() || started[0].Token != res.GetToken() {
 		t.Fatalf("started %+v, want the manual run once", started)
 	}
-	if _, err := h.s.Trigger(ctx, "nope", "", false, ""); !errors.Is(err, fsm.ErrNotFound) {
+	if _, err := h.s.Trigger(ctx, &pb.Fire{Job: "nope"}); !errors.Is(err, fsm.ErrNotFound) {
 		t.Fatalf("Trigger of an unknown job: %v, want ErrNotFound", err)
 	}
 }

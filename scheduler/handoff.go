@@ -174,7 +174,7 @@ func (h *handoff) trySubmitLocked(t *task) bool {
 	case err == nil:
 		t.submitted = true
 		if t.kind == pb.FireKind_FIRE_KIND_SCHEDULED || t.kind == pb.FireKind_FIRE_KIND_CATCHUP {
-			h.metrics.lateness.Observe(h.clock.Now().Sub(t.a.ScheduledAt).Seconds())
+			h.metrics.lateness.Observe(h.clock.Now().Sub(t.a.ScheduledAt.Add(t.jitter)).Seconds())
 		}
 		return true
 	case errors.Is(err, dispatch.ErrQueueFull):

@@ -5,6 +5,7 @@ import (
 
 	"github.com/raftcron/raftcron/fsm"
 	"github.com/raftcron/raftcron/internal/failpoint"
+	"github.com/raftcron/raftcron/jobspec"
 	"github.com/raftcron/raftcron/schedule"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
@@ -78,6 +79,9 @@ type plan struct {
 	// wake is when the job needs planning again; zero means not until it
 	// changes.
 	wake time.Time
+	// endPause is the end of the job's pause, when it has come: the leader
+	// proposes to resume the job (end_pause); 0 otherwise.
+	endPause int64
 }
 
 func (p *plan) wakeAt(t time.Time) {
@@ -102,6 +106,9 @@ func (p *plan) busy() bool {
 //     one is, on-time slots still go to the FSM, which skips them.
 //  3. Due slots after the cursor, within start_at/end_at, go through the
 //     pause state, the catch-up window and policy, and the overlap policy.
+//     A slot is due once its dispatch time (the slot plus its jitter) has
+//     come.
+//  4. A running backfill's next slots (backfill.go).
 //
 // A check-in job fires nothing: its slots without a ping are missed once
 // their grace has passed, and its runs open past the deadline fail
@@ -128,6 +135,7 @@ func planJob(in planInput) plan {
 		return p
 	}
 	p.planSlots(in)
+	p.planBackfill(in)
 	return p
 }
 
@@ -198,6 +206,10 @@ func (p *plan) planSlots(in planInput) {
 	w := &wv
 	spec := in.job.GetSpec()
 	if spec.GetPaused() {
+		if until := in.status.GetPause().GetUntilUnix(); until > 0 {
+			p.planPauseEnd(in, w, until)
+			return
+		}
 		w.run(func(s int64) bool { w.windowMiss.add(s); return true })
 		p.addMiss(in.job, &w.windowMiss, reasonPaused)
 		p.finishWalk(in, w)
@@ -245,9 +257,42 @@ func (p *plan) planSlots(in planInput) {
 		if w.onTime(s) && s == newest && !w.more {
 			kind = pb.FireKind_FIRE_KIND_SCHEDULED
 		}
-		p.fires = append(p.fires, slotFire(in.job, s, kind))
+		f := slotFire(in.job, s, kind)
+		if w.jitter > 0 {
+			f.JitterMs = uint32(w.delay(s) / time.Millisecond)
+		}
+		p.fires = append(p.fires, f)
 	}
 	p.finishWalk(in, w)
+}
+
+// planPauseEnd plans a job paused until a given end: the slots that will
+// be out of the catch-up window by then are recorded missed (paused) now;
+// the others wait for the end, when the catch-up policy decides them, as
+// after an outage. Once the end has come, the leader proposes it.
+func (p *plan) planPauseEnd(in planInput, w *walk, until int64) {
+	end := time.Unix(until, 0)
+	lost := end.Add(-w.window) // a slot at or before it is out of the window at the end
+	held := false
+	w.run(func(s int64) bool {
+		if time.Unix(s, 0).After(lost) {
+			held = true
+			return false
+		}
+		w.windowMiss.add(s)
+		return true
+	})
+	p.addMiss(in.job, &w.windowMiss, reasonPaused)
+	if w.more && !held {
+		p.wakeAt(in.now) // a long backlog, recorded in pieces
+		return
+	}
+	if end.After(in.now) {
+		p.wakeAt(end)
+		return
+	}
+	p.endPause = until
+	p.wakeAt(in.now.Add(refusedCooldown)) // proposed again unless it committed meanwhile
 }
 
 // catchingUp reports whether a run of the job is open that the scheduler
@@ -256,7 +301,7 @@ func (p *plan) planSlots(in planInput) {
 // Slots coming due meanwhile queue behind it instead of being skipped.
 func catchingUp(open []*pb.Run) bool {
 	for _, r := range open {
-		late := r.GetCreatedAtUnixNano() - r.GetSlotUnix()*int64(time.Second)
+		late := r.GetCreatedAtUnixNano() - r.GetSlotUnix()*int64(time.Second) - int64(r.GetJitterMs())*int64(time.Millisecond)
 		if r.GetKind() == pb.FireKind_FIRE_KIND_CATCHUP || late >= int64(time.Second) {
 			return true
 		}
@@ -271,7 +316,7 @@ func (p *plan) finishWalk(in planInput, w *walk) {
 		return
 	}
 	if w.future != 0 {
-		p.wakeAt(time.Unix(w.future, 0))
+		p.wakeAt(time.Unix(w.future, 0).Add(w.delay(w.future)))
 	}
 }
 
@@ -309,6 +354,10 @@ type walk struct {
 	sched schedule.Schedule
 	now   int64 // whole seconds: a slot is due once now >= slot
 	nowT  time.Time
+	// job and jitter: a slot's dispatch waits schedule.Jitter(job, slot,
+	// jitter) past it (0: none, at no cost).
+	job    string
+	jitter time.Duration
 	// window: slots with now - slot < window may still fire.
 	window time.Duration
 	after  time.Time
@@ -331,6 +380,8 @@ func newWalk(in planInput) walk {
 		sched:  in.sched,
 		now:    in.now.Unix(),
 		nowT:   in.now,
+		job:    in.job.GetSpec().GetName(),
+		jitter: in.job.GetSpec().GetJitter().AsDuration(),
 		window: max(in.job.GetSpec().GetCatchup().GetWindow().AsDuration(), OnTime),
 	}
 	w.after, w.end, w.hasEnd = slotBounds(in)
@@ -372,16 +423,27 @@ func firstWake(in planInput) time.Time {
 	}
 	after, end, hasEnd := slotBounds(in)
 	next := in.sched.Next(after)
-	if next.IsZero() || hasEnd && next.Unix() > end {
+	var at time.Time
+	if !next.IsZero() && !(hasEnd && next.Unix() > end) {
+		spec := in.job.GetSpec()
+		at = next.Add(slotDelay(spec.GetName(), next.Unix(), spec.GetJitter().AsDuration()))
+		if spec.GetCheckin() != nil && !spec.GetPaused() {
+			at = missableAt(next, spec)
+		}
+	}
+	if until := in.status.GetPause().GetUntilUnix(); until > 0 && in.job.GetSpec().GetPaused() {
+		if end := time.Unix(until, 0); at.IsZero() || end.Before(at) {
+			at = end // the leader ends the pause then
+		}
+	}
+	switch {
+	case at.IsZero():
 		return time.Time{}
+	case at.After(in.now):
+		return at
+	default:
+		return in.now
 	}
-	if spec := in.job.GetSpec(); spec.GetCheckin() != nil && !spec.GetPaused() {
-		next = missableAt(next, spec)
-	}
-	if next.After(in.now) {
-		return next
-	}
-	return in.now
 }
 
 // run calls visit for each due slot in order until visit returns false.
@@ -396,7 +458,7 @@ func (w *walk) run(visit func(s int64) bool) {
 		if w.hasEnd && s > w.end {
 			return
 		}
-		if s > w.now {
+		if w.jitter > 0 && time.Unix(s, 0).Add(w.delay(s)).After(w.nowT) || w.jitter == 0 && s > w.now {
 			w.future = s
 			return
 		}
@@ -413,8 +475,25 @@ func (w *walk) run(visit func(s int64) bool) {
 }
 
 func (w *walk) age(s int64) time.Duration { return w.nowT.Sub(time.Unix(s, 0)) }
-func (w *walk) onTime(s int64) bool       { return w.age(s) < OnTime }
-func (w *walk) inWindow(s int64) bool     { return w.age(s) < w.window }
+
+// onTime: the slot is less than OnTime past its dispatch time (the slot
+// plus its jitter).
+func (w *walk) onTime(s int64) bool { return w.age(s)-w.delay(s) < OnTime }
+
+// inWindow: the catch-up window counts from the slot's nominal time.
+func (w *walk) inWindow(s int64) bool { return w.age(s) < w.window }
+
+// delay is the slot's jitter: how long after it its dispatch waits.
+func (w *walk) delay(s int64) time.Duration { return slotDelay(w.job, s, w.jitter) }
+
+// slotDelay is schedule.Jitter for a job's slot, 0 without calling it when
+// the job has no jitter.
+func slotDelay(job string, slot int64, jitter time.Duration) time.Duration {
+	if jitter <= 0 {
+		return 0
+	}
+	return schedule.Jitter(job, time.Unix(slot, 0), jitter)
+}
 
 // all: every slot in the window fires, oldest first, at most limit of them.
 func (w *walk) all(limit int) {
@@ -494,13 +573,13 @@ func runFire(r *pb.Run, kind pb.FireKind) *pb.Fire {
 	}
 }
 
-// jobSchedule is the job's parsed schedule, from the process's one cache:
-// a heap rebuild over a million jobs and every tick neither parse a spec
-// again nor keep a parsed copy per job.
+// jobSchedule is the job's parsed schedule (or set of them), from the
+// process's one cache: a heap rebuild over a million jobs and every tick
+// neither parse a spec again nor keep a parsed copy per job.
 func jobSchedule(job *pb.Job) (schedule.Schedule, error) {
 	spec := job.GetSpec()
-	if spec.GetSchedule() == "" {
+	if !jobspec.HasSchedule(spec) {
 		return nil, nil // a job that runs after others only: no slots
 	}
-	return schedule.CachedInZone(spec.GetSchedule(), spec.GetTimezone())
+	return jobspec.ScheduleOf(spec)
 }

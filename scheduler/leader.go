@@ -213,8 +213,9 @@ func (l *leader) revokeLeadership() {
 }
 
 // rebuild fills the heap from the state: O(n) schedule evaluations and one
-// heap initialisation. Jobs with open runs, a buffered slot or a slot a
-// freeze held back are due now, so that the first ticks reconcile them.
+// heap initialisation. Jobs with open runs, a buffered slot, a slot a
+// freeze held back or a running backfill are due now, so that the first
+// ticks reconcile them.
 func (l *leader) rebuild(now time.Time) int {
 	var jobs []fsm.StoredJob
 	// The FSM's stored values are immutable, so the pointers may be kept
@@ -228,7 +229,8 @@ func (l *leader) rebuild(now time.Time) int {
 	nowNs := now.UnixNano()
 	for _, sj := range jobs {
 		name := sj.Job.GetSpec().GetName()
-		if len(sj.Status.GetOpenRunIds()) > 0 || sj.Status.GetBufferedSlotUnix() != 0 || sj.Status.GetDeferredSlotUnix() != 0 {
+		if len(sj.Status.GetOpenRunIds()) > 0 || sj.Status.GetBufferedSlotUnix() != 0 || sj.Status.GetDeferredSlotUnix() != 0 ||
+			sj.Status.GetBackfill().GetState() == pb.BackfillState_BACKFILL_STATE_RUNNING {
 			l.heap.add(name, nowNs)
 			continue
 		}

@@ -308,7 +308,7 @@ func TestStopCancelsAndRefusesLeadership(t *testing.T) {
 	if h.s.current() != nil {
 		t.Fatal("a stopped scheduler started leading")
 	}
-	if _, err := h.s.Trigger(context.Background(), "job", "", false, ""); !errors.Is(err, cluster.ErrNotLeader) {
+	if _, err := h.s.Trigger(context.Background(), &pb.Fire{Job: "job"}); !errors.Is(err, cluster.ErrNotLeader) {
 		t.Fatalf("Trigger after Stop: %v, want ErrNotLeader", err)
 	}
 }

@@ -134,6 +134,9 @@ func (l *leader) planStored(name string, sj fsm.StoredJob, now time.Time, pl *pl
 	}
 	p := planJob(in)
 	pl.file(name, sj, &p, now)
+	if p.endPause != 0 {
+		l.endPause(name, p.endPause)
+	}
 	l.rewake(name, &p, now)
 	return len(p.fires) + len(p.misses)
 }

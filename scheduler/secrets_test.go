@@ -46,7 +46,7 @@ func (h *harness) trigger(job, request string) {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if res, err := h.s.Trigger(ctx, job, request, false, ""); err != nil || !res.GetAccepted() {
+	if res, err := h.s.Trigger(ctx, &pb.Fire{Job: job, RequestId: request}); err != nil || !res.GetAccepted() {
 		h.t.Fatalf("trigger %s: %v, %v", job, res, err)
 	}
 	h.settle()
@@ -158,7 +158,7 @@ func TestWorkerOffersCarryTheirSecretsFilledIn(t *testing.T) {
 	h.lead()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := h.s.Trigger(ctx, "remote", "r1", false, ""); err != nil {
+	if _, err := h.s.Trigger(ctx, &pb.Fire{Job: "remote", RequestId: "r1"}); err != nil {
 		t.Fatal(err)
 	}
 	h.waitFor("an offer", func() bool { return len(r.attempts()) == 1 })

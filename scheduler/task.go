@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/raftcron/raftcron/scheduler/dispatch"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
@@ -32,6 +34,38 @@ type task struct {
 	// fails without being delivered).
 	secrets    []string
 	unresolved error
+	// jitter is the slot's dispatch delay: lateness counts from the slot
+	// plus it.
+	jitter time.Duration
+}
+
+// carry applies to t what its run holds beyond the job's spec: the slot's
+// jitter; a trigger's payload, in place of an http target's body or a
+// worker's payload (an exec run gets it as RAFTCRON_PAYLOAD); and the
+// overlap allow a trigger or backfill gave it, which lets its attempts run
+// beside the job's others. The payload is not searched for secret
+// references: it is data, not the job's.
+func (t *task) carry(r *pb.Run) {
+	t.a.ParentRuns = parentRuns(r)
+	t.jitter = time.Duration(r.GetJitterMs()) * time.Millisecond
+	if r.GetConcurrent() {
+		t.serial = false
+	}
+	p := r.GetPayload()
+	if p == "" {
+		return
+	}
+	t.a.Payload = p
+	if t.a.HTTP != nil {
+		h := proto.CloneOf(t.a.HTTP)
+		h.Body = p
+		t.a.HTTP = h
+	}
+	if t.a.Worker != nil {
+		w := proto.CloneOf(t.a.Worker)
+		w.Payload = p
+		t.a.Worker = w
+	}
 }
 
 // task is a committed attempt's task, known to this term from now on.

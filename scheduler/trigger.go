@@ -4,20 +4,17 @@ import (
 	"context"
 	"fmt"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/raftcron/raftcron/cluster"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
 // triggerReq is a manual run waiting for the next tick.
 type triggerReq struct {
-	name      string
-	requestID string
-	force     bool
-	principal string
-	// parentRun: a chained fire of the job for that parent run, which only
-	// the chain-separate-entry failpoint proposes (chain.go).
-	parentRun string
-	done      chan triggerReply // cap 1
+	name string
+	fire *pb.Fire          // the caller's, generation and kind to fill in
+	done chan triggerReply // cap 1
 }
 
 type triggerReply struct {
@@ -34,20 +31,20 @@ func (t *triggerReq) reply(res *pb.FireResult, err error) {
 
 // Trigger commits a manual run of the job now (fire kind MANUAL, its own
 // slot and token) in the leader's next tick and dispatches it if the FSM
-// accepts it. requestID makes it idempotent: a second trigger with the same
-// id returns the first run (refused, reason duplicate_request). A paused job
-// is refused unless force. principal is who asked, for the audit record of
-// the run. It fails with cluster.ErrNotLeader on a follower, and with a
-// wrapped fsm.ErrNotFound for an unknown job.
-func (s *Scheduler) Trigger(ctx context.Context, name, requestID string, force bool, principal string) (*pb.FireResult, error) {
+// accepts it. run is the fire to commit: its job, its request id, which
+// makes it idempotent (a second trigger with the same id returns the first
+// run, refused with reason duplicate_request), force (a paused job is
+// refused without it), the principal who asked (for the audit record of
+// the run), and a payload and an overlap policy for the run; the leader
+// fills in the job's generation and the kind. It fails with
+// cluster.ErrNotLeader on a follower, and with a wrapped fsm.ErrNotFound
+// for an unknown job.
+func (s *Scheduler) Trigger(ctx context.Context, run *pb.Fire) (*pb.FireResult, error) {
 	l := s.current()
 	if l == nil {
 		return nil, cluster.ErrNotLeader
 	}
-	req := &triggerReq{
-		name: name, requestID: requestID, force: force, principal: principal,
-		done: make(chan triggerReply, 1),
-	}
+	req := &triggerReq{name: run.GetJob(), fire: proto.CloneOf(run), done: make(chan triggerReply, 1)}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -87,16 +84,10 @@ func (l *leader) addTriggers(pl *planned, reqs []*triggerReq) {
 		for len(g.reqs) < len(g.fires) {
 			g.reqs = append(g.reqs, nil)
 		}
-		f := &pb.Fire{
-			Job:        req.name,
-			Generation: job.GetGeneration(),
-			Kind:       pb.FireKind_FIRE_KIND_MANUAL,
-			RequestId:  req.requestID,
-			Force:      req.force,
-			Principal:  req.principal,
-		}
-		if req.parentRun != "" {
-			f.Kind, f.RunId = pb.FireKind_FIRE_KIND_CHAINED, req.parentRun
+		f := req.fire
+		f.Generation = job.GetGeneration()
+		if f.GetKind() != pb.FireKind_FIRE_KIND_CHAINED { // only fireSeparately's, the negative control's
+			f.Kind = pb.FireKind_FIRE_KIND_MANUAL
 		}
 		g.fires = append(g.fires, f)
 		g.reqs = append(g.reqs, req)

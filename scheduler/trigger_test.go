@@ -17,7 +17,7 @@ func TestTriggerCarriesThePrincipal(t *testing.T) {
 	h.lead()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := h.s.Trigger(ctx, "job", "r1", false, "deploy-bot"); err != nil {
+	if _, err := h.s.Trigger(ctx, &pb.Fire{Job: "job", RequestId: "r1", Principal: "deploy-bot"}); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
@@ -47,7 +47,7 @@ func TestRetriesKeepTheirRunsIdempotencyKey(t *testing.T) {
 	h.step(2 * time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	res, err := h.s.Trigger(ctx, "job", "r1", false, "")
+	res, err := h.s.Trigger(ctx, &pb.Fire{Job: "job", RequestId: "r1"})
 	if err != nil || !res.GetAccepted() {
 		t.Fatalf("trigger: %v, %v", res, err)
 	}

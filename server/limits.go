@@ -29,6 +29,7 @@ const (
 	FieldMaxConcurrentStreams = "Limits.MaxConcurrentStreams"
 	FieldMaxChainDepth        = "Limits.MaxChainDepth"
 	FieldMaxChainFanout       = "Limits.MaxChainFanout"
+	FieldMaxBackfillSlots     = "Limits.MaxBackfillSlots"
 )
 
 // Limits bound what a node holds and serves. A zero field takes the default
@@ -58,6 +59,10 @@ type Limits struct {
 	// they travel with every put: set them alike on every node.
 	MaxChainDepth  int
 	MaxChainFanout int
+	// MaxBackfillSlots caps the slots of one backfill
+	// (api.DefaultMaxBackfillSlots); the start carries it, so it should be
+	// set alike on every node.
+	MaxBackfillSlots int
 }
 
 // validate refuses values no owner could take: negative ones, and ones
@@ -78,6 +83,7 @@ func (l Limits) validate() error {
 		{FieldMaxConcurrentStreams, l.MaxConcurrentStreams},
 		{FieldMaxChainDepth, l.MaxChainDepth},
 		{FieldMaxChainFanout, l.MaxChainFanout},
+		{FieldMaxBackfillSlots, l.MaxBackfillSlots},
 	} {
 		if f.v < 0 || f.v > math.MaxInt32 {
 			errs = append(errs, &cluster.ConfigError{
@@ -93,11 +99,12 @@ func (l Limits) validate() error {
 // jobs is what the JobService admits.
 func (l Limits) jobs() api.Limits {
 	return api.Limits{
-		MaxJobs:        uint64(l.MaxJobs),
-		Spec:           jobspec.Limits{SpecBytes: l.MaxSpecBytes, Headers: l.MaxHeaders, Env: l.MaxEnv, Args: l.MaxArgs},
-		MaxOpenRuns:    uint32(l.maxOpenRuns()),
-		MaxChainDepth:  uint32(l.MaxChainDepth),
-		MaxChainFanout: uint32(l.MaxChainFanout),
+		MaxJobs:          uint64(l.MaxJobs),
+		Spec:             jobspec.Limits{SpecBytes: l.MaxSpecBytes, Headers: l.MaxHeaders, Env: l.MaxEnv, Args: l.MaxArgs},
+		MaxOpenRuns:      uint32(l.maxOpenRuns()),
+		MaxBackfillSlots: uint64(l.MaxBackfillSlots),
+		MaxChainDepth:    uint32(l.MaxChainDepth),
+		MaxChainFanout:   uint32(l.MaxChainFanout),
 	}
 }
 

@@ -49,14 +49,14 @@ func (n *node) Apply(_ context.Context, cmd *pb.Command) (*pb.CommandResult, err
 
 func (n *node) ReadBarrier(context.Context) error { return nil }
 
-func (n *node) Trigger(ctx context.Context, name, requestID string, force bool, principal string) (*pb.FireResult, error) {
-	job, err := n.state.Job(name)
+func (n *node) Trigger(ctx context.Context, run *pb.Fire) (*pb.FireResult, error) {
+	job, err := n.state.Job(run.GetJob())
 	if err != nil {
 		return nil, err
 	}
+	run.Generation, run.Kind = job.GetGeneration(), pb.FireKind_FIRE_KIND_MANUAL
 	res, err := n.Apply(ctx, &pb.Command{ProposedAtUnixNano: time.Now().UnixNano(), Kind: &pb.Command_FireBatch{FireBatch: &pb.FireBatchCommand{
-		LeaderId: "n1", Term: 1, Fires: []*pb.Fire{{Job: name, Generation: job.GetGeneration(), Kind: pb.FireKind_FIRE_KIND_MANUAL,
-			RequestId: requestID, Force: force, Principal: principal}},
+		LeaderId: "n1", Term: 1, Fires: []*pb.Fire{run},
 	}}})
 	if err != nil {
 		return nil, err
@@ -410,7 +410,8 @@ func TestOpenAPIDocumentListsEveryRoute(t *testing.T) {
 	want := map[string][]string{
 		"/v1/jobs": {"get"}, "/v1/jobs/{name}": {"delete", "get", "put"},
 		"/v1/jobs/{name}:pause": {"post"}, "/v1/jobs/{name}:resume": {"post"}, "/v1/jobs/{name}:trigger": {"post"},
-		"/v1/jobs/{name}:checkin": {"post"}, "/v1/jobs/{name}/next": {"get"}, "/v1/runs": {"get"}, "/v1/runs/{id}": {"get"}, "/v1/runs/{id}:cancel": {"post"},
+		"/v1/jobs/{name}:checkin": {"post"}, "/v1/jobs/{name}:backfill": {"post"}, "/v1/jobs/{name}/backfill:cancel": {"post"},
+		"/v1/jobs/{name}/next": {"get"}, "/v1/runs": {"get"}, "/v1/runs/{id}": {"get"}, "/v1/runs/{id}:cancel": {"post"},
 		"/v1/cluster": {"get"}, "/v1/audit": {"get"}, "/v1/graph": {"get"},
 		"/v1/calendars": {"get"}, "/v1/calendars/{name}": {"delete", "get", "put"}, "/v1/calendars/{name}:import": {"post"},
 		"/v1/freezes": {"get", "post"}, "/v1/freezes/{name}": {"delete"},

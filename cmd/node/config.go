@@ -89,6 +89,7 @@ var flagOfField = map[string]string{
 	server.FieldMaxConcurrentStreams: flagMaxConcurrentStreams,
 	server.FieldMaxChainDepth:        flagMaxChainDepth,
 	server.FieldMaxChainFanout:       flagMaxChainFanout,
+	server.FieldMaxBackfillSlots:     flagMaxBackfillSlots,
 	server.FieldAuditLimit:           flagAuditLimit,
 	server.FieldWorkerLease:          flagWorkerLease,
 	server.FieldHTTPHosts:            flagHTTPHost,

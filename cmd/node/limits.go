@@ -27,6 +27,7 @@ const (
 	flagMaxConcurrentStreams = "max-concurrent-streams"
 	flagMaxChainDepth        = "max-chain-depth"
 	flagMaxChainFanout       = "max-chain-fanout"
+	flagMaxBackfillSlots     = "max-backfill-slots"
 )
 
 func addLimitFlags(fs *pflag.FlagSet) {
@@ -40,6 +41,7 @@ func addLimitFlags(fs *pflag.FlagSet) {
 	fs.Int(flagMaxConcurrentStreams, server.DefaultMaxConcurrentStreams, "most gRPC calls one client connection has open at once; more wait")
 	fs.Int(flagMaxChainDepth, api.DefaultMaxChainDepth, "longest chain of jobs (after) the registry holds, counted in jobs; a job that would make one longer is refused (FailedPrecondition)")
 	fs.Int(flagMaxChainFanout, api.DefaultMaxChainFanout, "most jobs that may run after one job; one more is refused (FailedPrecondition)")
+	fs.Int(flagMaxBackfillSlots, api.DefaultMaxBackfillSlots, "most slots one backfill (job backfill) may hold; a larger range is refused")
 }
 
 // parseLimits reads each limit from its flag. A flag must name a count: the
@@ -62,6 +64,7 @@ func parseLimits(k *koanf.Koanf) (server.Limits, []error) {
 		{flagMaxConcurrentStreams, &l.MaxConcurrentStreams},
 		{flagMaxChainDepth, &l.MaxChainDepth},
 		{flagMaxChainFanout, &l.MaxChainFanout},
+		{flagMaxBackfillSlots, &l.MaxBackfillSlots},
 	} {
 		v, err := positiveInt(k, f.flag)
 		if err != nil {

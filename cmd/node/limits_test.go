@@ -21,7 +21,7 @@ func TestServeLimitsDefaultsAndSources(t *testing.T) {
 		MaxJobs: api.DefaultMaxJobs, MaxSpecBytes: jobspec.DefaultLimits.SpecBytes,
 		MaxHeaders: jobspec.DefaultLimits.Headers, MaxEnv: jobspec.DefaultLimits.Env, MaxArgs: jobspec.DefaultLimits.Args,
 		MaxOpenRuns: scheduler.DefaultMaxOpenRuns, MaxWatchers: api.DefaultMaxWatchers, MaxConcurrentStreams: server.DefaultMaxConcurrentStreams,
-		MaxChainDepth: api.DefaultMaxChainDepth, MaxChainFanout: api.DefaultMaxChainFanout,
+		MaxChainDepth: api.DefaultMaxChainDepth, MaxChainFanout: api.DefaultMaxChainFanout, MaxBackfillSlots: api.DefaultMaxBackfillSlots,
 	}
 	if cfg.Limits != want {
 		t.Fatalf("defaults %+v, want %+v", cfg.Limits, want)

@@ -33,7 +33,14 @@ type Attempt struct {
 	// ParentRuns are the parents of a chained run, as
 	// fence.HeaderParentRuns carries them; "" for any other run.
 	ParentRuns string
+	// Payload is a manual run's payload (job trigger --payload): an exec
+	// run gets it as RAFTCRON_PAYLOAD. An http or worker attempt carries it
+	// in its target already, as the body or the worker's payload.
+	Payload string
 }
+
+// EnvPayload is the variable that holds a manual run's payload for exec.
+const EnvPayload = "RAFTCRON_PAYLOAD"
 
 // IdempotencyKey names the run, never the attempt, so every attempt of a
 // run carries the same key and a receiver can de-duplicate retries and

@@ -96,7 +96,7 @@ func (a Attempt) tokenEntry() string { return fence.EnvFencingToken + "=" + a.to
 // overridden by the job's env.
 func (e *ExecExecutor) environ(a Attempt) []string {
 	jobEnv := a.Exec.GetEnv()
-	env := make([]string, 0, len(jobEnv)+7)
+	env := make([]string, 0, len(jobEnv)+8)
 	for _, k := range slices.Sorted(maps.Keys(jobEnv)) {
 		env = append(env, k+"="+jobEnv[k])
 	}
@@ -113,6 +113,9 @@ func (e *ExecExecutor) environ(a Attempt) []string {
 	}
 	if a.ParentRuns != "" {
 		env = append(env, fence.EnvParentRuns+"="+a.ParentRuns)
+	}
+	if a.Payload != "" {
+		env = append(env, EnvPayload+"="+a.Payload)
 	}
 	return env
 }

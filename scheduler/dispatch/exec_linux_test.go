@@ -56,6 +56,19 @@ func TestExecEnvCarriesParentRuns(t *testing.T) {
 	}
 }
 
+// TestExecPayloadIsInTheEnvironment: a manual run's payload is
+// RAFTCRON_PAYLOAD, which the job's env cannot forge.
+func TestExecPayloadIsInTheEnvironment(t *testing.T) {
+	a := execAttempt("/bin/sh", "-c", "printf %s \"$RAFTCRON_PAYLOAD\"")
+	a.Exec.Env = map[string]string{EnvPayload: "forged"}
+	a.Payload = `{"invoice": 42}`
+	out := newTestExec().Execute(context.Background(), a)
+	wantState(t, out, pb.RunState_RUN_STATE_SUCCEEDED, "exit status 0")
+	if string(out.Output) != a.Payload {
+		t.Fatalf("the command saw %q, want the payload %q", out.Output, a.Payload)
+	}
+}
+
 func TestExecStartsInRootUnlessDirIsSet(t *testing.T) {
 	t.Chdir(t.TempDir()) // the node's own working directory must not leak into the child
 	out := newTestExec().Execute(context.Background(), execAttempt("/bin/pwd"))

@@ -198,6 +198,9 @@ type Command struct {
 	//	*Command_DeleteNotifyRule
 	//	*Command_CheckAlerts
 	//	*Command_RecordDeliveries
+	//	*Command_StartBackfill
+	//	*Command_CancelBackfill
+	//	*Command_EndPause
 	Kind          isCommand_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -497,6 +500,33 @@ func (x *Command) GetRecordDeliveries() *RecordDeliveriesCommand {
 	return nil
 }
 
+func (x *Command) GetStartBackfill() *StartBackfillCommand {
+	if x != nil {
+		if x, ok := x.Kind.(*Command_StartBackfill); ok {
+			return x.StartBackfill
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetCancelBackfill() *CancelBackfillCommand {
+	if x != nil {
+		if x, ok := x.Kind.(*Command_CancelBackfill); ok {
+			return x.CancelBackfill
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetEndPause() *EndPauseCommand {
+	if x != nil {
+		if x, ok := x.Kind.(*Command_EndPause); ok {
+			return x.EndPause
+		}
+	}
+	return nil
+}
+
 type isCommand_Kind interface {
 	isCommand_Kind()
 }
@@ -616,6 +646,20 @@ type Command_RecordDeliveries struct {
 	RecordDeliveries *RecordDeliveriesCommand `protobuf:"bytes,55,opt,name=record_deliveries,json=recordDeliveries,proto3,oneof"`
 }
 
+type Command_StartBackfill struct {
+	// Command version 3: backfills and pauses that end by themselves.
+	StartBackfill *StartBackfillCommand `protobuf:"bytes,66,opt,name=start_backfill,json=startBackfill,proto3,oneof"`
+}
+
+type Command_CancelBackfill struct {
+	CancelBackfill *CancelBackfillCommand `protobuf:"bytes,67,opt,name=cancel_backfill,json=cancelBackfill,proto3,oneof"`
+}
+
+type Command_EndPause struct {
+	// The leader's own, like fire_batch.
+	EndPause *EndPauseCommand `protobuf:"bytes,68,opt,name=end_pause,json=endPause,proto3,oneof"`
+}
+
 func (*Command_PutJob) isCommand_Kind() {}
 
 func (*Command_DeleteJob) isCommand_Kind() {}
@@ -669,6 +713,12 @@ func (*Command_DeleteNotifyRule) isCommand_Kind() {}
 func (*Command_CheckAlerts) isCommand_Kind() {}
 
 func (*Command_RecordDeliveries) isCommand_Kind() {}
+
+func (*Command_StartBackfill) isCommand_Kind() {}
+
+func (*Command_CancelBackfill) isCommand_Kind() {}
+
+func (*Command_EndPause) isCommand_Kind() {}
 
 // RecordMembershipCommand records a membership change in the audit trail.
 // Membership changes are Raft configuration changes, not commands, so the
@@ -949,10 +999,13 @@ func (x *DeleteJobCommand) GetForce() bool {
 }
 
 type SetPausedCommand struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Paused        bool                   `protobuf:"varint,2,opt,name=paused,proto3" json:"paused,omitempty"`
-	Note          string                 `protobuf:"bytes,3,opt,name=note,proto3" json:"note,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Name   string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Paused bool                   `protobuf:"varint,2,opt,name=paused,proto3" json:"paused,omitempty"`
+	Note   string                 `protobuf:"bytes,3,opt,name=note,proto3" json:"note,omitempty"`
+	// A pause: when the leader resumes the job (end_pause), whole Unix
+	// seconds; 0: until resumed. Command version 3.
+	UntilUnix     int64 `protobuf:"varint,4,opt,name=until_unix,json=untilUnix,proto3" json:"until_unix,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1008,6 +1061,239 @@ func (x *SetPausedCommand) GetNote() string {
 	return ""
 }
 
+func (x *SetPausedCommand) GetUntilUnix() int64 {
+	if x != nil {
+		return x.UntilUnix
+	}
+	return 0
+}
+
+// EndPauseCommand resumes a job whose pause with an end (until_unix) is
+// due; the leader proposes it, stamped with its clock. Refused (nothing
+// changes) unless the job is paused with exactly that end, and the end
+// has come.
+type EndPauseCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Job           string                 `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	UntilUnix     int64                  `protobuf:"varint,2,opt,name=until_unix,json=untilUnix,proto3" json:"until_unix,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EndPauseCommand) Reset() {
+	*x = EndPauseCommand{}
+	mi := &file_raftcron_v1_command_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EndPauseCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EndPauseCommand) ProtoMessage() {}
+
+func (x *EndPauseCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_command_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EndPauseCommand.ProtoReflect.Descriptor instead.
+func (*EndPauseCommand) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *EndPauseCommand) GetJob() string {
+	if x != nil {
+		return x.Job
+	}
+	return ""
+}
+
+func (x *EndPauseCommand) GetUntilUnix() int64 {
+	if x != nil {
+		return x.UntilUnix
+	}
+	return 0
+}
+
+// StartBackfillCommand starts a job's backfill. The proposer counted the
+// slots on the job's schedule; the leader's scheduler fires them in order
+// (Fire kind BACKFILL), the FSM keeping the next one.
+type StartBackfillCommand struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Job   string                 `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	// The generation the slots were counted on; another is GENERATION.
+	Generation uint64 `protobuf:"varint,2,opt,name=generation,proto3" json:"generation,omitempty"`
+	FromUnix   int64  `protobuf:"varint,3,opt,name=from_unix,json=fromUnix,proto3" json:"from_unix,omitempty"`
+	ToUnix     int64  `protobuf:"varint,4,opt,name=to_unix,json=toUnix,proto3" json:"to_unix,omitempty"`
+	// The first slot in the range and how many there are.
+	FirstSlotUnix int64  `protobuf:"varint,5,opt,name=first_slot_unix,json=firstSlotUnix,proto3" json:"first_slot_unix,omitempty"`
+	Slots         uint64 `protobuf:"varint,6,opt,name=slots,proto3" json:"slots,omitempty"`
+	// skip, buffer_one or allow (Backfill.overlap).
+	Overlap       string `protobuf:"bytes,7,opt,name=overlap,proto3" json:"overlap,omitempty"`
+	MaxConcurrent uint32 `protobuf:"varint,8,opt,name=max_concurrent,json=maxConcurrent,proto3" json:"max_concurrent,omitempty"`
+	Rerun         bool   `protobuf:"varint,9,opt,name=rerun,proto3" json:"rerun,omitempty"`
+	// The most slots a backfill may hold (serve --max-backfill-slots), set by
+	// the proposer so every node decides alike: more is LIMIT_EXCEEDED; 0
+	// means no limit.
+	MaxSlots      uint64 `protobuf:"varint,10,opt,name=max_slots,json=maxSlots,proto3" json:"max_slots,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartBackfillCommand) Reset() {
+	*x = StartBackfillCommand{}
+	mi := &file_raftcron_v1_command_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartBackfillCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartBackfillCommand) ProtoMessage() {}
+
+func (x *StartBackfillCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_command_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartBackfillCommand.ProtoReflect.Descriptor instead.
+func (*StartBackfillCommand) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *StartBackfillCommand) GetJob() string {
+	if x != nil {
+		return x.Job
+	}
+	return ""
+}
+
+func (x *StartBackfillCommand) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *StartBackfillCommand) GetFromUnix() int64 {
+	if x != nil {
+		return x.FromUnix
+	}
+	return 0
+}
+
+func (x *StartBackfillCommand) GetToUnix() int64 {
+	if x != nil {
+		return x.ToUnix
+	}
+	return 0
+}
+
+func (x *StartBackfillCommand) GetFirstSlotUnix() int64 {
+	if x != nil {
+		return x.FirstSlotUnix
+	}
+	return 0
+}
+
+func (x *StartBackfillCommand) GetSlots() uint64 {
+	if x != nil {
+		return x.Slots
+	}
+	return 0
+}
+
+func (x *StartBackfillCommand) GetOverlap() string {
+	if x != nil {
+		return x.Overlap
+	}
+	return ""
+}
+
+func (x *StartBackfillCommand) GetMaxConcurrent() uint32 {
+	if x != nil {
+		return x.MaxConcurrent
+	}
+	return 0
+}
+
+func (x *StartBackfillCommand) GetRerun() bool {
+	if x != nil {
+		return x.Rerun
+	}
+	return false
+}
+
+func (x *StartBackfillCommand) GetMaxSlots() uint64 {
+	if x != nil {
+		return x.MaxSlots
+	}
+	return 0
+}
+
+// CancelBackfillCommand cancels the job's running backfill.
+type CancelBackfillCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Job           string                 `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelBackfillCommand) Reset() {
+	*x = CancelBackfillCommand{}
+	mi := &file_raftcron_v1_command_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelBackfillCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelBackfillCommand) ProtoMessage() {}
+
+func (x *CancelBackfillCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_command_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelBackfillCommand.ProtoReflect.Descriptor instead.
+func (*CancelBackfillCommand) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *CancelBackfillCommand) GetJob() string {
+	if x != nil {
+		return x.Job
+	}
+	return ""
+}
+
 // CommandResult is what applying a Command produced, on every node alike.
 type CommandResult struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
@@ -1036,14 +1322,16 @@ type CommandResult struct {
 	Alerts []*Alert `protobuf:"bytes,32,rep,name=alerts,proto3" json:"alerts,omitempty"`
 	// The runs of dependent jobs (after) the entry created: fired CHAINED, or
 	// recorded SKIPPED or MISSED, by the parents' outcomes it recorded.
-	Chained       []*Run `protobuf:"bytes,50,rep,name=chained,proto3" json:"chained,omitempty"`
+	Chained []*Run `protobuf:"bytes,50,rep,name=chained,proto3" json:"chained,omitempty"`
+	// StartBackfill and CancelBackfill: the backfill as the command left it.
+	Backfill      *Backfill `protobuf:"bytes,40,opt,name=backfill,proto3" json:"backfill,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CommandResult) Reset() {
 	*x = CommandResult{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[6]
+	mi := &file_raftcron_v1_command_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1055,7 +1343,7 @@ func (x *CommandResult) String() string {
 func (*CommandResult) ProtoMessage() {}
 
 func (x *CommandResult) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[6]
+	mi := &file_raftcron_v1_command_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1068,7 +1356,7 @@ func (x *CommandResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandResult.ProtoReflect.Descriptor instead.
 func (*CommandResult) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{6}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CommandResult) GetCode() ResultCode {
@@ -1176,6 +1464,13 @@ func (x *CommandResult) GetChained() []*Run {
 	return nil
 }
 
+func (x *CommandResult) GetBackfill() *Backfill {
+	if x != nil {
+		return x.Backfill
+	}
+	return nil
+}
+
 // FireBatchCommand carries every fire and miss a leader decided in one tick.
 // The FSM checks each against the state and assigns tokens to those it accepts.
 type FireBatchCommand struct {
@@ -1194,7 +1489,7 @@ type FireBatchCommand struct {
 
 func (x *FireBatchCommand) Reset() {
 	*x = FireBatchCommand{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[7]
+	mi := &file_raftcron_v1_command_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1206,7 +1501,7 @@ func (x *FireBatchCommand) String() string {
 func (*FireBatchCommand) ProtoMessage() {}
 
 func (x *FireBatchCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[7]
+	mi := &file_raftcron_v1_command_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1219,7 +1514,7 @@ func (x *FireBatchCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FireBatchCommand.ProtoReflect.Descriptor instead.
 func (*FireBatchCommand) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{7}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *FireBatchCommand) GetLeaderId() string {
@@ -1279,14 +1574,24 @@ type Fire struct {
 	// lease or its stream broke): the token of that attempt, which must still
 	// be the run's current one. 0 for an orphan of an earlier term. Needs
 	// command version 2 (fsm.VersionOf).
-	LostToken     uint64 `protobuf:"varint,9,opt,name=lost_token,json=lostToken,proto3" json:"lost_token,omitempty"`
+	LostToken uint64 `protobuf:"varint,9,opt,name=lost_token,json=lostToken,proto3" json:"lost_token,omitempty"`
+	// The slot's dispatch delay (the job's jitter), ms, recorded in the run.
+	JitterMs uint32 `protobuf:"varint,40,opt,name=jitter_ms,json=jitterMs,proto3" json:"jitter_ms,omitempty"`
+	// MANUAL: the trigger's payload, at most 64 KiB, recorded in the run.
+	Payload string `protobuf:"bytes,41,opt,name=payload,proto3" json:"payload,omitempty"`
+	// MANUAL: the overlap policy for this run instead of the job's; unset:
+	// the job's. BACKFILL carries none: the backfill holds its own.
+	Overlap Overlap `protobuf:"varint,42,opt,name=overlap,proto3,enum=raftcron.v1.Overlap" json:"overlap,omitempty"`
+	// BACKFILL: the backfill's next slot after this one, or its to_unix when
+	// this is its last: where it goes on. slot_unix must be its next slot.
+	NextSlotUnix  int64 `protobuf:"varint,43,opt,name=next_slot_unix,json=nextSlotUnix,proto3" json:"next_slot_unix,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Fire) Reset() {
 	*x = Fire{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[8]
+	mi := &file_raftcron_v1_command_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1298,7 +1603,7 @@ func (x *Fire) String() string {
 func (*Fire) ProtoMessage() {}
 
 func (x *Fire) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[8]
+	mi := &file_raftcron_v1_command_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1311,7 +1616,7 @@ func (x *Fire) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Fire.ProtoReflect.Descriptor instead.
 func (*Fire) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{8}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Fire) GetJob() string {
@@ -1377,6 +1682,34 @@ func (x *Fire) GetLostToken() uint64 {
 	return 0
 }
 
+func (x *Fire) GetJitterMs() uint32 {
+	if x != nil {
+		return x.JitterMs
+	}
+	return 0
+}
+
+func (x *Fire) GetPayload() string {
+	if x != nil {
+		return x.Payload
+	}
+	return ""
+}
+
+func (x *Fire) GetOverlap() Overlap {
+	if x != nil {
+		return x.Overlap
+	}
+	return Overlap_OVERLAP_UNSPECIFIED
+}
+
+func (x *Fire) GetNextSlotUnix() int64 {
+	if x != nil {
+		return x.NextSlotUnix
+	}
+	return 0
+}
+
 // Miss records slots given up without dispatch (outside the catch-up window,
 // catch-up policy latest/none, before start_at, ...).
 type Miss struct {
@@ -1393,7 +1726,7 @@ type Miss struct {
 
 func (x *Miss) Reset() {
 	*x = Miss{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[9]
+	mi := &file_raftcron_v1_command_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1405,7 +1738,7 @@ func (x *Miss) String() string {
 func (*Miss) ProtoMessage() {}
 
 func (x *Miss) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[9]
+	mi := &file_raftcron_v1_command_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1418,7 +1751,7 @@ func (x *Miss) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Miss.ProtoReflect.Descriptor instead.
 func (*Miss) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{9}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Miss) GetJob() string {
@@ -1484,7 +1817,7 @@ type FireResult struct {
 
 func (x *FireResult) Reset() {
 	*x = FireResult{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[10]
+	mi := &file_raftcron_v1_command_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1496,7 +1829,7 @@ func (x *FireResult) String() string {
 func (*FireResult) ProtoMessage() {}
 
 func (x *FireResult) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[10]
+	mi := &file_raftcron_v1_command_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1509,7 +1842,7 @@ func (x *FireResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FireResult.ProtoReflect.Descriptor instead.
 func (*FireResult) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{10}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *FireResult) GetAccepted() bool {
@@ -1577,7 +1910,7 @@ type CompleteBatchCommand struct {
 
 func (x *CompleteBatchCommand) Reset() {
 	*x = CompleteBatchCommand{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[11]
+	mi := &file_raftcron_v1_command_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1589,7 +1922,7 @@ func (x *CompleteBatchCommand) String() string {
 func (*CompleteBatchCommand) ProtoMessage() {}
 
 func (x *CompleteBatchCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[11]
+	mi := &file_raftcron_v1_command_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1602,7 +1935,7 @@ func (x *CompleteBatchCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteBatchCommand.ProtoReflect.Descriptor instead.
 func (*CompleteBatchCommand) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{11}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CompleteBatchCommand) GetCompletions() []*Completion {
@@ -1652,7 +1985,7 @@ type Completion struct {
 
 func (x *Completion) Reset() {
 	*x = Completion{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[12]
+	mi := &file_raftcron_v1_command_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1664,7 +1997,7 @@ func (x *Completion) String() string {
 func (*Completion) ProtoMessage() {}
 
 func (x *Completion) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[12]
+	mi := &file_raftcron_v1_command_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1677,7 +2010,7 @@ func (x *Completion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Completion.ProtoReflect.Descriptor instead.
 func (*Completion) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{12}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Completion) GetRunId() string {
@@ -1748,7 +2081,7 @@ type CompletionResult struct {
 
 func (x *CompletionResult) Reset() {
 	*x = CompletionResult{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[13]
+	mi := &file_raftcron_v1_command_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1760,7 +2093,7 @@ func (x *CompletionResult) String() string {
 func (*CompletionResult) ProtoMessage() {}
 
 func (x *CompletionResult) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[13]
+	mi := &file_raftcron_v1_command_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1773,7 +2106,7 @@ func (x *CompletionResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompletionResult.ProtoReflect.Descriptor instead.
 func (*CompletionResult) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{13}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CompletionResult) GetAccepted() bool {
@@ -1810,7 +2143,7 @@ type CancelRunCommand struct {
 
 func (x *CancelRunCommand) Reset() {
 	*x = CancelRunCommand{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[14]
+	mi := &file_raftcron_v1_command_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1822,7 +2155,7 @@ func (x *CancelRunCommand) String() string {
 func (*CancelRunCommand) ProtoMessage() {}
 
 func (x *CancelRunCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[14]
+	mi := &file_raftcron_v1_command_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1835,7 +2168,7 @@ func (x *CancelRunCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRunCommand.ProtoReflect.Descriptor instead.
 func (*CancelRunCommand) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{14}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CancelRunCommand) GetRunId() string {
@@ -1863,7 +2196,7 @@ type SetAuditCommand struct {
 
 func (x *SetAuditCommand) Reset() {
 	*x = SetAuditCommand{}
-	mi := &file_raftcron_v1_command_proto_msgTypes[15]
+	mi := &file_raftcron_v1_command_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1875,7 +2208,7 @@ func (x *SetAuditCommand) String() string {
 func (*SetAuditCommand) ProtoMessage() {}
 
 func (x *SetAuditCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_command_proto_msgTypes[15]
+	mi := &file_raftcron_v1_command_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1888,7 +2221,7 @@ func (x *SetAuditCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetAuditCommand.ProtoReflect.Descriptor instead.
 func (*SetAuditCommand) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{15}
+	return file_raftcron_v1_command_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SetAuditCommand) GetLimit() uint32 {
@@ -1909,7 +2242,7 @@ var File_raftcron_v1_command_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\n" +
-	"\x19raftcron/v1/command.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/acl.proto\x1a\x17raftcron/v1/alert.proto\x1a\x1araftcron/v1/calendar.proto\x1a\x19raftcron/v1/checkin.proto\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\x1a\x18raftcron/v1/secret.proto\x1a\x18raftcron/v1/worker.proto\"\x99\x10\n" +
+	"\x19raftcron/v1/command.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/acl.proto\x1a\x17raftcron/v1/alert.proto\x1a\x1araftcron/v1/calendar.proto\x1a\x19raftcron/v1/checkin.proto\x1a\x15raftcron/v1/job.proto\x1a\x15raftcron/v1/run.proto\x1a\x18raftcron/v1/secret.proto\x1a\x18raftcron/v1/worker.proto\"\xf1\x11\n" +
 	"\aCommand\x121\n" +
 	"\x15proposed_at_unix_nano\x18\x01 \x01(\x03R\x12proposedAtUnixNano\x12+\n" +
 	"\x06caller\x18\x02 \x01(\v2\x13.raftcron.v1.CallerR\x06caller\x125\n" +
@@ -1946,7 +2279,10 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x0fput_notify_rule\x184 \x01(\v2!.raftcron.v1.PutNotifyRuleCommandH\x00R\rputNotifyRule\x12T\n" +
 	"\x12delete_notify_rule\x185 \x01(\v2$.raftcron.v1.DeleteNotifyRuleCommandH\x00R\x10deleteNotifyRule\x12D\n" +
 	"\fcheck_alerts\x186 \x01(\v2\x1f.raftcron.v1.CheckAlertsCommandH\x00R\vcheckAlerts\x12S\n" +
-	"\x11record_deliveries\x187 \x01(\v2$.raftcron.v1.RecordDeliveriesCommandH\x00R\x10recordDeliveriesB\x06\n" +
+	"\x11record_deliveries\x187 \x01(\v2$.raftcron.v1.RecordDeliveriesCommandH\x00R\x10recordDeliveries\x12J\n" +
+	"\x0estart_backfill\x18B \x01(\v2!.raftcron.v1.StartBackfillCommandH\x00R\rstartBackfill\x12M\n" +
+	"\x0fcancel_backfill\x18C \x01(\v2\".raftcron.v1.CancelBackfillCommandH\x00R\x0ecancelBackfill\x12;\n" +
+	"\tend_pause\x18D \x01(\v2\x1c.raftcron.v1.EndPauseCommandH\x00R\bendPauseB\x06\n" +
 	"\x04kind\"\x8d\x01\n" +
 	"\x17RecordMembershipCommand\x12\x16\n" +
 	"\x06action\x18\x01 \x01(\tR\x06action\x12\x17\n" +
@@ -1965,11 +2301,33 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x10DeleteJobCommand\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12)\n" +
 	"\x10expected_version\x18\x02 \x01(\x04R\x0fexpectedVersion\x12\x14\n" +
-	"\x05force\x18\x03 \x01(\bR\x05force\"R\n" +
+	"\x05force\x18\x03 \x01(\bR\x05force\"q\n" +
 	"\x10SetPausedCommand\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06paused\x18\x02 \x01(\bR\x06paused\x12\x12\n" +
-	"\x04note\x18\x03 \x01(\tR\x04note\"\x98\x05\n" +
+	"\x04note\x18\x03 \x01(\tR\x04note\x12\x1d\n" +
+	"\n" +
+	"until_unix\x18\x04 \x01(\x03R\tuntilUnix\"B\n" +
+	"\x0fEndPauseCommand\x12\x10\n" +
+	"\x03job\x18\x01 \x01(\tR\x03job\x12\x1d\n" +
+	"\n" +
+	"until_unix\x18\x02 \x01(\x03R\tuntilUnix\"\xb0\x02\n" +
+	"\x14StartBackfillCommand\x12\x10\n" +
+	"\x03job\x18\x01 \x01(\tR\x03job\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x02 \x01(\x04R\n" +
+	"generation\x12\x1b\n" +
+	"\tfrom_unix\x18\x03 \x01(\x03R\bfromUnix\x12\x17\n" +
+	"\ato_unix\x18\x04 \x01(\x03R\x06toUnix\x12&\n" +
+	"\x0ffirst_slot_unix\x18\x05 \x01(\x03R\rfirstSlotUnix\x12\x14\n" +
+	"\x05slots\x18\x06 \x01(\x04R\x05slots\x12\x18\n" +
+	"\aoverlap\x18\a \x01(\tR\aoverlap\x12%\n" +
+	"\x0emax_concurrent\x18\b \x01(\rR\rmaxConcurrent\x12\x14\n" +
+	"\x05rerun\x18\t \x01(\bR\x05rerun\x12\x1b\n" +
+	"\tmax_slots\x18\n" +
+	" \x01(\x04R\bmaxSlots\")\n" +
+	"\x15CancelBackfillCommand\x12\x10\n" +
+	"\x03job\x18\x01 \x01(\tR\x03job\"\xcb\x05\n" +
 	"\rCommandResult\x12+\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x17.raftcron.v1.ResultCodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\"\n" +
@@ -1986,13 +2344,14 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\vnotify_rule\x18\x1f \x01(\v2\x17.raftcron.v1.NotifyRuleR\n" +
 	"notifyRule\x12*\n" +
 	"\x06alerts\x18  \x03(\v2\x12.raftcron.v1.AlertR\x06alerts\x12*\n" +
-	"\achained\x182 \x03(\v2\x10.raftcron.v1.RunR\achained\"\xbb\x01\n" +
+	"\achained\x182 \x03(\v2\x10.raftcron.v1.RunR\achained\x121\n" +
+	"\bbackfill\x18( \x01(\v2\x15.raftcron.v1.BackfillR\bbackfill\"\xbb\x01\n" +
 	"\x10FireBatchCommand\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12\x12\n" +
 	"\x04term\x18\x02 \x01(\x04R\x04term\x12'\n" +
 	"\x05fires\x18\x03 \x03(\v2\x11.raftcron.v1.FireR\x05fires\x12)\n" +
 	"\x06misses\x18\x04 \x03(\v2\x11.raftcron.v1.MissR\x06misses\x12\"\n" +
-	"\rmax_open_runs\x18\x05 \x01(\rR\vmaxOpenRuns\"\x89\x02\n" +
+	"\rmax_open_runs\x18\x05 \x01(\rR\vmaxOpenRuns\"\x96\x03\n" +
 	"\x04Fire\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12\x1e\n" +
 	"\n" +
@@ -2006,7 +2365,11 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x05force\x18\a \x01(\bR\x05force\x12\x1c\n" +
 	"\tprincipal\x18\b \x01(\tR\tprincipal\x12\x1d\n" +
 	"\n" +
-	"lost_token\x18\t \x01(\x04R\tlostToken\"\xae\x01\n" +
+	"lost_token\x18\t \x01(\x04R\tlostToken\x12\x1b\n" +
+	"\tjitter_ms\x18( \x01(\rR\bjitterMs\x12\x18\n" +
+	"\apayload\x18) \x01(\tR\apayload\x12.\n" +
+	"\aoverlap\x18* \x01(\x0e2\x14.raftcron.v1.OverlapR\aoverlap\x12$\n" +
+	"\x0enext_slot_unix\x18+ \x01(\x03R\fnextSlotUnix\"\xae\x01\n" +
 	"\x04Miss\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12\x1e\n" +
 	"\n" +
@@ -2084,7 +2447,7 @@ func file_raftcron_v1_command_proto_rawDescGZIP() []byte {
 }
 
 var file_raftcron_v1_command_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_raftcron_v1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_raftcron_v1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_raftcron_v1_command_proto_goTypes = []any{
 	(PutMode)(0),                     // 0: raftcron.v1.PutMode
 	(ResultCode)(0),                  // 1: raftcron.v1.ResultCode
@@ -2094,103 +2457,113 @@ var file_raftcron_v1_command_proto_goTypes = []any{
 	(*PutJobCommand)(nil),            // 5: raftcron.v1.PutJobCommand
 	(*DeleteJobCommand)(nil),         // 6: raftcron.v1.DeleteJobCommand
 	(*SetPausedCommand)(nil),         // 7: raftcron.v1.SetPausedCommand
-	(*CommandResult)(nil),            // 8: raftcron.v1.CommandResult
-	(*FireBatchCommand)(nil),         // 9: raftcron.v1.FireBatchCommand
-	(*Fire)(nil),                     // 10: raftcron.v1.Fire
-	(*Miss)(nil),                     // 11: raftcron.v1.Miss
-	(*FireResult)(nil),               // 12: raftcron.v1.FireResult
-	(*CompleteBatchCommand)(nil),     // 13: raftcron.v1.CompleteBatchCommand
-	(*Completion)(nil),               // 14: raftcron.v1.Completion
-	(*CompletionResult)(nil),         // 15: raftcron.v1.CompletionResult
-	(*CancelRunCommand)(nil),         // 16: raftcron.v1.CancelRunCommand
-	(*SetAuditCommand)(nil),          // 17: raftcron.v1.SetAuditCommand
-	(*Caller)(nil),                   // 18: raftcron.v1.Caller
-	(*BootstrapAclCommand)(nil),      // 19: raftcron.v1.BootstrapAclCommand
-	(*CreateAclTokenCommand)(nil),    // 20: raftcron.v1.CreateAclTokenCommand
-	(*DeleteAclTokenCommand)(nil),    // 21: raftcron.v1.DeleteAclTokenCommand
-	(*PutSecretCommand)(nil),         // 22: raftcron.v1.PutSecretCommand
-	(*DeleteSecretCommand)(nil),      // 23: raftcron.v1.DeleteSecretCommand
-	(*RotateSecretsCommand)(nil),     // 24: raftcron.v1.RotateSecretsCommand
-	(*PutCalendarCommand)(nil),       // 25: raftcron.v1.PutCalendarCommand
-	(*DeleteCalendarCommand)(nil),    // 26: raftcron.v1.DeleteCalendarCommand
-	(*CreateFreezeCommand)(nil),      // 27: raftcron.v1.CreateFreezeCommand
-	(*DeleteFreezeCommand)(nil),      // 28: raftcron.v1.DeleteFreezeCommand
-	(*RecordProgressCommand)(nil),    // 29: raftcron.v1.RecordProgressCommand
-	(*CheckinCommand)(nil),           // 30: raftcron.v1.CheckinCommand
-	(*PutChannelCommand)(nil),        // 31: raftcron.v1.PutChannelCommand
-	(*DeleteChannelCommand)(nil),     // 32: raftcron.v1.DeleteChannelCommand
-	(*PutNotifyRuleCommand)(nil),     // 33: raftcron.v1.PutNotifyRuleCommand
-	(*DeleteNotifyRuleCommand)(nil),  // 34: raftcron.v1.DeleteNotifyRuleCommand
-	(*CheckAlertsCommand)(nil),       // 35: raftcron.v1.CheckAlertsCommand
-	(*RecordDeliveriesCommand)(nil),  // 36: raftcron.v1.RecordDeliveriesCommand
-	(*JobSpec)(nil),                  // 37: raftcron.v1.JobSpec
-	(*Job)(nil),                      // 38: raftcron.v1.Job
-	(*Run)(nil),                      // 39: raftcron.v1.Run
-	(*AclToken)(nil),                 // 40: raftcron.v1.AclToken
-	(*Calendar)(nil),                 // 41: raftcron.v1.Calendar
-	(*Freeze)(nil),                   // 42: raftcron.v1.Freeze
-	(*Channel)(nil),                  // 43: raftcron.v1.Channel
-	(*NotifyRule)(nil),               // 44: raftcron.v1.NotifyRule
-	(*Alert)(nil),                    // 45: raftcron.v1.Alert
-	(FireKind)(0),                    // 46: raftcron.v1.FireKind
-	(RunState)(0),                    // 47: raftcron.v1.RunState
+	(*EndPauseCommand)(nil),          // 8: raftcron.v1.EndPauseCommand
+	(*StartBackfillCommand)(nil),     // 9: raftcron.v1.StartBackfillCommand
+	(*CancelBackfillCommand)(nil),    // 10: raftcron.v1.CancelBackfillCommand
+	(*CommandResult)(nil),            // 11: raftcron.v1.CommandResult
+	(*FireBatchCommand)(nil),         // 12: raftcron.v1.FireBatchCommand
+	(*Fire)(nil),                     // 13: raftcron.v1.Fire
+	(*Miss)(nil),                     // 14: raftcron.v1.Miss
+	(*FireResult)(nil),               // 15: raftcron.v1.FireResult
+	(*CompleteBatchCommand)(nil),     // 16: raftcron.v1.CompleteBatchCommand
+	(*Completion)(nil),               // 17: raftcron.v1.Completion
+	(*CompletionResult)(nil),         // 18: raftcron.v1.CompletionResult
+	(*CancelRunCommand)(nil),         // 19: raftcron.v1.CancelRunCommand
+	(*SetAuditCommand)(nil),          // 20: raftcron.v1.SetAuditCommand
+	(*Caller)(nil),                   // 21: raftcron.v1.Caller
+	(*BootstrapAclCommand)(nil),      // 22: raftcron.v1.BootstrapAclCommand
+	(*CreateAclTokenCommand)(nil),    // 23: raftcron.v1.CreateAclTokenCommand
+	(*DeleteAclTokenCommand)(nil),    // 24: raftcron.v1.DeleteAclTokenCommand
+	(*PutSecretCommand)(nil),         // 25: raftcron.v1.PutSecretCommand
+	(*DeleteSecretCommand)(nil),      // 26: raftcron.v1.DeleteSecretCommand
+	(*RotateSecretsCommand)(nil),     // 27: raftcron.v1.RotateSecretsCommand
+	(*PutCalendarCommand)(nil),       // 28: raftcron.v1.PutCalendarCommand
+	(*DeleteCalendarCommand)(nil),    // 29: raftcron.v1.DeleteCalendarCommand
+	(*CreateFreezeCommand)(nil),      // 30: raftcron.v1.CreateFreezeCommand
+	(*DeleteFreezeCommand)(nil),      // 31: raftcron.v1.DeleteFreezeCommand
+	(*RecordProgressCommand)(nil),    // 32: raftcron.v1.RecordProgressCommand
+	(*CheckinCommand)(nil),           // 33: raftcron.v1.CheckinCommand
+	(*PutChannelCommand)(nil),        // 34: raftcron.v1.PutChannelCommand
+	(*DeleteChannelCommand)(nil),     // 35: raftcron.v1.DeleteChannelCommand
+	(*PutNotifyRuleCommand)(nil),     // 36: raftcron.v1.PutNotifyRuleCommand
+	(*DeleteNotifyRuleCommand)(nil),  // 37: raftcron.v1.DeleteNotifyRuleCommand
+	(*CheckAlertsCommand)(nil),       // 38: raftcron.v1.CheckAlertsCommand
+	(*RecordDeliveriesCommand)(nil),  // 39: raftcron.v1.RecordDeliveriesCommand
+	(*JobSpec)(nil),                  // 40: raftcron.v1.JobSpec
+	(*Job)(nil),                      // 41: raftcron.v1.Job
+	(*Run)(nil),                      // 42: raftcron.v1.Run
+	(*AclToken)(nil),                 // 43: raftcron.v1.AclToken
+	(*Calendar)(nil),                 // 44: raftcron.v1.Calendar
+	(*Freeze)(nil),                   // 45: raftcron.v1.Freeze
+	(*Channel)(nil),                  // 46: raftcron.v1.Channel
+	(*NotifyRule)(nil),               // 47: raftcron.v1.NotifyRule
+	(*Alert)(nil),                    // 48: raftcron.v1.Alert
+	(*Backfill)(nil),                 // 49: raftcron.v1.Backfill
+	(FireKind)(0),                    // 50: raftcron.v1.FireKind
+	(Overlap)(0),                     // 51: raftcron.v1.Overlap
+	(RunState)(0),                    // 52: raftcron.v1.RunState
 }
 var file_raftcron_v1_command_proto_depIdxs = []int32{
-	18, // 0: raftcron.v1.Command.caller:type_name -> raftcron.v1.Caller
+	21, // 0: raftcron.v1.Command.caller:type_name -> raftcron.v1.Caller
 	5,  // 1: raftcron.v1.Command.put_job:type_name -> raftcron.v1.PutJobCommand
 	6,  // 2: raftcron.v1.Command.delete_job:type_name -> raftcron.v1.DeleteJobCommand
 	7,  // 3: raftcron.v1.Command.set_paused:type_name -> raftcron.v1.SetPausedCommand
-	9,  // 4: raftcron.v1.Command.fire_batch:type_name -> raftcron.v1.FireBatchCommand
-	13, // 5: raftcron.v1.Command.complete_batch:type_name -> raftcron.v1.CompleteBatchCommand
-	16, // 6: raftcron.v1.Command.cancel_run:type_name -> raftcron.v1.CancelRunCommand
-	19, // 7: raftcron.v1.Command.bootstrap_acl:type_name -> raftcron.v1.BootstrapAclCommand
-	20, // 8: raftcron.v1.Command.create_acl_token:type_name -> raftcron.v1.CreateAclTokenCommand
-	21, // 9: raftcron.v1.Command.delete_acl_token:type_name -> raftcron.v1.DeleteAclTokenCommand
-	17, // 10: raftcron.v1.Command.set_audit:type_name -> raftcron.v1.SetAuditCommand
+	12, // 4: raftcron.v1.Command.fire_batch:type_name -> raftcron.v1.FireBatchCommand
+	16, // 5: raftcron.v1.Command.complete_batch:type_name -> raftcron.v1.CompleteBatchCommand
+	19, // 6: raftcron.v1.Command.cancel_run:type_name -> raftcron.v1.CancelRunCommand
+	22, // 7: raftcron.v1.Command.bootstrap_acl:type_name -> raftcron.v1.BootstrapAclCommand
+	23, // 8: raftcron.v1.Command.create_acl_token:type_name -> raftcron.v1.CreateAclTokenCommand
+	24, // 9: raftcron.v1.Command.delete_acl_token:type_name -> raftcron.v1.DeleteAclTokenCommand
+	20, // 10: raftcron.v1.Command.set_audit:type_name -> raftcron.v1.SetAuditCommand
 	4,  // 11: raftcron.v1.Command.set_cluster_version:type_name -> raftcron.v1.SetClusterVersionCommand
 	3,  // 12: raftcron.v1.Command.record_membership:type_name -> raftcron.v1.RecordMembershipCommand
-	22, // 13: raftcron.v1.Command.put_secret:type_name -> raftcron.v1.PutSecretCommand
-	23, // 14: raftcron.v1.Command.delete_secret:type_name -> raftcron.v1.DeleteSecretCommand
-	24, // 15: raftcron.v1.Command.rotate_secrets:type_name -> raftcron.v1.RotateSecretsCommand
-	25, // 16: raftcron.v1.Command.put_calendar:type_name -> raftcron.v1.PutCalendarCommand
-	26, // 17: raftcron.v1.Command.delete_calendar:type_name -> raftcron.v1.DeleteCalendarCommand
-	27, // 18: raftcron.v1.Command.create_freeze:type_name -> raftcron.v1.CreateFreezeCommand
-	28, // 19: raftcron.v1.Command.delete_freeze:type_name -> raftcron.v1.DeleteFreezeCommand
-	29, // 20: raftcron.v1.Command.record_progress:type_name -> raftcron.v1.RecordProgressCommand
-	30, // 21: raftcron.v1.Command.checkin:type_name -> raftcron.v1.CheckinCommand
-	31, // 22: raftcron.v1.Command.put_channel:type_name -> raftcron.v1.PutChannelCommand
-	32, // 23: raftcron.v1.Command.delete_channel:type_name -> raftcron.v1.DeleteChannelCommand
-	33, // 24: raftcron.v1.Command.put_notify_rule:type_name -> raftcron.v1.PutNotifyRuleCommand
-	34, // 25: raftcron.v1.Command.delete_notify_rule:type_name -> raftcron.v1.DeleteNotifyRuleCommand
-	35, // 26: raftcron.v1.Command.check_alerts:type_name -> raftcron.v1.CheckAlertsCommand
-	36, // 27: raftcron.v1.Command.record_deliveries:type_name -> raftcron.v1.RecordDeliveriesCommand
-	37, // 28: raftcron.v1.PutJobCommand.spec:type_name -> raftcron.v1.JobSpec
-	0,  // 29: raftcron.v1.PutJobCommand.mode:type_name -> raftcron.v1.PutMode
-	1,  // 30: raftcron.v1.CommandResult.code:type_name -> raftcron.v1.ResultCode
-	38, // 31: raftcron.v1.CommandResult.job:type_name -> raftcron.v1.Job
-	12, // 32: raftcron.v1.CommandResult.fires:type_name -> raftcron.v1.FireResult
-	15, // 33: raftcron.v1.CommandResult.completions:type_name -> raftcron.v1.CompletionResult
-	39, // 34: raftcron.v1.CommandResult.run:type_name -> raftcron.v1.Run
-	40, // 35: raftcron.v1.CommandResult.acl_token:type_name -> raftcron.v1.AclToken
-	41, // 36: raftcron.v1.CommandResult.calendar:type_name -> raftcron.v1.Calendar
-	42, // 37: raftcron.v1.CommandResult.freeze:type_name -> raftcron.v1.Freeze
-	43, // 38: raftcron.v1.CommandResult.channel:type_name -> raftcron.v1.Channel
-	44, // 39: raftcron.v1.CommandResult.notify_rule:type_name -> raftcron.v1.NotifyRule
-	45, // 40: raftcron.v1.CommandResult.alerts:type_name -> raftcron.v1.Alert
-	39, // 41: raftcron.v1.CommandResult.chained:type_name -> raftcron.v1.Run
-	10, // 42: raftcron.v1.FireBatchCommand.fires:type_name -> raftcron.v1.Fire
-	11, // 43: raftcron.v1.FireBatchCommand.misses:type_name -> raftcron.v1.Miss
-	46, // 44: raftcron.v1.Fire.kind:type_name -> raftcron.v1.FireKind
-	39, // 45: raftcron.v1.FireResult.run:type_name -> raftcron.v1.Run
-	37, // 46: raftcron.v1.FireResult.spec:type_name -> raftcron.v1.JobSpec
-	14, // 47: raftcron.v1.CompleteBatchCommand.completions:type_name -> raftcron.v1.Completion
-	47, // 48: raftcron.v1.Completion.outcome:type_name -> raftcron.v1.RunState
-	39, // 49: raftcron.v1.CompletionResult.run:type_name -> raftcron.v1.Run
-	50, // [50:50] is the sub-list for method output_type
-	50, // [50:50] is the sub-list for method input_type
-	50, // [50:50] is the sub-list for extension type_name
-	50, // [50:50] is the sub-list for extension extendee
-	0,  // [0:50] is the sub-list for field type_name
+	25, // 13: raftcron.v1.Command.put_secret:type_name -> raftcron.v1.PutSecretCommand
+	26, // 14: raftcron.v1.Command.delete_secret:type_name -> raftcron.v1.DeleteSecretCommand
+	27, // 15: raftcron.v1.Command.rotate_secrets:type_name -> raftcron.v1.RotateSecretsCommand
+	28, // 16: raftcron.v1.Command.put_calendar:type_name -> raftcron.v1.PutCalendarCommand
+	29, // 17: raftcron.v1.Command.delete_calendar:type_name -> raftcron.v1.DeleteCalendarCommand
+	30, // 18: raftcron.v1.Command.create_freeze:type_name -> raftcron.v1.CreateFreezeCommand
+	31, // 19: raftcron.v1.Command.delete_freeze:type_name -> raftcron.v1.DeleteFreezeCommand
+	32, // 20: raftcron.v1.Command.record_progress:type_name -> raftcron.v1.RecordProgressCommand
+	33, // 21: raftcron.v1.Command.checkin:type_name -> raftcron.v1.CheckinCommand
+	34, // 22: raftcron.v1.Command.put_channel:type_name -> raftcron.v1.PutChannelCommand
+	35, // 23: raftcron.v1.Command.delete_channel:type_name -> raftcron.v1.DeleteChannelCommand
+	36, // 24: raftcron.v1.Command.put_notify_rule:type_name -> raftcron.v1.PutNotifyRuleCommand
+	37, // 25: raftcron.v1.Command.delete_notify_rule:type_name -> raftcron.v1.DeleteNotifyRuleCommand
+	38, // 26: raftcron.v1.Command.check_alerts:type_name -> raftcron.v1.CheckAlertsCommand
+	39, // 27: raftcron.v1.Command.record_deliveries:type_name -> raftcron.v1.RecordDeliveriesCommand
+	9,  // 28: raftcron.v1.Command.start_backfill:type_name -> raftcron.v1.StartBackfillCommand
+	10, // 29: raftcron.v1.Command.cancel_backfill:type_name -> raftcron.v1.CancelBackfillCommand
+	8,  // 30: raftcron.v1.Command.end_pause:type_name -> raftcron.v1.EndPauseCommand
+	40, // 31: raftcron.v1.PutJobCommand.spec:type_name -> raftcron.v1.JobSpec
+	0,  // 32: raftcron.v1.PutJobCommand.mode:type_name -> raftcron.v1.PutMode
+	1,  // 33: raftcron.v1.CommandResult.code:type_name -> raftcron.v1.ResultCode
+	41, // 34: raftcron.v1.CommandResult.job:type_name -> raftcron.v1.Job
+	15, // 35: raftcron.v1.CommandResult.fires:type_name -> raftcron.v1.FireResult
+	18, // 36: raftcron.v1.CommandResult.completions:type_name -> raftcron.v1.CompletionResult
+	42, // 37: raftcron.v1.CommandResult.run:type_name -> raftcron.v1.Run
+	43, // 38: raftcron.v1.CommandResult.acl_token:type_name -> raftcron.v1.AclToken
+	44, // 39: raftcron.v1.CommandResult.calendar:type_name -> raftcron.v1.Calendar
+	45, // 40: raftcron.v1.CommandResult.freeze:type_name -> raftcron.v1.Freeze
+	46, // 41: raftcron.v1.CommandResult.channel:type_name -> raftcron.v1.Channel
+	47, // 42: raftcron.v1.CommandResult.notify_rule:type_name -> raftcron.v1.NotifyRule
+	48, // 43: raftcron.v1.CommandResult.alerts:type_name -> raftcron.v1.Alert
+	42, // 44: raftcron.v1.CommandResult.chained:type_name -> raftcron.v1.Run
+	49, // 45: raftcron.v1.CommandResult.backfill:type_name -> raftcron.v1.Backfill
+	13, // 46: raftcron.v1.FireBatchCommand.fires:type_name -> raftcron.v1.Fire
+	14, // 47: raftcron.v1.FireBatchCommand.misses:type_name -> raftcron.v1.Miss
+	50, // 48: raftcron.v1.Fire.kind:type_name -> raftcron.v1.FireKind
+	51, // 49: raftcron.v1.Fire.overlap:type_name -> raftcron.v1.Overlap
+	42, // 50: raftcron.v1.FireResult.run:type_name -> raftcron.v1.Run
+	40, // 51: raftcron.v1.FireResult.spec:type_name -> raftcron.v1.JobSpec
+	17, // 52: raftcron.v1.CompleteBatchCommand.completions:type_name -> raftcron.v1.Completion
+	52, // 53: raftcron.v1.Completion.outcome:type_name -> raftcron.v1.RunState
+	42, // 54: raftcron.v1.CompletionResult.run:type_name -> raftcron.v1.Run
+	55, // [55:55] is the sub-list for method output_type
+	55, // [55:55] is the sub-list for method input_type
+	55, // [55:55] is the sub-list for extension type_name
+	55, // [55:55] is the sub-list for extension extendee
+	0,  // [0:55] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_command_proto_init() }
@@ -2234,6 +2607,9 @@ func file_raftcron_v1_command_proto_init() {
 		(*Command_DeleteNotifyRule)(nil),
 		(*Command_CheckAlerts)(nil),
 		(*Command_RecordDeliveries)(nil),
+		(*Command_StartBackfill)(nil),
+		(*Command_CancelBackfill)(nil),
+		(*Command_EndPause)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2241,7 +2617,7 @@ func file_raftcron_v1_command_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_raftcron_v1_command_proto_rawDesc), len(file_raftcron_v1_command_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   16,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -332,14 +332,76 @@ func (Delivery) EnumDescriptor() ([]byte, []int) {
 	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{5}
 }
 
+type BackfillState int32
+
+const (
+	BackfillState_BACKFILL_STATE_UNSPECIFIED BackfillState = 0
+	// Slots remain to be fired, or backfill runs are still open.
+	BackfillState_BACKFILL_STATE_RUNNING BackfillState = 1
+	// Every slot of the range was fired, skipped or missed, and its runs
+	// have finished.
+	BackfillState_BACKFILL_STATE_DONE BackfillState = 2
+	// Stopped before its end: reason says why.
+	BackfillState_BACKFILL_STATE_CANCELLED BackfillState = 3
+)
+
+// Enum value maps for BackfillState.
+var (
+	BackfillState_name = map[int32]string{
+		0: "BACKFILL_STATE_UNSPECIFIED",
+		1: "BACKFILL_STATE_RUNNING",
+		2: "BACKFILL_STATE_DONE",
+		3: "BACKFILL_STATE_CANCELLED",
+	}
+	BackfillState_value = map[string]int32{
+		"BACKFILL_STATE_UNSPECIFIED": 0,
+		"BACKFILL_STATE_RUNNING":     1,
+		"BACKFILL_STATE_DONE":        2,
+		"BACKFILL_STATE_CANCELLED":   3,
+	}
+)
+
+func (x BackfillState) Enum() *BackfillState {
+	p := new(BackfillState)
+	*p = x
+	return p
+}
+
+func (x BackfillState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (BackfillState) Descriptor() protoreflect.EnumDescriptor {
+	return file_raftcron_v1_job_proto_enumTypes[6].Descriptor()
+}
+
+func (BackfillState) Type() protoreflect.EnumType {
+	return &file_raftcron_v1_job_proto_enumTypes[6]
+}
+
+func (x BackfillState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use BackfillState.Descriptor instead.
+func (BackfillState) EnumDescriptor() ([]byte, []int) {
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{6}
+}
+
 // JobSpec is everything an operator sets on a job. The friendly job file
 // (YAML/JSON) of the CLI maps one to one onto it.
 type JobSpec struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// [a-z0-9][a-z0-9._-]{0,62}
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	// Cron with optional seconds field, five-field cron, a descriptor or "@every <duration>".
+	// Cron with optional seconds field, five-field cron, a descriptor,
+	// "@every <duration> [offset <duration>]" or "@at <RFC 3339 time>".
+	// Exactly one of schedule and schedules is set.
 	Schedule string `protobuf:"bytes,2,opt,name=schedule,proto3" json:"schedule,omitempty"`
+	// Several schedules in place of schedule: the job fires at every instant
+	// one of them fires, once when two of them meet. Errors name the member
+	// (schedules[1]).
+	Schedules []string `protobuf:"bytes,40,rep,name=schedules,proto3" json:"schedules,omitempty"`
 	// IANA zone name; empty means UTC.
 	Timezone string `protobuf:"bytes,3,opt,name=timezone,proto3" json:"timezone,omitempty"`
 	// Calendars that leave out slots (exclude) or keep only theirs (only): a
@@ -363,6 +425,13 @@ type JobSpec struct {
 	// refused (NotFound); wait: the dependency reads as not met until a job
 	// of that name exists.
 	AfterMissing AfterMissing `protobuf:"varint,53,opt,name=after_missing,json=afterMissing,proto3,enum=raftcron.v1.AfterMissing" json:"after_missing,omitempty"`
+	// Delays each slot's dispatch by a deterministic amount in [0, jitter),
+	// whole milliseconds derived from the job's name and the slot, the same on
+	// every leader. The slot keeps its nominal time (scheduled_at, the
+	// idempotency key); the run records the delay (jitter_ms). Unset or 0s:
+	// none. Less than catchup.window, and than the interval of an @every
+	// schedule.
+	Jitter *durationpb.Duration `protobuf:"bytes,42,opt,name=jitter,proto3" json:"jitter,omitempty"`
 	// Exactly one of http, exec, worker and checkin is set.
 	Http *HttpTarget `protobuf:"bytes,4,opt,name=http,proto3" json:"http,omitempty"`
 	Exec *ExecTarget `protobuf:"bytes,5,opt,name=exec,proto3" json:"exec,omitempty"`
@@ -371,17 +440,25 @@ type JobSpec struct {
 	// A job that runs elsewhere and checks in (checkin.proto): nothing is
 	// fired, the schedule says when a ping is due, and expect.start_within
 	// is how late it may come before the slot is recorded missed.
-	Checkin   *CheckinTarget         `protobuf:"bytes,32,opt,name=checkin,proto3" json:"checkin,omitempty"`
-	Catchup   *Catchup               `protobuf:"bytes,6,opt,name=catchup,proto3" json:"catchup,omitempty"`
-	Overlap   Overlap                `protobuf:"varint,7,opt,name=overlap,proto3,enum=raftcron.v1.Overlap" json:"overlap,omitempty"`
-	Delivery  Delivery               `protobuf:"varint,8,opt,name=delivery,proto3,enum=raftcron.v1.Delivery" json:"delivery,omitempty"`
-	Retry     *Retry                 `protobuf:"bytes,9,opt,name=retry,proto3" json:"retry,omitempty"`
-	Deadline  *durationpb.Duration   `protobuf:"bytes,10,opt,name=deadline,proto3" json:"deadline,omitempty"`
-	Paused    bool                   `protobuf:"varint,11,opt,name=paused,proto3" json:"paused,omitempty"`
-	PauseNote string                 `protobuf:"bytes,12,opt,name=pause_note,json=pauseNote,proto3" json:"pause_note,omitempty"`
-	StartAt   *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=start_at,json=startAt,proto3" json:"start_at,omitempty"`
-	EndAt     *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=end_at,json=endAt,proto3" json:"end_at,omitempty"`
-	Labels    map[string]string      `protobuf:"bytes,15,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Checkin   *CheckinTarget       `protobuf:"bytes,32,opt,name=checkin,proto3" json:"checkin,omitempty"`
+	Catchup   *Catchup             `protobuf:"bytes,6,opt,name=catchup,proto3" json:"catchup,omitempty"`
+	Overlap   Overlap              `protobuf:"varint,7,opt,name=overlap,proto3,enum=raftcron.v1.Overlap" json:"overlap,omitempty"`
+	Delivery  Delivery             `protobuf:"varint,8,opt,name=delivery,proto3,enum=raftcron.v1.Delivery" json:"delivery,omitempty"`
+	Retry     *Retry               `protobuf:"bytes,9,opt,name=retry,proto3" json:"retry,omitempty"`
+	Deadline  *durationpb.Duration `protobuf:"bytes,10,opt,name=deadline,proto3" json:"deadline,omitempty"`
+	Paused    bool                 `protobuf:"varint,11,opt,name=paused,proto3" json:"paused,omitempty"`
+	PauseNote string               `protobuf:"bytes,12,opt,name=pause_note,json=pauseNote,proto3" json:"pause_note,omitempty"`
+	// The job pauses itself (note "max_runs reached") once this many slots of
+	// its schedule have fired, scheduled and catch-up runs; manual and
+	// backfill runs do not count. 0: no limit.
+	MaxRuns uint32 `protobuf:"varint,43,opt,name=max_runs,json=maxRuns,proto3" json:"max_runs,omitempty"`
+	// The job pauses itself once this many of its runs in a row have ended
+	// FAILED or DEADLINE_EXCEEDED (after their retries), with a note naming
+	// the last one; a success or a resume starts the count again. 0: never.
+	PauseAfterFailures uint32                 `protobuf:"varint,44,opt,name=pause_after_failures,json=pauseAfterFailures,proto3" json:"pause_after_failures,omitempty"`
+	StartAt            *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=start_at,json=startAt,proto3" json:"start_at,omitempty"`
+	EndAt              *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=end_at,json=endAt,proto3" json:"end_at,omitempty"`
+	Labels             map[string]string      `protobuf:"bytes,15,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Finished runs kept per job; 0 means the default (10).
 	HistoryLimit uint32 `protobuf:"varint,16,opt,name=history_limit,json=historyLimit,proto3" json:"history_limit,omitempty"`
 	// What the job promises (start on time, finish within bounds, succeed
@@ -438,6 +515,13 @@ func (x *JobSpec) GetSchedule() string {
 	return ""
 }
 
+func (x *JobSpec) GetSchedules() []string {
+	if x != nil {
+		return x.Schedules
+	}
+	return nil
+}
+
 func (x *JobSpec) GetTimezone() string {
 	if x != nil {
 		return x.Timezone
@@ -478,6 +562,13 @@ func (x *JobSpec) GetAfterMissing() AfterMissing {
 		return x.AfterMissing
 	}
 	return AfterMissing_AFTER_MISSING_UNSPECIFIED
+}
+
+func (x *JobSpec) GetJitter() *durationpb.Duration {
+	if x != nil {
+		return x.Jitter
+	}
+	return nil
 }
 
 func (x *JobSpec) GetHttp() *HttpTarget {
@@ -555,6 +646,20 @@ func (x *JobSpec) GetPauseNote() string {
 		return x.PauseNote
 	}
 	return ""
+}
+
+func (x *JobSpec) GetMaxRuns() uint32 {
+	if x != nil {
+		return x.MaxRuns
+	}
+	return 0
+}
+
+func (x *JobSpec) GetPauseAfterFailures() uint32 {
+	if x != nil {
+		return x.PauseAfterFailures
+	}
+	return 0
 }
 
 func (x *JobSpec) GetStartAt() *timestamppb.Timestamp {
@@ -1200,8 +1305,20 @@ type JobStatus struct {
 	// chained fire that waits for the open run (its slot is
 	// buffered_slot_unix).
 	BufferedParents []*RunRef `protobuf:"bytes,51,rep,name=buffered_parents,json=bufferedParents,proto3" json:"buffered_parents,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// pause_after_failures: runs in a row that ended FAILED or
+	// DEADLINE_EXCEEDED since the last success or resume.
+	FailuresInARow uint32 `protobuf:"varint,40,opt,name=failures_in_a_row,json=failuresInARow,proto3" json:"failures_in_a_row,omitempty"`
+	// max_runs: the slots of the schedule fired so far (scheduled and
+	// catch-up runs).
+	SlotsFired uint64 `protobuf:"varint,41,opt,name=slots_fired,json=slotsFired,proto3" json:"slots_fired,omitempty"`
+	// The pause in force beyond the spec's paused and pause_note: when it ends
+	// by itself, and why the job paused itself. Unset while the job runs and
+	// for an operator's pause without an end.
+	Pause *PauseState `protobuf:"bytes,42,opt,name=pause,proto3" json:"pause,omitempty"`
+	// The job's backfill: the one running, or the last one that ended.
+	Backfill      *Backfill `protobuf:"bytes,43,opt,name=backfill,proto3" json:"backfill,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobStatus) Reset() {
@@ -1360,6 +1477,299 @@ func (x *JobStatus) GetBufferedParents() []*RunRef {
 	return nil
 }
 
+func (x *JobStatus) GetFailuresInARow() uint32 {
+	if x != nil {
+		return x.FailuresInARow
+	}
+	return 0
+}
+
+func (x *JobStatus) GetSlotsFired() uint64 {
+	if x != nil {
+		return x.SlotsFired
+	}
+	return 0
+}
+
+func (x *JobStatus) GetPause() *PauseState {
+	if x != nil {
+		return x.Pause
+	}
+	return nil
+}
+
+func (x *JobStatus) GetBackfill() *Backfill {
+	if x != nil {
+		return x.Backfill
+	}
+	return nil
+}
+
+// PauseState is what a pause holds besides its note.
+type PauseState struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// job pause --until: the leader resumes the job then (end_pause), whole
+	// Unix seconds; 0: until an operator resumes it.
+	UntilUnix int64 `protobuf:"varint,1,opt,name=until_unix,json=untilUnix,proto3" json:"until_unix,omitempty"`
+	// Why the job paused itself: max_runs or pause_after_failures; empty for
+	// an operator's pause. The alerts' paused event reads it.
+	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// pause_after_failures: the run whose failure paused the job.
+	RunId         string `protobuf:"bytes,3,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseState) Reset() {
+	*x = PauseState{}
+	mi := &file_raftcron_v1_job_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseState) ProtoMessage() {}
+
+func (x *PauseState) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_job_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseState.ProtoReflect.Descriptor instead.
+func (*PauseState) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *PauseState) GetUntilUnix() int64 {
+	if x != nil {
+		return x.UntilUnix
+	}
+	return 0
+}
+
+func (x *PauseState) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *PauseState) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+// Backfill fires the slots of a job's schedule in [from, to) again, each
+// once, as runs of kind BACKFILL with the slot's own scheduled_at.
+type Backfill struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "<job>-b<raft index of its start>".
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The range, whole Unix seconds: from included, to excluded.
+	FromUnix int64 `protobuf:"varint,2,opt,name=from_unix,json=fromUnix,proto3" json:"from_unix,omitempty"`
+	ToUnix   int64 `protobuf:"varint,3,opt,name=to_unix,json=toUnix,proto3" json:"to_unix,omitempty"`
+	// The next slot to fire; to_unix once every slot was handled.
+	NextSlotUnix int64 `protobuf:"varint,4,opt,name=next_slot_unix,json=nextSlotUnix,proto3" json:"next_slot_unix,omitempty"`
+	// Backfill runs open at once: 1 unless overlap is allow.
+	MaxConcurrent uint32 `protobuf:"varint,5,opt,name=max_concurrent,json=maxConcurrent,proto3" json:"max_concurrent,omitempty"`
+	// What a slot does when a run of the job is open, in the job file's
+	// words: skip (recorded missed overlap_skipped), buffer_one (waits for
+	// it) or allow (runs beside it).
+	Overlap string `protobuf:"bytes,6,opt,name=overlap,proto3" json:"overlap,omitempty"`
+	// Fire slots that already have a successful run in the ledger too.
+	Rerun bool          `protobuf:"varint,7,opt,name=rerun,proto3" json:"rerun,omitempty"`
+	State BackfillState `protobuf:"varint,8,opt,name=state,proto3,enum=raftcron.v1.BackfillState" json:"state,omitempty"`
+	// Slots in the range, counted on the schedule when it started.
+	Slots uint64 `protobuf:"varint,9,opt,name=slots,proto3" json:"slots,omitempty"`
+	// Slots fired, skipped (a successful run of theirs is in the ledger, or
+	// a calendar or freeze stops them: those are recorded SKIPPED as runs
+	// of kind BACKFILL), and missed (overlap skip).
+	Fired   uint64 `protobuf:"varint,10,opt,name=fired,proto3" json:"fired,omitempty"`
+	Skipped uint64 `protobuf:"varint,11,opt,name=skipped,proto3" json:"skipped,omitempty"`
+	Missed  uint64 `protobuf:"varint,12,opt,name=missed,proto3" json:"missed,omitempty"`
+	// The job's generation it fires for: a new one cancels it.
+	Generation         uint64 `protobuf:"varint,13,opt,name=generation,proto3" json:"generation,omitempty"`
+	CreatedAtUnixNano  int64  `protobuf:"varint,14,opt,name=created_at_unix_nano,json=createdAtUnixNano,proto3" json:"created_at_unix_nano,omitempty"`
+	FinishedAtUnixNano int64  `protobuf:"varint,15,opt,name=finished_at_unix_nano,json=finishedAtUnixNano,proto3" json:"finished_at_unix_nano,omitempty"`
+	// Who started it.
+	CreatedBy string `protobuf:"bytes,16,opt,name=created_by,json=createdBy,proto3" json:"created_by,omitempty"`
+	// CANCELLED: cancel_requested, or generation (the job's schedule or
+	// target changed).
+	Reason string `protobuf:"bytes,17,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Backfill runs open now; filled on reads, never stored.
+	InFlight      uint32 `protobuf:"varint,18,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Backfill) Reset() {
+	*x = Backfill{}
+	mi := &file_raftcron_v1_job_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Backfill) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Backfill) ProtoMessage() {}
+
+func (x *Backfill) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_job_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Backfill.ProtoReflect.Descriptor instead.
+func (*Backfill) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *Backfill) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Backfill) GetFromUnix() int64 {
+	if x != nil {
+		return x.FromUnix
+	}
+	return 0
+}
+
+func (x *Backfill) GetToUnix() int64 {
+	if x != nil {
+		return x.ToUnix
+	}
+	return 0
+}
+
+func (x *Backfill) GetNextSlotUnix() int64 {
+	if x != nil {
+		return x.NextSlotUnix
+	}
+	return 0
+}
+
+func (x *Backfill) GetMaxConcurrent() uint32 {
+	if x != nil {
+		return x.MaxConcurrent
+	}
+	return 0
+}
+
+func (x *Backfill) GetOverlap() string {
+	if x != nil {
+		return x.Overlap
+	}
+	return ""
+}
+
+func (x *Backfill) GetRerun() bool {
+	if x != nil {
+		return x.Rerun
+	}
+	return false
+}
+
+func (x *Backfill) GetState() BackfillState {
+	if x != nil {
+		return x.State
+	}
+	return BackfillState_BACKFILL_STATE_UNSPECIFIED
+}
+
+func (x *Backfill) GetSlots() uint64 {
+	if x != nil {
+		return x.Slots
+	}
+	return 0
+}
+
+func (x *Backfill) GetFired() uint64 {
+	if x != nil {
+		return x.Fired
+	}
+	return 0
+}
+
+func (x *Backfill) GetSkipped() uint64 {
+	if x != nil {
+		return x.Skipped
+	}
+	return 0
+}
+
+func (x *Backfill) GetMissed() uint64 {
+	if x != nil {
+		return x.Missed
+	}
+	return 0
+}
+
+func (x *Backfill) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *Backfill) GetCreatedAtUnixNano() int64 {
+	if x != nil {
+		return x.CreatedAtUnixNano
+	}
+	return 0
+}
+
+func (x *Backfill) GetFinishedAtUnixNano() int64 {
+	if x != nil {
+		return x.FinishedAtUnixNano
+	}
+	return 0
+}
+
+func (x *Backfill) GetCreatedBy() string {
+	if x != nil {
+		return x.CreatedBy
+	}
+	return ""
+}
+
+func (x *Backfill) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *Backfill) GetInFlight() uint32 {
+	if x != nil {
+		return x.InFlight
+	}
+	return 0
+}
+
 type CreateJobRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Spec          *JobSpec               `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
@@ -1369,7 +1779,7 @@ type CreateJobRequest struct {
 
 func (x *CreateJobRequest) Reset() {
 	*x = CreateJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[9]
+	mi := &file_raftcron_v1_job_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1381,7 +1791,7 @@ func (x *CreateJobRequest) String() string {
 func (*CreateJobRequest) ProtoMessage() {}
 
 func (x *CreateJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[9]
+	mi := &file_raftcron_v1_job_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1394,7 +1804,7 @@ func (x *CreateJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateJobRequest.ProtoReflect.Descriptor instead.
 func (*CreateJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{9}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CreateJobRequest) GetSpec() *JobSpec {
@@ -1413,7 +1823,7 @@ type CreateJobResponse struct {
 
 func (x *CreateJobResponse) Reset() {
 	*x = CreateJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[10]
+	mi := &file_raftcron_v1_job_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1425,7 +1835,7 @@ func (x *CreateJobResponse) String() string {
 func (*CreateJobResponse) ProtoMessage() {}
 
 func (x *CreateJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[10]
+	mi := &file_raftcron_v1_job_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1438,7 +1848,7 @@ func (x *CreateJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateJobResponse.ProtoReflect.Descriptor instead.
 func (*CreateJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{10}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CreateJobResponse) GetJob() *Job {
@@ -1459,7 +1869,7 @@ type UpdateJobRequest struct {
 
 func (x *UpdateJobRequest) Reset() {
 	*x = UpdateJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[11]
+	mi := &file_raftcron_v1_job_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1471,7 +1881,7 @@ func (x *UpdateJobRequest) String() string {
 func (*UpdateJobRequest) ProtoMessage() {}
 
 func (x *UpdateJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[11]
+	mi := &file_raftcron_v1_job_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1484,7 +1894,7 @@ func (x *UpdateJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobRequest.ProtoReflect.Descriptor instead.
 func (*UpdateJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{11}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *UpdateJobRequest) GetSpec() *JobSpec {
@@ -1510,7 +1920,7 @@ type UpdateJobResponse struct {
 
 func (x *UpdateJobResponse) Reset() {
 	*x = UpdateJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[12]
+	mi := &file_raftcron_v1_job_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1522,7 +1932,7 @@ func (x *UpdateJobResponse) String() string {
 func (*UpdateJobResponse) ProtoMessage() {}
 
 func (x *UpdateJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[12]
+	mi := &file_raftcron_v1_job_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1535,7 +1945,7 @@ func (x *UpdateJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobResponse.ProtoReflect.Descriptor instead.
 func (*UpdateJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{12}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *UpdateJobResponse) GetJob() *Job {
@@ -1554,7 +1964,7 @@ type ApplyJobRequest struct {
 
 func (x *ApplyJobRequest) Reset() {
 	*x = ApplyJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[13]
+	mi := &file_raftcron_v1_job_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1566,7 +1976,7 @@ func (x *ApplyJobRequest) String() string {
 func (*ApplyJobRequest) ProtoMessage() {}
 
 func (x *ApplyJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[13]
+	mi := &file_raftcron_v1_job_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1579,7 +1989,7 @@ func (x *ApplyJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyJobRequest.ProtoReflect.Descriptor instead.
 func (*ApplyJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{13}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ApplyJobRequest) GetSpec() *JobSpec {
@@ -1601,7 +2011,7 @@ type ApplyJobResponse struct {
 
 func (x *ApplyJobResponse) Reset() {
 	*x = ApplyJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[14]
+	mi := &file_raftcron_v1_job_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1613,7 +2023,7 @@ func (x *ApplyJobResponse) String() string {
 func (*ApplyJobResponse) ProtoMessage() {}
 
 func (x *ApplyJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[14]
+	mi := &file_raftcron_v1_job_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1626,7 +2036,7 @@ func (x *ApplyJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyJobResponse.ProtoReflect.Descriptor instead.
 func (*ApplyJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{14}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ApplyJobResponse) GetJob() *Job {
@@ -1659,7 +2069,7 @@ type ApplyJobsRequest struct {
 
 func (x *ApplyJobsRequest) Reset() {
 	*x = ApplyJobsRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[15]
+	mi := &file_raftcron_v1_job_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1671,7 +2081,7 @@ func (x *ApplyJobsRequest) String() string {
 func (*ApplyJobsRequest) ProtoMessage() {}
 
 func (x *ApplyJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[15]
+	mi := &file_raftcron_v1_job_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1684,7 +2094,7 @@ func (x *ApplyJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyJobsRequest.ProtoReflect.Descriptor instead.
 func (*ApplyJobsRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{15}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ApplyJobsRequest) GetSpecs() []*JobSpec {
@@ -1704,7 +2114,7 @@ type ApplyJobsResponse struct {
 
 func (x *ApplyJobsResponse) Reset() {
 	*x = ApplyJobsResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[16]
+	mi := &file_raftcron_v1_job_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1716,7 +2126,7 @@ func (x *ApplyJobsResponse) String() string {
 func (*ApplyJobsResponse) ProtoMessage() {}
 
 func (x *ApplyJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[16]
+	mi := &file_raftcron_v1_job_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1729,7 +2139,7 @@ func (x *ApplyJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyJobsResponse.ProtoReflect.Descriptor instead.
 func (*ApplyJobsResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{16}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ApplyJobsResponse) GetResults() []*ApplyJobsResult {
@@ -1757,7 +2167,7 @@ type ApplyJobsResult struct {
 
 func (x *ApplyJobsResult) Reset() {
 	*x = ApplyJobsResult{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[17]
+	mi := &file_raftcron_v1_job_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1769,7 +2179,7 @@ func (x *ApplyJobsResult) String() string {
 func (*ApplyJobsResult) ProtoMessage() {}
 
 func (x *ApplyJobsResult) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[17]
+	mi := &file_raftcron_v1_job_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1782,7 +2192,7 @@ func (x *ApplyJobsResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyJobsResult.ProtoReflect.Descriptor instead.
 func (*ApplyJobsResult) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{17}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ApplyJobsResult) GetJob() *Job {
@@ -1831,7 +2241,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[18]
+	mi := &file_raftcron_v1_job_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1843,7 +2253,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[18]
+	mi := &file_raftcron_v1_job_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1856,7 +2266,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{18}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetJobRequest) GetName() string {
@@ -1882,7 +2292,7 @@ type GetJobResponse struct {
 
 func (x *GetJobResponse) Reset() {
 	*x = GetJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[19]
+	mi := &file_raftcron_v1_job_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1894,7 +2304,7 @@ func (x *GetJobResponse) String() string {
 func (*GetJobResponse) ProtoMessage() {}
 
 func (x *GetJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[19]
+	mi := &file_raftcron_v1_job_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1907,7 +2317,7 @@ func (x *GetJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobResponse.ProtoReflect.Descriptor instead.
 func (*GetJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{19}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetJobResponse) GetJob() *Job {
@@ -1932,7 +2342,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[20]
+	mi := &file_raftcron_v1_job_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1944,7 +2354,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[20]
+	mi := &file_raftcron_v1_job_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1957,7 +2367,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{20}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListJobsRequest) GetPageSize() uint32 {
@@ -2001,7 +2411,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[21]
+	mi := &file_raftcron_v1_job_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2013,7 +2423,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[21]
+	mi := &file_raftcron_v1_job_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2026,7 +2436,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{21}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListJobsResponse) GetJobs() []*Job {
@@ -2057,7 +2467,7 @@ type DeleteJobRequest struct {
 
 func (x *DeleteJobRequest) Reset() {
 	*x = DeleteJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[22]
+	mi := &file_raftcron_v1_job_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2069,7 +2479,7 @@ func (x *DeleteJobRequest) String() string {
 func (*DeleteJobRequest) ProtoMessage() {}
 
 func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[22]
+	mi := &file_raftcron_v1_job_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2082,7 +2492,7 @@ func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobRequest.ProtoReflect.Descriptor instead.
 func (*DeleteJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{22}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *DeleteJobRequest) GetName() string {
@@ -2114,7 +2524,7 @@ type DeleteJobResponse struct {
 
 func (x *DeleteJobResponse) Reset() {
 	*x = DeleteJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[23]
+	mi := &file_raftcron_v1_job_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2126,7 +2536,7 @@ func (x *DeleteJobResponse) String() string {
 func (*DeleteJobResponse) ProtoMessage() {}
 
 func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[23]
+	mi := &file_raftcron_v1_job_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2139,20 +2549,22 @@ func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobResponse.ProtoReflect.Descriptor instead.
 func (*DeleteJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{23}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{25}
 }
 
 type PauseJobRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Note          string                 `protobuf:"bytes,2,opt,name=note,proto3" json:"note,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Note  string                 `protobuf:"bytes,2,opt,name=note,proto3" json:"note,omitempty"`
+	// Resume by itself at this time (after now); unset: until resumed.
+	Until         *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=until,proto3" json:"until,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PauseJobRequest) Reset() {
 	*x = PauseJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[24]
+	mi := &file_raftcron_v1_job_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2164,7 +2576,7 @@ func (x *PauseJobRequest) String() string {
 func (*PauseJobRequest) ProtoMessage() {}
 
 func (x *PauseJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[24]
+	mi := &file_raftcron_v1_job_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2177,7 +2589,7 @@ func (x *PauseJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseJobRequest.ProtoReflect.Descriptor instead.
 func (*PauseJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{24}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *PauseJobRequest) GetName() string {
@@ -2194,6 +2606,13 @@ func (x *PauseJobRequest) GetNote() string {
 	return ""
 }
 
+func (x *PauseJobRequest) GetUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Until
+	}
+	return nil
+}
+
 type PauseJobResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Job           *Job                   `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
@@ -2203,7 +2622,7 @@ type PauseJobResponse struct {
 
 func (x *PauseJobResponse) Reset() {
 	*x = PauseJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[25]
+	mi := &file_raftcron_v1_job_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2215,7 +2634,7 @@ func (x *PauseJobResponse) String() string {
 func (*PauseJobResponse) ProtoMessage() {}
 
 func (x *PauseJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[25]
+	mi := &file_raftcron_v1_job_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2228,7 +2647,7 @@ func (x *PauseJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseJobResponse.ProtoReflect.Descriptor instead.
 func (*PauseJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{25}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *PauseJobResponse) GetJob() *Job {
@@ -2247,7 +2666,7 @@ type ResumeJobRequest struct {
 
 func (x *ResumeJobRequest) Reset() {
 	*x = ResumeJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[26]
+	mi := &file_raftcron_v1_job_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2259,7 +2678,7 @@ func (x *ResumeJobRequest) String() string {
 func (*ResumeJobRequest) ProtoMessage() {}
 
 func (x *ResumeJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[26]
+	mi := &file_raftcron_v1_job_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2272,7 +2691,7 @@ func (x *ResumeJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeJobRequest.ProtoReflect.Descriptor instead.
 func (*ResumeJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{26}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ResumeJobRequest) GetName() string {
@@ -2291,7 +2710,7 @@ type ResumeJobResponse struct {
 
 func (x *ResumeJobResponse) Reset() {
 	*x = ResumeJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[27]
+	mi := &file_raftcron_v1_job_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2303,7 +2722,7 @@ func (x *ResumeJobResponse) String() string {
 func (*ResumeJobResponse) ProtoMessage() {}
 
 func (x *ResumeJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[27]
+	mi := &file_raftcron_v1_job_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2316,7 +2735,7 @@ func (x *ResumeJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeJobResponse.ProtoReflect.Descriptor instead.
 func (*ResumeJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{27}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ResumeJobResponse) GetJob() *Job {
@@ -2330,15 +2749,23 @@ type TriggerJobRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// Retries with the same request_id return the run of the first call.
-	RequestId     string `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	Force         bool   `protobuf:"varint,3,opt,name=force,proto3" json:"force,omitempty"`
+	RequestId string `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Force     bool   `protobuf:"varint,3,opt,name=force,proto3" json:"force,omitempty"`
+	// The run's payload, UTF-8, at most 64 KiB: the webhook's body instead of
+	// the job's, RAFTCRON_PAYLOAD for exec, the worker's payload instead of
+	// the job's. Recorded in the run.
+	Payload string `protobuf:"bytes,4,opt,name=payload,proto3" json:"payload,omitempty"`
+	// The overlap policy for this run instead of the job's, in the job
+	// file's words: skip, allow, buffer_one or cancel_other; empty: the
+	// job's.
+	Overlap       string `protobuf:"bytes,5,opt,name=overlap,proto3" json:"overlap,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TriggerJobRequest) Reset() {
 	*x = TriggerJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[28]
+	mi := &file_raftcron_v1_job_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2350,7 +2777,7 @@ func (x *TriggerJobRequest) String() string {
 func (*TriggerJobRequest) ProtoMessage() {}
 
 func (x *TriggerJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[28]
+	mi := &file_raftcron_v1_job_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2363,7 +2790,7 @@ func (x *TriggerJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerJobRequest.ProtoReflect.Descriptor instead.
 func (*TriggerJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{28}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *TriggerJobRequest) GetName() string {
@@ -2387,6 +2814,20 @@ func (x *TriggerJobRequest) GetForce() bool {
 	return false
 }
 
+func (x *TriggerJobRequest) GetPayload() string {
+	if x != nil {
+		return x.Payload
+	}
+	return ""
+}
+
+func (x *TriggerJobRequest) GetOverlap() string {
+	if x != nil {
+		return x.Overlap
+	}
+	return ""
+}
+
 type TriggerJobResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Run           *Run                   `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
@@ -2396,7 +2837,7 @@ type TriggerJobResponse struct {
 
 func (x *TriggerJobResponse) Reset() {
 	*x = TriggerJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[29]
+	mi := &file_raftcron_v1_job_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2408,7 +2849,7 @@ func (x *TriggerJobResponse) String() string {
 func (*TriggerJobResponse) ProtoMessage() {}
 
 func (x *TriggerJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[29]
+	mi := &file_raftcron_v1_job_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2421,12 +2862,234 @@ func (x *TriggerJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerJobResponse.ProtoReflect.Descriptor instead.
 func (*TriggerJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{29}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *TriggerJobResponse) GetRun() *Run {
 	if x != nil {
 		return x.Run
+	}
+	return nil
+}
+
+type BackfillJobRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The range: from included, to excluded; to not after now.
+	From *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=from,proto3" json:"from,omitempty"`
+	To   *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=to,proto3" json:"to,omitempty"`
+	// What a slot does when a run of the job is open: skip, buffer_one (the
+	// default: it waits) or allow (it runs beside it).
+	Overlap string `protobuf:"bytes,4,opt,name=overlap,proto3" json:"overlap,omitempty"`
+	// Backfill runs open at once, 1 to 100; more than 1 only with overlap
+	// allow. 0 means 1.
+	MaxConcurrent uint32 `protobuf:"varint,5,opt,name=max_concurrent,json=maxConcurrent,proto3" json:"max_concurrent,omitempty"`
+	// Fire slots that already have a successful run in the ledger too.
+	Rerun         bool `protobuf:"varint,6,opt,name=rerun,proto3" json:"rerun,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BackfillJobRequest) Reset() {
+	*x = BackfillJobRequest{}
+	mi := &file_raftcron_v1_job_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackfillJobRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackfillJobRequest) ProtoMessage() {}
+
+func (x *BackfillJobRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_job_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackfillJobRequest.ProtoReflect.Descriptor instead.
+func (*BackfillJobRequest) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *BackfillJobRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *BackfillJobRequest) GetFrom() *timestamppb.Timestamp {
+	if x != nil {
+		return x.From
+	}
+	return nil
+}
+
+func (x *BackfillJobRequest) GetTo() *timestamppb.Timestamp {
+	if x != nil {
+		return x.To
+	}
+	return nil
+}
+
+func (x *BackfillJobRequest) GetOverlap() string {
+	if x != nil {
+		return x.Overlap
+	}
+	return ""
+}
+
+func (x *BackfillJobRequest) GetMaxConcurrent() uint32 {
+	if x != nil {
+		return x.MaxConcurrent
+	}
+	return 0
+}
+
+func (x *BackfillJobRequest) GetRerun() bool {
+	if x != nil {
+		return x.Rerun
+	}
+	return false
+}
+
+type BackfillJobResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Backfill      *Backfill              `protobuf:"bytes,1,opt,name=backfill,proto3" json:"backfill,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BackfillJobResponse) Reset() {
+	*x = BackfillJobResponse{}
+	mi := &file_raftcron_v1_job_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackfillJobResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackfillJobResponse) ProtoMessage() {}
+
+func (x *BackfillJobResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_job_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackfillJobResponse.ProtoReflect.Descriptor instead.
+func (*BackfillJobResponse) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *BackfillJobResponse) GetBackfill() *Backfill {
+	if x != nil {
+		return x.Backfill
+	}
+	return nil
+}
+
+type CancelBackfillRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelBackfillRequest) Reset() {
+	*x = CancelBackfillRequest{}
+	mi := &file_raftcron_v1_job_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelBackfillRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelBackfillRequest) ProtoMessage() {}
+
+func (x *CancelBackfillRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_job_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelBackfillRequest.ProtoReflect.Descriptor instead.
+func (*CancelBackfillRequest) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *CancelBackfillRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type CancelBackfillResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Backfill      *Backfill              `protobuf:"bytes,1,opt,name=backfill,proto3" json:"backfill,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelBackfillResponse) Reset() {
+	*x = CancelBackfillResponse{}
+	mi := &file_raftcron_v1_job_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelBackfillResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelBackfillResponse) ProtoMessage() {}
+
+func (x *CancelBackfillResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_job_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelBackfillResponse.ProtoReflect.Descriptor instead.
+func (*CancelBackfillResponse) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *CancelBackfillResponse) GetBackfill() *Backfill {
+	if x != nil {
+		return x.Backfill
 	}
 	return nil
 }
@@ -2447,7 +3110,7 @@ type PreviewScheduleRequest struct {
 
 func (x *PreviewScheduleRequest) Reset() {
 	*x = PreviewScheduleRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[30]
+	mi := &file_raftcron_v1_job_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2459,7 +3122,7 @@ func (x *PreviewScheduleRequest) String() string {
 func (*PreviewScheduleRequest) ProtoMessage() {}
 
 func (x *PreviewScheduleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[30]
+	mi := &file_raftcron_v1_job_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2472,7 +3135,7 @@ func (x *PreviewScheduleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewScheduleRequest.ProtoReflect.Descriptor instead.
 func (*PreviewScheduleRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{30}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *PreviewScheduleRequest) GetName() string {
@@ -2522,7 +3185,7 @@ type PreviewScheduleResponse struct {
 
 func (x *PreviewScheduleResponse) Reset() {
 	*x = PreviewScheduleResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[31]
+	mi := &file_raftcron_v1_job_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2534,7 +3197,7 @@ func (x *PreviewScheduleResponse) String() string {
 func (*PreviewScheduleResponse) ProtoMessage() {}
 
 func (x *PreviewScheduleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[31]
+	mi := &file_raftcron_v1_job_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2547,7 +3210,7 @@ func (x *PreviewScheduleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewScheduleResponse.ProtoReflect.Descriptor instead.
 func (*PreviewScheduleResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{31}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *PreviewScheduleResponse) GetTimes() []*timestamppb.Timestamp {
@@ -2577,7 +3240,7 @@ type PreviewSlot struct {
 
 func (x *PreviewSlot) Reset() {
 	*x = PreviewSlot{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[32]
+	mi := &file_raftcron_v1_job_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2589,7 +3252,7 @@ func (x *PreviewSlot) String() string {
 func (*PreviewSlot) ProtoMessage() {}
 
 func (x *PreviewSlot) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[32]
+	mi := &file_raftcron_v1_job_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2602,7 +3265,7 @@ func (x *PreviewSlot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewSlot.ProtoReflect.Descriptor instead.
 func (*PreviewSlot) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{32}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *PreviewSlot) GetTime() *timestamppb.Timestamp {
@@ -2623,17 +3286,20 @@ var File_raftcron_v1_job_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\n" +
-	"\x15raftcron/v1/job.proto\x12\vraftcron.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17raftcron/v1/alert.proto\x1a\x1araftcron/v1/calendar.proto\x1a\x19raftcron/v1/checkin.proto\x1a\x15raftcron/v1/run.proto\"\xbe\t\n" +
+	"\x15raftcron/v1/job.proto\x12\vraftcron.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17raftcron/v1/alert.proto\x1a\x1araftcron/v1/calendar.proto\x1a\x19raftcron/v1/checkin.proto\x1a\x15raftcron/v1/run.proto\"\xdc\n" +
+	"\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
-	"\bschedule\x18\x02 \x01(\tR\bschedule\x12\x1a\n" +
+	"\bschedule\x18\x02 \x01(\tR\bschedule\x12\x1c\n" +
+	"\tschedules\x18( \x03(\tR\tschedules\x12\x1a\n" +
 	"\btimezone\x18\x03 \x01(\tR\btimezone\x127\n" +
 	"\tcalendars\x18) \x01(\v2\x19.raftcron.v1.CalendarRefsR\tcalendars\x12-\n" +
 	"\x05after\x182 \x03(\v2\x17.raftcron.v1.DependencyR\x05after\x125\n" +
 	"\n" +
 	"after_mode\x183 \x01(\x0e2\x16.raftcron.v1.AfterModeR\tafterMode\x12<\n" +
 	"\fafter_within\x184 \x01(\v2\x19.google.protobuf.DurationR\vafterWithin\x12>\n" +
-	"\rafter_missing\x185 \x01(\x0e2\x19.raftcron.v1.AfterMissingR\fafterMissing\x12+\n" +
+	"\rafter_missing\x185 \x01(\x0e2\x19.raftcron.v1.AfterMissingR\fafterMissing\x121\n" +
+	"\x06jitter\x18* \x01(\v2\x19.google.protobuf.DurationR\x06jitter\x12+\n" +
 	"\x04http\x18\x04 \x01(\v2\x17.raftcron.v1.HttpTargetR\x04http\x12+\n" +
 	"\x04exec\x18\x05 \x01(\v2\x17.raftcron.v1.ExecTargetR\x04exec\x121\n" +
 	"\x06worker\x18\x11 \x01(\v2\x19.raftcron.v1.WorkerTargetR\x06worker\x124\n" +
@@ -2646,7 +3312,9 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	" \x01(\v2\x19.google.protobuf.DurationR\bdeadline\x12\x16\n" +
 	"\x06paused\x18\v \x01(\bR\x06paused\x12\x1d\n" +
 	"\n" +
-	"pause_note\x18\f \x01(\tR\tpauseNote\x125\n" +
+	"pause_note\x18\f \x01(\tR\tpauseNote\x12\x19\n" +
+	"\bmax_runs\x18+ \x01(\rR\amaxRuns\x120\n" +
+	"\x14pause_after_failures\x18, \x01(\rR\x12pauseAfterFailures\x125\n" +
 	"\bstart_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\astartAt\x121\n" +
 	"\x06end_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\x05endAt\x128\n" +
 	"\x06labels\x18\x0f \x03(\v2 .raftcron.v1.JobSpec.LabelsEntryR\x06labels\x12#\n" +
@@ -2718,7 +3386,7 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\fmodify_index\x18\x06 \x01(\x04R\vmodifyIndex\x12.\n" +
 	"\x06status\x18\a \x01(\v2\x16.raftcron.v1.JobStatusR\x06status\x12\x1d\n" +
 	"\n" +
-	"updated_by\x18\x14 \x01(\tR\tupdatedBy\"\x8e\x06\n" +
+	"updated_by\x18\x14 \x01(\tR\tupdatedBy\"\xbc\a\n" +
 	"\tJobStatus\x12\x1f\n" +
 	"\vcursor_unix\x18\x01 \x01(\x03R\n" +
 	"cursorUnix\x12!\n" +
@@ -2740,7 +3408,41 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\x16last_success_unix_nano\x18\x1f \x01(\x03R\x13lastSuccessUnixNano\x12$\n" +
 	"\x0elate_slot_unix\x18  \x01(\x03R\flateSlotUnix\x12<\n" +
 	"\x0fpending_parents\x182 \x03(\v2\x13.raftcron.v1.RunRefR\x0ependingParents\x12>\n" +
-	"\x10buffered_parents\x183 \x03(\v2\x13.raftcron.v1.RunRefR\x0fbufferedParents\"<\n" +
+	"\x10buffered_parents\x183 \x03(\v2\x13.raftcron.v1.RunRefR\x0fbufferedParents\x12)\n" +
+	"\x11failures_in_a_row\x18( \x01(\rR\x0efailuresInARow\x12\x1f\n" +
+	"\vslots_fired\x18) \x01(\x04R\n" +
+	"slotsFired\x12-\n" +
+	"\x05pause\x18* \x01(\v2\x17.raftcron.v1.PauseStateR\x05pause\x121\n" +
+	"\bbackfill\x18+ \x01(\v2\x15.raftcron.v1.BackfillR\bbackfill\"Z\n" +
+	"\n" +
+	"PauseState\x12\x1d\n" +
+	"\n" +
+	"until_unix\x18\x01 \x01(\x03R\tuntilUnix\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x15\n" +
+	"\x06run_id\x18\x03 \x01(\tR\x05runId\"\xb5\x04\n" +
+	"\bBackfill\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
+	"\tfrom_unix\x18\x02 \x01(\x03R\bfromUnix\x12\x17\n" +
+	"\ato_unix\x18\x03 \x01(\x03R\x06toUnix\x12$\n" +
+	"\x0enext_slot_unix\x18\x04 \x01(\x03R\fnextSlotUnix\x12%\n" +
+	"\x0emax_concurrent\x18\x05 \x01(\rR\rmaxConcurrent\x12\x18\n" +
+	"\aoverlap\x18\x06 \x01(\tR\aoverlap\x12\x14\n" +
+	"\x05rerun\x18\a \x01(\bR\x05rerun\x120\n" +
+	"\x05state\x18\b \x01(\x0e2\x1a.raftcron.v1.BackfillStateR\x05state\x12\x14\n" +
+	"\x05slots\x18\t \x01(\x04R\x05slots\x12\x14\n" +
+	"\x05fired\x18\n" +
+	" \x01(\x04R\x05fired\x12\x18\n" +
+	"\askipped\x18\v \x01(\x04R\askipped\x12\x16\n" +
+	"\x06missed\x18\f \x01(\x04R\x06missed\x12\x1e\n" +
+	"\n" +
+	"generation\x18\r \x01(\x04R\n" +
+	"generation\x12/\n" +
+	"\x14created_at_unix_nano\x18\x0e \x01(\x03R\x11createdAtUnixNano\x121\n" +
+	"\x15finished_at_unix_nano\x18\x0f \x01(\x03R\x12finishedAtUnixNano\x12\x1d\n" +
+	"\n" +
+	"created_by\x18\x10 \x01(\tR\tcreatedBy\x12\x16\n" +
+	"\x06reason\x18\x11 \x01(\tR\x06reason\x12\x1b\n" +
+	"\tin_flight\x18\x12 \x01(\rR\binFlight\"<\n" +
 	"\x10CreateJobRequest\x12(\n" +
 	"\x04spec\x18\x01 \x01(\v2\x14.raftcron.v1.JobSpecR\x04spec\"7\n" +
 	"\x11CreateJobResponse\x12\"\n" +
@@ -2787,23 +3489,39 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12)\n" +
 	"\x10expected_version\x18\x02 \x01(\x04R\x0fexpectedVersion\x12\x14\n" +
 	"\x05force\x18\x03 \x01(\bR\x05force\"\x13\n" +
-	"\x11DeleteJobResponse\"9\n" +
+	"\x11DeleteJobResponse\"k\n" +
 	"\x0fPauseJobRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
-	"\x04note\x18\x02 \x01(\tR\x04note\"6\n" +
+	"\x04note\x18\x02 \x01(\tR\x04note\x120\n" +
+	"\x05until\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05until\"6\n" +
 	"\x10PauseJobResponse\x12\"\n" +
 	"\x03job\x18\x01 \x01(\v2\x10.raftcron.v1.JobR\x03job\"&\n" +
 	"\x10ResumeJobRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"7\n" +
 	"\x11ResumeJobResponse\x12\"\n" +
-	"\x03job\x18\x01 \x01(\v2\x10.raftcron.v1.JobR\x03job\"\\\n" +
+	"\x03job\x18\x01 \x01(\v2\x10.raftcron.v1.JobR\x03job\"\x90\x01\n" +
 	"\x11TriggerJobRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x02 \x01(\tR\trequestId\x12\x14\n" +
-	"\x05force\x18\x03 \x01(\bR\x05force\"8\n" +
+	"\x05force\x18\x03 \x01(\bR\x05force\x12\x18\n" +
+	"\apayload\x18\x04 \x01(\tR\apayload\x12\x18\n" +
+	"\aoverlap\x18\x05 \x01(\tR\aoverlap\"8\n" +
 	"\x12TriggerJobResponse\x12\"\n" +
-	"\x03run\x18\x01 \x01(\v2\x10.raftcron.v1.RunR\x03run\"\xac\x01\n" +
+	"\x03run\x18\x01 \x01(\v2\x10.raftcron.v1.RunR\x03run\"\xdb\x01\n" +
+	"\x12BackfillJobRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12.\n" +
+	"\x04from\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04from\x12*\n" +
+	"\x02to\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x02to\x12\x18\n" +
+	"\aoverlap\x18\x04 \x01(\tR\aoverlap\x12%\n" +
+	"\x0emax_concurrent\x18\x05 \x01(\rR\rmaxConcurrent\x12\x14\n" +
+	"\x05rerun\x18\x06 \x01(\bR\x05rerun\"H\n" +
+	"\x13BackfillJobResponse\x121\n" +
+	"\bbackfill\x18\x01 \x01(\v2\x15.raftcron.v1.BackfillR\bbackfill\"+\n" +
+	"\x15CancelBackfillRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"K\n" +
+	"\x16CancelBackfillResponse\x121\n" +
+	"\bbackfill\x18\x01 \x01(\v2\x15.raftcron.v1.BackfillR\bbackfill\"\xac\x01\n" +
 	"\x16PreviewScheduleRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bschedule\x18\x02 \x01(\tR\bschedule\x12\x1a\n" +
@@ -2843,7 +3561,12 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\bDelivery\x12\x18\n" +
 	"\x14DELIVERY_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16DELIVERY_AT_LEAST_ONCE\x10\x01\x12\x19\n" +
-	"\x15DELIVERY_AT_MOST_ONCE\x10\x022\xa2\a\n" +
+	"\x15DELIVERY_AT_MOST_ONCE\x10\x02*\x82\x01\n" +
+	"\rBackfillState\x12\x1e\n" +
+	"\x1aBACKFILL_STATE_UNSPECIFIED\x10\x00\x12\x1a\n" +
+	"\x16BACKFILL_STATE_RUNNING\x10\x01\x12\x17\n" +
+	"\x13BACKFILL_STATE_DONE\x10\x02\x12\x1c\n" +
+	"\x18BACKFILL_STATE_CANCELLED\x10\x032\xcf\b\n" +
 	"\n" +
 	"JobService\x12J\n" +
 	"\tCreateJob\x12\x1d.raftcron.v1.CreateJobRequest\x1a\x1e.raftcron.v1.CreateJobResponse\x12J\n" +
@@ -2856,7 +3579,9 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\bPauseJob\x12\x1c.raftcron.v1.PauseJobRequest\x1a\x1d.raftcron.v1.PauseJobResponse\x12J\n" +
 	"\tResumeJob\x12\x1d.raftcron.v1.ResumeJobRequest\x1a\x1e.raftcron.v1.ResumeJobResponse\x12M\n" +
 	"\n" +
-	"TriggerJob\x12\x1e.raftcron.v1.TriggerJobRequest\x1a\x1f.raftcron.v1.TriggerJobResponse\x12\\\n" +
+	"TriggerJob\x12\x1e.raftcron.v1.TriggerJobRequest\x1a\x1f.raftcron.v1.TriggerJobResponse\x12P\n" +
+	"\vBackfillJob\x12\x1f.raftcron.v1.BackfillJobRequest\x1a .raftcron.v1.BackfillJobResponse\x12Y\n" +
+	"\x0eCancelBackfill\x12\".raftcron.v1.CancelBackfillRequest\x1a#.raftcron.v1.CancelBackfillResponse\x12\\\n" +
 	"\x0fPreviewSchedule\x12#.raftcron.v1.PreviewScheduleRequest\x1a$.raftcron.v1.PreviewScheduleResponse\x12M\n" +
 	"\n" +
 	"CheckinJob\x12\x1e.raftcron.v1.CheckinJobRequest\x1a\x1f.raftcron.v1.CheckinJobResponseB;Z9github.com/raftcron/raftcron/proto/raftcron/v1;raftcronv1b\x06proto3"
@@ -2873,8 +3598,8 @@ func file_raftcron_v1_job_proto_rawDescGZIP() []byte {
 	return file_raftcron_v1_job_proto_rawDescData
 }
 
-var file_raftcron_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_raftcron_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_raftcron_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
+var file_raftcron_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
 var file_raftcron_v1_job_proto_goTypes = []any{
 	(DependencyOn)(0),               // 0: raftcron.v1.DependencyOn
 	(AfterMode)(0),                  // 1: raftcron.v1.AfterMode
@@ -2882,145 +3607,165 @@ var file_raftcron_v1_job_proto_goTypes = []any{
 	(CatchupPolicy)(0),              // 3: raftcron.v1.CatchupPolicy
 	(Overlap)(0),                    // 4: raftcron.v1.Overlap
 	(Delivery)(0),                   // 5: raftcron.v1.Delivery
-	(*JobSpec)(nil),                 // 6: raftcron.v1.JobSpec
-	(*HttpTarget)(nil),              // 7: raftcron.v1.HttpTarget
-	(*ExecTarget)(nil),              // 8: raftcron.v1.ExecTarget
-	(*WorkerTarget)(nil),            // 9: raftcron.v1.WorkerTarget
-	(*Dependency)(nil),              // 10: raftcron.v1.Dependency
-	(*Catchup)(nil),                 // 11: raftcron.v1.Catchup
-	(*Retry)(nil),                   // 12: raftcron.v1.Retry
-	(*Job)(nil),                     // 13: raftcron.v1.Job
-	(*JobStatus)(nil),               // 14: raftcron.v1.JobStatus
-	(*CreateJobRequest)(nil),        // 15: raftcron.v1.CreateJobRequest
-	(*CreateJobResponse)(nil),       // 16: raftcron.v1.CreateJobResponse
-	(*UpdateJobRequest)(nil),        // 17: raftcron.v1.UpdateJobRequest
-	(*UpdateJobResponse)(nil),       // 18: raftcron.v1.UpdateJobResponse
-	(*ApplyJobRequest)(nil),         // 19: raftcron.v1.ApplyJobRequest
-	(*ApplyJobResponse)(nil),        // 20: raftcron.v1.ApplyJobResponse
-	(*ApplyJobsRequest)(nil),        // 21: raftcron.v1.ApplyJobsRequest
-	(*ApplyJobsResponse)(nil),       // 22: raftcron.v1.ApplyJobsResponse
-	(*ApplyJobsResult)(nil),         // 23: raftcron.v1.ApplyJobsResult
-	(*GetJobRequest)(nil),           // 24: raftcron.v1.GetJobRequest
-	(*GetJobResponse)(nil),          // 25: raftcron.v1.GetJobResponse
-	(*ListJobsRequest)(nil),         // 26: raftcron.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),        // 27: raftcron.v1.ListJobsResponse
-	(*DeleteJobRequest)(nil),        // 28: raftcron.v1.DeleteJobRequest
-	(*DeleteJobResponse)(nil),       // 29: raftcron.v1.DeleteJobResponse
-	(*PauseJobRequest)(nil),         // 30: raftcron.v1.PauseJobRequest
-	(*PauseJobResponse)(nil),        // 31: raftcron.v1.PauseJobResponse
-	(*ResumeJobRequest)(nil),        // 32: raftcron.v1.ResumeJobRequest
-	(*ResumeJobResponse)(nil),       // 33: raftcron.v1.ResumeJobResponse
-	(*TriggerJobRequest)(nil),       // 34: raftcron.v1.TriggerJobRequest
-	(*TriggerJobResponse)(nil),      // 35: raftcron.v1.TriggerJobResponse
-	(*PreviewScheduleRequest)(nil),  // 36: raftcron.v1.PreviewScheduleRequest
-	(*PreviewScheduleResponse)(nil), // 37: raftcron.v1.PreviewScheduleResponse
-	(*PreviewSlot)(nil),             // 38: raftcron.v1.PreviewSlot
-	nil,                             // 39: raftcron.v1.JobSpec.LabelsEntry
-	nil,                             // 40: raftcron.v1.HttpTarget.HeadersEntry
-	nil,                             // 41: raftcron.v1.ExecTarget.EnvEntry
-	nil,                             // 42: raftcron.v1.WorkerTarget.TagsEntry
-	nil,                             // 43: raftcron.v1.WorkerTarget.EnvEntry
-	nil,                             // 44: raftcron.v1.ListJobsRequest.LabelSelectorEntry
-	(*CalendarRefs)(nil),            // 45: raftcron.v1.CalendarRefs
-	(*durationpb.Duration)(nil),     // 46: google.protobuf.Duration
-	(*CheckinTarget)(nil),           // 47: raftcron.v1.CheckinTarget
-	(*timestamppb.Timestamp)(nil),   // 48: google.protobuf.Timestamp
-	(*Expect)(nil),                  // 49: raftcron.v1.Expect
-	(*Notify)(nil),                  // 50: raftcron.v1.Notify
-	(RunState)(0),                   // 51: raftcron.v1.RunState
-	(*RunRef)(nil),                  // 52: raftcron.v1.RunRef
-	(*Run)(nil),                     // 53: raftcron.v1.Run
-	(*CheckinJobRequest)(nil),       // 54: raftcron.v1.CheckinJobRequest
-	(*CheckinJobResponse)(nil),      // 55: raftcron.v1.CheckinJobResponse
+	(BackfillState)(0),              // 6: raftcron.v1.BackfillState
+	(*JobSpec)(nil),                 // 7: raftcron.v1.JobSpec
+	(*HttpTarget)(nil),              // 8: raftcron.v1.HttpTarget
+	(*ExecTarget)(nil),              // 9: raftcron.v1.ExecTarget
+	(*WorkerTarget)(nil),            // 10: raftcron.v1.WorkerTarget
+	(*Dependency)(nil),              // 11: raftcron.v1.Dependency
+	(*Catchup)(nil),                 // 12: raftcron.v1.Catchup
+	(*Retry)(nil),                   // 13: raftcron.v1.Retry
+	(*Job)(nil),                     // 14: raftcron.v1.Job
+	(*JobStatus)(nil),               // 15: raftcron.v1.JobStatus
+	(*PauseState)(nil),              // 16: raftcron.v1.PauseState
+	(*Backfill)(nil),                // 17: raftcron.v1.Backfill
+	(*CreateJobRequest)(nil),        // 18: raftcron.v1.CreateJobRequest
+	(*CreateJobResponse)(nil),       // 19: raftcron.v1.CreateJobResponse
+	(*UpdateJobRequest)(nil),        // 20: raftcron.v1.UpdateJobRequest
+	(*UpdateJobResponse)(nil),       // 21: raftcron.v1.UpdateJobResponse
+	(*ApplyJobRequest)(nil),         // 22: raftcron.v1.ApplyJobRequest
+	(*ApplyJobResponse)(nil),        // 23: raftcron.v1.ApplyJobResponse
+	(*ApplyJobsRequest)(nil),        // 24: raftcron.v1.ApplyJobsRequest
+	(*ApplyJobsResponse)(nil),       // 25: raftcron.v1.ApplyJobsResponse
+	(*ApplyJobsResult)(nil),         // 26: raftcron.v1.ApplyJobsResult
+	(*GetJobRequest)(nil),           // 27: raftcron.v1.GetJobRequest
+	(*GetJobResponse)(nil),          // 28: raftcron.v1.GetJobResponse
+	(*ListJobsRequest)(nil),         // 29: raftcron.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),        // 30: raftcron.v1.ListJobsResponse
+	(*DeleteJobRequest)(nil),        // 31: raftcron.v1.DeleteJobRequest
+	(*DeleteJobResponse)(nil),       // 32: raftcron.v1.DeleteJobResponse
+	(*PauseJobRequest)(nil),         // 33: raftcron.v1.PauseJobRequest
+	(*PauseJobResponse)(nil),        // 34: raftcron.v1.PauseJobResponse
+	(*ResumeJobRequest)(nil),        // 35: raftcron.v1.ResumeJobRequest
+	(*ResumeJobResponse)(nil),       // 36: raftcron.v1.ResumeJobResponse
+	(*TriggerJobRequest)(nil),       // 37: raftcron.v1.TriggerJobRequest
+	(*TriggerJobResponse)(nil),      // 38: raftcron.v1.TriggerJobResponse
+	(*BackfillJobRequest)(nil),      // 39: raftcron.v1.BackfillJobRequest
+	(*BackfillJobResponse)(nil),     // 40: raftcron.v1.BackfillJobResponse
+	(*CancelBackfillRequest)(nil),   // 41: raftcron.v1.CancelBackfillRequest
+	(*CancelBackfillResponse)(nil),  // 42: raftcron.v1.CancelBackfillResponse
+	(*PreviewScheduleRequest)(nil),  // 43: raftcron.v1.PreviewScheduleRequest
+	(*PreviewScheduleResponse)(nil), // 44: raftcron.v1.PreviewScheduleResponse
+	(*PreviewSlot)(nil),             // 45: raftcron.v1.PreviewSlot
+	nil,                             // 46: raftcron.v1.JobSpec.LabelsEntry
+	nil,                             // 47: raftcron.v1.HttpTarget.HeadersEntry
+	nil,                             // 48: raftcron.v1.ExecTarget.EnvEntry
+	nil,                             // 49: raftcron.v1.WorkerTarget.TagsEntry
+	nil,                             // 50: raftcron.v1.WorkerTarget.EnvEntry
+	nil,                             // 51: raftcron.v1.ListJobsRequest.LabelSelectorEntry
+	(*CalendarRefs)(nil),            // 52: raftcron.v1.CalendarRefs
+	(*durationpb.Duration)(nil),     // 53: google.protobuf.Duration
+	(*CheckinTarget)(nil),           // 54: raftcron.v1.CheckinTarget
+	(*timestamppb.Timestamp)(nil),   // 55: google.protobuf.Timestamp
+	(*Expect)(nil),                  // 56: raftcron.v1.Expect
+	(*Notify)(nil),                  // 57: raftcron.v1.Notify
+	(RunState)(0),                   // 58: raftcron.v1.RunState
+	(*RunRef)(nil),                  // 59: raftcron.v1.RunRef
+	(*Run)(nil),                     // 60: raftcron.v1.Run
+	(*CheckinJobRequest)(nil),       // 61: raftcron.v1.CheckinJobRequest
+	(*CheckinJobResponse)(nil),      // 62: raftcron.v1.CheckinJobResponse
 }
 var file_raftcron_v1_job_proto_depIdxs = []int32{
-	45, // 0: raftcron.v1.JobSpec.calendars:type_name -> raftcron.v1.CalendarRefs
-	10, // 1: raftcron.v1.JobSpec.after:type_name -> raftcron.v1.Dependency
+	52, // 0: raftcron.v1.JobSpec.calendars:type_name -> raftcron.v1.CalendarRefs
+	11, // 1: raftcron.v1.JobSpec.after:type_name -> raftcron.v1.Dependency
 	1,  // 2: raftcron.v1.JobSpec.after_mode:type_name -> raftcron.v1.AfterMode
-	46, // 3: raftcron.v1.JobSpec.after_within:type_name -> google.protobuf.Duration
+	53, // 3: raftcron.v1.JobSpec.after_within:type_name -> google.protobuf.Duration
 	2,  // 4: raftcron.v1.JobSpec.after_missing:type_name -> raftcron.v1.AfterMissing
-	7,  // 5: raftcron.v1.JobSpec.http:type_name -> raftcron.v1.HttpTarget
-	8,  // 6: raftcron.v1.JobSpec.exec:type_name -> raftcron.v1.ExecTarget
-	9,  // 7: raftcron.v1.JobSpec.worker:type_name -> raftcron.v1.WorkerTarget
-	47, // 8: raftcron.v1.JobSpec.checkin:type_name -> raftcron.v1.CheckinTarget
-	11, // 9: raftcron.v1.JobSpec.catchup:type_name -> raftcron.v1.Catchup
-	4,  // 10: raftcron.v1.JobSpec.overlap:type_name -> raftcron.v1.Overlap
-	5,  // 11: raftcron.v1.JobSpec.delivery:type_name -> raftcron.v1.Delivery
-	12, // 12: raftcron.v1.JobSpec.retry:type_name -> raftcron.v1.Retry
-	46, // 13: raftcron.v1.JobSpec.deadline:type_name -> google.protobuf.Duration
-	48, // 14: raftcron.v1.JobSpec.start_at:type_name -> google.protobuf.Timestamp
-	48, // 15: raftcron.v1.JobSpec.end_at:type_name -> google.protobuf.Timestamp
-	39, // 16: raftcron.v1.JobSpec.labels:type_name -> raftcron.v1.JobSpec.LabelsEntry
-	49, // 17: raftcron.v1.JobSpec.expect:type_name -> raftcron.v1.Expect
-	50, // 18: raftcron.v1.JobSpec.notify:type_name -> raftcron.v1.Notify
-	40, // 19: raftcron.v1.HttpTarget.headers:type_name -> raftcron.v1.HttpTarget.HeadersEntry
-	46, // 20: raftcron.v1.HttpTarget.timeout:type_name -> google.protobuf.Duration
-	41, // 21: raftcron.v1.ExecTarget.env:type_name -> raftcron.v1.ExecTarget.EnvEntry
-	46, // 22: raftcron.v1.ExecTarget.timeout:type_name -> google.protobuf.Duration
-	42, // 23: raftcron.v1.WorkerTarget.tags:type_name -> raftcron.v1.WorkerTarget.TagsEntry
-	43, // 24: raftcron.v1.WorkerTarget.env:type_name -> raftcron.v1.WorkerTarget.EnvEntry
-	46, // 25: raftcron.v1.WorkerTarget.timeout:type_name -> google.protobuf.Duration
-	46, // 26: raftcron.v1.WorkerTarget.lease:type_name -> google.protobuf.Duration
-	0,  // 27: raftcron.v1.Dependency.on:type_name -> raftcron.v1.DependencyOn
-	46, // 28: raftcron.v1.Catchup.window:type_name -> google.protobuf.Duration
-	3,  // 29: raftcron.v1.Catchup.policy:type_name -> raftcron.v1.CatchupPolicy
-	46, // 30: raftcron.v1.Retry.initial_backoff:type_name -> google.protobuf.Duration
-	46, // 31: raftcron.v1.Retry.max_backoff:type_name -> google.protobuf.Duration
-	6,  // 32: raftcron.v1.Job.spec:type_name -> raftcron.v1.JobSpec
-	48, // 33: raftcron.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	48, // 34: raftcron.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	14, // 35: raftcron.v1.Job.status:type_name -> raftcron.v1.JobStatus
-	51, // 36: raftcron.v1.JobStatus.last_outcome:type_name -> raftcron.v1.RunState
-	52, // 37: raftcron.v1.JobStatus.pending_parents:type_name -> raftcron.v1.RunRef
-	52, // 38: raftcron.v1.JobStatus.buffered_parents:type_name -> raftcron.v1.RunRef
-	6,  // 39: raftcron.v1.CreateJobRequest.spec:type_name -> raftcron.v1.JobSpec
-	13, // 40: raftcron.v1.CreateJobResponse.job:type_name -> raftcron.v1.Job
-	6,  // 41: raftcron.v1.UpdateJobRequest.spec:type_name -> raftcron.v1.JobSpec
-	13, // 42: raftcron.v1.UpdateJobResponse.job:type_name -> raftcron.v1.Job
-	6,  // 43: raftcron.v1.ApplyJobRequest.spec:type_name -> raftcron.v1.JobSpec
-	13, // 44: raftcron.v1.ApplyJobResponse.job:type_name -> raftcron.v1.Job
-	6,  // 45: raftcron.v1.ApplyJobsRequest.specs:type_name -> raftcron.v1.JobSpec
-	23, // 46: raftcron.v1.ApplyJobsResponse.results:type_name -> raftcron.v1.ApplyJobsResult
-	13, // 47: raftcron.v1.ApplyJobsResult.job:type_name -> raftcron.v1.Job
-	13, // 48: raftcron.v1.GetJobResponse.job:type_name -> raftcron.v1.Job
-	44, // 49: raftcron.v1.ListJobsRequest.label_selector:type_name -> raftcron.v1.ListJobsRequest.LabelSelectorEntry
-	13, // 50: raftcron.v1.ListJobsResponse.jobs:type_name -> raftcron.v1.Job
-	13, // 51: raftcron.v1.PauseJobResponse.job:type_name -> raftcron.v1.Job
-	13, // 52: raftcron.v1.ResumeJobResponse.job:type_name -> raftcron.v1.Job
-	53, // 53: raftcron.v1.TriggerJobResponse.run:type_name -> raftcron.v1.Run
-	48, // 54: raftcron.v1.PreviewScheduleRequest.after:type_name -> google.protobuf.Timestamp
-	48, // 55: raftcron.v1.PreviewScheduleResponse.times:type_name -> google.protobuf.Timestamp
-	38, // 56: raftcron.v1.PreviewScheduleResponse.slots:type_name -> raftcron.v1.PreviewSlot
-	48, // 57: raftcron.v1.PreviewSlot.time:type_name -> google.protobuf.Timestamp
-	15, // 58: raftcron.v1.JobService.CreateJob:input_type -> raftcron.v1.CreateJobRequest
-	17, // 59: raftcron.v1.JobService.UpdateJob:input_type -> raftcron.v1.UpdateJobRequest
-	19, // 60: raftcron.v1.JobService.ApplyJob:input_type -> raftcron.v1.ApplyJobRequest
-	21, // 61: raftcron.v1.JobService.ApplyJobs:input_type -> raftcron.v1.ApplyJobsRequest
-	24, // 62: raftcron.v1.JobService.GetJob:input_type -> raftcron.v1.GetJobRequest
-	26, // 63: raftcron.v1.JobService.ListJobs:input_type -> raftcron.v1.ListJobsRequest
-	28, // 64: raftcron.v1.JobService.DeleteJob:input_type -> raftcron.v1.DeleteJobRequest
-	30, // 65: raftcron.v1.JobService.PauseJob:input_type -> raftcron.v1.PauseJobRequest
-	32, // 66: raftcron.v1.JobService.ResumeJob:input_type -> raftcron.v1.ResumeJobRequest
-	34, // 67: raftcron.v1.JobService.TriggerJob:input_type -> raftcron.v1.TriggerJobRequest
-	36, // 68: raftcron.v1.JobService.PreviewSchedule:input_type -> raftcron.v1.PreviewScheduleRequest
-	54, // 69: raftcron.v1.JobService.CheckinJob:input_type -> raftcron.v1.CheckinJobRequest
-	16, // 70: raftcron.v1.JobService.CreateJob:output_type -> raftcron.v1.CreateJobResponse
-	18, // 71: raftcron.v1.JobService.UpdateJob:output_type -> raftcron.v1.UpdateJobResponse
-	20, // 72: raftcron.v1.JobService.ApplyJob:output_type -> raftcron.v1.ApplyJobResponse
-	22, // 73: raftcron.v1.JobService.ApplyJobs:output_type -> raftcron.v1.ApplyJobsResponse
-	25, // 74: raftcron.v1.JobService.GetJob:output_type -> raftcron.v1.GetJobResponse
-	27, // 75: raftcron.v1.JobService.ListJobs:output_type -> raftcron.v1.ListJobsResponse
-	29, // 76: raftcron.v1.JobService.DeleteJob:output_type -> raftcron.v1.DeleteJobResponse
-	31, // 77: raftcron.v1.JobService.PauseJob:output_type -> raftcron.v1.PauseJobResponse
-	33, // 78: raftcron.v1.JobService.ResumeJob:output_type -> raftcron.v1.ResumeJobResponse
-	35, // 79: raftcron.v1.JobService.TriggerJob:output_type -> raftcron.v1.TriggerJobResponse
-	37, // 80: raftcron.v1.JobService.PreviewSchedule:output_type -> raftcron.v1.PreviewScheduleResponse
-	55, // 81: raftcron.v1.JobService.CheckinJob:output_type -> raftcron.v1.CheckinJobResponse
-	70, // [70:82] is the sub-list for method output_type
-	58, // [58:70] is the sub-list for method input_type
-	58, // [58:58] is the sub-list for extension type_name
-	58, // [58:58] is the sub-list for extension extendee
-	0,  // [0:58] is the sub-list for field type_name
+	53, // 5: raftcron.v1.JobSpec.jitter:type_name -> google.protobuf.Duration
+	8,  // 6: raftcron.v1.JobSpec.http:type_name -> raftcron.v1.HttpTarget
+	9,  // 7: raftcron.v1.JobSpec.exec:type_name -> raftcron.v1.ExecTarget
+	10, // 8: raftcron.v1.JobSpec.worker:type_name -> raftcron.v1.WorkerTarget
+	54, // 9: raftcron.v1.JobSpec.checkin:type_name -> raftcron.v1.CheckinTarget
+	12, // 10: raftcron.v1.JobSpec.catchup:type_name -> raftcron.v1.Catchup
+	4,  // 11: raftcron.v1.JobSpec.overlap:type_name -> raftcron.v1.Overlap
+	5,  // 12: raftcron.v1.JobSpec.delivery:type_name -> raftcron.v1.Delivery
+	13, // 13: raftcron.v1.JobSpec.retry:type_name -> raftcron.v1.Retry
+	53, // 14: raftcron.v1.JobSpec.deadline:type_name -> google.protobuf.Duration
+	55, // 15: raftcron.v1.JobSpec.start_at:type_name -> google.protobuf.Timestamp
+	55, // 16: raftcron.v1.JobSpec.end_at:type_name -> google.protobuf.Timestamp
+	46, // 17: raftcron.v1.JobSpec.labels:type_name -> raftcron.v1.JobSpec.LabelsEntry
+	56, // 18: raftcron.v1.JobSpec.expect:type_name -> raftcron.v1.Expect
+	57, // 19: raftcron.v1.JobSpec.notify:type_name -> raftcron.v1.Notify
+	47, // 20: raftcron.v1.HttpTarget.headers:type_name -> raftcron.v1.HttpTarget.HeadersEntry
+	53, // 21: raftcron.v1.HttpTarget.timeout:type_name -> google.protobuf.Duration
+	48, // 22: raftcron.v1.ExecTarget.env:type_name -> raftcron.v1.ExecTarget.EnvEntry
+	53, // 23: raftcron.v1.ExecTarget.timeout:type_name -> google.protobuf.Duration
+	49, // 24: raftcron.v1.WorkerTarget.tags:type_name -> raftcron.v1.WorkerTarget.TagsEntry
+	50, // 25: raftcron.v1.WorkerTarget.env:type_name -> raftcron.v1.WorkerTarget.EnvEntry
+	53, // 26: raftcron.v1.WorkerTarget.timeout:type_name -> google.protobuf.Duration
+	53, // 27: raftcron.v1.WorkerTarget.lease:type_name -> google.protobuf.Duration
+	0,  // 28: raftcron.v1.Dependency.on:type_name -> raftcron.v1.DependencyOn
+	53, // 29: raftcron.v1.Catchup.window:type_name -> google.protobuf.Duration
+	3,  // 30: raftcron.v1.Catchup.policy:type_name -> raftcron.v1.CatchupPolicy
+	53, // 31: raftcron.v1.Retry.initial_backoff:type_name -> google.protobuf.Duration
+	53, // 32: raftcron.v1.Retry.max_backoff:type_name -> google.protobuf.Duration
+	7,  // 33: raftcron.v1.Job.spec:type_name -> raftcron.v1.JobSpec
+	55, // 34: raftcron.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	55, // 35: raftcron.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	15, // 36: raftcron.v1.Job.status:type_name -> raftcron.v1.JobStatus
+	58, // 37: raftcron.v1.JobStatus.last_outcome:type_name -> raftcron.v1.RunState
+	59, // 38: raftcron.v1.JobStatus.pending_parents:type_name -> raftcron.v1.RunRef
+	59, // 39: raftcron.v1.JobStatus.buffered_parents:type_name -> raftcron.v1.RunRef
+	16, // 40: raftcron.v1.JobStatus.pause:type_name -> raftcron.v1.PauseState
+	17, // 41: raftcron.v1.JobStatus.backfill:type_name -> raftcron.v1.Backfill
+	6,  // 42: raftcron.v1.Backfill.state:type_name -> raftcron.v1.BackfillState
+	7,  // 43: raftcron.v1.CreateJobRequest.spec:type_name -> raftcron.v1.JobSpec
+	14, // 44: raftcron.v1.CreateJobResponse.job:type_name -> raftcron.v1.Job
+	7,  // 45: raftcron.v1.UpdateJobRequest.spec:type_name -> raftcron.v1.JobSpec
+	14, // 46: raftcron.v1.UpdateJobResponse.job:type_name -> raftcron.v1.Job
+	7,  // 47: raftcron.v1.ApplyJobRequest.spec:type_name -> raftcron.v1.JobSpec
+	14, // 48: raftcron.v1.ApplyJobResponse.job:type_name -> raftcron.v1.Job
+	7,  // 49: raftcron.v1.ApplyJobsRequest.specs:type_name -> raftcron.v1.JobSpec
+	26, // 50: raftcron.v1.ApplyJobsResponse.results:type_name -> raftcron.v1.ApplyJobsResult
+	14, // 51: raftcron.v1.ApplyJobsResult.job:type_name -> raftcron.v1.Job
+	14, // 52: raftcron.v1.GetJobResponse.job:type_name -> raftcron.v1.Job
+	51, // 53: raftcron.v1.ListJobsRequest.label_selector:type_name -> raftcron.v1.ListJobsRequest.LabelSelectorEntry
+	14, // 54: raftcron.v1.ListJobsResponse.jobs:type_name -> raftcron.v1.Job
+	55, // 55: raftcron.v1.PauseJobRequest.until:type_name -> google.protobuf.Timestamp
+	14, // 56: raftcron.v1.PauseJobResponse.job:type_name -> raftcron.v1.Job
+	14, // 57: raftcron.v1.ResumeJobResponse.job:type_name -> raftcron.v1.Job
+	60, // 58: raftcron.v1.TriggerJobResponse.run:type_name -> raftcron.v1.Run
+	55, // 59: raftcron.v1.BackfillJobRequest.from:type_name -> google.protobuf.Timestamp
+	55, // 60: raftcron.v1.BackfillJobRequest.to:type_name -> google.protobuf.Timestamp
+	17, // 61: raftcron.v1.BackfillJobResponse.backfill:type_name -> raftcron.v1.Backfill
+	17, // 62: raftcron.v1.CancelBackfillResponse.backfill:type_name -> raftcron.v1.Backfill
+	55, // 63: raftcron.v1.PreviewScheduleRequest.after:type_name -> google.protobuf.Timestamp
+	55, // 64: raftcron.v1.PreviewScheduleResponse.times:type_name -> google.protobuf.Timestamp
+	45, // 65: raftcron.v1.PreviewScheduleResponse.slots:type_name -> raftcron.v1.PreviewSlot
+	55, // 66: raftcron.v1.PreviewSlot.time:type_name -> google.protobuf.Timestamp
+	18, // 67: raftcron.v1.JobService.CreateJob:input_type -> raftcron.v1.CreateJobRequest
+	20, // 68: raftcron.v1.JobService.UpdateJob:input_type -> raftcron.v1.UpdateJobRequest
+	22, // 69: raftcron.v1.JobService.ApplyJob:input_type -> raftcron.v1.ApplyJobRequest
+	24, // 70: raftcron.v1.JobService.ApplyJobs:input_type -> raftcron.v1.ApplyJobsRequest
+	27, // 71: raftcron.v1.JobService.GetJob:input_type -> raftcron.v1.GetJobRequest
+	29, // 72: raftcron.v1.JobService.ListJobs:input_type -> raftcron.v1.ListJobsRequest
+	31, // 73: raftcron.v1.JobService.DeleteJob:input_type -> raftcron.v1.DeleteJobRequest
+	33, // 74: raftcron.v1.JobService.PauseJob:input_type -> raftcron.v1.PauseJobRequest
+	35, // 75: raftcron.v1.JobService.ResumeJob:input_type -> raftcron.v1.ResumeJobRequest
+	37, // 76: raftcron.v1.JobService.TriggerJob:input_type -> raftcron.v1.TriggerJobRequest
+	39, // 77: raftcron.v1.JobService.BackfillJob:input_type -> raftcron.v1.BackfillJobRequest
+	41, // 78: raftcron.v1.JobService.CancelBackfill:input_type -> raftcron.v1.CancelBackfillRequest
+	43, // 79: raftcron.v1.JobService.PreviewSchedule:input_type -> raftcron.v1.PreviewScheduleRequest
+	61, // 80: raftcron.v1.JobService.CheckinJob:input_type -> raftcron.v1.CheckinJobRequest
+	19, // 81: raftcron.v1.JobService.CreateJob:output_type -> raftcron.v1.CreateJobResponse
+	21, // 82: raftcron.v1.JobService.UpdateJob:output_type -> raftcron.v1.UpdateJobResponse
+	23, // 83: raftcron.v1.JobService.ApplyJob:output_type -> raftcron.v1.ApplyJobResponse
+	25, // 84: raftcron.v1.JobService.ApplyJobs:output_type -> raftcron.v1.ApplyJobsResponse
+	28, // 85: raftcron.v1.JobService.GetJob:output_type -> raftcron.v1.GetJobResponse
+	30, // 86: raftcron.v1.JobService.ListJobs:output_type -> raftcron.v1.ListJobsResponse
+	32, // 87: raftcron.v1.JobService.DeleteJob:output_type -> raftcron.v1.DeleteJobResponse
+	34, // 88: raftcron.v1.JobService.PauseJob:output_type -> raftcron.v1.PauseJobResponse
+	36, // 89: raftcron.v1.JobService.ResumeJob:output_type -> raftcron.v1.ResumeJobResponse
+	38, // 90: raftcron.v1.JobService.TriggerJob:output_type -> raftcron.v1.TriggerJobResponse
+	40, // 91: raftcron.v1.JobService.BackfillJob:output_type -> raftcron.v1.BackfillJobResponse
+	42, // 92: raftcron.v1.JobService.CancelBackfill:output_type -> raftcron.v1.CancelBackfillResponse
+	44, // 93: raftcron.v1.JobService.PreviewSchedule:output_type -> raftcron.v1.PreviewScheduleResponse
+	62, // 94: raftcron.v1.JobService.CheckinJob:output_type -> raftcron.v1.CheckinJobResponse
+	81, // [81:95] is the sub-list for method output_type
+	67, // [67:81] is the sub-list for method input_type
+	67, // [67:67] is the sub-list for extension type_name
+	67, // [67:67] is the sub-list for extension extendee
+	0,  // [0:67] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_job_proto_init() }
@@ -3037,8 +3782,8 @@ func file_raftcron_v1_job_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_raftcron_v1_job_proto_rawDesc), len(file_raftcron_v1_job_proto_rawDesc)),
-			NumEnums:      6,
-			NumMessages:   39,
+			NumEnums:      7,
+			NumMessages:   45,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

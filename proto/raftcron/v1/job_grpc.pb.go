@@ -29,6 +29,8 @@ const (
 	JobService_PauseJob_FullMethodName        = "/raftcron.v1.JobService/PauseJob"
 	JobService_ResumeJob_FullMethodName       = "/raftcron.v1.JobService/ResumeJob"
 	JobService_TriggerJob_FullMethodName      = "/raftcron.v1.JobService/TriggerJob"
+	JobService_BackfillJob_FullMethodName     = "/raftcron.v1.JobService/BackfillJob"
+	JobService_CancelBackfill_FullMethodName  = "/raftcron.v1.JobService/CancelBackfill"
 	JobService_PreviewSchedule_FullMethodName = "/raftcron.v1.JobService/PreviewSchedule"
 	JobService_CheckinJob_FullMethodName      = "/raftcron.v1.JobService/CheckinJob"
 )
@@ -59,13 +61,24 @@ type JobServiceClient interface {
 	// deleted only with force.
 	DeleteJob(ctx context.Context, in *DeleteJobRequest, opts ...grpc.CallOption) (*DeleteJobResponse, error)
 	// PauseJob stops a job from firing; its slots while paused are recorded
-	// missed (paused) and not caught up.
+	// missed (paused) and not caught up. With until, the leader resumes it
+	// then, and the catch-up policy decides the slots inside the pause.
 	PauseJob(ctx context.Context, in *PauseJobRequest, opts ...grpc.CallOption) (*PauseJobResponse, error)
-	// ResumeJob lets a paused job fire again, from its next slot on.
+	// ResumeJob lets a paused job fire again, from its next slot on (after a
+	// pause with until, the catch-up policy decides the slots inside it).
 	ResumeJob(ctx context.Context, in *ResumeJobRequest, opts ...grpc.CallOption) (*ResumeJobResponse, error)
 	// TriggerJob commits a manual run now, with its own slot identity and token.
 	// Idempotent by request_id; refused for a paused job unless force is set.
 	TriggerJob(ctx context.Context, in *TriggerJobRequest, opts ...grpc.CallOption) (*TriggerJobResponse, error)
+	// BackfillJob fires every slot of the job's schedule in [from, to) once
+	// more, as runs of kind BACKFILL with the slot's scheduled_at, each under
+	// a new token. One backfill per job runs at a time. Callers: tokens with
+	// the write role in the job's scope.
+	BackfillJob(ctx context.Context, in *BackfillJobRequest, opts ...grpc.CallOption) (*BackfillJobResponse, error)
+	// CancelBackfill stops the job's running backfill: no slot of it fires
+	// any more (its runs still open finish). Callers: write, in the job's
+	// scope.
+	CancelBackfill(ctx context.Context, in *CancelBackfillRequest, opts ...grpc.CallOption) (*CancelBackfillResponse, error)
 	// PreviewSchedule lists the next fire times of a registered job or of an inline spec.
 	PreviewSchedule(ctx context.Context, in *PreviewScheduleRequest, opts ...grpc.CallOption) (*PreviewScheduleResponse, error)
 	// CheckinJob records a ping of a check-in job: start opens a run, success
@@ -182,6 +195,26 @@ func (c *jobServiceClient) TriggerJob(ctx context.Context, in *TriggerJobRequest
 	return out, nil
 }
 
+func (c *jobServiceClient) BackfillJob(ctx context.Context, in *BackfillJobRequest, opts ...grpc.CallOption) (*BackfillJobResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BackfillJobResponse)
+	err := c.cc.Invoke(ctx, JobService_BackfillJob_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobServiceClient) CancelBackfill(ctx context.Context, in *CancelBackfillRequest, opts ...grpc.CallOption) (*CancelBackfillResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CancelBackfillResponse)
+	err := c.cc.Invoke(ctx, JobService_CancelBackfill_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *jobServiceClient) PreviewSchedule(ctx context.Context, in *PreviewScheduleRequest, opts ...grpc.CallOption) (*PreviewScheduleResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(PreviewScheduleResponse)
@@ -228,13 +261,24 @@ type JobServiceServer interface {
 	// deleted only with force.
 	DeleteJob(context.Context, *DeleteJobRequest) (*DeleteJobResponse, error)
 	// PauseJob stops a job from firing; its slots while paused are recorded
-	// missed (paused) and not caught up.
+	// missed (paused) and not caught up. With until, the leader resumes it
+	// then, and the catch-up policy decides the slots inside the pause.
 	PauseJob(context.Context, *PauseJobRequest) (*PauseJobResponse, error)
-	// ResumeJob lets a paused job fire again, from its next slot on.
+	// ResumeJob lets a paused job fire again, from its next slot on (after a
+	// pause with until, the catch-up policy decides the slots inside it).
 	ResumeJob(context.Context, *ResumeJobRequest) (*ResumeJobResponse, error)
 	// TriggerJob commits a manual run now, with its own slot identity and token.
 	// Idempotent by request_id; refused for a paused job unless force is set.
 	TriggerJob(context.Context, *TriggerJobRequest) (*TriggerJobResponse, error)
+	// BackfillJob fires every slot of the job's schedule in [from, to) once
+	// more, as runs of kind BACKFILL with the slot's scheduled_at, each under
+	// a new token. One backfill per job runs at a time. Callers: tokens with
+	// the write role in the job's scope.
+	BackfillJob(context.Context, *BackfillJobRequest) (*BackfillJobResponse, error)
+	// CancelBackfill stops the job's running backfill: no slot of it fires
+	// any more (its runs still open finish). Callers: write, in the job's
+	// scope.
+	CancelBackfill(context.Context, *CancelBackfillRequest) (*CancelBackfillResponse, error)
 	// PreviewSchedule lists the next fire times of a registered job or of an inline spec.
 	PreviewSchedule(context.Context, *PreviewScheduleRequest) (*PreviewScheduleResponse, error)
 	// CheckinJob records a ping of a check-in job: start opens a run, success
@@ -280,6 +324,12 @@ func (UnimplementedJobServiceServer) ResumeJob(context.Context, *ResumeJobReques
 }
 func (UnimplementedJobServiceServer) TriggerJob(context.Context, *TriggerJobRequest) (*TriggerJobResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method TriggerJob not implemented")
+}
+func (UnimplementedJobServiceServer) BackfillJob(context.Context, *BackfillJobRequest) (*BackfillJobResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method BackfillJob not implemented")
+}
+func (UnimplementedJobServiceServer) CancelBackfill(context.Context, *CancelBackfillRequest) (*CancelBackfillResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method CancelBackfill not implemented")
 }
 func (UnimplementedJobServiceServer) PreviewSchedule(context.Context, *PreviewScheduleRequest) (*PreviewScheduleResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method PreviewSchedule not implemented")
@@ -488,6 +538,42 @@ func _JobService_TriggerJob_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _JobService_BackfillJob_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(BackfillJobRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobServiceServer).BackfillJob(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobService_BackfillJob_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobServiceServer).BackfillJob(ctx, req.(*BackfillJobRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobService_CancelBackfill_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CancelBackfillRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobServiceServer).CancelBackfill(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobService_CancelBackfill_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobServiceServer).CancelBackfill(ctx, req.(*CancelBackfillRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _JobService_PreviewSchedule_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(PreviewScheduleRequest)
 	if err := dec(in); err != nil {
@@ -570,6 +656,14 @@ var JobService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "TriggerJob",
 			Handler:    _JobService_TriggerJob_Handler,
+		},
+		{
+			MethodName: "BackfillJob",
+			Handler:    _JobService_BackfillJob_Handler,
+		},
+		{
+			MethodName: "CancelBackfill",
+			Handler:    _JobService_CancelBackfill_Handler,
 		},
 		{
 			MethodName: "PreviewSchedule",

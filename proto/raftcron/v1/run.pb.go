@@ -120,6 +120,8 @@ const (
 	// A ping of a check-in job (checkin.proto): a run of a job that runs
 	// elsewhere, recorded, never dispatched.
 	FireKind_FIRE_KIND_CHECKIN FireKind = 6
+	// A slot of the schedule fired again by a backfill (BackfillJob).
+	FireKind_FIRE_KIND_BACKFILL FireKind = 7
 	// Fired by the completion of the job's parents (JobSpec.after), in the
 	// same entry that recorded the completion.
 	FireKind_FIRE_KIND_CHAINED FireKind = 8
@@ -135,6 +137,7 @@ var (
 		4: "FIRE_KIND_REDISPATCH",
 		5: "FIRE_KIND_MANUAL",
 		6: "FIRE_KIND_CHECKIN",
+		7: "FIRE_KIND_BACKFILL",
 		8: "FIRE_KIND_CHAINED",
 	}
 	FireKind_value = map[string]int32{
@@ -145,6 +148,7 @@ var (
 		"FIRE_KIND_REDISPATCH":  4,
 		"FIRE_KIND_MANUAL":      5,
 		"FIRE_KIND_CHECKIN":     6,
+		"FIRE_KIND_BACKFILL":    7,
 		"FIRE_KIND_CHAINED":     8,
 	}
 )
@@ -393,6 +397,13 @@ type Run struct {
 	// The run was judged too_long (expect.max_duration) while it ran:
 	// alerts judge a run once.
 	JudgedTooLong bool `protobuf:"varint,34,opt,name=judged_too_long,json=judgedTooLong,proto3" json:"judged_too_long,omitempty"`
+	// The slot's dispatch delay, ms (the job's jitter).
+	JitterMs uint32 `protobuf:"varint,40,opt,name=jitter_ms,json=jitterMs,proto3" json:"jitter_ms,omitempty"`
+	// MANUAL: the trigger's payload (job trigger --payload).
+	Payload string `protobuf:"bytes,41,opt,name=payload,proto3" json:"payload,omitempty"`
+	// The run's attempts may run beside the job's other runs: overlap allow
+	// given to its trigger or backfill.
+	Concurrent bool `protobuf:"varint,42,opt,name=concurrent,proto3" json:"concurrent,omitempty"`
 	// The parent runs whose completion fired this run (CHAINED), or that met
 	// the dependencies of a scheduled slot, one per parent job; for a
 	// SKIPPED or MISSED record of a chained job, the set it stood for.
@@ -556,6 +567,27 @@ func (x *Run) GetJobDeleted() bool {
 func (x *Run) GetJudgedTooLong() bool {
 	if x != nil {
 		return x.JudgedTooLong
+	}
+	return false
+}
+
+func (x *Run) GetJitterMs() uint32 {
+	if x != nil {
+		return x.JitterMs
+	}
+	return 0
+}
+
+func (x *Run) GetPayload() string {
+	if x != nil {
+		return x.Payload
+	}
+	return ""
+}
+
+func (x *Run) GetConcurrent() bool {
+	if x != nil {
+		return x.Concurrent
 	}
 	return false
 }
@@ -744,7 +776,7 @@ const file_raftcron_v1_run_proto_rawDesc = "" +
 	"\tpinged_by\x18\x1f \x01(\tR\bpingedByB\v\n" +
 	"\t_progressB\f\n" +
 	"\n" +
-	"_exit_code\"\x82\x06\n" +
+	"_exit_code\"\xd9\x06\n" +
 	"\x03Run\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
 	"\x03job\x18\x02 \x01(\tR\x03job\x12\x1e\n" +
@@ -768,7 +800,12 @@ const file_raftcron_v1_run_proto_rawDesc = "" +
 	"\x10close_request_id\x18\x1f \x01(\tR\x0ecloseRequestId\x12\x1f\n" +
 	"\vjob_deleted\x18\x14 \x01(\bR\n" +
 	"jobDeleted\x12&\n" +
-	"\x0fjudged_too_long\x18\" \x01(\bR\rjudgedTooLong\x12-\n" +
+	"\x0fjudged_too_long\x18\" \x01(\bR\rjudgedTooLong\x12\x1b\n" +
+	"\tjitter_ms\x18( \x01(\rR\bjitterMs\x12\x18\n" +
+	"\apayload\x18) \x01(\tR\apayload\x12\x1e\n" +
+	"\n" +
+	"concurrent\x18* \x01(\bR\n" +
+	"concurrent\x12-\n" +
 	"\aparents\x182 \x03(\v2\x13.raftcron.v1.RunRefR\aparents\x12/\n" +
 	"\bchildren\x183 \x03(\v2\x13.raftcron.v1.RunRefR\bchildren\"\xa7\x01\n" +
 	"\x06RunRef\x12\x10\n" +
@@ -794,7 +831,7 @@ const file_raftcron_v1_run_proto_rawDesc = "" +
 	"\x13RUN_STATE_CANCELLED\x10\t\x12\x16\n" +
 	"\x12RUN_STATE_RETRYING\x10\n" +
 	"\x12\x15\n" +
-	"\x11RUN_STATE_SKIPPED\x10\v*\xc8\x01\n" +
+	"\x11RUN_STATE_SKIPPED\x10\v*\xe0\x01\n" +
 	"\bFireKind\x12\x19\n" +
 	"\x15FIRE_KIND_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13FIRE_KIND_SCHEDULED\x10\x01\x12\x15\n" +
@@ -802,7 +839,8 @@ const file_raftcron_v1_run_proto_rawDesc = "" +
 	"\x0fFIRE_KIND_RETRY\x10\x03\x12\x18\n" +
 	"\x14FIRE_KIND_REDISPATCH\x10\x04\x12\x14\n" +
 	"\x10FIRE_KIND_MANUAL\x10\x05\x12\x15\n" +
-	"\x11FIRE_KIND_CHECKIN\x10\x06\x12\x15\n" +
+	"\x11FIRE_KIND_CHECKIN\x10\x06\x12\x16\n" +
+	"\x12FIRE_KIND_BACKFILL\x10\a\x12\x15\n" +
 	"\x11FIRE_KIND_CHAINED\x10\bB;Z9github.com/raftcron/raftcron/proto/raftcron/v1;raftcronv1b\x06proto3"
 
 var (

@@ -29,7 +29,10 @@ type ListRunsRequest struct {
 	Limit uint32 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
 	Stale bool   `protobuf:"varint,3,opt,name=stale,proto3" json:"stale,omitempty"`
 	// The next_page_token of the previous response, to continue after it.
-	PageToken     string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	PageToken string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// Only runs of this kind (why their first attempt fired); unset: every
+	// kind.
+	Kind          FireKind `protobuf:"varint,5,opt,name=kind,proto3,enum=raftcron.v1.FireKind" json:"kind,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -90,6 +93,13 @@ func (x *ListRunsRequest) GetPageToken() string {
 		return x.PageToken
 	}
 	return ""
+}
+
+func (x *ListRunsRequest) GetKind() FireKind {
+	if x != nil {
+		return x.Kind
+	}
+	return FireKind_FIRE_KIND_UNSPECIFIED
 }
 
 type ListRunsResponse struct {
@@ -423,13 +433,14 @@ var File_raftcron_v1_runs_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_runs_proto_rawDesc = "" +
 	"\n" +
-	"\x16raftcron/v1/runs.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/run.proto\"n\n" +
+	"\x16raftcron/v1/runs.proto\x12\vraftcron.v1\x1a\x15raftcron/v1/run.proto\"\x99\x01\n" +
 	"\x0fListRunsRequest\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12\x14\n" +
 	"\x05limit\x18\x02 \x01(\rR\x05limit\x12\x14\n" +
 	"\x05stale\x18\x03 \x01(\bR\x05stale\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x04 \x01(\tR\tpageToken\"`\n" +
+	"page_token\x18\x04 \x01(\tR\tpageToken\x12)\n" +
+	"\x04kind\x18\x05 \x01(\x0e2\x15.raftcron.v1.FireKindR\x04kind\"`\n" +
 	"\x10ListRunsResponse\x12$\n" +
 	"\x04runs\x18\x01 \x03(\v2\x10.raftcron.v1.RunR\x04runs\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"5\n" +
@@ -475,26 +486,28 @@ var file_raftcron_v1_runs_proto_goTypes = []any{
 	(*WatchRunsResponse)(nil), // 5: raftcron.v1.WatchRunsResponse
 	(*CancelRunRequest)(nil),  // 6: raftcron.v1.CancelRunRequest
 	(*CancelRunResponse)(nil), // 7: raftcron.v1.CancelRunResponse
-	(*Run)(nil),               // 8: raftcron.v1.Run
+	(FireKind)(0),             // 8: raftcron.v1.FireKind
+	(*Run)(nil),               // 9: raftcron.v1.Run
 }
 var file_raftcron_v1_runs_proto_depIdxs = []int32{
-	8, // 0: raftcron.v1.ListRunsResponse.runs:type_name -> raftcron.v1.Run
-	8, // 1: raftcron.v1.GetRunResponse.run:type_name -> raftcron.v1.Run
-	8, // 2: raftcron.v1.WatchRunsResponse.run:type_name -> raftcron.v1.Run
-	8, // 3: raftcron.v1.CancelRunResponse.run:type_name -> raftcron.v1.Run
-	0, // 4: raftcron.v1.RunService.ListRuns:input_type -> raftcron.v1.ListRunsRequest
-	2, // 5: raftcron.v1.RunService.GetRun:input_type -> raftcron.v1.GetRunRequest
-	4, // 6: raftcron.v1.RunService.WatchRuns:input_type -> raftcron.v1.WatchRunsRequest
-	6, // 7: raftcron.v1.RunService.CancelRun:input_type -> raftcron.v1.CancelRunRequest
-	1, // 8: raftcron.v1.RunService.ListRuns:output_type -> raftcron.v1.ListRunsResponse
-	3, // 9: raftcron.v1.RunService.GetRun:output_type -> raftcron.v1.GetRunResponse
-	5, // 10: raftcron.v1.RunService.WatchRuns:output_type -> raftcron.v1.WatchRunsResponse
-	7, // 11: raftcron.v1.RunService.CancelRun:output_type -> raftcron.v1.CancelRunResponse
-	8, // [8:12] is the sub-list for method output_type
-	4, // [4:8] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	8, // 0: raftcron.v1.ListRunsRequest.kind:type_name -> raftcron.v1.FireKind
+	9, // 1: raftcron.v1.ListRunsResponse.runs:type_name -> raftcron.v1.Run
+	9, // 2: raftcron.v1.GetRunResponse.run:type_name -> raftcron.v1.Run
+	9, // 3: raftcron.v1.WatchRunsResponse.run:type_name -> raftcron.v1.Run
+	9, // 4: raftcron.v1.CancelRunResponse.run:type_name -> raftcron.v1.Run
+	0, // 5: raftcron.v1.RunService.ListRuns:input_type -> raftcron.v1.ListRunsRequest
+	2, // 6: raftcron.v1.RunService.GetRun:input_type -> raftcron.v1.GetRunRequest
+	4, // 7: raftcron.v1.RunService.WatchRuns:input_type -> raftcron.v1.WatchRunsRequest
+	6, // 8: raftcron.v1.RunService.CancelRun:input_type -> raftcron.v1.CancelRunRequest
+	1, // 9: raftcron.v1.RunService.ListRuns:output_type -> raftcron.v1.ListRunsResponse
+	3, // 10: raftcron.v1.RunService.GetRun:output_type -> raftcron.v1.GetRunResponse
+	5, // 11: raftcron.v1.RunService.WatchRuns:output_type -> raftcron.v1.WatchRunsResponse
+	7, // 12: raftcron.v1.RunService.CancelRun:output_type -> raftcron.v1.CancelRunResponse
+	9, // [9:13] is the sub-list for method output_type
+	5, // [5:9] is the sub-list for method input_type
+	5, // [5:5] is the sub-list for extension type_name
+	5, // [5:5] is the sub-list for extension extendee
+	0, // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_runs_proto_init() }

@@ -7,7 +7,7 @@ import { html, useEffect, useState } from '../../vendor/preact-htm.js';
 import { del, get, post } from '../api.js';
 import { AttemptTokens, Confirm, Empty, ErrorNote, StateBadge, Token, When } from '../components.js';
 import {
-  describeSchedule, hasNano, kindWord, markOffsets, nanoDate, notRun, outputText, stateWord, unixDate, zoneTime,
+  describeSchedule, enumWord, hasNano, kindWord, markOffsets, nanoDate, notRun, outputText, stateWord, unixDate, zoneTime,
 } from '../format.js';
 import { roles } from '../route.js';
 import { AlertTable, Episodes, useAlerts } from './alerts.js';
@@ -82,10 +82,11 @@ export function JobPage({ name, me }) {
     <div class="columns">
       <div>
         <h2>Schedule</h2>
-        ${spec.schedule
-          ? html`<p>${describeSchedule(spec.schedule) || 'cron'} (<code>${spec.schedule}</code>), in ${zone}</p>
+        ${spec.schedule || spec.schedules?.length
+          ? html`${(spec.schedules?.length ? spec.schedules : [spec.schedule]).map((one) => html`<p key=${one}>${describeSchedule(one) || 'cron'} (<code>${one}</code>), in ${zone}</p>`)}
             ${spec.after && html`<p class="muted">Each slot fires only ${afterWords(spec)}; else it is skipped (dependency not met).</p>`}`
           : html`<p>No schedule: it fires ${afterWords(spec)}.</p>`}
+        ${spec.jitter && html`<p class="muted">Each slot dispatched up to ${spec.jitter} after it (jitter).</p>`}
         <${Calendars} refs=${spec.calendars} />
         ${spec.schedule && html`<h3>Next ${NEXT_COUNT} fire times</h3>
           <${NextFires} times=${next} zone=${zone} />`}
@@ -232,7 +233,21 @@ function JobFacts({ job, zone }) {
     <dt>Latest token</dt><dd><${Token} value=${st.latest_token} /></dd>
     <dt>Succeeded / failed / missed</dt><dd class="num">${st.succeeded || 0} / ${st.failed || 0} / ${st.missed || 0}</dd>
     <dt>Updated</dt><dd>${job.updated_at ? html`<${When} date=${new Date(job.updated_at)} />` : '—'}${job.updated_by ? ` by ${job.updated_by}` : ''}</dd>
+    ${job.spec.max_runs && html`<dt>Slots fired</dt><dd class="num">${st.slots_fired || 0} of ${job.spec.max_runs} (max_runs)</dd>`}
+    ${job.spec.pause_after_failures && html`<dt>Failed in a row</dt><dd class="num">${st.failures_in_a_row || 0} of ${job.spec.pause_after_failures}</dd>`}
+    ${st.pause?.until_unix && html`<dt>Paused until</dt><dd>${zoneTime(unixDate(st.pause.until_unix), zone)}</dd>`}
+    ${st.pause?.reason && html`<dt>Paused itself</dt><dd>${st.pause.reason}${st.pause.run_id ? ` (run ${st.pause.run_id})` : ''}</dd>`}
+    ${st.backfill && html`<dt>Backfill</dt><dd aria-label="backfill">${backfillText(st.backfill, zone)}</dd>`}
   </dl>`;
+}
+
+// backfillText is the job's backfill as job status shows it: its state,
+// its range and how far it got.
+function backfillText(b, zone) {
+  const done = Number(b.fired || 0) + Number(b.skipped || 0) + Number(b.missed || 0);
+  const state = enumWord(b.state, 'BACKFILL_STATE_');
+  return `${state}: ${done} of ${b.slots || 0} slots (${b.fired || 0} fired, ${b.skipped || 0} skipped, ${b.missed || 0} missed), `
+    + `${zoneTime(unixDate(b.from_unix), zone)} to ${zoneTime(unixDate(b.to_unix), zone)}${b.reason ? `, ${b.reason}` : ''}`;
 }
 
 function Actions({ job, children, onDone }) {

@@ -105,7 +105,9 @@ function JobRow({ job, runs }) {
   const spec = job.spec;
   const st = job.status || {};
   const zone = spec.timezone || 'UTC';
-  const words = describeSchedule(spec.schedule);
+  // Several schedules show as one line of their specs, without words.
+  const text = spec.schedules?.length ? spec.schedules.join(' | ') : spec.schedule;
+  const words = spec.schedules?.length ? '' : describeSchedule(spec.schedule);
   const finished = runs.find((r) => !isOpen(r) && !notRun(r));
   const last = finished
     ? { state: finished.state, token: (finished.attempts || []).at(-1)?.token }
@@ -114,8 +116,8 @@ function JobRow({ job, runs }) {
   return html`<tr>
     <th scope="row"><a href="#/jobs/${encodeURIComponent(spec.name)}">${spec.name}</a>
       ${Object.entries(spec.labels || {}).map(([k, v]) => html` <span class="label">${k}=${v}</span>`)}</th>
-    <td data-label="Schedule"><div>${words || html`<code>${spec.schedule}</code>`}<div class="muted small">
-      ${words && html`<code>${spec.schedule}</code> · `}${zone}</div></div></td>
+    <td data-label="Schedule"><div>${words || html`<code>${text}</code>`}<div class="muted small">
+      ${words && html`<code>${text}</code> · `}${zone}</div></div></td>
     <td data-label="Next fire">${next ? html`<${When} date=${unixDate(next)} zone=${zone} />` : html`<span class="muted">never</span>`}</td>
     <td data-label="Last outcome">${last.state ? html`<span><${StateBadge} state=${last.state} /> <${Token} value=${last.token} /></span>` : html`<span class="muted">no runs yet</span>`}</td>
     <td data-label="Recent"><${Sparkline} runs=${runs.filter((r) => !notRun(r))} /></td>
