@@ -112,6 +112,7 @@ type aclHarness struct {
 	cals     pb.CalendarServiceClient
 	channels pb.ChannelServiceClient
 	alerts   pb.AlertServiceClient
+	chains   pb.ChainServiceClient
 	frz      pb.FreezeServiceClient
 	health   healthpb.HealthClient
 	// snapDst is the state restores go into (the live state is store's).
@@ -162,7 +163,7 @@ func newACLHarnessWith(t *testing.T, enabled bool, workers WorkerHub) *aclHarnes
 		Snapshots:      &snapNode{leader: true, src: state, dst: h.snapDst}, ScratchDir: t.TempDir(), Live: state,
 		Workers: workers, Leader: &fakeLeaderInfo{leading: true},
 		Hub: h.hub, Triggerer: fsmTriggerer{h.store}, Audit: sw, Now: now,
-		Secrets: state, SecretKeys: testKeys(t, 1),
+		Secrets: state, SecretKeys: testKeys(t, 1), Chains: state,
 		// A node's own exec policy, as serve builds it with no flags:
 		// no exec jobs, and the default refusals for env names.
 		Exec:   mustNoExec(t),
@@ -200,6 +201,7 @@ func newACLHarnessWith(t *testing.T, enabled bool, workers WorkerHub) *aclHarnes
 	h.frz = pb.NewFreezeServiceClient(conn)
 	h.channels = pb.NewChannelServiceClient(conn)
 	h.alerts = pb.NewAlertServiceClient(conn)
+	h.chains = pb.NewChainServiceClient(conn)
 	h.health = healthpb.NewHealthClient(conn)
 	return h
 }

@@ -88,6 +88,10 @@ var methodPermissions = map[string]Permission{
 	pb.JobService_BackfillJob_FullMethodName:    PermWrite,
 	pb.JobService_CancelBackfill_FullMethodName: PermWrite,
 
+	// The graph shows the jobs in the caller's scope; a parent outside it
+	// reads as missing.
+	pb.ChainService_GetJobGraph_FullMethodName: PermRead,
+
 	// page_token: read, like the rest of the call; a scoped token pages
 	// through the runs of its jobs (their own, not a deleted job's of the
 	// same name), a bounded part of the ledger per call.

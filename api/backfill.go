@@ -124,6 +124,9 @@ func (j *jobService) backfillCommand(ctx context.Context, req *pb.BackfillJobReq
 // countSlots fills in the generation cmd is for and the slots of job's
 // schedule in cmd's range: the first and how many, at most MaxSlots.
 func (j *jobService) countSlots(job *pb.Job, cmd *pb.StartBackfillCommand) error {
+	if !jobspec.HasSchedule(job.GetSpec()) {
+		return status.Errorf(codes.FailedPrecondition, "job %q has no schedule of its own to backfill: it runs after others", job.GetSpec().GetName())
+	}
 	sched, err := jobspec.ScheduleOf(job.GetSpec())
 	if err != nil {
 		return status.Errorf(codes.Internal, "job %q: stored spec cannot be evaluated: %v", job.GetSpec().GetName(), err)

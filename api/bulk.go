@@ -68,10 +68,13 @@ func (j *jobService) ApplyJobs(ctx context.Context, req *pb.ApplyJobsRequest) (*
 		if err := refs.check(ctx, fmt.Sprintf("specs[%d]", i), w.spec); err != nil {
 			return nil, err
 		}
-		cmds[i] = w.command(pb.PutMode_PUT_MODE_UPSERT, 0, j.limits.maxJobs())
+		if err := j.chainsAllowed(fmt.Sprintf("specs[%d]", i), w.spec); err != nil {
+			return nil, err
+		}
+		cmds[i] = w.command(pb.PutMode_PUT_MODE_UPSERT, 0, j.limits)
 		cmds[i].Caller = caller
 	}
-	results, err := j.applyBulk(ctx, cmds)
+	results, err := j.applyInWaves(ctx, writes, cmds)
 	if errors.Is(err, cluster.ErrNotLeader) {
 		// Nothing was proposed: the leader can take the whole call.
 		return j.forwardApplyJobs(ctx, req, forwarded)

@@ -78,6 +78,10 @@ type Deps struct {
 	// ACLBootstrapFromFile: the leader makes the first management token
 	// from serve --acl-bootstrap-file, so BootstrapAcl is refused.
 	ACLBootstrapFromFile bool
+	// Chains is this node's graph of job dependencies (fsm.FSM): the
+	// rules a put meets before it is proposed, the graph, and the runs a
+	// run fired.
+	Chains ChainGraph
 	// ClusterVersion is the cluster's active version (fsm.FSM's): worker
 	// targets are registered only from fsm.WorkersVersion on. Nil: no
 	// check.

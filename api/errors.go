@@ -42,7 +42,7 @@ func statusOf(err error) error {
 	case errors.Is(err, cluster.ErrServerExists), errors.Is(err, fsm.ErrAlreadyExists):
 		return status.Error(codes.AlreadyExists, err.Error())
 	case errors.Is(err, fsm.ErrVersionMismatch), errors.Is(err, cluster.ErrUnsupportedCommand),
-		errors.Is(err, fsm.ErrRunFinished), errors.Is(err, fsm.ErrInUse):
+		errors.Is(err, fsm.ErrRunFinished), errors.Is(err, fsm.ErrInUse), errors.Is(err, fsm.ErrDependency):
 		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.Is(err, fsm.ErrLimitExceeded):
 		return status.Error(codes.ResourceExhausted, err.Error())

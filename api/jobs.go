@@ -55,11 +55,13 @@ type jobService struct {
 	cals Calendars
 	// alerts holds the channels notify entries name.
 	alerts ChannelLookup
+	chains ChainGraph
 }
 
 // NewJobService serves JobService from d's Store and Registry (required),
 // Triggerer, Leadership, Exec, Limits, Audit, ClusterVersion, Secrets
-// (without it, no spec may reference a secret), Calendars and Now.
+// (without it, no spec may reference a secret), Calendars, Chains (without
+// it, the rules between jobs are checked at apply only) and Now.
 func NewJobService(d Deps) pb.JobServiceServer {
 	d = d.withDefaults()
 	return &jobService{
@@ -67,7 +69,7 @@ func NewJobService(d Deps) pb.JobServiceServer {
 		trigger: d.Triggerer, leadership: d.Leadership,
 		exec: d.Exec, limits: d.Limits, audit: d.Audit, clusterVersion: d.ClusterVersion,
 		secrets: d.Secrets, alerts: d.Alerts,
-		cals: d.Calendars,
+		cals: d.Calendars, chains: d.Chains,
 	}
 }
 
@@ -124,7 +126,13 @@ func (j *jobService) put(ctx context.Context, spec *pb.JobSpec, mode pb.PutMode,
 	if err := j.allowCalendars(ctx, spec); err != nil {
 		return nil, nil, err
 	}
-	res, err := j.apply(ctx, w.command(mode, expectedVersion, j.limits.maxJobs()))
+	if err := j.chainsAllowed("spec", spec); err != nil {
+		return nil, nil, err
+	}
+	if err := j.checkDependencies(ctx, spec); err != nil {
+		return nil, nil, err
+	}
+	res, err := j.apply(ctx, w.command(mode, expectedVersion, j.limits))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -178,7 +186,7 @@ func (j *jobService) DeleteJob(ctx context.Context, req *pb.DeleteJobRequest) (*
 		return nil, err
 	}
 	_, err := j.apply(ctx, &pb.Command{Kind: &pb.Command_DeleteJob{DeleteJob: &pb.DeleteJobCommand{
-		Name: req.GetName(), ExpectedVersion: req.GetExpectedVersion(),
+		Name: req.GetName(), ExpectedVersion: req.GetExpectedVersion(), Force: req.GetForce(),
 	}}})
 	if err != nil {
 		return nil, err

@@ -17,10 +17,37 @@ type Limits struct {
 	// (ResourceExhausted). The node sets the scheduler's limit of open
 	// runs; 0 means none.
 	MaxOpenRuns uint32
+	// MaxChainDepth is the longest chain of jobs (after) the registry may
+	// hold, counted in jobs; MaxChainFanout the most jobs that may run
+	// after one job. Every put carries them, like MaxJobs
+	// (FailedPrecondition).
+	MaxChainDepth  uint32
+	MaxChainFanout uint32
 	// MaxBackfillSlots is the most slots one backfill may hold: a range
 	// with more is refused (InvalidArgument), and the start carries it, so
 	// every node decides alike.
 	MaxBackfillSlots uint64
+}
+
+// DefaultMaxChainDepth and DefaultMaxChainFanout bound the graph of
+// dependencies: a parent's outcome fires or records a run for each of its
+// children in the one entry that records it, and a registration walks the
+// chain through the job.
+const (
+	DefaultMaxChainDepth  = 16
+	DefaultMaxChainFanout = 100
+)
+
+// chainLimits are the limits a put carries to the FSM.
+func (l Limits) chainLimits() (depth, fanout uint32) {
+	depth, fanout = l.MaxChainDepth, l.MaxChainFanout
+	if depth == 0 {
+		depth = DefaultMaxChainDepth
+	}
+	if fanout == 0 {
+		fanout = DefaultMaxChainFanout
+	}
+	return depth, fanout
 }
 
 // DefaultMaxBackfillSlots bounds a backfill to what a night of per-minute

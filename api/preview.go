@@ -22,9 +22,10 @@ const (
 
 // PreviewSchedule lists the next fire times of a registered job (after its
 // cursor, from start_at, up to end_at; a pause is ignored, since resuming
-// fires the same slots), each marked with the calendar or freeze that
-// stops it as things stand, or of an inline schedule and timezone, which
-// are validated as a job's would be.
+// fires the same slots; none for a job that fires on its dependencies
+// only), each marked with the calendar or freeze that stops it as things
+// stand, or of an inline schedule and timezone, which are validated as a
+// job's would be.
 func (j *jobService) PreviewSchedule(ctx context.Context, req *pb.PreviewScheduleRequest) (*pb.PreviewScheduleResponse, error) {
 	after := j.now()
 	if req.GetAfter() != nil {
@@ -46,6 +47,9 @@ func (j *jobService) PreviewSchedule(ctx context.Context, req *pb.PreviewSchedul
 		job, err := j.registeredJob(ctx, req.GetName())
 		if err != nil {
 			return nil, err
+		}
+		if job.GetSpec().GetSchedule() == "" {
+			return &pb.PreviewScheduleResponse{}, nil // it runs after others only
 		}
 		if w, err = jobWindow(job); err != nil {
 			return nil, status.Errorf(codes.Internal, "job %q: stored spec cannot be evaluated: %v", req.GetName(), err)

@@ -25,6 +25,7 @@ type Services struct {
 	Freeze   pb.FreezeServiceServer
 	Channels pb.ChannelServiceServer
 	Alerts   pb.AlertServiceServer
+	Chains   pb.ChainServiceServer
 }
 
 // NewServices builds every service from d.
@@ -43,6 +44,7 @@ func NewServices(d Deps) Services {
 		Freeze:   NewFreezeService(d),
 		Channels: NewChannelService(d),
 		Alerts:   NewAlertService(d),
+		Chains:   NewChainService(d),
 	}
 }
 
@@ -61,6 +63,7 @@ func Register(s *grpc.Server, svc Services) *health.Server {
 	names = serve(s, names, &pb.SnapshotService_ServiceDesc, pb.RegisterSnapshotServiceServer, svc.Snapshot)
 	names = serve(s, names, &pb.AclService_ServiceDesc, pb.RegisterAclServiceServer, svc.ACL)
 	names = serve(s, names, &pb.WorkerService_ServiceDesc, pb.RegisterWorkerServiceServer, svc.Workers)
+	names = serve(s, names, &pb.ChainService_ServiceDesc, pb.RegisterChainServiceServer, svc.Chains)
 	names = serve(s, names, &pb.SecretService_ServiceDesc, pb.RegisterSecretServiceServer, svc.Secrets)
 	names = serve(s, names, &pb.CalendarService_ServiceDesc, pb.RegisterCalendarServiceServer, svc.Calendar)
 	names = serve(s, names, &pb.FreezeService_ServiceDesc, pb.RegisterFreezeServiceServer, svc.Freeze)

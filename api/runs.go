@@ -40,16 +40,18 @@ type runService struct {
 	hub     *RunHub
 	store   Store
 	audit   *AuditSwitch
+	chains  ChainGraph
 }
 
 // NewRunService serves RunService from d's Barrier and Ledger (required):
 // reads of the run ledger, linearizable after the barrier unless stale;
 // watches fed by d.Hub, which must be the observer of this node's FSM (nil:
 // WatchRuns answers Unimplemented); cancels committed through d.Store
-// (nil: CancelRun answers Unimplemented) after d.Audit's switch.
+// (nil: CancelRun answers Unimplemented) after d.Audit's switch; a run's
+// children (its downstream runs) from d.Chains (nil: none).
 func NewRunService(d Deps) pb.RunServiceServer {
 	d = d.withDefaults()
-	return &runService{barrier: d.Barrier, ledger: d.Ledger, hub: d.Hub, store: d.Store, audit: d.Audit}
+	return &runService{barrier: d.Barrier, ledger: d.Ledger, hub: d.Hub, store: d.Store, audit: d.Audit, chains: d.Chains}
 }
 
 func (s *runService) ListRuns(ctx context.Context, req *pb.ListRunsRequest) (*pb.ListRunsResponse, error) {
@@ -100,7 +102,23 @@ func (s *runService) GetRun(ctx context.Context, req *pb.GetRunRequest) (*pb.Get
 	if !s.visible(ctx, run) {
 		return nil, hiddenRun(id)
 	}
+	run.Children = s.children(ctx, id)
 	return &pb.GetRunResponse{Run: run}, nil
+}
+
+// children are the runs the run fired or that stand for its sets (its
+// downstream), those the caller may see.
+func (s *runService) children(ctx context.Context, id string) []*pb.RunRef {
+	if s.chains == nil {
+		return nil
+	}
+	var out []*pb.RunRef
+	for _, ref := range s.chains.ChildRuns(id) {
+		if r, err := s.ledger.Run(ref.GetRunId()); err == nil && s.visible(ctx, r) {
+			out = append(out, ref)
+		}
+	}
+	return out
 }
 
 // WatchRuns streams the runs this node applies from now on. The response

@@ -31,11 +31,15 @@ func prepare(spec *pb.JobSpec, now time.Time, limits jobspec.Limits) (write, err
 	return write{spec: spec, sched: sched}, nil
 }
 
-// command is the put of the spec; it carries the registry's job limit.
-func (w write) command(mode pb.PutMode, expectedVersion, maxJobs uint64) *pb.Command {
-	return &pb.Command{Kind: &pb.Command_PutJob{PutJob: &pb.PutJobCommand{
-		Spec: w.spec, Mode: mode, ExpectedVersion: expectedVersion, MaxJobs: maxJobs,
-	}}}
+// command is the put of the spec; it carries the registry's limits: the
+// chain limits only for a spec with dependencies, the one put they bound,
+// so that every other put stays a command of version 1 (fsm.VersionOf).
+func (w write) command(mode pb.PutMode, expectedVersion uint64, l Limits) *pb.Command {
+	put := &pb.PutJobCommand{Spec: w.spec, Mode: mode, ExpectedVersion: expectedVersion, MaxJobs: l.maxJobs()}
+	if len(w.spec.GetAfter()) > 0 {
+		put.MaxChainDepth, put.MaxChainFanout = l.chainLimits()
+	}
+	return &pb.Command{Kind: &pb.Command_PutJob{PutJob: put}}
 }
 
 // stored fills the next fire time of job, the FSM's answer to this write,

@@ -97,11 +97,11 @@ func startRunServer(t *testing.T) *runServer {
 	audit := api.NewAuditSwitch(s.raft, s.raft.state, api.DefaultAuditLimit, nil, nil)
 	d := api.Deps{
 		Store: s.raft, Registry: s.raft.state, Ledger: s.raft.state, AuditLog: s.raft.state,
-		Hub: s.hub, Triggerer: s.raft, Audit: audit,
+		Hub: s.hub, Triggerer: s.raft, Audit: audit, Chains: s.raft.state,
 	}
 	api.Register(gs, api.Services{
 		Jobs: api.NewJobService(d), Cluster: api.NewClusterService(d), Runs: api.NewRunService(d),
-		Fence: api.NewFenceService(d), Audit: api.NewAuditService(d),
+		Fence: api.NewFenceService(d), Audit: api.NewAuditService(d), Chains: api.NewChainService(d),
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -29,7 +29,7 @@ func newJobCmd() *cobra.Command {
 	cmd.AddCommand(
 		newJobApplyCmd(o), newJobCreateCmd(o), newJobGetCmd(o), newJobListCmd(o),
 		newJobDeleteCmd(o), newJobPauseCmd(o), newJobResumeCmd(o),
-		newJobTriggerCmd(o), newJobNextCmd(o), newJobStatusCmd(o), newJobBackfillCmd(o),
+		newJobTriggerCmd(o), newJobNextCmd(o), newJobStatusCmd(o), newJobBackfillCmd(o), newJobGraphCmd(o),
 	)
 	return cmd
 }
@@ -425,18 +425,23 @@ func listJobs(cmd *cobra.Command, o *clientOptions, selector map[string]string, 
 }
 
 func newJobDeleteCmd(o *clientOptions) *cobra.Command {
-	var version uint64
+	var (
+		version uint64
+		force   bool
+	)
 	cmd := &cobra.Command{
 		Use:   "delete NAME",
 		Short: "Delete a job",
-		Args:  cobra.ExactArgs(1),
+		Long: "Delete a job. A job other jobs run after (after) is deleted only with --force:\n" +
+			"their dependency on it then reads as never met, until a job of that name runs.",
+		Args: cobra.ExactArgs(1),
 		RunE: RunE(func(cmd *cobra.Command, args []string) error {
 			client, ctx, done, err := o.jobCall(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer done()
-			if _, err := client.DeleteJob(ctx, &pb.DeleteJobRequest{Name: args[0], ExpectedVersion: version}); err != nil {
+			if _, err := client.DeleteJob(ctx, &pb.DeleteJobRequest{Name: args[0], ExpectedVersion: version, Force: force}); err != nil {
 				c := o.call(jobSubject(args[0]))
 				c.expectedVersion = version
 				return c.describe(err)
@@ -445,6 +450,7 @@ func newJobDeleteCmd(o *clientOptions) *cobra.Command {
 		}),
 	}
 	cmd.Flags().Uint64Var(&version, "version", 0, "delete only if the job is at this version")
+	cmd.Flags().BoolVar(&force, "force", false, "delete even if other jobs run after it")
 	return cmd
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/raftcron/raftcron/jobspec"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 	"github.com/raftcron/raftcron/schedule"
 )
@@ -42,23 +43,30 @@ func newJobNextCmd(o *clientOptions) *cobra.Command {
 			}
 			defer done()
 			subject := fmt.Sprintf("schedule %q", spec)
+			var job *pb.JobSpec
 			if req.GetName() != "" {
 				subject = jobSubject(req.GetName())
 				ctx, cancel := o.callContext(cmd.Context())
-				job, err := client.GetJob(ctx, &pb.GetJobRequest{Name: req.GetName()})
+				resp, err := client.GetJob(ctx, &pb.GetJobRequest{Name: req.GetName()})
 				cancel()
 				if err != nil {
 					return o.call(subject).describe(err)
 				}
-				timezone = job.GetJob().GetSpec().GetTimezone()
+				job = resp.GetJob().GetSpec()
+				timezone = job.GetTimezone()
 			}
-			ctx, cancel := o.callContext(cmd.Context())
-			defer cancel()
-			resp, err := client.PreviewSchedule(ctx, req)
-			if err != nil {
-				return o.call(subject).describe(err)
+			preview := &pb.PreviewScheduleResponse{}
+			if job == nil || jobspec.HasSchedule(job) {
+				ctx, cancel := o.callContext(cmd.Context())
+				defer cancel()
+				if preview, err = client.PreviewSchedule(ctx, req); err != nil {
+					return o.call(subject).describe(err)
+				}
 			}
-			return writeFireTimes(cmd.OutOrStdout(), o.output, resp.GetTimes(), skips(resp), timezone)
+			if o.output == outputTable && len(job.GetAfter()) > 0 {
+				return writeDependentNext(cmd.OutOrStdout(), job, preview)
+			}
+			return writeFireTimes(cmd.OutOrStdout(), o.output, preview.GetTimes(), skips(preview), timezone)
 		}),
 	}
 	cmd.Flags().IntVar(&count, "count", 5, fmt.Sprintf("how many fire times (1-%d)", maxNextCount))
@@ -109,6 +117,25 @@ func skips(resp *pb.PreviewScheduleResponse) []string {
 		return nil
 	}
 	return out
+}
+
+// writeDependentNext is `job next` of a job that runs after others: what
+// it waits for ("after export-orders, export-customers"), and, with a
+// schedule of its own, the slots that fire if it is met by then.
+func writeDependentNext(w io.Writer, spec *pb.JobSpec, preview *pb.PreviewScheduleResponse) error {
+	words := "after " + dependencyWords(specEdges(spec), enumName(spec.GetAfterMode().String(), "AFTER_MODE_"))
+	if !jobspec.HasSchedule(spec) {
+		_, err := fmt.Fprintln(w, words)
+		return err
+	}
+	if d := spec.GetAfterWithin(); d != nil && d.AsDuration() > 0 {
+		words += " within " + d.AsDuration().String()
+	}
+	if err := writeFireTimes(w, outputTable, preview.GetTimes(), skips(preview), spec.GetTimezone()); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "each fires only %s; else it is skipped (dependency_not_met)\n", words)
+	return err
 }
 
 // writeFireTimes prints fire times: UTC, and in the job's zone when that is

@@ -169,16 +169,36 @@ func writeRun(w io.Writer, format outputFormat, r *pb.Run) error {
 	if err := writeRunTable(w, []*pb.Run{r}); err != nil {
 		return err
 	}
-	if len(r.GetAttempts()) == 0 {
+	if len(r.GetAttempts()) > 0 {
+		fmt.Fprintln(w)
+		tw := newTable(w)
+		fmt.Fprintln(tw, "ATTEMPT\tTOKEN\tKIND\tNODE\tTERM\tDISPATCHED AT\tSTATE\tFINISHED AT\tDETAIL")
+		for _, a := range r.GetAttempts() {
+			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", a.GetNumber(), a.GetToken(), orDash(kindName(a.GetKind())),
+				orDash(a.GetNodeId()), a.GetTerm(), nanoTime(a.GetDispatchedAtUnixNano()), orDash(stateName(a.GetState())),
+				nanoTime(a.GetFinishedAtUnixNano()), orDash(clip(a.GetDetail(), maxNoteWidth)))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if err := writeRunRefs(w, "UPSTREAM (PARENT RUNS)", r.GetParents()); err != nil {
+		return err
+	}
+	return writeRunRefs(w, "DOWNSTREAM (RUNS IT FIRED)", r.GetChildren())
+}
+
+// writeRunRefs prints a run's lineage one way, under title; nothing when
+// it has none.
+func writeRunRefs(w io.Writer, title string, refs []*pb.RunRef) error {
+	if len(refs) == 0 {
 		return nil
 	}
 	fmt.Fprintln(w)
 	tw := newTable(w)
-	fmt.Fprintln(tw, "ATTEMPT\tTOKEN\tKIND\tNODE\tTERM\tDISPATCHED AT\tSTATE\tFINISHED AT\tDETAIL")
-	for _, a := range r.GetAttempts() {
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", a.GetNumber(), a.GetToken(), orDash(kindName(a.GetKind())),
-			orDash(a.GetNodeId()), a.GetTerm(), nanoTime(a.GetDispatchedAtUnixNano()), orDash(stateName(a.GetState())),
-			nanoTime(a.GetFinishedAtUnixNano()), orDash(clip(a.GetDetail(), maxNoteWidth)))
+	fmt.Fprintf(tw, "%s\tJOB\tTOKEN\tSTATE\n", title)
+	for _, ref := range refs {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", ref.GetRunId(), ref.GetJob(), ref.GetToken(), orDash(stateName(ref.GetState())))
 	}
 	return tw.Flush()
 }
@@ -243,6 +263,25 @@ type runView struct {
 	Payload    string        `json:"payload,omitempty"`
 	Concurrent bool          `json:"concurrent,omitempty"`
 	Attempts   []attemptView `json:"attempts"`
+	// Parents are the runs whose outcome fired a chained run; children
+	// the runs a run's outcome fired (run get only).
+	Parents  []runRefView `json:"parents,omitempty"`
+	Children []runRefView `json:"children,omitempty"`
+}
+
+type runRefView struct {
+	Job   string `json:"job"`
+	RunID string `json:"run_id"`
+	Token uint64 `json:"token,omitempty"`
+	State string `json:"state,omitempty"`
+}
+
+func runRefViews(refs []*pb.RunRef) []runRefView {
+	var out []runRefView
+	for _, r := range refs {
+		out = append(out, runRefView{Job: r.GetJob(), RunID: r.GetRunId(), Token: r.GetToken(), State: stateName(r.GetState())})
+	}
+	return out
 }
 
 type attemptView struct {
@@ -285,6 +324,8 @@ func runViewOf(r *pb.Run) runView {
 		Payload:         r.GetPayload(),
 		Concurrent:      r.GetConcurrent(),
 		Attempts:        []attemptView{},
+		Parents:         runRefViews(r.GetParents()),
+		Children:        runRefViews(r.GetChildren()),
 	}
 	if ms := r.GetJitterMs(); ms > 0 {
 		v.Jitter = (time.Duration(ms) * time.Millisecond).String()

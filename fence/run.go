@@ -27,6 +27,10 @@ const (
 	// HeaderSignature carries "v1=<signature>" when the nodes sign their dispatches
 	// (see Keys).
 	HeaderSignature = "X-Raftcron-Signature"
+	// HeaderParentRuns names the parent runs of a run fired by its job's
+	// dependencies (a chained run): "RUN_ID@TOKEN,..." (ParentRuns). Absent
+	// for any other run.
+	HeaderParentRuns = "X-Raftcron-Parent-Runs"
 )
 
 // Environment variables raftcron sets for every exec run (DESIGN §7),
@@ -40,6 +44,8 @@ const (
 	EnvIdempotencyKey = "RAFTCRON_IDEMPOTENCY_KEY"
 	// EnvSignature is HeaderSignature's value, for exec runs.
 	EnvSignature = "RAFTCRON_SIGNATURE"
+	// EnvParentRuns is HeaderParentRuns's value, for exec and worker runs.
+	EnvParentRuns = "RAFTCRON_PARENT_RUNS"
 )
 
 // MaxFieldLen bounds the run ID and the idempotency key, so that a misbehaving sender

@@ -79,15 +79,11 @@ func (s *state) alertOnFinish(r *pb.Run) {
 	case pb.RunState_RUN_STATE_SKIPPED:
 		// A calendar or a freeze skips a slot on purpose; a chained job
 		// whose parents did not deliver missed its run.
-		if r.GetReason() == reasonDependencyNotMet {
+		if r.GetReason() == ReasonDependencyNotMet {
 			s.raise(it, happening{name: event.Missed, run: r, slot: r.GetSlotUnix(), reason: r.GetReason()}, e)
 		}
 	}
 }
-
-// reasonDependencyNotMet is the chains' skip reason (DESIGN §17) that
-// raises missed.
-const reasonDependencyNotMet = "dependency_not_met"
 
 // tooShort reports how long the successful run r's last attempt ran, and
 // whether that is less than its job's expect.min_duration.

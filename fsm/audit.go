@@ -1,7 +1,9 @@
 package fsm
 
 import (
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/google/btree"
 	"google.golang.org/protobuf/proto"
@@ -180,11 +182,20 @@ func auditedDelete(s *state, c *pb.Command, e entry) (outcome, error) {
 	}
 	name := c.GetDeleteJob().GetName()
 	before, _ := s.job(name)
+	dependents := slices.Clone(s.deps[name])
 	o, err := deleteJob(s, c, e)
 	if err != nil {
 		return o, err
 	}
-	s.appendRecord(e, &pb.AuditRecord{Action: AuditDelete, Job: name, VersionBefore: before.GetVersion()}, nil, nil)
+	r := &pb.AuditRecord{Action: AuditDelete, Job: name, VersionBefore: before.GetVersion()}
+	if len(dependents) > 0 {
+		// Deleted with force: whose dependency now reads as never met.
+		r.Changes = []*pb.AuditChange{
+			{Field: "force", Before: "false", After: "true"},
+			{Field: "dependents", After: strings.Join(dependents, ", ")},
+		}
+	}
+	s.appendRecord(e, r, nil, nil)
 	return o, nil
 }
 

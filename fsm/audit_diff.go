@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -251,6 +252,10 @@ func renderValue(fd protoreflect.FieldDescriptor, v protoreflect.Value) string {
 		return strconv.Quote(fv)
 	case bool:
 		return strconv.FormatBool(fv)
+	case map[string]any: // an element of a list of messages (after)
+		if b, err := json.Marshal(fv); err == nil {
+			return string(b)
+		}
 	}
 	return fmt.Sprint(fv) // integers
 }

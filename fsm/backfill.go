@@ -217,7 +217,7 @@ func (b *batch) backfill(pos int, f *pb.Fire, res *pb.FireResult) {
 		return
 	}
 	nb.Fired++
-	b.accept(it, next, f, slot, bf.GetOverlap() == BackfillAllow, res)
+	b.accept(it, next, f, slot, bf.GetOverlap() == BackfillAllow, nil, res)
 }
 
 // stopReason is what stops the slot of the job of spec as things stand (a

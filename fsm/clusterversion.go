@@ -94,6 +94,12 @@ const CalendarsVersion = version3
 // leader.
 const ProgressVersion = version3
 
+// ChainsVersion is the cluster version from which jobs may run after
+// others (after): the FSM fires their chained runs, and accepts a put of
+// such a spec, from then on only; an older voter would store the spec and
+// fire nothing.
+const ChainsVersion = version3
+
 // What version 1 (release 0d365cb) used where a stored spec set nothing.
 // These are not job defaults (jobspec owns those): they are frozen, so that
 // a node applies version 1 as that release did while an older peer runs.

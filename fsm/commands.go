@@ -45,6 +45,11 @@ func putJob(s *state, c *pb.Command, e entry) (outcome, error) {
 			return outcome{}, err
 		}
 	}
+	lim := chainLimits{depth: int(p.GetMaxChainDepth()), fanout: int(p.GetMaxChainFanout())}
+	// A put that names new parents is checked against the graph (chain_graph.go).
+	if err := s.checkGraph(spec, old.GetSpec(), c.GetCaller().GetSelector(), lim); err != nil {
+		return outcome{}, err
+	}
 	storeSpec(spec) // the command was decoded for this Apply: the spec is ours
 	s.share.spec(spec)
 	if !exists {
@@ -56,7 +61,7 @@ func putJob(s *state, c *pb.Command, e entry) (outcome, error) {
 	}
 	s.cals.refer(name, old.GetSpec().GetCalendars(), spec.GetCalendars())
 	next := s.changedJob(old, spec, e)
-	st := cur.status
+	st := s.setDependencies(spec, old.GetSpec(), cur.status)
 	// A new schedule takes effect from the update on, and a resume does not
 	// catch up the paused time; neither moves the cursor back.
 	if targetChanged(old.GetSpec(), spec, s.atLeast(version2), s.atLeast(version3)) {
@@ -96,6 +101,7 @@ func createJob(s *state, spec *pb.JobSpec, e entry) outcome {
 		st.FirstGeneration = j.Generation // history.go
 	}
 	st = s.share.status(st)
+	s.deps.link(name, spec.GetAfter())
 	s.tombstones.Delete(tombstone{name: name})
 	s.setJob(j, st)
 	s.pruneHistory(name) // finished runs of an earlier job of that name
@@ -126,9 +132,14 @@ func deleteJob(s *state, c *pb.Command, e entry) (outcome, error) {
 	if err := checkVersion(name, cur.job, d.GetExpectedVersion()); err != nil {
 		return outcome{}, err
 	}
+	if err := s.checkDelete(name, d.GetForce(), c.GetCaller().GetSelector()); err != nil {
+		return outcome{}, err
+	}
 	cancelWaitingRetries(s, cur, e)
 	s.cals.refer(name, cur.job.GetSpec().GetCalendars(), nil)
 	delete(s.freezes.held, name)
+	s.deps.unlink(name, cur.job.GetSpec().GetAfter())
+	s.orphanDependents(name)
 	s.jobs.Delete(jobItem{name: name})
 	s.tx.jobChanged(name)
 	s.alertJobDeleted(name)

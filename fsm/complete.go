@@ -19,24 +19,35 @@ const (
 )
 
 // completeBatch records the outcomes executors reported. Each completion is
-// decided on its own, in order; the batch as a whole never fails.
+// decided on its own, in order; the batch as a whole never fails. A run's
+// final outcome also fires, in this entry, the jobs that run after it
+// (chain.go), whose attempts are the proposing leader's.
 func completeBatch(s *state, c *pb.Command, e entry) (outcome, error) {
-	cs := c.GetCompleteBatch().GetCompletions()
+	cb := c.GetCompleteBatch()
+	cs := cb.GetCompletions()
+	b := batch{s: s, e: e, leader: cb.GetLeaderId(), term: cb.GetTerm(), maxOpen: cb.GetMaxOpenRuns(),
+		slab: newRunSlab(len(cs))}
+	if e.term != 0 && b.term != e.term {
+		// Not the proposer's entry (it outlived its term): no leader holds
+		// the chained attempts, which every leader's term then follows, so
+		// the next one re-dispatches them or gives them up.
+		b.leader, b.term = "", 0
+	}
 	backing := make([]pb.CompletionResult, len(cs))
 	results := make([]*pb.CompletionResult, len(cs))
-	slab := newRunSlab(len(cs))
 	for i, comp := range cs {
 		results[i] = &backing[i]
-		complete(s, e, comp, results[i], slab)
+		b.complete(comp, results[i])
 	}
-	return outcome{changed: s.tx.isDirty(), completions: results}, nil
+	return outcome{changed: s.tx.isDirty(), completions: results, chained: b.chained}, nil
 }
 
 // complete accepts an outcome only for the run's current attempt while it
 // is still executing: a report carrying any other token comes from an
 // attempt that was superseded, cancelled or already reported, and changes
 // nothing (G3).
-func complete(s *state, e entry, c *pb.Completion, res *pb.CompletionResult, slab *runSlab) {
+func (b *batch) complete(c *pb.Completion, res *pb.CompletionResult) {
+	s, e := b.s, b.e
 	r, ok := s.run(c.GetRunId())
 	if !ok {
 		res.Reason = ReasonUnknownRun
@@ -98,7 +109,10 @@ func complete(s *state, e entry, c *pb.Completion, res *pb.CompletionResult, sla
 		}
 	}
 	s.putRun(nr)
-	res.Accepted, res.Run = true, slab.clone(nr)
+	res.Accepted, res.Run = true, b.slab.clone(nr)
+	if owned && !isOpen(nr.State) {
+		b.parentFinished(nr)
+	}
 }
 
 // isOutcome reports whether an executor may report st.

@@ -39,6 +39,8 @@ func copyStatus(s *pb.JobStatus) *pb.JobStatus {
 		ConsecutiveFailures:    s.GetConsecutiveFailures(),
 		LastSuccessUnixNano:    s.GetLastSuccessUnixNano(),
 		LateSlotUnix:           s.GetLateSlotUnix(),
+		PendingParents:         s.GetPendingParents(),
+		BufferedParents:        s.GetBufferedParents(),
 		FailuresInARow:         s.GetFailuresInARow(),
 		SlotsFired:             s.GetSlotsFired(),
 		Pause:                  s.GetPause(),
@@ -52,6 +54,8 @@ func cloneStatus(s *pb.JobStatus) *pb.JobStatus {
 	}
 	c := copyStatus(s)
 	c.OpenRunIds = slices.Clone(s.GetOpenRunIds())
+	c.PendingParents = cloneRefs(s.GetPendingParents())
+	c.BufferedParents = cloneRefs(s.GetBufferedParents())
 	if s.GetPause() != nil {
 		c.Pause = proto.CloneOf(s.GetPause())
 	}
@@ -59,6 +63,21 @@ func cloneStatus(s *pb.JobStatus) *pb.JobStatus {
 		c.Backfill = proto.CloneOf(s.GetBackfill())
 	}
 	return c
+}
+
+// cloneRefs is a deep copy of refs, the refs allocated together.
+func cloneRefs(refs []*pb.RunRef) []*pb.RunRef {
+	if refs == nil {
+		return nil
+	}
+	vals := make([]pb.RunRef, len(refs))
+	out := make([]*pb.RunRef, len(refs))
+	for i, r := range refs {
+		vals[i] = pb.RunRef{Job: r.GetJob(), RunId: r.GetRunId(), Token: r.GetToken(),
+			State: r.GetState(), FinishedAtUnixNano: r.GetFinishedAtUnixNano()}
+		out[i] = &vals[i]
+	}
+	return out
 }
 
 // copyRun is a shallow copy: the attempts slice and the attempts are shared.
@@ -88,6 +107,8 @@ func copyRunInto(dst, r *pb.Run) {
 	dst.CloseRequestId = r.GetCloseRequestId()
 	dst.JobDeleted = r.GetJobDeleted()
 	dst.JudgedTooLong = r.GetJudgedTooLong()
+	dst.Parents = r.GetParents()
+	dst.Children = r.GetChildren()
 	dst.JitterMs = r.GetJitterMs()
 	dst.Payload = r.GetPayload()
 	dst.Concurrent = r.GetConcurrent()
@@ -100,6 +121,7 @@ func cloneRun(r *pb.Run) *pb.Run {
 		return nil
 	}
 	c := copyRun(r)
+	c.Parents, c.Children = cloneRefs(r.GetParents()), cloneRefs(r.GetChildren())
 	src := r.GetAttempts()
 	if src == nil {
 		return c
@@ -138,6 +160,7 @@ func (s *runSlab) clone(r *pb.Run) *pb.Run {
 	s.next++
 	c := &s.runs[i]
 	copyRunInto(c, r)
+	c.Parents, c.Children = cloneRefs(r.GetParents()), cloneRefs(r.GetChildren())
 	if len(r.GetAttempts()) == 1 {
 		a := &s.atts[i]
 		copyAttemptInto(a, r.GetAttempts()[0])

@@ -21,6 +21,10 @@ var (
 	// ErrInUse: a delete named something that others refer to (a
 	// calendar jobs refer to).
 	ErrInUse = errors.New("in use")
+	// ErrDependency: a command breaks a rule between jobs (after): a
+	// cycle, a chain deeper or wider than the command allows, the delete
+	// of a job others depend on.
+	ErrDependency = errors.New("dependency rule broken")
 )
 
 // codes pairs each sentinel with its result code; the order is the order in
@@ -37,6 +41,7 @@ var codes = []struct {
 	{pb.ResultCode_RESULT_CODE_LIMIT_EXCEEDED, ErrLimitExceeded},
 	{pb.ResultCode_RESULT_CODE_RUN_FINISHED, ErrRunFinished},
 	{pb.ResultCode_RESULT_CODE_IN_USE, ErrInUse},
+	{pb.ResultCode_RESULT_CODE_DEPENDENCY, ErrDependency},
 }
 
 // resultError carries a human message while unwrapping to its sentinel, so

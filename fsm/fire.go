@@ -17,7 +17,8 @@ func fireBatch(s *state, c *pb.Command, e entry) (outcome, error) {
 	if e.term != 0 && fb.GetTerm() != e.term {
 		return staleTerm(fires), nil
 	}
-	b := batch{s: s, e: e, leader: fb.GetLeaderId(), term: fb.GetTerm(), slab: newRunSlab(len(fires))}
+	b := batch{s: s, e: e, leader: fb.GetLeaderId(), term: fb.GetTerm(), slab: newRunSlab(len(fires)),
+		pos: len(fb.GetMisses()) + len(fires)}
 	if s.atLeast(version2) { // version 1 ignores all three
 		b.maxOpen, b.generations, b.lostTokens = fb.GetMaxOpenRuns(), true, true
 	}
@@ -32,7 +33,7 @@ func fireBatch(s *state, c *pb.Command, e entry) (outcome, error) {
 		results[i] = &backing[i]
 		b.fire(len(misses)+i, f, results[i])
 	}
-	return outcome{changed: s.tx.isDirty(), fires: results}, nil
+	return outcome{changed: s.tx.isDirty(), fires: results, chained: b.chained}, nil
 }
 
 // staleTerm refuses a whole batch committed in another term than the one its
@@ -62,6 +63,11 @@ type batch struct {
 	// worker was lost by its token (cluster version 2).
 	lostTokens bool
 	slab       *runSlab // the runs of the results
+	// pos numbers the records the chains make (chain.go), after the
+	// batch's own fires and misses.
+	pos int
+	// chained are the runs the chains fired or recorded, for the result.
+	chained []*pb.Run
 }
 
 // atOpenLimit reports whether a job whose status is st may open no more
@@ -80,6 +86,14 @@ func (b *batch) fire(pos int, f *pb.Fire, res *pb.FireResult) {
 		b.retry(f, res)
 	case pb.FireKind_FIRE_KIND_REDISPATCH:
 		b.redispatch(f, res)
+	case pb.FireKind_FIRE_KIND_CHAINED:
+		// Chained runs are fired in the entry that records their parents'
+		// outcome, never proposed; but for the negative control.
+		if !failpoint.On(failpoint.ChainSeparateEntry) {
+			res.Reason = ReasonMalformed
+			return
+		}
+		b.separateChained(f, res)
 	case pb.FireKind_FIRE_KIND_BACKFILL:
 		b.backfill(pos, f, res)
 	default:
@@ -130,6 +144,11 @@ func (b *batch) scheduled(pos int, f *pb.Fire, res *pb.FireResult) {
 	next.CursorUnix = max(next.CursorUnix, slot)
 	if release {
 		next.BufferedSlotUnix = 0
+		if parents := st.GetBufferedParents(); len(parents) > 0 {
+			next.BufferedParents = nil
+			b.releaseChained(it, next, pos, slot, parents, res)
+			return
+		}
 	}
 	if deferred {
 		next.DeferredSlotUnix = 0
@@ -144,6 +163,10 @@ func (b *batch) scheduled(pos int, f *pb.Fire, res *pb.FireResult) {
 	limited := b.s.atLeast(version3) // max_runs and the count it reads
 	if limited && spec.GetMaxRuns() > 0 && next.GetSlotsFired() >= uint64(spec.GetMaxRuns()) {
 		b.recordMissed(it, next, pos, f.GetKind(), slot, ReasonMaxRuns, res)
+		return
+	}
+	parents, met := b.slotDependencies(it, next, pos, f.GetKind(), slot, res)
+	if !met {
 		return
 	}
 	if len(st.GetOpenRunIds()) > 0 {
@@ -169,8 +192,11 @@ func (b *batch) scheduled(pos int, f *pb.Fire, res *pb.FireResult) {
 			return
 		}
 	}
+	if parents != nil {
+		next.PendingParents = nil // the set is spent on this run
+	}
 	last := limited && countFired(spec, next)
-	b.accept(it, next, f, slot, false, res)
+	b.accept(it, next, f, slot, false, parents, res)
 	if last {
 		b.s.pauseItself(it, next, NoteMaxRuns, b.e)
 	}
@@ -290,7 +316,7 @@ func (b *batch) manual(f *pb.Fire, res *pb.FireResult) {
 		}
 	}
 	concurrent := overlap == pb.Overlap_OVERLAP_ALLOW && spec.GetOverlap() != pb.Overlap_OVERLAP_ALLOW
-	b.accept(it, next, f, b.e.seconds(), concurrent, res)
+	b.accept(it, next, f, b.e.seconds(), concurrent, nil, res)
 }
 
 // requested finds the job's manual run with that request id, among its own
@@ -414,6 +440,7 @@ func (b *batch) giveUp(it jobItem, r *pb.Run, why, refusal string, res *pb.FireR
 	b.s.setStatus(it, next)
 	b.s.putRun(nr)
 	res.Reason, res.RunId, res.Run = refusal, nr.GetId(), b.slab.clone(nr)
+	b.parentFinished(nr)
 }
 
 // cancelForDeletedJob finishes an open run whose job was deleted: no new
@@ -454,8 +481,10 @@ func (b *batch) reattempt(it jobItem, r *pb.Run, kind pb.FireKind, res *pb.FireR
 // accept commits a new run for the fire f with its first attempt: the only
 // place, with reattempt, where a token is issued. next is the job's fresh
 // status, stored here. concurrent: the run's attempts may run beside the
-// job's other runs although the job's overlap policy is not allow.
-func (b *batch) accept(it jobItem, next *pb.JobStatus, f *pb.Fire, slot int64, concurrent bool, res *pb.FireResult) {
+// job's other runs although the job's overlap policy is not allow; parents,
+// the runs whose outcomes met the job's dependencies (chains).
+func (b *batch) accept(it jobItem, next *pb.JobStatus, f *pb.Fire, slot int64, concurrent bool,
+	parents []*pb.RunRef, res *pb.FireResult) {
 	kind := f.GetKind()
 	token := b.s.nextToken()
 	id := b.s.newRunID(firedRunID(it.name, token))
@@ -471,6 +500,7 @@ func (b *batch) accept(it jobItem, next *pb.JobStatus, f *pb.Fire, slot int64, c
 	r.JitterMs = f.GetJitterMs()
 	r.Payload = f.GetPayload()
 	r.Concurrent = concurrent
+	r.Parents = parents
 	b.fillAttempt(a, 1, token, kind)
 	next.LatestToken = token
 	next.OpenRunIds = appendID(next.OpenRunIds, id)
@@ -537,7 +567,16 @@ func (b *batch) recordMissed(it jobItem, next *pb.JobStatus, pos int, kind pb.Fi
 // one slot, and the job's status next, whose cursor the caller already
 // advanced.
 func (b *batch) recordRun(it jobItem, next *pb.JobStatus, pos int, kind pb.FireKind, slot int64, state pb.RunState, reason string, res *pb.FireResult) {
+	b.recordWith(it, next, pos, kind, slot, state, reason, nil, res)
+}
+
+// recordWith is recordRun with the parents the record stands for
+// (chains): the set of parent runs of a chained fire that did not fire, or
+// the pending ones a slot found unmet.
+func (b *batch) recordWith(it jobItem, next *pb.JobStatus, pos int, kind pb.FireKind, slot int64, state pb.RunState,
+	reason string, parents []*pb.RunRef, res *pb.FireResult) {
 	r := b.recordedRun(it, pos, kind, slot, slot, 1, state, reason)
+	r.Parents = parents
 	b.s.noteFinished(next, r)
 	b.s.setStatus(it, next)
 	b.s.putRun(r)

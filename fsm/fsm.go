@@ -80,6 +80,7 @@ type outcome struct {
 	channel     *pb.Channel
 	rule        *pb.NotifyRule
 	alerts      []*pb.Alert
+	chained     []*pb.Run
 	backfill    *pb.Backfill // a stored backfill the command changed, for the result
 }
 
@@ -207,6 +208,7 @@ func result(o outcome, err error) *pb.CommandResult {
 		Calendar:    publicCalendar(o.calendar),
 		Freeze:      proto.CloneOf(o.freeze),
 		Alerts:      o.alerts,
+		Chained:     o.chained,
 	}
 	if o.token != nil {
 		r.AclToken = publicToken(o.token)

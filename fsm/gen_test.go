@@ -30,6 +30,9 @@ type commandGen struct {
 	term uint64
 	pool []string
 	view *fsm.FSM
+	// chains: specs may run after others (and have no schedule), deletes
+	// may force, and completions carry their leader (chain_test.go).
+	chains bool
 	// clusterVersion, above 1, is the cluster version the first entry raises to.
 	clusterVersion uint32
 }
@@ -108,7 +111,31 @@ func (g *commandGen) spec() *pb.JobSpec {
 	} else {
 		s.Http = &pb.HttpTarget{Url: "http://" + g.pick("a", "b") + ".test/", Headers: map[string]string{"X-A": "1", "X-B": "2"}}
 	}
+	if g.chains && g.rng.IntN(2) == 0 {
+		g.dependencies(s)
+	}
 	return s
+}
+
+// dependencies makes s run after one to three names of the pool, itself
+// included now and then (the FSM refuses what closes a cycle).
+func (g *commandGen) dependencies(s *pb.JobSpec) {
+	ons := []pb.DependencyOn{onSuccess, onSuccess, onFailure, onAny}
+	seen := map[string]bool{}
+	for range g.rng.IntN(3) + 1 {
+		if p := g.name(); !seen[p] {
+			seen[p] = true
+			s.After = append(s.After, dep(p, ons[g.rng.IntN(len(ons))]))
+		}
+	}
+	s.AfterMode = pb.AfterMode(g.rng.IntN(2) + 1)
+	s.AfterMissing = pb.AfterMissing(g.rng.IntN(2) + 1)
+	if g.rng.IntN(3) == 0 {
+		s.AfterWithin = durationpb.New(time.Duration(g.rng.IntN(60)+1) * time.Second)
+	}
+	if g.rng.IntN(3) > 0 {
+		s.Schedule = ""
+	}
 }
 
 // next returns the data of the next log entry.
@@ -126,6 +153,7 @@ func (g *commandGen) next() []byte {
 		c = putCmd(mode, g.spec(), g.version())
 	case n < 32:
 		c = deleteCmd(g.name(), g.version())
+		c.GetDeleteJob().Force = g.chains && g.rng.IntN(2) == 0
 	case n < 42:
 		c = pauseCmd(g.name(), g.rng.IntN(2) == 0, g.pick("", "maintenance", "incident"))
 		if p := c.GetSetPaused(); p.GetPaused() && g.rng.IntN(3) == 0 {
@@ -446,7 +474,11 @@ func (g *commandGen) completeBatch() *pb.Command {
 		}
 		cs[i] = c
 	}
-	return completeBatchCmd(cs...)
+	cmd := completeBatchCmd(cs...)
+	if g.chains {
+		cmd.GetCompleteBatch().LeaderId, cmd.GetCompleteBatch().Term = "n1", g.term
+	}
+	return cmd
 }
 
 // jobInfo is what the view knows of a job, or a guess.

@@ -65,12 +65,19 @@ func (h *harness) applyRaw(data []byte) *pb.CommandResult {
 	return applyLog(h.t, h.f, &l)
 }
 
-// termOf is the Raft term a leader would commit data in: a FireBatch's own
-// term (the FSM refuses batches from any other), else 1.
+// termOf is the Raft term a leader would commit data in: a FireBatch's or
+// CompleteBatch's own term (the FSM refuses fire batches from any other),
+// else 1.
 func termOf(data []byte) uint64 {
 	var c pb.Command
-	if proto.Unmarshal(data, &c) == nil && c.GetFireBatch().GetTerm() != 0 {
-		return c.GetFireBatch().GetTerm()
+	if proto.Unmarshal(data, &c) != nil {
+		return 1
+	}
+	if t := c.GetFireBatch().GetTerm(); t != 0 {
+		return t
+	}
+	if t := c.GetCompleteBatch().GetTerm(); t != 0 {
+		return t
 	}
 	return 1
 }

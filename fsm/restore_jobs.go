@@ -198,6 +198,7 @@ func insertJobChunks(st *state, ordered <-chan *jobChunk) (uint64, error) {
 			}
 			prev = it.name
 			st.jobs.ReplaceOrInsert(it)
+			st.deps.link(it.name, it.job.GetSpec().GetAfter())
 		}
 		lastIndex = max(lastIndex, c.maxIndex)
 	}

@@ -136,6 +136,7 @@ func neverFired(st *pb.JobStatus) bool {
 		st.GetLastFinishedAtUnixNano() == 0 && len(st.GetOpenRunIds()) == 0 &&
 		st.GetBufferedSlotUnix() == 0 && st.GetNextFireUnix() == 0 && st.GetDeferredSlotUnix() == 0 &&
 		st.GetConsecutiveFailures() == 0 && st.GetLastSuccessUnixNano() == 0 && st.GetLateSlotUnix() == 0 &&
+		len(st.GetPendingParents()) == 0 && len(st.GetBufferedParents()) == 0 &&
 		st.GetFailuresInARow() == 0 && st.GetSlotsFired() == 0 && st.GetPause() == nil && st.GetBackfill() == nil &&
 		len(st.ProtoReflect().GetUnknown()) == 0
 }

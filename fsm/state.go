@@ -103,6 +103,9 @@ type state struct {
 
 	// ix holds the derived indexes; see ledger.go.
 	ix *indexes
+	// deps is derived from the stored specs: who runs after whom
+	// (chain_graph.go). Restore rebuilds it as it reads the jobs.
+	deps dependents
 	// share lets new stored jobs share equal values; see share.go. Only
 	// Apply and Restore, under the write lock, use it.
 	share *sharer
@@ -126,6 +129,7 @@ func newState() state {
 		alerts:     newAlertState(),
 		version:    1,
 		ix:         newIndexes(),
+		deps:       dependents{},
 		share:      newSharer(),
 	}
 }

@@ -26,6 +26,9 @@ func TestNeverFiredLooksAtEveryField(t *testing.T) {
 		st := &pb.JobStatus{CursorUnix: 7}
 		m := st.ProtoReflect()
 		switch {
+		case fd.IsList() && fd.Kind() == protoreflect.MessageKind:
+			l := m.Mutable(fd).List()
+			l.Append(l.NewElement())
 		case fd.IsList():
 			m.Mutable(fd).List().Append(scalar(fd, 1))
 		case fd.Kind() == protoreflect.MessageKind:

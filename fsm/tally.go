@@ -65,6 +65,8 @@ func (s *state) countRun(old *pb.Run, had bool, r *pb.Run) {
 	case had:
 	case r.GetState() == pb.RunState_RUN_STATE_MISSED:
 		missed = r.GetMissedCount()
+	case r.GetState() == pb.RunState_RUN_STATE_SKIPPED:
+		// A rule working as meant: neither a fire nor a slot missed.
 	default:
 		fires = 1
 	}

@@ -86,3 +86,17 @@ func TestBelowVersion3KeepsNoRunCounts(t *testing.T) {
 		}
 	}
 }
+
+// A slot a rule skipped (a calendar, a freeze, an unmet dependency) is
+// neither a fire nor a slot missed: the last hour counts nothing for it.
+func TestSkippedSlotsAreNotCountedAsFires(t *testing.T) {
+	h := newHarness(t)
+	slot := h.now.Unix() + 600
+	h.mustOK(putCalendarCmd(rangeCal("holidays", slot, slot+120)))
+	gen := h.create(withCalendars(testSpec("billing"), []string{"holidays"}, nil))
+	start := h.now
+	h.skipped(slotFire("billing", gen, slot), fsm.ReasonCalendarPrefix+"holidays")
+	if got := h.f.RunCounts(start.UnixNano()); got.GetFires() != 0 || got.GetMissed() != 0 || got.GetFailures() != 0 {
+		t.Fatalf("counts after a skipped slot: %v, want none", got)
+	}
+}

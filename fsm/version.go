@@ -18,9 +18,10 @@ import (
 // cancel_run, set_audit and record_membership; version 3 changes rules of
 // existing kinds (clusterversion.go: version3), adds the secret store,
 // calendars and freezes, remote workers' progress (record_progress),
-// check-ins, alerts, and the fields of create_acl_token that bind worker
-// tokens to pools and make tokens expire and the worker target's lease
-// (laterFields), and from it nodes sign their dispatches v2
+// check-ins, alerts, the fields of create_acl_token that bind worker
+// tokens to pools and make tokens expire, the worker target's lease, and
+// jobs' dependencies (chains: the fields of put_job and delete_job they
+// need) (laterFields), and from it nodes sign their dispatches v2
 // (SignaturesV2Version).
 const CommandVersion uint32 = 3
 
@@ -121,6 +122,16 @@ var laterFields = []struct {
 			spec.GetPauseAfterFailures() > 0
 	}},
 	{version3, func(c *pb.Command) bool { return c.GetSetPaused().GetUntilUnix() != 0 }}, // a pause that ends by itself
+	{ChainsVersion, func(c *pb.Command) bool { // a job's dependencies, a forced delete of a parent
+		p := c.GetPutJob()
+		return p.GetMaxChainDepth() > 0 || p.GetMaxChainFanout() > 0 || hasDependencies(p.GetSpec()) ||
+			c.GetDeleteJob().GetForce()
+	}},
+}
+
+// hasDependencies reports whether spec sets any field of chains.
+func hasDependencies(spec *pb.JobSpec) bool {
+	return len(spec.GetAfter()) > 0 || spec.GetAfterMode() != 0 || spec.GetAfterWithin() != nil || spec.GetAfterMissing() != 0
 }
 
 // fieldsVersion is the newest command version among the later fields c

@@ -155,6 +155,57 @@ func TestDecodeWorkerTargets(t *testing.T) {
 	}
 }
 
+// The warehouse example of the README: YAML 1.1 reads a bare on as true,
+// which as a key of a dependency is its field on.
+func TestDecodeDependencies(t *testing.T) {
+	got, err := Decode([]byte(`
+name: load-warehouse
+after:
+  - {job: export-orders, on: success}
+  - job: export-customers
+    on: any
+after_mode: all
+after_within: 1h
+after_missing: wait
+http: {url: "http://warehouse.internal/load"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &pb.JobSpec{
+		Name: "load-warehouse",
+		After: []*pb.Dependency{
+			{Job: "export-orders", On: pb.DependencyOn_DEPENDENCY_ON_SUCCESS},
+			{Job: "export-customers", On: pb.DependencyOn_DEPENDENCY_ON_ANY},
+		},
+		AfterMode:    pb.AfterMode_AFTER_MODE_ALL,
+		AfterWithin:  durationpb.New(time.Hour),
+		AfterMissing: pb.AfterMissing_AFTER_MISSING_WAIT,
+		Http:         &pb.HttpTarget{Url: "http://warehouse.internal/load"},
+	}
+	assertSpecs(t, got, want)
+	out, err := EncodeYAML(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := Decode(out)
+	if err != nil {
+		t.Fatalf("decoding %s: %v", out, err)
+	}
+	assertSpecs(t, again, want)
+	for file, msg := range map[string]string{
+		"name: a\nafter: [{job: b, on: success, \"on\": any}]\n": `after[0].on: given twice`,
+		"name: a\nafter: [{job: b, true: success}]\n":            "", // the same key as a bare on
+		"name: a\nhttp: {on: x}\n":                               `http: unknown field "true"`,
+		"name: a\nafter: [{job: b, on: sometimes}]\n":            `after[0].on: unknown value "sometimes"`,
+	} {
+		_, err := Decode([]byte(file))
+		if msg == "" && err != nil || msg != "" && (err == nil || !strings.Contains(err.Error(), msg)) {
+			t.Errorf("%q: %v, want %q", file, err, msg)
+		}
+	}
+}
+
 func TestDecodeJSONObjectWithTabs(t *testing.T) {
 	got := decodeOne(t, "{\n\t\"name\": \"a\",\n\t\"schedule\": \"@hourly\",\n\t\"http\": {\"url\": \"http://x/\", \"success_codes\": [200, 204], \"keep_response\": true},\n\t\"catchup\": {\"window\": \"1h30m\", \"policy\": \"none\"},\n\t\"overlap\": \"cancel_other\",\n\t\"start_at\": \"2026-12-01T01:00:00.5+01:00\"\n}\n")
 	want := &pb.JobSpec{

@@ -61,6 +61,7 @@ func Normalize(spec *pb.JobSpec) {
 			normalizeNotify(&n.On, &n.AfterFailures)
 		}
 	}
+	normalizeDependencies(spec)
 	if spec.Checkin != nil {
 		normalizeCheckin(spec)
 		return // nothing is fired: no catch-up, overlap, delivery or retry

@@ -53,7 +53,12 @@ func ValidateParsed(spec *pb.JobSpec, now time.Time) (schedule.Schedule, error) 
 	var v violations
 	checkName(&v, spec.GetName())
 	loc := checkTimezone(&v, spec.GetTimezone())
-	sched := checkSchedules(&v, spec, loc, now)
+	var sched schedule.Schedule
+	if HasSchedule(spec) || !HasDependencies(spec) {
+		// A job with dependencies may fire on them alone.
+		sched = checkSchedules(&v, spec, loc, now)
+	}
+	checkDependencies(&v, spec)
 	checkCalendarRefs(&v, spec.GetCalendars())
 	checkTarget(&v, spec)
 	checkSecretRefs(&v, spec)
@@ -150,7 +155,7 @@ func checkSchedules(v *violations, spec *pb.JobSpec, loc *time.Location, now tim
 func checkSchedule(v *violations, spec string, loc *time.Location, now time.Time) schedule.Schedule {
 	spec = strings.TrimSpace(spec)
 	if spec == "" {
-		v.add("schedule", "required (or schedules)")
+		v.add("schedule", "required (or schedules; unless the job runs after others: after)")
 		return nil
 	}
 	if !checkScheduleText(v, "schedule", spec) {

@@ -110,6 +110,7 @@ func (p *pipeline) accept(c *fireBatch, res *pb.CommandResult) {
 		p.refused(f, r)
 	}
 	l.s.handoff.dispatch(batch...)
+	l.chained(res.GetChained())
 }
 
 // dispatchAccepted adds an accepted fire's attempt to batch, on its way to

@@ -56,8 +56,15 @@ func (p *pipeline) adoptRun(job *pb.Job, r *pb.Run) {
 		p.abandon(r, cur, fmt.Sprintf("not dispatched: the job moved to generation %d", job.GetGeneration()))
 		return
 	}
-	l.s.log.Info("scheduler: dispatching an attempt committed after its proposal failed",
-		"job", r.GetJob(), "run_id", r.GetId(), "token", cur.GetToken())
+	if r.GetKind() != pb.FireKind_FIRE_KIND_CHAINED || cur.GetNumber() > 1 {
+		l.s.log.Info("scheduler: dispatching an attempt committed after its proposal failed",
+			"job", r.GetJob(), "run_id", r.GetId(), "token", cur.GetToken())
+	}
+	if r.GetKind() == pb.FireKind_FIRE_KIND_CHAINED && job.GetSpec().GetOverlap() == pb.Overlap_OVERLAP_CANCEL_OTHER {
+		// The entry that fired it cancelled the job's open runs (chain.go);
+		// stop their attempts, as for a fire of this term.
+		l.s.handoff.cancelJob(r.GetJob(), cur.GetToken(), errCancelOther)
+	}
 	t := l.task(job.GetSpec(), r.GetId(), r.GetSlotUnix(), cur.GetToken(), cur.GetNumber(), cur.GetKind())
 	t.a.Kind = r.GetKind()
 	t.carry(r)

@@ -184,6 +184,11 @@ func (l *leader) proposeCompletions(batch []pendingCompletion) bool {
 		ProposedAtUnixNano: l.s.clock.Now().UnixNano(),
 		Kind: &pb.Command_CompleteBatch{CompleteBatch: &pb.CompleteBatchCommand{
 			Completions: make([]*pb.Completion, len(batch)),
+			// The chained runs the outcomes fire are this term's attempts,
+			// adopted by the next plan of their jobs (chain.go).
+			LeaderId:    l.s.self,
+			Term:        l.term,
+			MaxOpenRuns: l.s.maxOpenRuns,
 		}},
 	}
 	for i, p := range batch {
@@ -206,6 +211,7 @@ func (l *leader) proposeCompletions(batch []pendingCompletion) bool {
 		return false
 	}
 	l.afterCompletions(batch, res.GetCompletions())
+	l.chained(res.GetChained())
 	return true
 }
 

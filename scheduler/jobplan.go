@@ -577,5 +577,9 @@ func runFire(r *pb.Run, kind pb.FireKind) *pb.Fire {
 // process's one cache: a heap rebuild over a million jobs and every tick
 // neither parse a spec again nor keep a parsed copy per job.
 func jobSchedule(job *pb.Job) (schedule.Schedule, error) {
-	return jobspec.ScheduleOf(job.GetSpec())
+	spec := job.GetSpec()
+	if !jobspec.HasSchedule(spec) {
+		return nil, nil // a job that runs after others only: no slots
+	}
+	return jobspec.ScheduleOf(spec)
 }

@@ -46,6 +46,7 @@ type task struct {
 // beside the job's others. The payload is not searched for secret
 // references: it is data, not the job's.
 func (t *task) carry(r *pb.Run) {
+	t.a.ParentRuns = parentRuns(r)
 	t.jitter = time.Duration(r.GetJitterMs()) * time.Millisecond
 	if r.GetConcurrent() {
 		t.serial = false

@@ -85,7 +85,10 @@ func (l *leader) addTriggers(pl *planned, reqs []*triggerReq) {
 			g.reqs = append(g.reqs, nil)
 		}
 		f := req.fire
-		f.Generation, f.Kind = job.GetGeneration(), pb.FireKind_FIRE_KIND_MANUAL
+		f.Generation = job.GetGeneration()
+		if f.GetKind() != pb.FireKind_FIRE_KIND_CHAINED { // only fireSeparately's, the negative control's
+			f.Kind = pb.FireKind_FIRE_KIND_MANUAL
+		}
 		g.fires = append(g.fires, f)
 		g.reqs = append(g.reqs, req)
 	}

@@ -27,6 +27,8 @@ const (
 	FieldMaxOpenRuns          = "Limits.MaxOpenRuns"
 	FieldMaxWatchers          = "Limits.MaxWatchers"
 	FieldMaxConcurrentStreams = "Limits.MaxConcurrentStreams"
+	FieldMaxChainDepth        = "Limits.MaxChainDepth"
+	FieldMaxChainFanout       = "Limits.MaxChainFanout"
 	FieldMaxBackfillSlots     = "Limits.MaxBackfillSlots"
 )
 
@@ -52,6 +54,11 @@ type Limits struct {
 	// MaxConcurrentStreams caps the calls one client connection has open
 	// at once (DefaultMaxConcurrentStreams).
 	MaxConcurrentStreams int
+	// MaxChainDepth and MaxChainFanout bound the graph of dependencies
+	// (api.DefaultMaxChainDepth, api.DefaultMaxChainFanout). Like MaxJobs
+	// they travel with every put: set them alike on every node.
+	MaxChainDepth  int
+	MaxChainFanout int
 	// MaxBackfillSlots caps the slots of one backfill
 	// (api.DefaultMaxBackfillSlots); the start carries it, so it should be
 	// set alike on every node.
@@ -74,6 +81,8 @@ func (l Limits) validate() error {
 		{FieldMaxOpenRuns, l.MaxOpenRuns},
 		{FieldMaxWatchers, l.MaxWatchers},
 		{FieldMaxConcurrentStreams, l.MaxConcurrentStreams},
+		{FieldMaxChainDepth, l.MaxChainDepth},
+		{FieldMaxChainFanout, l.MaxChainFanout},
 		{FieldMaxBackfillSlots, l.MaxBackfillSlots},
 	} {
 		if f.v < 0 || f.v > math.MaxInt32 {
@@ -94,6 +103,8 @@ func (l Limits) jobs() api.Limits {
 		Spec:             jobspec.Limits{SpecBytes: l.MaxSpecBytes, Headers: l.MaxHeaders, Env: l.MaxEnv, Args: l.MaxArgs},
 		MaxOpenRuns:      uint32(l.maxOpenRuns()),
 		MaxBackfillSlots: uint64(l.MaxBackfillSlots),
+		MaxChainDepth:    uint32(l.MaxChainDepth),
+		MaxChainFanout:   uint32(l.MaxChainFanout),
 	}
 }
 

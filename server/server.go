@@ -281,7 +281,7 @@ func (s *Server) registerServices() *health.Server {
 		Exec: s.cfg.Policy.Exec, Limits: s.cfg.Limits.jobs(), Audit: s.auditSwitch(),
 		ACLBootstrapFromFile: s.cfg.ACLBootstrapSecret != "",
 		ClusterVersion:       s.state.ClusterVersion, Now: s.cfg.Now,
-		Secrets: s.state, SecretKeys: s.cfg.SecretKeys,
+		Secrets: s.state, SecretKeys: s.cfg.SecretKeys, Chains: s.state,
 		Alerts: s.state, ChannelTester: s.alerts,
 	}
 	h := api.Register(s.grpc, api.NewServices(deps))

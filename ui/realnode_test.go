@@ -166,6 +166,44 @@ func TestBrowserRealNode(t *testing.T) {
 	}
 }
 
+// TestBrowserChains: a job that runs after another shows what it runs
+// after and its last chained runs with their parents; the parent shows
+// what runs after it and, in its ledger, the runs each of its runs fired;
+// deleting it asks to do so anyway.
+func TestBrowserChains(t *testing.T) {
+	chromiumPath(t)
+	done := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "done\n") }))
+	defer done.Close()
+	n := startRealNode(t)
+	n.call(t, http.MethodPut, "/v1/jobs/export", `{"schedule": "*/2 * * * * *", "http": {"url": "`+done.URL+`/export", "timeout": "5s"}}`)
+	n.call(t, http.MethodPut, "/v1/jobs/load", `{"after": [{"job": "export"}], "http": {"url": "`+done.URL+`/load", "timeout": "5s"}}`)
+
+	ctx := newBrowser(t, desktop)
+	signIn(t, ctx, n.url, n.secret, "bootstrap")
+	run(t, ctx,
+		goTo("#/jobs/load"), waitText("#job-title", "load"),
+		waitText(".chain .parents", "export"),
+		waitText("table.chained tbody", "succeeded"),
+		waitText("table.ledger", "chained"),
+	)
+	if got := text(t, ctx, "section"); !strings.Contains(got, "No schedule: it fires after export.") {
+		t.Errorf("the page of a job without a schedule says what it fires after; got\n%s", got)
+	}
+	if got := text(t, ctx, "table.chained tbody"); !strings.Contains(got, "export export-") || !strings.Contains(got, "#") {
+		t.Errorf("a chained run lists its parent run with its token; got\n%s", got)
+	}
+	screenshot(t, ctx, desktop, "job-chained")
+	run(t, ctx,
+		goTo("#/jobs/export"), waitText("#job-title", "export"),
+		waitText(".chain .children", "load"),
+		// A parent run names the run it fired, with its outcome.
+		waitText("table.ledger .downstream", "then load-"),
+		waitText("table.ledger", "(succeeded)"),
+		clickButton("Delete…"),
+		waitText("dialog", "load runs after it"),
+	)
+}
+
 // TestBrowserRecreatedJobShowsNoOldRuns: a job created again under a
 // deleted job's name has an empty ledger on its page; the runs page still
 // lists the deleted job's run, marked, for the management token.

@@ -86,5 +86,8 @@ func (w *Worker) environ(a *pb.WorkerAttempt) []string {
 	if sig := a.GetSignature(); sig != "" {
 		env = append(env, fence.EnvSignature+"="+sig)
 	}
+	if p := a.GetParentRuns(); p != "" {
+		env = append(env, fence.EnvParentRuns+"="+p)
+	}
 	return append(env, EnvWorker+"="+w.cfg.ID)
 }

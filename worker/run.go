@@ -31,6 +31,10 @@ type Run struct {
 	Payload string
 	// Worker is this worker's ID.
 	Worker string
+	// ParentRuns are a chained run's parents, as fence.HeaderParentRuns
+	// spells them ("RUN_ID@TOKEN,..."); empty for any other run.
+	// fence.ParseParentRuns reads them.
+	ParentRuns string
 
 	// at is the attempt the run reports progress for; nil in a Run made
 	// by hand (a test's), whose Progress does nothing.
@@ -85,5 +89,6 @@ func (w *Worker) run(a *pb.WorkerAttempt) Run {
 		Signature:      a.GetSignature(),
 		Payload:        a.GetTarget().GetPayload(),
 		Worker:         w.cfg.ID,
+		ParentRuns:     a.GetParentRuns(),
 	}
 }

@@ -63,6 +63,7 @@ func New(ctx context.Context, conn grpc.ClientConnInterface, version string) (ht
 	err = errors.Join(
 		pb.RegisterJobServiceHandlerClient(ctx, mux, pb.NewJobServiceClient(conn)),
 		pb.RegisterRunServiceHandlerClient(ctx, mux, pb.NewRunServiceClient(conn)),
+		pb.RegisterChainServiceHandlerClient(ctx, mux, pb.NewChainServiceClient(conn)),
 		pb.RegisterClusterServiceHandlerClient(ctx, mux, pb.NewClusterServiceClient(conn)),
 		pb.RegisterAuditServiceHandlerClient(ctx, mux, pb.NewAuditServiceClient(conn)),
 		pb.RegisterCalendarServiceHandlerClient(ctx, mux, pb.NewCalendarServiceClient(conn)),

@@ -128,10 +128,11 @@ func start(t *testing.T) *env {
 	auth := api.NewAuthorizer(api.AuthConfig{Enabled: true, Tokens: n.state})
 	gs := grpc.NewServer(grpc.ChainUnaryInterceptor(api.RecoveryInterceptor(nil), tk.intercept, auth.Unary()))
 	audit := api.NewAuditSwitch(n, n.state, api.DefaultAuditLimit, nil, nil)
-	d := api.Deps{Store: n, Registry: n.state, Ledger: n.state, AuditLog: n.state, Calendars: n.state, Cluster: cluster{}, Triggerer: n, Audit: audit}
+	d := api.Deps{Store: n, Registry: n.state, Ledger: n.state, AuditLog: n.state, Calendars: n.state, Cluster: cluster{}, Triggerer: n, Audit: audit,
+		Chains: n.state}
 	api.Register(gs, api.Services{
 		Jobs: api.NewJobService(d), Cluster: api.NewClusterService(d), Runs: api.NewRunService(d), Audit: api.NewAuditService(d),
-		Calendar: api.NewCalendarService(d), Freeze: api.NewFreezeService(d),
+		Calendar: api.NewCalendarService(d), Freeze: api.NewFreezeService(d), Chains: api.NewChainService(d),
 	})
 	in, err := gateway.NewInProcess()
 	if err != nil {
@@ -370,6 +371,28 @@ func TestCallsGoThroughTheInterceptorsWithTheBearerToken(t *testing.T) {
 	}
 }
 
+// A job with dependencies goes in and out in the job file's form, and the
+// graph route shows it with its parent.
+func TestDependenciesAndGraphRoute(t *testing.T) {
+	e := start(t)
+	if _, err := e.node.Apply(context.Background(), fsm.SetClusterVersion(fsm.CommandVersion)); err != nil {
+		t.Fatal(err)
+	}
+	e.ok("PUT", "/v1/jobs/billing", billing)
+	e.ok("PUT", "/v1/jobs/ledger", `{"name": "ledger", "after": [{"job": "billing", "on": "any"}], "after_within": "1h",
+		"http": {"url": "http://ledger.internal/run"}}`)
+	job := e.ok("GET", "/v1/jobs/ledger", "")
+	if dig(job, "job", "spec", "after_mode") != "all" || dig(job, "job", "spec", "after_within") != "1h0m0s" {
+		t.Fatalf("ledger as stored: %v", job)
+	}
+	g := e.ok("GET", "/v1/graph?name=ledger", "")["jobs"].([]any)
+	if len(g) != 2 || dig(g[0].(map[string]any), "name") != "billing" || dig(g[1].(map[string]any), "after_mode") != "all" {
+		t.Fatalf("graph: %v", g)
+	}
+	e.fails("DELETE", "/v1/jobs/billing", "", http.StatusBadRequest, codes.FailedPrecondition)
+	e.ok("DELETE", "/v1/jobs/billing?force=true", "")
+}
+
 func TestClusterRoute(t *testing.T) {
 	e := start(t)
 	if doc := e.ok("GET", "/v1/cluster", ""); dig(doc, "status", "id") != "n1" || dig(doc, "status", "state") != "leader" {
@@ -389,7 +412,7 @@ func TestOpenAPIDocumentListsEveryRoute(t *testing.T) {
 		"/v1/jobs/{name}:pause": {"post"}, "/v1/jobs/{name}:resume": {"post"}, "/v1/jobs/{name}:trigger": {"post"},
 		"/v1/jobs/{name}:checkin": {"post"}, "/v1/jobs/{name}:backfill": {"post"}, "/v1/jobs/{name}/backfill:cancel": {"post"},
 		"/v1/jobs/{name}/next": {"get"}, "/v1/runs": {"get"}, "/v1/runs/{id}": {"get"}, "/v1/runs/{id}:cancel": {"post"},
-		"/v1/cluster": {"get"}, "/v1/audit": {"get"},
+		"/v1/cluster": {"get"}, "/v1/audit": {"get"}, "/v1/graph": {"get"},
 		"/v1/calendars": {"get"}, "/v1/calendars/{name}": {"delete", "get", "put"}, "/v1/calendars/{name}:import": {"post"},
 		"/v1/freezes": {"get", "post"}, "/v1/freezes/{name}": {"delete"},
 		"/v1/workers/{id}:poll": {"post"}, "/v1/attempts/{run_id}/{token}:heartbeat": {"post"},

@@ -87,6 +87,8 @@ var flagOfField = map[string]string{
 	server.FieldMaxOpenRuns:          flagMaxOpenRuns,
 	server.FieldMaxWatchers:          flagMaxWatchers,
 	server.FieldMaxConcurrentStreams: flagMaxConcurrentStreams,
+	server.FieldMaxChainDepth:        flagMaxChainDepth,
+	server.FieldMaxChainFanout:       flagMaxChainFanout,
 	server.FieldMaxBackfillSlots:     flagMaxBackfillSlots,
 	server.FieldAuditLimit:           flagAuditLimit,
 	server.FieldWorkerLease:          flagWorkerLease,

@@ -25,6 +25,8 @@ const (
 	flagMaxOpenRuns          = "max-open-runs"
 	flagMaxWatchers          = "max-watchers"
 	flagMaxConcurrentStreams = "max-concurrent-streams"
+	flagMaxChainDepth        = "max-chain-depth"
+	flagMaxChainFanout       = "max-chain-fanout"
 	flagMaxBackfillSlots     = "max-backfill-slots"
 )
 
@@ -37,6 +39,8 @@ func addLimitFlags(fs *pflag.FlagSet) {
 	fs.Int(flagMaxOpenRuns, scheduler.DefaultMaxOpenRuns, "most runs one overlap-allow job has open (later slots are recorded missed, open_runs_limit), or one check-in job (a later start is refused)")
 	fs.Int(flagMaxWatchers, api.DefaultMaxWatchers, "most WatchRuns streams this node serves at once")
 	fs.Int(flagMaxConcurrentStreams, server.DefaultMaxConcurrentStreams, "most gRPC calls one client connection has open at once; more wait")
+	fs.Int(flagMaxChainDepth, api.DefaultMaxChainDepth, "longest chain of jobs (after) the registry holds, counted in jobs; a job that would make one longer is refused (FailedPrecondition)")
+	fs.Int(flagMaxChainFanout, api.DefaultMaxChainFanout, "most jobs that may run after one job; one more is refused (FailedPrecondition)")
 	fs.Int(flagMaxBackfillSlots, api.DefaultMaxBackfillSlots, "most slots one backfill (job backfill) may hold; a larger range is refused")
 }
 
@@ -58,6 +62,8 @@ func parseLimits(k *koanf.Koanf) (server.Limits, []error) {
 		{flagMaxOpenRuns, &l.MaxOpenRuns},
 		{flagMaxWatchers, &l.MaxWatchers},
 		{flagMaxConcurrentStreams, &l.MaxConcurrentStreams},
+		{flagMaxChainDepth, &l.MaxChainDepth},
+		{flagMaxChainFanout, &l.MaxChainFanout},
 		{flagMaxBackfillSlots, &l.MaxBackfillSlots},
 	} {
 		v, err := positiveInt(k, f.flag)

@@ -21,19 +21,19 @@ func TestServeLimitsDefaultsAndSources(t *testing.T) {
 		MaxJobs: api.DefaultMaxJobs, MaxSpecBytes: jobspec.DefaultLimits.SpecBytes,
 		MaxHeaders: jobspec.DefaultLimits.Headers, MaxEnv: jobspec.DefaultLimits.Env, MaxArgs: jobspec.DefaultLimits.Args,
 		MaxOpenRuns: scheduler.DefaultMaxOpenRuns, MaxWatchers: api.DefaultMaxWatchers, MaxConcurrentStreams: server.DefaultMaxConcurrentStreams,
-		MaxBackfillSlots: api.DefaultMaxBackfillSlots,
+		MaxChainDepth: api.DefaultMaxChainDepth, MaxChainFanout: api.DefaultMaxChainFanout, MaxBackfillSlots: api.DefaultMaxBackfillSlots,
 	}
 	if cfg.Limits != want {
 		t.Fatalf("defaults %+v, want %+v", cfg.Limits, want)
 	}
 	t.Setenv("RAFTCRON_MAX_WATCHERS", "7")
 	path := writeConfig(t, "max-open-runs: 9\n")
-	cfg, err = loadForTest(t, append(minimal, "--max-jobs", "5", "--config", path)...)
+	cfg, err = loadForTest(t, append(minimal, "--max-jobs", "5", "--max-chain-depth", "3", "--config", path)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l := cfg.Limits; l.MaxJobs != 5 || l.MaxWatchers != 7 || l.MaxOpenRuns != 9 {
-		t.Fatalf("limits %+v, want max-jobs 5 (flag), max-watchers 7 (env), max-open-runs 9 (file)", l)
+	if l := cfg.Limits; l.MaxJobs != 5 || l.MaxWatchers != 7 || l.MaxOpenRuns != 9 || l.MaxChainDepth != 3 {
+		t.Fatalf("limits %+v, want max-jobs 5 and max-chain-depth 3 (flags), max-watchers 7 (env), max-open-runs 9 (file)", l)
 	}
 }
 

@@ -13,6 +13,9 @@ const Built = false
 // On reports whether the named hook is enabled: never in this build.
 func On(string) bool { return false }
 
+// Value is the value the named hook was enabled with: none in this build.
+func Value(string) string { return "" }
+
 // Offset is how far the scheduler's clock is moved: zero in this build.
 func Offset() time.Duration { return 0 }
 

@@ -70,6 +70,16 @@ func On(name string) bool {
 	return ok
 }
 
+// Value is the value the named hook was enabled with ("" for a bare name
+// or a hook not enabled).
+func Value(name string) string {
+	v, ok := enabled()[name]
+	if ok {
+		hit(name, v)
+	}
+	return v
+}
+
 // Offset is how far the scheduler's clock is moved (clock-offset).
 func Offset() time.Duration {
 	v, ok := enabled()[ClockOffset]

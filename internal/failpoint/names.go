@@ -30,6 +30,12 @@ const (
 	// even if the node lost leadership meanwhile, as a process paused
 	// between commit and send would.
 	PauseAfterCommit = "pause-after-commit"
+	// ChainSeparateEntry=DURATION: the state machine does not fire a
+	// chained job in the entry that records its parent's outcome; the
+	// leader fires it in an entry of its own DURATION later, as a chain
+	// that kept the child's fire in the leader's memory would: a leader
+	// lost in between loses the child (breaks chains' exactly once).
+	ChainSeparateEntry = "chain-separate-entry"
 	// ClockOffset=DURATION (e.g. +30s, -30s): the scheduler's clock reads
 	// the wall clock plus DURATION.
 	ClockOffset = "clock-offset"

@@ -30,6 +30,9 @@ type Attempt struct {
 	// then fails with no_worker (the job's deadline, or the catch-up window
 	// of a scheduled slot).
 	WaitUntil time.Time
+	// ParentRuns are the parents of a chained run, as
+	// fence.HeaderParentRuns carries them; "" for any other run.
+	ParentRuns string
 	// Payload is a manual run's payload (job trigger --payload): an exec
 	// run gets it as RAFTCRON_PAYLOAD. An http or worker attempt carries it
 	// in its target already, as the body or the worker's payload.

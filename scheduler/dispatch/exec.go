@@ -111,6 +111,9 @@ func (e *ExecExecutor) environ(a Attempt) []string {
 	if e.cfg.Signer != nil {
 		env = append(env, fence.EnvSignature+"="+e.cfg.Signer.SignRun(a.FenceRun(), nil))
 	}
+	if a.ParentRuns != "" {
+		env = append(env, fence.EnvParentRuns+"="+a.ParentRuns)
+	}
 	if a.Payload != "" {
 		env = append(env, EnvPayload+"="+a.Payload)
 	}

@@ -44,6 +44,18 @@ func TestExecEnvIsExactlyRunVarsAndJobEnv(t *testing.T) {
 	}
 }
 
+// A chained run's child gets its parent runs, the job's env cannot forge them.
+func TestExecEnvCarriesParentRuns(t *testing.T) {
+	a := execAttempt("/usr/bin/env")
+	a.Exec.Env = map[string]string{fence.EnvParentRuns: "forged@1"}
+	a.ParentRuns = "export-41@41,export-43@43"
+	out := newTestExec().Execute(context.Background(), a)
+	wantState(t, out, pb.RunState_RUN_STATE_SUCCEEDED, "exit status 0")
+	if !strings.HasSuffix(strings.TrimSpace(string(out.Output)), fence.EnvParentRuns+"=export-41@41,export-43@43") {
+		t.Fatalf("child environment ends\n%s\nwant the parent runs last", out.Output)
+	}
+}
+
 // TestExecPayloadIsInTheEnvironment: a manual run's payload is
 // RAFTCRON_PAYLOAD, which the job's env cannot forge.
 func TestExecPayloadIsInTheEnvironment(t *testing.T) {

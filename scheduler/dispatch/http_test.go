@@ -80,6 +80,24 @@ func TestHTTPSendsEveryHeaderBodyAndMethod(t *testing.T) {
 	}
 }
 
+// A chained run's request names its parent runs; no other request does.
+func TestHTTPSendsParentRunsOfAChainedRun(t *testing.T) {
+	seen := make(chan seenRequest, 2)
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		seen <- seenRequest{header: r.Header.Clone()}
+	})
+	a := httpAttempt(s.URL + "/hook")
+	NewHTTPExecutor(nil).Execute(context.Background(), a)
+	if got := receive(t, seen, time.Second, "request").header.Values(fence.HeaderParentRuns); len(got) != 0 {
+		t.Fatalf("a run without parents sent %s %q", fence.HeaderParentRuns, got)
+	}
+	a.ParentRuns = "export-41@41,export-43@43"
+	NewHTTPExecutor(nil).Execute(context.Background(), a)
+	if got := receive(t, seen, time.Second, "request").header.Values(fence.HeaderParentRuns); len(got) != 1 || got[0] != a.ParentRuns {
+		t.Fatalf("%s = %q, want [%q]", fence.HeaderParentRuns, got, a.ParentRuns)
+	}
+}
+
 func TestHTTPStatusDecidesState(t *testing.T) {
 	redirectTargetHits := atomic.Int32{}
 	s := newServer(t, func(w http.ResponseWriter, r *http.Request) {

@@ -127,5 +127,8 @@ func (h *HTTPExecutor) newRequest(ctx context.Context, a Attempt) (*http.Request
 		}
 		hd[fence.HeaderSignature] = vals[6:7:7]
 	}
+	if a.ParentRuns != "" {
+		hd[fence.HeaderParentRuns] = []string{a.ParentRuns}
+	}
 	return req, nil
 }

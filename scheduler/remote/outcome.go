@@ -35,6 +35,7 @@ func wireAttempt(a dispatch.Attempt, signer *dispatch.Signer) *pb.WorkerAttempt 
 		Token:          a.Token,
 		IdempotencyKey: a.IdempotencyKey(),
 		Target:         a.Worker,
+		ParentRuns:     a.ParentRuns,
 	}
 	deadline, timeout := a.Limits()
 	if deadline > 0 {

@@ -43,7 +43,11 @@ type Stats struct {
 	MaxToken       uint64 `json:"max_token"`
 	// Unverifiable attempts predate both the replayed log (compacted
 	// under a snapshot) and the runs the ledger still keeps.
-	Unverifiable   int    `json:"unverifiable,omitempty"`
+	Unverifiable int `json:"unverifiable,omitempty"`
+	// ChainedRuns are the chained runs dispatched, ParentRuns the
+	// succeeded parent runs whose children were checked (chains).
+	ChainedRuns    int    `json:"chained_runs,omitempty"`
+	ParentRuns     int    `json:"parent_runs,omitempty"`
 	RegistryOps    int    `json:"registry_ops"`
 	RegistryUnsure int    `json:"registry_unknown"`
 	Linearizable   string `json:"linearizable,omitempty"` // porcupine's verdict
@@ -83,6 +87,9 @@ func (r Report) String() string {
 		s.Attempts, s.Applied, s.Duplicates, s.StaleRefused, s.StaleAtArrival, s.SlotsChecked, s.OverlapSkipped,
 		s.RunsChecked, s.Redispatched, s.LeaderChanges, s.MaxToken, s.RegistryOps, s.RegistryUnsure,
 		orDash(s.Linearizable))
+	if s.ChainedRuns > 0 || s.ParentRuns > 0 {
+		fmt.Fprintf(&b, "chains: %d succeeded parent runs checked, %d chained runs dispatched\n", s.ParentRuns, s.ChainedRuns)
+	}
 	for _, msg := range r.Inconclusive {
 		fmt.Fprintf(&b, "INCONCLUSIVE: %s\n", msg)
 	}
@@ -141,6 +148,7 @@ func Check(h *History, ledgers []NodeLedger, opts CheckOptions) Report {
 		c.checkTokens()
 		c.checkCoverage()
 		c.checkOrder()
+		c.checkChains()
 	}
 	c.checkKillAll()
 	c.checkRegistry(opts)
@@ -160,17 +168,31 @@ type checker struct {
 	// committed maps each token to the attempts the ledger says carried
 	// it (more than one is itself a violation).
 	committed map[uint64][]commit
-	// effects counts applied attempts per idempotency key (job and slot).
-	effects map[slotKey]int
-	// manual holds the ids of the reference ledger's manual runs, whose
-	// idempotency key is their own, not their slot's.
-	manual map[string]bool
+	// effects counts applied attempts per idempotency key.
+	effects map[effectKey]int
+	// ownKey holds the word of the key of the reference ledger's runs whose
+	// idempotency key is their own (manual, chained), not their slot's.
+	ownKey map[string]string
 	rep    Report
 }
 
 type slotKey struct {
 	job  string
 	slot int64
+}
+
+// effectKey is an idempotency key: a slot, or a run named by its id.
+type effectKey struct {
+	slotKey
+	run string
+}
+
+// keyOf is the idempotency key of a run of job at slot.
+func (c *checker) keyOf(job string, slot int64, runID string) effectKey {
+	if c.ownKey[runID] != "" {
+		return effectKey{slotKey{job, slot}, runID}
+	}
+	return effectKey{slotKey: slotKey{job, slot}}
 }
 
 // commit is one committed attempt, from a ledger run or a log fire.
@@ -190,7 +212,7 @@ type commit struct {
 
 func newChecker(h *History, ledgers []NodeLedger) *checker {
 	c := &checker{h: h, ledgers: ledgers, jobs: map[string]JobInfo{}, committed: map[uint64][]commit{},
-		effects: map[slotKey]int{}, manual: map[string]bool{}}
+		effects: map[effectKey]int{}, ownKey: map[string]string{}}
 	for _, j := range h.Jobs {
 		c.jobs[j.Name] = j
 	}
@@ -202,8 +224,11 @@ func newChecker(h *History, ledgers []NodeLedger) *checker {
 	if c.ref != nil {
 		c.indexCommitted()
 		for _, r := range c.ref.Runs {
-			if r.Kind == KindManual {
-				c.manual[r.ID] = true
+			switch r.Kind {
+			case KindManual:
+				c.ownKey[r.ID] = keyManual
+			case KindChained:
+				c.ownKey[r.ID] = keyChained
 			}
 		}
 	}
@@ -274,6 +299,9 @@ func (c *checker) expectations() {
 	if e.Registry && s.RegistryOps == 0 {
 		c.inconclusive("the registry churn recorded no operation")
 	}
+	if s.ChainedRuns < e.ChainedRuns {
+		c.inconclusive("%d chained run(s) dispatched, the scenario needs at least %d", s.ChainedRuns, e.ChainedRuns)
+	}
 }
 
 // leaderChanges counts the terms in which some node reported itself
@@ -304,7 +332,7 @@ func (c *checker) checkSink() {
 			c.fail(RuleContract, "seq %d: request refused as malformed: %s", a.Seq, a.Detail)
 			continue
 		}
-		if want := runKey(a.Job, a.Slot, a.RunID, c.manual[a.RunID]); a.Key != want {
+		if want := runKey(a.Job, a.Slot, a.RunID, c.ownKey[a.RunID]); a.Key != want {
 			c.fail(RuleContract, "seq %d: Idempotency-Key %q, want %q", a.Seq, a.Key, want)
 		}
 		stale := a.Token < admitted[a.Job]
@@ -314,7 +342,7 @@ func (c *checker) checkSink() {
 		switch a.Outcome {
 		case Applied:
 			s.Applied++
-			c.effects[slotKey{a.Job, a.Slot}]++
+			c.effects[c.keyOf(a.Job, a.Slot, a.RunID)]++
 			if stale {
 				c.fail(RuleG3, "stale attempt took effect: %s token %d applied after token %d was admitted for %s",
 					a.RunID, a.Token, admitted[a.Job], a.Job)
@@ -331,7 +359,9 @@ func (c *checker) checkSink() {
 			admitted[a.Job] = max(admitted[a.Job], a.Token)
 		}
 		k := slotKey{a.Job, a.Slot}
-		if id, ok := runOfSlot[k]; ok && id != a.RunID {
+		if id, ok := runOfSlot[k]; c.ownKey[a.RunID] != "" {
+			// Not a slot of its job's schedule: its slot is only a second.
+		} else if ok && id != a.RunID {
 			c.fail(RuleG1, "slot %s of %s reached the sink under two run ids: %s and %s", slotTime(a.Slot), a.Job, id, a.RunID)
 		} else if !ok {
 			runOfSlot[k] = a.RunID
@@ -348,7 +378,11 @@ func (c *checker) checkSink() {
 	}
 	for k, n := range c.effects {
 		if n > 1 {
-			c.fail(RuleG4, "run of %s at %s took effect %d times", k.job, slotTime(k.slot), n)
+			what := "run"
+			if k.run != "" {
+				what += " " + k.run
+			}
+			c.fail(RuleG4, "%s of %s at %s took effect %d times", what, k.job, slotTime(k.slot), n)
 		}
 	}
 }

@@ -77,7 +77,7 @@ func (c *checker) slotsOf(r Run) []int64 {
 }
 
 // checkLedgerSlots: at most one run per (job, generation, slot) (G1).
-// Manual runs have a slot identity of their own and are left out.
+// Manual and chained runs have an identity of their own and are left out.
 func (c *checker) checkLedgerSlots() {
 	type key struct {
 		job  string
@@ -88,7 +88,7 @@ func (c *checker) checkLedgerSlots() {
 	runs := append([]Run(nil), c.ref.Runs...)
 	sort.Slice(runs, func(i, j int) bool { return runs[i].ID < runs[j].ID })
 	for _, r := range runs {
-		if r.Kind == KindManual {
+		if r.Kind == KindManual || r.Kind == KindChained {
 			continue
 		}
 		for _, s := range c.slotsOf(r) {
@@ -211,7 +211,7 @@ func (c *checker) checkTokens() {
 func (c *checker) checkCoverage() {
 	bySlot := map[slotKey][]Run{}
 	for _, r := range c.ref.Runs {
-		if r.Kind == KindManual {
+		if r.Kind == KindManual || r.Kind == KindChained {
 			continue
 		}
 		for _, s := range c.slotsOf(r) {
@@ -243,7 +243,7 @@ func (c *checker) checkCoverage() {
 		if j.AtMostOnce && len(r.Attempts) > 1 {
 			c.fail(RuleG4, "at_most_once run %s has %d attempts: it was repeated", r.ID, len(r.Attempts))
 		}
-		if r.State == "SUCCEEDED" && c.effects[slotKey{r.Job, r.Slot}] == 0 {
+		if r.State == StateSucceeded && c.effects[c.keyOf(r.Job, r.Slot, r.ID)] == 0 {
 			c.fail(RuleG4, "run %s succeeded but no attempt of it took effect at the sink", r.ID)
 		}
 	}
@@ -263,14 +263,14 @@ func (c *checker) checkSlot(j JobInfo, s int64, runs []Run) {
 			slotTime(s), j.Name, r.Reason)
 	case r.State == StateSkipped:
 		// A rule stopped the slot on purpose: recorded, never delivered.
-		if n := c.effects[slotKey{j.Name, s}]; n != 0 {
+		if n := c.effects[c.keyOf(j.Name, s, r.ID)]; n != 0 {
 			c.fail(RuleG4, "slot %s of %s was recorded skipped (%s) but took effect %d times", slotTime(s), j.Name, r.Reason, n)
 		}
 	case r.open():
 		c.fail(RuleG4, "run %s (slot %s) is still %s after the cluster healed", r.ID, slotTime(s), r.State)
-	case !j.AtMostOnce && c.effects[slotKey{j.Name, s}] != 1:
+	case !j.AtMostOnce && c.effects[c.keyOf(j.Name, s, r.ID)] != 1:
 		c.fail(RuleG4, "run %s of at_least_once job %s took effect %d times, want exactly once (state %s)",
-			r.ID, j.Name, c.effects[slotKey{j.Name, s}], r.State)
+			r.ID, j.Name, c.effects[c.keyOf(j.Name, s, r.ID)], r.State)
 	}
 }
 

@@ -61,3 +61,18 @@ func TestControlStaleReads(t *testing.T) {
 	s.run(2 * time.Second)
 	requireViolation(t, s.finish(RuleG6), RuleG6, "stale-reads")
 }
+
+// TestControlChainSeparateEntry: the state machine leaves a child's fire
+// to the leader, which proposes it in an entry of its own 1.5 s after the
+// parent's outcome (failpoint chain-separate-entry); a leader killed in
+// between loses the child: chains.
+func TestControlChainSeparateEntry(t *testing.T) {
+	s := newScenario(t, "control-chain-separate-entry", scenarioOptions{nodes: 3, chains: true,
+		failpoints: []string{"chain-separate-entry=1500ms"}})
+	s.run(4 * time.Second)
+	s.killLeaderAfterParent(500*time.Millisecond, 2*time.Second)
+	s.run(3 * time.Second)
+	s.killLeaderAfterParent(500*time.Millisecond, 2*time.Second)
+	s.run(3 * time.Second)
+	requireViolation(t, s.finish(RuleChains), RuleChains, "chain-separate-entry")
+}

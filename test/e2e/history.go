@@ -31,6 +31,16 @@ type History struct {
 	// ClockSkew: some node's scheduler clock was offset on purpose, so
 	// its times cannot be compared with the sink's.
 	ClockSkew bool `json:"clock_skew,omitempty"`
+	// Chains are the workload's dependencies (TestChains3), each child
+	// created before its parent's first run.
+	Chains []ChainLink `json:"chains,omitempty"`
+}
+
+// ChainLink is one dependency of the workload: Child runs after Parent,
+// on its success, and exists before Parent's first run.
+type ChainLink struct {
+	Parent string `json:"parent"`
+	Child  string `json:"child"`
 }
 
 // JobInfo is a stable job of the workload: an "@every Ns" schedule (slots
@@ -71,7 +81,10 @@ type Attempt struct {
 	Key      string    `json:"key"`
 	// Sender is the node the request came from, when the network tells
 	// (one address per node); empty otherwise.
-	Sender  string  `json:"sender,omitempty"`
+	Sender string `json:"sender,omitempty"`
+	// Parents is the request's X-Raftcron-Parent-Runs: a chained run's
+	// parent runs, RUN_ID@TOKEN,...
+	Parents string  `json:"parents,omitempty"`
 	Outcome Outcome `json:"outcome"`
 	Detail  string  `json:"detail,omitempty"`
 }
@@ -155,6 +168,8 @@ type Expect struct {
 	// lost worker) the scenario must have caused.
 	Redispatches int  `json:"redispatches,omitempty"`
 	Registry     bool `json:"registry"` // the churn ran: its history must not be empty
+	// ChainedRuns: chained runs the chains must have fired.
+	ChainedRuns int `json:"chained_runs,omitempty"`
 }
 
 // Save writes v as indented JSON to path.

@@ -41,6 +41,15 @@ type Run struct {
 	CreatedAt  int64        `json:"created_at_ns,omitempty"`
 	FinishedAt int64        `json:"finished_at_ns,omitempty"`
 	Attempts   []RunAttempt `json:"attempts,omitempty"`
+	// Parents are the runs whose outcomes fired a chained run.
+	Parents []ParentRef `json:"parents,omitempty"`
+}
+
+// ParentRef is a parent run as a chained run records it.
+type ParentRef struct {
+	Job   string `json:"job"`
+	RunID string `json:"run_id"`
+	Token uint64 `json:"token"`
 }
 
 // RunAttempt is one committed attempt of a run.
@@ -81,7 +90,9 @@ const (
 	ReasonOverlap   = "overlap_skipped"
 	StateUnknown    = "UNKNOWN"
 	KindManual      = "MANUAL"
+	KindChained     = "CHAINED"
 	KindRedispatch  = "REDISPATCH"
+	StateSucceeded  = "SUCCEEDED"
 )
 
 func runFromProto(r *pb.Run) Run {
@@ -90,6 +101,9 @@ func runFromProto(r *pb.Run) Run {
 		Slot: r.GetSlotUnix(), LastSlot: r.GetLastSlotUnix(), MissedCount: r.GetMissedCount(),
 		Kind: kindName(r.GetKind()), State: stateName(r.GetState()), Reason: r.GetReason(),
 		CreatedAt: r.GetCreatedAtUnixNano(), FinishedAt: r.GetFinishedAtUnixNano(),
+	}
+	for _, p := range r.GetParents() {
+		out.Parents = append(out.Parents, ParentRef{Job: p.GetJob(), RunID: p.GetRunId(), Token: p.GetToken()})
 	}
 	for _, a := range r.GetAttempts() {
 		out.Attempts = append(out.Attempts, RunAttempt{

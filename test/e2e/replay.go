@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"cmp"
 	"encoding/hex"
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -106,14 +108,40 @@ func restoreSnapshot(state *fsm.FSM, dir string, first, upTo uint64) (uint64, er
 	return 0, fmt.Errorf("the log starts at %d and no snapshot covers the entries before it", first)
 }
 
-// acceptedFires lists the fires of a FireBatch entry that its result
-// accepted, with the tokens the state machine gave them.
+// acceptedFires lists the fires of an entry, with the tokens the state
+// machine gave them, in token order: a FireBatch's fires that its result
+// accepted, and the chained runs a CompleteBatch or FireBatch fired.
 func acceptedFires(entry *raft.Log, res *pb.CommandResult) []LogFire {
 	var cmd pb.Command
-	if res == nil || proto.Unmarshal(entry.Data, &cmd) != nil || cmd.GetFireBatch() == nil {
+	if res == nil || proto.Unmarshal(entry.Data, &cmd) != nil {
 		return nil
 	}
-	fb := cmd.GetFireBatch()
+	out := chainedFires(entry, res)
+	if fb := cmd.GetFireBatch(); fb != nil {
+		out = append(out, batchFires(entry, fb, res)...)
+	}
+	slices.SortFunc(out, func(a, b LogFire) int { return cmp.Compare(a.Token, b.Token) })
+	return out
+}
+
+// chainedFires are the chained runs an entry fired.
+func chainedFires(entry *raft.Log, res *pb.CommandResult) []LogFire {
+	var out []LogFire
+	for _, r := range res.GetChained() {
+		a := fsm.CurrentAttempt(r)
+		if a == nil {
+			continue // a skipped or missed record
+		}
+		out = append(out, LogFire{
+			Index: entry.Index, Term: entry.Term, Token: a.GetToken(), RunID: r.GetId(), Job: r.GetJob(),
+			Slot: r.GetSlotUnix(), Number: a.GetNumber(), Kind: kindName(r.GetKind()), Node: a.GetNodeId(),
+		})
+	}
+	return out
+}
+
+// batchFires are the fires of a FireBatch its result accepted.
+func batchFires(entry *raft.Log, fb *pb.FireBatchCommand, res *pb.CommandResult) []LogFire {
 	var out []LogFire
 	for i, r := range res.GetFires() {
 		if !r.GetAccepted() || i >= len(fb.GetFires()) {

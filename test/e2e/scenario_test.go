@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -45,6 +44,9 @@ type scenarioOptions struct {
 	workers int
 	// bin: start the nodes with this binary instead of this build's.
 	bin string
+	// chains: register the chain of chains_test.go besides the stable
+	// jobs.
+	chains bool
 }
 
 // scenario is one run of the workload against a cluster under a nemesis.
@@ -61,6 +63,7 @@ type scenario struct {
 	start   time.Time
 	began   time.Time
 	jobs    []JobInfo
+	chains  []ChainLink
 	churn   *churn
 	workers []*workerProc
 }
@@ -118,6 +121,9 @@ func newScenario(t *testing.T, name string, opts scenarioOptions) *scenario {
 	s.start = time.Now()
 	s.startWorkers(bin)
 	s.createStableJobs()
+	if opts.chains {
+		s.createChains()
+	}
 	s.churn = startChurn(s.c, s.start, s.seed, s.sinkURL)
 	t.Logf("cluster ready, jobs registered, churn running (%s)", time.Since(s.began).Round(time.Millisecond))
 	return s
@@ -185,12 +191,13 @@ func (s *scenario) finish(expectViolation string) Report {
 		s.t.Log("the sink has received nothing: is the scheduler wired? (checking the registry anyway)")
 	}
 	s.pauseJobs()
+	s.drainChains()
 	attempts, ledgers := s.dumpLedgers()
 
 	h := &History{
 		Scenario: s.name, Seed: s.seed, Network: strings.Fields(s.c.net.Name())[0], Nodes: s.c.ids,
 		Start: s.start, Jobs: s.jobs, Attempts: attempts, Registry: ops,
-		Events: s.c.eventLog(), Status: s.c.polls.all(), Expect: s.opts.expect,
+		Events: s.c.eventLog(), Status: s.c.polls.all(), Expect: s.opts.expect, Chains: s.chains,
 	}
 	h.Expect.Registry = true
 	h.ClockSkew = len(s.opts.nodeEnv) > 0
@@ -321,11 +328,13 @@ func (s *scenario) dumpLedgers() ([]Attempt, []NodeLedger) {
 	for _, n := range s.c.nodes {
 		s.c.kill(n)
 	}
-	if slices.Contains(s.opts.failpoints, "skip-slot-dedupe") {
-		// The nodes' state machine ran with a hook this process's does
-		// not have: a replay would not reproduce their state.
-		s.t.Log("skip-slot-dedupe changes the state machine: no data-dir replay")
-		return attempts, ledgers
+	for _, hook := range s.opts.failpoints {
+		if name, _, _ := strings.Cut(hook, "="); name == "skip-slot-dedupe" || name == "chain-separate-entry" {
+			// The nodes' state machine ran with a hook this process's does
+			// not have: a replay would not reproduce their state.
+			s.t.Logf("%s changes the state machine: no data-dir replay", name)
+			return attempts, ledgers
+		}
 	}
 	s.c.event("stopped", s.c.nodes, fmt.Sprintf("replaying data dirs up to index %d", commit))
 	for _, n := range s.c.nodes {
@@ -373,9 +382,13 @@ func (s *scenario) commonCommit() uint64 {
 // apiLedger lists the stable jobs' runs on n from its own state.
 func (s *scenario) apiLedger(n *node) (NodeLedger, error) {
 	l := NodeLedger{Node: n.ID, Source: "api"}
+	names := s.chainJobs()
 	for _, j := range s.jobs {
+		names = append(names, j.Name)
+	}
+	for _, name := range names {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		res, err := s.c.runsClient(n).ListRuns(ctx, &pb.ListRunsRequest{Job: j.Name, Limit: 1000, Stale: true})
+		res, err := s.c.runsClient(n).ListRuns(ctx, &pb.ListRunsRequest{Job: name, Limit: 1000, Stale: true})
 		cancel()
 		if err != nil {
 			return l, err

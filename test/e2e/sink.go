@@ -120,9 +120,14 @@ func (s *Sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err == nil && run.ScheduledAt.Nanosecond() != 0 {
 		err = fmt.Errorf("%s %s is not a whole second", fence.HeaderScheduledAt, fence.FormatScheduledAt(run.ScheduledAt))
 	}
-	if err == nil && run.IdempotencyKey != runKey(run.Job, a.Slot, run.RunID, false) &&
-		run.IdempotencyKey != runKey(run.Job, a.Slot, run.RunID, true) {
+	if err == nil && run.IdempotencyKey != runKey(run.Job, a.Slot, run.RunID, "") &&
+		run.IdempotencyKey != runKey(run.Job, a.Slot, run.RunID, keyManual) &&
+		run.IdempotencyKey != runKey(run.Job, a.Slot, run.RunID, keyChained) {
 		err = fmt.Errorf("%s %q names neither the run's slot nor its id", fence.HeaderIdempotencyKey, run.IdempotencyKey)
+	}
+	if err == nil {
+		a.Parents = r.Header.Get(fence.HeaderParentRuns)
+		_, err = fence.ParseParentRuns(fence.HeaderParentRuns, a.Parents)
 	}
 
 	a, code, delay := s.decide(r, run, a, err)
@@ -132,11 +137,17 @@ func (s *Sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, "%s\n", a.Outcome)
 }
 
-// runKey is the Idempotency-Key of a run (docs/fencing.md): its slot's,
-// or for a manual run one of its own.
-func runKey(job string, slot int64, runID string, manual bool) string {
-	if manual {
-		return fence.RunKey(job, "manual", runID)
+// The words of the run keys that name a run by its id (docs/fencing.md).
+const (
+	keyManual  = "manual"
+	keyChained = "chained"
+)
+
+// runKey is the Idempotency-Key of a run (docs/fencing.md): its slot's
+// (word ""), or for a manual or chained run one of its own.
+func runKey(job string, slot int64, runID, word string) string {
+	if word != "" {
+		return fence.RunKey(job, word, runID)
 	}
 	return fence.SlotKey(job, time.Unix(slot, 0))
 }

@@ -52,31 +52,38 @@ func (s *scenario) createStableJobs() {
 		jobs = append(append([]JobInfo(nil), jobs...), workerJobs...)
 	}
 	for _, j := range jobs {
-		spec := stableSpec(j, s.sinkURL)
-		if j.Worker {
-			spec = workerSpec(j, s.sinkURL)
-		}
-		var job *pb.Job
-		s.retry("create "+j.Name, func(ctx context.Context, n *node) error {
-			res, err := s.c.jobs(n).CreateJob(ctx, &pb.CreateJobRequest{Spec: spec})
-			if status.Code(err) == codes.AlreadyExists {
-				got, gerr := s.c.jobs(n).GetJob(ctx, &pb.GetJobRequest{Name: j.Name})
-				if gerr != nil {
-					return gerr
-				}
-				job = got.GetJob()
-				return nil
-			}
-			job = res.GetJob()
-			return err
-		})
-		j.Generation = job.GetGeneration()
-		j.Created = job.GetCreatedAt().AsTime().Unix()
-		if cur := job.GetStatus().GetCursorUnix(); cur > 0 {
-			j.Created = cur
-		}
-		s.jobs = append(s.jobs, j)
+		s.addStableJob(j)
 	}
+}
+
+// addStableJob registers j and adds it, with its generation and creation
+// cursor, to the jobs whose every slot is checked.
+func (s *scenario) addStableJob(j JobInfo) {
+	s.t.Helper()
+	spec := stableSpec(j, s.sinkURL)
+	if j.Worker {
+		spec = workerSpec(j, s.sinkURL)
+	}
+	var job *pb.Job
+	s.retry("create "+j.Name, func(ctx context.Context, n *node) error {
+		res, err := s.c.jobs(n).CreateJob(ctx, &pb.CreateJobRequest{Spec: spec})
+		if status.Code(err) == codes.AlreadyExists {
+			got, gerr := s.c.jobs(n).GetJob(ctx, &pb.GetJobRequest{Name: j.Name})
+			if gerr != nil {
+				return gerr
+			}
+			job = got.GetJob()
+			return nil
+		}
+		job = res.GetJob()
+		return err
+	})
+	j.Generation = job.GetGeneration()
+	j.Created = job.GetCreatedAt().AsTime().Unix()
+	if cur := job.GetStatus().GetCursorUnix(); cur > 0 {
+		j.Created = cur
+	}
+	s.jobs = append(s.jobs, j)
 }
 
 // retry calls fn on the leader until it succeeds or 30 s pass; a

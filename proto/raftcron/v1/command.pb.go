@@ -95,21 +95,25 @@ const (
 	// Something else refers to what the command would delete (a calendar
 	// that jobs refer to).
 	ResultCode_RESULT_CODE_IN_USE ResultCode = 9
+	// The command breaks a rule between jobs (after): a cycle, a chain too
+	// deep or too wide, a delete of a job others depend on.
+	ResultCode_RESULT_CODE_DEPENDENCY ResultCode = 10
 )
 
 // Enum value maps for ResultCode.
 var (
 	ResultCode_name = map[int32]string{
-		0: "RESULT_CODE_UNSPECIFIED",
-		1: "RESULT_CODE_OK",
-		2: "RESULT_CODE_NOT_FOUND",
-		3: "RESULT_CODE_ALREADY_EXISTS",
-		4: "RESULT_CODE_VERSION_MISMATCH",
-		5: "RESULT_CODE_MALFORMED",
-		6: "RESULT_CODE_INVALID",
-		7: "RESULT_CODE_LIMIT_EXCEEDED",
-		8: "RESULT_CODE_RUN_FINISHED",
-		9: "RESULT_CODE_IN_USE",
+		0:  "RESULT_CODE_UNSPECIFIED",
+		1:  "RESULT_CODE_OK",
+		2:  "RESULT_CODE_NOT_FOUND",
+		3:  "RESULT_CODE_ALREADY_EXISTS",
+		4:  "RESULT_CODE_VERSION_MISMATCH",
+		5:  "RESULT_CODE_MALFORMED",
+		6:  "RESULT_CODE_INVALID",
+		7:  "RESULT_CODE_LIMIT_EXCEEDED",
+		8:  "RESULT_CODE_RUN_FINISHED",
+		9:  "RESULT_CODE_IN_USE",
+		10: "RESULT_CODE_DEPENDENCY",
 	}
 	ResultCode_value = map[string]int32{
 		"RESULT_CODE_UNSPECIFIED":      0,
@@ -122,6 +126,7 @@ var (
 		"RESULT_CODE_LIMIT_EXCEEDED":   7,
 		"RESULT_CODE_RUN_FINISHED":     8,
 		"RESULT_CODE_IN_USE":           9,
+		"RESULT_CODE_DEPENDENCY":       10,
 	}
 )
 
@@ -849,9 +854,15 @@ type PutJobCommand struct {
 	// The most jobs the registry may hold: a create beyond it fails with
 	// LIMIT_EXCEEDED. Set by the proposer from its configuration, so that every
 	// node decides alike; 0 means no limit.
-	MaxJobs       uint64 `protobuf:"varint,4,opt,name=max_jobs,json=maxJobs,proto3" json:"max_jobs,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	MaxJobs uint64 `protobuf:"varint,4,opt,name=max_jobs,json=maxJobs,proto3" json:"max_jobs,omitempty"`
+	// The longest chain of jobs (after) the registry may hold, counted in
+	// jobs, and the most jobs that may depend on one job: a put beyond either
+	// fails with DEPENDENCY. Set by the proposer like max_jobs; 0 means no
+	// limit.
+	MaxChainDepth  uint32 `protobuf:"varint,5,opt,name=max_chain_depth,json=maxChainDepth,proto3" json:"max_chain_depth,omitempty"`
+	MaxChainFanout uint32 `protobuf:"varint,6,opt,name=max_chain_fanout,json=maxChainFanout,proto3" json:"max_chain_fanout,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *PutJobCommand) Reset() {
@@ -912,12 +923,28 @@ func (x *PutJobCommand) GetMaxJobs() uint64 {
 	return 0
 }
 
+func (x *PutJobCommand) GetMaxChainDepth() uint32 {
+	if x != nil {
+		return x.MaxChainDepth
+	}
+	return 0
+}
+
+func (x *PutJobCommand) GetMaxChainFanout() uint32 {
+	if x != nil {
+		return x.MaxChainFanout
+	}
+	return 0
+}
+
 type DeleteJobCommand struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	Name            string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	ExpectedVersion uint64                 `protobuf:"varint,2,opt,name=expected_version,json=expectedVersion,proto3" json:"expected_version,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Delete even if other jobs depend on it (DEPENDENCY otherwise).
+	Force         bool `protobuf:"varint,3,opt,name=force,proto3" json:"force,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DeleteJobCommand) Reset() {
@@ -962,6 +989,13 @@ func (x *DeleteJobCommand) GetExpectedVersion() uint64 {
 		return x.ExpectedVersion
 	}
 	return 0
+}
+
+func (x *DeleteJobCommand) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
 }
 
 type SetPausedCommand struct {
@@ -1286,6 +1320,9 @@ type CommandResult struct {
 	NotifyRule *NotifyRule `protobuf:"bytes,31,opt,name=notify_rule,json=notifyRule,proto3" json:"notify_rule,omitempty"`
 	// check_alerts: the alerts it raised.
 	Alerts []*Alert `protobuf:"bytes,32,rep,name=alerts,proto3" json:"alerts,omitempty"`
+	// The runs of dependent jobs (after) the entry created: fired CHAINED, or
+	// recorded SKIPPED or MISSED, by the parents' outcomes it recorded.
+	Chained []*Run `protobuf:"bytes,50,rep,name=chained,proto3" json:"chained,omitempty"`
 	// StartBackfill and CancelBackfill: the backfill as the command left it.
 	Backfill      *Backfill `protobuf:"bytes,40,opt,name=backfill,proto3" json:"backfill,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -1420,6 +1457,13 @@ func (x *CommandResult) GetAlerts() []*Alert {
 	return nil
 }
 
+func (x *CommandResult) GetChained() []*Run {
+	if x != nil {
+		return x.Chained
+	}
+	return nil
+}
+
 func (x *CommandResult) GetBackfill() *Backfill {
 	if x != nil {
 		return x.Backfill
@@ -1515,7 +1559,10 @@ type Fire struct {
 	// The slot's nominal time, whole Unix seconds (ignored for MANUAL).
 	SlotUnix int64    `protobuf:"varint,3,opt,name=slot_unix,json=slotUnix,proto3" json:"slot_unix,omitempty"`
 	Kind     FireKind `protobuf:"varint,4,opt,name=kind,proto3,enum=raftcron.v1.FireKind" json:"kind,omitempty"`
-	// RETRY and REDISPATCH: the open run to attempt again.
+	// RETRY and REDISPATCH: the open run to attempt again. (CHAINED, in a
+	// build with the chain-separate-entry failpoint only: the parent run.
+	// Every other build fires chained runs in the entry that records the
+	// parent's outcome and refuses a CHAINED fire as malformed.)
 	RunId string `protobuf:"bytes,5,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
 	// MANUAL: idempotency of the trigger.
 	RequestId string `protobuf:"bytes,6,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
@@ -1849,8 +1896,14 @@ func (x *FireResult) GetSpec() *JobSpec {
 
 // CompleteBatchCommand carries attempt outcomes reported by executors.
 type CompleteBatchCommand struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Completions   []*Completion          `protobuf:"bytes,1,rep,name=completions,proto3" json:"completions,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Completions []*Completion          `protobuf:"bytes,1,rep,name=completions,proto3" json:"completions,omitempty"`
+	// The leader that proposed the batch, and its term: the attempts of the
+	// chained runs the batch fires are that leader's, as a FireBatch's are.
+	LeaderId string `protobuf:"bytes,2,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
+	Term     uint64 `protobuf:"varint,3,opt,name=term,proto3" json:"term,omitempty"`
+	// As FireBatchCommand.max_open_runs, for the chained fires.
+	MaxOpenRuns   uint32 `protobuf:"varint,4,opt,name=max_open_runs,json=maxOpenRuns,proto3" json:"max_open_runs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1890,6 +1943,27 @@ func (x *CompleteBatchCommand) GetCompletions() []*Completion {
 		return x.Completions
 	}
 	return nil
+}
+
+func (x *CompleteBatchCommand) GetLeaderId() string {
+	if x != nil {
+		return x.LeaderId
+	}
+	return ""
+}
+
+func (x *CompleteBatchCommand) GetTerm() uint64 {
+	if x != nil {
+		return x.Term
+	}
+	return 0
+}
+
+func (x *CompleteBatchCommand) GetMaxOpenRuns() uint32 {
+	if x != nil {
+		return x.MaxOpenRuns
+	}
+	return 0
 }
 
 type Completion struct {
@@ -2216,15 +2290,18 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\aaddress\x18\x03 \x01(\tR\aaddress\x12'\n" +
 	"\x0fprevious_leader\x18\x04 \x01(\tR\x0epreviousLeader\"4\n" +
 	"\x18SetClusterVersionCommand\x12\x18\n" +
-	"\aversion\x18\x01 \x01(\rR\aversion\"\xa9\x01\n" +
+	"\aversion\x18\x01 \x01(\rR\aversion\"\xfb\x01\n" +
 	"\rPutJobCommand\x12(\n" +
 	"\x04spec\x18\x01 \x01(\v2\x14.raftcron.v1.JobSpecR\x04spec\x12(\n" +
 	"\x04mode\x18\x02 \x01(\x0e2\x14.raftcron.v1.PutModeR\x04mode\x12)\n" +
 	"\x10expected_version\x18\x03 \x01(\x04R\x0fexpectedVersion\x12\x19\n" +
-	"\bmax_jobs\x18\x04 \x01(\x04R\amaxJobs\"Q\n" +
+	"\bmax_jobs\x18\x04 \x01(\x04R\amaxJobs\x12&\n" +
+	"\x0fmax_chain_depth\x18\x05 \x01(\rR\rmaxChainDepth\x12(\n" +
+	"\x10max_chain_fanout\x18\x06 \x01(\rR\x0emaxChainFanout\"g\n" +
 	"\x10DeleteJobCommand\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12)\n" +
-	"\x10expected_version\x18\x02 \x01(\x04R\x0fexpectedVersion\"q\n" +
+	"\x10expected_version\x18\x02 \x01(\x04R\x0fexpectedVersion\x12\x14\n" +
+	"\x05force\x18\x03 \x01(\bR\x05force\"q\n" +
 	"\x10SetPausedCommand\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06paused\x18\x02 \x01(\bR\x06paused\x12\x12\n" +
@@ -2250,7 +2327,7 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\tmax_slots\x18\n" +
 	" \x01(\x04R\bmaxSlots\")\n" +
 	"\x15CancelBackfillCommand\x12\x10\n" +
-	"\x03job\x18\x01 \x01(\tR\x03job\"\x9f\x05\n" +
+	"\x03job\x18\x01 \x01(\tR\x03job\"\xcb\x05\n" +
 	"\rCommandResult\x12+\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x17.raftcron.v1.ResultCodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\"\n" +
@@ -2266,7 +2343,8 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\achannel\x18\x1e \x01(\v2\x14.raftcron.v1.ChannelR\achannel\x128\n" +
 	"\vnotify_rule\x18\x1f \x01(\v2\x17.raftcron.v1.NotifyRuleR\n" +
 	"notifyRule\x12*\n" +
-	"\x06alerts\x18  \x03(\v2\x12.raftcron.v1.AlertR\x06alerts\x121\n" +
+	"\x06alerts\x18  \x03(\v2\x12.raftcron.v1.AlertR\x06alerts\x12*\n" +
+	"\achained\x182 \x03(\v2\x10.raftcron.v1.RunR\achained\x121\n" +
 	"\bbackfill\x18( \x01(\v2\x15.raftcron.v1.BackfillR\bbackfill\"\xbb\x01\n" +
 	"\x10FireBatchCommand\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12\x12\n" +
@@ -2310,9 +2388,12 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x06run_id\x18\x04 \x01(\tR\x05runId\x12\x18\n" +
 	"\aattempt\x18\x05 \x01(\rR\aattempt\x12\"\n" +
 	"\x03run\x18\x06 \x01(\v2\x10.raftcron.v1.RunR\x03run\x12(\n" +
-	"\x04spec\x18\a \x01(\v2\x14.raftcron.v1.JobSpecR\x04spec\"Q\n" +
+	"\x04spec\x18\a \x01(\v2\x14.raftcron.v1.JobSpecR\x04spec\"\xa6\x01\n" +
 	"\x14CompleteBatchCommand\x129\n" +
-	"\vcompletions\x18\x01 \x03(\v2\x17.raftcron.v1.CompletionR\vcompletions\"\x96\x02\n" +
+	"\vcompletions\x18\x01 \x03(\v2\x17.raftcron.v1.CompletionR\vcompletions\x12\x1b\n" +
+	"\tleader_id\x18\x02 \x01(\tR\bleaderId\x12\x12\n" +
+	"\x04term\x18\x03 \x01(\x04R\x04term\x12\"\n" +
+	"\rmax_open_runs\x18\x04 \x01(\rR\vmaxOpenRuns\"\x96\x02\n" +
 	"\n" +
 	"Completion\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x14\n" +
@@ -2337,7 +2418,7 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x14PUT_MODE_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fPUT_MODE_CREATE\x10\x01\x12\x13\n" +
 	"\x0fPUT_MODE_UPDATE\x10\x02\x12\x13\n" +
-	"\x0fPUT_MODE_UPSERT\x10\x03*\xa4\x02\n" +
+	"\x0fPUT_MODE_UPSERT\x10\x03*\xc0\x02\n" +
 	"\n" +
 	"ResultCode\x12\x1b\n" +
 	"\x17RESULT_CODE_UNSPECIFIED\x10\x00\x12\x12\n" +
@@ -2349,7 +2430,9 @@ const file_raftcron_v1_command_proto_rawDesc = "" +
 	"\x13RESULT_CODE_INVALID\x10\x06\x12\x1e\n" +
 	"\x1aRESULT_CODE_LIMIT_EXCEEDED\x10\a\x12\x1c\n" +
 	"\x18RESULT_CODE_RUN_FINISHED\x10\b\x12\x16\n" +
-	"\x12RESULT_CODE_IN_USE\x10\tB;Z9github.com/raftcron/raftcron/proto/raftcron/v1;raftcronv1b\x06proto3"
+	"\x12RESULT_CODE_IN_USE\x10\t\x12\x1a\n" +
+	"\x16RESULT_CODE_DEPENDENCY\x10\n" +
+	"B;Z9github.com/raftcron/raftcron/proto/raftcron/v1;raftcronv1b\x06proto3"
 
 var (
 	file_raftcron_v1_command_proto_rawDescOnce sync.Once
@@ -2465,21 +2548,22 @@ var file_raftcron_v1_command_proto_depIdxs = []int32{
 	46, // 41: raftcron.v1.CommandResult.channel:type_name -> raftcron.v1.Channel
 	47, // 42: raftcron.v1.CommandResult.notify_rule:type_name -> raftcron.v1.NotifyRule
 	48, // 43: raftcron.v1.CommandResult.alerts:type_name -> raftcron.v1.Alert
-	49, // 44: raftcron.v1.CommandResult.backfill:type_name -> raftcron.v1.Backfill
-	13, // 45: raftcron.v1.FireBatchCommand.fires:type_name -> raftcron.v1.Fire
-	14, // 46: raftcron.v1.FireBatchCommand.misses:type_name -> raftcron.v1.Miss
-	50, // 47: raftcron.v1.Fire.kind:type_name -> raftcron.v1.FireKind
-	51, // 48: raftcron.v1.Fire.overlap:type_name -> raftcron.v1.Overlap
-	42, // 49: raftcron.v1.FireResult.run:type_name -> raftcron.v1.Run
-	40, // 50: raftcron.v1.FireResult.spec:type_name -> raftcron.v1.JobSpec
-	17, // 51: raftcron.v1.CompleteBatchCommand.completions:type_name -> raftcron.v1.Completion
-	52, // 52: raftcron.v1.Completion.outcome:type_name -> raftcron.v1.RunState
-	42, // 53: raftcron.v1.CompletionResult.run:type_name -> raftcron.v1.Run
-	54, // [54:54] is the sub-list for method output_type
-	54, // [54:54] is the sub-list for method input_type
-	54, // [54:54] is the sub-list for extension type_name
-	54, // [54:54] is the sub-list for extension extendee
-	0,  // [0:54] is the sub-list for field type_name
+	42, // 44: raftcron.v1.CommandResult.chained:type_name -> raftcron.v1.Run
+	49, // 45: raftcron.v1.CommandResult.backfill:type_name -> raftcron.v1.Backfill
+	13, // 46: raftcron.v1.FireBatchCommand.fires:type_name -> raftcron.v1.Fire
+	14, // 47: raftcron.v1.FireBatchCommand.misses:type_name -> raftcron.v1.Miss
+	50, // 48: raftcron.v1.Fire.kind:type_name -> raftcron.v1.FireKind
+	51, // 49: raftcron.v1.Fire.overlap:type_name -> raftcron.v1.Overlap
+	42, // 50: raftcron.v1.FireResult.run:type_name -> raftcron.v1.Run
+	40, // 51: raftcron.v1.FireResult.spec:type_name -> raftcron.v1.JobSpec
+	17, // 52: raftcron.v1.CompleteBatchCommand.completions:type_name -> raftcron.v1.Completion
+	52, // 53: raftcron.v1.Completion.outcome:type_name -> raftcron.v1.RunState
+	42, // 54: raftcron.v1.CompletionResult.run:type_name -> raftcron.v1.Run
+	55, // [55:55] is the sub-list for method output_type
+	55, // [55:55] is the sub-list for method input_type
+	55, // [55:55] is the sub-list for extension type_name
+	55, // [55:55] is the sub-list for extension extendee
+	0,  // [0:55] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_command_proto_init() }

@@ -23,6 +23,159 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type DependencyOn int32
+
+const (
+	DependencyOn_DEPENDENCY_ON_UNSPECIFIED DependencyOn = 0
+	// The parent's run succeeded.
+	DependencyOn_DEPENDENCY_ON_SUCCESS DependencyOn = 1
+	// The parent's run finished failed, deadline_exceeded, fenced or unknown.
+	DependencyOn_DEPENDENCY_ON_FAILURE DependencyOn = 2
+	// Either.
+	DependencyOn_DEPENDENCY_ON_ANY DependencyOn = 3
+)
+
+// Enum value maps for DependencyOn.
+var (
+	DependencyOn_name = map[int32]string{
+		0: "DEPENDENCY_ON_UNSPECIFIED",
+		1: "DEPENDENCY_ON_SUCCESS",
+		2: "DEPENDENCY_ON_FAILURE",
+		3: "DEPENDENCY_ON_ANY",
+	}
+	DependencyOn_value = map[string]int32{
+		"DEPENDENCY_ON_UNSPECIFIED": 0,
+		"DEPENDENCY_ON_SUCCESS":     1,
+		"DEPENDENCY_ON_FAILURE":     2,
+		"DEPENDENCY_ON_ANY":         3,
+	}
+)
+
+func (x DependencyOn) Enum() *DependencyOn {
+	p := new(DependencyOn)
+	*p = x
+	return p
+}
+
+func (x DependencyOn) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (DependencyOn) Descriptor() protoreflect.EnumDescriptor {
+	return file_raftcron_v1_job_proto_enumTypes[0].Descriptor()
+}
+
+func (DependencyOn) Type() protoreflect.EnumType {
+	return &file_raftcron_v1_job_proto_enumTypes[0]
+}
+
+func (x DependencyOn) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use DependencyOn.Descriptor instead.
+func (DependencyOn) EnumDescriptor() ([]byte, []int) {
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{0}
+}
+
+type AfterMode int32
+
+const (
+	AfterMode_AFTER_MODE_UNSPECIFIED AfterMode = 0
+	AfterMode_AFTER_MODE_ALL         AfterMode = 1
+	AfterMode_AFTER_MODE_ANY         AfterMode = 2
+)
+
+// Enum value maps for AfterMode.
+var (
+	AfterMode_name = map[int32]string{
+		0: "AFTER_MODE_UNSPECIFIED",
+		1: "AFTER_MODE_ALL",
+		2: "AFTER_MODE_ANY",
+	}
+	AfterMode_value = map[string]int32{
+		"AFTER_MODE_UNSPECIFIED": 0,
+		"AFTER_MODE_ALL":         1,
+		"AFTER_MODE_ANY":         2,
+	}
+)
+
+func (x AfterMode) Enum() *AfterMode {
+	p := new(AfterMode)
+	*p = x
+	return p
+}
+
+func (x AfterMode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AfterMode) Descriptor() protoreflect.EnumDescriptor {
+	return file_raftcron_v1_job_proto_enumTypes[1].Descriptor()
+}
+
+func (AfterMode) Type() protoreflect.EnumType {
+	return &file_raftcron_v1_job_proto_enumTypes[1]
+}
+
+func (x AfterMode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AfterMode.Descriptor instead.
+func (AfterMode) EnumDescriptor() ([]byte, []int) {
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{1}
+}
+
+type AfterMissing int32
+
+const (
+	AfterMissing_AFTER_MISSING_UNSPECIFIED AfterMissing = 0
+	AfterMissing_AFTER_MISSING_REFUSE      AfterMissing = 1
+	AfterMissing_AFTER_MISSING_WAIT        AfterMissing = 2
+)
+
+// Enum value maps for AfterMissing.
+var (
+	AfterMissing_name = map[int32]string{
+		0: "AFTER_MISSING_UNSPECIFIED",
+		1: "AFTER_MISSING_REFUSE",
+		2: "AFTER_MISSING_WAIT",
+	}
+	AfterMissing_value = map[string]int32{
+		"AFTER_MISSING_UNSPECIFIED": 0,
+		"AFTER_MISSING_REFUSE":      1,
+		"AFTER_MISSING_WAIT":        2,
+	}
+)
+
+func (x AfterMissing) Enum() *AfterMissing {
+	p := new(AfterMissing)
+	*p = x
+	return p
+}
+
+func (x AfterMissing) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AfterMissing) Descriptor() protoreflect.EnumDescriptor {
+	return file_raftcron_v1_job_proto_enumTypes[2].Descriptor()
+}
+
+func (AfterMissing) Type() protoreflect.EnumType {
+	return &file_raftcron_v1_job_proto_enumTypes[2]
+}
+
+func (x AfterMissing) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AfterMissing.Descriptor instead.
+func (AfterMissing) EnumDescriptor() ([]byte, []int) {
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{2}
+}
+
 type CatchupPolicy int32
 
 const (
@@ -59,11 +212,11 @@ func (x CatchupPolicy) String() string {
 }
 
 func (CatchupPolicy) Descriptor() protoreflect.EnumDescriptor {
-	return file_raftcron_v1_job_proto_enumTypes[0].Descriptor()
+	return file_raftcron_v1_job_proto_enumTypes[3].Descriptor()
 }
 
 func (CatchupPolicy) Type() protoreflect.EnumType {
-	return &file_raftcron_v1_job_proto_enumTypes[0]
+	return &file_raftcron_v1_job_proto_enumTypes[3]
 }
 
 func (x CatchupPolicy) Number() protoreflect.EnumNumber {
@@ -72,7 +225,7 @@ func (x CatchupPolicy) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use CatchupPolicy.Descriptor instead.
 func (CatchupPolicy) EnumDescriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{0}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{3}
 }
 
 type Overlap int32
@@ -114,11 +267,11 @@ func (x Overlap) String() string {
 }
 
 func (Overlap) Descriptor() protoreflect.EnumDescriptor {
-	return file_raftcron_v1_job_proto_enumTypes[1].Descriptor()
+	return file_raftcron_v1_job_proto_enumTypes[4].Descriptor()
 }
 
 func (Overlap) Type() protoreflect.EnumType {
-	return &file_raftcron_v1_job_proto_enumTypes[1]
+	return &file_raftcron_v1_job_proto_enumTypes[4]
 }
 
 func (x Overlap) Number() protoreflect.EnumNumber {
@@ -127,7 +280,7 @@ func (x Overlap) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Overlap.Descriptor instead.
 func (Overlap) EnumDescriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{1}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{4}
 }
 
 type Delivery int32
@@ -163,11 +316,11 @@ func (x Delivery) String() string {
 }
 
 func (Delivery) Descriptor() protoreflect.EnumDescriptor {
-	return file_raftcron_v1_job_proto_enumTypes[2].Descriptor()
+	return file_raftcron_v1_job_proto_enumTypes[5].Descriptor()
 }
 
 func (Delivery) Type() protoreflect.EnumType {
-	return &file_raftcron_v1_job_proto_enumTypes[2]
+	return &file_raftcron_v1_job_proto_enumTypes[5]
 }
 
 func (x Delivery) Number() protoreflect.EnumNumber {
@@ -176,7 +329,7 @@ func (x Delivery) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Delivery.Descriptor instead.
 func (Delivery) EnumDescriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{2}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{5}
 }
 
 type BackfillState int32
@@ -219,11 +372,11 @@ func (x BackfillState) String() string {
 }
 
 func (BackfillState) Descriptor() protoreflect.EnumDescriptor {
-	return file_raftcron_v1_job_proto_enumTypes[3].Descriptor()
+	return file_raftcron_v1_job_proto_enumTypes[6].Descriptor()
 }
 
 func (BackfillState) Type() protoreflect.EnumType {
-	return &file_raftcron_v1_job_proto_enumTypes[3]
+	return &file_raftcron_v1_job_proto_enumTypes[6]
 }
 
 func (x BackfillState) Number() protoreflect.EnumNumber {
@@ -232,7 +385,7 @@ func (x BackfillState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use BackfillState.Descriptor instead.
 func (BackfillState) EnumDescriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{3}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{6}
 }
 
 // JobSpec is everything an operator sets on a job. The friendly job file
@@ -256,6 +409,22 @@ type JobSpec struct {
 	// calendar does; the others are recorded SKIPPED (reason
 	// calendar:NAME). Unset: every slot of the schedule.
 	Calendars *CalendarRefs `protobuf:"bytes,41,opt,name=calendars,proto3" json:"calendars,omitempty"`
+	// Jobs this one runs after (chains): without a schedule the job fires
+	// when its dependencies are met, in the entry that records the parent's
+	// outcome; with one, a slot fires only if they were met (within
+	// after_within), else it is recorded SKIPPED dependency_not_met. At most
+	// 32 parents.
+	After []*Dependency `protobuf:"bytes,50,rep,name=after,proto3" json:"after,omitempty"`
+	// all (the default with after): every parent has a qualifying run since
+	// this job's last run; any: one qualifying parent run is enough.
+	AfterMode AfterMode `protobuf:"varint,51,opt,name=after_mode,json=afterMode,proto3,enum=raftcron.v1.AfterMode" json:"after_mode,omitempty"`
+	// A parent's qualifying run counts only this long after it finished;
+	// unset or 0: until this job runs.
+	AfterWithin *durationpb.Duration `protobuf:"bytes,52,opt,name=after_within,json=afterWithin,proto3" json:"after_within,omitempty"`
+	// refuse (the default with after): a parent that is not registered is
+	// refused (NotFound); wait: the dependency reads as not met until a job
+	// of that name exists.
+	AfterMissing AfterMissing `protobuf:"varint,53,opt,name=after_missing,json=afterMissing,proto3,enum=raftcron.v1.AfterMissing" json:"after_missing,omitempty"`
 	// Delays each slot's dispatch by a deterministic amount in [0, jitter),
 	// whole milliseconds derived from the job's name and the slot, the same on
 	// every leader. The slot keeps its nominal time (scheduled_at, the
@@ -365,6 +534,34 @@ func (x *JobSpec) GetCalendars() *CalendarRefs {
 		return x.Calendars
 	}
 	return nil
+}
+
+func (x *JobSpec) GetAfter() []*Dependency {
+	if x != nil {
+		return x.After
+	}
+	return nil
+}
+
+func (x *JobSpec) GetAfterMode() AfterMode {
+	if x != nil {
+		return x.AfterMode
+	}
+	return AfterMode_AFTER_MODE_UNSPECIFIED
+}
+
+func (x *JobSpec) GetAfterWithin() *durationpb.Duration {
+	if x != nil {
+		return x.AfterWithin
+	}
+	return nil
+}
+
+func (x *JobSpec) GetAfterMissing() AfterMissing {
+	if x != nil {
+		return x.AfterMissing
+	}
+	return AfterMissing_AFTER_MISSING_UNSPECIFIED
 }
 
 func (x *JobSpec) GetJitter() *durationpb.Duration {
@@ -790,6 +987,61 @@ func (x *WorkerTarget) GetLease() *durationpb.Duration {
 	return nil
 }
 
+// Dependency is one parent of a chained job.
+type Dependency struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The parent job's name.
+	Job string `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	// Which of its outcomes qualify; success (the default) when unset.
+	On            DependencyOn `protobuf:"varint,2,opt,name=on,proto3,enum=raftcron.v1.DependencyOn" json:"on,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Dependency) Reset() {
+	*x = Dependency{}
+	mi := &file_raftcron_v1_job_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Dependency) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Dependency) ProtoMessage() {}
+
+func (x *Dependency) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_job_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Dependency.ProtoReflect.Descriptor instead.
+func (*Dependency) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *Dependency) GetJob() string {
+	if x != nil {
+		return x.Job
+	}
+	return ""
+}
+
+func (x *Dependency) GetOn() DependencyOn {
+	if x != nil {
+		return x.On
+	}
+	return DependencyOn_DEPENDENCY_ON_UNSPECIFIED
+}
+
 type Catchup struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Window        *durationpb.Duration   `protobuf:"bytes,1,opt,name=window,proto3" json:"window,omitempty"`
@@ -800,7 +1052,7 @@ type Catchup struct {
 
 func (x *Catchup) Reset() {
 	*x = Catchup{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[4]
+	mi := &file_raftcron_v1_job_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -812,7 +1064,7 @@ func (x *Catchup) String() string {
 func (*Catchup) ProtoMessage() {}
 
 func (x *Catchup) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[4]
+	mi := &file_raftcron_v1_job_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -825,7 +1077,7 @@ func (x *Catchup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Catchup.ProtoReflect.Descriptor instead.
 func (*Catchup) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{4}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Catchup) GetWindow() *durationpb.Duration {
@@ -853,7 +1105,7 @@ type Retry struct {
 
 func (x *Retry) Reset() {
 	*x = Retry{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[5]
+	mi := &file_raftcron_v1_job_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -865,7 +1117,7 @@ func (x *Retry) String() string {
 func (*Retry) ProtoMessage() {}
 
 func (x *Retry) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[5]
+	mi := &file_raftcron_v1_job_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -878,7 +1130,7 @@ func (x *Retry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Retry.ProtoReflect.Descriptor instead.
 func (*Retry) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{5}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Retry) GetMaxAttempts() uint32 {
@@ -925,7 +1177,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[6]
+	mi := &file_raftcron_v1_job_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -937,7 +1189,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[6]
+	mi := &file_raftcron_v1_job_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -950,7 +1202,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{6}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Job) GetSpec() *JobSpec {
@@ -1046,6 +1298,13 @@ type JobStatus struct {
 	LastSuccessUnixNano int64 `protobuf:"varint,31,opt,name=last_success_unix_nano,json=lastSuccessUnixNano,proto3" json:"last_success_unix_nano,omitempty"`
 	// The newest slot judged late (expect.start_within), whole Unix seconds.
 	LateSlotUnix int64 `protobuf:"varint,32,opt,name=late_slot_unix,json=lateSlotUnix,proto3" json:"late_slot_unix,omitempty"`
+	// after: the newest qualifying run of each parent since the job's last
+	// chained run, waiting for the rest of the set (by parent name).
+	PendingParents []*RunRef `protobuf:"bytes,50,rep,name=pending_parents,json=pendingParents,proto3" json:"pending_parents,omitempty"`
+	// overlap buffer_one of a job without a schedule: the parents of the
+	// chained fire that waits for the open run (its slot is
+	// buffered_slot_unix).
+	BufferedParents []*RunRef `protobuf:"bytes,51,rep,name=buffered_parents,json=bufferedParents,proto3" json:"buffered_parents,omitempty"`
 	// pause_after_failures: runs in a row that ended FAILED or
 	// DEADLINE_EXCEEDED since the last success or resume.
 	FailuresInARow uint32 `protobuf:"varint,40,opt,name=failures_in_a_row,json=failuresInARow,proto3" json:"failures_in_a_row,omitempty"`
@@ -1064,7 +1323,7 @@ type JobStatus struct {
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[7]
+	mi := &file_raftcron_v1_job_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1076,7 +1335,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[7]
+	mi := &file_raftcron_v1_job_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1089,7 +1348,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{7}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *JobStatus) GetCursorUnix() int64 {
@@ -1204,6 +1463,20 @@ func (x *JobStatus) GetLateSlotUnix() int64 {
 	return 0
 }
 
+func (x *JobStatus) GetPendingParents() []*RunRef {
+	if x != nil {
+		return x.PendingParents
+	}
+	return nil
+}
+
+func (x *JobStatus) GetBufferedParents() []*RunRef {
+	if x != nil {
+		return x.BufferedParents
+	}
+	return nil
+}
+
 func (x *JobStatus) GetFailuresInARow() uint32 {
 	if x != nil {
 		return x.FailuresInARow
@@ -1249,7 +1522,7 @@ type PauseState struct {
 
 func (x *PauseState) Reset() {
 	*x = PauseState{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[8]
+	mi := &file_raftcron_v1_job_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1261,7 +1534,7 @@ func (x *PauseState) String() string {
 func (*PauseState) ProtoMessage() {}
 
 func (x *PauseState) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[8]
+	mi := &file_raftcron_v1_job_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1274,7 +1547,7 @@ func (x *PauseState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseState.ProtoReflect.Descriptor instead.
 func (*PauseState) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{8}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PauseState) GetUntilUnix() int64 {
@@ -1343,7 +1616,7 @@ type Backfill struct {
 
 func (x *Backfill) Reset() {
 	*x = Backfill{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[9]
+	mi := &file_raftcron_v1_job_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1355,7 +1628,7 @@ func (x *Backfill) String() string {
 func (*Backfill) ProtoMessage() {}
 
 func (x *Backfill) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[9]
+	mi := &file_raftcron_v1_job_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1368,7 +1641,7 @@ func (x *Backfill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Backfill.ProtoReflect.Descriptor instead.
 func (*Backfill) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{9}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Backfill) GetId() string {
@@ -1506,7 +1779,7 @@ type CreateJobRequest struct {
 
 func (x *CreateJobRequest) Reset() {
 	*x = CreateJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[10]
+	mi := &file_raftcron_v1_job_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1518,7 +1791,7 @@ func (x *CreateJobRequest) String() string {
 func (*CreateJobRequest) ProtoMessage() {}
 
 func (x *CreateJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[10]
+	mi := &file_raftcron_v1_job_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1531,7 +1804,7 @@ func (x *CreateJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateJobRequest.ProtoReflect.Descriptor instead.
 func (*CreateJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{10}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CreateJobRequest) GetSpec() *JobSpec {
@@ -1550,7 +1823,7 @@ type CreateJobResponse struct {
 
 func (x *CreateJobResponse) Reset() {
 	*x = CreateJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[11]
+	mi := &file_raftcron_v1_job_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1562,7 +1835,7 @@ func (x *CreateJobResponse) String() string {
 func (*CreateJobResponse) ProtoMessage() {}
 
 func (x *CreateJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[11]
+	mi := &file_raftcron_v1_job_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1575,7 +1848,7 @@ func (x *CreateJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateJobResponse.ProtoReflect.Descriptor instead.
 func (*CreateJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{11}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CreateJobResponse) GetJob() *Job {
@@ -1596,7 +1869,7 @@ type UpdateJobRequest struct {
 
 func (x *UpdateJobRequest) Reset() {
 	*x = UpdateJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[12]
+	mi := &file_raftcron_v1_job_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1608,7 +1881,7 @@ func (x *UpdateJobRequest) String() string {
 func (*UpdateJobRequest) ProtoMessage() {}
 
 func (x *UpdateJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[12]
+	mi := &file_raftcron_v1_job_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1621,7 +1894,7 @@ func (x *UpdateJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobRequest.ProtoReflect.Descriptor instead.
 func (*UpdateJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{12}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *UpdateJobRequest) GetSpec() *JobSpec {
@@ -1647,7 +1920,7 @@ type UpdateJobResponse struct {
 
 func (x *UpdateJobResponse) Reset() {
 	*x = UpdateJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[13]
+	mi := &file_raftcron_v1_job_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1659,7 +1932,7 @@ func (x *UpdateJobResponse) String() string {
 func (*UpdateJobResponse) ProtoMessage() {}
 
 func (x *UpdateJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[13]
+	mi := &file_raftcron_v1_job_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1672,7 +1945,7 @@ func (x *UpdateJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobResponse.ProtoReflect.Descriptor instead.
 func (*UpdateJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{13}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *UpdateJobResponse) GetJob() *Job {
@@ -1691,7 +1964,7 @@ type ApplyJobRequest struct {
 
 func (x *ApplyJobRequest) Reset() {
 	*x = ApplyJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[14]
+	mi := &file_raftcron_v1_job_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1703,7 +1976,7 @@ func (x *ApplyJobRequest) String() string {
 func (*ApplyJobRequest) ProtoMessage() {}
 
 func (x *ApplyJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[14]
+	mi := &file_raftcron_v1_job_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1716,7 +1989,7 @@ func (x *ApplyJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyJobRequest.ProtoReflect.Descriptor instead.
 func (*ApplyJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{14}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ApplyJobRequest) GetSpec() *JobSpec {
@@ -1738,7 +2011,7 @@ type ApplyJobResponse struct {
 
 func (x *ApplyJobResponse) Reset() {
 	*x = ApplyJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[15]
+	mi := &file_raftcron_v1_job_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1750,7 +2023,7 @@ func (x *ApplyJobResponse) String() string {
 func (*ApplyJobResponse) ProtoMessage() {}
 
 func (x *ApplyJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[15]
+	mi := &file_raftcron_v1_job_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1763,7 +2036,7 @@ func (x *ApplyJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyJobResponse.ProtoReflect.Descriptor instead.
 func (*ApplyJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{15}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ApplyJobResponse) GetJob() *Job {
@@ -1796,7 +2069,7 @@ type ApplyJobsRequest struct {
 
 func (x *ApplyJobsRequest) Reset() {
 	*x = ApplyJobsRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[16]
+	mi := &file_raftcron_v1_job_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1808,7 +2081,7 @@ func (x *ApplyJobsRequest) String() string {
 func (*ApplyJobsRequest) ProtoMessage() {}
 
 func (x *ApplyJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[16]
+	mi := &file_raftcron_v1_job_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1821,7 +2094,7 @@ func (x *ApplyJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyJobsRequest.ProtoReflect.Descriptor instead.
 func (*ApplyJobsRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{16}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ApplyJobsRequest) GetSpecs() []*JobSpec {
@@ -1841,7 +2114,7 @@ type ApplyJobsResponse struct {
 
 func (x *ApplyJobsResponse) Reset() {
 	*x = ApplyJobsResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[17]
+	mi := &file_raftcron_v1_job_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1853,7 +2126,7 @@ func (x *ApplyJobsResponse) String() string {
 func (*ApplyJobsResponse) ProtoMessage() {}
 
 func (x *ApplyJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[17]
+	mi := &file_raftcron_v1_job_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1866,7 +2139,7 @@ func (x *ApplyJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyJobsResponse.ProtoReflect.Descriptor instead.
 func (*ApplyJobsResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{17}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ApplyJobsResponse) GetResults() []*ApplyJobsResult {
@@ -1894,7 +2167,7 @@ type ApplyJobsResult struct {
 
 func (x *ApplyJobsResult) Reset() {
 	*x = ApplyJobsResult{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[18]
+	mi := &file_raftcron_v1_job_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1906,7 +2179,7 @@ func (x *ApplyJobsResult) String() string {
 func (*ApplyJobsResult) ProtoMessage() {}
 
 func (x *ApplyJobsResult) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[18]
+	mi := &file_raftcron_v1_job_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1919,7 +2192,7 @@ func (x *ApplyJobsResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyJobsResult.ProtoReflect.Descriptor instead.
 func (*ApplyJobsResult) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{18}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ApplyJobsResult) GetJob() *Job {
@@ -1968,7 +2241,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[19]
+	mi := &file_raftcron_v1_job_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1980,7 +2253,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[19]
+	mi := &file_raftcron_v1_job_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1993,7 +2266,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{19}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetJobRequest) GetName() string {
@@ -2019,7 +2292,7 @@ type GetJobResponse struct {
 
 func (x *GetJobResponse) Reset() {
 	*x = GetJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[20]
+	mi := &file_raftcron_v1_job_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2031,7 +2304,7 @@ func (x *GetJobResponse) String() string {
 func (*GetJobResponse) ProtoMessage() {}
 
 func (x *GetJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[20]
+	mi := &file_raftcron_v1_job_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2044,7 +2317,7 @@ func (x *GetJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobResponse.ProtoReflect.Descriptor instead.
 func (*GetJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{20}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetJobResponse) GetJob() *Job {
@@ -2069,7 +2342,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[21]
+	mi := &file_raftcron_v1_job_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2081,7 +2354,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[21]
+	mi := &file_raftcron_v1_job_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2094,7 +2367,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{21}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListJobsRequest) GetPageSize() uint32 {
@@ -2138,7 +2411,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[22]
+	mi := &file_raftcron_v1_job_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2150,7 +2423,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[22]
+	mi := &file_raftcron_v1_job_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2163,7 +2436,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{22}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListJobsResponse) GetJobs() []*Job {
@@ -2184,13 +2457,17 @@ type DeleteJobRequest struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	Name            string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	ExpectedVersion uint64                 `protobuf:"varint,2,opt,name=expected_version,json=expectedVersion,proto3" json:"expected_version,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Delete even if other jobs depend on it (after): their dependency on it
+	// then reads as never met. Without it such a delete fails with
+	// FailedPrecondition naming them.
+	Force         bool `protobuf:"varint,3,opt,name=force,proto3" json:"force,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DeleteJobRequest) Reset() {
 	*x = DeleteJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[23]
+	mi := &file_raftcron_v1_job_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2202,7 +2479,7 @@ func (x *DeleteJobRequest) String() string {
 func (*DeleteJobRequest) ProtoMessage() {}
 
 func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[23]
+	mi := &file_raftcron_v1_job_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2215,7 +2492,7 @@ func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobRequest.ProtoReflect.Descriptor instead.
 func (*DeleteJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{23}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *DeleteJobRequest) GetName() string {
@@ -2232,6 +2509,13 @@ func (x *DeleteJobRequest) GetExpectedVersion() uint64 {
 	return 0
 }
 
+func (x *DeleteJobRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
+}
+
 type DeleteJobResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -2240,7 +2524,7 @@ type DeleteJobResponse struct {
 
 func (x *DeleteJobResponse) Reset() {
 	*x = DeleteJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[24]
+	mi := &file_raftcron_v1_job_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2252,7 +2536,7 @@ func (x *DeleteJobResponse) String() string {
 func (*DeleteJobResponse) ProtoMessage() {}
 
 func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[24]
+	mi := &file_raftcron_v1_job_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2265,7 +2549,7 @@ func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobResponse.ProtoReflect.Descriptor instead.
 func (*DeleteJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{24}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{25}
 }
 
 type PauseJobRequest struct {
@@ -2280,7 +2564,7 @@ type PauseJobRequest struct {
 
 func (x *PauseJobRequest) Reset() {
 	*x = PauseJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[25]
+	mi := &file_raftcron_v1_job_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2292,7 +2576,7 @@ func (x *PauseJobRequest) String() string {
 func (*PauseJobRequest) ProtoMessage() {}
 
 func (x *PauseJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[25]
+	mi := &file_raftcron_v1_job_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2305,7 +2589,7 @@ func (x *PauseJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseJobRequest.ProtoReflect.Descriptor instead.
 func (*PauseJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{25}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *PauseJobRequest) GetName() string {
@@ -2338,7 +2622,7 @@ type PauseJobResponse struct {
 
 func (x *PauseJobResponse) Reset() {
 	*x = PauseJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[26]
+	mi := &file_raftcron_v1_job_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2350,7 +2634,7 @@ func (x *PauseJobResponse) String() string {
 func (*PauseJobResponse) ProtoMessage() {}
 
 func (x *PauseJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[26]
+	mi := &file_raftcron_v1_job_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2363,7 +2647,7 @@ func (x *PauseJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseJobResponse.ProtoReflect.Descriptor instead.
 func (*PauseJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{26}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *PauseJobResponse) GetJob() *Job {
@@ -2382,7 +2666,7 @@ type ResumeJobRequest struct {
 
 func (x *ResumeJobRequest) Reset() {
 	*x = ResumeJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[27]
+	mi := &file_raftcron_v1_job_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2394,7 +2678,7 @@ func (x *ResumeJobRequest) String() string {
 func (*ResumeJobRequest) ProtoMessage() {}
 
 func (x *ResumeJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[27]
+	mi := &file_raftcron_v1_job_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2407,7 +2691,7 @@ func (x *ResumeJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeJobRequest.ProtoReflect.Descriptor instead.
 func (*ResumeJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{27}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ResumeJobRequest) GetName() string {
@@ -2426,7 +2710,7 @@ type ResumeJobResponse struct {
 
 func (x *ResumeJobResponse) Reset() {
 	*x = ResumeJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[28]
+	mi := &file_raftcron_v1_job_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2438,7 +2722,7 @@ func (x *ResumeJobResponse) String() string {
 func (*ResumeJobResponse) ProtoMessage() {}
 
 func (x *ResumeJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[28]
+	mi := &file_raftcron_v1_job_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2451,7 +2735,7 @@ func (x *ResumeJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeJobResponse.ProtoReflect.Descriptor instead.
 func (*ResumeJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{28}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ResumeJobResponse) GetJob() *Job {
@@ -2481,7 +2765,7 @@ type TriggerJobRequest struct {
 
 func (x *TriggerJobRequest) Reset() {
 	*x = TriggerJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[29]
+	mi := &file_raftcron_v1_job_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2493,7 +2777,7 @@ func (x *TriggerJobRequest) String() string {
 func (*TriggerJobRequest) ProtoMessage() {}
 
 func (x *TriggerJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[29]
+	mi := &file_raftcron_v1_job_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2506,7 +2790,7 @@ func (x *TriggerJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerJobRequest.ProtoReflect.Descriptor instead.
 func (*TriggerJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{29}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *TriggerJobRequest) GetName() string {
@@ -2553,7 +2837,7 @@ type TriggerJobResponse struct {
 
 func (x *TriggerJobResponse) Reset() {
 	*x = TriggerJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[30]
+	mi := &file_raftcron_v1_job_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2565,7 +2849,7 @@ func (x *TriggerJobResponse) String() string {
 func (*TriggerJobResponse) ProtoMessage() {}
 
 func (x *TriggerJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[30]
+	mi := &file_raftcron_v1_job_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2578,7 +2862,7 @@ func (x *TriggerJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerJobResponse.ProtoReflect.Descriptor instead.
 func (*TriggerJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{30}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *TriggerJobResponse) GetRun() *Run {
@@ -2608,7 +2892,7 @@ type BackfillJobRequest struct {
 
 func (x *BackfillJobRequest) Reset() {
 	*x = BackfillJobRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[31]
+	mi := &file_raftcron_v1_job_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2620,7 +2904,7 @@ func (x *BackfillJobRequest) String() string {
 func (*BackfillJobRequest) ProtoMessage() {}
 
 func (x *BackfillJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[31]
+	mi := &file_raftcron_v1_job_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2633,7 +2917,7 @@ func (x *BackfillJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackfillJobRequest.ProtoReflect.Descriptor instead.
 func (*BackfillJobRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{31}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *BackfillJobRequest) GetName() string {
@@ -2687,7 +2971,7 @@ type BackfillJobResponse struct {
 
 func (x *BackfillJobResponse) Reset() {
 	*x = BackfillJobResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[32]
+	mi := &file_raftcron_v1_job_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2699,7 +2983,7 @@ func (x *BackfillJobResponse) String() string {
 func (*BackfillJobResponse) ProtoMessage() {}
 
 func (x *BackfillJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[32]
+	mi := &file_raftcron_v1_job_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2712,7 +2996,7 @@ func (x *BackfillJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackfillJobResponse.ProtoReflect.Descriptor instead.
 func (*BackfillJobResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{32}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *BackfillJobResponse) GetBackfill() *Backfill {
@@ -2731,7 +3015,7 @@ type CancelBackfillRequest struct {
 
 func (x *CancelBackfillRequest) Reset() {
 	*x = CancelBackfillRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[33]
+	mi := &file_raftcron_v1_job_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2743,7 +3027,7 @@ func (x *CancelBackfillRequest) String() string {
 func (*CancelBackfillRequest) ProtoMessage() {}
 
 func (x *CancelBackfillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[33]
+	mi := &file_raftcron_v1_job_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2756,7 +3040,7 @@ func (x *CancelBackfillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelBackfillRequest.ProtoReflect.Descriptor instead.
 func (*CancelBackfillRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{33}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CancelBackfillRequest) GetName() string {
@@ -2775,7 +3059,7 @@ type CancelBackfillResponse struct {
 
 func (x *CancelBackfillResponse) Reset() {
 	*x = CancelBackfillResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[34]
+	mi := &file_raftcron_v1_job_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2787,7 +3071,7 @@ func (x *CancelBackfillResponse) String() string {
 func (*CancelBackfillResponse) ProtoMessage() {}
 
 func (x *CancelBackfillResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[34]
+	mi := &file_raftcron_v1_job_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2800,7 +3084,7 @@ func (x *CancelBackfillResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelBackfillResponse.ProtoReflect.Descriptor instead.
 func (*CancelBackfillResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{34}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CancelBackfillResponse) GetBackfill() *Backfill {
@@ -2826,7 +3110,7 @@ type PreviewScheduleRequest struct {
 
 func (x *PreviewScheduleRequest) Reset() {
 	*x = PreviewScheduleRequest{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[35]
+	mi := &file_raftcron_v1_job_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2838,7 +3122,7 @@ func (x *PreviewScheduleRequest) String() string {
 func (*PreviewScheduleRequest) ProtoMessage() {}
 
 func (x *PreviewScheduleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[35]
+	mi := &file_raftcron_v1_job_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2851,7 +3135,7 @@ func (x *PreviewScheduleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewScheduleRequest.ProtoReflect.Descriptor instead.
 func (*PreviewScheduleRequest) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{35}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *PreviewScheduleRequest) GetName() string {
@@ -2901,7 +3185,7 @@ type PreviewScheduleResponse struct {
 
 func (x *PreviewScheduleResponse) Reset() {
 	*x = PreviewScheduleResponse{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[36]
+	mi := &file_raftcron_v1_job_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2913,7 +3197,7 @@ func (x *PreviewScheduleResponse) String() string {
 func (*PreviewScheduleResponse) ProtoMessage() {}
 
 func (x *PreviewScheduleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[36]
+	mi := &file_raftcron_v1_job_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2926,7 +3210,7 @@ func (x *PreviewScheduleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewScheduleResponse.ProtoReflect.Descriptor instead.
 func (*PreviewScheduleResponse) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{36}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *PreviewScheduleResponse) GetTimes() []*timestamppb.Timestamp {
@@ -2956,7 +3240,7 @@ type PreviewSlot struct {
 
 func (x *PreviewSlot) Reset() {
 	*x = PreviewSlot{}
-	mi := &file_raftcron_v1_job_proto_msgTypes[37]
+	mi := &file_raftcron_v1_job_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2968,7 +3252,7 @@ func (x *PreviewSlot) String() string {
 func (*PreviewSlot) ProtoMessage() {}
 
 func (x *PreviewSlot) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_job_proto_msgTypes[37]
+	mi := &file_raftcron_v1_job_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2981,7 +3265,7 @@ func (x *PreviewSlot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewSlot.ProtoReflect.Descriptor instead.
 func (*PreviewSlot) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{37}
+	return file_raftcron_v1_job_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *PreviewSlot) GetTime() *timestamppb.Timestamp {
@@ -3002,13 +3286,19 @@ var File_raftcron_v1_job_proto protoreflect.FileDescriptor
 
 const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\n" +
-	"\x15raftcron/v1/job.proto\x12\vraftcron.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17raftcron/v1/alert.proto\x1a\x1araftcron/v1/calendar.proto\x1a\x19raftcron/v1/checkin.proto\x1a\x15raftcron/v1/run.proto\"\xf8\b\n" +
+	"\x15raftcron/v1/job.proto\x12\vraftcron.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17raftcron/v1/alert.proto\x1a\x1araftcron/v1/calendar.proto\x1a\x19raftcron/v1/checkin.proto\x1a\x15raftcron/v1/run.proto\"\xdc\n" +
+	"\n" +
 	"\aJobSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bschedule\x18\x02 \x01(\tR\bschedule\x12\x1c\n" +
 	"\tschedules\x18( \x03(\tR\tschedules\x12\x1a\n" +
 	"\btimezone\x18\x03 \x01(\tR\btimezone\x127\n" +
-	"\tcalendars\x18) \x01(\v2\x19.raftcron.v1.CalendarRefsR\tcalendars\x121\n" +
+	"\tcalendars\x18) \x01(\v2\x19.raftcron.v1.CalendarRefsR\tcalendars\x12-\n" +
+	"\x05after\x182 \x03(\v2\x17.raftcron.v1.DependencyR\x05after\x125\n" +
+	"\n" +
+	"after_mode\x183 \x01(\x0e2\x16.raftcron.v1.AfterModeR\tafterMode\x12<\n" +
+	"\fafter_within\x184 \x01(\v2\x19.google.protobuf.DurationR\vafterWithin\x12>\n" +
+	"\rafter_missing\x185 \x01(\x0e2\x19.raftcron.v1.AfterMissingR\fafterMissing\x121\n" +
 	"\x06jitter\x18* \x01(\v2\x19.google.protobuf.DurationR\x06jitter\x12+\n" +
 	"\x04http\x18\x04 \x01(\v2\x17.raftcron.v1.HttpTargetR\x04http\x12+\n" +
 	"\x04exec\x18\x05 \x01(\v2\x17.raftcron.v1.ExecTargetR\x04exec\x121\n" +
@@ -3070,7 +3360,11 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"p\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"I\n" +
+	"\n" +
+	"Dependency\x12\x10\n" +
+	"\x03job\x18\x01 \x01(\tR\x03job\x12)\n" +
+	"\x02on\x18\x02 \x01(\x0e2\x19.raftcron.v1.DependencyOnR\x02on\"p\n" +
 	"\aCatchup\x121\n" +
 	"\x06window\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x06window\x122\n" +
 	"\x06policy\x18\x02 \x01(\x0e2\x1a.raftcron.v1.CatchupPolicyR\x06policy\"\xaa\x01\n" +
@@ -3092,7 +3386,7 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\fmodify_index\x18\x06 \x01(\x04R\vmodifyIndex\x12.\n" +
 	"\x06status\x18\a \x01(\v2\x16.raftcron.v1.JobStatusR\x06status\x12\x1d\n" +
 	"\n" +
-	"updated_by\x18\x14 \x01(\tR\tupdatedBy\"\xbe\x06\n" +
+	"updated_by\x18\x14 \x01(\tR\tupdatedBy\"\xbc\a\n" +
 	"\tJobStatus\x12\x1f\n" +
 	"\vcursor_unix\x18\x01 \x01(\x03R\n" +
 	"cursorUnix\x12!\n" +
@@ -3112,7 +3406,9 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\x12deferred_slot_unix\x18, \x01(\x03R\x10deferredSlotUnix\x121\n" +
 	"\x14consecutive_failures\x18\x1e \x01(\rR\x13consecutiveFailures\x123\n" +
 	"\x16last_success_unix_nano\x18\x1f \x01(\x03R\x13lastSuccessUnixNano\x12$\n" +
-	"\x0elate_slot_unix\x18  \x01(\x03R\flateSlotUnix\x12)\n" +
+	"\x0elate_slot_unix\x18  \x01(\x03R\flateSlotUnix\x12<\n" +
+	"\x0fpending_parents\x182 \x03(\v2\x13.raftcron.v1.RunRefR\x0ependingParents\x12>\n" +
+	"\x10buffered_parents\x183 \x03(\v2\x13.raftcron.v1.RunRefR\x0fbufferedParents\x12)\n" +
 	"\x11failures_in_a_row\x18( \x01(\rR\x0efailuresInARow\x12\x1f\n" +
 	"\vslots_fired\x18) \x01(\x04R\n" +
 	"slotsFired\x12-\n" +
@@ -3188,10 +3484,11 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"`\n" +
 	"\x10ListJobsResponse\x12$\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x10.raftcron.v1.JobR\x04jobs\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"Q\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"g\n" +
 	"\x10DeleteJobRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12)\n" +
-	"\x10expected_version\x18\x02 \x01(\x04R\x0fexpectedVersion\"\x13\n" +
+	"\x10expected_version\x18\x02 \x01(\x04R\x0fexpectedVersion\x12\x14\n" +
+	"\x05force\x18\x03 \x01(\bR\x05force\"\x13\n" +
 	"\x11DeleteJobResponse\"k\n" +
 	"\x0fPauseJobRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
@@ -3236,7 +3533,20 @@ const file_raftcron_v1_job_proto_rawDesc = "" +
 	"\x05slots\x18\x02 \x03(\v2\x18.raftcron.v1.PreviewSlotR\x05slots\"W\n" +
 	"\vPreviewSlot\x12.\n" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x18\n" +
-	"\askipped\x18\x02 \x01(\tR\askipped*{\n" +
+	"\askipped\x18\x02 \x01(\tR\askipped*z\n" +
+	"\fDependencyOn\x12\x1d\n" +
+	"\x19DEPENDENCY_ON_UNSPECIFIED\x10\x00\x12\x19\n" +
+	"\x15DEPENDENCY_ON_SUCCESS\x10\x01\x12\x19\n" +
+	"\x15DEPENDENCY_ON_FAILURE\x10\x02\x12\x15\n" +
+	"\x11DEPENDENCY_ON_ANY\x10\x03*O\n" +
+	"\tAfterMode\x12\x1a\n" +
+	"\x16AFTER_MODE_UNSPECIFIED\x10\x00\x12\x12\n" +
+	"\x0eAFTER_MODE_ALL\x10\x01\x12\x12\n" +
+	"\x0eAFTER_MODE_ANY\x10\x02*_\n" +
+	"\fAfterMissing\x12\x1d\n" +
+	"\x19AFTER_MISSING_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14AFTER_MISSING_REFUSE\x10\x01\x12\x16\n" +
+	"\x12AFTER_MISSING_WAIT\x10\x02*{\n" +
 	"\rCatchupPolicy\x12\x1e\n" +
 	"\x1aCATCHUP_POLICY_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12CATCHUP_POLICY_ALL\x10\x01\x12\x19\n" +
@@ -3288,162 +3598,174 @@ func file_raftcron_v1_job_proto_rawDescGZIP() []byte {
 	return file_raftcron_v1_job_proto_rawDescData
 }
 
-var file_raftcron_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_raftcron_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
+var file_raftcron_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
+var file_raftcron_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
 var file_raftcron_v1_job_proto_goTypes = []any{
-	(CatchupPolicy)(0),              // 0: raftcron.v1.CatchupPolicy
-	(Overlap)(0),                    // 1: raftcron.v1.Overlap
-	(Delivery)(0),                   // 2: raftcron.v1.Delivery
-	(BackfillState)(0),              // 3: raftcron.v1.BackfillState
-	(*JobSpec)(nil),                 // 4: raftcron.v1.JobSpec
-	(*HttpTarget)(nil),              // 5: raftcron.v1.HttpTarget
-	(*ExecTarget)(nil),              // 6: raftcron.v1.ExecTarget
-	(*WorkerTarget)(nil),            // 7: raftcron.v1.WorkerTarget
-	(*Catchup)(nil),                 // 8: raftcron.v1.Catchup
-	(*Retry)(nil),                   // 9: raftcron.v1.Retry
-	(*Job)(nil),                     // 10: raftcron.v1.Job
-	(*JobStatus)(nil),               // 11: raftcron.v1.JobStatus
-	(*PauseState)(nil),              // 12: raftcron.v1.PauseState
-	(*Backfill)(nil),                // 13: raftcron.v1.Backfill
-	(*CreateJobRequest)(nil),        // 14: raftcron.v1.CreateJobRequest
-	(*CreateJobResponse)(nil),       // 15: raftcron.v1.CreateJobResponse
-	(*UpdateJobRequest)(nil),        // 16: raftcron.v1.UpdateJobRequest
-	(*UpdateJobResponse)(nil),       // 17: raftcron.v1.UpdateJobResponse
-	(*ApplyJobRequest)(nil),         // 18: raftcron.v1.ApplyJobRequest
-	(*ApplyJobResponse)(nil),        // 19: raftcron.v1.ApplyJobResponse
-	(*ApplyJobsRequest)(nil),        // 20: raftcron.v1.ApplyJobsRequest
-	(*ApplyJobsResponse)(nil),       // 21: raftcron.v1.ApplyJobsResponse
-	(*ApplyJobsResult)(nil),         // 22: raftcron.v1.ApplyJobsResult
-	(*GetJobRequest)(nil),           // 23: raftcron.v1.GetJobRequest
-	(*GetJobResponse)(nil),          // 24: raftcron.v1.GetJobResponse
-	(*ListJobsRequest)(nil),         // 25: raftcron.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),        // 26: raftcron.v1.ListJobsResponse
-	(*DeleteJobRequest)(nil),        // 27: raftcron.v1.DeleteJobRequest
-	(*DeleteJobResponse)(nil),       // 28: raftcron.v1.DeleteJobResponse
-	(*PauseJobRequest)(nil),         // 29: raftcron.v1.PauseJobRequest
-	(*PauseJobResponse)(nil),        // 30: raftcron.v1.PauseJobResponse
-	(*ResumeJobRequest)(nil),        // 31: raftcron.v1.ResumeJobRequest
-	(*ResumeJobResponse)(nil),       // 32: raftcron.v1.ResumeJobResponse
-	(*TriggerJobRequest)(nil),       // 33: raftcron.v1.TriggerJobRequest
-	(*TriggerJobResponse)(nil),      // 34: raftcron.v1.TriggerJobResponse
-	(*BackfillJobRequest)(nil),      // 35: raftcron.v1.BackfillJobRequest
-	(*BackfillJobResponse)(nil),     // 36: raftcron.v1.BackfillJobResponse
-	(*CancelBackfillRequest)(nil),   // 37: raftcron.v1.CancelBackfillRequest
-	(*CancelBackfillResponse)(nil),  // 38: raftcron.v1.CancelBackfillResponse
-	(*PreviewScheduleRequest)(nil),  // 39: raftcron.v1.PreviewScheduleRequest
-	(*PreviewScheduleResponse)(nil), // 40: raftcron.v1.PreviewScheduleResponse
-	(*PreviewSlot)(nil),             // 41: raftcron.v1.PreviewSlot
-	nil,                             // 42: raftcron.v1.JobSpec.LabelsEntry
-	nil,                             // 43: raftcron.v1.HttpTarget.HeadersEntry
-	nil,                             // 44: raftcron.v1.ExecTarget.EnvEntry
-	nil,                             // 45: raftcron.v1.WorkerTarget.TagsEntry
-	nil,                             // 46: raftcron.v1.WorkerTarget.EnvEntry
-	nil,                             // 47: raftcron.v1.ListJobsRequest.LabelSelectorEntry
-	(*CalendarRefs)(nil),            // 48: raftcron.v1.CalendarRefs
-	(*durationpb.Duration)(nil),     // 49: google.protobuf.Duration
-	(*CheckinTarget)(nil),           // 50: raftcron.v1.CheckinTarget
-	(*timestamppb.Timestamp)(nil),   // 51: google.protobuf.Timestamp
-	(*Expect)(nil),                  // 52: raftcron.v1.Expect
-	(*Notify)(nil),                  // 53: raftcron.v1.Notify
-	(RunState)(0),                   // 54: raftcron.v1.RunState
-	(*Run)(nil),                     // 55: raftcron.v1.Run
-	(*CheckinJobRequest)(nil),       // 56: raftcron.v1.CheckinJobRequest
-	(*CheckinJobResponse)(nil),      // 57: raftcron.v1.CheckinJobResponse
+	(DependencyOn)(0),               // 0: raftcron.v1.DependencyOn
+	(AfterMode)(0),                  // 1: raftcron.v1.AfterMode
+	(AfterMissing)(0),               // 2: raftcron.v1.AfterMissing
+	(CatchupPolicy)(0),              // 3: raftcron.v1.CatchupPolicy
+	(Overlap)(0),                    // 4: raftcron.v1.Overlap
+	(Delivery)(0),                   // 5: raftcron.v1.Delivery
+	(BackfillState)(0),              // 6: raftcron.v1.BackfillState
+	(*JobSpec)(nil),                 // 7: raftcron.v1.JobSpec
+	(*HttpTarget)(nil),              // 8: raftcron.v1.HttpTarget
+	(*ExecTarget)(nil),              // 9: raftcron.v1.ExecTarget
+	(*WorkerTarget)(nil),            // 10: raftcron.v1.WorkerTarget
+	(*Dependency)(nil),              // 11: raftcron.v1.Dependency
+	(*Catchup)(nil),                 // 12: raftcron.v1.Catchup
+	(*Retry)(nil),                   // 13: raftcron.v1.Retry
+	(*Job)(nil),                     // 14: raftcron.v1.Job
+	(*JobStatus)(nil),               // 15: raftcron.v1.JobStatus
+	(*PauseState)(nil),              // 16: raftcron.v1.PauseState
+	(*Backfill)(nil),                // 17: raftcron.v1.Backfill
+	(*CreateJobRequest)(nil),        // 18: raftcron.v1.CreateJobRequest
+	(*CreateJobResponse)(nil),       // 19: raftcron.v1.CreateJobResponse
+	(*UpdateJobRequest)(nil),        // 20: raftcron.v1.UpdateJobRequest
+	(*UpdateJobResponse)(nil),       // 21: raftcron.v1.UpdateJobResponse
+	(*ApplyJobRequest)(nil),         // 22: raftcron.v1.ApplyJobRequest
+	(*ApplyJobResponse)(nil),        // 23: raftcron.v1.ApplyJobResponse
+	(*ApplyJobsRequest)(nil),        // 24: raftcron.v1.ApplyJobsRequest
+	(*ApplyJobsResponse)(nil),       // 25: raftcron.v1.ApplyJobsResponse
+	(*ApplyJobsResult)(nil),         // 26: raftcron.v1.ApplyJobsResult
+	(*GetJobRequest)(nil),           // 27: raftcron.v1.GetJobRequest
+	(*GetJobResponse)(nil),          // 28: raftcron.v1.GetJobResponse
+	(*ListJobsRequest)(nil),         // 29: raftcron.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),        // 30: raftcron.v1.ListJobsResponse
+	(*DeleteJobRequest)(nil),        // 31: raftcron.v1.DeleteJobRequest
+	(*DeleteJobResponse)(nil),       // 32: raftcron.v1.DeleteJobResponse
+	(*PauseJobRequest)(nil),         // 33: raftcron.v1.PauseJobRequest
+	(*PauseJobResponse)(nil),        // 34: raftcron.v1.PauseJobResponse
+	(*ResumeJobRequest)(nil),        // 35: raftcron.v1.ResumeJobRequest
+	(*ResumeJobResponse)(nil),       // 36: raftcron.v1.ResumeJobResponse
+	(*TriggerJobRequest)(nil),       // 37: raftcron.v1.TriggerJobRequest
+	(*TriggerJobResponse)(nil),      // 38: raftcron.v1.TriggerJobResponse
+	(*BackfillJobRequest)(nil),      // 39: raftcron.v1.BackfillJobRequest
+	(*BackfillJobResponse)(nil),     // 40: raftcron.v1.BackfillJobResponse
+	(*CancelBackfillRequest)(nil),   // 41: raftcron.v1.CancelBackfillRequest
+	(*CancelBackfillResponse)(nil),  // 42: raftcron.v1.CancelBackfillResponse
+	(*PreviewScheduleRequest)(nil),  // 43: raftcron.v1.PreviewScheduleRequest
+	(*PreviewScheduleResponse)(nil), // 44: raftcron.v1.PreviewScheduleResponse
+	(*PreviewSlot)(nil),             // 45: raftcron.v1.PreviewSlot
+	nil,                             // 46: raftcron.v1.JobSpec.LabelsEntry
+	nil,                             // 47: raftcron.v1.HttpTarget.HeadersEntry
+	nil,                             // 48: raftcron.v1.ExecTarget.EnvEntry
+	nil,                             // 49: raftcron.v1.WorkerTarget.TagsEntry
+	nil,                             // 50: raftcron.v1.WorkerTarget.EnvEntry
+	nil,                             // 51: raftcron.v1.ListJobsRequest.LabelSelectorEntry
+	(*CalendarRefs)(nil),            // 52: raftcron.v1.CalendarRefs
+	(*durationpb.Duration)(nil),     // 53: google.protobuf.Duration
+	(*CheckinTarget)(nil),           // 54: raftcron.v1.CheckinTarget
+	(*timestamppb.Timestamp)(nil),   // 55: google.protobuf.Timestamp
+	(*Expect)(nil),                  // 56: raftcron.v1.Expect
+	(*Notify)(nil),                  // 57: raftcron.v1.Notify
+	(RunState)(0),                   // 58: raftcron.v1.RunState
+	(*RunRef)(nil),                  // 59: raftcron.v1.RunRef
+	(*Run)(nil),                     // 60: raftcron.v1.Run
+	(*CheckinJobRequest)(nil),       // 61: raftcron.v1.CheckinJobRequest
+	(*CheckinJobResponse)(nil),      // 62: raftcron.v1.CheckinJobResponse
 }
 var file_raftcron_v1_job_proto_depIdxs = []int32{
-	48, // 0: raftcron.v1.JobSpec.calendars:type_name -> raftcron.v1.CalendarRefs
-	49, // 1: raftcron.v1.JobSpec.jitter:type_name -> google.protobuf.Duration
-	5,  // 2: raftcron.v1.JobSpec.http:type_name -> raftcron.v1.HttpTarget
-	6,  // 3: raftcron.v1.JobSpec.exec:type_name -> raftcron.v1.ExecTarget
-	7,  // 4: raftcron.v1.JobSpec.worker:type_name -> raftcron.v1.WorkerTarget
-	50, // 5: raftcron.v1.JobSpec.checkin:type_name -> raftcron.v1.CheckinTarget
-	8,  // 6: raftcron.v1.JobSpec.catchup:type_name -> raftcron.v1.Catchup
-	1,  // 7: raftcron.v1.JobSpec.overlap:type_name -> raftcron.v1.Overlap
-	2,  // 8: raftcron.v1.JobSpec.delivery:type_name -> raftcron.v1.Delivery
-	9,  // 9: raftcron.v1.JobSpec.retry:type_name -> raftcron.v1.Retry
-	49, // 10: raftcron.v1.JobSpec.deadline:type_name -> google.protobuf.Duration
-	51, // 11: raftcron.v1.JobSpec.start_at:type_name -> google.protobuf.Timestamp
-	51, // 12: raftcron.v1.JobSpec.end_at:type_name -> google.protobuf.Timestamp
-	42, // 13: raftcron.v1.JobSpec.labels:type_name -> raftcron.v1.JobSpec.LabelsEntry
-	52, // 14: raftcron.v1.JobSpec.expect:type_name -> raftcron.v1.Expect
-	53, // 15: raftcron.v1.JobSpec.notify:type_name -> raftcron.v1.Notify
-	43, // 16: raftcron.v1.HttpTarget.headers:type_name -> raftcron.v1.HttpTarget.HeadersEntry
-	49, // 17: raftcron.v1.HttpTarget.timeout:type_name -> google.protobuf.Duration
-	44, // 18: raftcron.v1.ExecTarget.env:type_name -> raftcron.v1.ExecTarget.EnvEntry
-	49, // 19: raftcron.v1.ExecTarget.timeout:type_name -> google.protobuf.Duration
-	45, // 20: raftcron.v1.WorkerTarget.tags:type_name -> raftcron.v1.WorkerTarget.TagsEntry
-	46, // 21: raftcron.v1.WorkerTarget.env:type_name -> raftcron.v1.WorkerTarget.EnvEntry
-	49, // 22: raftcron.v1.WorkerTarget.timeout:type_name -> google.protobuf.Duration
-	49, // 23: raftcron.v1.WorkerTarget.lease:type_name -> google.protobuf.Duration
-	49, // 24: raftcron.v1.Catchup.window:type_name -> google.protobuf.Duration
-	0,  // 25: raftcron.v1.Catchup.policy:type_name -> raftcron.v1.CatchupPolicy
-	49, // 26: raftcron.v1.Retry.initial_backoff:type_name -> google.protobuf.Duration
-	49, // 27: raftcron.v1.Retry.max_backoff:type_name -> google.protobuf.Duration
-	4,  // 28: raftcron.v1.Job.spec:type_name -> raftcron.v1.JobSpec
-	51, // 29: raftcron.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	51, // 30: raftcron.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	11, // 31: raftcron.v1.Job.status:type_name -> raftcron.v1.JobStatus
-	54, // 32: raftcron.v1.JobStatus.last_outcome:type_name -> raftcron.v1.RunState
-	12, // 33: raftcron.v1.JobStatus.pause:type_name -> raftcron.v1.PauseState
-	13, // 34: raftcron.v1.JobStatus.backfill:type_name -> raftcron.v1.Backfill
-	3,  // 35: raftcron.v1.Backfill.state:type_name -> raftcron.v1.BackfillState
-	4,  // 36: raftcron.v1.CreateJobRequest.spec:type_name -> raftcron.v1.JobSpec
-	10, // 37: raftcron.v1.CreateJobResponse.job:type_name -> raftcron.v1.Job
-	4,  // 38: raftcron.v1.UpdateJobRequest.spec:type_name -> raftcron.v1.JobSpec
-	10, // 39: raftcron.v1.UpdateJobResponse.job:type_name -> raftcron.v1.Job
-	4,  // 40: raftcron.v1.ApplyJobRequest.spec:type_name -> raftcron.v1.JobSpec
-	10, // 41: raftcron.v1.ApplyJobResponse.job:type_name -> raftcron.v1.Job
-	4,  // 42: raftcron.v1.ApplyJobsRequest.specs:type_name -> raftcron.v1.JobSpec
-	22, // 43: raftcron.v1.ApplyJobsResponse.results:type_name -> raftcron.v1.ApplyJobsResult
-	10, // 44: raftcron.v1.ApplyJobsResult.job:type_name -> raftcron.v1.Job
-	10, // 45: raftcron.v1.GetJobResponse.job:type_name -> raftcron.v1.Job
-	47, // 46: raftcron.v1.ListJobsRequest.label_selector:type_name -> raftcron.v1.ListJobsRequest.LabelSelectorEntry
-	10, // 47: raftcron.v1.ListJobsResponse.jobs:type_name -> raftcron.v1.Job
-	51, // 48: raftcron.v1.PauseJobRequest.until:type_name -> google.protobuf.Timestamp
-	10, // 49: raftcron.v1.PauseJobResponse.job:type_name -> raftcron.v1.Job
-	10, // 50: raftcron.v1.ResumeJobResponse.job:type_name -> raftcron.v1.Job
-	55, // 51: raftcron.v1.TriggerJobResponse.run:type_name -> raftcron.v1.Run
-	51, // 52: raftcron.v1.BackfillJobRequest.from:type_name -> google.protobuf.Timestamp
-	51, // 53: raftcron.v1.BackfillJobRequest.to:type_name -> google.protobuf.Timestamp
-	13, // 54: raftcron.v1.BackfillJobResponse.backfill:type_name -> raftcron.v1.Backfill
-	13, // 55: raftcron.v1.CancelBackfillResponse.backfill:type_name -> raftcron.v1.Backfill
-	51, // 56: raftcron.v1.PreviewScheduleRequest.after:type_name -> google.protobuf.Timestamp
-	51, // 57: raftcron.v1.PreviewScheduleResponse.times:type_name -> google.protobuf.Timestamp
-	41, // 58: raftcron.v1.PreviewScheduleResponse.slots:type_name -> raftcron.v1.PreviewSlot
-	51, // 59: raftcron.v1.PreviewSlot.time:type_name -> google.protobuf.Timestamp
-	14, // 60: raftcron.v1.JobService.CreateJob:input_type -> raftcron.v1.CreateJobRequest
-	16, // 61: raftcron.v1.JobService.UpdateJob:input_type -> raftcron.v1.UpdateJobRequest
-	18, // 62: raftcron.v1.JobService.ApplyJob:input_type -> raftcron.v1.ApplyJobRequest
-	20, // 63: raftcron.v1.JobService.ApplyJobs:input_type -> raftcron.v1.ApplyJobsRequest
-	23, // 64: raftcron.v1.JobService.GetJob:input_type -> raftcron.v1.GetJobRequest
-	25, // 65: raftcron.v1.JobService.ListJobs:input_type -> raftcron.v1.ListJobsRequest
-	27, // 66: raftcron.v1.JobService.DeleteJob:input_type -> raftcron.v1.DeleteJobRequest
-	29, // 67: raftcron.v1.JobService.PauseJob:input_type -> raftcron.v1.PauseJobRequest
-	31, // 68: raftcron.v1.JobService.ResumeJob:input_type -> raftcron.v1.ResumeJobRequest
-	33, // 69: raftcron.v1.JobService.TriggerJob:input_type -> raftcron.v1.TriggerJobRequest
-	35, // 70: raftcron.v1.JobService.BackfillJob:input_type -> raftcron.v1.BackfillJobRequest
-	37, // 71: raftcron.v1.JobService.CancelBackfill:input_type -> raftcron.v1.CancelBackfillRequest
-	39, // 72: raftcron.v1.JobService.PreviewSchedule:input_type -> raftcron.v1.PreviewScheduleRequest
-	56, // 73: raftcron.v1.JobService.CheckinJob:input_type -> raftcron.v1.CheckinJobRequest
-	15, // 74: raftcron.v1.JobService.CreateJob:output_type -> raftcron.v1.CreateJobResponse
-	17, // 75: raftcron.v1.JobService.UpdateJob:output_type -> raftcron.v1.UpdateJobResponse
-	19, // 76: raftcron.v1.JobService.ApplyJob:output_type -> raftcron.v1.ApplyJobResponse
-	21, // 77: raftcron.v1.JobService.ApplyJobs:output_type -> raftcron.v1.ApplyJobsResponse
-	24, // 78: raftcron.v1.JobService.GetJob:output_type -> raftcron.v1.GetJobResponse
-	26, // 79: raftcron.v1.JobService.ListJobs:output_type -> raftcron.v1.ListJobsResponse
-	28, // 80: raftcron.v1.JobService.DeleteJob:output_type -> raftcron.v1.DeleteJobResponse
-	30, // 81: raftcron.v1.JobService.PauseJob:output_type -> raftcron.v1.PauseJobResponse
-	32, // 82: raftcron.v1.JobService.ResumeJob:output_type -> raftcron.v1.ResumeJobResponse
-	34, // 83: raftcron.v1.JobService.TriggerJob:output_type -> raftcron.v1.TriggerJobResponse
-	36, // 84: raftcron.v1.JobService.BackfillJob:output_type -> raftcron.v1.BackfillJobResponse
-	38, // 85: raftcron.v1.JobService.CancelBackfill:output_type -> raftcron.v1.CancelBackfillResponse
-	40, // 86: raftcron.v1.JobService.PreviewSchedule:output_type -> raftcron.v1.PreviewScheduleResponse
-	57, // 87: raftcron.v1.JobService.CheckinJob:output_type -> raftcron.v1.CheckinJobResponse
-	74, // [74:88] is the sub-list for method output_type
-	60, // [60:74] is the sub-list for method input_type
-	60, // [60:60] is the sub-list for extension type_name
-	60, // [60:60] is the sub-list for extension extendee
-	0,  // [0:60] is the sub-list for field type_name
+	52, // 0: raftcron.v1.JobSpec.calendars:type_name -> raftcron.v1.CalendarRefs
+	11, // 1: raftcron.v1.JobSpec.after:type_name -> raftcron.v1.Dependency
+	1,  // 2: raftcron.v1.JobSpec.after_mode:type_name -> raftcron.v1.AfterMode
+	53, // 3: raftcron.v1.JobSpec.after_within:type_name -> google.protobuf.Duration
+	2,  // 4: raftcron.v1.JobSpec.after_missing:type_name -> raftcron.v1.AfterMissing
+	53, // 5: raftcron.v1.JobSpec.jitter:type_name -> google.protobuf.Duration
+	8,  // 6: raftcron.v1.JobSpec.http:type_name -> raftcron.v1.HttpTarget
+	9,  // 7: raftcron.v1.JobSpec.exec:type_name -> raftcron.v1.ExecTarget
+	10, // 8: raftcron.v1.JobSpec.worker:type_name -> raftcron.v1.WorkerTarget
+	54, // 9: raftcron.v1.JobSpec.checkin:type_name -> raftcron.v1.CheckinTarget
+	12, // 10: raftcron.v1.JobSpec.catchup:type_name -> raftcron.v1.Catchup
+	4,  // 11: raftcron.v1.JobSpec.overlap:type_name -> raftcron.v1.Overlap
+	5,  // 12: raftcron.v1.JobSpec.delivery:type_name -> raftcron.v1.Delivery
+	13, // 13: raftcron.v1.JobSpec.retry:type_name -> raftcron.v1.Retry
+	53, // 14: raftcron.v1.JobSpec.deadline:type_name -> google.protobuf.Duration
+	55, // 15: raftcron.v1.JobSpec.start_at:type_name -> google.protobuf.Timestamp
+	55, // 16: raftcron.v1.JobSpec.end_at:type_name -> google.protobuf.Timestamp
+	46, // 17: raftcron.v1.JobSpec.labels:type_name -> raftcron.v1.JobSpec.LabelsEntry
+	56, // 18: raftcron.v1.JobSpec.expect:type_name -> raftcron.v1.Expect
+	57, // 19: raftcron.v1.JobSpec.notify:type_name -> raftcron.v1.Notify
+	47, // 20: raftcron.v1.HttpTarget.headers:type_name -> raftcron.v1.HttpTarget.HeadersEntry
+	53, // 21: raftcron.v1.HttpTarget.timeout:type_name -> google.protobuf.Duration
+	48, // 22: raftcron.v1.ExecTarget.env:type_name -> raftcron.v1.ExecTarget.EnvEntry
+	53, // 23: raftcron.v1.ExecTarget.timeout:type_name -> google.protobuf.Duration
+	49, // 24: raftcron.v1.WorkerTarget.tags:type_name -> raftcron.v1.WorkerTarget.TagsEntry
+	50, // 25: raftcron.v1.WorkerTarget.env:type_name -> raftcron.v1.WorkerTarget.EnvEntry
+	53, // 26: raftcron.v1.WorkerTarget.timeout:type_name -> google.protobuf.Duration
+	53, // 27: raftcron.v1.WorkerTarget.lease:type_name -> google.protobuf.Duration
+	0,  // 28: raftcron.v1.Dependency.on:type_name -> raftcron.v1.DependencyOn
+	53, // 29: raftcron.v1.Catchup.window:type_name -> google.protobuf.Duration
+	3,  // 30: raftcron.v1.Catchup.policy:type_name -> raftcron.v1.CatchupPolicy
+	53, // 31: raftcron.v1.Retry.initial_backoff:type_name -> google.protobuf.Duration
+	53, // 32: raftcron.v1.Retry.max_backoff:type_name -> google.protobuf.Duration
+	7,  // 33: raftcron.v1.Job.spec:type_name -> raftcron.v1.JobSpec
+	55, // 34: raftcron.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	55, // 35: raftcron.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	15, // 36: raftcron.v1.Job.status:type_name -> raftcron.v1.JobStatus
+	58, // 37: raftcron.v1.JobStatus.last_outcome:type_name -> raftcron.v1.RunState
+	59, // 38: raftcron.v1.JobStatus.pending_parents:type_name -> raftcron.v1.RunRef
+	59, // 39: raftcron.v1.JobStatus.buffered_parents:type_name -> raftcron.v1.RunRef
+	16, // 40: raftcron.v1.JobStatus.pause:type_name -> raftcron.v1.PauseState
+	17, // 41: raftcron.v1.JobStatus.backfill:type_name -> raftcron.v1.Backfill
+	6,  // 42: raftcron.v1.Backfill.state:type_name -> raftcron.v1.BackfillState
+	7,  // 43: raftcron.v1.CreateJobRequest.spec:type_name -> raftcron.v1.JobSpec
+	14, // 44: raftcron.v1.CreateJobResponse.job:type_name -> raftcron.v1.Job
+	7,  // 45: raftcron.v1.UpdateJobRequest.spec:type_name -> raftcron.v1.JobSpec
+	14, // 46: raftcron.v1.UpdateJobResponse.job:type_name -> raftcron.v1.Job
+	7,  // 47: raftcron.v1.ApplyJobRequest.spec:type_name -> raftcron.v1.JobSpec
+	14, // 48: raftcron.v1.ApplyJobResponse.job:type_name -> raftcron.v1.Job
+	7,  // 49: raftcron.v1.ApplyJobsRequest.specs:type_name -> raftcron.v1.JobSpec
+	26, // 50: raftcron.v1.ApplyJobsResponse.results:type_name -> raftcron.v1.ApplyJobsResult
+	14, // 51: raftcron.v1.ApplyJobsResult.job:type_name -> raftcron.v1.Job
+	14, // 52: raftcron.v1.GetJobResponse.job:type_name -> raftcron.v1.Job
+	51, // 53: raftcron.v1.ListJobsRequest.label_selector:type_name -> raftcron.v1.ListJobsRequest.LabelSelectorEntry
+	14, // 54: raftcron.v1.ListJobsResponse.jobs:type_name -> raftcron.v1.Job
+	55, // 55: raftcron.v1.PauseJobRequest.until:type_name -> google.protobuf.Timestamp
+	14, // 56: raftcron.v1.PauseJobResponse.job:type_name -> raftcron.v1.Job
+	14, // 57: raftcron.v1.ResumeJobResponse.job:type_name -> raftcron.v1.Job
+	60, // 58: raftcron.v1.TriggerJobResponse.run:type_name -> raftcron.v1.Run
+	55, // 59: raftcron.v1.BackfillJobRequest.from:type_name -> google.protobuf.Timestamp
+	55, // 60: raftcron.v1.BackfillJobRequest.to:type_name -> google.protobuf.Timestamp
+	17, // 61: raftcron.v1.BackfillJobResponse.backfill:type_name -> raftcron.v1.Backfill
+	17, // 62: raftcron.v1.CancelBackfillResponse.backfill:type_name -> raftcron.v1.Backfill
+	55, // 63: raftcron.v1.PreviewScheduleRequest.after:type_name -> google.protobuf.Timestamp
+	55, // 64: raftcron.v1.PreviewScheduleResponse.times:type_name -> google.protobuf.Timestamp
+	45, // 65: raftcron.v1.PreviewScheduleResponse.slots:type_name -> raftcron.v1.PreviewSlot
+	55, // 66: raftcron.v1.PreviewSlot.time:type_name -> google.protobuf.Timestamp
+	18, // 67: raftcron.v1.JobService.CreateJob:input_type -> raftcron.v1.CreateJobRequest
+	20, // 68: raftcron.v1.JobService.UpdateJob:input_type -> raftcron.v1.UpdateJobRequest
+	22, // 69: raftcron.v1.JobService.ApplyJob:input_type -> raftcron.v1.ApplyJobRequest
+	24, // 70: raftcron.v1.JobService.ApplyJobs:input_type -> raftcron.v1.ApplyJobsRequest
+	27, // 71: raftcron.v1.JobService.GetJob:input_type -> raftcron.v1.GetJobRequest
+	29, // 72: raftcron.v1.JobService.ListJobs:input_type -> raftcron.v1.ListJobsRequest
+	31, // 73: raftcron.v1.JobService.DeleteJob:input_type -> raftcron.v1.DeleteJobRequest
+	33, // 74: raftcron.v1.JobService.PauseJob:input_type -> raftcron.v1.PauseJobRequest
+	35, // 75: raftcron.v1.JobService.ResumeJob:input_type -> raftcron.v1.ResumeJobRequest
+	37, // 76: raftcron.v1.JobService.TriggerJob:input_type -> raftcron.v1.TriggerJobRequest
+	39, // 77: raftcron.v1.JobService.BackfillJob:input_type -> raftcron.v1.BackfillJobRequest
+	41, // 78: raftcron.v1.JobService.CancelBackfill:input_type -> raftcron.v1.CancelBackfillRequest
+	43, // 79: raftcron.v1.JobService.PreviewSchedule:input_type -> raftcron.v1.PreviewScheduleRequest
+	61, // 80: raftcron.v1.JobService.CheckinJob:input_type -> raftcron.v1.CheckinJobRequest
+	19, // 81: raftcron.v1.JobService.CreateJob:output_type -> raftcron.v1.CreateJobResponse
+	21, // 82: raftcron.v1.JobService.UpdateJob:output_type -> raftcron.v1.UpdateJobResponse
+	23, // 83: raftcron.v1.JobService.ApplyJob:output_type -> raftcron.v1.ApplyJobResponse
+	25, // 84: raftcron.v1.JobService.ApplyJobs:output_type -> raftcron.v1.ApplyJobsResponse
+	28, // 85: raftcron.v1.JobService.GetJob:output_type -> raftcron.v1.GetJobResponse
+	30, // 86: raftcron.v1.JobService.ListJobs:output_type -> raftcron.v1.ListJobsResponse
+	32, // 87: raftcron.v1.JobService.DeleteJob:output_type -> raftcron.v1.DeleteJobResponse
+	34, // 88: raftcron.v1.JobService.PauseJob:output_type -> raftcron.v1.PauseJobResponse
+	36, // 89: raftcron.v1.JobService.ResumeJob:output_type -> raftcron.v1.ResumeJobResponse
+	38, // 90: raftcron.v1.JobService.TriggerJob:output_type -> raftcron.v1.TriggerJobResponse
+	40, // 91: raftcron.v1.JobService.BackfillJob:output_type -> raftcron.v1.BackfillJobResponse
+	42, // 92: raftcron.v1.JobService.CancelBackfill:output_type -> raftcron.v1.CancelBackfillResponse
+	44, // 93: raftcron.v1.JobService.PreviewSchedule:output_type -> raftcron.v1.PreviewScheduleResponse
+	62, // 94: raftcron.v1.JobService.CheckinJob:output_type -> raftcron.v1.CheckinJobResponse
+	81, // [81:95] is the sub-list for method output_type
+	67, // [67:81] is the sub-list for method input_type
+	67, // [67:67] is the sub-list for extension type_name
+	67, // [67:67] is the sub-list for extension extendee
+	0,  // [0:67] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_job_proto_init() }
@@ -3460,8 +3782,8 @@ func file_raftcron_v1_job_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_raftcron_v1_job_proto_rawDesc), len(file_raftcron_v1_job_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   44,
+			NumEnums:      7,
+			NumMessages:   45,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

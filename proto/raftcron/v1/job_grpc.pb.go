@@ -57,7 +57,8 @@ type JobServiceClient interface {
 	// ListJobs returns the jobs by name, a page at a time.
 	ListJobs(ctx context.Context, in *ListJobsRequest, opts ...grpc.CallOption) (*ListJobsResponse, error)
 	// DeleteJob removes a job; a job created again under its name never
-	// repeats one of its slots.
+	// repeats one of its slots. A job other jobs depend on (after) is
+	// deleted only with force.
 	DeleteJob(ctx context.Context, in *DeleteJobRequest, opts ...grpc.CallOption) (*DeleteJobResponse, error)
 	// PauseJob stops a job from firing; its slots while paused are recorded
 	// missed (paused) and not caught up. With until, the leader resumes it
@@ -256,7 +257,8 @@ type JobServiceServer interface {
 	// ListJobs returns the jobs by name, a page at a time.
 	ListJobs(context.Context, *ListJobsRequest) (*ListJobsResponse, error)
 	// DeleteJob removes a job; a job created again under its name never
-	// repeats one of its slots.
+	// repeats one of its slots. A job other jobs depend on (after) is
+	// deleted only with force.
 	DeleteJob(context.Context, *DeleteJobRequest) (*DeleteJobResponse, error)
 	// PauseJob stops a job from firing; its slots while paused are recorded
 	// missed (paused) and not caught up. With until, the leader resumes it

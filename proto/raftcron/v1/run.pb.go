@@ -122,6 +122,9 @@ const (
 	FireKind_FIRE_KIND_CHECKIN FireKind = 6
 	// A slot of the schedule fired again by a backfill (BackfillJob).
 	FireKind_FIRE_KIND_BACKFILL FireKind = 7
+	// Fired by the completion of the job's parents (JobSpec.after), in the
+	// same entry that recorded the completion.
+	FireKind_FIRE_KIND_CHAINED FireKind = 8
 )
 
 // Enum value maps for FireKind.
@@ -135,6 +138,7 @@ var (
 		5: "FIRE_KIND_MANUAL",
 		6: "FIRE_KIND_CHECKIN",
 		7: "FIRE_KIND_BACKFILL",
+		8: "FIRE_KIND_CHAINED",
 	}
 	FireKind_value = map[string]int32{
 		"FIRE_KIND_UNSPECIFIED": 0,
@@ -145,6 +149,7 @@ var (
 		"FIRE_KIND_MANUAL":      5,
 		"FIRE_KIND_CHECKIN":     6,
 		"FIRE_KIND_BACKFILL":    7,
+		"FIRE_KIND_CHAINED":     8,
 	}
 )
 
@@ -398,7 +403,14 @@ type Run struct {
 	Payload string `protobuf:"bytes,41,opt,name=payload,proto3" json:"payload,omitempty"`
 	// The run's attempts may run beside the job's other runs: overlap allow
 	// given to its trigger or backfill.
-	Concurrent    bool `protobuf:"varint,42,opt,name=concurrent,proto3" json:"concurrent,omitempty"`
+	Concurrent bool `protobuf:"varint,42,opt,name=concurrent,proto3" json:"concurrent,omitempty"`
+	// The parent runs whose completion fired this run (CHAINED), or that met
+	// the dependencies of a scheduled slot, one per parent job; for a
+	// SKIPPED or MISSED record of a chained job, the set it stood for.
+	Parents []*RunRef `protobuf:"bytes,50,rep,name=parents,proto3" json:"parents,omitempty"`
+	// Filled on reads of one run (GetRun), never stored: the runs of other
+	// jobs that name this one among their parents (its downstream runs).
+	Children      []*RunRef `protobuf:"bytes,51,rep,name=children,proto3" json:"children,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -580,6 +592,102 @@ func (x *Run) GetConcurrent() bool {
 	return false
 }
 
+func (x *Run) GetParents() []*RunRef {
+	if x != nil {
+		return x.Parents
+	}
+	return nil
+}
+
+func (x *Run) GetChildren() []*RunRef {
+	if x != nil {
+		return x.Children
+	}
+	return nil
+}
+
+// RunRef names a run of a job from another run: a chained run's parents,
+// a run's children, a dependency met and waiting for the rest of its set.
+type RunRef struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Job   string                 `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	RunId string                 `protobuf:"bytes,2,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	// The token of the run's last attempt.
+	Token uint64 `protobuf:"varint,3,opt,name=token,proto3" json:"token,omitempty"`
+	// The run's state when it was recorded (its final outcome, for a parent).
+	State RunState `protobuf:"varint,4,opt,name=state,proto3,enum=raftcron.v1.RunState" json:"state,omitempty"`
+	// A parent: when its outcome was committed, in the committed clock (the
+	// time the leader stamped on the entry that recorded it).
+	FinishedAtUnixNano int64 `protobuf:"varint,5,opt,name=finished_at_unix_nano,json=finishedAtUnixNano,proto3" json:"finished_at_unix_nano,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *RunRef) Reset() {
+	*x = RunRef{}
+	mi := &file_raftcron_v1_run_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunRef) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunRef) ProtoMessage() {}
+
+func (x *RunRef) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_run_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunRef.ProtoReflect.Descriptor instead.
+func (*RunRef) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_run_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *RunRef) GetJob() string {
+	if x != nil {
+		return x.Job
+	}
+	return ""
+}
+
+func (x *RunRef) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *RunRef) GetToken() uint64 {
+	if x != nil {
+		return x.Token
+	}
+	return 0
+}
+
+func (x *RunRef) GetState() RunState {
+	if x != nil {
+		return x.State
+	}
+	return RunState_RUN_STATE_UNSPECIFIED
+}
+
+func (x *RunRef) GetFinishedAtUnixNano() int64 {
+	if x != nil {
+		return x.FinishedAtUnixNano
+	}
+	return 0
+}
+
 // RunCounts counts runs: fired (a manual trigger or a slot dispatched,
 // retries not counted again), finished failed (failed, fenced,
 // deadline_exceeded, or unknown after a failover), and slots missed.
@@ -594,7 +702,7 @@ type RunCounts struct {
 
 func (x *RunCounts) Reset() {
 	*x = RunCounts{}
-	mi := &file_raftcron_v1_run_proto_msgTypes[2]
+	mi := &file_raftcron_v1_run_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -606,7 +714,7 @@ func (x *RunCounts) String() string {
 func (*RunCounts) ProtoMessage() {}
 
 func (x *RunCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_run_proto_msgTypes[2]
+	mi := &file_raftcron_v1_run_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -619,7 +727,7 @@ func (x *RunCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunCounts.ProtoReflect.Descriptor instead.
 func (*RunCounts) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_run_proto_rawDescGZIP(), []int{2}
+	return file_raftcron_v1_run_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *RunCounts) GetFires() uint64 {
@@ -668,7 +776,7 @@ const file_raftcron_v1_run_proto_rawDesc = "" +
 	"\tpinged_by\x18\x1f \x01(\tR\bpingedByB\v\n" +
 	"\t_progressB\f\n" +
 	"\n" +
-	"_exit_code\"\xf9\x05\n" +
+	"_exit_code\"\xd9\x06\n" +
 	"\x03Run\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
 	"\x03job\x18\x02 \x01(\tR\x03job\x12\x1e\n" +
@@ -697,7 +805,15 @@ const file_raftcron_v1_run_proto_rawDesc = "" +
 	"\apayload\x18) \x01(\tR\apayload\x12\x1e\n" +
 	"\n" +
 	"concurrent\x18* \x01(\bR\n" +
-	"concurrent\"U\n" +
+	"concurrent\x12-\n" +
+	"\aparents\x182 \x03(\v2\x13.raftcron.v1.RunRefR\aparents\x12/\n" +
+	"\bchildren\x183 \x03(\v2\x13.raftcron.v1.RunRefR\bchildren\"\xa7\x01\n" +
+	"\x06RunRef\x12\x10\n" +
+	"\x03job\x18\x01 \x01(\tR\x03job\x12\x15\n" +
+	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x14\n" +
+	"\x05token\x18\x03 \x01(\x04R\x05token\x12+\n" +
+	"\x05state\x18\x04 \x01(\x0e2\x15.raftcron.v1.RunStateR\x05state\x121\n" +
+	"\x15finished_at_unix_nano\x18\x05 \x01(\x03R\x12finishedAtUnixNano\"U\n" +
 	"\tRunCounts\x12\x14\n" +
 	"\x05fires\x18\x01 \x01(\x04R\x05fires\x12\x1a\n" +
 	"\bfailures\x18\x02 \x01(\x04R\bfailures\x12\x16\n" +
@@ -715,7 +831,7 @@ const file_raftcron_v1_run_proto_rawDesc = "" +
 	"\x13RUN_STATE_CANCELLED\x10\t\x12\x16\n" +
 	"\x12RUN_STATE_RETRYING\x10\n" +
 	"\x12\x15\n" +
-	"\x11RUN_STATE_SKIPPED\x10\v*\xc9\x01\n" +
+	"\x11RUN_STATE_SKIPPED\x10\v*\xe0\x01\n" +
 	"\bFireKind\x12\x19\n" +
 	"\x15FIRE_KIND_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13FIRE_KIND_SCHEDULED\x10\x01\x12\x15\n" +
@@ -724,7 +840,8 @@ const file_raftcron_v1_run_proto_rawDesc = "" +
 	"\x14FIRE_KIND_REDISPATCH\x10\x04\x12\x14\n" +
 	"\x10FIRE_KIND_MANUAL\x10\x05\x12\x15\n" +
 	"\x11FIRE_KIND_CHECKIN\x10\x06\x12\x16\n" +
-	"\x12FIRE_KIND_BACKFILL\x10\aB;Z9github.com/raftcron/raftcron/proto/raftcron/v1;raftcronv1b\x06proto3"
+	"\x12FIRE_KIND_BACKFILL\x10\a\x12\x15\n" +
+	"\x11FIRE_KIND_CHAINED\x10\bB;Z9github.com/raftcron/raftcron/proto/raftcron/v1;raftcronv1b\x06proto3"
 
 var (
 	file_raftcron_v1_run_proto_rawDescOnce sync.Once
@@ -739,13 +856,14 @@ func file_raftcron_v1_run_proto_rawDescGZIP() []byte {
 }
 
 var file_raftcron_v1_run_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_raftcron_v1_run_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_raftcron_v1_run_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_raftcron_v1_run_proto_goTypes = []any{
 	(RunState)(0),     // 0: raftcron.v1.RunState
 	(FireKind)(0),     // 1: raftcron.v1.FireKind
 	(*Attempt)(nil),   // 2: raftcron.v1.Attempt
 	(*Run)(nil),       // 3: raftcron.v1.Run
-	(*RunCounts)(nil), // 4: raftcron.v1.RunCounts
+	(*RunRef)(nil),    // 4: raftcron.v1.RunRef
+	(*RunCounts)(nil), // 5: raftcron.v1.RunCounts
 }
 var file_raftcron_v1_run_proto_depIdxs = []int32{
 	1, // 0: raftcron.v1.Attempt.kind:type_name -> raftcron.v1.FireKind
@@ -753,11 +871,14 @@ var file_raftcron_v1_run_proto_depIdxs = []int32{
 	1, // 2: raftcron.v1.Run.kind:type_name -> raftcron.v1.FireKind
 	0, // 3: raftcron.v1.Run.state:type_name -> raftcron.v1.RunState
 	2, // 4: raftcron.v1.Run.attempts:type_name -> raftcron.v1.Attempt
-	5, // [5:5] is the sub-list for method output_type
-	5, // [5:5] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	4, // 5: raftcron.v1.Run.parents:type_name -> raftcron.v1.RunRef
+	4, // 6: raftcron.v1.Run.children:type_name -> raftcron.v1.RunRef
+	0, // 7: raftcron.v1.RunRef.state:type_name -> raftcron.v1.RunState
+	8, // [8:8] is the sub-list for method output_type
+	8, // [8:8] is the sub-list for method input_type
+	8, // [8:8] is the sub-list for extension type_name
+	8, // [8:8] is the sub-list for extension extendee
+	0, // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_run_proto_init() }
@@ -772,7 +893,7 @@ func file_raftcron_v1_run_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_raftcron_v1_run_proto_rawDesc), len(file_raftcron_v1_run_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   3,
+			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

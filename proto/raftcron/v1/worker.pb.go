@@ -841,7 +841,10 @@ type WorkerAttempt struct {
 	Signature string        `protobuf:"bytes,7,opt,name=signature,proto3" json:"signature,omitempty"`
 	Target    *WorkerTarget `protobuf:"bytes,8,opt,name=target,proto3" json:"target,omitempty"`
 	// The job's deadline, counted from the start on the worker; unset = none.
-	Deadline      *durationpb.Duration `protobuf:"bytes,9,opt,name=deadline,proto3" json:"deadline,omitempty"`
+	Deadline *durationpb.Duration `protobuf:"bytes,9,opt,name=deadline,proto3" json:"deadline,omitempty"`
+	// A chained run's parent runs, "RUN_ID@TOKEN,..." as the webhook header
+	// X-Raftcron-Parent-Runs carries them; empty for any other run.
+	ParentRuns    string `protobuf:"bytes,10,opt,name=parent_runs,json=parentRuns,proto3" json:"parent_runs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -937,6 +940,13 @@ func (x *WorkerAttempt) GetDeadline() *durationpb.Duration {
 		return x.Deadline
 	}
 	return nil
+}
+
+func (x *WorkerAttempt) GetParentRuns() string {
+	if x != nil {
+		return x.ParentRuns
+	}
+	return ""
 }
 
 // WorkerCancels stops attempts (run cancelled, overlap cancel_other, job
@@ -1753,7 +1763,7 @@ const file_raftcron_v1_worker_proto_rawDesc = "" +
 	"\x05lease\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x05lease\x12\x1a\n" +
 	"\bprogress\x18\x03 \x01(\bR\bprogress\"F\n" +
 	"\fWorkerOffers\x126\n" +
-	"\battempts\x18\x01 \x03(\v2\x1a.raftcron.v1.WorkerAttemptR\battempts\"\xb6\x02\n" +
+	"\battempts\x18\x01 \x03(\v2\x1a.raftcron.v1.WorkerAttemptR\battempts\"\xd7\x02\n" +
 	"\rWorkerAttempt\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12\x15\n" +
 	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x1b\n" +
@@ -1763,7 +1773,10 @@ const file_raftcron_v1_worker_proto_rawDesc = "" +
 	"\x0fidempotency_key\x18\x06 \x01(\tR\x0eidempotencyKey\x12\x1c\n" +
 	"\tsignature\x18\a \x01(\tR\tsignature\x121\n" +
 	"\x06target\x18\b \x01(\v2\x19.raftcron.v1.WorkerTargetR\x06target\x125\n" +
-	"\bdeadline\x18\t \x01(\v2\x19.google.protobuf.DurationR\bdeadline\"?\n" +
+	"\bdeadline\x18\t \x01(\v2\x19.google.protobuf.DurationR\bdeadline\x12\x1f\n" +
+	"\vparent_runs\x18\n" +
+	" \x01(\tR\n" +
+	"parentRuns\"?\n" +
 	"\rWorkerCancels\x12\x16\n" +
 	"\x06tokens\x18\x01 \x03(\x04R\x06tokens\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x8f\x02\n" +

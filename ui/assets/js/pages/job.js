@@ -1,7 +1,8 @@
 // A job: its spec, its calendars, its next fires (daylight-saving changes
-// and the slots a calendar or freeze skips marked), its run ledger with
-// every attempt's token, its missed and skipped slots, and the actions the
-// signed-in role may take.
+// and the slots a calendar or freeze skips marked), the jobs it runs after
+// and that run after it (chains) with its last chained runs, its run ledger
+// with every attempt's token, its missed and skipped slots, and the actions
+// the signed-in role may take.
 import { html, useEffect, useState } from '../../vendor/preact-htm.js';
 import { del, get, post } from '../api.js';
 import { AttemptTokens, Confirm, Empty, ErrorNote, StateBadge, Token, When } from '../components.js';
@@ -23,15 +24,20 @@ function requestID() {
 }
 
 function useJob(name) {
-  const [state, setState] = useState({ job: null, next: null, error: null });
+  const [state, setState] = useState({ job: null, next: null, graph: null, error: null });
   const load = async () => {
     try {
-      const [{ job }, { times, slots }] = await Promise.all([
+      const [{ job }, { times, slots }, graph] = await Promise.all([
         get(jobPath(name)),
         get(`${jobPath(name)}/next?count=${NEXT_COUNT}`),
+        // The chain is extra: a page still shows the job without it.
+        get(`/v1/graph?name=${encodeURIComponent(name)}`).catch(() => ({ jobs: [] })),
       ]);
       const skipped = (slots || []).map((s) => s.skipped || '');
-      setState({ job, next: (times || []).map((t, i) => ({ date: new Date(t), skipped: skipped[i] || '' })), error: null });
+      setState({
+        job, next: (times || []).map((t, i) => ({ date: new Date(t), skipped: skipped[i] || '' })),
+        graph: graph.jobs || [], error: null,
+      });
     } catch (e) {
       setState((s) => ({ ...s, error: e }));
     }
@@ -43,13 +49,22 @@ function useJob(name) {
 }
 
 export function JobPage({ name, me }) {
-  const [{ job, next, error }, reload] = useJob(name);
+  const [{ job, next, graph, error }, reload] = useJob(name);
   const store = useRuns();
   useEffect(() => {
     if (store.status === 'live') store.list({ job: name });
   }, [name, store.status]);
+  const node = (graph || []).find((n) => n.name === name) || {};
+  const children = node.children || [];
+  // The runs of the jobs that run after this one: each run's downstream.
+  const childKey = children.slice(0, CHILD_LISTS).join('\n');
+  useEffect(() => {
+    if (store.status === 'live') for (const c of children.slice(0, CHILD_LISTS)) store.list({ job: c });
+  }, [childKey, store.status]);
   // Runs a deleted job of this name left are not this job's history.
-  const jobRuns = store.all().filter((r) => r.job === name && !r.job_deleted);
+  const all = store.all();
+  const jobRuns = all.filter((r) => r.job === name && !r.job_deleted);
+  const downstream = downstreamOf(all, children);
 
   if (!job) {
     return html`<section><h1>${name}</h1>${error ? html`<${ErrorNote} error=${error} />` : html`<p class="loading">Loading…</p>`}</section>`;
@@ -62,16 +77,20 @@ export function JobPage({ name, me }) {
       ${spec.paused && html` <span class="badge warn">paused</span>`}</h1>
     ${spec.paused && html`<p class="note" aria-label="pause note">Paused${spec.pause_note ? ': ' + spec.pause_note : ''}</p>`}
     <${ErrorNote} error=${error} />
-    ${roles.write(me.role) && html`<${Actions} job=${job} onDone=${reload} />`}
+    ${roles.write(me.role) && html`<${Actions} job=${job} children=${children} onDone=${reload} />`}
 
     <div class="columns">
       <div>
         <h2>Schedule</h2>
-        ${(spec.schedules?.length ? spec.schedules : [spec.schedule]).map((one) => html`<p key=${one}>${describeSchedule(one) || 'cron'} (<code>${one}</code>), in ${zone}</p>`)}
+        ${spec.schedule || spec.schedules?.length
+          ? html`${(spec.schedules?.length ? spec.schedules : [spec.schedule]).map((one) => html`<p key=${one}>${describeSchedule(one) || 'cron'} (<code>${one}</code>), in ${zone}</p>`)}
+            ${spec.after && html`<p class="muted">Each slot fires only ${afterWords(spec)}; else it is skipped (dependency not met).</p>`}`
+          : html`<p>No schedule: it fires ${afterWords(spec)}.</p>`}
         ${spec.jitter && html`<p class="muted">Each slot dispatched up to ${spec.jitter} after it (jitter).</p>`}
         <${Calendars} refs=${spec.calendars} />
-        <h3>Next ${NEXT_COUNT} fire times</h3>
-        <${NextFires} times=${next} zone=${zone} />
+        ${spec.schedule && html`<h3>Next ${NEXT_COUNT} fire times</h3>
+          <${NextFires} times=${next} zone=${zone} />`}
+        ${(spec.after || children.length > 0) && html`<${Chain} graph=${graph} node=${node} job=${job} />`}
         <h2>Status</h2>
         <${JobFacts} job=${job} zone=${zone} />
       </div>
@@ -83,11 +102,84 @@ export function JobPage({ name, me }) {
 
     <${JobAlerts} spec=${spec} />
 
+    ${spec.after && html`<h2>Last chained runs</h2>
+      <${ChainedRuns} runs=${jobRuns.filter((r) => (r.parents || []).length > 0).slice(0, CHAINED_COUNT)} zone=${zone} />`}
     <h2>Run ledger</h2>
-    <${Ledger} runs=${jobRuns.filter((r) => !notRun(r))} zone=${zone} />
+    <${Ledger} runs=${jobRuns.filter((r) => !notRun(r))} downstream=${downstream} zone=${zone} />
     <h2>Missed and skipped slots</h2>
     <${Missed} runs=${jobRuns.filter(notRun)} zone=${zone} />
   </section>`;
+}
+
+const CHAINED_COUNT = 10;
+// The child jobs whose runs a job's page lists, to show each run's
+// downstream runs: one request each.
+const CHILD_LISTS = 20;
+
+// downstreamOf maps a run id to the runs of the child jobs that name it
+// among their parents, oldest first.
+function downstreamOf(all, children) {
+  const out = new Map();
+  if (!children.length) return out;
+  const kids = new Set(children);
+  for (const r of [...all].reverse()) {
+    if (!kids.has(r.job) || r.job_deleted) continue;
+    for (const p of r.parents || []) {
+      if (!out.has(p.run_id)) out.set(p.run_id, []);
+      out.get(p.run_id).push(r);
+    }
+  }
+  return out;
+}
+
+// afterWords says when a job with dependencies fires: "after a, b within 1h".
+function afterWords(spec) {
+  const parts = (spec.after || []).map((d) => (d.on && d.on !== 'success' ? `${d.job} (${d.on})` : d.job));
+  let words = `after ${spec.after_mode === 'any' && parts.length > 1 ? 'any of ' : ''}${parts.join(', ')}`;
+  if (spec.after_within && spec.after_within !== '0s') words += ` within ${spec.after_within}`;
+  return words;
+}
+
+// Chain lists the jobs this one runs after and the jobs that run after it,
+// with their last outcomes, and the parent runs it waits with.
+function Chain({ graph, node, job }) {
+  const byName = Object.fromEntries((graph || []).map((n) => [n.name, n]));
+  const link = (name) => html`<a href="#/jobs/${encodeURIComponent(name)}">${name}</a>`;
+  const last = (name) => {
+    const n = byName[name];
+    if (!n) return '';
+    if (n.missing) return html` <span class="badge warn">missing</span>`;
+    return n.last_outcome ? html` <${StateBadge} state=${n.last_outcome} />` : '';
+  };
+  const pending = (job.status || {}).pending_parents || [];
+  return html`<div class="chain" aria-label="chain">
+    ${(node.after || []).length > 0 && html`<h3>Runs after</h3>
+      <ul class="parents">${node.after.map((e) => html`<li key=${e.job}>${link(e.job)} <span class="muted small">on ${e.on}</span>${last(e.job)}</li>`)}</ul>`}
+    ${(node.children || []).length > 0 && html`<h3>Jobs that run after it</h3>
+      <ul class="children">${node.children.map((c) => html`<li key=${c}>${link(c)}${last(c)}</li>`)}</ul>`}
+    ${pending.length > 0 && html`<p class="muted small">Waiting with ${pending.map((p) => `${p.job} ${p.run_id} #${p.token}`).join(', ')}</p>`}
+  </div>`;
+}
+
+function ChainedRuns({ runs, zone }) {
+  return html`<div class="scroll">
+    <table class="chained">
+      <thead><tr><th scope="col">Run</th><th scope="col">Outcome</th><th scope="col">Parent runs</th></tr></thead>
+      <tbody>
+        ${!runs.length && html`<${Empty} cols="3">No chained run yet.<//>`}
+        ${runs.map((r) => html`<tr key=${r.id}>
+          <td>${r.id}<div class="muted small">${zoneTime(unixDate(r.slot_unix), zone)}, ${kindWord(r.kind)}</div></td>
+          <td><${StateBadge} state=${r.state} />${r.reason ? html` <span class="muted small">${r.reason}</span>` : ''}</td>
+          <td><${ParentRuns} refs=${r.parents} /></td>
+        </tr>`)}
+      </tbody>
+    </table>
+  </div>`;
+}
+
+function ParentRuns({ refs }) {
+  return html`<ul class="refs small">${(refs || []).map((p) => html`<li key=${p.run_id}>
+    <a href="#/jobs/${encodeURIComponent(p.job)}">${p.job}</a> ${p.run_id} <${Token} value=${p.token} /> ${stateWord(p.state)}</li>`)}</ul>`;
 }
 
 // Calendars names the calendars the job's slots must be in (only) or out
@@ -158,7 +250,7 @@ function backfillText(b, zone) {
     + `${zoneTime(unixDate(b.from_unix), zone)} to ${zoneTime(unixDate(b.to_unix), zone)}${b.reason ? `, ${b.reason}` : ''}`;
 }
 
-function Actions({ job, onDone }) {
+function Actions({ job, children, onDone }) {
   const name = job.spec.name;
   const [dialog, setDialog] = useState(null);
   const [message, setMessage] = useState('');
@@ -199,13 +291,15 @@ function Actions({ job, onDone }) {
       <input id="pause-note" name="note" maxlength="256" placeholder="why, and until when" autofocus />
     <//>`}
     ${dialog === 'delete' && html`<${Confirm} title="Delete ${name}" action="Delete" danger onClose=${() => setDialog(null)}
-        onConfirm=${async () => { await del(jobPath(name)); location.hash = '#/jobs'; }}>
+        onConfirm=${async (f) => { await del(jobPath(name) + (f.force ? '?force=true' : '')); location.hash = '#/jobs'; }}>
       <p>The job stops firing and its runs leave the ledger. A job created later with this name starts a new generation.</p>
+      ${children.length > 0 && html`<p>${children.join(', ')} ${children.length > 1 ? 'run' : 'runs'} after it: their dependency on it then reads as never met.</p>
+        <label><input type="checkbox" name="force" value="true" /> Delete it all the same</label>`}
     <//>`}
   </div>`;
 }
 
-function Ledger({ runs, zone }) {
+function Ledger({ runs, downstream, zone }) {
   return html`<div class="scroll tall">
     <table class="ledger cards">
       <thead><tr>
@@ -214,20 +308,20 @@ function Ledger({ runs, zone }) {
       </tr></thead>
       <tbody>
         ${!runs.length && html`<${Empty} cols="7">No runs yet.<//>`}
-        ${runs.map((r) => html`<${LedgerRow} key=${r.id} run=${r} zone=${zone} />`)}
+        ${runs.map((r) => html`<${LedgerRow} key=${r.id} run=${r} downstream=${downstream.get(r.id)} zone=${zone} />`)}
       </tbody>
     </table>
   </div>`;
 }
 
-function LedgerRow({ run, zone }) {
+function LedgerRow({ run, downstream, zone }) {
   const attempts = run.attempts || [];
   const leaders = [...new Set(attempts.map((a) => a.node_id).filter(Boolean))];
   const last = attempts.at(-1);
   const output = attempts.map((a) => outputText(a.output)).filter(Boolean).at(-1);
   return html`<tr id="run-${run.id}">
     <td>${zoneTime(unixDate(run.slot_unix), zone)}<div class="muted small">${run.id}</div></td>
-    <td data-label="Kind">${kindWord(run.kind)}</td>
+    <td data-label="Kind">${kindWord(run.kind)}${(run.parents || []).length > 0 && html`<div class="muted small">after ${run.parents.map((p) => p.run_id).join(', ')}</div>`}${(downstream || []).length > 0 && html`<div class="muted small downstream">then ${downstream.map((c) => `${c.id} (${stateWord(c.state)})`).join(', ')}</div>`}</td>
     <td data-label="Attempts"><div><${AttemptTokens} run=${run} />
       ${attempts.length > 1 && html`<ul class="attempts small">${attempts.map((a) => html`<li key=${a.number}>
         ${a.number}: <${Token} value=${a.token} /> ${kindWord(a.kind)}, ${a.node_id}, ${stateWord(a.state)}</li>`)}</ul>`}</div></td>
@@ -248,7 +342,7 @@ function Missed({ runs, zone }) {
           <td>${zoneTime(unixDate(r.slot_unix), zone)}${r.last_slot_unix && r.last_slot_unix !== r.slot_unix
             ? html` – ${zoneTime(unixDate(r.last_slot_unix), zone)}` : ''}</td>
           <td class="num">${r.missed_count || 1}</td>
-          <td>${reasonText(r.reason)}</td>
+          <td>${reasonText(r.reason)}${(r.parents || []).length > 0 ? ` (parents ${r.parents.map((p) => p.run_id).join(', ')})` : ''}</td>
         </tr>`)}
       </tbody>
     </table>
@@ -259,6 +353,7 @@ function Missed({ runs, zone }) {
 function reasonText(reason) {
   if (reason === 'overlap_skipped') return 'skipped: a run was still open (overlap skip)';
   if (reason === 'no_checkin') return 'no check-in within its grace (expect.start_within)';
+  if (reason === 'dependency_not_met') return 'skipped: its dependencies were not met';
   if (reason?.startsWith('calendar:')) return html`skipped by calendar <a href="#/calendars/${encodeURIComponent(reason.slice(9))}">${reason.slice(9)}</a>`;
   if (reason?.startsWith('freeze:')) return `skipped by freeze ${reason.slice(7)}`;
   return reason || '—';
