@@ -11,7 +11,7 @@ def handle(method: str, url: str, headers: dict[str, str], body: bytes) -> tuple
     try:
         run = verifier.check_request(method, url, headers, body)
         fence.fence_sql(db, run, lambda cur: cur.execute("INSERT INTO charges VALUES (?, ?)", (run.idempotency_key, body)))
+        return 200, {"status": "applied"}
     except fence.Refused as refused:
         return refused.status, refused.body
-    return 200, {"status": "applied"}
 # [/docs:python]
