@@ -77,6 +77,8 @@ func TestDependencyRules(t *testing.T) {
 			s.After, s.Schedule, s.AfterMissing = nil, "@hourly", pb.AfterMissing_AFTER_MISSING_WAIT
 		}, "after_missing", "only with after"},
 		{"bad schedule with after", func(s *pb.JobSpec) { s.Schedule = "every day" }, "schedule", "want 5 fields"},
+		{"bad schedules with after", func(s *pb.JobSpec) { s.Schedules = []string{"@hourly", "every day"} },
+			"schedules[1]", "want 5 fields"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
