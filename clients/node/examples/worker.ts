@@ -4,7 +4,7 @@
 // [docs:node-worker]
 import { Worker, loadKeys } from "raftcron";
 
-const worker = new Worker({ pool: "billing", token: process.env.RAFTCRON_WORKER_TOKEN,
+const worker = new Worker({ pool: "billing", token: process.env.RAFTCRON_TOKEN,
   addrs: ["10.0.0.1:8001", "10.0.0.2:8001", "10.0.0.3:8001"], keys: loadKeys("raftcron-fence.key") });
 worker.handler("charge", async (ctx) => {
   const cards = JSON.parse(ctx.payload) as string[];
