@@ -1,6 +1,7 @@
 package jobfile
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 
@@ -45,6 +46,28 @@ func DecodeAs[T proto.Message](data []byte, noun string, newMsg func() T) ([]T, 
 // EncodeYAMLAs writes messages in the file format: one object for one,
 // a list for more.
 func EncodeYAMLAs[T proto.Message](msgs ...T) ([]byte, error) {
+	v, err := valueAs(msgs)
+	if err != nil {
+		return nil, err
+	}
+	return yaml.Marshal(v)
+}
+
+// EncodeJSONAs is EncodeYAMLAs's JSON twin, indented by two spaces.
+func EncodeJSONAs[T proto.Message](msgs ...T) ([]byte, error) {
+	v, err := valueAs(msgs)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := writeJSON(&buf, v, "  "); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// valueAs is msgs in the file's generic form: one object, or a list.
+func valueAs[T proto.Message](msgs []T) (any, error) {
 	if len(msgs) == 0 {
 		return nil, ErrNoSpecs
 	}
@@ -60,7 +83,7 @@ func EncodeYAMLAs[T proto.Message](msgs ...T) ([]byte, error) {
 		objects[i] = o
 	}
 	if len(objects) == 1 {
-		return yaml.Marshal(objects[0])
+		return objects[0], nil
 	}
-	return yaml.Marshal(objects)
+	return objects, nil
 }
