@@ -129,10 +129,11 @@ var methodPermissions = map[string]Permission{
 	// max_concurrency (scheduler/remote.Grant); management, any pool. A
 	// poll is held to the same grant; a heartbeat or an outcome is taken
 	// only from the token the attempt was offered under.
-	pb.WorkerService_Connect_FullMethodName:          PermWorker,
-	pb.WorkerService_PollAttempts_FullMethodName:     PermWorker,
-	pb.WorkerService_HeartbeatAttempt_FullMethodName: PermWorker,
-	pb.WorkerService_CompleteAttempt_FullMethodName:  PermWorker,
+	pb.WorkerService_Connect_FullMethodName:               PermWorker,
+	pb.WorkerService_PollAttempts_FullMethodName:          PermWorker,
+	pb.WorkerService_HeartbeatAttempt_FullMethodName:      PermWorker,
+	pb.WorkerService_CompleteAttempt_FullMethodName:       PermWorker,
+	pb.WorkerService_BatchCompleteAttempts_FullMethodName: PermWorker,
 
 	// Secrets are scoped like jobs: a put or delete needs write in the
 	// secret's scope, a list shows read tokens names and versions only.

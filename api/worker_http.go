@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -15,8 +16,8 @@ import (
 	"github.com/raftcron/raftcron/scheduler/remote"
 )
 
-// The HTTP worker protocol (docs/workers.md): PollAttempts, HeartbeatAttempt
-// and CompleteAttempt. Any node takes them; a follower forwards each call to
+// The HTTP worker protocol (docs/workers.md): PollAttempts, HeartbeatAttempt,
+// CompleteAttempt and BatchCompleteAttempts. Any node takes them; a follower forwards each call to
 // the leader, whose hub holds the attempts and their leases.
 
 // maxOutcomeDetail bounds the detail an HTTP worker reports.
@@ -72,6 +73,44 @@ func (s *workerService) CompleteAttempt(ctx context.Context, req *pb.CompleteAtt
 	}, func(g remote.Grant) (*pb.CompleteAttemptResponse, error) {
 		return &pb.CompleteAttemptResponse{}, s.hub.Complete(g, o)
 	})
+}
+
+// BatchCompleteAttempts implements pb.WorkerServiceServer: each outcome is
+// taken as CompleteAttempt takes one, and answered in its own result.
+func (s *workerService) BatchCompleteAttempts(ctx context.Context, req *pb.BatchCompleteAttemptsRequest) (*pb.BatchCompleteAttemptsResponse, error) {
+	outcomes, err := checkCompletions(req)
+	if err != nil {
+		return nil, err
+	}
+	return onHubLeader(ctx, s, func(c pb.WorkerServiceClient, fctx context.Context) (*pb.BatchCompleteAttemptsResponse, error) {
+		return c.BatchCompleteAttempts(fctx, req)
+	}, func(g remote.Grant) (*pb.BatchCompleteAttemptsResponse, error) {
+		results := make([]*pb.CompleteResult, len(outcomes))
+		for i, o := range outcomes {
+			results[i] = completeResult(s.hub.Complete(g, o))
+		}
+		// A hub that lost leadership midway answers not_held for what
+		// the next leader may still hold: the worker must ask it instead.
+		if !s.leader.IsLeader() {
+			return nil, errLostLeadership
+		}
+		return &pb.BatchCompleteAttemptsResponse{Results: results}, nil
+	})
+}
+
+// errLostLeadership stands for NOT_LEADER, which hubError answers once
+// this node no longer leads.
+var errLostLeadership = errors.New("leadership lost during the call")
+
+// completeResult is what CompleteAttempt's answer is, as a batch's result.
+func completeResult(err error) *pb.CompleteResult {
+	if err == nil {
+		return &pb.CompleteResult{Taken: true}
+	}
+	if why, ok := remote.SupersededWhy(err); ok {
+		return &pb.CompleteResult{Superseded: why}
+	}
+	return &pb.CompleteResult{Error: status.Convert(err).Message()}
 }
 
 // onHubLeader runs a call on this node's hub, with what the caller's token
@@ -219,16 +258,43 @@ func checkBeat(req *pb.HeartbeatAttemptRequest) error {
 // non-zero exit code joins the detail.
 func checkCompletion(req *pb.CompleteAttemptRequest) (*pb.WorkerOutcome, error) {
 	var p fieldProblems
-	checkAttempt(&p, req.GetRunId(), req.GetToken())
+	o := completion(&p, "", req)
+	return o, p.err()
+}
+
+// checkCompletions checks a batch's outcomes, naming each one's fields by
+// its index: one bad outcome refuses them all.
+func checkCompletions(req *pb.BatchCompleteAttemptsRequest) ([]*pb.WorkerOutcome, error) {
+	var p fieldProblems
+	n := len(req.GetOutcomes())
+	if n == 0 || n > remote.MaxPollOffers {
+		p.add("outcomes", fmt.Sprintf("1 to %d outcomes", remote.MaxPollOffers))
+		return nil, p.err()
+	}
+	outcomes := make([]*pb.WorkerOutcome, n)
+	for i, req := range req.GetOutcomes() {
+		outcomes[i] = completion(&p, fmt.Sprintf("outcomes[%d].", i), req)
+	}
+	return outcomes, p.err()
+}
+
+// completion adds what breaks the rules to p, with the fields named after
+// prefix, and is the outcome in the hub's form when nothing does.
+func completion(p *fieldProblems, prefix string, req *pb.CompleteAttemptRequest) *pb.WorkerOutcome {
+	before := len(*p)
+	checkAttempt(p, req.GetRunId(), req.GetToken())
+	for i := before; i < len(*p); i++ {
+		(*p)[i].Field = prefix + (*p)[i].Field
+	}
 	state, ok := outcomeNames[req.GetOutcome()]
 	if !ok {
-		p.add("outcome", "one of succeeded, failed, fenced, deadline_exceeded, cancelled")
+		p.add(prefix+"outcome", "one of succeeded, failed, fenced, deadline_exceeded, cancelled")
 	}
 	if len(req.GetDetail()) > maxOutcomeDetail {
-		p.add("detail", fmt.Sprintf("at most %d bytes", maxOutcomeDetail))
+		p.add(prefix+"detail", fmt.Sprintf("at most %d bytes", maxOutcomeDetail))
 	}
-	if err := p.err(); err != nil {
-		return nil, err
+	if len(*p) > before {
+		return nil
 	}
 	detail := req.GetDetail()
 	if c := req.GetExitCode(); c != 0 {
@@ -236,5 +302,5 @@ func checkCompletion(req *pb.CompleteAttemptRequest) (*pb.WorkerOutcome, error) 
 	}
 	return &pb.WorkerOutcome{
 		RunId: req.GetRunId(), Token: req.GetToken(), State: state, Detail: detail, Output: []byte(req.GetOutput()),
-	}, nil
+	}
 }

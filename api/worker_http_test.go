@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
@@ -35,6 +36,20 @@ func workerCalls(c pb.WorkerServiceClient) map[string]func(context.Context) erro
 		"CompleteAttempt": func(ctx context.Context) error {
 			_, err := c.CompleteAttempt(ctx, &pb.CompleteAttemptRequest{RunId: "charge-7", Token: 7, Outcome: "succeeded"})
 			return err
+		},
+		// A batch answers what the hub said of each outcome in its result:
+		// the hub's refusal comes back as the call's error here.
+		"BatchCompleteAttempts": func(ctx context.Context) error {
+			resp, err := c.BatchCompleteAttempts(ctx, &pb.BatchCompleteAttemptsRequest{Outcomes: []*pb.CompleteAttemptRequest{
+				{RunId: "charge-7", Token: 7, Outcome: "succeeded"},
+			}})
+			if err != nil {
+				return err
+			}
+			if msg := resp.GetResults()[0].GetError(); msg != "" {
+				return status.Error(status.Code(errWorkerServed), msg)
+			}
+			return nil
 		},
 	}
 }
@@ -152,6 +167,85 @@ func TestWorkerCallsNameTheFieldsAtFault(t *testing.T) {
 	if got, want := fieldsOf(t, err), []string{"outcome", "detail"}; !slices.Equal(got, want) {
 		t.Fatalf("complete fields %v, want %v", got, want)
 	}
+	_, err = h.worker.BatchCompleteAttempts(ctx, &pb.BatchCompleteAttemptsRequest{Outcomes: []*pb.CompleteAttemptRequest{
+		{RunId: "r-1", Token: 1, Outcome: "succeeded"}, {Outcome: "done"}, {RunId: "r-3", Token: 3, Outcome: "failed"},
+	}})
+	if got, want := fieldsOf(t, err), []string{"outcomes[1].run_id", "outcomes[1].token", "outcomes[1].outcome"}; !slices.Equal(got, want) {
+		t.Fatalf("batch fields %v, want %v", got, want)
+	}
+	for _, n := range []int{0, remote.MaxPollOffers + 1} {
+		outcomes := make([]*pb.CompleteAttemptRequest, n)
+		for i := range outcomes {
+			outcomes[i] = &pb.CompleteAttemptRequest{RunId: "r-1", Token: uint64(i + 1), Outcome: "succeeded"}
+		}
+		_, err = h.worker.BatchCompleteAttempts(ctx, &pb.BatchCompleteAttemptsRequest{Outcomes: outcomes})
+		if got := fieldsOf(t, err); !slices.Equal(got, []string{"outcomes"}) {
+			t.Fatalf("a batch of %d: fields %v, want outcomes", n, got)
+		}
+	}
+}
+
+// judgingHub takes the outcomes of run "taken", calls those of run "lost"
+// superseded, refuses others, and records what it was given.
+type judgingHub struct {
+	fakeWorkerHub
+	leader *fakeLeaderInfo
+	got    *[]*pb.WorkerOutcome
+}
+
+func (h judgingHub) Complete(_ remote.Grant, o *pb.WorkerOutcome) error {
+	*h.got = append(*h.got, o)
+	switch o.GetRunId() {
+	case "taken":
+		return nil
+	case "lost":
+		return remote.Superseded(remote.WhyLeaseExpired, "its lease ran out")
+	case "stepped-down":
+		h.leader.leading = false
+		return remote.Superseded(remote.WhyNotHeld, "the hub let go of it")
+	}
+	return status.Error(codes.PermissionDenied, "offered to a worker of another ACL token")
+}
+
+// Each outcome of a batch reaches the hub, in order, and gets the answer
+// CompleteAttempt would have given it as its own result.
+func TestBatchCompleteAnswersEachOutcome(t *testing.T) {
+	var got []*pb.WorkerOutcome
+	leader := &fakeLeaderInfo{leading: true}
+	svc := NewWorkerService(Deps{Workers: judgingHub{leader: leader, got: &got}, Leader: leader})
+	resp, err := svc.BatchCompleteAttempts(testCtx(t), &pb.BatchCompleteAttemptsRequest{Outcomes: []*pb.CompleteAttemptRequest{
+		{RunId: "taken", Token: 1, Outcome: "succeeded"},
+		{RunId: "lost", Token: 2, Outcome: "failed", ExitCode: 2},
+		{RunId: "other", Token: 3, Outcome: "fenced"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []*pb.CompleteResult{{Taken: true}, {Superseded: remote.WhyLeaseExpired}, {Error: "offered to a worker of another ACL token"}}
+	if len(resp.GetResults()) != len(want) {
+		t.Fatalf("results %v, want %v", resp.GetResults(), want)
+	}
+	for i, r := range resp.GetResults() {
+		if !proto.Equal(r, want[i]) {
+			t.Errorf("result %d: %v, want %v", i, r, want[i])
+		}
+	}
+	if len(got) != 3 || got[1].GetState() != pb.RunState_RUN_STATE_FAILED || got[1].GetDetail() != "exit code 2" || got[2].GetToken() != 3 {
+		t.Fatalf("the hub got %v, want the three outcomes in order", got)
+	}
+}
+
+// A leader that steps down during a batch answers NOT_LEADER for all of
+// it: its hub's not_held would make the worker drop outcomes the next
+// leader still waits for.
+func TestBatchCompleteAcrossAStepDownIsNotLeader(t *testing.T) {
+	var got []*pb.WorkerOutcome
+	leader := &fakeLeaderInfo{leading: true, id: "n2", addr: "127.0.0.2:7001"}
+	svc := NewWorkerService(Deps{Workers: judgingHub{leader: leader, got: &got}, Leader: leader})
+	_, err := svc.BatchCompleteAttempts(testCtx(t), &pb.BatchCompleteAttemptsRequest{Outcomes: []*pb.CompleteAttemptRequest{
+		{RunId: "taken", Token: 1, Outcome: "succeeded"}, {RunId: "stepped-down", Token: 2, Outcome: "succeeded"},
+	}})
+	leaderAddressOf(t, err)
 }
 
 // An outcome's wire name is the run state; an exit code joins the detail.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -321,6 +322,32 @@ func TestHTTPWorkerThatStopsHeartbeatingLosesItsAttempt(t *testing.T) {
 	atts := wc.run(t, id).GetAttempts()
 	if len(atts) != 2 || atts[0].GetState() != pb.RunState_RUN_STATE_SUPERSEDED || !strings.HasPrefix(atts[1].GetDetail(), "worker w2") {
 		t.Fatalf("attempts %v, want the lost one superseded and the second worker's success", atts)
+	}
+}
+
+// A batch of outcomes through a follower: the first report of the attempt
+// is taken and finishes the run, a repeat of it in the same batch is
+// superseded not_held, each in its own result, in order.
+func TestHTTPWorkerReportsABatchThroughAFollower(t *testing.T) {
+	wc := startWorkerCluster(t, chargeJob())
+	w := httpWorker{t: t, addr: wc.followers[0].HTTPAddr(), secret: wc.batch}
+	id := wc.trigger(t)
+	o := w.offer("w1", "batch")
+	item := fmt.Sprintf(`{"run_id": %q, "token": %q, "outcome": "succeeded", "output": "done\n"}`, o["run_id"], o["token"])
+	code, doc := w.post(t.Context(), "/v1/attempts:batchComplete", `{"outcomes": [`+item+`, `+item+`]}`)
+	if code != http.StatusOK {
+		t.Fatalf("batchComplete: %d %v", code, doc)
+	}
+	results, _ := doc["results"].([]any)
+	if len(results) != 2 || !reflect.DeepEqual(results[0], map[string]any{"taken": true}) ||
+		!reflect.DeepEqual(results[1], map[string]any{"superseded": remote.WhyNotHeld}) {
+		t.Fatalf("results %v, want taken, then superseded %s", results, remote.WhyNotHeld)
+	}
+	testutil.WaitFor(t, 5*time.Second, "the run to succeed", func() bool {
+		return wc.run(t, id).GetState() == pb.RunState_RUN_STATE_SUCCEEDED
+	})
+	if code, doc := w.post(t.Context(), "/v1/attempts:batchComplete", `{"outcomes": []}`); code != http.StatusBadRequest {
+		t.Fatalf("an empty batch: %d %v, want 400", code, doc)
 	}
 }
 

@@ -416,9 +416,9 @@ func TestOpenAPIDocumentListsEveryRoute(t *testing.T) {
 		"/v1/calendars": {"get"}, "/v1/calendars/{name}": {"delete", "get", "put"}, "/v1/calendars/{name}:import": {"post"},
 		"/v1/freezes": {"get", "post"}, "/v1/freezes/{name}": {"delete"},
 		"/v1/workers/{id}:poll": {"post"}, "/v1/attempts/{run_id}/{token}:heartbeat": {"post"},
-		"/v1/attempts/{run_id}/{token}:complete": {"post"},
-		"/v1/alerts":                             {"get"},
-		"/v1/channels":                           {"get"}, "/v1/channels/{name}": {"delete", "get", "put"}, "/v1/channels/{name}:test": {"post"},
+		"/v1/attempts/{run_id}/{token}:complete": {"post"}, "/v1/attempts:batchComplete": {"post"},
+		"/v1/alerts":   {"get"},
+		"/v1/channels": {"get"}, "/v1/channels/{name}": {"delete", "get", "put"}, "/v1/channels/{name}:test": {"post"},
 		"/v1/notify-rules": {"get"}, "/v1/notify-rules/{name}": {"delete", "put"},
 	}
 	for path, item := range paths {

@@ -47,9 +47,9 @@ const (
 // errorDomain is the ErrorInfo domain of the API (cluster.ErrorDomain).
 const errorDomain = "raftcron.io"
 
-// superseded is the status of a heartbeat or outcome of an attempt no
+// Superseded is the status of a heartbeat or outcome of an attempt no
 // longer current: Aborted, which the JSON API answers 409.
-func superseded(why, msg string) error {
+func Superseded(why, msg string) error {
 	st, err := status.New(codes.Aborted, msg).WithDetails(&errdetails.ErrorInfo{
 		Reason: ReasonSuperseded, Domain: errorDomain, Metadata: map[string]string{MetadataWhy: why},
 	})
@@ -57,6 +57,17 @@ func superseded(why, msg string) error {
 		return status.Error(codes.Aborted, msg)
 	}
 	return st.Err()
+}
+
+// SupersededWhy is the why of an error superseded made, and whether err is
+// one.
+func SupersededWhy(err error) (string, bool) {
+	for _, d := range status.Convert(err).Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetReason() == ReasonSuperseded {
+			return info.GetMetadata()[MetadataWhy], true
+		}
+	}
+	return "", false
 }
 
 // PollRequest is a checked poll (the API checks the fields' rules).
@@ -308,7 +319,7 @@ func (h *Hub) Heartbeat(grant Grant, b Beat) (time.Time, time.Duration, error) {
 	h.mu.Lock()
 	at, err := h.heldFor(grant, b.RunID, b.Token)
 	if err == nil && at.cancelled {
-		err = superseded(WhyCancelled, fmt.Sprintf("run %s was cancelled (%v): stop attempt %d and report it",
+		err = Superseded(WhyCancelled, fmt.Sprintf("run %s was cancelled (%v): stop attempt %d and report it",
 			b.RunID, context.Cause(at.ctx), b.Token))
 	}
 	if err != nil {
@@ -331,11 +342,11 @@ func (h *Hub) heldFor(grant Grant, runID string, token uint64) (*attempt, error)
 	at := h.held[token]
 	if at == nil || at.a.RunID != runID {
 		if l := h.lost[token]; l != nil && l.a.RunID == runID {
-			return nil, superseded(WhyLeaseExpired, fmt.Sprintf(
+			return nil, Superseded(WhyLeaseExpired, fmt.Sprintf(
 				"attempt %d of run %s was lost (its lease ran out): it has been re-dispatched under a larger token, or recorded unknown; stop it",
 				token, runID))
 		}
-		return nil, superseded(WhyNotHeld, fmt.Sprintf(
+		return nil, Superseded(WhyNotHeld, fmt.Sprintf(
 			"attempt %d of run %s is not held by the leader: it finished, was offered by an earlier leader, or was never offered; stop it",
 			token, runID))
 	}

@@ -1579,6 +1579,164 @@ func (*CompleteAttemptResponse) Descriptor() ([]byte, []int) {
 	return file_raftcron_v1_worker_proto_rawDescGZIP(), []int{19}
 }
 
+type BatchCompleteAttemptsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 1 to 1000 outcomes, each as CompleteAttempt takes it.
+	Outcomes      []*CompleteAttemptRequest `protobuf:"bytes,1,rep,name=outcomes,proto3" json:"outcomes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchCompleteAttemptsRequest) Reset() {
+	*x = BatchCompleteAttemptsRequest{}
+	mi := &file_raftcron_v1_worker_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchCompleteAttemptsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchCompleteAttemptsRequest) ProtoMessage() {}
+
+func (x *BatchCompleteAttemptsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_worker_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchCompleteAttemptsRequest.ProtoReflect.Descriptor instead.
+func (*BatchCompleteAttemptsRequest) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_worker_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *BatchCompleteAttemptsRequest) GetOutcomes() []*CompleteAttemptRequest {
+	if x != nil {
+		return x.Outcomes
+	}
+	return nil
+}
+
+type BatchCompleteAttemptsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One per outcome, in the request's order.
+	Results       []*CompleteResult `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchCompleteAttemptsResponse) Reset() {
+	*x = BatchCompleteAttemptsResponse{}
+	mi := &file_raftcron_v1_worker_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchCompleteAttemptsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchCompleteAttemptsResponse) ProtoMessage() {}
+
+func (x *BatchCompleteAttemptsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_worker_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchCompleteAttemptsResponse.ProtoReflect.Descriptor instead.
+func (*BatchCompleteAttemptsResponse) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_worker_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *BatchCompleteAttemptsResponse) GetResults() []*CompleteResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+// CompleteResult is what became of one outcome of a batch: exactly one
+// field is set.
+type CompleteResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The leader took the outcome: what OK is for CompleteAttempt.
+	Taken bool `protobuf:"varint,1,opt,name=taken,proto3" json:"taken,omitempty"`
+	// The attempt is no longer current: what ABORTED with reason SUPERSEDED
+	// is for CompleteAttempt, and this is its why (lease_expired, cancelled,
+	// not_held). Do not retry it.
+	Superseded string `protobuf:"bytes,2,opt,name=superseded,proto3" json:"superseded,omitempty"`
+	// Refused for another reason (an attempt offered to a worker of another
+	// ACL token): the message. Do not retry it.
+	Error         string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompleteResult) Reset() {
+	*x = CompleteResult{}
+	mi := &file_raftcron_v1_worker_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompleteResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompleteResult) ProtoMessage() {}
+
+func (x *CompleteResult) ProtoReflect() protoreflect.Message {
+	mi := &file_raftcron_v1_worker_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompleteResult.ProtoReflect.Descriptor instead.
+func (*CompleteResult) Descriptor() ([]byte, []int) {
+	return file_raftcron_v1_worker_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *CompleteResult) GetTaken() bool {
+	if x != nil {
+		return x.Taken
+	}
+	return false
+}
+
+func (x *CompleteResult) GetSuperseded() string {
+	if x != nil {
+		return x.Superseded
+	}
+	return ""
+}
+
+func (x *CompleteResult) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 // RecordProgressCommand records the progress remote workers reported, as
 // the leader gathered it (at most one entry a second): each attempt's
 // latest, taken only while it is its run's current attempt and still
@@ -1592,7 +1750,7 @@ type RecordProgressCommand struct {
 
 func (x *RecordProgressCommand) Reset() {
 	*x = RecordProgressCommand{}
-	mi := &file_raftcron_v1_worker_proto_msgTypes[20]
+	mi := &file_raftcron_v1_worker_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1604,7 +1762,7 @@ func (x *RecordProgressCommand) String() string {
 func (*RecordProgressCommand) ProtoMessage() {}
 
 func (x *RecordProgressCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_worker_proto_msgTypes[20]
+	mi := &file_raftcron_v1_worker_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1617,7 +1775,7 @@ func (x *RecordProgressCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordProgressCommand.ProtoReflect.Descriptor instead.
 func (*RecordProgressCommand) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_worker_proto_rawDescGZIP(), []int{20}
+	return file_raftcron_v1_worker_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RecordProgressCommand) GetRecords() []*ProgressRecord {
@@ -1642,7 +1800,7 @@ type ProgressRecord struct {
 
 func (x *ProgressRecord) Reset() {
 	*x = ProgressRecord{}
-	mi := &file_raftcron_v1_worker_proto_msgTypes[21]
+	mi := &file_raftcron_v1_worker_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1654,7 +1812,7 @@ func (x *ProgressRecord) String() string {
 func (*ProgressRecord) ProtoMessage() {}
 
 func (x *ProgressRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_raftcron_v1_worker_proto_msgTypes[21]
+	mi := &file_raftcron_v1_worker_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1667,7 +1825,7 @@ func (x *ProgressRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProgressRecord.ProtoReflect.Descriptor instead.
 func (*ProgressRecord) Descriptor() ([]byte, []int) {
-	return file_raftcron_v1_worker_proto_rawDescGZIP(), []int{21}
+	return file_raftcron_v1_worker_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ProgressRecord) GetRunId() string {
@@ -1829,7 +1987,17 @@ const file_raftcron_v1_worker_proto_rawDesc = "" +
 	"\texit_code\x18\x04 \x01(\x05R\bexitCode\x12\x16\n" +
 	"\x06output\x18\x05 \x01(\tR\x06output\x12\x16\n" +
 	"\x06detail\x18\x06 \x01(\tR\x06detail\"\x19\n" +
-	"\x17CompleteAttemptResponse\"N\n" +
+	"\x17CompleteAttemptResponse\"_\n" +
+	"\x1cBatchCompleteAttemptsRequest\x12?\n" +
+	"\boutcomes\x18\x01 \x03(\v2#.raftcron.v1.CompleteAttemptRequestR\boutcomes\"V\n" +
+	"\x1dBatchCompleteAttemptsResponse\x125\n" +
+	"\aresults\x18\x01 \x03(\v2\x1b.raftcron.v1.CompleteResultR\aresults\"\\\n" +
+	"\x0eCompleteResult\x12\x14\n" +
+	"\x05taken\x18\x01 \x01(\bR\x05taken\x12\x1e\n" +
+	"\n" +
+	"superseded\x18\x02 \x01(\tR\n" +
+	"superseded\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"N\n" +
 	"\x15RecordProgressCommand\x125\n" +
 	"\arecords\x18\x01 \x03(\v2\x1b.raftcron.v1.ProgressRecordR\arecords\"\xa7\x01\n" +
 	"\x0eProgressRecord\x12\x15\n" +
@@ -1839,12 +2007,13 @@ const file_raftcron_v1_worker_proto_rawDesc = "" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12 \n" +
 	"\fat_unix_nano\x18\x05 \x01(\x03R\n" +
 	"atUnixNanoB\v\n" +
-	"\t_progress2\xed\x02\n" +
+	"\t_progress2\xdd\x03\n" +
 	"\rWorkerService\x12H\n" +
 	"\aConnect\x12\x1b.raftcron.v1.ConnectRequest\x1a\x1c.raftcron.v1.ConnectResponse(\x010\x01\x12S\n" +
 	"\fPollAttempts\x12 .raftcron.v1.PollAttemptsRequest\x1a!.raftcron.v1.PollAttemptsResponse\x12_\n" +
 	"\x10HeartbeatAttempt\x12$.raftcron.v1.HeartbeatAttemptRequest\x1a%.raftcron.v1.HeartbeatAttemptResponse\x12\\\n" +
-	"\x0fCompleteAttempt\x12#.raftcron.v1.CompleteAttemptRequest\x1a$.raftcron.v1.CompleteAttemptResponseB;Z9github.com/raftcron/raftcron/proto/raftcron/v1;raftcronv1b\x06proto3"
+	"\x0fCompleteAttempt\x12#.raftcron.v1.CompleteAttemptRequest\x1a$.raftcron.v1.CompleteAttemptResponse\x12n\n" +
+	"\x15BatchCompleteAttempts\x12).raftcron.v1.BatchCompleteAttemptsRequest\x1a*.raftcron.v1.BatchCompleteAttemptsResponseB;Z9github.com/raftcron/raftcron/proto/raftcron/v1;raftcronv1b\x06proto3"
 
 var (
 	file_raftcron_v1_worker_proto_rawDescOnce sync.Once
@@ -1858,37 +2027,40 @@ func file_raftcron_v1_worker_proto_rawDescGZIP() []byte {
 	return file_raftcron_v1_worker_proto_rawDescData
 }
 
-var file_raftcron_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_raftcron_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_raftcron_v1_worker_proto_goTypes = []any{
-	(*ConnectRequest)(nil),           // 0: raftcron.v1.ConnectRequest
-	(*WorkerHello)(nil),              // 1: raftcron.v1.WorkerHello
-	(*WorkerHeartbeat)(nil),          // 2: raftcron.v1.WorkerHeartbeat
-	(*WorkerProgress)(nil),           // 3: raftcron.v1.WorkerProgress
-	(*AttemptProgress)(nil),          // 4: raftcron.v1.AttemptProgress
-	(*WorkerAcks)(nil),               // 5: raftcron.v1.WorkerAcks
-	(*WorkerOutcomes)(nil),           // 6: raftcron.v1.WorkerOutcomes
-	(*WorkerOutcome)(nil),            // 7: raftcron.v1.WorkerOutcome
-	(*ConnectResponse)(nil),          // 8: raftcron.v1.ConnectResponse
-	(*WorkerWelcome)(nil),            // 9: raftcron.v1.WorkerWelcome
-	(*WorkerOffers)(nil),             // 10: raftcron.v1.WorkerOffers
-	(*WorkerAttempt)(nil),            // 11: raftcron.v1.WorkerAttempt
-	(*WorkerCancels)(nil),            // 12: raftcron.v1.WorkerCancels
-	(*PollAttemptsRequest)(nil),      // 13: raftcron.v1.PollAttemptsRequest
-	(*PollAttemptsResponse)(nil),     // 14: raftcron.v1.PollAttemptsResponse
-	(*AttemptOffer)(nil),             // 15: raftcron.v1.AttemptOffer
-	(*HeartbeatAttemptRequest)(nil),  // 16: raftcron.v1.HeartbeatAttemptRequest
-	(*HeartbeatAttemptResponse)(nil), // 17: raftcron.v1.HeartbeatAttemptResponse
-	(*CompleteAttemptRequest)(nil),   // 18: raftcron.v1.CompleteAttemptRequest
-	(*CompleteAttemptResponse)(nil),  // 19: raftcron.v1.CompleteAttemptResponse
-	(*RecordProgressCommand)(nil),    // 20: raftcron.v1.RecordProgressCommand
-	(*ProgressRecord)(nil),           // 21: raftcron.v1.ProgressRecord
-	nil,                              // 22: raftcron.v1.WorkerHello.TagsEntry
-	nil,                              // 23: raftcron.v1.PollAttemptsRequest.TagsEntry
-	nil,                              // 24: raftcron.v1.AttemptOffer.EnvEntry
-	(RunState)(0),                    // 25: raftcron.v1.RunState
-	(*durationpb.Duration)(nil),      // 26: google.protobuf.Duration
-	(*WorkerTarget)(nil),             // 27: raftcron.v1.WorkerTarget
-	(*timestamppb.Timestamp)(nil),    // 28: google.protobuf.Timestamp
+	(*ConnectRequest)(nil),                // 0: raftcron.v1.ConnectRequest
+	(*WorkerHello)(nil),                   // 1: raftcron.v1.WorkerHello
+	(*WorkerHeartbeat)(nil),               // 2: raftcron.v1.WorkerHeartbeat
+	(*WorkerProgress)(nil),                // 3: raftcron.v1.WorkerProgress
+	(*AttemptProgress)(nil),               // 4: raftcron.v1.AttemptProgress
+	(*WorkerAcks)(nil),                    // 5: raftcron.v1.WorkerAcks
+	(*WorkerOutcomes)(nil),                // 6: raftcron.v1.WorkerOutcomes
+	(*WorkerOutcome)(nil),                 // 7: raftcron.v1.WorkerOutcome
+	(*ConnectResponse)(nil),               // 8: raftcron.v1.ConnectResponse
+	(*WorkerWelcome)(nil),                 // 9: raftcron.v1.WorkerWelcome
+	(*WorkerOffers)(nil),                  // 10: raftcron.v1.WorkerOffers
+	(*WorkerAttempt)(nil),                 // 11: raftcron.v1.WorkerAttempt
+	(*WorkerCancels)(nil),                 // 12: raftcron.v1.WorkerCancels
+	(*PollAttemptsRequest)(nil),           // 13: raftcron.v1.PollAttemptsRequest
+	(*PollAttemptsResponse)(nil),          // 14: raftcron.v1.PollAttemptsResponse
+	(*AttemptOffer)(nil),                  // 15: raftcron.v1.AttemptOffer
+	(*HeartbeatAttemptRequest)(nil),       // 16: raftcron.v1.HeartbeatAttemptRequest
+	(*HeartbeatAttemptResponse)(nil),      // 17: raftcron.v1.HeartbeatAttemptResponse
+	(*CompleteAttemptRequest)(nil),        // 18: raftcron.v1.CompleteAttemptRequest
+	(*CompleteAttemptResponse)(nil),       // 19: raftcron.v1.CompleteAttemptResponse
+	(*BatchCompleteAttemptsRequest)(nil),  // 20: raftcron.v1.BatchCompleteAttemptsRequest
+	(*BatchCompleteAttemptsResponse)(nil), // 21: raftcron.v1.BatchCompleteAttemptsResponse
+	(*CompleteResult)(nil),                // 22: raftcron.v1.CompleteResult
+	(*RecordProgressCommand)(nil),         // 23: raftcron.v1.RecordProgressCommand
+	(*ProgressRecord)(nil),                // 24: raftcron.v1.ProgressRecord
+	nil,                                   // 25: raftcron.v1.WorkerHello.TagsEntry
+	nil,                                   // 26: raftcron.v1.PollAttemptsRequest.TagsEntry
+	nil,                                   // 27: raftcron.v1.AttemptOffer.EnvEntry
+	(RunState)(0),                         // 28: raftcron.v1.RunState
+	(*durationpb.Duration)(nil),           // 29: google.protobuf.Duration
+	(*WorkerTarget)(nil),                  // 30: raftcron.v1.WorkerTarget
+	(*timestamppb.Timestamp)(nil),         // 31: google.protobuf.Timestamp
 }
 var file_raftcron_v1_worker_proto_depIdxs = []int32{
 	1,  // 0: raftcron.v1.ConnectRequest.hello:type_name -> raftcron.v1.WorkerHello
@@ -1896,43 +2068,47 @@ var file_raftcron_v1_worker_proto_depIdxs = []int32{
 	5,  // 2: raftcron.v1.ConnectRequest.acks:type_name -> raftcron.v1.WorkerAcks
 	6,  // 3: raftcron.v1.ConnectRequest.outcomes:type_name -> raftcron.v1.WorkerOutcomes
 	3,  // 4: raftcron.v1.ConnectRequest.progress:type_name -> raftcron.v1.WorkerProgress
-	22, // 5: raftcron.v1.WorkerHello.tags:type_name -> raftcron.v1.WorkerHello.TagsEntry
+	25, // 5: raftcron.v1.WorkerHello.tags:type_name -> raftcron.v1.WorkerHello.TagsEntry
 	4,  // 6: raftcron.v1.WorkerProgress.attempts:type_name -> raftcron.v1.AttemptProgress
 	7,  // 7: raftcron.v1.WorkerOutcomes.outcomes:type_name -> raftcron.v1.WorkerOutcome
-	25, // 8: raftcron.v1.WorkerOutcome.state:type_name -> raftcron.v1.RunState
+	28, // 8: raftcron.v1.WorkerOutcome.state:type_name -> raftcron.v1.RunState
 	9,  // 9: raftcron.v1.ConnectResponse.welcome:type_name -> raftcron.v1.WorkerWelcome
 	2,  // 10: raftcron.v1.ConnectResponse.heartbeat:type_name -> raftcron.v1.WorkerHeartbeat
 	10, // 11: raftcron.v1.ConnectResponse.offers:type_name -> raftcron.v1.WorkerOffers
 	12, // 12: raftcron.v1.ConnectResponse.cancels:type_name -> raftcron.v1.WorkerCancels
-	26, // 13: raftcron.v1.WorkerWelcome.lease:type_name -> google.protobuf.Duration
+	29, // 13: raftcron.v1.WorkerWelcome.lease:type_name -> google.protobuf.Duration
 	11, // 14: raftcron.v1.WorkerOffers.attempts:type_name -> raftcron.v1.WorkerAttempt
-	27, // 15: raftcron.v1.WorkerAttempt.target:type_name -> raftcron.v1.WorkerTarget
-	26, // 16: raftcron.v1.WorkerAttempt.deadline:type_name -> google.protobuf.Duration
-	23, // 17: raftcron.v1.PollAttemptsRequest.tags:type_name -> raftcron.v1.PollAttemptsRequest.TagsEntry
-	26, // 18: raftcron.v1.PollAttemptsRequest.wait:type_name -> google.protobuf.Duration
+	30, // 15: raftcron.v1.WorkerAttempt.target:type_name -> raftcron.v1.WorkerTarget
+	29, // 16: raftcron.v1.WorkerAttempt.deadline:type_name -> google.protobuf.Duration
+	26, // 17: raftcron.v1.PollAttemptsRequest.tags:type_name -> raftcron.v1.PollAttemptsRequest.TagsEntry
+	29, // 18: raftcron.v1.PollAttemptsRequest.wait:type_name -> google.protobuf.Duration
 	15, // 19: raftcron.v1.PollAttemptsResponse.offers:type_name -> raftcron.v1.AttemptOffer
-	28, // 20: raftcron.v1.AttemptOffer.slot:type_name -> google.protobuf.Timestamp
-	24, // 21: raftcron.v1.AttemptOffer.env:type_name -> raftcron.v1.AttemptOffer.EnvEntry
-	28, // 22: raftcron.v1.AttemptOffer.deadline:type_name -> google.protobuf.Timestamp
-	28, // 23: raftcron.v1.AttemptOffer.lease_expires:type_name -> google.protobuf.Timestamp
-	26, // 24: raftcron.v1.AttemptOffer.limit:type_name -> google.protobuf.Duration
-	26, // 25: raftcron.v1.AttemptOffer.lease:type_name -> google.protobuf.Duration
-	28, // 26: raftcron.v1.HeartbeatAttemptResponse.lease_expires:type_name -> google.protobuf.Timestamp
-	26, // 27: raftcron.v1.HeartbeatAttemptResponse.lease:type_name -> google.protobuf.Duration
-	21, // 28: raftcron.v1.RecordProgressCommand.records:type_name -> raftcron.v1.ProgressRecord
-	0,  // 29: raftcron.v1.WorkerService.Connect:input_type -> raftcron.v1.ConnectRequest
-	13, // 30: raftcron.v1.WorkerService.PollAttempts:input_type -> raftcron.v1.PollAttemptsRequest
-	16, // 31: raftcron.v1.WorkerService.HeartbeatAttempt:input_type -> raftcron.v1.HeartbeatAttemptRequest
-	18, // 32: raftcron.v1.WorkerService.CompleteAttempt:input_type -> raftcron.v1.CompleteAttemptRequest
-	8,  // 33: raftcron.v1.WorkerService.Connect:output_type -> raftcron.v1.ConnectResponse
-	14, // 34: raftcron.v1.WorkerService.PollAttempts:output_type -> raftcron.v1.PollAttemptsResponse
-	17, // 35: raftcron.v1.WorkerService.HeartbeatAttempt:output_type -> raftcron.v1.HeartbeatAttemptResponse
-	19, // 36: raftcron.v1.WorkerService.CompleteAttempt:output_type -> raftcron.v1.CompleteAttemptResponse
-	33, // [33:37] is the sub-list for method output_type
-	29, // [29:33] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	31, // 20: raftcron.v1.AttemptOffer.slot:type_name -> google.protobuf.Timestamp
+	27, // 21: raftcron.v1.AttemptOffer.env:type_name -> raftcron.v1.AttemptOffer.EnvEntry
+	31, // 22: raftcron.v1.AttemptOffer.deadline:type_name -> google.protobuf.Timestamp
+	31, // 23: raftcron.v1.AttemptOffer.lease_expires:type_name -> google.protobuf.Timestamp
+	29, // 24: raftcron.v1.AttemptOffer.limit:type_name -> google.protobuf.Duration
+	29, // 25: raftcron.v1.AttemptOffer.lease:type_name -> google.protobuf.Duration
+	31, // 26: raftcron.v1.HeartbeatAttemptResponse.lease_expires:type_name -> google.protobuf.Timestamp
+	29, // 27: raftcron.v1.HeartbeatAttemptResponse.lease:type_name -> google.protobuf.Duration
+	18, // 28: raftcron.v1.BatchCompleteAttemptsRequest.outcomes:type_name -> raftcron.v1.CompleteAttemptRequest
+	22, // 29: raftcron.v1.BatchCompleteAttemptsResponse.results:type_name -> raftcron.v1.CompleteResult
+	24, // 30: raftcron.v1.RecordProgressCommand.records:type_name -> raftcron.v1.ProgressRecord
+	0,  // 31: raftcron.v1.WorkerService.Connect:input_type -> raftcron.v1.ConnectRequest
+	13, // 32: raftcron.v1.WorkerService.PollAttempts:input_type -> raftcron.v1.PollAttemptsRequest
+	16, // 33: raftcron.v1.WorkerService.HeartbeatAttempt:input_type -> raftcron.v1.HeartbeatAttemptRequest
+	18, // 34: raftcron.v1.WorkerService.CompleteAttempt:input_type -> raftcron.v1.CompleteAttemptRequest
+	20, // 35: raftcron.v1.WorkerService.BatchCompleteAttempts:input_type -> raftcron.v1.BatchCompleteAttemptsRequest
+	8,  // 36: raftcron.v1.WorkerService.Connect:output_type -> raftcron.v1.ConnectResponse
+	14, // 37: raftcron.v1.WorkerService.PollAttempts:output_type -> raftcron.v1.PollAttemptsResponse
+	17, // 38: raftcron.v1.WorkerService.HeartbeatAttempt:output_type -> raftcron.v1.HeartbeatAttemptResponse
+	19, // 39: raftcron.v1.WorkerService.CompleteAttempt:output_type -> raftcron.v1.CompleteAttemptResponse
+	21, // 40: raftcron.v1.WorkerService.BatchCompleteAttempts:output_type -> raftcron.v1.BatchCompleteAttemptsResponse
+	36, // [36:41] is the sub-list for method output_type
+	31, // [31:36] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_raftcron_v1_worker_proto_init() }
@@ -1957,14 +2133,14 @@ func file_raftcron_v1_worker_proto_init() {
 		(*ConnectResponse_Cancels)(nil),
 	}
 	file_raftcron_v1_worker_proto_msgTypes[16].OneofWrappers = []any{}
-	file_raftcron_v1_worker_proto_msgTypes[21].OneofWrappers = []any{}
+	file_raftcron_v1_worker_proto_msgTypes[24].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_raftcron_v1_worker_proto_rawDesc), len(file_raftcron_v1_worker_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   25,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -202,6 +202,33 @@ func local_request_WorkerService_CompleteAttempt_0(ctx context.Context, marshale
 	return msg, metadata, err
 }
 
+func request_WorkerService_BatchCompleteAttempts_0(ctx context.Context, marshaler runtime.Marshaler, client WorkerServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq BatchCompleteAttemptsRequest
+		metadata runtime.ServerMetadata
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.BatchCompleteAttempts(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_WorkerService_BatchCompleteAttempts_0(ctx context.Context, marshaler runtime.Marshaler, server WorkerServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq BatchCompleteAttemptsRequest
+		metadata runtime.ServerMetadata
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	msg, err := server.BatchCompleteAttempts(ctx, &protoReq)
+	return msg, metadata, err
+}
+
 // RegisterWorkerServiceHandlerServer registers the http handlers for service WorkerService to "mux".
 // UnaryRPC     :call WorkerServiceServer directly.
 // StreamingRPC :currently unsupported pending https://github.com/grpc/grpc-go/issues/906.
@@ -267,6 +294,26 @@ func RegisterWorkerServiceHandlerServer(ctx context.Context, mux *runtime.ServeM
 			return
 		}
 		forward_WorkerService_CompleteAttempt_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodPost, pattern_WorkerService_BatchCompleteAttempts_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/raftcron.v1.WorkerService/BatchCompleteAttempts", runtime.WithHTTPPathPattern("/v1/attempts:batchComplete"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_WorkerService_BatchCompleteAttempts_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_WorkerService_BatchCompleteAttempts_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
 
 	return nil
@@ -359,17 +406,36 @@ func RegisterWorkerServiceHandlerClient(ctx context.Context, mux *runtime.ServeM
 		}
 		forward_WorkerService_CompleteAttempt_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodPost, pattern_WorkerService_BatchCompleteAttempts_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/raftcron.v1.WorkerService/BatchCompleteAttempts", runtime.WithHTTPPathPattern("/v1/attempts:batchComplete"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_WorkerService_BatchCompleteAttempts_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_WorkerService_BatchCompleteAttempts_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
 	return nil
 }
 
 var (
-	pattern_WorkerService_PollAttempts_0     = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2}, []string{"v1", "workers", "id"}, "poll"))
-	pattern_WorkerService_HeartbeatAttempt_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 1, 0, 4, 1, 5, 3}, []string{"v1", "attempts", "run_id", "token"}, "heartbeat"))
-	pattern_WorkerService_CompleteAttempt_0  = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 1, 0, 4, 1, 5, 3}, []string{"v1", "attempts", "run_id", "token"}, "complete"))
+	pattern_WorkerService_PollAttempts_0          = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2}, []string{"v1", "workers", "id"}, "poll"))
+	pattern_WorkerService_HeartbeatAttempt_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 1, 0, 4, 1, 5, 3}, []string{"v1", "attempts", "run_id", "token"}, "heartbeat"))
+	pattern_WorkerService_CompleteAttempt_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 1, 0, 4, 1, 5, 3}, []string{"v1", "attempts", "run_id", "token"}, "complete"))
+	pattern_WorkerService_BatchCompleteAttempts_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "attempts"}, "batchComplete"))
 )
 
 var (
-	forward_WorkerService_PollAttempts_0     = runtime.ForwardResponseMessage
-	forward_WorkerService_HeartbeatAttempt_0 = runtime.ForwardResponseMessage
-	forward_WorkerService_CompleteAttempt_0  = runtime.ForwardResponseMessage
+	forward_WorkerService_PollAttempts_0          = runtime.ForwardResponseMessage
+	forward_WorkerService_HeartbeatAttempt_0      = runtime.ForwardResponseMessage
+	forward_WorkerService_CompleteAttempt_0       = runtime.ForwardResponseMessage
+	forward_WorkerService_BatchCompleteAttempts_0 = runtime.ForwardResponseMessage
 )

@@ -19,10 +19,11 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	WorkerService_Connect_FullMethodName          = "/raftcron.v1.WorkerService/Connect"
-	WorkerService_PollAttempts_FullMethodName     = "/raftcron.v1.WorkerService/PollAttempts"
-	WorkerService_HeartbeatAttempt_FullMethodName = "/raftcron.v1.WorkerService/HeartbeatAttempt"
-	WorkerService_CompleteAttempt_FullMethodName  = "/raftcron.v1.WorkerService/CompleteAttempt"
+	WorkerService_Connect_FullMethodName               = "/raftcron.v1.WorkerService/Connect"
+	WorkerService_PollAttempts_FullMethodName          = "/raftcron.v1.WorkerService/PollAttempts"
+	WorkerService_HeartbeatAttempt_FullMethodName      = "/raftcron.v1.WorkerService/HeartbeatAttempt"
+	WorkerService_CompleteAttempt_FullMethodName       = "/raftcron.v1.WorkerService/CompleteAttempt"
+	WorkerService_BatchCompleteAttempts_FullMethodName = "/raftcron.v1.WorkerService/BatchCompleteAttempts"
 )
 
 // WorkerServiceClient is the client API for WorkerService service.
@@ -32,9 +33,10 @@ const (
 // WorkerService is how remote workers take the attempts of jobs with a
 // worker target from the leader (DESIGN §14): `raftcron worker` and the Go
 // SDK over one Connect stream, workers in any language over the unary
-// calls PollAttempts, HeartbeatAttempt and CompleteAttempt, which the JSON
-// API serves as POST /v1/workers/{id}:poll and POST
-// /v1/attempts/{run_id}/{token}:heartbeat and :complete (docs/workers.md).
+// calls PollAttempts, HeartbeatAttempt, CompleteAttempt and
+// BatchCompleteAttempts, which the JSON API serves as POST
+// /v1/workers/{id}:poll, POST /v1/attempts/{run_id}/{token}:heartbeat and
+// :complete, and POST /v1/attempts:batchComplete (docs/workers.md).
 // Both kinds take attempts from the same pools, with the same fencing
 // tokens, leases and re-dispatch.
 type WorkerServiceClient interface {
@@ -79,6 +81,14 @@ type WorkerServiceClient interface {
 	// answers, forwarding to the leader. Callers: the worker the attempt was
 	// offered to (its ACL token, role worker or management).
 	CompleteAttempt(ctx context.Context, in *CompleteAttemptRequest, opts ...grpc.CallOption) (*CompleteAttemptResponse, error)
+	// BatchCompleteAttempts reports what several offered attempts came to,
+	// each as CompleteAttempt would take it: a worker whose attempts finish
+	// together pays one call for them, not one each. A bad outcome refuses
+	// the whole call (INVALID_ARGUMENT naming outcomes[i]'s field) and
+	// nothing is taken; otherwise each outcome gets its own result. Any node
+	// answers, forwarding to the leader. Callers: as CompleteAttempt (each
+	// outcome only of an attempt offered to a worker of the caller's token).
+	BatchCompleteAttempts(ctx context.Context, in *BatchCompleteAttemptsRequest, opts ...grpc.CallOption) (*BatchCompleteAttemptsResponse, error)
 }
 
 type workerServiceClient struct {
@@ -132,6 +142,16 @@ func (c *workerServiceClient) CompleteAttempt(ctx context.Context, in *CompleteA
 	return out, nil
 }
 
+func (c *workerServiceClient) BatchCompleteAttempts(ctx context.Context, in *BatchCompleteAttemptsRequest, opts ...grpc.CallOption) (*BatchCompleteAttemptsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BatchCompleteAttemptsResponse)
+	err := c.cc.Invoke(ctx, WorkerService_BatchCompleteAttempts_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // WorkerServiceServer is the server API for WorkerService service.
 // All implementations must embed UnimplementedWorkerServiceServer
 // for forward compatibility.
@@ -139,9 +159,10 @@ func (c *workerServiceClient) CompleteAttempt(ctx context.Context, in *CompleteA
 // WorkerService is how remote workers take the attempts of jobs with a
 // worker target from the leader (DESIGN §14): `raftcron worker` and the Go
 // SDK over one Connect stream, workers in any language over the unary
-// calls PollAttempts, HeartbeatAttempt and CompleteAttempt, which the JSON
-// API serves as POST /v1/workers/{id}:poll and POST
-// /v1/attempts/{run_id}/{token}:heartbeat and :complete (docs/workers.md).
+// calls PollAttempts, HeartbeatAttempt, CompleteAttempt and
+// BatchCompleteAttempts, which the JSON API serves as POST
+// /v1/workers/{id}:poll, POST /v1/attempts/{run_id}/{token}:heartbeat and
+// :complete, and POST /v1/attempts:batchComplete (docs/workers.md).
 // Both kinds take attempts from the same pools, with the same fencing
 // tokens, leases and re-dispatch.
 type WorkerServiceServer interface {
@@ -186,6 +207,14 @@ type WorkerServiceServer interface {
 	// answers, forwarding to the leader. Callers: the worker the attempt was
 	// offered to (its ACL token, role worker or management).
 	CompleteAttempt(context.Context, *CompleteAttemptRequest) (*CompleteAttemptResponse, error)
+	// BatchCompleteAttempts reports what several offered attempts came to,
+	// each as CompleteAttempt would take it: a worker whose attempts finish
+	// together pays one call for them, not one each. A bad outcome refuses
+	// the whole call (INVALID_ARGUMENT naming outcomes[i]'s field) and
+	// nothing is taken; otherwise each outcome gets its own result. Any node
+	// answers, forwarding to the leader. Callers: as CompleteAttempt (each
+	// outcome only of an attempt offered to a worker of the caller's token).
+	BatchCompleteAttempts(context.Context, *BatchCompleteAttemptsRequest) (*BatchCompleteAttemptsResponse, error)
 	mustEmbedUnimplementedWorkerServiceServer()
 }
 
@@ -207,6 +236,9 @@ func (UnimplementedWorkerServiceServer) HeartbeatAttempt(context.Context, *Heart
 }
 func (UnimplementedWorkerServiceServer) CompleteAttempt(context.Context, *CompleteAttemptRequest) (*CompleteAttemptResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method CompleteAttempt not implemented")
+}
+func (UnimplementedWorkerServiceServer) BatchCompleteAttempts(context.Context, *BatchCompleteAttemptsRequest) (*BatchCompleteAttemptsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method BatchCompleteAttempts not implemented")
 }
 func (UnimplementedWorkerServiceServer) mustEmbedUnimplementedWorkerServiceServer() {}
 func (UnimplementedWorkerServiceServer) testEmbeddedByValue()                       {}
@@ -290,6 +322,24 @@ func _WorkerService_CompleteAttempt_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _WorkerService_BatchCompleteAttempts_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(BatchCompleteAttemptsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkerServiceServer).BatchCompleteAttempts(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WorkerService_BatchCompleteAttempts_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkerServiceServer).BatchCompleteAttempts(ctx, req.(*BatchCompleteAttemptsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // WorkerService_ServiceDesc is the grpc.ServiceDesc for WorkerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -308,6 +358,10 @@ var WorkerService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CompleteAttempt",
 			Handler:    _WorkerService_CompleteAttempt_Handler,
+		},
+		{
+			MethodName: "BatchCompleteAttempts",
+			Handler:    _WorkerService_BatchCompleteAttempts_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
