@@ -62,9 +62,9 @@ final class Completer {
     private final Executor threads;
     private final BlockingQueue<Outcome> queue = new LinkedBlockingQueue<>();
     private final Thread thread;
-    /** Until when (System.nanoTime) outcomes go one by one; meaningful while oneByOne. */
-    private volatile long oneByOneUntil;
-    private volatile boolean oneByOne;
+    /** Until when (System.nanoTime) outcomes go one by one, while oneByOne; the thread's own. */
+    private long oneByOneUntil;
+    private boolean oneByOne;
 
     Completer(Api api, Executor threads, ThreadFactory factory) {
         this.api = api;
