@@ -55,19 +55,8 @@ public final class CompleterTest {
         RUNNER.exit();
     }
 
-    @FunctionalInterface
-    interface Cond {
-        boolean holds() throws Exception;
-    }
-
-    private static void waitFor(String what, Cond c) throws Exception {
-        long end = System.nanoTime() + WAIT.toNanos();
-        while (!c.holds()) {
-            if (System.nanoTime() - end > 0) {
-                throw new AssertionError("not within " + WAIT + ": " + what);
-            }
-            Thread.sleep(20);
-        }
+    private static void waitFor(String what, Runner.Cond c) throws Exception {
+        Runner.waitFor(what, WAIT, c);
     }
 
     /** A worker of the fake whose handler h fails on payload "fail", and outputs the run ID. */
