@@ -11,9 +11,10 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.function.IntPredicate;
 
 /**
- * The three calls of the HTTP worker protocol, to any node of a list: a connection error, a
+ * The calls of the HTTP worker protocol, to any node of a list: a connection error, a
  * 404, 5xx or 429 moves to the next node after a backoff (100 ms doubling to 5 s, with
  * jitter), so the worker follows the leader across failovers (docs/workers.md, "Retries").
  */
@@ -49,6 +50,12 @@ final class Api {
      */
     Map<String, Object> call(String path, Map<String, Object> body, Duration timeout, long giveUpNanos)
             throws InterruptedException {
+        return call(path, body, timeout, giveUpNanos, Api::retried);
+    }
+
+    /** The same, retrying the statuses {@code retried} names. */
+    Map<String, Object> call(String path, Map<String, Object> body, Duration timeout, long giveUpNanos,
+            IntPredicate retried) throws InterruptedException {
         Duration backoff = MIN_BACKOFF;
         while (true) {
             URI base = addr();
@@ -63,14 +70,14 @@ final class Api {
                 }
                 HttpResponse<String> resp = http.send(req.build(),
                         HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
-                if (!path.endsWith(":poll")) { // a poll's answer waits for offers
+                if (path.endsWith(":heartbeat") || path.endsWith(":complete")) { // a poll waits, a batch is large
                     lastTryNanos = System.nanoTime() - began;
                 }
                 if (resp.statusCode() == 200) {
                     return resp.body().isBlank() ? Map.of() : Json.parseObject(resp.body());
                 }
                 failure = refusal(resp.statusCode(), resp.body());
-                if (!retried(resp.statusCode())) {
+                if (!retried.test(resp.statusCode())) {
                     throw failure;
                 }
             } catch (IOException e) {
@@ -98,7 +105,7 @@ final class Api {
     }
 
     /** 404 and 501: a node of a release without the protocol; 5xx: no leader, or down. */
-    private static boolean retried(int status) {
+    static boolean retried(int status) {
         return status == 404 || status == 429 || status >= 500;
     }
 

@@ -57,6 +57,7 @@ public final class Worker {
     private final CountDownLatch done = new CountDownLatch(1);
     private ScheduledExecutorService timers;
     private ExecutorService threads;
+    private Completer completer;
     private Thread poller;
     private volatile boolean stopping;
     private volatile RuntimeException fatal;
@@ -174,6 +175,8 @@ public final class Worker {
         }
         timers = Executors.newSingleThreadScheduledExecutor(daemons("raftcron-worker-timer"));
         threads = Executors.newCachedThreadPool(daemons("raftcron-worker"));
+        completer = new Completer(api, threads, daemons("raftcron-worker-complete"));
+        completer.start();
         poller = daemons("raftcron-worker-poll").newThread(this::pollLoop);
         poller.start();
         timers.scheduleWithFixedDelay(this::tick, 0, 100, TimeUnit.MILLISECONDS);
@@ -182,6 +185,7 @@ public final class Worker {
     /**
      * Stops polling, waits up to {@code grace} for running attempts to finish, then cancels
      * the others and completes them {@code cancelled}: the leader hands them to another worker.
+     * It returns once the outcomes are reported (or after 10 s more).
      */
     public void stop(Duration grace) throws InterruptedException {
         synchronized (this) {
@@ -196,16 +200,20 @@ public final class Worker {
         poller.interrupt();
         awaitIdle(grace);
         for (Context ctx : active.values()) {
+            if (ctx.finished()) { // only its outcome is not yet reported
+                continue;
+            }
             LOG.log(Level.INFO, "handing back " + ctx.runId() + " (token " + Long.toUnsignedString(ctx.token()) + ")");
             ctx.cancel(Context.Stop.WORKER_STOPPING, "worker stopping");
         }
         awaitIdle(Duration.ofSeconds(10));
+        completer.stop();
         timers.shutdownNow();
         threads.shutdownNow();
         done.countDown();
     }
 
-    /** How many attempts it runs now. */
+    /** How many attempts it runs now, or has run and not yet reported. */
     public int running() {
         return active.size();
     }
@@ -304,10 +312,7 @@ public final class Worker {
     private void refuse(Context ctx, String key, String why) {
         LOG.log(Level.WARNING, "not running " + key + ": " + why);
         active.put(key, ctx);
-        threads.execute(() -> {
-            complete(ctx, "failed", why);
-            release(key);
-        });
+        complete(ctx, key, "failed", why);
     }
 
     private void runHandler(Context ctx, Handler h, String key) {
@@ -337,8 +342,7 @@ public final class Worker {
                 detail = err == null ? "" : err.toString();
             }
         }
-        complete(ctx, outcome, detail);
-        release(key);
+        complete(ctx, key, outcome, detail);
     }
 
     private void release(String key) {
@@ -348,21 +352,10 @@ public final class Worker {
         }
     }
 
-    private void complete(Context ctx, String outcome, String detail) {
-        Map<String, Object> body = new LinkedHashMap<>();
-        body.put("outcome", outcome);
-        body.put("output", tail(ctx.outputText()));
-        body.put("detail", head(detail.replace('\n', ' ')));
-        long giveUp = System.nanoTime() + Math.max(ctx.lease.toNanos(), Duration.ofSeconds(30).toNanos());
-        try {
-            api.call(path(ctx, "complete"), body, Duration.ofSeconds(10), giveUp);
-        } catch (Superseded s) {
-            LOG.log(Level.INFO, ctx.runId() + ": outcome " + outcome + " not taken: " + s.getMessage());
-        } catch (ApiException e) {
-            LOG.log(Level.WARNING, ctx.runId() + ": outcome " + outcome + " not delivered: " + e.getMessage());
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
+    /** Queues the outcome: the attempt holds its slot until it is reported. */
+    private void complete(Context ctx, String key, String outcome, String detail) {
+        completer.add(new Completer.Outcome(ctx, outcome, tail(ctx.outputText()), head(detail.replace('\n', ' ')),
+                () -> release(key)));
     }
 
     /** Every 100 ms: the heartbeats due (a third of the lease, or a second after progress), the deadlines. */
@@ -418,7 +411,7 @@ public final class Worker {
         }
     }
 
-    private static String path(Context ctx, String verb) {
+    static String path(Context ctx, String verb) {
         return "/v1/attempts/" + ctx.runId() + "/" + Long.toUnsignedString(ctx.token()) + ":" + verb;
     }
 

@@ -1,5 +1,6 @@
 package dev.raftcron.testkit;
 
+import java.time.Duration;
 import java.util.Objects;
 
 /**
@@ -15,6 +16,11 @@ public final class Runner {
     @FunctionalInterface
     public interface Body {
         void run() throws Exception;
+    }
+
+    @FunctionalInterface
+    public interface Cond {
+        boolean holds() throws Exception;
     }
 
     /** Thrown to skip a test (locally only: under CI=true it fails instead). */
@@ -57,6 +63,17 @@ public final class Runner {
     public void exit() {
         System.out.println(passed + " passed, " + failed + " failed, " + skipped + " skipped");
         System.exit(failed == 0 ? 0 : 1);
+    }
+
+    /** Waits until c holds, looking every 20 ms, or fails naming what it waited for. */
+    public static void waitFor(String what, Duration within, Cond c) throws Exception {
+        long end = System.nanoTime() + within.toNanos();
+        while (!c.holds()) {
+            if (System.nanoTime() - end > 0) {
+                throw new AssertionError("not within " + within + ": " + what);
+            }
+            Thread.sleep(20);
+        }
     }
 
     public static void check(boolean ok, String what) {

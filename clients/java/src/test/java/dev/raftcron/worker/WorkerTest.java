@@ -43,11 +43,6 @@ public final class WorkerTest {
 
     private WorkerTest() {}
 
-    @FunctionalInterface
-    interface Cond {
-        boolean holds() throws Exception;
-    }
-
     public static void main(String[] args) throws Exception {
         RUNNER.test("JSON reads and writes the protocol's bodies", WorkerTest::json);
         RUNNER.test("JSON names what it cannot read", WorkerTest::jsonErrors);
@@ -77,14 +72,8 @@ public final class WorkerTest {
         RUNNER.exit();
     }
 
-    private static void waitFor(String what, Cond c) throws Exception {
-        long end = System.nanoTime() + WAIT.toNanos();
-        while (!c.holds()) {
-            if (System.nanoTime() - end > 0) {
-                throw new AssertionError("not within " + WAIT + ": " + what);
-            }
-            Thread.sleep(100);
-        }
+    private static void waitFor(String what, Runner.Cond c) throws Exception {
+        Runner.waitFor(what, WAIT, c);
     }
 
     private static Node node() {
