@@ -9,13 +9,12 @@
     worker.run()  # until SIGTERM or SIGINT
 
 Each attempt runs in a thread of its own, heartbeated every third of its lease by another,
-which extends the lease and carries the latest ``progress``. Outcomes go to the leader
-many to a call (``/v1/attempts:batchComplete``), each attempt holding its slot until its
-outcome's result is known. A heartbeat answered 409 (the
-attempt was superseded or cancelled), the attempt's time limit, a lease that could not be
-kept and a stop all set ``ctx.cancelled``: a handler checks it (or waits on it) between
-steps. Python cannot interrupt a thread, so a handler that ignores it runs on, and its
-late writes are what the fencing token is for.
+which extends the lease and carries the latest ``progress``; outcomes go many to a call
+(``/v1/attempts:batchComplete``), each attempt holding its slot until its own is answered.
+A heartbeat answered 409 (the attempt was superseded or cancelled), the attempt's time
+limit, a lease that could not be kept and a stop all set ``ctx.cancelled``: a handler
+checks it (or waits on it) between steps. Python cannot interrupt a thread, so a handler
+that ignores it runs on, and its late writes are what the fencing token is for.
 """
 
 from __future__ import annotations
@@ -31,9 +30,9 @@ import socket
 import ssl
 import threading
 import time
-from collections import deque
 import urllib.error
 import urllib.request
+from collections import deque
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any, Callable, Mapping, Sequence

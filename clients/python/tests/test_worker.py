@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from raftcron import worker
 from raftcron.worker import Context, Superseded, Worker, _Completer, _Outcome
+from test_worker_node import wait_for
 
 KEY = "n3w-key-n3w-key-n3w-key-n3w-key-n3w-key="
 SIGNATURE = "v2=SxehAqPD3v-Ma8D3j2rNJqgTbxPWiwSSAhmNlSkADhg"
@@ -120,14 +121,6 @@ class ClientTest(unittest.TestCase):
 
 
 BATCH = "/v1/attempts:batchComplete"
-
-
-def wait_for(what: str, cond: Callable[[], bool], within: float = 10.0) -> None:
-    end = time.monotonic() + within
-    while not cond():
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out after {within:g}s waiting for {what}")
-        time.sleep(0.01)
 
 
 def outcome(run_id: str, token: int, what: str = "succeeded") -> _Outcome:
