@@ -9,11 +9,12 @@
     worker.run()  # until SIGTERM or SIGINT
 
 Each attempt runs in a thread of its own, heartbeated every third of its lease by another,
-which extends the lease and carries the latest ``progress``. A heartbeat answered 409 (the
-attempt was superseded or cancelled), the attempt's time limit, a lease that could not be
-kept and a stop all set ``ctx.cancelled``: a handler checks it (or waits on it) between
-steps. Python cannot interrupt a thread, so a handler that ignores it runs on, and its
-late writes are what the fencing token is for.
+which extends the lease and carries the latest ``progress``; outcomes go many to a call
+(``/v1/attempts:batchComplete``), each attempt holding its slot until its own is answered.
+A heartbeat answered 409 (the attempt was superseded or cancelled), the attempt's time
+limit, a lease that could not be kept and a stop all set ``ctx.cancelled``: a handler
+checks it (or waits on it) between steps. Python cannot interrupt a thread, so a handler
+that ignores it runs on, and its late writes are what the fencing token is for.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections import deque
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any, Callable, Mapping, Sequence
@@ -51,6 +53,14 @@ _COMPLETE_FOR = 60.0   # how long an outcome is retried; past it, the lease deci
 # Statuses that mean "ask another node": unreachable, no leader, or a node of a release
 # without the protocol during a rolling upgrade.
 _NEXT_NODE = frozenset({404, 500, 501, 502, 503, 504})
+
+_BATCH_PATH = "/v1/attempts:batchComplete"
+_MAX_BATCH = 1000               # outcomes in one call (the leader's bound)
+_MAX_BATCH_BYTES = 2 << 20      # of JSON in one call: well within the nodes' 4 MiB body
+# A node (404: its gateway has no route) or a leader (501: UNIMPLEMENTED) of a release
+# without batchComplete: outcomes go one by one with :complete for _ONE_BY_ONE_FOR.
+_NO_BATCH = frozenset({404, 501})
+_ONE_BY_ONE_FOR = 60.0
 
 
 class ProtocolError(Exception):
@@ -117,10 +127,11 @@ class _Client:
         self._good = 0  # the index of the address that answered last
         self._lock = threading.Lock()
 
-    def call(self, path: str, body: Mapping[str, Any], deadline: float,
-             timeout: float = 10.0, stop: threading.Event | None = None) -> dict[str, Any]:
+    def call(self, path: str, body: Mapping[str, Any], deadline: float, timeout: float = 10.0,
+             stop: threading.Event | None = None, final: frozenset[int] = frozenset()) -> dict[str, Any]:
         """POST body to path until a node gives a definite answer or deadline (monotonic)
-        passes (_Unreachable). Raise Superseded or ProtocolError on a refusal."""
+        passes (_Unreachable). Raise Superseded or ProtocolError on a refusal, and on the
+        statuses of ``final`` that would otherwise send the call to the next node."""
         data = json.dumps(body).encode()
         backoff = _BACKOFF_MIN
         tried = False
@@ -141,7 +152,7 @@ class _Client:
             except (OSError, http.client.HTTPException, ValueError) as err:
                 status = err.code if isinstance(err, urllib.error.HTTPError) else 0
                 if isinstance(err, urllib.error.HTTPError):
-                    if status not in _NEXT_NODE:
+                    if status not in _NEXT_NODE or status in final:
                         self._refused(err)
                     err.close()
                 log.debug("raftcron: %s on %s: %s; trying the next node", path, addr, err)
@@ -273,6 +284,7 @@ class Worker:
         self.wait = wait
         self._verifier = fence.Verifier(keys, accept_v1=accept_v1) if keys else None
         self._client = _Client(addrs, token, ssl_context)
+        self._completer = _Completer(self.id, self._client)
         self._handlers: dict[str, Handler] = {}
         self._running: dict[tuple[str, int], Context] = {}
         self._cond = threading.Condition()
@@ -305,6 +317,7 @@ class Worker:
             while not self._stopping.wait(1.0):
                 pass
             self._drain()
+            self._completer.close()
         finally:
             for sig, old in restore.items():
                 signal.signal(sig, old)
@@ -355,12 +368,9 @@ class Worker:
                 self._start(offer, received)
 
     def _hand_back(self, offer: Mapping[str, Any]) -> None:
-        path = f"/v1/attempts/{offer.get('run_id')}/{offer.get('token')}:complete"
-        try:
-            self._client.call(path, {"outcome": "cancelled", "detail": "worker stopping"},
-                              deadline=time.monotonic() + 5)
-        except (ProtocolError, _Unreachable) as err:
-            log.info("raftcron worker %s: %s not handed back (its lease will): %s", self.id, path, err)
+        self._completer.report(_Outcome(str(offer.get("run_id")), str(offer.get("token")),
+                                        {"outcome": "cancelled", "detail": "worker stopping"},
+                                        deadline=time.monotonic() + 5))
 
     def _start(self, offer: Mapping[str, Any], received: float) -> None:
         try:
@@ -434,20 +444,13 @@ class Worker:
         return "succeeded", out or "", ""
 
     def _complete(self, ctx: Context, outcome: str, output: str = "", detail: str = "") -> None:
+        """Report the attempt's outcome; return once its result is known or given up."""
         body: dict[str, Any] = {"outcome": outcome}
         if output:
             body["output"] = output.encode()[-_MAX_OUTPUT:].decode(errors="ignore")
         if detail:
             body["detail"] = detail.encode()[:_MAX_OUTPUT].decode(errors="ignore")
-        try:
-            self._client.call(f"/v1/attempts/{ctx.run_id}/{ctx.token}:complete", body,
-                              deadline=time.monotonic() + _COMPLETE_FOR)
-        except Superseded as err:
-            log.info("raftcron worker %s: %s token %d: outcome %s superseded (%s)",
-                     self.id, ctx.run_id, ctx.token, outcome, err.why)
-        except (ProtocolError, _Unreachable) as err:
-            log.error("raftcron worker %s: %s token %d: outcome %s not reported: %s",
-                      self.id, ctx.run_id, ctx.token, outcome, err)
+        self._completer.report(_Outcome(ctx.run_id, str(ctx.token), body, time.monotonic() + _COMPLETE_FOR))
 
     def _drain(self) -> None:
         """Let running attempts finish for stop_grace, then cancel them, wait as long again
@@ -473,6 +476,145 @@ class Worker:
             while self._running and time.monotonic() < end:
                 self._cond.wait(end - time.monotonic())
             return not self._running
+
+
+@dataclass
+class _Outcome:
+    """One attempt's outcome on its way to the leader: the :complete body and until when
+    (time.monotonic()) it is retried."""
+
+    run_id: str
+    token: str  # decimal, as the JSON API writes tokens
+    body: dict[str, Any]
+    deadline: float
+    done: threading.Event = field(default_factory=threading.Event, repr=False)
+    one_by_one: bool = False  # set by the completer: its owner sends it with :complete
+    size: int = field(init=False, default=0, repr=False)  # of its item in a batch's JSON
+
+    def __post_init__(self) -> None:
+        self.size = len(json.dumps(self.item())) + 1
+
+    def item(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "token": self.token, **self.body}
+
+    def __str__(self) -> str:
+        return f"{self.run_id} token {self.token}: outcome {self.body.get('outcome')}"
+
+
+class _Completer:
+    """Reports outcomes many to a call: a thread drains whatever is queued into one
+    batchComplete, so that attempts ending together cost the nodes one request rather than
+    one each. A node without the call (a rolling upgrade) sends the batch's outcomes back to
+    their attempts' threads to go one by one with :complete, and all for a while after."""
+
+    def __init__(self, worker_id: str, client: _Client) -> None:
+        self._id = worker_id
+        self._client = client
+        self._queue: deque[_Outcome] = deque()
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self._one_by_one_until = 0.0  # time.monotonic()
+
+    def report(self, o: _Outcome) -> None:
+        """Report o; return once its result is known or given up."""
+        if self._queued(o):
+            o.done.wait()
+            if not o.one_by_one:
+                return
+        self._one(o)
+
+    def close(self) -> None:
+        """Report what is queued, then end the thread; later outcomes go one by one."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+            thread = self._thread
+        if thread is not None:
+            thread.join()
+
+    def _queued(self, o: _Outcome) -> bool:
+        with self._cond:
+            if self._closed or time.monotonic() < self._one_by_one_until:
+                return False
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name="raftcron-complete", daemon=True)
+                self._thread.start()
+            self._queue.append(o)
+            self._cond.notify()
+        return True
+
+    def _loop(self) -> None:
+        while batch := self._next():
+            try:
+                self._send(batch)
+            except Exception:  # never leave an attempt waiting for its result
+                log.exception("raftcron worker %s: reporting %d outcomes", self._id, len(batch))
+            finally:
+                for o in batch:
+                    o.done.set()
+
+    def _next(self) -> list[_Outcome]:
+        """Whatever is queued, up to a call's bounds, waiting for one; none once closed."""
+        with self._cond:
+            while not self._queue and not self._closed:
+                self._cond.wait()
+            batch: list[_Outcome] = []
+            size = 0
+            while self._queue and len(batch) < _MAX_BATCH:
+                size += self._queue[0].size
+                if batch and size > _MAX_BATCH_BYTES:
+                    break
+                batch.append(self._queue.popleft())
+            return batch
+
+    def _send(self, batch: list[_Outcome]) -> None:
+        try:
+            doc = self._client.call(_BATCH_PATH, {"outcomes": [o.item() for o in batch]},
+                                    deadline=max(o.deadline for o in batch), final=_NO_BATCH)
+        except ProtocolError as err:
+            if err.status in _NO_BATCH:
+                log.info("raftcron worker %s: the nodes lack %s (%s); reporting outcomes one by one for %gs",
+                         self._id, _BATCH_PATH, err.status, _ONE_BY_ONE_FOR)
+                with self._cond:
+                    self._one_by_one_until = time.monotonic() + _ONE_BY_ONE_FOR
+            if err.status in _NO_BATCH or err.status == 400:
+                # 400: one bad outcome refuses the call; alone, it costs only its own.
+                for o in batch:
+                    o.one_by_one = True
+                return
+            for o in batch:
+                self._not_reported(o, err)
+            return
+        except _Unreachable as err:
+            for o in batch:
+                self._not_reported(o, err)
+            return
+        results = doc.get("results")
+        if not isinstance(results, list) or len(results) != len(batch):
+            results = []
+        for i, o in enumerate(batch):
+            r = results[i] if i < len(results) and isinstance(results[i], dict) else {}
+            if r.get("taken") is True:
+                continue
+            if r.get("superseded"):
+                self._superseded(o, str(r["superseded"]))
+            else:
+                self._not_reported(o, r.get("error") or "the answer has no result for it")
+
+    def _one(self, o: _Outcome) -> None:
+        try:
+            self._client.call(f"/v1/attempts/{o.run_id}/{o.token}:complete", o.body, deadline=o.deadline)
+        except Superseded as err:
+            self._superseded(o, err.why)
+        except (ProtocolError, _Unreachable) as err:
+            self._not_reported(o, err)
+
+    def _superseded(self, o: _Outcome, why: str) -> None:
+        log.info("raftcron worker %s: %s superseded (%s)", self._id, o, why)
+
+    def _not_reported(self, o: _Outcome, why: object) -> None:
+        log.error("raftcron worker %s: %s not reported: %s", self._id, o, why)
 
 
 class _Lease:

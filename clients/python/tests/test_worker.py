@@ -1,5 +1,6 @@
 """The worker SDK's parts that need no node: offer signatures (docs/workers.md's test
-vector), following the leader past a node that answers NOT_LEADER, 409 SUPERSEDED, and
+vector), following the leader past a node that answers NOT_LEADER, 409 SUPERSEDED,
+outcomes reported many to a call (and one by one to nodes without batchComplete), and
 the rules of its arguments."""
 
 from __future__ import annotations
@@ -9,10 +10,11 @@ import threading
 import time
 import unittest
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Callable
 
 from raftcron import worker
-from raftcron.worker import Context, Superseded, Worker
+from raftcron.worker import Context, Superseded, Worker, _Completer, _Outcome
+from test_worker_node import wait_for
 
 KEY = "n3w-key-n3w-key-n3w-key-n3w-key-n3w-key="
 SIGNATURE = "v2=SxehAqPD3v-Ma8D3j2rNJqgTbxPWiwSSAhmNlSkADhg"
@@ -45,14 +47,21 @@ class SignatureTest(unittest.TestCase):
         self.assertIn("no handler 'refund'", self.w._refusal(offer_context(handler="refund"), SIGNATURE))
 
 
+Answer = Callable[[str, Any], "tuple[int, dict[str, Any]]"]
+
+
 class Fake(BaseHTTPRequestHandler):
-    """Answers every POST with the server's (status, body)."""
+    """Answers every POST with the server's answer: a (status, body), or a function of the
+    path and the request's JSON giving one. Keeps each call's path and JSON."""
 
     def do_POST(self) -> None:
         server: Any = self.server
-        server.calls.append(self.path)
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        status, body = server.answer
+        request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+        with server.lock:  # calls[i] and bodies[i] are one request's
+            server.calls.append(self.path)
+            server.bodies.append(request)
+        answer = server.answer
+        status, body = answer(self.path, request) if callable(answer) else answer
         data = json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -64,9 +73,9 @@ class Fake(BaseHTTPRequestHandler):
         pass
 
 
-def fake(status: int, body: dict[str, Any]) -> Any:
+def fake(status: int, body: dict[str, Any], answer: Answer | None = None) -> Any:
     srv: Any = ThreadingHTTPServer(("127.0.0.1", 0), Fake)
-    srv.answer, srv.calls = (status, body), []
+    srv.answer, srv.calls, srv.bodies, srv.lock = answer or (status, body), [], [], threading.Lock()
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     return srv
 
@@ -109,6 +118,198 @@ class ClientTest(unittest.TestCase):
         with self.assertRaises(worker._Unreachable):
             self.client(srv).call("/v1/attempts/r/1:heartbeat", {}, deadline=time.monotonic() + 0.5)
         self.assertGreater(len(srv.calls), 1)
+
+
+BATCH = "/v1/attempts:batchComplete"
+
+
+def outcome(run_id: str, token: int, what: str = "succeeded") -> _Outcome:
+    return _Outcome(run_id, str(token), {"outcome": what}, time.monotonic() + 10)
+
+
+def batched(srv: Any) -> list[dict[str, Any]]:
+    """Every outcome the batch calls carried, in order."""
+    with srv.lock:
+        return [o for path, body in zip(srv.calls, srv.bodies) if path == BATCH for o in body["outcomes"]]
+
+
+def carried(srv: Any) -> list[tuple[str, str, str]]:
+    """(run_id, token, outcome) of every outcome the batch calls carried, in order."""
+    return [(o["run_id"], o["token"], o["outcome"]) for o in batched(srv)]
+
+
+def taken(request: Any) -> tuple[int, dict[str, Any]]:
+    return 200, {"results": [{"taken": True} for _ in request["outcomes"]]}
+
+
+class BatchTest(unittest.TestCase):
+    def serve(self, answer: Answer) -> Any:
+        srv = fake(0, {}, answer)
+        self.addCleanup(srv.server_close)
+        self.addCleanup(srv.shutdown)
+        return srv
+
+    def completer(self, srv: Any) -> _Completer:
+        c = _Completer("w1", worker._Client([f"127.0.0.1:{srv.server_address[1]}"], "secret", None))
+        self.addCleanup(c.close)
+        return c
+
+    def report(self, c: _Completer, srv: Any, *outcomes: _Outcome) -> list[threading.Thread]:
+        """Report each outcome from a thread of its own, as attempts do, in order: each one
+        queued or sent before the next."""
+        threads = []
+        for o in outcomes:
+            t = threading.Thread(target=c.report, args=(o,), daemon=True)
+            t.start()
+            threads.append(t)
+
+            def queued() -> bool:
+                with c._cond:
+                    if any(q is o for q in c._queue):
+                        return True
+                return o.run_id in [r for r, _, _ in carried(srv)]
+            wait_for(f"{o} queued", queued)
+        return threads
+
+    def held_first_batch(self, gate: threading.Event, then: Answer) -> Answer:
+        """An answer that holds the first batch call until gate is set."""
+        first = threading.Lock()
+
+        def answer(path: str, request: Any) -> tuple[int, dict[str, Any]]:
+            if path == BATCH and first.acquire(blocking=False):
+                gate.wait(10)
+            return then(path, request)
+        return answer
+
+    def test_attempts_ending_together_are_reported_in_few_calls(self) -> None:
+        n, gate, quiet = 50, threading.Event(), threading.Event()
+        self.addCleanup(quiet.set)
+        offered = threading.Lock()
+
+        def nodes(path: str, request: Any) -> tuple[int, dict[str, Any]]:
+            if path.endswith(":poll"):
+                if not offered.acquire(blocking=False):
+                    quiet.wait(5)
+                    return 200, {"offers": []}
+                return 200, {"offers": [{"run_id": f"run-{i}", "job": "j", "slot": "2026-11-22T01:02:03Z",
+                                         "attempt": 1, "token": str(100 + i), "handler": "h",
+                                         "lease": "10s", "limit": "60s"} for i in range(n)]}
+            if path.endswith(":heartbeat"):
+                return 200, {"lease": "10s"}
+            if path == BATCH:
+                return taken(request)
+            return 404, {"message": f"no {path} here"}
+        srv = self.serve(self.held_first_batch(gate, nodes))
+        w = Worker("p", None, [f"127.0.0.1:{srv.server_address[1]}"], id="w1", concurrency=n, wait=1)
+        started, release = threading.Semaphore(0), threading.Event()
+
+        @w.handler("h")
+        def h(ctx: Context) -> str:
+            started.release()
+            release.wait(10)
+            return f"out-{ctx.token}"
+
+        runner = threading.Thread(target=w.run, daemon=True)
+        runner.start()
+        self.addCleanup(runner.join, 10)
+        self.addCleanup(w.stop)
+        for _ in range(n):
+            self.assertTrue(started.acquire(timeout=10), "every offer's handler started")
+        release.set()
+        # The first outcome goes at once; the others queue behind that call.
+        wait_for("every outcome sent or queued",
+                 lambda: BATCH in srv.calls and len(carried(srv)) + len(w._completer._queue) == n)
+        gate.set()
+        wait_for("every outcome's slot freed", lambda: len(carried(srv)) == n and not w._running)
+        self.assertEqual(srv.calls.count(BATCH), 2, srv.calls)
+        self.assertNotIn(True, [p.endswith(":complete") for p in srv.calls], "no outcome went one by one")
+        self.assertEqual(sorted((o["run_id"], o["token"], o["outcome"], o["output"]) for o in batched(srv)),
+                         sorted((f"run-{i}", str(100 + i), "succeeded", f"out-{100 + i}") for i in range(n)))
+
+    def test_results_go_to_their_attempts(self) -> None:
+        gate = threading.Event()
+        why = {"late": {"superseded": "lease_expired"}, "other": {"error": "offered to another token"}}
+
+        def nodes(path: str, request: Any) -> tuple[int, dict[str, Any]]:
+            return 200, {"results": [why.get(o["run_id"], {"taken": True}) for o in request["outcomes"]]}
+        srv = self.serve(self.held_first_batch(gate, nodes))
+        c = self.completer(srv)
+        with self.assertLogs("raftcron.worker", "INFO") as logs:
+            threads = self.report(c, srv, outcome("first", 1))
+            wait_for("the first call", lambda: BATCH in srv.calls)
+            threads += self.report(c, srv, outcome("late", 2), outcome("ok", 3), outcome("other", 4, "failed"))
+            gate.set()
+            for t in threads:
+                t.join(10)
+                self.assertFalse(t.is_alive(), "every report returned")
+        self.assertEqual(carried(srv), [("first", "1", "succeeded"), ("late", "2", "succeeded"),
+                                        ("ok", "3", "succeeded"), ("other", "4", "failed")])
+        self.assertEqual(srv.calls, [BATCH, BATCH])
+        self.assertEqual(logs.output, [
+            "INFO:raftcron.worker:raftcron worker w1: late token 2: outcome succeeded superseded (lease_expired)",
+            "ERROR:raftcron.worker:raftcron worker w1: other token 4: outcome failed not reported: "
+            "offered to another token"])
+
+    def test_nodes_without_the_call_get_outcomes_one_by_one(self) -> None:
+        for status in (404, 501):
+            with self.subTest(status=status):
+                def nodes(path: str, request: Any) -> tuple[int, dict[str, Any]]:
+                    if path == BATCH:
+                        return status, {"code": 12, "message": "unimplemented"}
+                    return 200, {}
+                srv = self.serve(nodes)
+                c = self.completer(srv)
+                c.report(outcome("r1", 1))
+                c.report(outcome("r2", 2, "failed"))  # within the while: no batch call tried
+                self.assertEqual(srv.calls, [BATCH, "/v1/attempts/r1/1:complete", "/v1/attempts/r2/2:complete"])
+                self.assertEqual(srv.bodies[1:], [{"outcome": "succeeded"}, {"outcome": "failed"}])
+                c._one_by_one_until = time.monotonic()  # the while is over: the batch call again
+                c.report(outcome("r3", 3))
+                self.assertEqual(srv.calls[3:], [BATCH, "/v1/attempts/r3/3:complete"])
+
+    def test_a_refused_batch_is_sent_one_by_one_once(self) -> None:
+        def nodes(path: str, request: Any) -> tuple[int, dict[str, Any]]:
+            if path == BATCH:
+                return 400, {"code": 3, "message": "outcomes[0].outcome: bad"}
+            return 200, {}
+        srv = self.serve(nodes)
+        c = self.completer(srv)
+        c.report(outcome("r1", 1))
+        c.report(outcome("r2", 2))
+        self.assertEqual(srv.calls, [BATCH, "/v1/attempts/r1/1:complete", BATCH, "/v1/attempts/r2/2:complete"])
+
+    def test_a_503_is_retried(self) -> None:
+        answers = [(503, NOT_LEADER)]
+
+        def nodes(path: str, request: Any) -> tuple[int, dict[str, Any]]:
+            return answers.pop() if answers else taken(request)
+        srv = self.serve(nodes)
+        c = self.completer(srv)
+        with self.assertNoLogs("raftcron.worker", "WARNING"):
+            c.report(outcome("r1", 1))
+        self.assertEqual(srv.calls, [BATCH, BATCH])
+        self.assertEqual(carried(srv), [("r1", "1", "succeeded")] * 2)
+
+    def test_close_reports_what_is_queued_first(self) -> None:
+        gate = threading.Event()
+        srv = self.serve(self.held_first_batch(gate, lambda path, request: taken(request) if path == BATCH
+                                               else (200, {})))
+        c = self.completer(srv)
+        self.report(c, srv, outcome("r1", 1), outcome("r2", 2))
+        wait_for("the first call", lambda: BATCH in srv.calls)
+        answered: list[int] = []
+
+        def close() -> None:
+            c.close()
+            answered.append(len(carried(srv)))
+        closing = threading.Thread(target=close, daemon=True)
+        closing.start()
+        wait_for("the close", lambda: c._closed)
+        gate.set()
+        closing.join(10)
+        self.assertEqual(answered, [2], "close returned once both outcomes were sent")
+        c.report(outcome("r3", 3))
+        self.assertEqual(srv.calls[-1], "/v1/attempts/r3/3:complete", "once closed, outcomes go one by one")
 
 
 class ArgumentsTest(unittest.TestCase):
