@@ -41,6 +41,11 @@ export function baseUrl(addr: string): string {
   return /^https?:\/\//.test(a) ? a : `http://${a}`;
 }
 
+/** The path of an attempt's calls, before their `:heartbeat` or `:complete`. */
+export function attemptPath(runId: string, token: string): string {
+  return `/v1/attempts/${encodeURIComponent(runId)}/${token}`;
+}
+
 interface ErrorDoc {
   message?: string;
   details?: { reason?: string; metadata?: Record<string, string> }[];
@@ -66,9 +71,10 @@ export class Client {
    * POST body to path until a node takes it: a 2xx, or a 409 SUPERSEDED (ok: false), or
    * a ProtocolError for an answer that no retry mends. Retries (on the next node, after a
    * backoff) stop at `until` (ms since the epoch) or when `signal` aborts: the last
-   * error is thrown then.
+   * error is thrown then. A status in `unsupported` is thrown at once instead of moving
+   * to the next node: the caller has another way to say the same.
    */
-  async call(path: string, body: unknown, opts: { until?: number; signal?: AbortSignal; timeout?: number } = {}): Promise<Answer> {
+  async call(path: string, body: unknown, opts: { until?: number; signal?: AbortSignal; timeout?: number; unsupported?: ReadonlySet<number> } = {}): Promise<Answer> {
     let backoff = BACKOFF_MIN;
     for (;;) {
       let err: Error;
@@ -78,7 +84,7 @@ export class Client {
         if (!path.endsWith(":poll")) this.rtt = Date.now() - begin;
         return answer;
       } catch (e) {
-        if (e instanceof ProtocolError && !NEXT_NODE.has(e.status) && e.status !== 429) throw e;
+        if (e instanceof ProtocolError && ((!NEXT_NODE.has(e.status) && e.status !== 429) || opts.unsupported?.has(e.status))) throw e;
         err = e instanceof Error ? e : new Error(String(e));
         if (!(e instanceof ProtocolError) || e.status !== 429) this.current = (this.current + 1) % this.bases.length;
       }

@@ -1,8 +1,10 @@
 // A worker of a raftcron pool over the HTTP worker protocol (docs/workers.md): it polls any
 // node for its pool's attempts, runs each on the handler named by the job, heartbeats it
-// every third of its lease (extending the lease, carrying progress), and completes it.
+// every third of its lease (extending the lease, carrying progress), and reports its
+// outcome, in a batch with the others that finished meanwhile.
 import { hostname } from "node:os";
-import { Client, ProtocolError, sleep } from "./client.js";
+import { Client, ProtocolError, attemptPath, sleep } from "./client.js";
+import { Completer } from "./completer.js";
 import { Stale, Verifier, canonicalTime, type Run } from "./fence.js";
 
 /** What a handler gets for one attempt. */
@@ -105,7 +107,6 @@ const PROGRESS_EVERY = 1000;
 const POLL_WAIT = "30s";
 /** The most offers one poll answer holds. */
 const MAX_OFFERS = 1000;
-const COMPLETE_FOR = 60_000;
 /** How long an interrupted handler has to return before its attempt is completed anyway. */
 const SETTLE_MS = 5000;
 
@@ -137,6 +138,7 @@ export class Worker {
   readonly id: string;
   private readonly opts: WorkerOptions;
   private readonly client: Client;
+  private readonly completer: Completer;
   private readonly handlers = new Map<string, Handler>();
   private readonly verifier: Verifier | undefined;
   private readonly concurrency: number;
@@ -157,6 +159,7 @@ export class Worker {
     this.client = new Client(opts.addrs, opts.token, opts.fetch);
     this.verifier = opts.keys ? new Verifier(opts.keys, { acceptV1: opts.acceptV1 ?? false }) : undefined;
     this.log = opts.log ?? defaultLog;
+    this.completer = new Completer(this.client, this.log);
   }
 
   /** Run `fn` for the attempts of jobs whose `worker.handler` is `name`. */
@@ -229,7 +232,7 @@ export class Worker {
   }
 
   private start(o: Offer, received: number): void {
-    const at = new Attempt(this, this.client, o, received);
+    const at = new Attempt(this, this.client, this.completer, o, received);
     this.running.add(at);
     void at.run();
     void at.done.then(() => {
@@ -291,10 +294,11 @@ class Attempt {
   constructor(
     private readonly w: Worker,
     private readonly client: Client,
+    private readonly completer: Completer,
     private readonly o: Offer,
     received: number,
   ) {
-    this.path = `/v1/attempts/${encodeURIComponent(o.run_id)}/${o.token}`;
+    this.path = attemptPath(o.run_id, o.token);
     this.leaseMs = durationMs(o.lease);
     this.leaseEnd = received + this.leaseMs;
   }
@@ -453,10 +457,10 @@ class Attempt {
     if (detail) body["detail"] = clip(detail.replace(/[\r\n]+/g, " "), MAX_OUTPUT);
     if (output) body["output"] = clip(output, MAX_OUTPUT, true);
     try {
-      const answer = await this.client.call(`${this.path}:complete`, body, { until: Date.now() + COMPLETE_FOR });
-      if (!answer.ok && outcome !== "cancelled") this.w.say("outcome not taken: superseded", { ...this.fields(), why: answer.why, outcome });
-    } catch (err) {
-      this.w.say("outcome not delivered", { ...this.fields(), outcome, error: String(err) });
+      const result = await this.completer.complete(this.o.run_id, this.o.token, body);
+      if (result.kind === "superseded" && outcome !== "cancelled") this.w.say("outcome not taken: superseded", { ...this.fields(), why: result.why, outcome });
+      if (result.kind === "refused") this.w.say("outcome refused", { ...this.fields(), outcome, error: result.error });
+      if (result.kind === "lost") this.w.say("outcome not delivered", { ...this.fields(), outcome, error: result.error });
     } finally {
       this.finished();
     }

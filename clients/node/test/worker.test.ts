@@ -103,6 +103,24 @@ describe("worker", () => {
     await stopped;
   });
 
+  it("reports an outcome with the batch call, which the node takes", async (t) => {
+    const node = await nodeWithJob(t);
+    if (!node) return;
+    const paths: string[] = [];
+    const recording: typeof fetch = async (input, init) => {
+      paths.push(new URL(String(input)).pathname);
+      return fetch(input, init);
+    };
+    const w = worker(t, node, "w-batch", { fetch: recording });
+    w.handler("charge", async () => "charged\n");
+    const stopped = serve(w);
+    const id = await trigger(node);
+    await waitFor("the run to succeed", 10_000, async () => (await runOf(node, id)).state === "succeeded");
+    assert.deepEqual(paths.filter((p) => p.includes(":batchComplete") || p.endsWith(":complete")), ["/v1/attempts:batchComplete"]);
+    w.stop();
+    await stopped;
+  });
+
   it("loses the attempt of a worker that stops heartbeating to another, under a larger token; the old token's heartbeat is 409", async (t) => {
     const node = await nodeWithJob(t);
     if (!node) return;
