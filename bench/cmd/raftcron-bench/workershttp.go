@@ -25,11 +25,22 @@ type workersHTTPMetrics struct {
 	// GRPCWorkers is the workers scenario's lateness of this run, when it
 	// ran before: the same tick to Go SDK workers over the gRPC stream.
 	GRPCWorkers *harness.Dist `json:"grpc_workers_lateness,omitempty"`
+	// CPU runs from just before the slot until the outcomes settled: the
+	// nodes', not the workers'.
+	CPU        cpuWindow `json:"cpu"`
+	CPUPerFire *fireCPU  `json:"cpu_us_per_fire"`
+	// NodeWorkersUsPerFire is the Node workers' CPU over the same window,
+	// per attempt handled.
+	NodeWorkersUsPerFire float64 `json:"node_workers_cpu_us_per_fire"`
 }
 
 func (m *workersHTTPMetrics) figures() []figure {
 	var l figureList
 	l.dist("handler lateness", m.Lateness, harness.Lower)
+	if f := m.CPUPerFire; f != nil {
+		l.add("CPU per fire, nodes", "µs", harness.Lower, f.NodesTotal)
+	}
+	l.add("CPU per fire, Node workers", "µs", harness.Lower, m.NodeWorkersUsPerFire)
 	l.add("registration", "jobs/s", harness.Higher, m.Registration.OpsPerSec)
 	return l
 }
@@ -55,7 +66,7 @@ func runWorkersHTTP(ctx context.Context, e *env, res *Result) error {
 	if err != nil {
 		return err
 	}
-	outs, stop, err := startNodeWorkers(ctx, e, c)
+	outs, pids, stop, err := startNodeWorkers(ctx, e, c)
 	if err != nil {
 		return err
 	}
@@ -66,9 +77,11 @@ func runWorkersHTTP(ctx context.Context, e *env, res *Result) error {
 		return err
 	}
 	m.Slot = slot.UTC()
-	if err := sleepUntil(ctx, slot); err != nil {
+	if err := sleepUntil(ctx, slot.Add(-500*time.Millisecond)); err != nil {
 		return err
 	}
+	before, workersBefore := sampleNodes(c), workersCPU(pids)
+	waitProfile := e.profileNodes(ctx, c, leader, "workers-http", 8*time.Second)
 	// Reading the workers' output every half second costs them little.
 	calls := readHandled(outs)
 	for end := slot.Add(burstDeadline); len(calls) < n && time.Now().Before(end); calls = readHandled(outs) {
@@ -76,9 +89,17 @@ func runWorkersHTTP(ctx context.Context, e *env, res *Result) error {
 			return err
 		}
 	}
+	settle(ctx, leader)
+	after, workersAfter := sampleNodes(c), workersCPU(pids)
+	waitProfile()
 	stop()
 
 	m.Delivered, m.Redeliveries, m.PerWorker, m.Lateness = tally(calls, slot)
+	m.CPU = usage(c, leader, before, after)
+	m.CPUPerFire = cpuPerFire(m.CPU, m.Delivered)
+	if m.Delivered > 0 {
+		m.NodeWorkersUsPerFire = round3(float64((workersAfter - workersBefore).Microseconds()) / float64(m.Delivered))
+	}
 
 	res.Summary = fmt.Sprintf("N=%d on %d Node workers over HTTP delivered=%d handler lateness p50=%.0fms p99=%.0fms max=%.0fms; split %v",
 		n, benchWorkers, m.Delivered, m.Lateness.P50Ms, m.Lateness.P99Ms, m.Lateness.MaxMs, m.PerWorker)
@@ -96,8 +117,8 @@ func runWorkersHTTP(ctx context.Context, e *env, res *Result) error {
 }
 
 // startNodeWorkers starts the Node workers, each polling every node, and
-// waits until each polls. It returns their output files.
-func startNodeWorkers(ctx context.Context, e *env, c *localcluster.Cluster) (outs map[string]string, stop func(), err error) {
+// waits until each polls. It returns their output files and process IDs.
+func startNodeWorkers(ctx context.Context, e *env, c *localcluster.Cluster) (outs map[string]string, pids []int, stop func(), err error) {
 	addrs := make([]string, 0, len(c.Nodes()))
 	for _, n := range c.Nodes() {
 		addrs = append(addrs, n.OpsURL(""))
@@ -120,9 +141,10 @@ func startNodeWorkers(ctx context.Context, e *env, c *localcluster.Cluster) (out
 		p, err := proc.Start(cmd, outs[id])
 		if err != nil {
 			stop()
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		procs = append(procs, p)
+		pids = append(pids, p.Pid())
 	}
 	err = harness.Poll(ctx, 30*time.Second, "the Node workers polling", func() (bool, error) {
 		for _, out := range outs {
@@ -135,9 +157,20 @@ func startNodeWorkers(ctx context.Context, e *env, c *localcluster.Cluster) (out
 	})
 	if err != nil {
 		stop()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return outs, stop, nil
+	return outs, pids, stop, nil
+}
+
+// workersCPU is the CPU time the processes of pids have used so far.
+func workersCPU(pids []int) time.Duration {
+	var sum time.Duration
+	for _, pid := range pids {
+		if p, err := harness.ReadProc(pid); err == nil {
+			sum += p.CPU
+		}
+	}
+	return sum
 }
 
 // readHandled parses the workers' "handled JOB SLOT_UNIX START_UNIX_MS" lines.
