@@ -1,6 +1,7 @@
 package dev.raftcron.worker;
 
 import java.lang.System.Logger.Level;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -14,17 +15,21 @@ import java.util.concurrent.ThreadFactory;
 
 /**
  * Reports attempts' outcomes (docs/workers.md, "POST /v1/attempts:batchComplete"): each is
- * queued, and one thread sends whatever is queued as one call, so a thousand attempts ending
- * together cost a few calls rather than a thousand. A node without the call (404, or 501 from
- * a leader without it, during a rolling upgrade) turns it to one {@code :complete} per outcome
- * for a while. An outcome is done, and its attempt's slot free, once its result is known or
- * given up.
+ * queued, and one thread sends whatever is queued as one call (at most 1000 outcomes and
+ * 2 MiB), so a thousand attempts ending together cost a few calls rather than a thousand. A
+ * node without the call (404, or 501 from a leader without it, during a rolling upgrade) turns
+ * it to one {@code :complete} per outcome for a while. An outcome is done, and its attempt's
+ * slot free, once its result is known or given up.
  */
 final class Completer {
     private static final System.Logger LOG = System.getLogger("dev.raftcron.worker");
     static final String PATH = "/v1/attempts:batchComplete";
     /** The most outcomes one call carries. */
     static final int MAX_BATCH = 1000;
+    /** The most bytes of JSON one call carries: well within the nodes' 4 MiB body. */
+    static final int MAX_BATCH_BYTES = 2 << 20;
+    /** The bytes of a batch call's body around its items. */
+    private static final int ENVELOPE = "{\"outcomes\":[]}".length();
     /** How long outcomes go one by one after a node answered without the batch call. */
     static final Duration ONE_BY_ONE_FOR = Duration.ofSeconds(60);
     /** How long an outcome is retried at least (its lease, when longer). */
@@ -32,10 +37,24 @@ final class Completer {
     private static final Duration TRY_FOR = Duration.ofSeconds(10);
 
     /** One attempt's outcome; {@code done} runs once its result is known or given up. */
-    record Outcome(Context ctx, String outcome, String output, String detail, long giveUpNanos, Runnable done) {
+    static final class Outcome {
+        final Context ctx;
+        final String outcome;
+        final String output;
+        final String detail;
+        final long giveUpNanos;
+        final Runnable done;
+        /** The bytes of its item in a batch's JSON, with the comma that follows it. */
+        final int size;
+
         Outcome(Context ctx, String outcome, String output, String detail, Runnable done) {
-            this(ctx, outcome, output, detail, System.nanoTime() + Math.max(ctx.lease.toNanos(), DELIVER_FOR.toNanos()),
-                    done);
+            this.ctx = ctx;
+            this.outcome = outcome;
+            this.output = output;
+            this.detail = detail;
+            this.giveUpNanos = System.nanoTime() + Math.max(ctx.lease.toNanos(), DELIVER_FOR.toNanos());
+            this.done = done;
+            this.size = Json.write(item()).getBytes(StandardCharsets.UTF_8).length + 1;
         }
 
         /** The fields of a {@code :complete} body. */
@@ -86,17 +105,30 @@ final class Completer {
     }
 
     private void loop() {
-        List<Outcome> batch = new ArrayList<>();
         try {
             while (true) {
-                batch.clear();
-                batch.add(queue.take());
-                queue.drainTo(batch, MAX_BATCH - 1);
-                send(List.copyOf(batch));
+                send(next());
             }
         } catch (InterruptedException stopped) {
             // The worker has stopped.
         }
+    }
+
+    /**
+     * What is queued, up to MAX_BATCH outcomes and MAX_BATCH_BYTES of JSON (one outcome alone
+     * may be more), waiting for an outcome when none is.
+     */
+    private List<Outcome> next() throws InterruptedException {
+        List<Outcome> batch = new ArrayList<>();
+        batch.add(queue.take());
+        long bytes = ENVELOPE + batch.get(0).size;
+        // Only this thread takes from the queue: the outcome it peeks at is the one it polls.
+        for (Outcome o = queue.peek(); o != null && batch.size() < MAX_BATCH && bytes + o.size <= MAX_BATCH_BYTES;
+                o = queue.peek()) {
+            bytes += o.size;
+            batch.add(queue.poll());
+        }
+        return List.copyOf(batch);
     }
 
     private void send(List<Outcome> batch) throws InterruptedException {

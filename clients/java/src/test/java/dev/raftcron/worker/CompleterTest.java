@@ -20,11 +20,14 @@ import java.util.logging.Logger;
 
 /**
  * How a worker reports outcomes (docs/workers.md, "POST /v1/attempts:batchComplete"), against
- * a node faked on loopback: in few batch calls, each result taken as its attempt's, one by one
- * from a node without the call, retried when there is no leader, and all before stop returns.
+ * a node faked on loopback: in few batch calls of at most 1000 outcomes and 2 MiB, each result
+ * taken as its attempt's, one by one from a node without the call, retried when there is no
+ * leader, and all before stop returns.
  */
 public final class CompleterTest {
     private static final Duration WAIT = Duration.ofSeconds(30);
+    /** The JSON a batch call carries at most. */
+    private static final int MIB2 = 2 << 20;
     private static final Runner RUNNER = new Runner();
     /** The SDK's log lines (System.Logger goes to java.util.logging); held so it stays configured. */
     private static final Logger JUL = Logger.getLogger("dev.raftcron.worker");
@@ -47,6 +50,7 @@ public final class CompleterTest {
         });
         RUNNER.test("attempts ending together are reported in few batch calls", CompleterTest::fewCalls);
         RUNNER.test("a batch call carries at most 1000 outcomes", CompleterTest::atMost1000);
+        RUNNER.test("a batch call carries at most 2 MiB of JSON", CompleterTest::atMost2MiB);
         RUNNER.test("each result is its own attempt's", CompleterTest::resultsInOrder);
         RUNNER.test("a 404 turns outcomes one by one for a while", () -> oneByOne(404));
         RUNNER.test("a 501 turns outcomes one by one for a while", () -> oneByOne(501));
@@ -132,6 +136,40 @@ public final class CompleterTest {
         }
     }
 
+    private static void atMost2MiB() throws Exception {
+        int n = 1000;
+        String output = "€".repeat(1365); // 4095 bytes of UTF-8 in as many thirds of characters
+        String detail = "d".repeat(4096);
+        try (FakeNode node = new FakeNode()) {
+            Completer c = new Completer(new Api(List.of(node.addr()), null), Runnable::run, Thread::new);
+            AtomicInteger done = new AtomicInteger();
+            for (int i = 0; i < n; i++) {
+                c.add(outcome("r" + i, "succeeded", i + output, detail, done::incrementAndGet));
+            }
+            c.start();
+            try {
+                waitFor("every outcome reported", () -> done.get() == n);
+            } finally {
+                c.stop();
+            }
+            List<Integer> bytes = new ArrayList<>(node.batchBytes);
+            check(bytes.size() > 1, "outcomes of about 8 MiB in several calls: " + bytes);
+            int item = bytes.get(0) / node.batches.get(0).size();
+            for (int i = 0; i < bytes.size(); i++) {
+                check(bytes.get(i) <= MIB2, "call " + i + " within 2 MiB: " + bytes);
+                check(i == bytes.size() - 1 || bytes.get(i) > MIB2 - 2 * item, "call " + i + " full: " + bytes);
+            }
+            equal(node.batches.stream().mapToInt(List::size).sum(), n, "outcomes carried by the batch calls");
+            Map<String, Map<String, Object>> got = node.outcomes();
+            for (int i = 0; i < n; i++) {
+                Map<String, Object> o = got.get("r" + i);
+                check(o != null, "r" + i + " reported");
+                equal(o.get("output"), i + output, "r" + i + "'s output");
+                equal(o.get("detail"), detail, "r" + i + "'s detail");
+            }
+        }
+    }
+
     private static void resultsInOrder() throws Exception {
         try (FakeNode node = new FakeNode()) {
             node.results.put("r-late", Map.of("superseded", "lease_expired"));
@@ -167,8 +205,12 @@ public final class CompleterTest {
 
     /** An outcome of an attempt of run ID under token 7, straight to a completer. */
     private static Completer.Outcome outcome(String runId, String outcome, Runnable done) {
+        return outcome(runId, outcome, "", "", done);
+    }
+
+    private static Completer.Outcome outcome(String runId, String outcome, String output, String detail, Runnable done) {
         Offer offer = new Offer(runId, "j", "", 1, 7, "h", "", Map.of(), "", "", Duration.ZERO, Duration.ofSeconds(10));
-        return new Completer.Outcome(new Context(offer, System.nanoTime()), outcome, "", "", done);
+        return new Completer.Outcome(new Context(offer, System.nanoTime()), outcome, output, detail, done);
     }
 
     private static void oneByOne(int status) throws Exception {

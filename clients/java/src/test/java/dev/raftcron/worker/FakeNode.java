@@ -41,6 +41,8 @@ final class FakeNode implements AutoCloseable {
     final Map<String, Map<String, Object>> results = new ConcurrentHashMap<>();
     /** The items of each batch call as it came, refused or not. */
     final List<List<Map<String, Object>>> batches = new CopyOnWriteArrayList<>();
+    /** The bytes of each batch call's body, as batches. */
+    final List<Integer> batchBytes = new CopyOnWriteArrayList<>();
     /** Each {@code :complete} body, with the run_id and token of its path. */
     final List<Map<String, Object>> completes = new CopyOnWriteArrayList<>();
     /** Batch calls answered 200. */
@@ -89,13 +91,14 @@ final class FakeNode implements AutoCloseable {
     private void serve(HttpExchange ex) throws IOException {
         try {
             String path = ex.getRequestURI().getPath();
-            Map<String, Object> body = Json.parseObject(new String(ex.getRequestBody().readAllBytes(), StandardCharsets.UTF_8));
+            byte[] raw = ex.getRequestBody().readAllBytes();
+            Map<String, Object> body = Json.parseObject(new String(raw, StandardCharsets.UTF_8));
             if (path.endsWith(":poll")) {
                 answer(ex, 200, Map.of("offers", poll(body)));
             } else if (path.endsWith(":heartbeat")) {
                 answer(ex, 200, Map.of("lease", "10s"));
             } else if (path.equals(Completer.PATH)) {
-                batch(ex, body);
+                batch(ex, body, raw.length);
             } else if (path.endsWith(":complete")) {
                 String[] parts = path.substring(0, path.length() - ":complete".length()).split("/");
                 body.put("run_id", parts[parts.length - 2]);
@@ -127,12 +130,13 @@ final class FakeNode implements AutoCloseable {
     }
 
     @SuppressWarnings("unchecked")
-    private void batch(HttpExchange ex, Map<String, Object> body) throws IOException, InterruptedException {
+    private void batch(HttpExchange ex, Map<String, Object> body, int bytes) throws IOException, InterruptedException {
         List<Map<String, Object>> items = new ArrayList<>();
         for (Object o : (List<?>) body.get("outcomes")) {
             items.add((Map<String, Object>) o);
         }
         batches.add(items);
+        batchBytes.add(bytes);
         if (!hold.await(30, TimeUnit.SECONDS)) {
             throw new IllegalStateException("a batch was held for 30 s");
         }
