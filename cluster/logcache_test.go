@@ -32,8 +32,9 @@ func TestLogCacheKeepsNoProposalAlive(t *testing.T) {
 		p := &proposal{log: raft.Log{Index: 1, Term: 1, Type: raft.LogCommand, Data: []byte("entry")}, response: new([1 << 16]byte)}
 		freed := make(chan struct{})
 		runtime.AddCleanup(p, func(ch chan struct{}) { close(ch) }, freed)
+		method := "StoreLogs"
 		if single {
-			err = c.StoreLog(&p.log)
+			method, err = "StoreLog", c.StoreLog(&p.log)
 		} else {
 			err = c.StoreLogs([]*raft.Log{&p.log})
 		}
@@ -42,7 +43,7 @@ func TestLogCacheKeepsNoProposalAlive(t *testing.T) {
 		}
 		p = nil
 		if !collected(freed, 5*time.Second) {
-			t.Fatalf("StoreLog (single %v): the cache still holds the proposal it stored an entry from", single)
+			t.Fatalf("%s: the cache still holds the proposal it stored an entry from", method)
 		}
 		var got raft.Log
 		if err := c.GetLog(1, &got); err != nil || got.Index != 1 || string(got.Data) != "entry" {
