@@ -3,6 +3,7 @@ package alert
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -424,5 +425,25 @@ func TestNoLateTimerForACheckinJob(t *testing.T) {
 	p.plan(fsm.StoredJob{Job: &pb.Job{Spec: spec}, Status: &pb.JobStatus{}}, nil)
 	if len(p.items) != 3 {
 		t.Fatalf("plans of the job with a target: %+v, want its late deadline too", p.items)
+	}
+}
+
+// TestIdleTermKeepsNoJobNames: with no channel nothing plans the jobs a
+// write marks, so a pass forgets them, and the first pass with a channel
+// plans every job instead.
+func TestIdleTermKeepsNoJobNames(t *testing.T) {
+	h := newHarness(t, nil)
+	h.term.rescan = false // as after a first pass
+	names := make([]string, 1000)
+	for i := range names {
+		names[i] = fmt.Sprintf("job-%d", i)
+	}
+	h.term.markDirty(false, names)
+	h.step()
+	h.term.mu.Lock()
+	dirty, rescan := len(h.term.dirty), h.term.rescan
+	h.term.mu.Unlock()
+	if dirty != 0 || !rescan {
+		t.Fatalf("after a pass without a channel: %d jobs marked, rescan %v; want none, and a rescan", dirty, rescan)
 	}
 }

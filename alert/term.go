@@ -96,9 +96,11 @@ func (t *term) establish() bool {
 // step is one pass: check what is due, send what is pending, record what
 // was sent.
 func (t *term) step(now time.Time) {
-	st := t.a.cfg.State
-	if !st.AlertsActive() && len(t.deliveries) == 0 {
-		return
+	if !t.a.cfg.State.AlertsActive() {
+		t.idle()
+		if len(t.deliveries) == 0 {
+			return
+		}
 	}
 	if checks := t.evaluate(now); len(checks) > 0 {
 		t.propose(&pb.Command{Kind: &pb.Command_CheckAlerts{CheckAlerts: &pb.CheckAlertsCommand{
@@ -139,6 +141,19 @@ func (t *term) markDirty(all bool, names []string) {
 	}
 	for _, n := range names {
 		t.dirty[n] = true
+	}
+}
+
+// idle forgets the jobs marked while no channel exists: nothing plans
+// them then, and the set would keep every name written in the term (about
+// 35 bytes a job, on a leader that alerts nobody). The first pass with a
+// channel plans every job instead.
+func (t *term) idle() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.dirty) > 0 {
+		t.dirty = map[string]bool{}
+		t.rescan = true
 	}
 }
 

@@ -205,7 +205,7 @@ func openStore(dir string, noSync bool) (*raftboltdb.BoltStore, error) {
 
 // open builds the log cache, the snapshot store and the transport.
 func (n *Node) open(mux *Mux) error {
-	logs, err := raft.NewLogCache(logCacheSize, watchedLogStore{n.store, n.disk})
+	logs, err := newLogCache(logCacheSize, watchedLogStore{n.store, n.disk})
 	if err != nil {
 		return fmt.Errorf("raft log cache: %w", err)
 	}

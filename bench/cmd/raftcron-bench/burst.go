@@ -167,6 +167,7 @@ func runBurstVariant(ctx context.Context, e *env, res *Result, v burstVariant) e
 	m.Slot = slot.UTC()
 	e.logf("%s: registered at %.0f jobs/s; slot %s (in %s)", v.name, m.Registration.OpsPerSec, slot.Format("15:04:05"), time.Until(slot).Round(time.Millisecond))
 
+	e.heapProfiles(ctx, c, leader, v.name+"-registered")
 	if err := sleepUntil(ctx, slot.Add(-500*time.Millisecond)); err != nil {
 		return err
 	}
@@ -219,6 +220,7 @@ func runBurstVariant(ctx context.Context, e *env, res *Result, v burstVariant) e
 	settle(ctx, leader)
 	after := sampleNodes(c)
 	waitProfile()
+	e.heapProfiles(ctx, c, leader, v.name+"-fired")
 	m.CPU = usage(c, leader, before, after)
 	m.CPUPerFire = cpuPerFire(m.CPU, m.Delivered+len(chained))
 	m.LeaderHandOver = latenessHistogram(before, after, leader.ID)

@@ -277,6 +277,15 @@ func (e *env) profileNodes(ctx context.Context, c *localcluster.Cluster, leader 
 	}
 }
 
+// heapProfiles saves the heap profiles of the leader and of one follower
+// (<stage>-leader-heap, <stage>-follower-heap) when -profile is set.
+func (e *env) heapProfiles(ctx context.Context, c *localcluster.Cluster, leader *localcluster.Node, stage string) {
+	e.heapProfile(ctx, leader, stage+"-leader-heap")
+	if f := c.Followers(leader); len(f) > 0 {
+		e.heapProfile(ctx, f[0], stage+"-follower-heap")
+	}
+}
+
 // heapProfile saves node's heap profile (after a GC) when -profile is set.
 func (e *env) heapProfile(ctx context.Context, n *localcluster.Node, name string) {
 	if e.cfg.Profile {

@@ -99,7 +99,7 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&c.Quick, "quick", false, "short version of every scenario (make bench-quick)")
 	fs.StringVar(&names, "scenarios", defaultScenarios, "comma-separated scenarios to run (httpfloor and burst-features only when named: burst and steady measure their floors; with -ab the default leaves out micro)")
 	fs.BoolVar(&c.Keep, "keep", false, "keep the nodes' data dirs and logs even on success")
-	fs.BoolVar(&c.Profile, "profile", false, "save CPU profiles of the leader and a follower (from /debug/pprof) next to the results")
+	fs.BoolVar(&c.Profile, "profile", false, "save CPU and heap profiles of the leader and a follower (from /debug/pprof) next to the results")
 	fs.BoolVar(&c.Trace, "trace", false, "workers: save Go execution traces of every node and of the bench process over the wave (from 0.5 s before the slot, 1 s)")
 	fs.Int64Var(&c.Seed, "seed", 1, "seed of the failover scenario's kill timing")
 	fs.StringVar(&c.NodeLogLevel, "node-log-level", "info", "--log-level of the nodes")

@@ -140,10 +140,7 @@ func runScale(ctx context.Context, e *env, res *Result) error {
 		return err
 	}
 	m.AfterLoad = memory(c, leader)
-	e.heapProfile(ctx, leader, "scale-leader-heap")
-	if f := c.Followers(leader); len(f) > 0 {
-		e.heapProfile(ctx, f[0], "scale-follower-heap")
-	}
+	e.heapProfiles(ctx, c, leader, "scale")
 
 	if w := e.cfg.ScaleSnapshotWait; w > 0 {
 		e.logf("scale: waiting up to %s for Raft's snapshot of the whole registry", w)
