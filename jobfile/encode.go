@@ -33,6 +33,11 @@ func EncodeJSON(specs ...*pb.JobSpec) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return indentedJSON(v)
+}
+
+// indentedJSON is v written as the file's JSON, indented by two spaces.
+func indentedJSON(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	if err := writeJSON(&buf, v, "  "); err != nil {
 		return nil, err

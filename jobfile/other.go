@@ -1,7 +1,6 @@
 package jobfile
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
 
@@ -59,11 +58,7 @@ func EncodeJSONAs[T proto.Message](msgs ...T) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	if err := writeJSON(&buf, v, "  "); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return indentedJSON(v)
 }
 
 // valueAs is msgs in the file's generic form: one object, or a list.
