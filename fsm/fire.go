@@ -487,9 +487,7 @@ func (b *batch) accept(it jobItem, next *pb.JobStatus, f *pb.Fire, slot int64, c
 	parents []*pb.RunRef, res *pb.FireResult) {
 	kind := f.GetKind()
 	token := b.s.nextToken()
-	id := b.s.newRunID(firedRunID(it.name, token))
 	r, a := firstRun()
-	r.Id = id
 	r.Job = it.name
 	r.Generation = it.job.GetGeneration()
 	r.SlotUnix = slot
@@ -502,13 +500,13 @@ func (b *batch) accept(it jobItem, next *pb.JobStatus, f *pb.Fire, slot int64, c
 	r.Concurrent = concurrent
 	r.Parents = parents
 	b.fillAttempt(a, 1, token, kind)
+	b.s.putNewRun(r, firedRunID(it.name, token))
 	next.LatestToken = token
-	next.OpenRunIds = appendID(next.OpenRunIds, id)
+	next.OpenRunIds = appendID(next.OpenRunIds, r.Id)
 	late := b.lateFire(it, next, kind, slot)
 	b.s.setStatus(it, next)
-	b.s.putRun(r)
 	b.alertOnFire(it, r, late)
-	res.Accepted, res.Token, res.RunId, res.Attempt, res.Run = true, token, id, 1, b.slab.clone(r)
+	res.Accepted, res.Token, res.RunId, res.Attempt, res.Run = true, token, r.Id, 1, b.slab.clone(r)
 	res.Spec = it.job.GetSpec()
 }
 

@@ -3,6 +3,7 @@ package fsm_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -318,6 +319,33 @@ func TestRunIDsAreDeterministicAndUnique(t *testing.T) {
 	}
 	if h.run(other+"-1").GetKind() != kindManual {
 		t.Fatal("the earlier run was replaced")
+	}
+}
+
+// The other way round: a fire whose id a MISSED record already holds gets
+// a suffix, and the record stays, with its indexes and the fire's.
+func TestFireWhoseIDIsTakenGetsASuffix(t *testing.T) {
+	h := newHarness(t)
+	h.create(testSpec("x"))
+	h.mustOK(pauseCmd("x", true, ""))
+	cursor := h.status("x").GetCursorUnix()
+	// The batch below, at entry index, records "x-m<index>-0" and "-1".
+	index := h.index + 1
+	h.fire(slotFire("x", 1, cursor+60), slotFire("x", 1, cursor+120))
+	other := fmt.Sprintf("x-m%d", index)
+	h.create(withOverlap(testSpec(other), pb.Overlap_OVERLAP_ALLOW))
+	r := h.accepted(manualFire(other, "", false)) // token 1: "x-m<index>-1", taken
+	if r.GetToken() != 1 || r.GetRunId() != other+"-1~1" || r.GetRun().GetId() != r.GetRunId() {
+		t.Fatalf("fire: token %d, run id %q (run %q), want token 1 and %s-1~1", r.GetToken(), r.GetRunId(), r.GetRun().GetId(), other)
+	}
+	if rec := h.run(other + "-1"); rec.GetJob() != "x" || rec.GetState() != stMissed {
+		t.Fatalf("the record %v was replaced", rec)
+	}
+	if st := h.status(other); !slices.Equal(st.GetOpenRunIds(), []string{other + "-1~1"}) {
+		t.Fatalf("open runs %v, want the suffixed id", st.GetOpenRunIds())
+	}
+	if got := ids(h.f.ListRuns(other, 0)); !slices.Equal(got, []string{other + "-1~1"}) {
+		t.Fatalf("%s's runs %v, want the suffixed id alone", other, got)
 	}
 }
 

@@ -93,6 +93,27 @@ func isOpen(st pb.RunState) bool {
 // is then pruned. A run's id, job, slot and creation time never change.
 func (s *state) putRun(r *pb.Run) {
 	old, had := s.runs.ReplaceOrInsert(runItem{id: r.GetId(), run: r})
+	s.indexRun(old, had, r)
+}
+
+// putNewRun stores r, a run just created, under newRunID(base), and sets
+// its id: it inserts under base at once and looks further only if base
+// was taken, which it nearly never is. That is one walk of the run tree
+// per fire instead of two (a lookup, then the insert), on every node.
+func (s *state) putNewRun(r *pb.Run, base string) {
+	r.Id = base
+	if old, had := s.runs.ReplaceOrInsert(runItem{id: base, run: r}); had {
+		s.runs.ReplaceOrInsert(old) // base is old's: keep it there
+		r.Id = s.newRunID(base)
+		s.runs.ReplaceOrInsert(runItem{id: r.Id, run: r})
+	}
+	s.indexRun(runItem{}, false, r)
+}
+
+// indexRun updates what derives from the run tree once r replaced old
+// (had) or was added: the observer's changes, the tallies, the indexes,
+// a finished run's history.
+func (s *state) indexRun(old runItem, had bool, r *pb.Run) {
 	s.tx.runChanged(r)
 	s.countRun(old.run, had, r)
 	if !had {
