@@ -217,7 +217,7 @@ func runBurstVariant(ctx context.Context, e *env, res *Result, v burstVariant) e
 		}
 	}
 
-	settle(ctx, leader)
+	settle(ctx, c, leader)
 	after := sampleNodes(c)
 	waitProfile()
 	e.heapProfiles(ctx, c, leader, v.name+"-fired")
@@ -292,8 +292,11 @@ func chainDelays(chained, first map[string]harness.Delivery, parents map[string]
 }
 
 // settle waits until the leader has no attempt in flight and its commit
-// index has stopped moving for a second (the outcomes are committed).
-func settle(ctx context.Context, leader *localcluster.Node) {
+// index has stopped moving for a second (the outcomes are committed), and
+// then until every node has applied that index: a follower learns of the
+// last commits only with Raft's next AppendEntries, up to twice
+// CommitTimeout later, and its applies belong in the CPU window.
+func settle(ctx context.Context, c *localcluster.Cluster, leader *localcluster.Node) {
 	var last uint64
 	stableSince := time.Now()
 	_ = harness.Poll(ctx, settleTimeout, "outcomes committed", func() (bool, error) {
@@ -311,4 +314,5 @@ func settle(ctx context.Context, leader *localcluster.Node) {
 		m, err := harness.Scrape(leader)
 		return err == nil && m.Sum("raftcron_runs_in_flight") == 0, nil
 	})
+	_ = harness.WaitCaughtUp(ctx, c, last, settleTimeout)
 }

@@ -141,7 +141,7 @@ func runWorkers(ctx context.Context, e *env, res *Result) error {
 	m.Delivered, m.Redeliveries, m.PerWorker, m.Lateness = tally(rec.snapshot(), slot)
 	e.workersLateness = &m.Lateness
 
-	settle(ctx, leader)
+	settle(ctx, c, leader)
 	after := sampleNodes(c)
 	waitProfile()
 	waitTrace()

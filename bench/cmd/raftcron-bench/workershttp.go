@@ -89,7 +89,7 @@ func runWorkersHTTP(ctx context.Context, e *env, res *Result) error {
 			return err
 		}
 	}
-	settle(ctx, leader)
+	settle(ctx, c, leader)
 	after, workersAfter := sampleNodes(c), workersCPU(pids)
 	waitProfile()
 	stop()
