@@ -101,6 +101,25 @@ func TestFollowerReadDoesNotWaitForCommitTimeout(t *testing.T) {
 	}
 }
 
+// AnnounceCommit tells the followers of the leader's commits at once: with
+// a CommitTimeout of a minute, they apply a write within a second of it.
+func TestAnnounceCommitReachesTheFollowers(t *testing.T) {
+	slow := func(c *Config) { c.tune = func(rc *raft.Config) { rc.CommitTimeout = time.Minute } }
+	tc := newCluster(t, 3, slow)
+	leader := tc.waitLeader(10 * time.Second)
+	for i := range 3 {
+		name := fmt.Sprintf("job-%d", i)
+		put(t, leader.node, name, "@hourly")
+		leader.node.AnnounceCommit(context.Background())
+		for _, f := range tc.followers(leader) {
+			testutil.WaitFor(t, time.Second, f.id+" to apply "+name, func() bool {
+				_, ok := f.fsm.get(name)
+				return ok
+			})
+		}
+	}
+}
+
 func TestLeaderCrashFailover(t *testing.T) {
 	tc := newCluster(t, 3)
 	old := tc.waitLeader(10 * time.Second)

@@ -96,16 +96,18 @@ const (
 	minTimeout   = 5 * time.Millisecond // raft's floor
 	trailingLogs = 10240
 	// commitTimeout is how long a leader with no new entry waits before it
-	// tells the followers of its latest commits (Raft's default: 50 ms).
-	// A follower learns a commit only from an AppendEntries, and applies
-	// it then. A wave of fires commits in a slot's first milliseconds; at
-	// 50 ms its applies, a core per follower for tens of milliseconds,
-	// would land on the wave's deliveries. At 250 ms they come with the
-	// wave's first outcome entry, which the scheduler holds while the
-	// deliveries are under way (up to 200 ms). Reads do not wait for it: a
-	// follower behind the read index has the leader announce its commit
-	// index at once (announceCommit).
-	commitTimeout = 250 * time.Millisecond
+	// tells the followers of its latest commits (Raft's default: 50 ms;
+	// Raft draws it between this and twice this). A follower learns a
+	// commit only from an AppendEntries, and applies it then. A wave of
+	// fires commits in a slot's first milliseconds; at 50 ms, or at 250,
+	// its applies, a core per follower for tens of milliseconds, would land
+	// on the wave's deliveries (a 10,000 burst's last ones come 350 ms after
+	// the slot). At 500 ms they come with the wave's first outcome entry,
+	// which the scheduler holds until the deliveries are over, and the
+	// outcomes' own applies with the scheduler's AnnounceCommit after them.
+	// Reads do not wait for it: a follower behind the read index has the
+	// leader announce its commit index at once.
+	commitTimeout = 500 * time.Millisecond
 )
 
 // Validate checks every rule of the fields a caller sets from outside (ID,

@@ -60,7 +60,7 @@ func (s *internalServer) ReadIndex(ctx context.Context, req *pb.ReadIndexRequest
 		return nil, s.n.statusError(err)
 	}
 	if req.GetCommitIndex() < idx {
-		s.n.announceCommit(ctx)
+		s.n.AnnounceCommit(ctx)
 	}
 	return &pb.ReadIndexResponse{Index: idx}, nil
 }

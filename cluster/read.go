@@ -77,11 +77,15 @@ func (n *Node) forwardReadIndex(ctx context.Context) (uint64, error) {
 	return resp.GetIndex(), nil
 }
 
-// announceCommit has the leader send its commit index to the followers
-// now rather than at Raft's next CommitTimeout (see raftConfig): Raft
-// sends it only with an AppendEntries, so this appends a barrier. The
-// barrier itself is not waited for.
-func (n *Node) announceCommit(ctx context.Context) {
+// AnnounceCommit has this node, as leader, send its commit index to the
+// followers now rather than at Raft's next CommitTimeout (see
+// commitTimeout): Raft sends it only with an AppendEntries, so this appends
+// a barrier, which applies nothing. It waits only until Raft has taken the
+// barrier (or ctx ends), not for its commit; on a follower it does nothing.
+func (n *Node) AnnounceCommit(ctx context.Context) {
+	if n.closed.Load() {
+		return
+	}
 	n.raft.Barrier(raftTimeout(ctx))
 }
 

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -92,6 +93,61 @@ func TestOutcomesWaitForQueuedDeliveries(t *testing.T) {
 	}
 	h.release("q5")
 	h.release("a")
+}
+
+// The followers learn of a commit only with the leader's next entry or
+// Raft's commit timer, and apply what it covers then. Outcomes committed
+// while deliveries wait are not announced: the next fires would carry the
+// news anyway, and the followers would apply during those deliveries. Once
+// none wait, the commit of the last outcomes is announced at once, so that
+// the followers apply them now and not during the next wave.
+func TestOutcomesAreAnnouncedOnceNoDeliveryWaits(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Workers, c.Queue = 2, 16 })
+	var mu sync.Mutex
+	var outcomesAt []uint64 // the index of each CompleteBatch
+	h.prop.after = func(cmd *pb.Command, _ *pb.CommandResult) {
+		if cmd.GetCompleteBatch() != nil {
+			mu.Lock()
+			defer mu.Unlock()
+			outcomesAt = append(outcomesAt, h.prop.committed())
+		}
+	}
+	outcomes := func() []uint64 {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(outcomesAt)
+	}
+	// Token order: a and b (each held at its gate on a worker), c (quick,
+	// queued), d (held at its gate, queued), e (queued).
+	for _, name := range []string{"a", "b", "c", "d", "e"} {
+		h.putJob(spec(name, "@every 10s"))
+		if name != "c" && name != "e" {
+			h.exec.gate(name)
+		}
+	}
+	h.lead()
+	h.clock.Advance(10 * time.Second)
+	h.waitFor("a and b on the workers, the rest queued", func() bool {
+		return h.exec.blockedCount("a") == 1 && h.exec.blockedCount("b") == 1 && h.s.handoff.backlog() == 3
+	})
+	h.exec.open("b") // b, then c finish; d takes the worker and e waits
+	h.waitFor("b's and c's outcomes, held until the hold ran out while e waited", func() bool {
+		return len(outcomes()) > 0
+	})
+	held := outcomes()
+	h.release("d")
+	h.release("a")
+	all := outcomes()
+	last := all[len(all)-1]
+	h.waitFor("the last outcomes' commit announced", func() bool {
+		got := h.prop.announcements()
+		return len(got) > 0 && got[len(got)-1] >= last
+	})
+	for _, idx := range h.prop.announcements() {
+		if idx <= held[len(held)-1] {
+			t.Fatalf("outcomes committed at %v while e waited were announced (at %d); all outcome entries %v", held, idx, all)
+		}
+	}
 }
 
 // At info level the log carries the attempts that did not succeed; the

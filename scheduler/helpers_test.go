@@ -50,6 +50,8 @@ type fakeProposer struct {
 	// batches records every FireBatch committed.
 	batches []*pb.FireBatchCommand
 	barrier func() error
+	// announced records the last committed index at each AnnounceCommit.
+	announced []uint64
 }
 
 func newFakeProposer(f *fsm.FSM) *fakeProposer {
@@ -131,6 +133,19 @@ func (p *fakeProposer) Barrier(context.Context) error {
 	}
 	return nil
 }
+func (p *fakeProposer) AnnounceCommit(context.Context) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.announced = append(p.announced, p.index)
+}
+
+// announcements returns the indexes announced so far.
+func (p *fakeProposer) announcements() []uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.announced)
+}
+
 func (p *fakeProposer) Term() uint64 { return p.term.Load() }
 func (p *fakeProposer) ID() string   { return p.id }
 

@@ -20,6 +20,9 @@ type Proposer interface {
 	// Barrier returns once this node, as leader, has applied every entry of
 	// earlier terms; it fails if the node does not lead.
 	Barrier(ctx context.Context) error
+	// AnnounceCommit tells the followers of every commit so far now, not
+	// with the next entry or Raft's commit timer, without waiting for them.
+	AnnounceCommit(ctx context.Context)
 	// Term is the current Raft term.
 	Term() uint64
 	// ID is this node's Raft server ID.
@@ -32,6 +35,7 @@ type Proposer interface {
 type LeaderNode interface {
 	ProposeLocal(ctx context.Context, cmd *pb.Command) (wait func() (*pb.CommandResult, error))
 	Barrier(ctx context.Context) error
+	AnnounceCommit(ctx context.Context)
 	Term() uint64
 	ID() string
 }

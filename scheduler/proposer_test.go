@@ -13,9 +13,10 @@ func (n *leaderNodeFake) ProposeLocal(context.Context, *pb.Command) func() (*pb.
 	n.local++
 	return func() (*pb.CommandResult, error) { return &pb.CommandResult{Code: pb.ResultCode_RESULT_CODE_OK}, nil }
 }
-func (n *leaderNodeFake) Barrier(context.Context) error { return nil }
-func (n *leaderNodeFake) Term() uint64                  { return 7 }
-func (n *leaderNodeFake) ID() string                    { return "n1" }
+func (n *leaderNodeFake) Barrier(context.Context) error  { return nil }
+func (n *leaderNodeFake) AnnounceCommit(context.Context) {}
+func (n *leaderNodeFake) Term() uint64                   { return 7 }
+func (n *leaderNodeFake) ID() string                     { return "n1" }
 
 // TestNodeProposerNeverForwards: the scheduler's proposals go to the
 // leader-only apply; a forwarding apply would let another node commit them.
