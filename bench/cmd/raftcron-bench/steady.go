@@ -27,9 +27,13 @@ type steadyMetrics struct {
 	Delivered    int                `json:"delivered"`
 	Redeliveries int                `json:"redeliveries"`
 	// DeliveredPerSec is the achieved rate over the window.
-	DeliveredPerSec float64            `json:"delivered_per_s"`
-	Lateness        harness.Dist       `json:"lateness"`
-	LeaderHandOver  map[string]float64 `json:"leader_handover_ms"`
+	DeliveredPerSec float64      `json:"delivered_per_s"`
+	Lateness        harness.Dist `json:"lateness"`
+	// SlotP99Ms is each second's p99 lateness, in the window's order: a
+	// tail that some seconds hold and others do not is a stall (a
+	// snapshot, a collection), one every second holds is the wave's cost.
+	SlotP99Ms      []float64          `json:"slot_p99_ms"`
+	LeaderHandOver map[string]float64 `json:"leader_handover_ms"`
 	// LeaderMissed is raftcron_runs_missed_total's change by reason.
 	LeaderMissed map[string]float64 `json:"leader_missed"`
 	CPU          cpuWindow          `json:"cpu"`
@@ -126,6 +130,13 @@ func runSteady(ctx context.Context, e *env, res *Result) error {
 		lat = append(lat, l)
 	}
 	m.Lateness = harness.Summarize(lat)
+	bySlot := make([][]time.Duration, hi-lo)
+	for k, l := range first {
+		bySlot[k.slot-lo] = append(bySlot[k.slot-lo], l)
+	}
+	for _, s := range bySlot {
+		m.SlotP99Ms = append(m.SlotP99Ms, harness.Summarize(s).P99Ms)
+	}
 	m.CPU = usage(c, leader, before, after)
 	m.CPUPerFire = cpuPerFire(m.CPU, receivedBetween(sink.Since(from), before.at, after.at))
 	m.LeaderHandOver = latenessHistogram(before, after, leader.ID)
