@@ -133,6 +133,7 @@ func (p *fakeProposer) Barrier(context.Context) error {
 	}
 	return nil
 }
+
 func (p *fakeProposer) AnnounceCommit(context.Context) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -59,11 +59,16 @@ func ReplayDataDir(node, dir string, upTo uint64) (NodeLedger, error) {
 		start = idx + 1
 	}
 	l.FirstIndex = start
+	// walked is the last entry read: the state reflects it even when it is
+	// one the state machine never sees (a barrier, a no-op), as a node's
+	// applied index does.
+	walked := start - 1
 	for i := start; i <= upTo && i != 0; i++ {
 		var entry raft.Log
 		if err := store.GetLog(i, &entry); err != nil {
 			return l, fmt.Errorf("%s: log entry %d: %w", node, i, err)
 		}
+		walked = i
 		if entry.Type != raft.LogCommand {
 			continue
 		}
@@ -73,7 +78,7 @@ func ReplayDataDir(node, dir string, upTo uint64) (NodeLedger, error) {
 	for _, r := range state.ListRuns("", 0) {
 		l.Runs = append(l.Runs, runFromProto(r))
 	}
-	l.Index = state.AppliedIndex()
+	l.Index = max(state.AppliedIndex(), walked)
 	l.Token = state.FencingToken()
 	sum := state.StateHash()
 	l.StateHash = hex.EncodeToString(sum[:])

@@ -86,6 +86,30 @@ func TestReplayDataDirRebuildsTheLedgerInLogOrder(t *testing.T) {
 	}
 }
 
+// A log may end in entries the state machine never sees: the leader's
+// barriers, which announce its commit index, follow a wave's outcomes.
+// The replay still reflects the log up to them.
+func TestReplayDataDirReachesATrailingBarrier(t *testing.T) {
+	dir := t.TempDir()
+	writeLog(t, dir, fireBatch(t0+1)) // index 2
+	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = store.StoreLog(&raft.Log{Index: 3, Term: 2, Type: raft.LogBarrier})
+	store.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := ReplayDataDir("n1", dir, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Index != 3 {
+		t.Fatalf("replay up to a barrier at 3 reached index %d", l.Index)
+	}
+}
+
 func TestReplayDataDirWithoutAStore(t *testing.T) {
 	if _, err := ReplayDataDir("n1", filepath.Join(t.TempDir(), "missing"), 0); err == nil {
 		t.Fatal("replaying a data dir without raft.db succeeded")
