@@ -126,14 +126,12 @@ func runSteady(ctx context.Context, e *env, res *Result) error {
 	m.Delivered = len(first)
 	m.DeliveredPerSec = round3(float64(m.Delivered) / window.Seconds())
 	lat := make([]time.Duration, 0, len(first))
-	for _, l := range first {
-		lat = append(lat, l)
-	}
-	m.Lateness = harness.Summarize(lat)
 	bySlot := make([][]time.Duration, hi-lo)
 	for k, l := range first {
+		lat = append(lat, l)
 		bySlot[k.slot-lo] = append(bySlot[k.slot-lo], l)
 	}
+	m.Lateness = harness.Summarize(lat)
 	for _, s := range bySlot {
 		m.SlotP99Ms = append(m.SlotP99Ms, harness.Summarize(s).P99Ms)
 	}
