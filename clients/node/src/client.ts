@@ -46,6 +46,11 @@ export function attemptPath(runId: string, token: string): string {
   return `/v1/attempts/${encodeURIComponent(runId)}/${token}`;
 }
 
+/** A body already in JSON: sent as is. */
+export class JSONText {
+  constructor(readonly text: string) {}
+}
+
 interface ErrorDoc {
   message?: string;
   details?: { reason?: string; metadata?: Record<string, string> }[];
@@ -104,7 +109,7 @@ export class Client {
     const resp = await this.fetch(base + path, {
       method: "POST",
       headers,
-      body: JSON.stringify(body),
+      body: body instanceof JSONText ? body.text : JSON.stringify(body),
       signal: signal ? AbortSignal.any([signal, limit]) : limit,
     });
     const text = await resp.text();

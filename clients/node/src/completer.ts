@@ -1,7 +1,7 @@
 // Outcomes go to the nodes in batches (POST /v1/attempts:batchComplete, docs/workers.md):
 // the attempts that finish in one turn of the event loop cost one call between them, not
 // a call each. Nodes of a release without that call get them one by one (:complete).
-import { type Client, ProtocolError, attemptPath } from "./client.js";
+import { type Client, JSONText, ProtocolError, attemptPath } from "./client.js";
 
 /** What became of an attempt's outcome. */
 export type Result =
@@ -37,6 +37,8 @@ type Item = { run_id: string; token: string } & Record<string, unknown>;
 
 interface Pending {
   item: Item;
+  /** The item in JSON, written once: its size decides the batch, and the batch is made of it. */
+  json: string;
   bytes: number;
   until: number;
   settle: (r: Result) => void;
@@ -63,8 +65,9 @@ export class Completer {
   /** Report an attempt's outcome (a `:complete` body); resolves with what became of it, never rejects. */
   complete(runId: string, token: string, body: Record<string, unknown>): Promise<Result> {
     const item: Item = { run_id: runId, token, ...body };
+    const json = JSON.stringify(item);
     return new Promise((settle) => {
-      this.queue.push({ item, bytes: Buffer.byteLength(JSON.stringify(item)), until: Date.now() + COMPLETE_FOR, settle });
+      this.queue.push({ item, json, bytes: Buffer.byteLength(json), until: Date.now() + COMPLETE_FOR, settle });
       this.flushSoon();
     });
   }
@@ -103,7 +106,8 @@ export class Completer {
     // The queue is in order of outcome, and so is a batch: its first outcome gives up first.
     const until = (items[0] as Pending).until;
     try {
-      const answer = await this.client.call(BATCH_PATH, { outcomes: items.map((p) => p.item) }, { until, unsupported: UNSUPPORTED });
+      const body = new JSONText(`{"outcomes":[${items.map((p) => p.json).join(",")}]}`);
+      const answer = await this.client.call(BATCH_PATH, body, { until, unsupported: UNSUPPORTED });
       const results = answer.ok ? answer.doc["results"] : undefined;
       if (Array.isArray(results) && results.length === items.length) {
         items.forEach((p, i) => p.settle(resultOf(results[i] as ResultDoc | null)));

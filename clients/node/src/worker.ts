@@ -146,6 +146,7 @@ export class Worker {
   private readonly running = new Set<Attempt>();
   private readonly stopping = new AbortController();
   private slotFreed: (() => void) | undefined;
+  private idle: (() => void) | undefined;
 
   constructor(opts: WorkerOptions) {
     if (!opts.pool || !ID.test(opts.pool)) throw new Error(`pool: want [a-z0-9][a-z0-9._-]{0,62}, got ${JSON.stringify(opts.pool)}`);
@@ -235,20 +236,24 @@ export class Worker {
     const at = new Attempt(this, this.client, this.completer, o, received);
     this.running.add(at);
     void at.run();
-    void at.done.then(() => {
-      this.running.delete(at);
-      this.slotFreed?.();
-      this.slotFreed = undefined;
-    });
+  }
+
+  /** @internal An attempt is completed (or given up). */
+  finished(at: Attempt): void {
+    this.running.delete(at);
+    this.slotFreed?.();
+    this.slotFreed = undefined;
+    if (this.running.size === 0) this.idle?.();
   }
 
   private async drain(): Promise<void> {
     const grace = this.opts.stopGraceMs ?? 30_000;
     const until = Date.now() + grace;
     while (this.running.size > 0 && Date.now() < until) await sleep(Math.min(50, until - Date.now()));
-    const left = [...this.running];
-    for (const at of left) at.interrupt(new Stopping("the worker is stopping"));
-    await Promise.all(left.map((at) => at.done));
+    if (this.running.size === 0) return;
+    const idle = new Promise<void>((resolve) => (this.idle = resolve));
+    for (const at of [...this.running]) at.interrupt(new Stopping("the worker is stopping"));
+    await idle;
   }
 
   /** @internal */
@@ -275,7 +280,11 @@ type Outcome = "succeeded" | "failed" | "fenced" | "deadline_exceeded" | "cancel
 
 /** One attempt on this worker, from its offer to its outcome. */
 class Attempt {
-  private readonly abort = new AbortController();
+  // Made when the handler first reads ctx.signal or the attempt is interrupted: most
+  // attempts are neither, and an AbortController is a tenth of an attempt's CPU.
+  private abort: AbortController | undefined;
+  private interrupted: Error | undefined;
+  private run_: Run | string | undefined;
   private readonly path: string;
   private readonly leaseMs: number;
   private leaseEnd: number;
@@ -287,9 +296,6 @@ class Attempt {
   private heartbeating = false;
   private superseded = false;
   private settleTimer: NodeJS.Timeout | undefined;
-  private finished!: () => void;
-  /** Resolves once the attempt is completed (or given up). */
-  readonly done = new Promise<void>((resolve) => (this.finished = resolve));
 
   constructor(
     private readonly w: Worker,
@@ -331,8 +337,7 @@ class Attempt {
     }
     clearTimeout(limit);
     clearTimeout(this.settleTimer);
-    const reason: unknown = this.abort.signal.reason;
-    if (this.abort.signal.aborted) [outcome, detail] = interruptedBy(reason);
+    if (this.interrupted) [outcome, detail] = interruptedBy(this.interrupted);
     await this.complete(outcome, detail, output);
   }
 
@@ -355,17 +360,28 @@ class Attempt {
   }
 
   private runOf(): Run | string {
+    if (this.run_ !== undefined) return this.run_;
     const o = this.o;
     try {
-      return { token: BigInt(o.token), job: o.job, runId: o.run_id, idempotencyKey: o.idempotency_key, scheduledAt: canonicalTime("slot", o.slot), attempt: o.attempt };
+      this.run_ = { token: BigInt(o.token), job: o.job, runId: o.run_id, idempotencyKey: o.idempotency_key, scheduledAt: slotTime(o.slot), attempt: o.attempt };
     } catch (err) {
-      return `malformed offer: ${err instanceof Error ? err.message : String(err)}`;
+      this.run_ = `malformed offer: ${err instanceof Error ? err.message : String(err)}`;
     }
+    return this.run_;
+  }
+
+  private signal(): AbortSignal {
+    if (!this.abort) {
+      this.abort = new AbortController();
+      if (this.interrupted) this.abort.abort(this.interrupted);
+    }
+    return this.abort.signal;
   }
 
   private context(deadline: Date): AttemptContext {
     const o = this.o;
     const run = this.runOf() as Run;
+    const at = this;
     return {
       token: run.token,
       runId: o.run_id,
@@ -374,10 +390,13 @@ class Attempt {
       attempt: o.attempt,
       idempotencyKey: o.idempotency_key,
       payload: o.payload ?? "",
-      env: Object.freeze({ ...(o.env ?? {}) }),
+      // The offer's own object: nothing else holds it.
+      env: Object.freeze(o.env ?? {}),
       deadline,
       run,
-      signal: this.abort.signal,
+      get signal() {
+        return at.signal();
+      },
       progress: (percent, message) => this.progress(percent, message),
     };
   }
@@ -439,8 +458,9 @@ class Attempt {
 
   /** Abort the handler with reason; complete the attempt if it does not return soon. */
   interrupt(reason: Error): void {
-    if (this.abort.signal.aborted || this.finishedAt !== 0) return;
-    this.abort.abort(reason);
+    if (this.interrupted || this.finishedAt !== 0) return;
+    this.interrupted = reason;
+    this.abort?.abort(reason);
     this.settleTimer = setTimeout(() => {
       const [outcome, detail] = interruptedBy(reason);
       this.w.say("handler did not return after its attempt was interrupted", this.fields());
@@ -462,9 +482,21 @@ class Attempt {
       if (result.kind === "refused") this.w.say("outcome refused", { ...this.fields(), outcome, error: result.error });
       if (result.kind === "lost") this.w.say("outcome not delivered", { ...this.fields(), outcome, error: result.error });
     } finally {
-      this.finished();
+      this.w.finished(this);
     }
   }
+}
+
+// The offers of a wave share their slot: its canonical form is worked out once.
+let lastSlot = "";
+let lastSlotTime = "";
+
+function slotTime(slot: string): string {
+  if (slot !== lastSlot) {
+    lastSlotTime = canonicalTime("slot", slot);
+    lastSlot = slot;
+  }
+  return lastSlotTime;
 }
 
 function interruptedBy(reason: unknown): [Outcome, string] {

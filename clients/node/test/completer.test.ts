@@ -93,6 +93,12 @@ function workerOf(t: TestContext, nodes: FakeNodes, opts: { stopGraceMs?: number
     if (what === "fail") throw new Error(arg);
     if (what === "fence") throw new Fenced(`token ${ctx.token} refused`);
     if (what === "wait") await new Promise((r) => ctx.signal.addEventListener("abort", r, { once: true }));
+    if (what === "late") {
+      // Reads its signal only after its limit passed.
+      await new Promise((r) => setTimeout(r, Number(arg)));
+      const reason: unknown = ctx.signal.reason;
+      return ctx.signal.aborted ? `aborted: ${reason instanceof Error ? reason.constructor.name : String(reason)}` : "not aborted";
+    }
     return arg;
   });
   const stopped = w.run();
@@ -210,6 +216,18 @@ describe("outcomes", () => {
     assert.deepEqual(Object.keys(outcomeLogs(logs)), ["r2"]);
     nodes.offer(offer("r3", 53, "ok"));
     await waitFor("a batch call again", 5000, () => nodes.of(":batchComplete").length === 2);
+    w.stop();
+    await stopped;
+  });
+
+  it("of an attempt interrupted before its handler read its signal: the signal reads aborted with the reason", async (t) => {
+    const nodes = new FakeNodes(allTaken);
+    const { w, stopped } = workerOf(t, nodes);
+    nodes.offer({ ...offer("r1", 61, "late:300"), limit: "0.050s" });
+    await waitFor("the outcome", 5000, () => nodes.outcomes().flat().length === 1 && w.active === 0);
+    const [out] = nodes.outcomes().flat();
+    assert.equal(out?.["outcome"], "deadline_exceeded");
+    assert.equal(out?.["output"], "aborted: DeadlineExceeded");
     w.stop();
     await stopped;
   });
