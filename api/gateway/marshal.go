@@ -48,6 +48,11 @@ func (m *Marshaler) ContentType(v any) string { return m.protoJSON.ContentType(v
 
 // Marshal writes v; a message that holds no JobSpec is plain proto JSON.
 func (m *Marshaler) Marshal(v any) ([]byte, error) {
+	if r, ok := v.(*pb.PollAttemptsResponse); ok {
+		if b, ok := marshalOffers(r); ok {
+			return b, nil
+		}
+	}
 	msg, ok := v.(proto.Message)
 	if !ok || !holdsSpec(msg.ProtoReflect().Descriptor()) {
 		return m.protoJSON.Marshal(v)
