@@ -56,13 +56,13 @@ func TestPollAnswerIsProtoJSON(t *testing.T) {
 // What proto JSON refuses, it still refuses: the answer falls back to it.
 func TestPollAnswerProtoJSONRefusesIsRefused(t *testing.T) {
 	for name, o := range map[string]*pb.AttemptOffer{
-		"job":          {Job: "a\xffb"},
-		"env key":      {Env: map[string]string{"\xff": "x"}},
-		"env value":    {Env: map[string]string{"K": "\xfe"}},
-		"slot":         {Slot: &timestamppb.Timestamp{Seconds: 1 << 40}},
-		"deadline":     {Deadline: &timestamppb.Timestamp{Nanos: -1}},
-		"limit":        {Limit: &durationpb.Duration{Seconds: 1, Nanos: -1}},
-		"lease":        {Lease: &durationpb.Duration{Seconds: 400_000_000_000}},
+		"job":             {Job: "a\xffb"},
+		"env key":         {Env: map[string]string{"\xff": "x"}},
+		"env value":       {Env: map[string]string{"K": "\xfe"}},
+		"slot":            {Slot: &timestamppb.Timestamp{Seconds: 1 << 40}},
+		"deadline":        {Deadline: &timestamppb.Timestamp{Nanos: -1}},
+		"limit":           {Limit: &durationpb.Duration{Seconds: 1, Nanos: -1}},
+		"lease":           {Lease: &durationpb.Duration{Seconds: 400_000_000_000}},
 		"idempotency_key": {RunId: "ok", IdempotencyKey: "\xc0"},
 	} {
 		r := &pb.PollAttemptsResponse{Offers: []*pb.AttemptOffer{{RunId: "r"}, o}}
