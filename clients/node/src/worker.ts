@@ -284,7 +284,7 @@ class Attempt {
   // attempts are neither, and an AbortController is a tenth of an attempt's CPU.
   private abort: AbortController | undefined;
   private interrupted: Error | undefined;
-  private run_: Run | string | undefined;
+  private runOrRefusal: Run | string | undefined;
   private readonly path: string;
   private readonly leaseMs: number;
   private leaseEnd: number;
@@ -360,14 +360,14 @@ class Attempt {
   }
 
   private runOf(): Run | string {
-    if (this.run_ !== undefined) return this.run_;
+    if (this.runOrRefusal !== undefined) return this.runOrRefusal;
     const o = this.o;
     try {
-      this.run_ = { token: BigInt(o.token), job: o.job, runId: o.run_id, idempotencyKey: o.idempotency_key, scheduledAt: slotTime(o.slot), attempt: o.attempt };
+      this.runOrRefusal = { token: BigInt(o.token), job: o.job, runId: o.run_id, idempotencyKey: o.idempotency_key, scheduledAt: slotTime(o.slot), attempt: o.attempt };
     } catch (err) {
-      this.run_ = `malformed offer: ${err instanceof Error ? err.message : String(err)}`;
+      this.runOrRefusal = `malformed offer: ${err instanceof Error ? err.message : String(err)}`;
     }
-    return this.run_;
+    return this.runOrRefusal;
   }
 
   private signal(): AbortSignal {
