@@ -29,6 +29,8 @@ type config struct {
 	ScaleJobs         int
 	ScaleSnapshotWait time.Duration
 	MicroBenchtime    string
+	// WarmWorkers has workers-http measure its jobs' second wave.
+	WarmWorkers bool
 }
 
 // pick returns full or quick by mode.

@@ -107,6 +107,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.ABOld, "ab", "", fmt.Sprintf("OLD_BIN: run OLD_BIN's nodes and -bin's in turn, old, new, old, new (-repeat N pairs; at least %d recommended), and report each figure's paired difference new − old and ratio new ÷ old, and in how many pairs new was better", minPairs))
 
 	fs.IntVar(&c.BurstJobs, "burst-jobs", 0, "burst, workers, workers-http: jobs due in the same second (default 10000)")
+	fs.BoolVar(&c.WarmWorkers, "warm-workers", false, "workers-http: measure the jobs' second wave, a minute after the first, when V8 has compiled the Node workers' code (default: the first wave, of fresh worker processes)")
 	fs.IntVar(&c.SteadyRate, "steady-rate", 2000, "steady: fires per second")
 	fs.DurationVar(&c.SteadyDuration, "steady-duration", 0, "steady: measured window (default 60s, quick 15s)")
 	fs.IntVar(&c.SteadyPeriod, "steady-period", 0, "steady: seconds between two fires of one job, a divisor of 60 (default 10, quick 5); jobs = rate × period")
