@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -21,10 +22,10 @@ import (
 // (a string that is no UTF-8, a time or duration out of range, an unknown
 // field): the caller writes that one with proto JSON.
 func marshalOffers(r *pb.PollAttemptsResponse) ([]byte, bool) {
-	if len(r.ProtoReflect().GetUnknown()) > 0 {
+	w := offerWriter{b: make([]byte, 0, 64+len(r.GetOffers())*768), ok: true}
+	if !w.accepts(r, nil) {
 		return nil, false
 	}
-	w := offerWriter{b: make([]byte, 0, 64+len(r.GetOffers())*768), ok: true}
 	w.b = append(w.b, '{')
 	if len(r.GetOffers()) > 0 {
 		w.b = append(w.b, `"offers":[`...)
@@ -47,6 +48,15 @@ type offerWriter struct {
 	ok    bool
 	count int
 	keys  []string // the env's, sorted; reused from offer to offer
+}
+
+// accepts reports whether m is written here: a message proto JSON refuses
+// (invalid) or that holds a field unknown to this build goes to proto JSON.
+func (w *offerWriter) accepts(m proto.Message, invalid error) bool {
+	if invalid != nil || len(m.ProtoReflect().GetUnknown()) > 0 {
+		w.ok = false
+	}
+	return w.ok
 }
 
 func (w *offerWriter) name(n string) {
@@ -76,11 +86,7 @@ func (w *offerWriter) quote(v string) {
 }
 
 func (w *offerWriter) time(n string, t *timestamppb.Timestamp) {
-	if t == nil {
-		return
-	}
-	if t.CheckValid() != nil || len(t.ProtoReflect().GetUnknown()) > 0 {
-		w.ok = false
+	if t == nil || !w.accepts(t, t.CheckValid()) {
 		return
 	}
 	w.name(n)
@@ -90,11 +96,7 @@ func (w *offerWriter) time(n string, t *timestamppb.Timestamp) {
 }
 
 func (w *offerWriter) duration(n string, d *durationpb.Duration) {
-	if d == nil {
-		return
-	}
-	if d.CheckValid() != nil || len(d.ProtoReflect().GetUnknown()) > 0 {
-		w.ok = false
+	if d == nil || !w.accepts(d, d.CheckValid()) {
 		return
 	}
 	w.name(n)
@@ -113,8 +115,7 @@ func (w *offerWriter) duration(n string, d *durationpb.Duration) {
 
 // offer writes o's fields in the proto's declaration order.
 func (w *offerWriter) offer(o *pb.AttemptOffer) {
-	if len(o.ProtoReflect().GetUnknown()) > 0 {
-		w.ok = false
+	if !w.accepts(o, nil) {
 		return
 	}
 	w.b = append(w.b, '{')
