@@ -11,6 +11,7 @@ BUF_VERSION            := v1.50.0
 PROTOC_GEN_GO_VERSION  := v1.36.12
 PROTOC_GEN_GRPC_VERSION := v1.5.1
 GRPC_GATEWAY_VERSION   := v2.33.0
+VTPROTO_VERSION        := v0.6.1-0.20240319094008-0393e58bdf10
 TEST_TIMEOUT ?= 10m
 E2E_TIMEOUT  ?= 20m
 
@@ -72,12 +73,14 @@ proto-tools:
 	GOBIN=$(TOOLS) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GRPC_VERSION)
 	GOBIN=$(TOOLS) $(GO) install github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-grpc-gateway@$(GRPC_GATEWAY_VERSION)
 	GOBIN=$(TOOLS) $(GO) install github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-openapiv2@$(GRPC_GATEWAY_VERSION)
+	GOBIN=$(TOOLS) $(GO) install github.com/planetscale/vtprotobuf/cmd/protoc-gen-go-vtproto@$(VTPROTO_VERSION)
 
 # Go code, the HTTP gateway (routes in proto/raftcron/v1/gateway.yaml) and
 # the OpenAPI 3 document api/gateway embeds: buf writes Swagger 2.0 under
 # bin/openapi, which openapigen converts.
 proto: proto-tools
 	cd proto && PATH=$(TOOLS):$$PATH buf lint && PATH=$(TOOLS):$$PATH buf generate
+	cd proto && PATH=$(TOOLS):$$PATH buf generate --template buf.gen.vtproto.yaml
 	$(GO) run ./api/gateway/openapigen -in bin/openapi/openapi.swagger.json -out api/gateway/openapi.json
 
 # The OpenAPI linter (@redocly/cli) and the TypeScript client generator

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/raftcron/raftcron/proto/codec"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -66,6 +67,7 @@ func (p *peerConns) conn(addr string) (*grpc.ClientConn, error) {
 		opts := []grpc.DialOption{
 			grpc.WithTransportCredentials(p.creds),
 			grpc.WithConnectParams(reconnect),
+			grpc.WithDefaultCallOptions(grpc.ForceCodecV2(codec.Client)),
 		}
 		if iso := p.iso; iso != nil {
 			opts = append(opts, grpc.WithContextDialer(func(ctx context.Context, a string) (net.Conn, error) {

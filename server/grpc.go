@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/raftcron/raftcron/api"
+	"github.com/raftcron/raftcron/proto/codec"
 )
 
 // keepaliveMinTime is the most frequent client ping the server tolerates.
@@ -44,6 +45,7 @@ func newGRPCServer(log *slog.Logger, maxStreams uint32, auth *api.Authorizer, ex
 		grpc.NumStreamWorkers(grpcStreamWorkers),
 		grpc.StaticStreamWindowSize(grpcStreamWindow),
 		grpc.StaticConnWindowSize(grpcConnWindow),
+		grpc.ForceServerCodecV2(codec.Server),
 	}, extra...)...)
 }
 

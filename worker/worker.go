@@ -18,6 +18,7 @@ import (
 	"github.com/raftcron/raftcron/internal/proc"
 	"github.com/raftcron/raftcron/policy"
 
+	"github.com/raftcron/raftcron/proto/codec"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -220,7 +221,10 @@ func (w *Worker) conn(addr string) (*grpc.ClientConn, error) {
 const window = 1 << 20
 
 func (w *Worker) dialOptions() []grpc.DialOption {
-	opts := []grpc.DialOption{grpc.WithStaticStreamWindowSize(window), grpc.WithStaticConnWindowSize(window)}
+	opts := []grpc.DialOption{
+		grpc.WithStaticStreamWindowSize(window), grpc.WithStaticConnWindowSize(window),
+		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(codec.Client)),
+	}
 	if w.cfg.TLS != nil {
 		opts = append(opts, grpc.WithTransportCredentials(credentials.NewTLS(w.cfg.TLS)))
 	} else {

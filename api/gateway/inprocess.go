@@ -7,6 +7,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/test/bufconn"
+
+	"github.com/raftcron/raftcron/proto/codec"
 )
 
 // inProcessBuffer is the in-memory connection's buffer: a whole ApplyJob
@@ -34,6 +36,7 @@ func NewInProcess(opts ...grpc.DialOption) (*InProcess, error) {
 	dial := append([]grpc.DialOption{
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(codec.Client)),
 	}, opts...)
 	conn, err := grpc.NewClient("passthrough:///raftcron-in-process", dial...)
 	if err != nil {
