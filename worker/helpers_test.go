@@ -16,6 +16,7 @@ import (
 	"github.com/raftcron/raftcron/scheduler/remote"
 	"github.com/raftcron/raftcron/worker"
 
+	"github.com/raftcron/raftcron/proto/codec"
 	pb "github.com/raftcron/raftcron/proto/raftcron/v1"
 )
 
@@ -75,7 +76,9 @@ func newNodeWith(t testing.TB, cfg remote.Config) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.srv = grpc.NewServer()
+	// The node's own codec (server.newGRPCServer), so that BenchmarkBurst
+	// measures both ends as they run.
+	n.srv = grpc.NewServer(grpc.ForceServerCodecV2(codec.Server))
 	pb.RegisterWorkerServiceServer(n.srv, api.NewWorkerService(api.Deps{Workers: n.hub, Leader: n.leader}))
 	go func() { _ = n.srv.Serve(ln) }()
 	t.Cleanup(func() {
