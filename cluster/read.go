@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -48,14 +49,14 @@ func (n *Node) readIndex(ctx context.Context) (uint64, error) {
 	}
 	term := n.raft.CurrentTerm()
 	if n.barrierTerm.Load() != term {
-		if err := waitFuture(ctx, n.raft.Barrier(raftTimeout(ctx))); err != nil {
-			return 0, raftError(err)
+		if err := n.awaitRead(ctx, n.raft.Barrier(raftTimeout(ctx))); err != nil {
+			return 0, err
 		}
 		n.barrierTerm.Store(term)
 	}
 	idx := n.raft.CommitIndex()
-	if err := waitFuture(ctx, n.raft.VerifyLeader()); err != nil {
-		return 0, raftError(err)
+	if err := n.awaitRead(ctx, n.raft.VerifyLeader()); err != nil {
+		return 0, err
 	}
 	// Leading in the same term before and after means the commit index was
 	// read while leading that term, after its barrier.
@@ -63,6 +64,19 @@ func (n *Node) readIndex(ctx context.Context) (uint64, error) {
 		return 0, ErrNotLeader
 	}
 	return idx, nil
+}
+
+// awaitRead waits for a read's barrier or leadership check. Raft that
+// stops (this leader removing itself) leaves them unanswered (stranded.go):
+// then, after strandedWait at most, this node no longer leads, and the
+// reader asks the next leader instead of waiting out its deadline. A
+// barrier writes nothing, so its outcome does not matter.
+func (n *Node) awaitRead(ctx context.Context, f raft.Future) error {
+	err := awaitFuture(ctx, f, n.raftStop.ch)
+	if errors.Is(err, errStranded) {
+		return fmt.Errorf("%w: %w", ErrNotLeader, err)
+	}
+	return raftError(err)
 }
 
 func (n *Node) forwardReadIndex(ctx context.Context) (uint64, error) {

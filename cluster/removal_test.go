@@ -17,6 +17,11 @@ import (
 func TestLeaderBeingRemovedProposesNothingMore(t *testing.T) {
 	tc, disks := stallableCluster(t)
 	leader := tc.waitLeader(10 * time.Second)
+	// Raft takes a configuration change only once the configuration before
+	// it is committed, and a new leader's bootstrap configuration is only
+	// once an entry of its term is: with the followers stalled before that,
+	// the removal never reaches the log.
+	put(t, leader.node, "before", "@hourly")
 	for _, f := range tc.followers(leader) {
 		disks[f.id].stall() // heartbeats go on, nothing commits
 	}
