@@ -44,6 +44,7 @@ const (
 // node's CPU. A leader only becomes known to a follower together with a
 // contact from it, so a follower that learns of one in the middle of a
 // sleep of at most the lease cannot see it fall silent before it wakes.
+// The leader itself has no leader to watch: it sleeps until it is deposed.
 func (n *Node) watchCrash(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	t := time.NewTimer(n.lease)
@@ -52,18 +53,26 @@ func (n *Node) watchCrash(stop <-chan struct{}, done chan<- struct{}) {
 		select {
 		case <-stop:
 			return
+		case <-n.deposed:
 		case <-t.C:
 			if addr, ok := n.silentLeader(); ok && leaderRefuses(addr) {
 				n.hurryElection(stop, addr)
 			}
-			t.Reset(crashWatchWait(n.raft.State() == raft.Follower, time.Since(n.raft.LastContact()), n.lease))
 		}
+		if n.IsLeader() {
+			t.Stop()
+			n.crashWatchAsleep.Store(true)
+			continue
+		}
+		n.crashWatchAsleep.Store(false)
+		t.Reset(crashWatchWait(n.raft.State() == raft.Follower, time.Since(n.raft.LastContact()), n.lease))
 	}
 }
 
 // crashWatchWait is how long the watch sleeps: until the lease runs out
 // after the last contact (sinceContact ago) on a follower, crashWatchPoll
-// once it has, and the lease on a node that is not a follower.
+// once it has, and the lease on a candidate (or a leader Raft has not
+// announced yet).
 func crashWatchWait(follower bool, sinceContact, lease time.Duration) time.Duration {
 	switch {
 	case !follower:

@@ -3,6 +3,8 @@ package cluster
 import (
 	"testing"
 	"time"
+
+	"github.com/raftcron/raftcron/internal/testutil"
 )
 
 // slowHeartbeat makes Raft's own failure detection slow (a follower cannot
@@ -59,7 +61,7 @@ func TestIsolatedLeaderIsNotTakenForCrashed(t *testing.T) {
 }
 
 // The watch sleeps until the leader could first count as silent, polls
-// while it does, and checks a node that is not a follower once per lease.
+// while it does, and checks a candidate once per lease.
 func TestCrashWatchWaitsForTheLease(t *testing.T) {
 	const lease = 500 * time.Millisecond
 	for _, c := range []struct {
@@ -72,10 +74,32 @@ func TestCrashWatchWaitsForTheLease(t *testing.T) {
 		{"heard 400ms ago", true, 400 * time.Millisecond, 100 * time.Millisecond},
 		{"silent for the lease", true, lease, crashWatchPoll},
 		{"silent for longer", true, 3 * time.Second, crashWatchPoll},
-		{"leader or candidate", false, 3 * time.Second, lease},
+		{"candidate", false, 3 * time.Second, lease},
 	} {
 		if got := crashWatchWait(c.follower, c.sinceContact, lease); got != c.want {
 			t.Errorf("%s: wait %s, want %s", c.name, got, c.want)
 		}
 	}
+}
+
+// A leader's watch sleeps, and wakes when the leader is deposed: the next
+// leader's crash is caught by the node that led before it. With the third
+// node down, the deposed leader is the only one left to catch it.
+func TestDeposedLeaderWatchesTheNextOne(t *testing.T) {
+	tc := newCluster(t, 3, slowHeartbeat)
+	old := tc.waitLeader(20 * time.Second)
+	put(t, old.node, "before", "@daily")
+	rest := tc.followers(old)
+	next, third := rest[0], rest[1]
+	third.crash()
+	testutil.WaitFor(t, 5*time.Second, "the leader's watch asleep", old.node.crashWatchAsleep.Load)
+
+	if _, err := old.node.TransferLeadership(ctxTimeout(t, 10*time.Second), next.id); err != nil {
+		t.Fatalf("transfer to %s: %v", next.id, err)
+	}
+	leaderAmong(t, []*testNode{old, next}, 10*time.Second)
+	next.crash()
+	testutil.WaitFor(t, 5*time.Second, old.id+"'s early election against the crashed "+next.id, func() bool {
+		return old.node.earlyElections.Load() > 0
+	})
 }

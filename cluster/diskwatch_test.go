@@ -158,3 +158,21 @@ func diskWriteAge(t *testing.T, n *Node) float64 {
 	}
 	return m.GetGauge().GetValue()
 }
+
+// The watch sleeps while no write is in flight, and a write that stalls
+// after such a sleep is still caught.
+func TestDiskWatchSleepsUntilAWriteStarts(t *testing.T) {
+	w := newDiskWatch(minDiskStallTimeout, testLogger(), nil)
+	w.start(func() bool { return true })
+	defer w.close()
+	testutil.WaitFor(t, 5*time.Second, "the watch asleep with nothing in flight", func() bool { return w.sleeps.Load() == 1 })
+
+	end := w.begin()
+	select {
+	case <-w.failed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a write stalled after the watch slept was not caught")
+	}
+	end()
+	testutil.WaitFor(t, 5*time.Second, "the watch asleep again once the write returned", func() bool { return w.sleeps.Load() == 2 })
+}

@@ -65,8 +65,12 @@ type Node struct {
 	raiseNow  chan struct{}
 	raiseDone chan struct{}
 	// lease is Raft's LeaderLeaseTimeout, the silence after which
-	// watchCrash probes the leader.
-	lease time.Duration
+	// watchCrash probes the leader; deposed wakes watchCrash, asleep while
+	// this node leads, when it stops leading.
+	lease   time.Duration
+	deposed chan struct{}
+	// crashWatchAsleep: watchCrash sleeps as the leader's (tests).
+	crashWatchAsleep atomic.Bool
 	// earlyElections counts the times watchCrash shortened Raft's timers.
 	earlyElections atomic.Uint64
 
@@ -168,6 +172,7 @@ func New(cfg Config, mux *Mux) (*Node, error) {
 		watchDone: make(chan struct{}),
 		crashDone: make(chan struct{}),
 		raiseNow:  make(chan struct{}, 1),
+		deposed:   make(chan struct{}, 1),
 		raiseDone: make(chan struct{}),
 		lease:     rc.LeaderLeaseTimeout,
 		raftUp:    make(chan struct{}),
@@ -320,11 +325,13 @@ func (n *Node) setLeader(v bool) {
 	n.leaderChanges.Add(1)
 	n.contacts.reset()
 	n.log.Info("leadership changed", "leader", v)
+	wake := n.deposed
 	if v {
-		select { // never blocks: Raft waits on this goroutine
-		case n.raiseNow <- struct{}{}:
-		default:
-		}
+		wake = n.raiseNow
+	}
+	select { // never blocks: Raft waits on this goroutine
+	case wake <- struct{}{}:
+	default:
 	}
 	if cb := n.cfg.OnLeadershipChange; cb != nil {
 		cb(v)

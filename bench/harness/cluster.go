@@ -66,7 +66,12 @@ func Leader(ctx context.Context, c *localcluster.Cluster, timeout time.Duration)
 
 // WaitCaughtUp waits until every running node has applied up to index.
 func WaitCaughtUp(ctx context.Context, c *localcluster.Cluster, index uint64, timeout time.Duration) error {
-	return Poll(ctx, timeout, fmt.Sprintf("every node applied index %d", index), func() (bool, error) {
+	return WaitCaughtUpEvery(ctx, c, index, timeout, pollEvery)
+}
+
+// WaitCaughtUpEvery is WaitCaughtUp asking the nodes every every.
+func WaitCaughtUpEvery(ctx context.Context, c *localcluster.Cluster, index uint64, timeout, every time.Duration) error {
+	return PollEvery(ctx, timeout, every, fmt.Sprintf("every node applied index %d", index), func() (bool, error) {
 		for _, n := range c.Nodes() {
 			if !n.Running() {
 				continue
@@ -111,6 +116,11 @@ func Scrape(n *localcluster.Node) (Metrics, error) {
 // Poll calls cond every pollEvery until it holds, fails, ctx ends or
 // timeout passes.
 func Poll(ctx context.Context, timeout time.Duration, what string, cond func() (bool, error)) error {
+	return PollEvery(ctx, timeout, pollEvery, what, cond)
+}
+
+// PollEvery is Poll calling cond every every.
+func PollEvery(ctx context.Context, timeout, every time.Duration, what string, cond func() (bool, error)) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		ok, err := cond()
@@ -126,7 +136,7 @@ func Poll(ctx context.Context, timeout time.Duration, what string, cond func() (
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
-		case <-time.After(pollEvery):
+		case <-time.After(every):
 		}
 	}
 }

@@ -28,6 +28,42 @@ func TestParseStatusMem(t *testing.T) {
 	}
 }
 
+func TestParseSchedstat(t *testing.T) {
+	if d, err := parseSchedstat([]byte("123456789 5000 42\n")); err != nil || d != 123456789 {
+		t.Errorf("got %v, %v; want 123.456789ms", d, err)
+	}
+	if _, err := parseSchedstat([]byte("12 34\n")); err == nil {
+		t.Error("two fields read without an error")
+	}
+}
+
+// The threads' nanoseconds and /proc/PID/stat's ticks measure the same
+// time: within a tick per thread of each other.
+func TestThreadsCPUAgreesWithStat(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	deadline := time.Now().Add(200 * time.Millisecond)
+	for time.Now().Before(deadline) { // burn some CPU
+	}
+	threads, err := threadsCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stat, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ticks, err := parseStatCPU(stat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, _ := os.ReadDir("/proc/self/task")
+	if diff := (threads - ticks).Abs(); diff > time.Duration(len(tasks)+1)*clockTick {
+		t.Errorf("threads %v, stat %v: %v apart", threads, ticks, diff)
+	}
+}
+
 func TestReadProcAndSystemOnThisProcess(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc")

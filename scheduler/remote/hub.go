@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -79,6 +80,8 @@ type Hub struct {
 	wake chan struct{} // cap 1: the queues or the workers changed
 	stop chan struct{}
 	done chan struct{}
+	// sleeps counts the times run found nothing to check (tests).
+	sleeps atomic.Uint64
 
 	// inMu guards inbox and closed. Submit takes only it, for an append:
 	// the scheduler's loop submits a tick's thousands of attempts one by
@@ -289,7 +292,10 @@ func (h *Hub) Close() {
 }
 
 // run pumps the queues whenever something changed, and checks leases,
-// leadership and waiting attempts every check interval.
+// leadership and waiting attempts every check interval while it has
+// anything to check. A hub with no worker and no attempt (every follower's,
+// an idle leader's) sleeps until kicked: on an idle machine each wake-up of
+// a process costs 0.1–0.2 ms of CPU.
 func (h *Hub) run() {
 	defer close(h.done)
 	t := time.NewTicker(h.check)
@@ -303,7 +309,28 @@ func (h *Hub) run() {
 			h.checkWorkers()
 		}
 		h.pump()
+		if !h.empty() {
+			continue
+		}
+		t.Stop()
+		h.sleeps.Add(1)
+		select {
+		case <-h.stop:
+			return
+		case <-h.wake:
+		}
+		t.Reset(h.check)
+		h.pump()
 	}
+}
+
+// empty: no worker, and no attempt waiting or offered.
+func (h *Hub) empty() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.inMu.Lock()
+	defer h.inMu.Unlock()
+	return len(h.conns) == 0 && len(h.pending) == 0 && len(h.held) == 0 && len(h.inbox) == 0
 }
 
 // checkWorkers drops every worker when this node does not lead, and the

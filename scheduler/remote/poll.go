@@ -215,6 +215,7 @@ func (h *Hub) session(grant Grant, req PollRequest) (*conn, error) {
 	case c == nil:
 		c = &conn{id: req.ID, token: grant.Token, http: true, inflight: make(map[uint64]*attempt)}
 		h.conns[c.id] = c
+		h.kick() // a sleeping run checks nothing: it has a session to check now
 		h.metrics.connected.WithLabelValues(req.Pool).Inc()
 		h.log.Info("worker polling", "worker", c.id, "pool", req.Pool, "tags", req.Tags, "handlers", len(req.Handlers))
 	case c.pool != req.Pool:

@@ -72,6 +72,24 @@ type nodeSample struct {
 }
 
 func sampleNodes(c *localcluster.Cluster) nodeSample {
+	s := sampleProcs(c)
+	for _, n := range c.Nodes() {
+		if !n.Running() {
+			continue
+		}
+		if st, err := n.Status(context.Background()); err == nil {
+			s.status[n.ID] = st
+		}
+		if m, err := harness.Scrape(n); err == nil {
+			s.metrics[n.ID] = m
+		}
+	}
+	return s
+}
+
+// sampleProcs is the part of sampleNodes that reads /proc only, waking
+// no node.
+func sampleProcs(c *localcluster.Cluster) nodeSample {
 	s := nodeSample{at: time.Now(), proc: map[string]harness.ProcSample{},
 		status: map[string]ops.Status{}, metrics: map[string]harness.Metrics{}}
 	s.self, _ = harness.ReadProc(os.Getpid())
@@ -82,12 +100,6 @@ func sampleNodes(c *localcluster.Cluster) nodeSample {
 		}
 		if p, err := harness.ReadProc(n.Pid()); err == nil {
 			s.proc[n.ID] = p
-		}
-		if st, err := n.Status(context.Background()); err == nil {
-			s.status[n.ID] = st
-		}
-		if m, err := harness.Scrape(n); err == nil {
-			s.metrics[n.ID] = m
 		}
 	}
 	return s

@@ -26,6 +26,7 @@ type config struct {
 	SteadyPeriod      int
 	FailoverRounds    int
 	RegistryDuration  time.Duration
+	IdleDuration      time.Duration
 	ScaleJobs         int
 	ScaleSnapshotWait time.Duration
 	MicroBenchtime    string
@@ -57,6 +58,9 @@ func (c config) withDefaults() (config, error) {
 	if c.RegistryDuration == 0 {
 		c.RegistryDuration = pick(c.Quick, 20*time.Second, 4*time.Second)
 	}
+	if c.IdleDuration == 0 {
+		c.IdleDuration = pick(c.Quick, 60*time.Second, 20*time.Second)
+	}
 	if c.ScaleJobs == 0 {
 		c.ScaleJobs = pick(c.Quick, 1_000_000, 50_000)
 	}
@@ -79,6 +83,8 @@ func (c config) withDefaults() (config, error) {
 		return c, fmt.Errorf("-failover-rounds %d: must be at least 1", c.FailoverRounds)
 	case c.RegistryDuration < time.Second:
 		return c, fmt.Errorf("-registry-duration %s: must be at least 1s", c.RegistryDuration)
+	case c.IdleDuration < time.Second:
+		return c, fmt.Errorf("-idle-duration %s: must be at least 1s", c.IdleDuration)
 	case c.ScaleJobs < 1:
 		return c, fmt.Errorf("-scale-jobs %d: must be at least 1", c.ScaleJobs)
 	case c.Repeat < 1:

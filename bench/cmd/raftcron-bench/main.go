@@ -8,8 +8,8 @@
 //
 // Scenarios: burst, workers (the burst's tick on two remote workers of one
 // pool, SDK handlers in this process), workers-http (the same tick on two
-// Node SDK workers over the HTTP worker protocol), steady, failover, registry, scale
-// (real clusters) and micro (go test -bench over the product packages).
+// Node SDK workers over the HTTP worker protocol), steady, idle (the CPU of
+// a cluster with nothing to do), failover, registry, scale (real clusters) and micro (go test -bench over the product packages).
 // burst and steady each measure their floor too, the same webhook waves
 // with no cluster, and report their lateness as a ratio to it; httpfloor,
 // not run unless named, measures both floors alone; burst-features, not
@@ -70,7 +70,7 @@ type scenario struct {
 // defaultScenarios is every scenario but httpfloor, whose waves burst and
 // steady already measure beside themselves, and burst-features, which
 // runs beside the burst when a feature's price is the question.
-const defaultScenarios = "burst,workers,workers-http,steady,failover,registry,scale,micro"
+const defaultScenarios = "burst,workers,workers-http,steady,idle,failover,registry,scale,micro"
 
 // minPairs is the fewest runs (or -ab pairs) whose median the docs keep.
 const minPairs = 5
@@ -83,6 +83,7 @@ var scenarios = []scenario{
 	{"steady", runSteady},
 	{"httpfloor", runFloor},
 	{"failover", runFailover},
+	{"idle", runIdle},
 	{"registry", runRegistry},
 	{"scale", runScale},
 	{"micro", runMicro},
@@ -113,6 +114,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.SteadyPeriod, "steady-period", 0, "steady: seconds between two fires of one job, a divisor of 60 (default 10, quick 5); jobs = rate × period")
 	fs.IntVar(&c.FailoverRounds, "failover-rounds", 0, "failover: leader kills per Raft setting (default 20, quick 3)")
 	fs.DurationVar(&c.RegistryDuration, "registry-duration", 0, "registry: length of each phase (default 20s, quick 4s)")
+	fs.DurationVar(&c.IdleDuration, "idle-duration", 0, "idle: measured window (default 60s, quick 20s)")
 	fs.IntVar(&c.ScaleJobs, "scale-jobs", 0, "scale: jobs registered (default 1000000, quick 50000)")
 	fs.DurationVar(&c.ScaleSnapshotWait, "scale-snapshot-wait", -1, "scale: how long to wait for Raft's own snapshot of the full registry (default 300s, quick 0 = do not wait)")
 	fs.StringVar(&c.MicroBenchtime, "micro-benchtime", "", "micro: go test -benchtime (default 1s, quick 100ms)")

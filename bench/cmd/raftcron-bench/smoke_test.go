@@ -43,9 +43,9 @@ func TestSmoke(t *testing.T) {
 	t.Cleanup(func() { localcluster.KillAll() })
 	cfg, err := parseFlags([]string{
 		"-bin", smokeBinary(t), "-out", t.TempDir(), "-work", t.TempDir(),
-		"-scenarios", "burst,burst-features,workers,steady,httpfloor,failover,registry,scale",
+		"-scenarios", "burst,burst-features,workers,steady,httpfloor,idle,failover,registry,scale",
 		"-burst-jobs", "50", "-steady-rate", "20", "-steady-period", "2", "-steady-duration", "4s",
-		"-failover-rounds", "1", "-registry-duration", "1s",
+		"-failover-rounds", "1", "-registry-duration", "1s", "-idle-duration", "1s",
 		"-scale-jobs", "300", "-scale-snapshot-wait", "0", "-quick",
 	})
 	if err != nil {
@@ -100,6 +100,10 @@ func TestSmoke(t *testing.T) {
 				t.Errorf("steady: floor %+v (%s), ratio %+v", m.Floor, m.FloorError, m.Ratio)
 			}
 			checkFireCPU(t, "steady", m.CPUPerFire, 1)
+		case *idleMetrics:
+			if len(m.CPU.Nodes) != 3 || m.NodesMsPerS <= 0 { // /proc counts 10 ms ticks: a follower may show none in 1 s
+				t.Errorf("idle: %+v", m)
+			}
 		case *floorMetrics:
 			if m.Burst.Lateness.N != 50 || m.Steady.Lateness.N != 20*m.Steady.Seconds {
 				t.Errorf("httpfloor: %d of 50 burst and %d of %d steady requests measured", m.Burst.Lateness.N, m.Steady.Lateness.N, 20*m.Steady.Seconds)
