@@ -10,7 +10,7 @@ import (
 )
 
 // An idle cluster's CPU is a fixed cost of every measured window: over a
-// 1,000 burst's window of two seconds and more it is a third of the CPU
+// 1,000 burst's window of about 1.7 s it is a fifth to a third of the CPU
 // per fire. On a virtual machine each wake-up of an idle process costs
 // 0.1–0.2 ms, so what counts is how often each node wakes, not what it
 // does then.

@@ -9,7 +9,8 @@
 // Scenarios: burst, workers (the burst's tick on two remote workers of one
 // pool, SDK handlers in this process), workers-http (the same tick on two
 // Node SDK workers over the HTTP worker protocol), steady, idle (the CPU of
-// a cluster with nothing to do), failover, registry, scale (real clusters) and micro (go test -bench over the product packages).
+// a cluster with nothing to do), failover, registry, scale (real clusters)
+// and micro (go test -bench over the product packages).
 // burst and steady each measure their floor too, the same webhook waves
 // with no cluster, and report their lateness as a ratio to it; httpfloor,
 // not run unless named, measures both floors alone; burst-features, not
