@@ -69,7 +69,8 @@ type Node struct {
 	// this node leads, when it stops leading.
 	lease   time.Duration
 	deposed chan struct{}
-	// crashWatchAsleep: watchCrash sleeps as the leader's (tests).
+	// crashWatchAsleep: watchCrash sleeps until this leader is deposed
+	// (tests).
 	crashWatchAsleep atomic.Bool
 	// earlyElections counts the times watchCrash shortened Raft's timers.
 	earlyElections atomic.Uint64
