@@ -38,11 +38,15 @@ func startTracked(cmd *exec.Cmd, logPath string) (*proc.Process, error) {
 
 // KillAll sends SIGKILL to every node process still running, of every
 // cluster, and waits (bounded) until each is reaped. It returns how many
-// it had to kill.
+// it had to kill: a process reaped a moment ago, whose registration has
+// not gone yet, is not one.
 func KillAll() int {
 	live.Lock()
 	procs := make([]*proc.Process, 0, len(live.procs))
 	for p := range live.procs {
+		if p.Exited() {
+			continue
+		}
 		_ = p.Signal(syscall.SIGKILL)
 		procs = append(procs, p)
 	}
@@ -62,5 +66,11 @@ func KillAll() int {
 func LiveCount() int {
 	live.Lock()
 	defer live.Unlock()
-	return len(live.procs)
+	n := 0
+	for p := range live.procs {
+		if !p.Exited() {
+			n++
+		}
+	}
+	return n
 }
