@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -355,23 +356,31 @@ func TestAnIdleHTTPWorkerFreesItsID(t *testing.T) {
 	}
 }
 
-// A node that stops leading ends its polls; their workers go elsewhere.
+// A node that stops leading ends its polls; their workers go elsewhere. So
+// it does for the first poll after the hub slept with nothing to check.
 func TestPollsEndWhenTheNodeStopsLeading(t *testing.T) {
-	f := newFixture(t, 200*time.Millisecond)
-	ended := make(chan error, 1)
-	go func() {
-		_, err := f.h.Poll(context.Background(), Grant{}, pollReq("w1", "batch"))
-		ended <- err
-	}()
-	testutil.WaitFor(t, 5*time.Second, "the poll to open", func() bool { return f.h.room("w1") == 8 })
-	f.leading.Store(false)
-	select {
-	case err := <-ended:
-		if !errors.Is(err, errNotLeading) {
-			t.Fatalf("poll ended with %v, want %v", err, errNotLeading)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("poll still open 5s after the node stopped leading")
+	for _, asleep := range []bool{false, true} {
+		t.Run(fmt.Sprintf("hub asleep before the poll=%v", asleep), func(t *testing.T) {
+			f := newFixture(t, 200*time.Millisecond)
+			if asleep {
+				testutil.WaitFor(t, 5*time.Second, "the hub asleep with nothing to check", func() bool { return f.h.sleeps.Load() > 0 })
+			}
+			ended := make(chan error, 1)
+			go func() {
+				_, err := f.h.Poll(context.Background(), Grant{}, pollReq("w1", "batch"))
+				ended <- err
+			}()
+			testutil.WaitFor(t, 5*time.Second, "the poll to open", func() bool { return f.h.room("w1") == 8 })
+			f.leading.Store(false)
+			select {
+			case err := <-ended:
+				if !errors.Is(err, errNotLeading) {
+					t.Fatalf("poll ended with %v, want %v", err, errNotLeading)
+				}
+			case <-time.After(3 * time.Second): // before the poll's own wait of 5s
+				t.Fatal("poll still open 3s after the node stopped leading")
+			}
+		})
 	}
 }
 
@@ -460,27 +469,5 @@ func TestHTTPAndStreamWorkersShareAPool(t *testing.T) {
 	offers := <-polled
 	if len(offers) != 1 || offers[0].GetToken() == streamed[0].GetToken() {
 		t.Fatalf("stream got %d, poll got %v: want one attempt each", streamed[0].GetToken(), offers)
-	}
-}
-
-// A hub with nothing to check sleeps, and the first poll after that is
-// watched as any: the node stops leading and the poll ends.
-func TestAHubThatSleptWatchesItsFirstPoll(t *testing.T) {
-	f := newFixture(t, 200*time.Millisecond)
-	testutil.WaitFor(t, 5*time.Second, "the hub asleep with nothing to check", func() bool { return f.h.sleeps.Load() > 0 })
-	ended := make(chan error, 1)
-	go func() {
-		_, err := f.h.Poll(context.Background(), Grant{}, pollReq("w1", "batch"))
-		ended <- err
-	}()
-	testutil.WaitFor(t, 5*time.Second, "the poll to open", func() bool { return f.h.room("w1") == 8 })
-	f.leading.Store(false)
-	select {
-	case err := <-ended:
-		if !errors.Is(err, errNotLeading) {
-			t.Fatalf("poll ended with %v, want %v", err, errNotLeading)
-		}
-	case <-time.After(3 * time.Second):
-		t.Fatal("poll still open 3s after the node stopped leading")
 	}
 }
