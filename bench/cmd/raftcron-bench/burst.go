@@ -128,15 +128,11 @@ func runBurstVariant(ctx context.Context, e *env, res *Result, v burstVariant) e
 		return err
 	}
 	defer func() { _ = sink.Close() }()
-	c, err := e.startCluster(ctx, v.name, v.flags...)
+	c, leader, err := e.startLed(ctx, v.name, v.flags...)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = c.Crash() }()
-	leader, err := harness.Leader(ctx, c, harness.ReadyTimeout)
-	if err != nil {
-		return err
-	}
 	var children []chainedJob
 	if v.setUp != nil {
 		if children, err = v.setUp(ctx, c, leader, sink.URL(), m); err != nil {

@@ -115,15 +115,11 @@ func failoverSettingRun(ctx context.Context, e *env, s failoverSetting, rounds i
 		return err
 	}
 	defer func() { _ = sink.Close() }()
-	c, err := e.startCluster(ctx, "failover-"+s.Name, s.Flags...)
+	c, leader, err := e.startLed(ctx, "failover-"+s.Name, s.Flags...)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = c.Crash() }()
-	leader, err := harness.Leader(ctx, c, harness.ReadyTimeout)
-	if err != nil {
-		return err
-	}
 	conns, err := harness.Dial(leader.Addr, 1)
 	if err != nil {
 		return err

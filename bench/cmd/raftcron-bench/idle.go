@@ -43,15 +43,11 @@ func (m *idleMetrics) figures() []figure {
 func runIdle(ctx context.Context, e *env, res *Result) error {
 	m := &idleMetrics{}
 	res.Metrics = m
-	c, err := e.startCluster(ctx, "idle")
+	c, leader, err := e.startLed(ctx, "idle")
 	if err != nil {
 		return err
 	}
 	defer func() { _ = c.Crash() }()
-	leader, err := harness.Leader(ctx, c, harness.ReadyTimeout)
-	if err != nil {
-		return err
-	}
 	if err := sleepUntil(ctx, time.Now().Add(idleSettle)); err != nil {
 		return err
 	}

@@ -89,15 +89,11 @@ func runRegistry(ctx context.Context, e *env, res *Result) error {
 	var phases []*registryPhase
 	res.Metrics = &phases
 
-	c, err := e.startCluster(ctx, "registry")
+	c, leader, err := e.startLed(ctx, "registry")
 	if err != nil {
 		return err
 	}
 	defer func() { _ = c.Crash() }()
-	leader, err := harness.Leader(ctx, c, harness.ReadyTimeout)
-	if err != nil {
-		return err
-	}
 	follower := c.Followers(leader)[0]
 	toLeader, err := harness.Dial(leader.Addr, 64)
 	if err != nil {

@@ -331,6 +331,21 @@ func (e *env) startCluster(ctx context.Context, name string, extra ...string) (*
 	return c, nil
 }
 
+// startLed is startCluster waiting for the cluster's leader too; a cluster
+// with no leader in time is crashed. The caller crashes it when done.
+func (e *env) startLed(ctx context.Context, name string, extra ...string) (*localcluster.Cluster, *localcluster.Node, error) {
+	c, err := e.startCluster(ctx, name, extra...)
+	if err != nil {
+		return nil, nil, err
+	}
+	leader, err := harness.Leader(ctx, c, harness.ReadyTimeout)
+	if err != nil {
+		_ = c.Crash()
+		return nil, nil, err
+	}
+	return c, leader, nil
+}
+
 // removeData deletes the data dirs of the scenario's clusters (they can
 // be large); the logs stay until the run ends.
 func (e *env) removeData() {

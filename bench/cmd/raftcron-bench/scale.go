@@ -115,15 +115,11 @@ func runScale(ctx context.Context, e *env, res *Result) error {
 	spec := scaleSpec(time.Now().UTC().Hour())
 
 	res.Params["memory_limit"] = scaleMemoryLimit
-	c, err := e.startCluster(ctx, "scale", "--memory-limit", scaleMemoryLimit)
+	c, leader, err := e.startLed(ctx, "scale", "--memory-limit", scaleMemoryLimit)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = c.Crash() }()
-	leader, err := harness.Leader(ctx, c, harness.ReadyTimeout)
-	if err != nil {
-		return err
-	}
 	start := sampleNodes(c)
 	e.logf("scale: registering %d jobs with %d clients in ApplyJobs calls of %d", n, scaleClients, scaleBatch)
 	waitProfile := e.profile(ctx, leader, "scale-register-leader-cpu", 20*time.Second)

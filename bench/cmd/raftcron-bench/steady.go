@@ -64,15 +64,11 @@ func runSteady(ctx context.Context, e *env, res *Result) error {
 		return err
 	}
 	defer func() { _ = sink.Close() }()
-	c, err := e.startCluster(ctx, "steady")
+	c, leader, err := e.startLed(ctx, "steady")
 	if err != nil {
 		return err
 	}
 	defer func() { _ = c.Crash() }()
-	leader, err := harness.Leader(ctx, c, harness.ReadyTimeout)
-	if err != nil {
-		return err
-	}
 	e.logf("steady: registering %d jobs (every %ds, %d per second of the period)", m.Jobs, period, rate)
 	m.Registration, err = e.register(ctx, leader, m.Jobs, func(i int) *pb.JobSpec {
 		return httpJob(fmt.Sprintf("steady-%07d", i), fmt.Sprintf("%d/%d * * * * *", i%period, period), sink.URL())

@@ -104,15 +104,11 @@ func runWorkers(ctx context.Context, e *env, res *Result) error {
 	m := &workersMetrics{workerWave: workerWave{Jobs: n, Workers: benchWorkers}, WebhookBurst: e.burstLateness}
 	res.Metrics = m
 
-	c, err := e.startCluster(ctx, "workers")
+	c, leader, err := e.startLed(ctx, "workers")
 	if err != nil {
 		return err
 	}
 	defer func() { _ = c.Crash() }()
-	leader, err := harness.Leader(ctx, c, harness.ReadyTimeout)
-	if err != nil {
-		return err
-	}
 	rec := newRecorder(n)
 	stop, err := startBenchWorkers(ctx, e, c, rec)
 	if err != nil {

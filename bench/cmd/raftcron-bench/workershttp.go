@@ -57,15 +57,11 @@ func runWorkersHTTP(ctx context.Context, e *env, res *Result) error {
 	if err := runIn(e.cfg.Repo, "make", "-C", "clients", "node-build"); err != nil {
 		return fmt.Errorf("build the Node worker: %w", err)
 	}
-	c, err := e.startCluster(ctx, "workers-http")
+	c, leader, err := e.startLed(ctx, "workers-http")
 	if err != nil {
 		return err
 	}
 	defer func() { _ = c.Crash() }()
-	leader, err := harness.Leader(ctx, c, harness.ReadyTimeout)
-	if err != nil {
-		return err
-	}
 	outs, pids, stop, err := startNodeWorkers(ctx, e, c)
 	if err != nil {
 		return err
