@@ -69,16 +69,17 @@ func runIdle(ctx context.Context, e *env, res *Result) error {
 
 func (m *idleMetrics) idleRates(window time.Duration) {
 	perS := func(cpuS float64) float64 { return math.Round(cpuS*1e4/window.Seconds()) / 10 }
+	var nodesS float64
 	var followers []float64
 	for _, u := range m.CPU.Nodes {
-		m.NodesMsPerS += u.CPUSeconds
+		nodesS += u.CPUSeconds
 		if u.Role == "leader" {
 			m.LeaderMsPerS = perS(u.CPUSeconds)
 		} else {
 			followers = append(followers, perS(u.CPUSeconds))
 		}
 	}
-	m.NodesMsPerS = perS(m.NodesMsPerS)
+	m.NodesMsPerS = perS(nodesS)
 	if len(followers) > 0 {
 		m.FollowerMsPerS = math.Round(mean(followers)*10) / 10
 	}
